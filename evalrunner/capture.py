@@ -516,23 +516,32 @@ async def arun_captured(
     replay: Replayer | None = None,
     recorder: Recorder | None = None,
     retry: RetrySettings | None = None,
+    timeout: float | None = None,
     **kwargs: Any,
 ) -> CaptureResult:
-    """Like :func:`run_captured` for async agents (sync ones run in a worker thread)."""
+    """Like :func:`run_captured` for async agents (sync ones run in a worker thread).
+
+    ``timeout`` bounds the whole run; on expiry ``error`` is a TimeoutError.
+    """
     import asyncio
     import inspect
 
     scope = capture(name, version=version, replay=replay, recorder=recorder, retry=retry)
     output: Any = None
     error: BaseException | None = None
+
+    async def call() -> Any:
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args, **kwargs)
+        result = await asyncio.to_thread(fn, *args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
     try:
         async with scope:
-            if inspect.iscoroutinefunction(fn):
-                output = await fn(*args, **kwargs)
-            else:
-                output = await asyncio.to_thread(fn, *args, **kwargs)
-                if inspect.isawaitable(output):
-                    output = await output
+            # The timeout sits inside the scope so a timed-out run still has a
+            # trajectory. A sync agent's worker thread cannot be stopped; it
+            # finishes in the background and its late calls land nowhere.
+            output = await asyncio.wait_for(call(), timeout)
     except Exception as exc:
         error = exc
     return _result(scope, output, error)

@@ -53,6 +53,11 @@ class EndpointPool:
         if self._server is None:
             from evalrunner.local_model import LocalModelServer
 
+            # An http_proxy in the environment would swallow loopback calls.
+            no_proxy = os.environ.get("NO_PROXY", "")
+            if "127.0.0.1" not in no_proxy:
+                os.environ["NO_PROXY"] = ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p)
+
             self._server = LocalModelServer().start()
         return Endpoint(label=LOCAL, model=self._server.model, api_base=self._server.api_base, api_key=self._server.api_key)
 

@@ -24,6 +24,7 @@ from evalrunner.diff import Delta, diff_shapes, render, summary
 from evalrunner.errors import ReplayError
 from evalrunner.golden import Golden
 from evalrunner.normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
+from evalrunner.redact import redact
 from evalrunner.replay import Recorder, Replayer, Script, block_network, script_path_for
 from evalrunner.shape import shape
 
@@ -46,6 +47,13 @@ def _capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     if inspect.iscoroutinefunction(fn):
         return asyncio.run(arun_captured(fn, *args, **opts, **kwargs))
     return run_captured(fn, *args, **opts, **kwargs)
+
+
+def _normalized(trajectory: dict[str, Any], config: NormalizeConfig) -> dict[str, Any]:
+    # Goldens are written redacted; compare in the same form, or a run whose
+    # prompt holds a secret could never match its own golden.
+    normalized: dict[str, Any] = redact(normalize(trajectory, config))
+    return normalized
 
 
 def run_frozen(
@@ -96,7 +104,7 @@ def run_frozen(
         old = Golden.load(golden_path) if golden_path.exists() else None
         out = _write(golden_path, None, result, config, None)
         if old is not None:
-            moved = diff_shapes(old.shape, shape(normalize(result.trajectory, config)))
+            moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, config)))
             out.deltas = moved
             out.message = f"updated {golden_path}: {summary(moved)}"
         else:
@@ -105,7 +113,7 @@ def run_frozen(
         return out
 
     assert golden is not None
-    normalized = normalize(result.trajectory, config)
+    normalized = _normalized(result.trajectory, config)
     actual = shape(normalized)
     # Compare against the golden's trajectory, not its stored shape: a
     # hand-edited shape must not hide a change.
@@ -127,7 +135,7 @@ def run_frozen(
 def _write(
     golden_path: Path, script_path: Path | None, result: CaptureResult, config: NormalizeConfig, script: Script | None
 ) -> FrozenOutcome:
-    normalized = normalize(result.trajectory, config)
+    normalized = _normalized(result.trajectory, config)
     golden = Golden(schema_version=normalized["schema_version"], shape=shape(normalized), trajectory=normalized)
     written = []
     if script is not None and script_path is not None:

@@ -281,6 +281,7 @@ class LocalModelServer:
         """True once GET /models answers; False if the port was taken (retry)."""
         assert self._proc is not None and self.log_path is not None
         url = f"{self.api_base}/models"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
         while True:
             if self._proc.poll() is not None:
                 tail = _tail(self.log_path)
@@ -291,7 +292,7 @@ class LocalModelServer:
                     f"before answering. Log {self.log_path}:\n{tail}"
                 )
             try:
-                with urllib.request.urlopen(url, timeout=2) as response:
+                with opener.open(url, timeout=2) as response:
                     if response.status == 200:
                         return True
             except (urllib.error.URLError, OSError):

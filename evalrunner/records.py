@@ -30,7 +30,10 @@ class RunRecord(BaseModel):
     step_count: int = Field(default=0, description="Number of steps in the top-level trajectory.")
     llm_calls: int = Field(default=0, description="Model calls, sub-agents included.")
     tool_calls: int = Field(default=0, description="Tool calls, sub-agents included.")
-    tools: list[str] = Field(default_factory=list, description="Ordered tool-call names of the top-level agent.")
+    tools: list[str] = Field(
+        default_factory=list,
+        description="Ordered tool-call names: the top-level agent's, then each sub-agent's in normalised order.",
+    )
     subagent_count: int = Field(default=0, description="Embedded sub-agent trajectories.")
     crashed: bool = Field(default=False, description="The agent raised inside the capture scope.")
     prompt_tokens: int = Field(default=0, description="Prompt tokens, sub-agents included.")

@@ -7,7 +7,10 @@ It is written to cope with weak models as well as hosted ones:
 - Assistant messages that carry tool calls get ``content: ""`` rather than
   ``None``: some chat templates fail on a missing content.
 - After ``max_tool_rounds`` rounds of tool calls the follow-up is sent
-  without tools, so a model that would call tools forever must answer.
+  without tools, so a model that would call tools forever must answer, and
+  it repeats the tool results in a user message: some chat templates
+  (llama-cpp-python's ``chatml-function-calling``) never show ``tool``
+  messages to the model.
 
 Tool failures (bad JSON arguments, unknown tools, exceptions) are returned to
 the model as error text and recorded with ``error=True``, never raised: what
@@ -95,6 +98,9 @@ def _request(ctx: RunContext, messages: list[dict[str, Any]], tools: Mapping[str
     if tools and offer_tools:
         kwargs["tools"] = [t.schema() for t in tools.values()]
         kwargs["tool_choice"] = "auto"
+    elif any(m["role"] == "tool" for m in messages):
+        recap = "\n".join(f"- {m['content']}" for m in messages if m["role"] == "tool")
+        kwargs["messages"] = [*messages, {"role": "user", "content": f"Tool results:\n{recap}\nNow answer the question."}]
     return kwargs
 
 

@@ -117,7 +117,8 @@ def _repair_step(step: dict[str, Any], label: str, path: str) -> None:
             k: usage[k] for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd") if k in usage
         }
         _warn(label, f"{path}.usage", "non-standard step-level 'usage' read as 'metrics'")
-    for j, call in enumerate(step.get("tool_calls") or []):
+    calls = step.get("tool_calls")
+    for j, call in enumerate(calls if isinstance(calls, list) else []):
         if isinstance(call, dict) and isinstance(call.get("arguments"), str):
             try:
                 parsed = json.loads(call["arguments"]) if call["arguments"].strip() else {}
@@ -128,7 +129,8 @@ def _repair_step(step: dict[str, Any], label: str, path: str) -> None:
                 _warn(label, f"{path}.tool_calls[{j}].arguments", "JSON string parsed into an object")
     obs = step.get("observation")
     if isinstance(obs, dict):
-        for j, res in enumerate(obs.get("results") or []):
+        results = obs.get("results")
+        for j, res in enumerate(results if isinstance(results, list) else []):
             if isinstance(res, dict) and isinstance(res.get("content"), dict):
                 res["content"] = json.dumps(res["content"], sort_keys=True)
                 _warn(label, f"{path}.observation.results[{j}].content", "object content serialised to a JSON string")

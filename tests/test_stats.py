@@ -267,7 +267,11 @@ def test_continuous_uses_welch_on_logs() -> None:
 def test_tool_sequence_lumps_rare_and_measures_js() -> None:
     base = pd.concat([frame(run(tools=["a"]), times=6), frame(run(tools=["b"]), times=4)])
     night = pd.concat(
-        [frame(run(tools=["a"]), times=2), frame(run(tools=["c"]), times=1), frame(run(tools=["d"]))]
+        [
+            frame(run(tools=["a"]), times=2),
+            frame(run(tools=["c"]), times=1),
+            frame(run(tools=["d"])),
+        ]
     )
     result = by_metric(compare_scenario(base, night, metrics=["tool_sequence"]))["tool_sequence"]
     # c and d (1 run each) are lumped into OTHER: baseline a 6, b 4, OTHER 0; night 2, 0, 2.
@@ -311,7 +315,7 @@ def test_tolerance_merges_margins_over_defaults() -> None:
 def test_tolerance_rejects_bad_settings(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Tolerance.model_validate(data)
-    with pytest.raises(ConfigError, match="suite.yaml"):
+    with pytest.raises(ConfigError, match=r"suite\.yaml"):
         Tolerance.from_config(data, where="suite.yaml: tolerance")
 
 
@@ -357,7 +361,9 @@ def test_single_runs_and_zero_variance() -> None:
     assert same["completion_tokens"].p == 1.0
     assert same["step_count"].verdict == "ok"
     moved = by_metric(
-        compare_scenario(frame(run(), times=10), frame(run(step_count=5, prompt_tokens=200), times=10))
+        compare_scenario(
+            frame(run(), times=10), frame(run(step_count=5, prompt_tokens=200), times=10)
+        )
     )
     assert moved["step_count"].verdict == "regression"
     assert moved["step_count"].effect == 1.0
@@ -372,7 +378,9 @@ def test_absent_columns_and_answers() -> None:
     assert results["tool_sequence"].verdict == "inconclusive"
     assert "first_tool" not in results
     no_answers = by_metric(
-        compare_scenario(frame(run(final_answer=None), times=5), frame(run(final_answer=None), times=5))
+        compare_scenario(
+            frame(run(final_answer=None), times=5), frame(run(final_answer=None), times=5)
+        )
     )
     assert "final_answer_match" not in no_answers
     zeros = by_metric(compare_scenario(frame(run(latency_s=0.0), times=5), frame(run(), times=5)))
@@ -519,7 +527,41 @@ def test_summarize() -> None:
     assert summary["n"] == 30 and summary["infra_excluded"] == 2
     rate = summary["rates"]["success_rate"]
     assert rate["ci95"] == pytest.approx(list(wilson(rate["k"], 30)))
-    assert list(summary["tool_sequences"])[0] == "search > read > answer"
+    assert next(iter(summary["tool_sequences"])) == "search > read > answer"
     assert sum(summary["tool_sequences"].values()) == pytest.approx(1.0)
     assert summary["medians"]["step_count"] is not None
     assert summarize(pd.DataFrame())["n"] == 0
+
+
+def test_tests_that_cannot_reach_significance_stay_out_of_the_family() -> None:
+    hopeless = _result("s0", 1.0, 0.0).model_copy(update={"p_min": 0.25})
+    strong = _result("s1", 0.02, -0.3).model_copy(update={"p_min": 0.001})
+    final = finalize([hopeless, strong])
+    assert final[0].q is None and final[0].verdict != "regression"
+    assert final[1].q == pytest.approx(0.02)  # a family of one
+    assert finalize([hopeless.model_copy(update={"p_min": 0.01}), strong])[1].q == pytest.approx(
+        0.04
+    )
+
+
+def test_p_min_reflects_the_pooled_runs() -> None:
+    results = by_metric(compare_scenario(frame(run(), times=30), frame(run(), times=10)))
+    # nothing crashed, one tool path, one step count: none of these can ever be significant
+    for metric in ("crash_rate", "skip_rate", "tool_sequence", "step_count"):
+        assert results[metric].p_min == 1.0, metric
+        assert results[metric].q is None
+    varied = by_metric(
+        compare_scenario(
+            pd.concat([frame(run(), times=27), frame(run("crashed"), times=3)]),
+            frame(run(), times=10),
+        )
+    )
+    # 3 crashes in 40 runs: the most extreme split (all 3 tonight) still gives a small p
+    assert varied["crash_rate"].p_min is not None and varied["crash_rate"].p_min < 0.05
+
+
+def test_adaptive_sprt_effect_settles_sooner() -> None:
+    rng = np.random.default_rng(15)
+    baseline, night = make_runs(rng, 60, p_crash=0.0), make_runs(rng, 10, p_crash=0.0, p_pass=1.0)
+    assert not adaptive_plan(baseline, night).settled  # p1 = p0 - 0.10 needs more passes
+    assert adaptive_plan(baseline, night, sprt_effect=0.3).decisions["success_rate"] == "fine"
