@@ -83,7 +83,12 @@ def _normalize_trajectory(traj: Mapping[str, Any], config: NormalizeConfig) -> d
         norm = _normalize_trajectory(sub, config)
         subs.append((sub.get("trajectory_id"), norm))
     if config.sort_subagents:
-        subs.sort(key=lambda pair: canonical({**pair[1], "trajectory_id": None}))
+        # Ties (identical sub-agents) go by where the parent first refers to
+        # them, so which call's ref gets which id does not follow completion order.
+        first_ref = _first_refs(traj)
+        subs.sort(
+            key=lambda pair: (canonical({**pair[1], "trajectory_id": None}), first_ref.get(str(pair[0]), len(first_ref)))
+        )
     id_map: dict[str, str] = {}
     for i, (old_id, norm) in enumerate(subs, start=1):
         new_id = f"subagent_{i}"
@@ -103,6 +108,16 @@ def _normalize_trajectory(traj: Mapping[str, Any], config: NormalizeConfig) -> d
     if subs:
         out["subagent_trajectories"] = [norm for _, norm in subs]
     return out
+
+
+def _first_refs(traj: Mapping[str, Any]) -> dict[str, int]:
+    """Sub-agent trajectory id -> order of its first reference in the steps."""
+    order: dict[str, int] = {}
+    for step in traj.get("steps") or []:
+        for res in (step.get("observation") or {}).get("results") or []:
+            for ref in res.get("subagent_trajectory_ref") or []:
+                order.setdefault(str(ref.get("trajectory_id")), len(order))
+    return order
 
 
 def _normalize_step(

@@ -1,0 +1,129 @@
+"""Run history: one immutable JSON file per `evalrunner run`, never rewritten.
+
+Files are named ``<root>/<suite>/<UTC time>-<random>.json``, so concurrent
+writers (several CI machines) and git merges cannot conflict. ``root`` is a
+local path (default ``reports/history``) or any fsspec URL (``s3://bucket/h``,
+``gs://...``, ``memory://...``) so a team can share one history.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalrunner.errors import FileFormatError
+from evalrunner.jsonio import dumps
+from evalrunner.records import RunRecord
+from evalrunner.redact import redact
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HISTORY_FORMAT_VERSION = 1
+DEFAULT_ROOT = "reports/history"
+
+
+class HistoryEntry(BaseModel):
+    """Everything one run produced, as it was that night."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = Field(default=HISTORY_FORMAT_VERSION, description="History file format version.")
+    suite: str = Field(description="Suite name.")
+    created_at: str = Field(description="ISO 8601 UTC time the entry was written.")
+    manifest: dict[str, Any] = Field(description="The results directory's manifest.")
+    records: list[RunRecord] = Field(description="Every run's record.")
+    verdicts: list[dict[str, Any]] = Field(default_factory=list, description="Per-metric comparisons with the baselines.")
+    baselines: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="'scenario|model' -> baseline summary used for the verdicts."
+    )
+    typical: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="'scenario|model' -> normalised trajectory of a typical run (the modal tool sequence), for diffs.",
+    )
+    baseline_typical: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="'scenario|model' -> the baseline's typical normalised trajectory."
+    )
+
+
+def _upgrade(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """Bring older formats up to the current one (none older exist yet)."""
+    version = data.get("format_version")
+    if version == HISTORY_FORMAT_VERSION:
+        return data
+    raise FileFormatError(f"{where}: history format_version {version!r} is newer than this evalrunner understands; upgrade evalrunner")
+
+
+def append(entry: HistoryEntry, root: str = DEFAULT_ROOT) -> str:
+    """Write ``entry`` as a new file under ``root``; return its URL/path."""
+    import fsspec
+
+    stamp = entry.created_at.replace(":", "").replace("-", "")
+    fs, base = fsspec.core.url_to_fs(root)
+    path = f"{base.rstrip('/')}/{entry.suite}/{stamp}-{secrets.token_hex(4)}.json"
+    fs.makedirs(f"{base.rstrip('/')}/{entry.suite}", exist_ok=True)
+    text = dumps(redact(entry.model_dump(mode="json")))
+    tmp = path + ".tmp"
+    with fs.open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    fs.mv(tmp, path)
+    return path if "://" not in root else f"{root.split('://', 1)[0]}://{path}"
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class History:
+    """Loaded history: the entries and two flat tables."""
+
+    entries: list[HistoryEntry]
+    runs: pd.DataFrame
+    verdicts: pd.DataFrame
+
+
+def read_entries(root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None) -> list[HistoryEntry]:
+    import fsspec
+
+    fs, base = fsspec.core.url_to_fs(root)
+    if not fs.exists(base):
+        return []
+    entries = []
+    for path in sorted(fs.glob(f"{base.rstrip('/')}/*/*.json")):
+        try:
+            with fs.open(path, "r", encoding="utf-8") as fh:
+                data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise FileFormatError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+        try:
+            entry = HistoryEntry.model_validate(_upgrade(data, path))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise FileFormatError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        if suites and entry.suite not in suites:
+            continue
+        if since and entry.created_at < since:
+            continue
+        entries.append(entry)
+    return sorted(entries, key=lambda e: e.created_at)
+
+
+def load_history(root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None) -> History:
+    """The history as DataFrames: ``runs`` (one row per run) and ``verdicts`` (one row per metric and night).
+
+    Both carry ``created_at`` (the night) and ``suite`` columns.
+    """
+    import pandas as pd
+
+    entries = read_entries(root, suites=suites, since=since)
+    runs = [
+        {**r.model_dump(mode="python"), "created_at": e.created_at} for e in entries for r in e.records
+    ]
+    verdicts = [{**v, "suite": e.suite, "created_at": e.created_at} for e in entries for v in e.verdicts]
+    return History(entries, pd.DataFrame(runs), pd.DataFrame(verdicts))
