@@ -75,6 +75,10 @@ def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _num(v: float | None) -> str:
     if v is None:
         return "-"
@@ -119,7 +123,7 @@ def verdict_rows(results: Sequence[MetricResult], *, all_metrics: bool = False) 
                 "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
                 "q": _num(r.q),
                 "margin": _num(r.margin),
-                "hint": hint or (r.note or ""),
+                "hint": _short(hint or (r.note or "")),
             }
         )
     return rows
