@@ -151,14 +151,15 @@ class GoldenChecker:
                 strict=bool(item.config.getoption("--golden-strict")),
                 **kwargs,
             )
-        except EvalrunnerError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        try:
             _finish(item, outcome, golden, mode)
-        except GoldenMismatch as exc:
-            pytest.fail(str(exc), pytrace=False)
-        assert outcome.result is not None
-        return outcome.result
+        except (EvalrunnerError, GoldenMismatch) as exc:
+            message = str(exc)
+        else:
+            assert outcome.result is not None
+            return outcome.result
+        # Failed outside the except block, or pytest prints the message twice
+        # ("During handling of the above exception, another exception occurred").
+        pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture

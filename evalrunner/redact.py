@@ -16,11 +16,12 @@ REDACTED = "[REDACTED]"
 _SECRET_KEY = re.compile(
     r"(^|[_-])(api[_-]?key|apikey|secret|password|passwd|token|access[_-]?token|"
     r"refresh[_-]?token|authorization|auth|cookie|set-cookie|private[_-]?key|"
-    r"client[_-]?secret|x-api-key|session[_-]?token)$",
+    r"client[_-]?secret|x-api-key|session[_-]?token|id[_-]?token|secret[_-]?(?:access[_-]?)?key)$",
     re.IGNORECASE,
 )
 # Token counts are not secrets: "prompt_tokens", "max_tokens", "total_tokens".
-_NOT_SECRET_KEY = re.compile(r"tokens?$|_token_ids$|token_count", re.IGNORECASE)
+# Only the plural: "token", "access_token", "refresh_token" are credentials.
+_NOT_SECRET_KEY = re.compile(r"tokens$|_token_ids$|token_count", re.IGNORECASE)
 
 _VALUE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S), REDACTED),

@@ -373,7 +373,8 @@ _real_getaddrinfo = socket.getaddrinfo
 
 
 def _blocked(*args: Any, **kwargs: Any) -> Any:
-    target = args[1] if len(args) > 1 else args[0] if args else "?"
+    # connect(self, address) names the address; getaddrinfo(host, port, ...) the host.
+    target = args[1] if len(args) > 1 and isinstance(args[0], socket.socket) else args[:2] if args else "?"
     raise NetworkBlocked(
         f"network access during replay (to {target!r}): replayed runs must not reach any "
         "endpoint; something bypassed the recorded responses"

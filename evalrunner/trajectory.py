@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from evalrunner.errors import TrajectoryError
+from evalrunner.errors import FileFormatError, TrajectoryError
 from evalrunner.jsonio import read_json
 
 SUPPORTED_VERSIONS = ("1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
@@ -62,7 +62,10 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         doc = source.model_dump(mode="json", exclude_none=True)
     elif isinstance(source, Path):
         label = name or str(source)
-        doc = read_json(source, "trajectory")
+        try:
+            doc = read_json(source, "trajectory")
+        except FileFormatError as exc:  # one error type for every bad input
+            raise TrajectoryError(str(exc)) from None
     elif isinstance(source, str):
         try:
             doc = json.loads(source)
@@ -74,6 +77,7 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         raise TrajectoryError(f"{label}: expected an ATIF dict, JSON text, path or atif model, got {type(source).__name__}")
     if not isinstance(doc, dict):
         raise TrajectoryError(f"{label}: $: expected a JSON object, got {type(doc).__name__}")
+    doc = _check_versions(doc, label, "$", repair=not strict)
     if not strict:
         doc = _repair(doc, label, "$")
     validate(doc, label)
@@ -84,9 +88,10 @@ def _warn(label: str, path: str, what: str) -> None:
     warnings.warn(f"{label}: {path}: {what}", TrajectoryWarning, stacklevel=3)
 
 
-def _repair(doc: dict[str, Any], label: str, path: str) -> dict[str, Any]:
+def _check_versions(doc: dict[str, Any], label: str, path: str, *, repair: bool) -> dict[str, Any]:
+    """Reject unsupported versions (sub-agents included); canonicalise or reject odd tags."""
     version = doc.get("schema_version")
-    if isinstance(version, str | int | float):
+    if isinstance(version, str | int | float) and not isinstance(version, bool):
         m = _VERSION.match(str(version).strip())
         if m is None or m.group(1) not in SUPPORTED_VERSIONS:
             raise TrajectoryError(
@@ -95,8 +100,19 @@ def _repair(doc: dict[str, Any], label: str, path: str) -> dict[str, Any]:
             )
         canonical_version = f"ATIF-v{m.group(1)}"
         if canonical_version != version:
+            if not repair:
+                raise TrajectoryError(f"{label}: {path}.schema_version: {version!r} is not a version tag; expected {canonical_version!r}")
             _warn(label, f"{path}.schema_version", f"{version!r} read as {canonical_version!r}")
             doc["schema_version"] = canonical_version
+    subs = doc.get("subagent_trajectories")
+    if isinstance(subs, list):
+        for i, sub in enumerate(subs):
+            if isinstance(sub, dict):
+                _check_versions(sub, label, f"{path}.subagent_trajectories[{i}]", repair=repair)
+    return doc
+
+
+def _repair(doc: dict[str, Any], label: str, path: str) -> dict[str, Any]:
     steps = doc.get("steps")
     if isinstance(steps, list):
         for i, step in enumerate(steps):

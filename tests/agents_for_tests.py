@@ -8,9 +8,12 @@ does. Agents call litellm through the module attribute, as capture requires.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
 from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
 
 import litellm
 
@@ -171,3 +174,25 @@ async def jittered_fanout(task: str, ctx: RunContext, seed: int, max_delay: floa
         return await fanout(task, ctx)
     finally:
         litellm.acompletion = inner
+
+
+def secretive(api_base: str | None, question: str, tool_output: str, api_key: str, bearer: str) -> str | None:
+    """The tool loop with secrets everywhere an agent puts them: key, headers, prompt, tool output."""
+    common: dict[str, Any] = {
+        "model": "openai/fake",
+        "api_base": api_base,
+        "api_key": api_key,
+        "extra_headers": {"Authorization": f"Bearer {bearer}", "X-Trace": "plain"},
+        "num_retries": 0,
+        "timeout": 10,
+    }
+    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    first = litellm.completion(messages=messages, tools=TOOLS, **common).choices[0].message
+    call = first.tool_calls[0]
+    messages.append({
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": call.function.arguments}}],
+    })
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": tool_output})
+    return litellm.completion(messages=messages, **common).choices[0].message.content  # type: ignore[no-any-return]

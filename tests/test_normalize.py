@@ -307,7 +307,7 @@ def test_repr_addresses_are_masked_but_real_hex_is_kept() -> None:
     )
     assert norm["steps"][1]["message"] == "Call <function f at 0xADDR> on 0xdeadbeef and 0x7f3c2a1b4e50."
     # Model output with hex in it is behaviour.
-    assert "Done: Paris, checksum 0xdeadbeef (planner)." == norm["steps"][-1]["message"]
+    assert norm["steps"][-1]["message"] == "Done: Paris, checksum 0xdeadbeef (planner)."
     assert normalize(norm) == norm
     assert all("0x7f" not in s for s in _strings(normalize(build(8))) if " at 0x" in s)
 

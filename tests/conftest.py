@@ -1,0 +1,57 @@
+"""Shared test setup. Test agents live in agents_for_tests.py, not here: whatever
+surrounds an agent can leak into its prompt."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# litellm downloads its model cost map at import unless told not to: a network
+# call and a ~10 s stall offline. Set before any test module imports litellm.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git_status(root: Path = REPO) -> str | None:
+    """`git status --porcelain` of the checkout (untracked files listed one by one), or
+    None when this is not a git checkout or git is missing. Never writes the index."""
+    if shutil.which("git") is None or not (root / ".git").exists():
+        return None
+    proc = subprocess.run(
+        ["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=all"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.stdout if proc.returncode == 0 else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worktree_untouched() -> Iterator[None]:
+    """Tests write only under tmp_path: fail the session if the checkout changed.
+
+    Set EVALRUNNER_SKIP_WORKTREE_CHECK=1 when editing files while the tests run.
+    """
+    if os.environ.get("EVALRUNNER_SKIP_WORKTREE_CHECK"):
+        yield
+        return
+    before = git_status()
+    yield
+    if before is None:
+        return
+    after = git_status()
+    if after != before:
+        old, new = set(before.splitlines()), set(after.splitlines())
+        changes = [f"  + {line}" for line in sorted(new - old)] + [f"  - {line}" for line in sorted(old - new)]
+        pytest.fail(
+            "the test session changed the working tree (tests must write only under tmp_path):\n"
+            + "\n".join(changes),
+            pytrace=False,
+        )

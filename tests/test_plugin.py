@@ -1,0 +1,246 @@
+"""The pytest plugin end to end, with pytester: a small project whose tests use the
+``golden_trajectory`` fixture, recorded from the loopback fake endpoint, then
+checked, broken in every way the plugin must explain, updated and checked again.
+
+Runs are in-process (litellm is imported once, here, so every run shares the
+same wrapped module); agents switch behaviour through DEMO_* environment
+variables instead of rewritten files, so no import cache can serve stale code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_endpoint import FakeEndpoint, Reply
+
+from evalrunner.capture import install
+
+install()  # import and wrap litellm before pytester snapshots sys.modules
+
+pytest_plugins = ["pytester"]
+
+AGENTS = '''
+import os
+
+import litellm
+
+from evalrunner.context import RunContext
+from evalrunner.reference_agent import run_agent, tool
+
+
+@tool("Look up the capital city of a country.", country="string")
+def lookup_capital(country):
+    return {"france": "Paris"}.get(country.lower(), "unknown")
+
+
+def ctx():
+    return RunContext("openai/fake", api_base=os.environ.get("DEMO_API_BASE"), api_key="sk-demo-0000000000000000", temperature=0.0)
+
+
+def reference(task):
+    tools = {"lookup_capital": lookup_capital}
+    if os.environ.get("DEMO_VARIANT") != "reminder":
+        return run_agent(task, ctx(), tools).answer
+    # The changed agent: a middleware adds a reminder after the task.
+    inner = litellm.completion
+
+    def completion(**kwargs):
+        messages = list(kwargs["messages"])
+        messages.insert(2, {"role": "user", "content": "Reminder: use the tool, answer in one word."})
+        return inner(**{**kwargs, "messages": messages})
+
+    litellm.completion = completion
+    try:
+        return run_agent(task, ctx(), tools).answer
+    finally:
+        litellm.completion = inner
+
+
+def plain(question):
+    response = litellm.completion(messages=[{"role": "user", "content": question}], **ctx().litellm_kwargs())
+    return response.choices[0].message.content
+
+
+def greedy(n):
+    """Retries anything, so it swallows the replay's ScriptExhausted."""
+    extra = 1 if os.environ.get("DEMO_VARIANT") else 0
+    out = []
+    for i in range(n + extra):
+        try:
+            out.append(plain(f"question {i}"))
+        except Exception as exc:
+            out.append(repr(exc))
+    return out
+'''
+
+TESTS = '''
+import agents_demo
+
+
+def test_reference(golden_trajectory):
+    result = golden_trajectory(agents_demo.reference, "What is the capital of France?")
+    assert result.output == "Paris."
+
+
+def test_plain(golden_trajectory):
+    golden_trajectory(agents_demo.plain, "Say hi.")
+
+
+def test_greedy(golden_trajectory):
+    golden_trajectory(agents_demo.greedy, 2)
+
+
+def test_broken(golden_trajectory):
+    golden_trajectory(agents_demo.plain, "Say bye.")
+
+
+def test_new(golden_trajectory):
+    golden_trajectory(agents_demo.plain, "Say something new.")
+
+
+def test_without_goldens():
+    assert True
+'''
+
+GOLDEN_TESTS = ["test_reference", "test_plain", "test_greedy", "test_broken", "test_new"]
+
+
+def responder(body: dict[str, Any], n: int) -> Reply:
+    messages = body["messages"]
+    if body.get("tools") and not any(m["role"] == "tool" for m in messages):
+        return Reply(None, tool_calls=[("lookup_capital", '{"country": "France"}')], prompt_tokens=60, completion_tokens=9)
+    if any(m["role"] == "tool" for m in messages):
+        return Reply("Paris.", prompt_tokens=80, completion_tokens=2)
+    return Reply(f"echo: {messages[-1]['content']}", prompt_tokens=12, completion_tokens=4)
+
+
+def section(result: pytest.RunResult, test: str) -> str:
+    """The failure report of one test."""
+    text = result.stdout.str()
+    m = re.search(rf"_{{3,}} {test} _{{3,}}\n(.*?)(?=\n_{{3,}} |\n={{3,}} )", text, re.S)
+    assert m, f"no failure section for {test} in:\n{text}"
+    return m.group(1)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+@pytest.fixture
+def demo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("DEMO_API_BASE", "DEMO_VARIANT", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(agents_demo=AGENTS, test_demo=TESTS)
+    return pytester.path / "__goldens__" / "test_demo"
+
+
+def test_record_check_break_update_cycle(pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1. Record from the live (loopback) model: goldens and scripts are created.
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        result = run(pytester, "--golden-record")
+    monkeypatch.delenv("DEMO_API_BASE")
+    result.assert_outcomes(passed=6)
+    assert sorted(p.name for p in demo.iterdir()) == sorted(
+        [f"{t}.json" for t in GOLDEN_TESTS] + [f"{t}.llm.json" for t in GOLDEN_TESTS]
+    )
+    result.stdout.fnmatch_lines(["*evalrunner goldens*", f"wrote {demo / 'test_reference.llm.json'}, {demo / 'test_reference.json'}"])
+    golden = json.loads((demo / "test_reference.json").read_text())
+    assert golden["shape"]["tools"] == ["lookup_capital"] and golden["shape"]["llm_calls"] == 2
+    steps = golden["shape"]["step_count"]
+    moved = f"step_count: {steps} -> {steps + 1}"
+    assert golden["trajectory"]["steps"][0]["message"].startswith("You are a helpful assistant.")  # the prompt is visible
+
+    # 2. Check from the recording, with the endpoint gone: all pass. A golden whose
+    #    test no longer exists is reported.
+    shutil.copy(demo / "test_plain.json", demo / "test_gone.json")
+    result = run(pytester)
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        [
+            "*evalrunner: unused goldens*",
+            f"{demo / 'test_gone.json'} (and test_gone.llm.json if present)",
+            "1 golden(s) belong to no test that ran; delete them if their tests are gone.",
+        ]
+    )
+
+    # 3. Break it every way: the reference agent takes one extra step, an agent
+    #    makes one call more than recorded (and swallows the error), a golden from
+    #    an older schema, a malformed golden, a missing golden.
+    monkeypatch.setenv("DEMO_VARIANT", "reminder")
+    plain = json.loads((demo / "test_plain.json").read_text())
+    plain["schema_version"] = "ATIF-v1.7"
+    (demo / "test_plain.json").write_text(json.dumps(plain))
+    (demo / "test_broken.json").write_text('{"format_version": 1, "shape": ')
+    (demo / "test_new.json").unlink()
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=5)
+
+    reference = section(result, "test_reference")
+    golden_path = demo / "test_reference.json"
+    assert reference.startswith(f"{golden_path}: {moved}, steps: ")
+    order = [
+        reference.index(f"Behaviour changed:\n  {moved}\n  steps: "),
+        reference.index("\n--- golden\n+++ actual\n"),
+        reference.index('+      "message": "Reminder: use the tool, answer in one word.",'),
+        reference.index("2 request(s) differed from the recording:"),
+        reference.index('If this change is intended, update the golden with:\n  pytest --golden-update "test_demo.py::test_reference"'),
+    ]
+    assert order == sorted(order)
+    assert "content_hash" in reference.split("\n\n")[1].splitlines()[-1]  # the hash comes last
+
+    schema = section(result, "test_plain")
+    assert f"{demo / 'test_plain.json'}: golden recorded under ATIF-v1.7, running ATIF-v1.8; re-record it with:" in schema
+    assert 'pytest --golden-update "test_demo.py::test_plain"' in schema
+    assert "--- golden" not in schema and "Behaviour changed" not in schema
+
+    exhausted = section(result, "test_greedy")
+    assert (
+        f"ScriptExhausted: {demo / 'test_greedy.llm.json'}: the agent made model call 3, but only 2 were recorded."
+        in exhausted
+    )
+    assert "re-record with --golden-record" in exhausted
+
+    broken = section(result, "test_broken")
+    message = [line for line in broken.splitlines() if line.strip()]
+    assert message == [f"{demo / 'test_broken.json'}: not valid JSON at line 1 column 32: Expecting value"]
+
+    missing = section(result, "test_new")
+    assert (
+        f"no golden at {demo / 'test_new.json'}; create it from the recording with:\n"
+        '  pytest --golden-update "test_demo.py::test_new"'
+    ) in missing
+    assert not (demo / "test_new.json").exists()  # never auto-created
+    result.stdout.fnmatch_lines([f"{demo / 'test_gone.json'} (and test_gone.llm.json if present)"])
+
+    # 4. --golden-update on part of the module rewrites the golden and says what moved;
+    #    only the selected test's goldens are judged unused.
+    shutil.copy(demo / "test_reference.json", demo / "test_reference-old.json")
+    result = run(pytester, "--golden-update", "-k", "test_reference")
+    result.assert_outcomes(passed=1, deselected=5)
+    result.stdout.fnmatch_lines([f"updated {golden_path}: {moved}, steps: *, content_hash: *"])
+    result.stdout.fnmatch_lines([f"{demo / 'test_reference-old.json'} (and test_reference-old.llm.json if present)"])
+    result.stdout.no_fnmatch_line("*test_gone.json*")
+    assert json.loads(golden_path.read_text())["shape"]["step_count"] == steps + 1
+
+    # 5. The changed agent now passes against its updated golden.
+    result = run(pytester, "-k", "test_reference")
+    result.assert_outcomes(passed=1, deselected=5)
+
+
+def test_missing_recording_names_the_record_command(pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALRUNNER_GOLDEN_UPDATE", "1")  # update mode cannot invent model responses either
+    result = run(pytester, "-k", "test_plain")
+    result.assert_outcomes(failed=1, deselected=5)
+    assert (
+        f"no recorded model responses at {demo / 'test_plain.llm.json'}; record them (needs the live model) with:\n"
+        '  pytest --golden-record "test_demo.py::test_plain"'
+    ) in section(result, "test_plain")
+    assert not demo.exists()
