@@ -32,6 +32,9 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write via a temp file in the same directory and rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make reports unreadable to others
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
