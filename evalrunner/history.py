@@ -1,6 +1,7 @@
 """Run history: one immutable JSON file per `evalrunner run`, never rewritten.
 
-Files are named ``<root>/<suite>/<UTC time>-<random>.json``, so concurrent
+Files are named ``<root>/<suite>/<UTC time>-<random>.json.gz`` (compact JSON,
+gzipped: a night of a 50-scenario suite is ~1.5 MB as pretty JSON), so concurrent
 writers (several CI machines) and git merges cannot conflict. ``root`` is a
 local path (default ``reports/history``) or any fsspec URL (``s3://bucket/h``,
 ``gs://...``, ``memory://...``) so a team can share one history.
@@ -9,6 +10,7 @@ local path (default ``reports/history``) or any fsspec URL (``s3://bucket/h``,
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import json
 import secrets
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrunner.errors import FileFormatError
-from evalrunner.jsonio import dumps
+from evalrunner.jsonio import canonical
 from evalrunner.records import RunRecord
 from evalrunner.redact import redact
 
@@ -65,12 +67,12 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT) -> str:
 
     stamp = entry.created_at.replace(":", "").replace("-", "")
     fs, base = fsspec.core.url_to_fs(root)
-    path = f"{base.rstrip('/')}/{entry.suite}/{stamp}-{secrets.token_hex(4)}.json"
+    path = f"{base.rstrip('/')}/{entry.suite}/{stamp}-{secrets.token_hex(4)}.json.gz"
     fs.makedirs(f"{base.rstrip('/')}/{entry.suite}", exist_ok=True)
-    text = dumps(redact(entry.model_dump(mode="json")))
+    payload = gzip.compress(canonical(redact(entry.model_dump(mode="json"))).encode(), mtime=0)
     tmp = path + ".tmp"
-    with fs.open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    with fs.open(tmp, "wb") as fh:
+        fh.write(payload)
     fs.mv(tmp, path)
     return path if "://" not in root else f"{root.split('://', 1)[0]}://{path}"
 
@@ -95,12 +97,16 @@ def read_entries(root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, s
     if not fs.exists(base):
         return []
     entries = []
-    for path in sorted(fs.glob(f"{base.rstrip('/')}/*/*.json")):
+    paths = fs.glob(f"{base.rstrip('/')}/*/*.json") + fs.glob(f"{base.rstrip('/')}/*/*.json.gz")
+    for path in sorted(paths):
         try:
-            with fs.open(path, "r", encoding="utf-8") as fh:
-                data = json.load(fh)
+            with fs.open(path, "rb") as fh:
+                raw = fh.read()
+            data = json.loads(gzip.decompress(raw) if path.endswith(".gz") else raw)
         except json.JSONDecodeError as exc:
             raise FileFormatError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
+        except (OSError, EOFError) as exc:
+            raise FileFormatError(f"{path}: unreadable history file ({exc}); move it aside") from None
         try:
             entry = HistoryEntry.model_validate(_upgrade(data, path))
         except ValidationError as exc:

@@ -1,0 +1,90 @@
+"""How long the HTML report takes, and how big it gets, for a long history.
+
+Default size: a year of nightly runs (365 nights) of a 50-scenario suite, one
+model, 10 runs per scenario per night. The history is synthetic
+(``tests/history_factory.py``, fast stand-in statistics) and is written with
+``evalrunner.history.append`` to a temporary directory, then loaded back with
+``load_history`` as ``evalrunner report`` would; ``--in-memory`` skips the files.
+
+    python benchmarks/bench_report.py                   # the full year
+    python benchmarks/bench_report.py --nights 30 --scenarios 10
+    python benchmarks/bench_report.py --keep out.html   # keep the page to look at
+
+Each phase is timed separately: generating the entries, writing them, loading
+them, rendering HTML, Markdown and JUnit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from history_factory import build_entries, history_from_entries, write_history
+
+from evalrunner.history import load_history
+from evalrunner.report import render_html, render_junit, render_markdown
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nights", type=int, default=365)
+    parser.add_argument("--scenarios", type=int, default=50)
+    parser.add_argument("--models", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=10, help="runs per scenario x model per night")
+    parser.add_argument("--in-memory", action="store_true", help="skip writing and loading history files")
+    parser.add_argument("--keep", type=Path, help="write the HTML report here")
+    args = parser.parse_args(argv)
+
+    def timed(label: str, fn, *a, **kw):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        value = fn(*a, **kw)
+        print(f"{label:<22} {time.perf_counter() - start:8.2f} s", flush=True)
+        return value
+
+    print(
+        f"{args.nights} nights x {args.scenarios} scenarios x {args.models} model(s) x {args.runs} runs "
+        f"= {args.nights * args.scenarios * args.models * args.runs} run records"
+    )
+    entries = timed(
+        "generate entries",
+        build_entries,
+        nights=args.nights,
+        scenarios=args.scenarios,
+        models=args.models,
+        runs=args.runs,
+        regressed=(0, 1),
+        regress_nights=max(1, args.nights // 20),
+    )
+    if args.in_memory:
+        history = timed("build History", history_from_entries, entries)
+    else:
+        root = Path(tempfile.mkdtemp(prefix="bench-report-"))
+        try:
+            timed("write history files", write_history, str(root), entries)
+            size = sum(p.stat().st_size for p in root.rglob("*.json"))
+            print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} files")
+            del entries
+            history = timed("load_history", load_history, str(root))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"{'runs / verdict rows':<22} {len(history.runs)} / {len(history.verdicts)}")
+    html = timed("render_html", render_html, history)
+    print(f"{'HTML size':<22} {len(html.encode()) / 1e6:8.2f} MB")
+    markdown = timed("render_markdown", render_markdown, history)
+    print(f"{'Markdown size':<22} {len(markdown.encode()) / 1e3:8.1f} kB")
+    junit = timed("render_junit", render_junit, history)
+    print(f"{'JUnit size':<22} {len(junit.encode()) / 1e3:8.1f} kB")
+    if args.keep:
+        args.keep.write_text(html, encoding="utf-8")
+        print(f"wrote {args.keep}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
