@@ -12,6 +12,11 @@ The agent must call litellm through the module attribute
 (``litellm.completion(...)``), which is what we wrap; ``from litellm import
 completion`` taken before the wrap is installed bypasses capture.
 
+Live calls are retried by the scope's RetryPolicy alone (litellm's and the
+openai SDK's own retries are switched off under it). A live stream is read
+to its end inside that retry loop before the agent gets its chunks, so a
+stream cut off midway is retried like any other endpoint fault.
+
 Capture writes nothing to disk; callers decide what to keep.
 """
 
@@ -25,7 +30,7 @@ import threading
 import traceback
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,9 +253,8 @@ class Capture:
                     results.append(res)
                 res.setdefault("subagent_trajectory_ref", []).append(ref)
                 return
-            step = next((s for s in reversed(self.steps) if s["source"] == "agent"), None)
-            if step is None:
-                step = self._new_step("agent", "", llm_call_count=0)
+            last = next((s for s in reversed(self.steps) if s["source"] == "agent"), None)
+            step = last if last is not None else self._new_step("agent", "", llm_call_count=0)
             results = step.setdefault("observation", {"results": []})["results"]
             res = next((r for r in results if r.get("source_call_id") is None and "subagent_trajectory_ref" in r), None)
             if res is None:
@@ -303,15 +307,21 @@ class Capture:
             rec, n = self._respond_replay(kwargs)
             self._add_agent_step(rec, None)
             return iter(stream_from_record(rec, n)) if stream else response_from_record(rec, n)
-        if stream:
-            kwargs.setdefault("stream_options", {"include_usage": True})
+        self._prepare_live(kwargs)
+        def fetch() -> Any:
+            response = _originals["completion"](**kwargs)
+            # A stream is read to its end inside the retry loop, so a fault
+            # mid-stream (truncated, malformed event) is retried like any other.
+            return list(response) if stream else response
+
         try:
-            response = self.infra.call(lambda: _originals["completion"](**kwargs))
+            response = self.infra.call(fetch)
         except Exception as exc:
             self._record_error(kwargs, exc)
             raise
         if stream:
-            return self._collect_stream(response, kwargs)
+            self._finish_stream(response, kwargs)
+            return iter(response)
         self._finish_live(kwargs, response)
         return response
 
@@ -322,17 +332,31 @@ class Capture:
             rec, n = self._respond_replay(kwargs)
             self._add_agent_step(rec, None)
             return _aiter(stream_from_record(rec, n)) if stream else response_from_record(rec, n)
-        if stream:
-            kwargs.setdefault("stream_options", {"include_usage": True})
+        self._prepare_live(kwargs)
+        async def fetch() -> Any:
+            response = await _originals["acompletion"](**kwargs)
+            return [chunk async for chunk in response] if stream else response
+
         try:
-            response = await self.infra.acall(lambda: _originals["acompletion"](**kwargs))
+            response = await self.infra.acall(fetch)
         except Exception as exc:
             self._record_error(kwargs, exc)
             raise
         if stream:
-            return self._acollect_stream(response, kwargs)
+            self._finish_stream(response, kwargs)
+            return _aiter(response)
         self._finish_live(kwargs, response)
         return response
+
+    def _prepare_live(self, kwargs: dict[str, Any]) -> None:
+        if kwargs.get("stream"):
+            kwargs.setdefault("stream_options", {"include_usage": True})
+        if self.infra.policy is not None:
+            # Our RetryPolicy is the only retry layer: without this the openai SDK
+            # (max_retries, default 2) and litellm (num_retries) retry underneath
+            # it, multiplying the attempts and hiding them from the run's record.
+            kwargs["max_retries"] = 0
+            kwargs["num_retries"] = 0
 
     def _record_error(self, kwargs: Mapping[str, Any], exc: BaseException) -> None:
         if self.recorder is not None:
@@ -343,20 +367,6 @@ class Capture:
         if self.recorder is not None:
             self.recorder.add(kwargs, rec)
         self._add_agent_step(rec, getattr(response, "id", None))
-
-    def _collect_stream(self, stream: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
-        chunks = []
-        for chunk in stream:
-            chunks.append(chunk)
-            yield chunk
-        self._finish_stream(chunks, kwargs)
-
-    async def _acollect_stream(self, stream: Any, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-        chunks = []
-        async for chunk in stream:
-            chunks.append(chunk)
-            yield chunk
-        self._finish_stream(chunks, kwargs)
 
     def _finish_stream(self, chunks: list[Any], kwargs: Mapping[str, Any]) -> None:
         import litellm

@@ -74,13 +74,13 @@ def retry_after(exc: BaseException) -> float | None:
 
 def backoff(attempt: int, policy: RetrySettings, exc: BaseException, rng: random.Random) -> float:
     """Wait before retry number ``attempt`` (1-based): exponential, capped, jittered."""
-    wait = min(policy.max_backoff_s, policy.backoff_s * (2 ** (attempt - 1)))
+    wait = float(min(policy.max_backoff_s, policy.backoff_s * (2 ** (attempt - 1))))
     if policy.jitter:
         wait = rng.uniform(0.5 * wait, wait)
     asked = retry_after(exc)
     if asked is not None:
         wait = max(wait, min(asked, policy.max_backoff_s))
-    return wait
+    return float(wait)
 
 
 class InfraLog:

@@ -12,7 +12,7 @@ import datetime as _dt
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,8 @@ from evalrunner.records import RunRecord
 from evalrunner.results import Manifest, ResultsDir, run_id
 from evalrunner.shape import shape
 from evalrunner.suite import ResolvedScenario, Suite, scenario_fingerprint
+
+_WRITER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="evalrunner-write")
 
 
 def utcnow() -> str:
@@ -46,6 +48,17 @@ class Job:
 
 
 @dataclass
+class Adaptive:
+    """``--adaptive``: run in batches, stop a scenario once its gating verdicts are settled."""
+
+    baselines: dict[str, Any]  # 'scenario|model' -> baseline records (pandas DataFrame)
+    tolerances: dict[str, Any]  # scenario id -> stats.Tolerance
+    batch: int = 5
+    max_runs: int = 20
+    min_runs: int = 5
+
+
+@dataclass
 class RunReport:
     """What one ``run_suite`` call produced."""
 
@@ -54,6 +67,8 @@ class RunReport:
     crashes: list[tuple[str, str]] = field(default_factory=list)  # (run id, traceback)
     interrupted: bool = False
     resumed_skipped: int = 0
+    adaptive_saved: int = 0
+    adaptive_notes: list[str] = field(default_factory=list)
 
 
 class Progress:
@@ -163,7 +178,10 @@ async def _one(job: Job, results: ResultsDir, progress: Progress | None) -> tupl
         started_at=started,
         checks=verdict.checks,
     )
-    results.write_run(record, res.trajectory)
+    # Off the event loop: the atomic write (fsync included) takes milliseconds
+    # per run, during which no async agent would make progress. Not in the
+    # agents' executor either: timed-out sync agents may still hold its workers.
+    await asyncio.get_running_loop().run_in_executor(_WRITER, results.write_run, record, res.trajectory)
     if progress is not None:
         progress.update(record)
     return record, (res.traceback if verdict.outcome == "crashed" else None)
@@ -215,6 +233,7 @@ async def run_suite(
     resume: bool = False,
     pool: EndpointPool,
     progress_stream: TextIO | None = None,
+    adaptive: Adaptive | None = None,
 ) -> RunReport:
     """Run the suite; write each run to ``out`` as it finishes; return the records."""
     chosen = plan(suite, runs=runs, models=models, scenario_ids=scenario_ids)
@@ -224,16 +243,16 @@ async def run_suite(
     if resume and not results.manifest_path.exists():
         raise ConfigError(f"{out}: nothing to resume (no manifest.json); run without --resume")
     all_models = list(dict.fromkeys(m for _, ms in chosen for m in ms))
-    endpoints = {m: pool.resolve(m) for m in all_models}
-    manifest = _manifest(suite, chosen, [endpoints[m].label for m in all_models])
+    # A model string is its endpoint's label, so the resume check needs no
+    # endpoint (and starts no local server only to refuse).
+    manifest = _manifest(suite, chosen, all_models)
     if resume:
         manifest = _check_resume(results, manifest)
+    endpoints = {m: pool.resolve(m) for m in all_models}
     done = results.done_ids() if resume else set()
     results.write_manifest(manifest)
 
-    jobs = [
-        Job(sc, endpoints[m], i) for sc, ms in chosen for m in ms for i in range(sc.runs)
-    ]
+    jobs = [Job(sc, endpoints[m], i) for sc, ms in chosen for m in ms for i in range(sc.runs)]
     pending = [j for j in jobs if j.run_id not in done]
     limit = concurrency or suite.concurrency
     progress = Progress(len(pending), progress_stream, limit)
@@ -248,12 +267,18 @@ async def run_suite(
         async with semaphore:
             return await _one(job, results, progress)
 
-    try:
-        for finished in asyncio.as_completed([guarded(j) for j in pending]):
+    async def execute(batch: list[Job]) -> None:
+        for finished in asyncio.as_completed([guarded(j) for j in batch]):
             record, tb = await finished
             report.records.append(record)
             if tb:
                 report.crashes.append((record.run_id, tb))
+
+    try:
+        if adaptive is None:
+            await execute(pending)
+        else:
+            jobs = await _adaptive(chosen, endpoints, adaptive, results, done, execute, report)
     except (asyncio.CancelledError, KeyboardInterrupt):
         report.interrupted = True
         results.write_manifest(manifest.model_copy(update={"status": "interrupted", "ended_at": utcnow()}))
@@ -265,63 +290,72 @@ async def run_suite(
     return report
 
 
-def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """Per scenario x model: counts by outcome, top skip reasons, means, modal tool sequence."""
-    groups: dict[tuple[str, str], list[RunRecord]] = {}
-    for r in records:
-        groups.setdefault((r.scenario, r.model), []).append(r)
-    rows = []
-    for (scenario, model), rs in groups.items():
-        outcomes = Counter(r.outcome for r in rs)
-        skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
-        valid = [r for r in rs if r.outcome != "infra_error"] or rs
-        seqs = Counter(" > ".join(r.tools) or "(no tools)" for r in valid)
-        rows.append(
-            {
-                "scenario": scenario,
-                "model": model,
-                "n": len(rs),
-                "passed": outcomes["passed"],
-                "failed": outcomes["failed"],
-                "skipped": outcomes["skipped"],
-                "skip_reasons": ", ".join(f"{k} x{v}" for k, v in skips.most_common(2)),
-                "infra": outcomes["infra_error"],
-                "crashed": outcomes["crashed"],
-                "mean_steps": sum(r.step_count for r in valid) / len(valid),
-                "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid) / len(valid),
-                "top_tools": seqs.most_common(1)[0][0],
-            }
-        )
-    return sorted(rows, key=lambda row: (row["scenario"], row["model"]))
+@dataclass
+class _Lane:
+    """One scenario x model under --adaptive."""
+
+    scenario: ResolvedScenario
+    endpoint: Endpoint
+    cap: int
+    next: int = 0
+    settled: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.scenario.id}|{self.endpoint.label}"
 
 
-def format_table(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    """A plain aligned text table."""
-    def cell(v: Any) -> str:
-        return f"{v:.1f}" if isinstance(v, float) else str(v)
+async def _adaptive(
+    chosen: list[tuple[ResolvedScenario, list[str]]],
+    endpoints: dict[str, Endpoint],
+    adaptive: Adaptive,
+    results: ResultsDir,
+    done: set[str],
+    execute: Callable[[list[Job]], Awaitable[None]],
+    report: RunReport,
+) -> list[Job]:
+    """Batches per scenario x model until settled or at max runs; returns every job planned."""
+    from evalrunner.results import records_frame
+    from evalrunner.stats import adaptive_plan
 
-    header = [title for _, title in columns]
-    body = [[cell(row[key]) for key, _ in columns] for row in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
-
-
-SUMMARY_COLUMNS = (
-    ("scenario", "scenario"),
-    ("model", "model"),
-    ("n", "N"),
-    ("passed", "passed"),
-    ("failed", "failed"),
-    ("skipped", "skipped"),
-    ("skip_reasons", "top skip reasons"),
-    ("infra", "infra"),
-    ("crashed", "crashed"),
-    ("mean_steps", "steps"),
-    ("mean_tokens", "tokens"),
-    ("top_tools", "most common tools"),
-)
-
-
+    lanes = []
+    for sc, models in chosen:
+        for m in models:
+            lane = _Lane(sc, endpoints[m], adaptive.max_runs)
+            if lane.key not in adaptive.baselines:
+                lane.cap = sc.runs
+                report.adaptive_notes.append(f"{lane.key}: no baseline, runs the full {sc.runs}")
+            lanes.append(lane)
+    planned: list[Job] = []
+    previous = results.records() if done else []
+    while True:
+        batch: list[Job] = []
+        for lane in lanes:
+            size = adaptive.batch if lane.next else max(adaptive.batch, adaptive.min_runs)
+            while not lane.settled and size > 0 and lane.next < lane.cap:
+                job = Job(lane.scenario, lane.endpoint, lane.next)
+                lane.next += 1
+                size -= 1
+                planned.append(job)
+                if job.run_id not in done:
+                    batch.append(job)
+        if not batch and all(lane.settled or lane.next >= lane.cap for lane in lanes):
+            return planned
+        await execute(batch)
+        finished = {r.run_id: r for r in [*previous, *report.records]}
+        for lane in lanes:
+            if lane.settled or lane.key not in adaptive.baselines or lane.next >= lane.cap:
+                continue
+            mine = [r for r in finished.values() if r.scenario == lane.scenario.id and r.model == lane.endpoint.label]
+            decision = adaptive_plan(
+                adaptive.baselines[lane.key],
+                records_frame(mine),
+                tolerance=adaptive.tolerances.get(lane.scenario.id),
+                max_n=lane.cap,
+                batch=adaptive.batch,
+                min_n=adaptive.min_runs,
+            )
+            if decision.settled:
+                lane.settled = True
+                report.adaptive_saved += lane.cap - lane.next
+                report.adaptive_notes.append(f"{lane.key}: stopped after {lane.next} runs ({decision.reason})")

@@ -1,0 +1,285 @@
+"""How close the live runner gets to the endpoint's own latency.
+
+200 runs x 3 model calls at concurrency 32 against a loopback FakeEndpoint
+that answers every request after a fixed 200 ms (a tool call, another tool
+call, then an answer). The ideal wall time is ceil(200/32) x 3 x 0.2 s = 4.2 s;
+each line's wall time is reported as a ratio to it. Target for the runner:
+<= 1.15.
+
+Reference lines, measured in the same process against the same endpoint,
+attribute the overhead:
+
+- ``same agent alone``: the very agent the runner runs (the example suite's
+  ``tool_chain``, sync, in 32 threads; or its asyncio twin), called directly,
+  with no runner and no capture: agent + litellm, nothing of evalrunner;
+- ``bare litellm.acompletion``: three plain calls per run, no tools, no agent:
+  what litellm itself costs per call on this machine.
+
+So runner / agent-alone is evalrunner's own overhead (capture, classification,
+results files), and agent-alone / ideal is litellm's. Rounds are interleaved
+and each line's best round counts, which damps noise from other processes.
+The endpoint runs in a child process so its threads do not compete with the
+runner for this process's GIL.
+
+    python benchmarks/bench_runner.py               # 200 runs, 2 rounds
+    python benchmarks/bench_runner.py --runs 64     # a quicker look
+    python benchmarks/bench_runner.py --profile     # plus a cProfile of the runner's event loop
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import math
+import multiprocessing as mp
+import os
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
+os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # this module (async agent), fake_endpoint
+
+TARGET = 1.15
+LATENCY = 0.2
+CALLS = 3
+MODEL = "openai/fake"
+KEY = "sk-fake-not-a-secret"
+TASK = "What is the population of the capital of Japan?"
+TOOLS = ("lookup_capital", "city_population")
+
+
+# -- the endpoint, in a child process ---------------------------------------------------------
+
+
+def respond(body: dict[str, Any], n: int) -> Any:
+    """Tool call, tool call, answer: decided by how many tool results the request carries."""
+    from fake_endpoint import Reply
+
+    done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+    if done == 0:
+        return Reply(None, tool_calls=[("lookup_capital", '{"country": "Japan"}')])
+    if done == 1:
+        return Reply(None, tool_calls=[("city_population", '{"city": "Tokyo"}')])
+    return Reply("About 14 million people live in Tokyo.")
+
+
+def _serve(conn: Any, latency: float) -> None:
+    from fake_endpoint import FakeEndpoint
+
+    with FakeEndpoint(responder=respond, latency=latency) as ep:
+        conn.send(ep.api_base)
+        conn.recv()  # until the parent says stop
+        conn.send(len(ep.requests))
+
+
+class Endpoint:
+    def __init__(self, latency: float) -> None:
+        ctx = mp.get_context("fork")  # before litellm is imported: nothing to inherit badly
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, latency), daemon=True)
+        self.proc.start()
+        self.api_base: str = self.conn.recv()
+
+    def close(self) -> int:
+        self.conn.send("stop")
+        served: int = self.conn.recv()
+        self.proc.join(5)
+        return served
+
+
+# -- the agents ------------------------------------------------------------------------------
+
+
+async def athree_calls(task: str, ctx: Any) -> str | None:
+    """The example tool_chain agent over litellm.acompletion (the async suite names it)."""
+    from evalrunner.examples import TOOLS as TABLE
+    from evalrunner.reference_agent import arun_agent
+
+    tools = {name: TABLE[name] for name in ctx.tools}
+    return (await arun_agent(task, ctx, tools, max_tool_rounds=2)).answer
+
+
+def _context(api_base: str) -> Any:
+    from evalrunner.context import RunContext
+
+    return RunContext(MODEL, api_base, KEY, 0.8, 6, TOOLS)  # what the runner hands the agent
+
+
+# -- the lines -------------------------------------------------------------------------------
+
+
+def runner_line(api_base: str, agent: str, runs: int, concurrency: int, profile: bool = False) -> float:
+    import yaml
+
+    from evalrunner.endpoints import Endpoint as Ep
+    from evalrunner.endpoints import EndpointPool
+    from evalrunner.runner import run_suite
+    from evalrunner.suite import load_suite
+
+    class Pool(EndpointPool):
+        def resolve(self, model: str) -> Ep:
+            return Ep(label=model, model=model, api_base=api_base, api_key=KEY)
+
+    suite_doc = {
+        "format_version": 1,
+        "name": "bench",
+        "models": [MODEL],
+        "runs": runs,
+        "concurrency": concurrency,
+        "timeout_s": 60,
+        "scenarios": [
+            {
+                "id": "tool_chain",
+                "agent": agent,
+                "input": TASK,
+                "tools": list(TOOLS),
+                "checks": {"tools_in_order": list(TOOLS), "answer_contains": ["14"]},
+            }
+        ],
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+        (Path(tmp) / "bench.yaml").write_text(yaml.safe_dump(suite_doc, sort_keys=False))
+        suite = load_suite(Path(tmp) / "bench.yaml")
+        profiler = cProfile.Profile() if profile else None
+        t0 = time.perf_counter()
+        if profiler:
+            profiler.enable()
+        report = asyncio.run(run_suite(suite, out=Path(tmp) / "out", pool=Pool(), progress_stream=io.StringIO()))
+        if profiler:
+            profiler.disable()
+        wall = time.perf_counter() - t0
+    outcomes = {r.outcome for r in report.records}
+    calls = {r.llm_calls for r in report.records}
+    assert len(report.records) == runs and outcomes == {"passed"} and calls == {CALLS}, (outcomes, calls)
+    if profiler:
+        print("\n-- cProfile of the runner's event-loop thread (sync agent; by own time) --")
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(20)
+    return wall
+
+
+def agent_threads_line(api_base: str, runs: int, concurrency: int) -> float:
+    from evalrunner.examples import tool_chain
+
+    ctx = _context(api_base)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        answers = list(pool.map(lambda _: tool_chain(TASK, ctx), range(runs)))
+    wall = time.perf_counter() - t0
+    assert all(a and "14" in a for a in answers)
+    return wall
+
+
+def agent_async_line(api_base: str, runs: int, concurrency: int) -> float:
+    ctx = _context(api_base)
+
+    async def main() -> list[str | None]:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one() -> str | None:
+            async with sem:
+                return await athree_calls(TASK, ctx)
+
+        return list(await asyncio.gather(*(one() for _ in range(runs))))
+
+    t0 = time.perf_counter()
+    answers = asyncio.run(main())
+    wall = time.perf_counter() - t0
+    assert all(a and "14" in a for a in answers)
+    return wall
+
+
+def _bare_kwargs(api_base: str) -> dict[str, Any]:
+    return {"model": MODEL, "api_base": api_base, "api_key": KEY, "num_retries": 0, "max_retries": 0, "timeout": 60}
+
+
+def bare_async_line(api_base: str, runs: int, concurrency: int) -> float:
+    import litellm
+
+    async def main() -> None:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with sem:
+                messages: list[dict[str, Any]] = [{"role": "user", "content": f"{TASK} ({i})"}]
+                for _ in range(CALLS):
+                    r = await litellm.acompletion(messages=messages, **_bare_kwargs(api_base))
+                    messages = [*messages, {"role": "assistant", "content": r.choices[0].message.content or "..."}]
+
+        await asyncio.gather(*(one(i) for i in range(runs)))
+
+    t0 = time.perf_counter()
+    asyncio.run(main())
+    return time.perf_counter() - t0
+
+
+def warm_up(api_base: str) -> None:
+    """Import litellm and make a call each way, so no line pays for first use."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    messages = [{"role": "user", "content": "hi"}]
+    litellm.completion(messages=messages, **_bare_kwargs(api_base))
+    asyncio.run(litellm.acompletion(messages=messages, **_bare_kwargs(api_base)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=LATENCY, help="endpoint latency per request, seconds")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds; each line's best counts")
+    parser.add_argument("--profile", action="store_true", help="also cProfile one runner round")
+    args = parser.parse_args()
+
+    ideal = math.ceil(args.runs / args.concurrency) * CALLS * args.latency
+    endpoint = Endpoint(args.latency)
+    n, c = args.runs, args.concurrency
+    lines: list[tuple[str, Callable[[], float]]] = [
+        ("runner, sync agent (examples:tool_chain)", lambda: runner_line(endpoint.api_base, "evalrunner.examples:tool_chain", n, c)),
+        ("  same agent alone, 32 threads", lambda: agent_threads_line(endpoint.api_base, n, c)),
+        ("runner, async agent (arun_agent)", lambda: runner_line(endpoint.api_base, "bench_runner:athree_calls", n, c)),
+        ("  same agent alone, asyncio", lambda: agent_async_line(endpoint.api_base, n, c)),
+        ("bare litellm.acompletion x3, no tools", lambda: bare_async_line(endpoint.api_base, n, c)),
+    ]
+    best: dict[str, tuple[float, float]] = {}
+    try:
+        warm_up(endpoint.api_base)
+        for _ in range(args.rounds):
+            for name, fn in lines:
+                cpu0 = time.process_time()
+                wall = fn()
+                cpu = time.process_time() - cpu0
+                if name not in best or wall < best[name][0]:
+                    best[name] = (wall, cpu)
+        if args.profile:
+            runner_line(endpoint.api_base, "evalrunner.examples:tool_chain", n, c, profile=True)
+    finally:
+        served = endpoint.close()
+
+    print(f"\n{n} runs x {CALLS} calls, concurrency {c}, endpoint latency {args.latency * 1000:.0f} ms, "
+          f"{os.cpu_count()} CPUs, best of {args.rounds} rounds; requests served: {served}")
+    print(f"ideal: ceil({n}/{c}) x {CALLS} x {args.latency:g} s = {ideal:.2f} s\n")
+    print(f"{'line':<42} {'wall s':>7} {'/ideal':>7} {'CPU s':>7}")
+    for name, _ in lines:
+        wall, cpu = best[name]
+        print(f"{name:<42} {wall:7.2f} {wall / ideal:7.2f} {cpu:7.2f}")
+    runner, alone = best[lines[0][0]][0], best[lines[1][0]][0]
+    ratio = runner / ideal
+    print(f"\nrunner / ideal = {ratio:.2f} (target <= {TARGET}); runner / same agent alone = {runner / alone:.2f} "
+          f"(evalrunner's share); agent alone / ideal = {alone / ideal:.2f} (litellm's share)")
+    return 0 if ratio <= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

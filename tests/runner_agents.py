@@ -1,0 +1,166 @@
+"""Agents the live-runner tests name in their suites (``runner_agents:<name>``).
+
+Each takes ``(task, ctx)`` like any suite agent and calls litellm through the
+module attribute, so capture sees every call. They do nothing clever: what
+the endpoint answers (tests/fake_endpoint.py) decides how a run ends.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
+
+import litellm
+
+from evalrunner.context import RunContext
+from evalrunner.examples import TOOLS
+from evalrunner.reference_agent import AgentResult, arun_agent, run_agent
+
+# The fake endpoint is on loopback; a proxy from the environment must not swallow those calls.
+for _var in ("NO_PROXY", "no_proxy"):
+    _have = [p for p in os.environ.get(_var, "").split(",") if p]
+    os.environ[_var] = ",".join(dict.fromkeys([*_have, "127.0.0.1", "localhost"]))
+
+CALL_TIMEOUT_S = 0.5
+"""Per-call timeout of :func:`timed_agent`: a "slow" fault longer than this is a litellm.Timeout."""
+
+APOLOGY = "Sorry, the service is unavailable right now."
+
+
+def _tools(ctx: RunContext) -> dict[str, Any]:
+    return {name: TOOLS[name] for name in ctx.tools}
+
+
+def _messages(task: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": task}]
+
+
+def tool_agent(task: str, ctx: RunContext) -> AgentResult:
+    """The reference loop (sync, in a worker thread); tools offered on every turn."""
+    return run_agent(task, ctx, _tools(ctx), max_tool_rounds=ctx.max_turns)
+
+
+async def atool_agent(task: str, ctx: RunContext) -> AgentResult:
+    """The reference loop over litellm.acompletion."""
+    return await arun_agent(task, ctx, _tools(ctx), max_tool_rounds=ctx.max_turns)
+
+
+def three_calls(task: str, ctx: RunContext) -> str | None:
+    """Two tool rounds, then an answer without tools: three model calls when the model obliges."""
+    return run_agent(task, ctx, _tools(ctx), max_tool_rounds=2).answer
+
+
+async def athree_calls(task: str, ctx: RunContext) -> str | None:
+    return (await arun_agent(task, ctx, _tools(ctx), max_tool_rounds=2)).answer
+
+
+def timed_agent(task: str, ctx: RunContext) -> str | None:
+    """One call with a short per-call timeout."""
+    kwargs = ctx.litellm_kwargs()
+    response = litellm.completion(messages=_messages(task), timeout=CALL_TIMEOUT_S, **kwargs)
+    content: str | None = response.choices[0].message.content
+    return content
+
+
+async def stream_agent(task: str, ctx: RunContext) -> str:
+    """One streamed call over litellm.acompletion, reassembled from the deltas."""
+    stream = await litellm.acompletion(messages=_messages(task), stream=True, timeout=5, **ctx.litellm_kwargs())
+    parts = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
+    return "".join(parts)
+
+
+def sync_stream_agent(task: str, ctx: RunContext) -> str:
+    """One streamed call over litellm.completion."""
+    stream = litellm.completion(messages=_messages(task), stream=True, timeout=5, **ctx.litellm_kwargs())
+    return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+
+
+def catching_agent(task: str, ctx: RunContext) -> str | None:
+    """Catches every exception around its model call and answers anyway, as many agents do."""
+    try:
+        return timed_agent(task, ctx)
+    except Exception:  # the point of this agent
+        return APOLOGY
+
+
+async def catching_stream_agent(task: str, ctx: RunContext) -> str:
+    """The streaming agent, catching every exception while it reads the stream."""
+    try:
+        return await stream_agent(task, ctx)
+    except Exception:  # the point of this agent
+        return APOLOGY
+
+
+def nonce_agent(task: str, ctx: RunContext) -> str | None:
+    """One call whose system message carries a fresh id, so the endpoint can tell runs apart."""
+    kwargs = ctx.litellm_kwargs()
+    messages = [{"role": "system", "content": f"Answer briefly. (run {uuid.uuid4().hex})"}, {"role": "user", "content": task}]
+    response = litellm.completion(messages=messages, timeout=5, **kwargs)
+    content: str | None = response.choices[0].message.content
+    return content
+
+
+def crashing_agent(task: str, ctx: RunContext) -> str | None:
+    """Calls the model, then fails the way agent code does."""
+    answer = timed_agent(task, ctx)
+    raise ValueError(f"tool exploded after the model said {answer!r}")
+
+
+# -- helpers the runner tests share (not agents) --------------------------------------
+
+FAKE_MODEL = "openai/fake"
+FAKE_KEY = "sk-fake-not-a-secret"
+# Short retries and timeouts keep fault tests to fractions of a second.
+FAST_SETTINGS: dict[str, Any] = {
+    "models": [FAKE_MODEL],
+    "runs": 1,
+    "concurrency": 4,
+    "timeout_s": 2,
+    "temperature": 0.0,
+    "max_turns": 3,
+    "retry": {"max_attempts": 3, "backoff_s": 0.01, "max_backoff_s": 0.05},
+}
+
+
+def write_suite(directory: Any, name: str, scenarios: list[dict[str, Any]], **settings: Any) -> Any:
+    """Write ``<directory>/<name>.yaml`` (FAST_SETTINGS overridden by ``settings``); return its path."""
+    from pathlib import Path
+
+    import yaml
+
+    doc = {"format_version": 1, "name": name, **FAST_SETTINGS, **settings, "scenarios": scenarios}
+    path = Path(directory) / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def fake_pool(api_base: str) -> Any:
+    """An EndpointPool that sends every model string to the fake endpoint at ``api_base``."""
+    from evalrunner.endpoints import Endpoint, EndpointPool
+
+    class FakePool(EndpointPool):
+        def resolve(self, model: str) -> Endpoint:
+            return Endpoint(label=model, model=model, api_base=api_base, api_key=FAKE_KEY)
+
+    return FakePool()
+
+
+def fake_env(api_base: str) -> dict[str, str]:
+    """Environment for an ``evalrunner`` subprocess that talks to the fake endpoint."""
+    from pathlib import Path
+
+    tests = str(Path(__file__).resolve().parent)
+    env = dict(os.environ)
+    env.update(
+        EVALRUNNER_API_BASE=api_base,
+        OPENAI_API_KEY=FAKE_KEY,
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        PYTHONPATH=os.pathsep.join(p for p in (tests, env.get("PYTHONPATH", "")) if p),
+    )
+    return env

@@ -1,0 +1,189 @@
+"""The `evalrunner` command's cheap paths: list, validate, config errors, --help.
+
+None of these may talk to a model, and none may pay for importing litellm
+(seconds on a small machine): `--help` and friends must stay instant.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalrunner import __version__
+from evalrunner.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("litellm", "openai", "pandas", "scipy")
+
+
+def suite_yaml(name: str, *scenario_ids: str, agent: str = "evalrunner.examples:direct_answer") -> str:
+    scenarios = "".join(
+        f"  - id: {sid}\n    description: Scenario {sid}.\n    agent: {agent}\n    input: Say hello.\n" for sid in scenario_ids
+    )
+    return f"format_version: 1\nname: {name}\nruns: 3\nscenarios:\n{scenarios}"
+
+
+@pytest.fixture
+def suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # relative defaults (results/, reports/) stay in tmp_path
+    root = tmp_path / "suites"
+    root.mkdir()
+    (root / "alpha.yaml").write_text(suite_yaml("alpha", "hello", "greet"))
+    (root / "beta.yaml").write_text(suite_yaml("beta", "only"))
+    return root
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def error_lines(result: Any) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+# ------------------------------------------------------------------------------- list
+
+
+def test_list_shows_suites_and_scenarios(suites: Path) -> None:
+    result = invoke("list", "--suites-dir", str(suites))
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 5
+    assert lines[0].startswith(f"alpha  ({suites / 'alpha.yaml'}, 2 scenarios")
+    assert lines[1:3] == ["  hello  Scenario hello.", "  greet  Scenario greet."]
+    assert lines[3].startswith(f"beta  ({suites / 'beta.yaml'}, 1 scenario")
+    assert lines[4] == "  only  Scenario only."
+
+
+def test_list_with_no_suites_says_so(tmp_path: Path) -> None:
+    result = invoke("list", "--suites-dir", str(tmp_path / "empty"))
+    assert result.exit_code == 0 and result.stdout.strip() == f"no suites in {tmp_path / 'empty'}/"
+
+
+def test_list_of_a_broken_suite_is_one_line_exit_2(suites: Path) -> None:
+    (suites / "gamma.yaml").write_text("format_version: 1\nname: gamma\nscenarios: nope\n")
+    result = invoke("list", "--suites-dir", str(suites))
+    assert result.exit_code == 2
+    assert len(error_lines(result)) == 1 and error_lines(result)[0].startswith(f"error: {suites / 'gamma.yaml'}:3")
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def test_validate_ok(suites: Path) -> None:
+    result = invoke("validate", "--suites-dir", str(suites))
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split()[:2] for line in lines] == [["ok", str(suites / "alpha.yaml")], ["ok", str(suites / "beta.yaml")]]
+    assert "(2 scenarios)" in lines[0]
+    result = invoke("validate", str(REPO / "suites" / "example.yaml"))  # the shipped example
+    assert result.exit_code == 0 and result.stdout.startswith("ok  ")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        ("format_version: 1\nname: bad\nruns: 0\nscenarios: []\n", "bad.yaml:3", "runs: must be at least 1"),
+        ("format_version: 1\nname: bad\nscenarios:\n  - id: x\n    agent: a.b\n    input: hi\n", "bad.yaml:5", "import path"),
+        ("format_version: 1\nname: bad\nscenarios:\n\t- id: x\n", "bad.yaml:4", "invalid YAML"),
+        (suite_yaml("bad", "x", agent="evalrunner.examples:no_such_agent"), "bad.yaml:7", "has no attribute 'no_such_agent'"),
+        (suite_yaml("bad", "x", agent="not_installed_pkg.mod:fn"), "bad.yaml:7", "no module named 'not_installed_pkg'"),
+        (suite_yaml("other", "x"), "bad.yaml:2", "does not match the file name"),
+    ],
+    ids=["range", "agent-path", "tab", "missing-attr", "missing-module", "name"],
+)
+def test_validate_malformed_is_one_line_exit_2(tmp_path: Path, text: str, where: str, what: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    result = invoke("validate", str(path))
+    assert result.exit_code == 2
+    lines = error_lines(result)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {tmp_path / where}"), lines[0]
+    assert what in lines[0]
+    assert result.stdout == "" and "Traceback" not in result.output
+
+
+def test_validate_with_nothing_to_validate_is_a_usage_error(tmp_path: Path) -> None:
+    result = invoke("validate", "--suites-dir", str(tmp_path / "none"))
+    assert result.exit_code == 2 and "no suite files given" in result.output
+
+
+# -------------------------------------------------------------------------------- run
+
+
+def test_run_with_an_unknown_suite_lists_the_available_ones(suites: Path) -> None:
+    result = invoke("run", "--suite", "gamma", "--suites-dir", str(suites))
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: no suite named 'gamma' in {suites}/; available: alpha, beta"]
+    result = invoke("run", "--suite", "alpah", "--suites-dir", str(suites))
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: no suite named 'alpah' in {suites}/; did you mean 'alpha'? available: alpha, beta"]
+    assert not (suites.parent / "results").exists()
+
+
+def test_run_with_no_suites_dir_says_how_to_start(tmp_path: Path) -> None:
+    result = invoke("run", "--suite", "mine", "--suites-dir", str(tmp_path / "nowhere"))
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: no suite named 'mine': {tmp_path / 'nowhere'}/ does not exist; create {tmp_path / 'nowhere'}/mine.yaml"]
+
+
+def test_run_with_an_unknown_scenario_lists_the_scenarios(suites: Path) -> None:
+    result = invoke("run", "--suite", "alpha", "--suites-dir", str(suites), "--scenario", "bye", "--out", "out")
+    assert result.exit_code == 2
+    assert error_lines(result)[-1] == "error: suite 'alpha' has no scenario 'bye'; its scenarios: hello, greet"
+    assert not (suites.parent / "out").exists()
+
+
+# ------------------------------------------------------------------------ staying fast
+
+
+PROBE = textwrap.dedent(
+    """
+    import json, sys, time
+    t0 = time.perf_counter()
+    import evalrunner
+    after_package = sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))
+    from evalrunner.cli import main
+    imported = time.perf_counter() - t0
+    for args in (["--help"], *([name, "--help"] for name in main.commands)):
+        try:
+            main(args, standalone_mode=False)
+        except SystemExit:
+            pass
+    print(json.dumps({
+        "after_package": after_package,
+        "after_help": sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY)),
+        "commands": sorted(main.commands),
+        "import_s": imported,
+    }))
+    """
+)
+
+
+def test_import_and_help_do_not_load_litellm() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{PROBE}"], capture_output=True, text=True, timeout=60, check=True
+    )
+    probe = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert probe["after_package"] == [], "`import evalrunner` loads heavy modules"
+    assert probe["after_help"] == [], "`evalrunner [CMD] --help` loads heavy modules"
+    assert {"list", "validate", "run"} <= set(probe["commands"])
+    assert probe["import_s"] < 2.0  # litellm alone takes several seconds here
+
+
+def test_console_script_help_and_version() -> None:
+    script = Path(sys.executable).with_name("evalrunner")
+    if not script.exists():
+        pytest.skip("the evalrunner console script is not installed next to this python")
+    proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "evalrunner run --suite NAME" in proc.stdout
+    proc = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and __version__ in proc.stdout

@@ -1,0 +1,327 @@
+"""evalrunner.faults: which errors are the endpoint's fault, and how they are retried.
+
+The exceptions here are the real ones: litellm calls against a FakeEndpoint
+that injects each fault. The retry tests count the requests the endpoint saw,
+so a retry layer hiding underneath ours (the openai SDK's max_retries,
+litellm's num_retries) shows up as extra hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
+
+import litellm
+import runner_agents  # noqa: F401  (loopback stays off any proxy)
+from fake_endpoint import FakeEndpoint, Fault, Reply
+
+from evalrunner import faults
+from evalrunner.capture import arun_captured, run_captured
+from evalrunner.faults import InfraLog, backoff, describe, is_infra_error, retry_after
+from evalrunner.suite import RetryPolicy
+
+litellm.suppress_debug_info = True
+
+FAST = RetryPolicy(max_attempts=3, backoff_s=0.01, max_backoff_s=0.05)
+MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
+CHAT = "POST /v1/chat/completions"
+
+
+def raised(ep: FakeEndpoint, **kwargs: Any) -> BaseException:
+    """The exception one bare litellm call (no retries anywhere) raises against ``ep``."""
+    kwargs.setdefault("timeout", 0.5)
+    try:
+        response = litellm.completion(
+            model="openai/fake", api_base=ep.api_base, api_key="x", messages=MESSAGES, num_retries=0, **kwargs
+        )
+        if kwargs.get("stream"):
+            list(response)
+    except Exception as exc:
+        return exc
+    raise AssertionError("the call succeeded")
+
+
+# ---------------------------------------------------------------------- is_infra_error
+
+
+@pytest.mark.parametrize(
+    ("kind", "stream", "name"),
+    [
+        ("429", False, "RateLimitError"),
+        ("500", False, "InternalServerError"),
+        ("502", False, None),
+        ("503", False, "ServiceUnavailableError"),
+        ("slow", False, "Timeout"),
+        ("reset", False, "InternalServerError"),
+        ("malformed", False, "InternalServerError"),
+        ("truncated_stream", False, "InternalServerError"),
+        ("malformed", True, "MidStreamFallbackError"),
+        ("truncated_stream", True, "MidStreamFallbackError"),
+    ],
+)
+def test_every_endpoint_fault_is_infra(kind: str, stream: bool, name: str | None) -> None:
+    with FakeEndpoint([Fault(kind, seconds=1.5)]) as ep:
+        exc = raised(ep, stream=stream)
+    if name is not None:
+        assert type(exc).__name__ == name
+    assert is_infra_error(exc), describe(exc)
+
+
+@pytest.mark.parametrize("status", ["400", "401", "403", "404"])
+def test_client_errors_are_not_infra(status: str) -> None:
+    with FakeEndpoint([Fault(status)]) as ep:
+        exc = raised(ep)
+    assert not is_infra_error(exc), describe(exc)
+
+
+def test_plain_exceptions_and_chains() -> None:
+    assert not is_infra_error(ValueError("bad plan"))
+    assert not is_infra_error(KeyError("tool"))
+    assert is_infra_error(ConnectionResetError())
+    assert is_infra_error(TimeoutError())
+
+    class Gateway(Exception):
+        status_code = 502
+
+    class Client(Exception):
+        status_code = 422
+
+    assert is_infra_error(Gateway()) and not is_infra_error(Client())
+    # An agent that wraps the endpoint's error still reports an endpoint error...
+    try:
+        try:
+            raise Gateway()
+        except Gateway as inner:
+            raise RuntimeError("planner failed") from inner
+    except RuntimeError as outer:
+        assert is_infra_error(outer)
+    # ...and a self-referencing chain does not loop.
+    loop = ValueError("a")
+    loop.__context__ = ValueError("b")
+    loop.__context__.__context__ = loop
+    assert not is_infra_error(loop)
+
+
+def test_describe_is_one_bounded_line() -> None:
+    assert describe(ValueError("two\n  lines")) == "ValueError: two lines"
+    assert describe(TimeoutError()) == "TimeoutError"
+    assert len(describe(ValueError("x" * 1000))) == len("ValueError: ") + 300
+
+
+# ------------------------------------------------------------------ retry_after, backoff
+
+
+def test_retry_after_comes_from_the_real_429() -> None:
+    with FakeEndpoint([Fault("429", retry_after=7), Fault("429"), Fault("503", retry_after=2.5)]) as ep:
+        assert retry_after(raised(ep)) == 7.0
+        assert retry_after(raised(ep)) is None
+        assert retry_after(raised(ep)) == 2.5
+
+
+def test_retry_after_that_is_not_seconds_is_ignored() -> None:
+    class Response:
+        def __init__(self) -> None:
+            self.headers = {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}
+
+    class Limited(Exception):
+        response = Response()
+
+    assert retry_after(Limited()) is None
+    assert retry_after(ValueError()) is None
+
+
+class _Asked(Exception):
+    def __init__(self, seconds: float) -> None:
+        self.headers = {"Retry-After": str(seconds)}
+
+
+def test_backoff_grows_exponentially_and_is_capped() -> None:
+    policy = RetryPolicy(backoff_s=0.5, max_backoff_s=3.0, jitter=False)
+    rng = random.Random(0)
+    waits = [backoff(n, policy, ValueError(), rng) for n in range(1, 6)]
+    assert waits == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+def test_backoff_jitter_stays_within_half_to_full() -> None:
+    policy = RetryPolicy(backoff_s=1.0, max_backoff_s=8.0, jitter=True)
+    rng = random.Random(1)
+    for attempt in (1, 2, 3):
+        full = min(8.0, 2.0 ** (attempt - 1))
+        waits = {backoff(attempt, policy, ValueError(), rng) for _ in range(50)}
+        assert all(0.5 * full <= w <= full for w in waits)
+        assert len(waits) > 1  # actually random
+
+
+def test_retry_after_raises_the_wait_but_never_past_the_cap() -> None:
+    policy = RetryPolicy(backoff_s=0.1, max_backoff_s=5.0, jitter=False)
+    rng = random.Random(0)
+    assert backoff(1, policy, _Asked(2), rng) == 2.0
+    assert backoff(1, policy, _Asked(60), rng) == 5.0  # a server asking for a minute gets the cap
+    assert backoff(4, policy, _Asked(0), rng) == 0.8  # asking for less does not shorten ours
+
+
+# ------------------------------------------------------------------------------ InfraLog
+
+
+class Flaky:
+    """Fails with ``errors`` in turn, then returns 'ok'; counts calls."""
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
+
+    async def acall(self) -> str:
+        return self()
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record the sleeps between attempts instead of sleeping."""
+    seen: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        seen.append(seconds)
+
+    monkeypatch.setattr(faults.time, "sleep", seen.append)
+    monkeypatch.setattr(faults.asyncio, "sleep", asleep)
+    return seen
+
+
+def gateway() -> Exception:
+    return ConnectionResetError("reset by peer")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_infralog_retries_until_success(waits: list[float], mode: str) -> None:
+    log = InfraLog(RetryPolicy(max_attempts=3, backoff_s=1, max_backoff_s=4, jitter=False))
+    fn = Flaky(gateway(), gateway())
+    result = log.call(fn) if mode == "sync" else asyncio.run(log.acall(fn.acall))
+    assert (result, fn.calls, log.max_attempts_used, log.final_error) == ("ok", 3, 3, None)
+    assert waits == [1.0, 2.0]
+    assert len(log.faults) == 2 and log.faults[0].startswith("ConnectionResetError")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_infralog_gives_up_after_max_attempts(waits: list[float], mode: str) -> None:
+    log = InfraLog(RetryPolicy(max_attempts=2, backoff_s=0.5, max_backoff_s=1, jitter=False))
+    fn = Flaky(gateway(), gateway(), gateway())
+    with pytest.raises(ConnectionResetError):
+        log.call(fn) if mode == "sync" else asyncio.run(log.acall(fn.acall))
+    assert fn.calls == 2 and waits == [0.5]
+    assert isinstance(log.final_error, ConnectionResetError) and log.max_attempts_used == 2
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_infralog_never_retries_non_infra_errors(waits: list[float], mode: str) -> None:
+    log = InfraLog(FAST)
+    fn = Flaky(ValueError("bad arguments"))
+    with pytest.raises(ValueError):
+        log.call(fn) if mode == "sync" else asyncio.run(log.acall(fn.acall))
+    assert (fn.calls, waits, log.faults, log.final_error) == (1, [], [], None)
+
+
+def test_infralog_without_a_policy_tries_once(waits: list[float]) -> None:
+    log = InfraLog(None)
+    fn = Flaky(gateway())
+    with pytest.raises(ConnectionResetError):
+        log.call(fn)
+    assert fn.calls == 1 and isinstance(log.final_error, ConnectionResetError)
+
+
+def test_infralog_worst_call_sets_attempts(waits: list[float]) -> None:
+    log = InfraLog(RetryPolicy(max_attempts=4, backoff_s=0, max_backoff_s=0))
+    assert log.call(Flaky(gateway())) == "ok"
+    assert log.call(Flaky(gateway(), gateway(), gateway())) == "ok"
+    assert log.call(Flaky()) == "ok"
+    assert log.max_attempts_used == 4 and log.final_error is None and len(log.faults) == 4
+
+
+# --------------------------------------------------- under capture: our retries, and only ours
+
+
+def sync_agent(api_base: str, **extra: Any) -> str:
+    response = litellm.completion(model="openai/fake", api_base=api_base, api_key="x", messages=MESSAGES, timeout=2, **extra)
+    if extra.get("stream"):
+        return "".join(c.choices[0].delta.content or "" for c in response if c.choices)
+    return str(response.choices[0].message.content)
+
+
+async def async_agent(api_base: str, **extra: Any) -> str:
+    response = await litellm.acompletion(model="openai/fake", api_base=api_base, api_key="x", messages=MESSAGES, timeout=2, **extra)
+    if extra.get("stream"):
+        return "".join([c.choices[0].delta.content or "" async for c in response if c.choices])
+    return str(response.choices[0].message.content)
+
+
+def captured(mode: str, api_base: str, **extra: Any) -> Any:
+    if mode == "sync":
+        return run_captured(sync_agent, api_base, retry=FAST, **extra)
+    return asyncio.run(arun_captured(async_agent, api_base, retry=FAST, **extra))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("kind", ["500", "reset"])
+def test_the_sdk_does_not_retry_underneath_our_policy(mode: str, stream: bool, kind: str) -> None:
+    # Without max_retries=0 the openai SDK would retry each of our attempts twice more.
+    with FakeEndpoint(default=Fault(kind)) as ep:
+        res = captured(mode, ep.api_base, stream=stream)
+        assert ep.hits[CHAT] == FAST.max_attempts
+    assert is_infra_error(res.error) and res.infra.final_error is res.error
+    assert res.infra.max_attempts_used == FAST.max_attempts and len(res.infra.faults) == FAST.max_attempts
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_agents_own_retry_settings_are_overridden(mode: str) -> None:
+    with FakeEndpoint(default=Fault("503")) as ep:
+        res = captured(mode, ep.api_base, num_retries=4, max_retries=4)
+        assert ep.hits[CHAT] == FAST.max_attempts
+    assert res.infra.final_error is not None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", ["malformed", "truncated_stream"])
+def test_a_stream_that_breaks_midway_is_retried_and_the_agent_sees_one_clean_stream(mode: str, kind: str) -> None:
+    with FakeEndpoint([Fault(kind)], default=Reply("Paris is the capital.")) as ep:
+        res = captured(mode, ep.api_base, stream=True)
+        assert ep.hits[CHAT] == 2
+    assert res.error is None and res.output == "Paris is the capital."
+    assert res.infra.max_attempts_used == 2 and res.infra.final_error is None
+    assert res.infra.faults[0].startswith("MidStreamFallbackError")
+    agent_steps = [s for s in res.trajectory["steps"] if s["source"] == "agent"]
+    assert [s["message"] for s in agent_steps] == ["Paris is the capital."]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stream_fault_the_agent_swallows_is_still_logged(mode: str) -> None:
+    async def swallowing_async(api_base: str) -> str:
+        try:
+            return await async_agent(api_base, stream=True)
+        except Exception:
+            return "sorry"
+
+    def swallowing_sync(api_base: str) -> str:
+        try:
+            return sync_agent(api_base, stream=True)
+        except Exception:
+            return "sorry"
+
+    with FakeEndpoint(default=Fault("truncated_stream")) as ep:
+        if mode == "sync":
+            res = run_captured(swallowing_sync, ep.api_base, retry=FAST)
+        else:
+            res = asyncio.run(arun_captured(swallowing_async, ep.api_base, retry=FAST))
+    assert res.output == "sorry" and res.error is None
+    assert res.infra.final_error is not None and is_infra_error(res.infra.final_error)

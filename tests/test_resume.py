@@ -1,0 +1,167 @@
+"""A results directory survives ``kill -9`` and ``--resume`` finishes it exactly.
+
+A real ``evalrunner run`` process is killed mid-way; ``--resume`` on the same
+``--out`` must end with the same run ids an uninterrupted run produces, none
+twice, none missing, the runs finished before the kill untouched. Resuming a
+directory whose suite changed, or running into one without ``--resume``, is
+refused with exit 2 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
+
+from fake_endpoint import FakeEndpoint, Reply
+from runner_agents import fake_env, fake_pool, write_suite
+
+from evalrunner.results import ResultsDir
+from evalrunner.runner import run_suite
+from evalrunner.suite import load_suite
+
+EVALRUNNER = str(Path(sys.executable).with_name("evalrunner"))
+SCENARIOS = ("capital", "population", "plain")
+RUNS = 8
+
+
+def respond(body: dict[str, Any], n: int) -> Reply:
+    """A tool call first, then the answer: two model calls per run."""
+    if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
+        return Reply(None, tool_calls=[("lookup_capital", '{"country": "Japan"}')])
+    return Reply("Tokyo.")
+
+
+def suite_file(root: Path, *, task: str = "Capital of Japan?") -> Path:
+    scenarios = [
+        {"id": sid, "agent": "runner_agents:tool_agent", "input": f"{task} ({sid})", "tools": ["lookup_capital"],
+         "checks": {"answer_contains": ["Tokyo"]}}
+        for sid in SCENARIOS
+    ]
+    return write_suite(root, "resumable", scenarios, runs=RUNS, concurrency=2, timeout_s=10)
+
+
+def planned() -> set[str]:
+    return {f"{sid}/openai_fake/{i}" for sid in SCENARIOS for i in range(RUNS)}
+
+
+def evalrunner(ep: FakeEndpoint, cwd: Path, *args: str, **kwargs: Any) -> Any:
+    return subprocess.run([EVALRUNNER, "run", "--suites-dir", str(cwd), *args], cwd=cwd, env=fake_env(ep.api_base),
+                          capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def snapshot(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_resume_after_kill_9_finishes_exactly_the_planned_runs(tmp_path: Path) -> None:
+    suite_file(tmp_path)
+    out = tmp_path / "out"
+    results = ResultsDir(out)
+    with FakeEndpoint(responder=respond, latency=0.2) as ep:
+        proc = subprocess.Popen(
+            [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "resumable", "--out", str(out)],
+            cwd=tmp_path, env=fake_env(ep.api_base), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while len(results.run_files()) < 4:
+                assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+                assert time.monotonic() < deadline, "no run files appeared"
+                time.sleep(0.02)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        assert proc.returncode == -signal.SIGKILL
+
+        before = {p: p.read_bytes() for p in results.run_files()}
+        assert 4 <= len(before) < len(planned()), "the kill came too late to test anything"
+        assert results.read_manifest().status == "running"  # killed: nobody wrote 'interrupted'
+        # Every file on disk is a whole, readable run (atomic writes).
+        assert all(rid in planned() for rid in results.done_ids())
+
+        time.sleep(0.2)  # let the endpoint finish reading whatever the killed process had sent
+        requests_before = len(ep.requests)
+        resumed = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out), "--resume")
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert f"resumed: {len(before)} runs were already done" in resumed.stderr
+        # Only the missing runs went back to the model (two calls each).
+        assert len(ep.requests) - requests_before == 2 * (len(planned()) - len(before))
+
+    files = results.run_files()
+    records = [results.read_run(p)[0] for p in files]
+    ids = [r.run_id for r in records]
+    assert len(ids) == len(set(ids)) == len(planned()) and set(ids) == planned()
+    assert all(r.outcome == "passed" for r in records)
+    for path, data in before.items():  # runs finished before the kill were not redone
+        assert path.read_bytes() == data
+    manifest = results.read_manifest()
+    assert (manifest.status, manifest.invocations) == ("finished", 2)
+    assert manifest.runs == {sid: RUNS for sid in SCENARIOS}
+
+    # The same suite uninterrupted: the same runs with the same outcomes and shapes.
+    with FakeEndpoint(responder=respond) as ep:
+        report = asyncio.run(run_suite(load_suite(tmp_path / "resumable.yaml"), out=tmp_path / "ref",
+                                       pool=fake_pool(ep.api_base), progress_stream=io.StringIO()))
+
+    def key(r: Any) -> tuple[Any, ...]:
+        return (r.run_id, r.outcome, r.tools, r.final_answer, r.step_count, r.llm_calls)
+
+    assert sorted(map(key, records)) == sorted(map(key, report.records))
+
+
+def test_resume_refuses_a_changed_suite_and_a_plain_run_refuses_an_existing_dir(tmp_path: Path) -> None:
+    suite_file(tmp_path)
+    out = tmp_path / "out"
+    with FakeEndpoint(responder=respond) as ep:
+        asyncio.run(run_suite(load_suite(tmp_path / "resumable.yaml"), out=out, runs=2,
+                              pool=fake_pool(ep.api_base), progress_stream=io.StringIO()))
+        before = snapshot(out)
+
+        # Same suite, plain run into the same directory: refused, nothing overwritten.
+        again = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out))
+        assert again.returncode == 2
+        assert again.stderr.strip().splitlines()[-1].startswith(f"error: {out} already holds results; pass --resume")
+
+        # The task changed: --resume would mix two experiments in one directory.
+        suite_file(tmp_path, task="Capital of Peru?")
+        changed = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out), "--resume")
+        assert changed.returncode == 2
+        error = changed.stderr.strip().splitlines()[-1]
+        assert error.startswith("error: ") and "fingerprint" in error and "'capital'" in error
+
+        # Resuming a directory that was never started.
+        missing = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(tmp_path / "none"), "--resume")
+        assert missing.returncode == 2 and "nothing to resume" in missing.stderr
+        assert not (tmp_path / "none").exists()
+        requests = len(ep.requests)
+    assert snapshot(out) == before
+    assert requests == 3 * 2 * 2  # only the first run's calls ever reached the model
+
+
+def test_resume_of_a_finished_dir_runs_nothing_and_more_runs_extend_it(tmp_path: Path) -> None:
+    suite = load_suite(suite_file(tmp_path))
+    out = tmp_path / "out"
+    with FakeEndpoint(responder=respond) as ep:
+        pool = fake_pool(ep.api_base)
+        asyncio.run(run_suite(suite, out=out, runs=2, pool=pool, progress_stream=io.StringIO()))
+        calls = len(ep.requests)
+        report = asyncio.run(run_suite(suite, out=out, runs=2, resume=True, pool=pool, progress_stream=io.StringIO()))
+        assert len(ep.requests) == calls and report.resumed_skipped == 6
+        assert sorted(r.run_id for r in report.records) == sorted(f"{s}/openai_fake/{i}" for s in SCENARIOS for i in range(2))
+        # runs is not part of the fingerprint: asking for more on resume adds just those.
+        report = asyncio.run(run_suite(suite, out=out, runs=3, resume=True, pool=pool, progress_stream=io.StringIO()))
+        assert len(ep.requests) == calls + 3 * 2 and report.resumed_skipped == 6 and len(report.records) == 9
+    manifest = ResultsDir(out).read_manifest()
+    assert (manifest.invocations, manifest.status, manifest.runs) == (3, "finished", {s: 3 for s in SCENARIOS})
+    assert len(ResultsDir(out).run_files()) == 9
