@@ -41,6 +41,8 @@ SUMMARY_COLUMNS = (
     ("crashed", "crashed"),
     ("mean_steps", "steps"),
     ("mean_tokens", "tokens"),
+    ("pass_hat_3", "pass^3"),
+    ("pass_at_3", "pass@3"),
     ("top_tools", "most common tools"),
 )
 
@@ -70,9 +72,19 @@ def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
                 "mean_steps": sum(r.step_count for r in valid) / len(valid),
                 "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid) / len(valid),
                 "top_tools": seqs.most_common(1)[0][0],
+                **_pass_k(len(rs), outcomes["passed"], 3),
             }
         )
     return rows
+
+
+def _pass_k(n: int, passed: int, k: int) -> dict[str, str]:
+    """pass^k (all k tries pass) and pass@k (at least one does), estimated from n runs; reported, not gated."""
+    from evalrunner.stats import pass_at_k, pass_hat_k
+
+    if n < k:
+        return {f"pass_hat_{k}": "-", f"pass_at_{k}": "-"}
+    return {f"pass_hat_{k}": f"{pass_hat_k(n, passed, k):.2f}", f"pass_at_{k}": f"{pass_at_k(n, passed, k):.2f}"}
 
 
 def _short(text: str, width: int = 60) -> str:
