@@ -125,6 +125,7 @@ def build_baselines(
 
     With ``append`` the nights are pooled onto the existing baseline, keeping the
     last ``window`` nights; a baseline of another configuration is refused.
+    Every file is checked before any is written: a refusal leaves them all as they were.
     """
     from evalrunner import __version__
     from evalrunner.history import now
@@ -143,19 +144,20 @@ def build_baselines(
         for key, records in by_key.items():
             night = Night(started_at=manifest.started_at, source=str(source), records=sorted(records, key=lambda r: r.index))
             nights.setdefault(key, []).append((night, results))
-    written = []
+    pending: list[tuple[Path, Baseline]] = []
     scenarios = {s.id: s for s in suite.scenarios}
     for (scenario_id, model), found in sorted(nights.items()):
         if scenario_id not in scenarios:
             continue
         resolved = scenarios[scenario_id].effective(suite)
         fingerprint = scenario_fingerprint(suite, resolved)
-        manifest_fp = ResultsDir(Path(found[-1][0].source)).read_manifest().scenarios.get(scenario_id)
-        if manifest_fp is not None and manifest_fp != fingerprint:
-            raise BaselineMismatch(
-                f"{found[-1][0].source}: scenario {scenario_id!r} ran with another configuration than "
-                f"{suite.path or suite.name} now has; run it again before making it the baseline"
-            )
+        for night, results in found:  # every night pooled, not only the latest
+            manifest_fp = results.read_manifest().scenarios.get(scenario_id)
+            if manifest_fp is not None and manifest_fp != fingerprint:
+                raise BaselineMismatch(
+                    f"{night.source}: scenario {scenario_id!r} ran with another configuration than "
+                    f"{suite.path or suite.name} now has; run it again before making it the baseline"
+                )
         path = baseline_path(root, suite.name, scenario_id, model)
         pooled = [n for n, _ in found]
         if append and path.exists():
@@ -181,9 +183,10 @@ def build_baselines(
             summary=summarize(records_frame(records)),
             typical=typical_trajectory(latest, found[-1][0].records, resolved.normalize_config()),
         )
+        pending.append((path, baseline))
+    for path, baseline in pending:
         save_baseline(path, baseline)
-        written.append(path)
-    return written
+    return [path for path, _ in pending]
 
 
 @dataclass

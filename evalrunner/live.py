@@ -66,6 +66,13 @@ def run_live(
     progress_stream: TextIO | None = None,
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history."""
+    if baselines_dir is not None:
+        # A broken baseline should stop us before the night's runs are spent, not after.
+        for sc, ms in plan(suite, runs=runs, models=models, scenario_ids=scenarios):
+            for m in ms:
+                path = baseline_path(baselines_dir, suite.name, sc.id, m)
+                if path.exists():
+                    load_baseline(path)
     adaptive_cfg = (
         _adaptive_setup(suite, baselines_dir or Path("baselines"), models, scenarios, batch, max_runs) if adaptive else None
     )

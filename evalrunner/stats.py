@@ -47,7 +47,7 @@ import math
 import warnings
 import zlib
 from collections import Counter
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -85,6 +85,7 @@ Kind = Literal["binary", "count", "continuous", "categorical"]
 Direction = Literal["lower", "higher", "any"]
 Verdict = Literal["regression", "improvement", "ok", "inconclusive"]
 SprtDecision = Literal["regressed", "fine", "continue"]
+AdaptiveMethod = Literal["sprt", "predictive"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -126,6 +127,9 @@ METRICS: dict[str, tuple[Kind, Direction]] = {
 TOOL_USED = "tool_used"
 _KIND_OF_TOOL_USED: tuple[Kind, Direction] = ("binary", "any")
 _SPRT_METRICS = ("success_rate", "crash_rate", "skip_rate")
+PREDICTIVE_FUTILITY = 0.1
+"""``adaptive_plan(method="predictive")``: a metric is settled as fine once the predictive
+power of its fixed-N test falls below this (docs/calibration.md measures the choice)."""
 _EFFECT_LABELS: dict[Kind, str] = {
     "binary": "difference",
     "count": "Cliff's delta",
@@ -1314,23 +1318,45 @@ def adaptive_plan(
     sprt_beta: float = 0.2,
     sprt_effect: float | None = None,
     seed: int = 0,
+    method: AdaptiveMethod = "sprt",
+    futility: float = PREDICTIVE_FUTILITY,
+    final_alpha: float | None = None,
 ) -> AdaptivePlan:
     """Decide after each batch whether a scenario can stop early.
 
-    Gating rates (success, crash, skip) run Wald's SPRT against the baseline rate
-    p0 with p1 = p0 -/+ margin, both clamped to [0.01, 0.99], at the tolerance's
-    alpha and ``sprt_beta`` (``sprt_effect`` replaces the margin as the distance of
-    p1 from p0: a larger one settles sooner but misses smaller drops more often,
-    see ``docs/calibration.md``). Other gating metrics (tool sequence, counts) have no
-    SPRT; they are screened instead: "continue" while their raw one-sided p on the
-    runs so far is below ``screen_p``, else "fine".
+    ``method="sprt"``: gating rates (success, crash, skip) run Wald's SPRT against
+    the baseline rate p0 with p1 = p0 -/+ margin, both clamped to [0.01, 0.99], at
+    the tolerance's alpha and ``sprt_beta`` (``sprt_effect`` replaces the margin as
+    the distance of p1 from p0: a larger one settles sooner but misses smaller drops
+    more often, see ``docs/calibration.md``); a rate that cannot move the harmful
+    way (a baseline that never passes) is "fine". Other gating metrics (tool
+    sequence, counts) have no SPRT; they are screened instead: "continue" while
+    their raw one-sided p on the runs so far is below ``screen_p``, else "fine".
+
+    ``method="predictive"`` (futility by predictive power, every gating metric
+    alike): can the fixed-N test at ``max_n`` runs still flag the metric? Its
+    predictive power is the chance that the final test reaches raw p <= the bar,
+    averaged over what the runs so far say about tonight (Spiegelhalter, Freedman &
+    Blackburn 1986). Binary metrics: exact, the night rate's Jeffreys posterior
+    Beta(k + 1/2, n - k + 1/2) and the remaining runs beta-binomial against the
+    same exact test. Other metrics: the normal approximation Phi((z - z_f sqrt(t)) /
+    sqrt(1 - t)) with z = Phi^-1(1 - p) of the raw p so far and the information
+    fraction t = (1/m + 1/N) / (1/m + 1/n) (m baseline runs, n night runs now, N at
+    ``max_n``); when every night run so far sits at the baseline's usual value (one
+    tool path, one step count) z says nothing, and the binary power for the share
+    of runs away from it is used. Below ``futility`` the metric is "fine"; at raw
+    p <= the bar it is "regressed". The bar ``final_alpha`` defaults to fdr_q /
+    (number of gating metrics): Benjamini-Hochberg over a night flags a lone change
+    only at a p at most that small, so the power is not underestimated. Measured
+    against the fixed-N procedure in ``docs/calibration.md``.
 
     The scenario settles early only when every decision is "fine" (and at least
-    ``min_n`` runs exist). A "regressed" SPRT does not stop it: the verdict comes
+    ``min_n`` runs exist). A "regressed" decision does not stop it: the verdict comes
     from :func:`compare_scenario` + :func:`finalize` on all runs, and those fixed-N
     tests need the full ``max_n`` to have their power. So the savings come from
     unchanged scenarios, which are most of a night. Each call costs one
-    :func:`compare_scenario` restricted to the non-SPRT gating metrics.
+    :func:`compare_scenario` restricted to the gating metrics (the non-SPRT ones
+    for ``"sprt"``).
     """
     tol = tolerance or Tolerance()
     base, nite = _prepare(baseline, "baseline"), _prepare(night, "night")
@@ -1347,6 +1373,22 @@ def adaptive_plan(
         )
 
     decisions: dict[str, SprtDecision] = {}
+    if method == "predictive":
+        bar = tol.fdr_q / max(1, len(tol.gating)) if final_alpha is None else final_alpha
+        if not done:
+            decisions = dict.fromkeys(tol.gating, "continue")
+        # A gating metric with no result (no final answers to match) has nothing to flag.
+        results = (
+            compare_scenario(baseline, night, tolerance=tol, seed=seed, metrics=tol.gating)
+            if done
+            else []
+        )
+        for result in results:
+            if result.gating:
+                decisions[result.metric] = _predictive_decision(
+                    result, base, nite, max_n - done, bar, futility
+                )
+        return _settle(plan, decisions, done, max_n, min_n, f"predictive power < {futility:g}")
     outcome_of = {"success_rate": "passed", "crash_rate": "crashed", "skip_rate": "skipped"}
     for metric in _SPRT_METRICS:
         if not tol.is_gating(metric):
@@ -1359,7 +1401,9 @@ def adaptive_plan(
         p0 = min(0.99, max(0.01, base.count(outcome) / base.n))
         p1 = min(0.99, max(0.01, p0 - margin if metric == "success_rate" else p0 + margin))
         if p1 == p0:
-            decisions[metric] = "continue"
+            # Clamping left no room to get worse (a success rate that is already ~0):
+            # this metric cannot regress, and "continue" would never settle.
+            decisions[metric] = "fine"
             continue
         hits = nite.count(outcome)
         decisions[metric] = sprt_decide(hits, done - hits, p0, p1, alpha=tol.alpha, beta=sprt_beta)
@@ -1375,12 +1419,132 @@ def adaptive_plan(
                     decisions[result.metric] = (
                         "continue" if result.p is None or result.p < screen_p else "fine"
                     )
+    return _settle(plan, decisions, done, max_n, min_n)
+
+
+def _settle(
+    plan: Callable[[bool, str, dict[str, SprtDecision]], AdaptivePlan],
+    decisions: dict[str, SprtDecision],
+    done: int,
+    max_n: int,
+    min_n: int,
+    why: str = "",
+) -> AdaptivePlan:
     if done >= max_n:
         return plan(True, f"reached max N ({max_n})", decisions)
     if done >= min_n and all(d == "fine" for d in decisions.values()):
-        return plan(True, "every gating metric is settled as fine", decisions)
+        how = f" ({why})" if why else ""
+        return plan(True, f"every gating metric is settled as fine{how}", decisions)
     pending = sorted(m for m, d in decisions.items() if d != "fine")
     return plan(False, f"not settled: {', '.join(pending) or 'fewer than min_n runs'}", decisions)
+
+
+def _predictive_decision(
+    result: MetricResult, base: _Arm, night: _Arm, remaining: int, bar: float, futility: float
+) -> SprtDecision:
+    """Futility of one gating metric by the predictive power of its test at max N."""
+    m, n, p = result.baseline_n, result.night_n, result.p
+    if n == 0 and m > 0:
+        return "continue"  # no usable night runs yet
+    if p is None:
+        return "fine"  # nothing the fixed-N test could compare (no baseline runs, no column)
+    if p <= bar:
+        return "regressed"
+    if remaining <= 0:
+        return "fine"
+    return "fine" if _predictive_power(result, base, night, remaining, bar) < futility else "continue"
+
+
+def _predictive_power(
+    result: MetricResult, base: _Arm, night: _Arm, remaining: int, bar: float
+) -> float:
+    """Chance that the metric's fixed-N test flags it once ``remaining`` more runs are in.
+
+    Binary metrics: exactly, with the night rate's Jeffreys posterior Beta(k + 1/2,
+    n - k + 1/2) and the remaining runs beta-binomial. Other metrics: the normal
+    approximation from the raw p; and, since a few identical runs say little about a
+    change that touches only some runs, at least the binary chance for the share of
+    runs away from the baseline's usual value (tool path, step count).
+    """
+    m, n = result.baseline_n, result.night_n
+    if result.kind == "binary" and result.baseline_estimate is not None and result.night_estimate is not None:
+        k_b, k_n = round(result.baseline_estimate * m), round(result.night_estimate * n)
+        return _binary_predictive(k_n, n, k_b, m, remaining, result.direction, bar)
+    power = 0.0
+    p = result.p
+    if p is not None and p < 1.0:
+        t = (1 / m + 1 / (n + remaining)) / (1 / m + 1 / n)  # share of the final test's information
+        power = float(_ndtr((_z(1 - p) - _z(1 - bar) * math.sqrt(t)) / math.sqrt(1 - t)))
+    values: tuple[Sequence[Hashable], Sequence[Hashable]] | None = None
+    if result.kind == "categorical":
+        seqs_b, seqs_n = base.sequences(), night.sequences()
+        if seqs_b is not None and seqs_n is not None:
+            values = (seqs_b, seqs_n)
+    elif result.kind == "count":
+        nums_b, nums_n = base.numbers(result.metric), night.numbers(result.metric)
+        if nums_b is not None and nums_n is not None:
+            values = (nums_b.tolist(), nums_n.tolist())
+    if values is not None and values[0] and values[1]:
+        usual = _modal(values[0])
+        k_b, k_n = (sum(v != usual for v in side) for side in values)
+        if k_n == 0:  # every night run so far at the baseline's usual value: z says nothing
+            power = max(power, _binary_predictive(0, n, k_b, m, remaining, "higher", bar))
+    return power
+
+
+def _ndtr(x: float) -> float:
+    from scipy import special
+
+    return float(special.ndtr(x))
+
+
+def _binary_predictive(
+    k_n: int, n_n: int, k_b: int, n_b: int, remaining: int, direction: Direction, bar: float
+) -> float:
+    """P(the exact test of the final night count flags), night rate ~ Beta(k + 1/2, n - k + 1/2)."""
+    from scipy import stats as sps
+
+    if direction == "any":
+        return min(
+            1.0,
+            sum(_binary_predictive(k_n, n_n, k_b, n_b, remaining, d, bar / 2) for d in ("lower", "higher")),
+        )
+    threshold = _flag_threshold(n_n + remaining, k_b, n_b, direction, bar)
+    if threshold is None:
+        return 0.0
+    more = np.arange(remaining + 1)
+    pmf = sps.betabinom.pmf(more, remaining, k_n + 0.5, n_n - k_n + 0.5)
+    hits = k_n + more <= threshold if direction == "lower" else k_n + more >= threshold
+    return float(pmf[hits].sum())
+
+
+@functools.lru_cache(maxsize=4096)
+def _flag_threshold(final_n: int, k_b: int, n_b: int, direction: Direction, bar: float) -> int | None:
+    """The night count at (or beyond, in the harmful direction) which the test flags; None: never.
+
+    The same exact test as the gating binary metrics (Boschloo up to BOSCHLOO_MAX_N runs),
+    whose one-sided p is monotone in the night count, so a bisection finds the edge.
+    """
+    alternative = "less" if direction == "lower" else "greater"
+
+    def flags(k: int) -> bool:
+        return _binary_p(k, final_n, k_b, n_b, alternative, True)[0] <= bar
+
+    if direction == "lower":
+        if not flags(0):
+            return None
+        low, high = 0, final_n  # the largest count that still flags
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if flags(mid) else (low, mid - 1)
+        return low
+    if not flags(final_n):
+        return None
+    low, high = 0, final_n  # the smallest count that flags
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if flags(mid) else (mid + 1, high)
+    return low
 
 
 def summarize(df: pd.DataFrame) -> dict[str, Any]:

@@ -565,3 +565,33 @@ def test_adaptive_sprt_effect_settles_sooner() -> None:
     baseline, night = make_runs(rng, 60, p_crash=0.0), make_runs(rng, 10, p_crash=0.0, p_pass=1.0)
     assert not adaptive_plan(baseline, night).settled  # p1 = p0 - 0.10 needs more passes
     assert adaptive_plan(baseline, night, sprt_effect=0.3).decisions["success_rate"] == "fine"
+
+def test_adaptive_predictive_settles_unchanged_and_keeps_regressions_running() -> None:
+    baseline = frame(run(), times=60)
+    assert not adaptive_plan(baseline, pd.DataFrame(), method="predictive").settled
+    # Identical runs, but 5 without a crash cannot rule out a third of runs crashing...
+    early = adaptive_plan(baseline, frame(run(), times=5), method="predictive")
+    assert not early.settled and early.decisions["crash_rate"] == "continue"
+    # ... 10 can: settled.
+    settled = adaptive_plan(baseline, frame(run(), times=10), method="predictive")
+    assert settled.settled and set(settled.decisions.values()) == {"fine"}
+    assert "predictive power < 0.1" in settled.reason
+    # Every run failing: "regressed" does not stop the scenario before max N.
+    bad = adaptive_plan(baseline, frame(run("failed"), times=5), method="predictive")
+    assert bad.decisions["success_rate"] == "regressed" and not bad.settled and bad.next_batch == 5
+    assert adaptive_plan(baseline, frame(run("failed"), times=20), method="predictive").settled
+
+
+def test_adaptive_predictive_needs_more_runs_when_a_drop_is_plausible() -> None:
+    rng = np.random.default_rng(16)
+    baseline = make_runs(rng, 60, p_crash=0.0, p_pass=0.9)
+    # 3 of 5 passing against ~0.9: the 20-run test may well flag it, keep going.
+    night = pd.concat([frame(run(), times=3), frame(run("failed"), times=2)])
+    plan = adaptive_plan(baseline, night, method="predictive")
+    assert plan.decisions["success_rate"] in ("continue", "regressed") and not plan.settled
+
+
+def test_a_rate_that_cannot_get_worse_does_not_hold_the_sprt() -> None:
+    never = frame(run("failed"), times=60)  # success rate 0: cannot drop
+    plan = adaptive_plan(never, frame(run("failed"), times=15))
+    assert plan.decisions["success_rate"] == "fine" and plan.settled

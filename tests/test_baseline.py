@@ -1,0 +1,334 @@
+"""Baseline files: their format, the rolling window, and refusing what does not fit.
+
+Nights come from the fake endpoint (tests/baseline_agents.py) through the
+``evalrunner`` command. A broken or mismatched baseline must give one clear
+line and exit 2 (or, for another model or configuration, a "not compared" note
+naming the refresh command), and must never be overwritten on the way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from baseline_agents import GOOD, PERFECT, World, evalrunner, make_suite, scenario, verdict_table
+from click.testing import Result
+from fake_endpoint import FakeEndpoint
+from runner_agents import write_suite
+
+from evalrunner import __version__
+from evalrunner.baseline import BASELINE_FORMAT_VERSION, Baseline, baseline_path, load_baseline
+from evalrunner.records import RunRecord
+from evalrunner.results import ResultsDir
+from evalrunner.stats import pass_at_k, pass_hat_k, wilson
+from evalrunner.suite import load_suite, scenario_fingerprint
+
+SUITE = "pool"
+TAGS = ("capital", "steady")
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+@dataclass
+class Lab:
+    ep: FakeEndpoint
+    world: World
+    root: Path
+
+    @property
+    def suites(self) -> Path:
+        return self.root / "suites"
+
+    def night(self, out: str, runs: int = 4, *args: str) -> Path:
+        result = evalrunner(self.ep, "run", "--suite", SUITE, "--suites-dir", str(self.suites), "--runs", str(runs),
+                            "--out", str(self.root / out), "--no-history", "--no-compare", *args)
+        assert result.exit_code == 0, result.output
+        return self.root / out
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("baselines")
+    make_suite(root / "suites", SUITE, TAGS)
+    world = World({"capital": GOOD, "steady": PERFECT}, seed=1)
+    with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)  # relative defaults (results/, reports/, baselines/) would land here, not in the repo
+        lab = Lab(ep, world, root)
+        for i in (1, 2, 3):
+            world.reseed(i)
+            lab.night(f"night{i}")
+        world.reseed(4)
+        lab.night("big", runs=12)
+        yield lab
+
+
+@pytest.fixture
+def where(tmp_path: Path) -> Path:
+    """A fresh baselines directory for one test."""
+    return tmp_path / "baselines"
+
+
+def baseline_cmd(lab: Lab, where: Path, *args: str, suites: Path | None = None) -> Result:
+    return evalrunner(lab.ep, "baseline", "--suite", SUITE, "--suites-dir", str(suites or lab.suites),
+                      "--baselines", str(where), *args)
+
+
+def run_cmd(lab: Lab, where: Path, out: Path, *args: str, suites: Path | None = None) -> Result:
+    return evalrunner(lab.ep, "run", "--suite", SUITE, "--suites-dir", str(suites or lab.suites), "--runs", "3",
+                      "--out", str(out), "--baselines", str(where), "--history", str(out.parent / "history"), *args)
+
+
+def file_of(where: Path, tag: str, model: str = "openai/fake") -> Path:
+    return baseline_path(where, SUITE, tag, model)
+
+
+def snapshot(where: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(where.rglob("*")) if p.is_file()}
+
+
+def one_error(result: Result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.output
+    return errors[0]
+
+
+# ----------------------------------------------------------------------------- format
+
+
+def test_baseline_file_format(lab: Lab, where: Path) -> None:
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "big"))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [f"wrote {file_of(where, t)}" for t in TAGS]
+
+    path = file_of(where, "capital")
+    assert path == where / SUITE / "capital--openai_fake.json"
+    text = path.read_text(encoding="utf-8")
+    doc = json.loads(text)
+    # Reviewable JSON: sorted keys, 2-space indent, newline at the end.
+    assert text == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert text.startswith('{\n  "created_at": ')
+
+    suite = load_suite(lab.suites / f"{SUITE}.yaml")
+    resolved = next(s for s in suite.scenarios if s.id == "capital").effective(suite)
+    manifest = ResultsDir(lab.root / "big").read_manifest()
+    assert doc["format_version"] == BASELINE_FORMAT_VERSION == 1
+    assert (doc["suite"], doc["scenario"], doc["model"]) == (SUITE, "capital", "openai/fake")
+    assert doc["fingerprint"] == scenario_fingerprint(suite, resolved) == manifest.scenarios["capital"]
+    assert ISO.match(doc["created_at"]) and doc["evalrunner_version"] == __version__
+    assert doc["window"] == 5
+
+    # The raw per-run records, exactly as the results directory holds them.
+    [night] = doc["nights"]
+    assert night["source"] == str(lab.root / "big") and night["started_at"] == manifest.started_at
+    raw = sorted((r for r in ResultsDir(lab.root / "big").records() if r.scenario == "capital"), key=lambda r: r.index)
+    assert [RunRecord.model_validate(r) for r in night["records"]] == raw
+    baseline = load_baseline(path)
+    assert isinstance(baseline, Baseline) and baseline.n == len(raw) == 12
+
+    # The summary: rates with intervals, medians, tool sequences, pass^k and pass@k.
+    summary = doc["summary"]
+    passed = sum(r.outcome == "passed" for r in raw)
+    assert 0 < passed < 12  # GOOD errs now and then: pass^k and pass@k differ
+    assert summary["n"] == summary["n_valid"] == 12 and summary["infra_excluded"] == 0
+    success = summary["rates"]["success_rate"]
+    assert (success["k"], success["n"]) == (passed, 12)
+    assert success["estimate"] == pytest.approx(passed / 12)
+    assert success["ci95"] == pytest.approx(list(wilson(passed, 12)))
+    assert summary["rates"]["skip_rate"]["estimate"] == summary["rates"]["crash_rate"]["estimate"] == 0
+    assert summary["medians"]["step_count"] == 4 and summary["medians"]["tool_calls"] == 1
+    assert summary["tool_sequences"] == {"lookup": 1.0}
+    assert set(summary["pass_hat_k"]) == set(summary["pass_at_k"]) == {"1", "3", "5"}
+    for k in (1, 3, 5):
+        assert summary["pass_hat_k"][str(k)] == pytest.approx(pass_hat_k(12, passed, k))
+        assert summary["pass_at_k"][str(k)] == pytest.approx(pass_at_k(12, passed, k))
+    assert summary["pass_hat_k"]["5"] == pytest.approx(math.comb(passed, 5) / math.comb(12, 5))
+    assert summary["pass_hat_k"]["3"] < summary["pass_hat_k"]["1"] < summary["pass_at_k"]["3"]
+    # A typical run's normalised trajectory, for diffs in the report.
+    assert doc["typical"]["steps"]
+
+    steady = json.loads(file_of(where, "steady").read_text())["summary"]
+    assert steady["pass_hat_k"] == steady["pass_at_k"] == {"1": 1.0, "3": 1.0, "5": 1.0}
+
+
+def test_rolling_window_keeps_the_last_nights(lab: Lab, where: Path) -> None:
+    nights = [str(lab.root / f"night{i}") for i in (1, 2, 3)]
+    assert baseline_cmd(lab, where, "--from", nights[0], "--window", "2").exit_code == 0
+    for source in nights[1:]:
+        result = baseline_cmd(lab, where, "--from", source, "--append", "--window", "2")
+        assert result.exit_code == 0, result.output
+    for tag in TAGS:
+        baseline = load_baseline(file_of(where, tag))
+        assert [n.source for n in baseline.nights] == nights[1:]
+        assert baseline.window == 2 and baseline.n == 8
+        assert baseline.summary["n"] == 8  # the summary is of the pooled runs, not of the last night
+        assert [len(n.records) for n in baseline.nights] == [4, 4]
+
+    # Appending a night that is already pooled does not count it twice.
+    assert baseline_cmd(lab, where, "--from", nights[2], "--append", "--window", "2").exit_code == 0
+    assert [n.source for n in load_baseline(file_of(where, "capital")).nights] == nights[1:]
+
+    # Without --append the file is replaced; several --from at once pool with the same window.
+    result = baseline_cmd(lab, where, *[a for s in nights for a in ("--from", s)], "--window", "2")
+    assert result.exit_code == 0, result.output
+    assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[1:]
+    assert baseline_cmd(lab, where, "--from", nights[0]).exit_code == 0
+    assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[:1]
+
+
+# ---------------------------------------------- broken baselines: one line, exit 2, untouched
+
+
+def corrupt(kind: str, text: str) -> str:
+    doc = json.loads(text)
+    if kind == "truncated":
+        return text[: len(text) // 2]
+    if kind == "format_version":
+        doc["format_version"] = 99
+    elif kind == "missing_field":
+        del doc["fingerprint"]
+    elif kind == "bad_record":
+        doc["nights"][0]["records"][0]["outcome"] = "exploded"
+    elif kind == "not_an_object":
+        return "[]\n"
+    return json.dumps(doc, indent=2)
+
+
+EXPECTED_ERRORS = {
+    "truncated": r"not valid JSON at line \d+ column \d+",
+    "format_version": r"baseline format_version 99 is not supported \(expected 1\); rebuild it with 'evalrunner baseline'",
+    "missing_field": r"fingerprint: Field required; rebuild it with 'evalrunner baseline'",
+    "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
+    "not_an_object": r"expected a JSON object; rebuild it with 'evalrunner baseline'",
+}
+
+
+@pytest.mark.parametrize("kind", list(EXPECTED_ERRORS))
+def test_a_broken_baseline_is_one_line_exit_2_and_left_alone(lab: Lab, where: Path, tmp_path: Path, kind: str) -> None:
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    path = file_of(where, "capital")
+    path.write_text(corrupt(kind, path.read_text()))
+    before = snapshot(where)
+
+    # Comparing with it.
+    result = run_cmd(lab, where, tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    line = one_error(result)
+    assert line.startswith(f"error: {path}: ") and re.search(EXPECTED_ERRORS[kind], line), line
+    assert not (tmp_path / "history").exists()  # no half-compared night in the history
+    # Pooling onto it.
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "night2"), "--append")
+    assert result.exit_code == 2, result.output
+    assert one_error(result).startswith(f"error: {path}: ")
+    # Neither touched any baseline, the broken one included.
+    assert snapshot(where) == before
+
+
+# ------------------------------------------------------ mismatched baselines: "not compared"
+
+
+def test_a_baseline_of_another_model_is_not_compared(lab: Lab, where: Path, tmp_path: Path) -> None:
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    # openai/fake's file, copied to where openai/other's would be.
+    shutil.copy(file_of(where, "capital"), file_of(where, "capital", "openai/other"))
+    before = snapshot(where)
+    result = run_cmd(lab, where, tmp_path / "out", "--model", "openai/other", "--scenario", "capital")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: capital [openai/other]: not compared, {file_of(where, 'capital', 'openai/other')} is for model "
+        f"'openai/fake'; refresh with: evalrunner baseline --suite {SUITE} --scenario capital --model openai/other"
+    ]
+    assert "Compared with baselines" not in result.stdout
+    assert snapshot(where) == before
+
+
+def edited_suite(lab: Lab, tmp_path: Path, tag: str) -> Path:
+    """The suite with ``tag``'s checks edited (so its fingerprint changes); returns its directory."""
+    scenarios = [scenario(t) for t in TAGS]
+    for sc in scenarios:
+        if sc["id"] == tag:
+            sc["checks"] = {**sc["checks"], "max_tool_calls": 3}
+    write_suite(tmp_path / "edited", SUITE, scenarios, concurrency=8)
+    return tmp_path / "edited"
+
+
+def test_a_baseline_of_another_configuration_is_not_compared(lab: Lab, where: Path, tmp_path: Path) -> None:
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    old = load_baseline(file_of(where, "capital")).fingerprint
+    edited = edited_suite(lab, tmp_path, "capital")
+    before = snapshot(where)
+    result = run_cmd(lab, where, tmp_path / "out", suites=edited)
+    assert result.exit_code == 0, result.output
+    fingerprint = ResultsDir(tmp_path / "out").read_manifest().scenarios["capital"]
+    assert fingerprint != old
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: capital [openai/fake]: not compared, the scenario's configuration changed since "
+        f"{file_of(where, 'capital')} was recorded (fingerprint {old} -> {fingerprint}); "
+        f"refresh with: evalrunner baseline --suite {SUITE} --scenario capital --model openai/fake"
+    ]
+    # The unchanged scenario is still compared.
+    assert {r["scenario"] for r in verdict_table(result.stdout)} == {"steady"}
+    assert snapshot(where) == before
+
+
+# --------------------------------------------------- building baselines: refusals write nothing
+
+
+def test_append_onto_a_baseline_of_another_configuration_is_refused(lab: Lab, where: Path, tmp_path: Path) -> None:
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    before = snapshot(where)
+    # 'steady' changed; 'capital' did not and sorts first: neither file may be written.
+    edited = edited_suite(lab, tmp_path, "steady")
+    lab.world.reseed(5)
+    night = lab.night(str(tmp_path / "edited-night"), 3, "--suites-dir", str(edited))
+    result = baseline_cmd(lab, where, "--from", str(night), "--append", suites=edited)
+    assert result.exit_code == 2, result.output
+    assert one_error(result) == (
+        f"error: {file_of(where, 'steady')}: recorded for another configuration or model; rebuild it without --append"
+    )
+    assert snapshot(where) == before
+    # Without --append the new configuration replaces both files.
+    assert baseline_cmd(lab, where, "--from", str(night), suites=edited).exit_code == 0
+    assert load_baseline(file_of(where, "steady")).fingerprint != json.loads(before[file_of(where, "steady")])["fingerprint"]
+
+
+def test_a_night_run_with_another_configuration_is_refused(lab: Lab, where: Path, tmp_path: Path) -> None:
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    before = snapshot(where)
+    # night2 ran before 'steady' was edited: it is no sample of the edited scenario.
+    edited = edited_suite(lab, tmp_path, "steady")
+    lab.world.reseed(6)
+    fresh = lab.night(str(tmp_path / "edited-night"), 3, "--suites-dir", str(edited))
+    # Alone, or pooled with a night of the edited suite (listed last), with or without --append.
+    for extra in ((), ("--append",), ("--from", str(fresh)), ("--from", str(fresh), "--append")):
+        result = baseline_cmd(lab, where, "--from", str(lab.root / "night2"), *extra, suites=edited)
+        assert result.exit_code == 2, result.output
+        line = one_error(result)
+        assert line.startswith(f"error: {lab.root / 'night2'}: scenario 'steady' ran with another configuration")
+        assert line.endswith("run it again before making it the baseline")
+        assert snapshot(where) == before
+
+
+def test_from_a_results_dir_of_another_suite_is_refused(lab: Lab, where: Path, tmp_path: Path) -> None:
+    other = make_suite(tmp_path / "suites", "other", ["capital"])
+    result = evalrunner(lab.ep, "run", "--suite", "other", "--suites-dir", str(other.parent), "--runs", "2",
+                        "--out", str(tmp_path / "other-night"), "--no-history", "--no-compare")
+    assert result.exit_code == 0, result.output
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "night1"), "--from", str(tmp_path / "other-night"))
+    assert result.exit_code == 2, result.output
+    assert one_error(result) == f"error: {tmp_path / 'other-night'}: holds suite 'other', not '{SUITE}'"
+    assert not where.exists()
+    # A directory that is no results directory at all.
+    (tmp_path / "empty").mkdir()
+    result = baseline_cmd(lab, where, "--from", str(tmp_path / "empty"))
+    assert result.exit_code == 2
+    assert one_error(result) == f"error: {tmp_path / 'empty' / 'manifest.json'}: results manifest not found"
+    assert not where.exists()

@@ -1,0 +1,255 @@
+"""End to end: baseline from one model behaviour, then nights of the same and of other behaviours.
+
+Everything goes through the ``evalrunner`` command against the fake endpoint
+(tests/fake_endpoint.py), whose responder plays a model (tests/baseline_agents.py):
+
+* baseline: every scenario looks up the capital once and answers "Paris"
+  (one answer in twenty is wrong; ``steady`` never errs, ``hopeless`` always
+  answers wrongly), 30 runs each;
+* a changed night (20 runs): in ``capital`` the model looks up twice and answers
+  wrongly 60 % of the time; in ``format`` half its tool calls carry broken JSON
+  arguments (the runs are skipped); ``steady`` and ``hopeless`` are unchanged;
+* a night of the same behaviour with fresh random draws.
+
+Draw counts are seeded, so the verdicts are the same on every run of the tests.
+Every file goes under tmp_path (baselines, history, results): the repository's
+own baselines/ and reports/ are never touched (conftest.py checks the worktree).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from baseline_agents import (
+    DOUBLE_LOOKUP_WRONG,
+    GOOD,
+    HOPELESS,
+    MALFORMED,
+    PERFECT,
+    World,
+    evalrunner,
+    flagged,
+    make_suite,
+    verdict_table,
+)
+from click.testing import Result
+from fake_endpoint import FakeEndpoint
+
+from evalrunner.history import read_entries
+from evalrunner.results import ResultsDir
+
+SUITE = "behaviour"
+TAGS = ("capital", "format", "hopeless", "steady")
+BASELINE = {"capital": GOOD, "format": GOOD, "hopeless": HOPELESS, "steady": PERFECT}
+CHANGED = {**BASELINE, "capital": DOUBLE_LOOKUP_WRONG, "format": MALFORMED}
+
+
+@dataclass
+class Lab:
+    ep: FakeEndpoint
+    world: World
+    root: Path
+
+    @property
+    def baselines(self) -> Path:
+        return self.root / "baselines"
+
+    @property
+    def history(self) -> Path:
+        return self.root / "history"
+
+    def run(self, out: str, *args: str) -> Result:
+        return evalrunner(self.ep, "run", "--suite", SUITE, "--suites-dir", str(self.root), "--out", str(self.root / out), *args)
+
+    def night(self, out: str, seed: int, *args: str, **behaviours: object) -> Result:
+        """A compared night: baseline behaviours unless named, fresh draws from ``seed``."""
+        self.world.set(seed, **{**BASELINE, **behaviours})  # type: ignore[arg-type]
+        return self.run(out, "--baselines", str(self.baselines), "--history", str(self.history), *args)
+
+    def baseline_bytes(self) -> dict[Path, bytes]:
+        return {p: p.read_bytes() for p in sorted(self.baselines.rglob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("e2e")
+    make_suite(root, SUITE, TAGS)
+    world = World(dict(BASELINE), seed=1)
+    with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)  # relative defaults (results/, reports/, baselines/) would land here, not in the repo
+        lab = Lab(ep, world, root)
+        base = lab.run("base", "--runs", "30", "--concurrency", "8", "--no-history", "--no-compare")
+        assert base.exit_code == 0, base.output
+        built = evalrunner(ep, "baseline", "--suite", SUITE, "--suites-dir", str(root), "--from", str(root / "base"),
+                           "--baselines", str(lab.baselines))
+        assert built.exit_code == 0, built.output
+        assert built.stdout.splitlines() == [f"wrote {lab.baselines / SUITE / f'{t}--openai_fake.json'}" for t in TAGS]
+        yield lab
+
+
+@pytest.fixture(scope="module")
+def changed(lab: Lab) -> Result:
+    before = lab.baseline_bytes()
+    result = lab.night("changed", 2, "--runs", "20", **CHANGED)
+    assert lab.baseline_bytes() == before  # comparing never rewrites a baseline
+    return result
+
+
+@pytest.fixture(scope="module")
+def same(lab: Lab) -> Result:
+    return lab.night("same", 3, "--runs", "20")
+
+
+def gating(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [r for r in rows if not r["metric"].endswith("(diag)")]
+
+
+# ------------------------------------------------------------------ evalrunner run
+
+
+def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: Result) -> None:
+    assert changed.exit_code == 1, changed.output
+    rows = verdict_table(changed.stdout)
+    assert {r["scenario"] for r in rows} == set(TAGS)
+    assert flagged(gating(rows)) == {
+        ("capital", "success_rate"),  # 0.97 -> 0.45
+        ("capital", "tool_sequence"),  # lookup -> lookup > lookup
+        ("capital", "step_count"),  # 4 -> 5 steps
+        ("format", "success_rate"),  # skipped runs do not pass either
+        ("format", "skip_rate"),  # 0 -> 0.35, malformed_tool_arguments
+    }
+    by_key = {(r["scenario"], r["metric"]): r for r in rows}
+    assert by_key[("capital", "success_rate")]["baseline (N)"] == "0.967 (30)"
+    assert by_key[("capital", "success_rate")]["tonight (N)"] == "0.45 (20)"
+    assert by_key[("format", "skip_rate")]["tonight (N)"] == "0.35 (20)"
+    # The malformed runs are skipped, not failed: tool paths of the valid runs did not move.
+    assert by_key[("format", "tool_sequence")]["verdict"] in ("ok", "inconclusive")
+    assert all(r["verdict"] != "REGRESSION" for r in rows if r["scenario"] in ("steady", "hopeless"))
+    assert "malformed_tool_arguments x7" in changed.stdout  # the summary's top skip reason
+    # The night went into the history, verdicts included.
+    history = f"history: {lab.history / SUITE}/"
+    assert history in changed.stderr
+    entries = read_entries(str(lab.history), suites=[SUITE])
+    [entry] = [e for e in entries if any(r.outcome == "skipped" for r in e.records)]
+    regressions = {(v["scenario"], v["metric"]) for v in entry.verdicts if v["verdict"] == "regression" and v["gating"]}
+    assert regressions == flagged(gating(rows))
+    assert set(entry.baselines) == {f"{t}|openai/fake" for t in TAGS}
+
+
+def test_a_night_of_the_same_behaviour_exits_0_with_nothing_flagged(lab: Lab, same: Result) -> None:
+    assert same.exit_code == 0, same.output
+    rows = verdict_table(same.stdout)
+    assert {r["scenario"] for r in gating(rows)} == set(TAGS)
+    assert len(gating(rows)) == 20  # 5 gating metrics x 4 scenarios
+    assert flagged(gating(rows)) == set()
+    # Deterministic paths and step counts are confirmed equivalent, not merely "not flagged".
+    assert {r["verdict"] for r in rows if r["metric"] in ("tool_sequence", "step_count")} == {"ok"}
+    assert "note:" not in same.stderr  # every scenario had a usable baseline
+
+
+def test_no_gate_reports_the_regression_but_exits_0(lab: Lab) -> None:
+    result = lab.night("nogate", 6, "--runs", "20", "--scenario", "capital", "--no-gate", "--no-history",
+                       capital=DOUBLE_LOOKUP_WRONG)
+    assert result.exit_code == 0, result.output
+    assert ("capital", "success_rate") in flagged(verdict_table(result.stdout))
+
+
+# ------------------------------------------------------------------------ adaptive
+
+
+def runs_of(out: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in ResultsDir(out).records():
+        counts[record.scenario] = counts.get(record.scenario, 0) + 1
+    return counts
+
+
+def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
+    result = lab.night("adaptive-same", 4, "--adaptive", "--max-runs", "20", "--batch", "5", "--no-history")
+    assert result.exit_code == 0, result.output
+    saved = re.search(r"^adaptive: (\d+) runs saved$", result.stderr, re.M)
+    assert saved is not None, result.stderr
+    counts = runs_of(lab.root / "adaptive-same")
+    assert int(saved.group(1)) == 20 * len(TAGS) - sum(counts.values()) > 0
+    stopped = re.findall(r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) runs", result.stderr, re.M)
+    assert stopped and all(counts[sc] == int(n) < 20 for sc, n in stopped)
+    assert counts["steady"] < 20  # never errs: every gating metric settles early
+    # Never passes: its success rate cannot drop, so it must not hold the scenario to max N.
+    assert counts["hopeless"] < 20
+    assert all(n % 5 == 0 and 5 <= n <= 20 for n in counts.values())  # whole batches
+    assert flagged(gating(verdict_table(result.stdout))) == set()
+
+
+def test_adaptive_still_flags_a_changed_scenario(lab: Lab) -> None:
+    result = lab.night("adaptive-changed", 5, "--adaptive", "--max-runs", "20", "--batch", "5", "--no-history",
+                       capital=DOUBLE_LOOKUP_WRONG)
+    assert result.exit_code == 1, result.output
+    assert {("capital", m) for m in ("success_rate", "tool_sequence", "step_count")} <= flagged(verdict_table(result.stdout))
+    assert runs_of(lab.root / "adaptive-changed")["capital"] == 20  # a regressing scenario is never cut short
+    assert "capital|openai/fake: stopped" not in result.stderr
+
+
+# ------------------------------------------------------------------- evalrunner compare
+
+
+def compare(lab: Lab, a: str, b: str, *args: str) -> Result:
+    return evalrunner(lab.ep, "compare", str(lab.root / a), str(lab.root / b), *args)
+
+
+def test_compare_two_results_dirs_of_different_behaviours_exits_1(lab: Lab, changed: Result) -> None:
+    result = compare(lab, "base", "changed")
+    assert result.exit_code == 1, result.output
+    rows = verdict_table(result.stdout)
+    # Default tolerances, same tests: the same gating regressions as the nightly comparison.
+    assert flagged(gating(rows)) == flagged(gating(verdict_table(changed.stdout)))
+    assert {r["model"] for r in rows} == {"openai/fake"}
+    assert compare(lab, "base", "changed", "--no-gate").exit_code == 0
+
+
+def test_compare_two_results_dirs_of_the_same_behaviour_exits_0(lab: Lab, same: Result) -> None:
+    result = compare(lab, "base", "same")
+    assert result.exit_code == 0, result.output
+    rows = verdict_table(result.stdout)
+    assert len(gating(rows)) == 20
+    assert flagged(gating(rows)) == set()
+
+
+def test_compare_two_models_pairs_runs_by_scenario(lab: Lab) -> None:
+    lab.world.set(7, **BASELINE)
+    for out, model in (("model-a", "openai/a"), ("model-b", "openai/b")):
+        result = lab.run(out, "--model", model, "--scenario", "capital", "--runs", "15", "--no-history", "--no-compare")
+        assert result.exit_code == 0, result.output
+    lab.world.set(8, **CHANGED)
+    result = lab.run("model-c", "--model", "openai/c", "--scenario", "capital", "--runs", "15", "--no-history", "--no-compare")
+    assert result.exit_code == 0, result.output
+
+    same = compare(lab, "model-a", "model-b")
+    assert same.exit_code == 0, same.output
+    rows = verdict_table(same.stdout)
+    assert {(r["scenario"], r["model"]) for r in rows} == {("capital", "openai/a -> openai/b")}
+    assert flagged(gating(rows)) == set()
+
+    swapped = compare(lab, "model-a", "model-c")
+    assert swapped.exit_code == 1, swapped.output
+    rows = verdict_table(swapped.stdout)
+    assert {r["model"] for r in rows} == {"openai/a -> openai/c"}
+    assert {"success_rate", "tool_sequence", "step_count"} <= {m for _, m in flagged(gating(rows))}
+
+
+def test_compare_dirs_without_a_common_scenario_is_a_usage_error(lab: Lab) -> None:
+    lab.world.set(9, **BASELINE)
+    for out, tag in (("only-capital", "capital"), ("only-steady", "steady")):
+        result = lab.run(out, "--scenario", tag, "--runs", "2", "--no-history", "--no-compare")
+        assert result.exit_code == 0, result.output
+    result = compare(lab, "only-capital", "only-steady")
+    assert result.exit_code == 2
+    assert "share no scenario" in result.output
+    missing = evalrunner(lab.ep, "compare", str(lab.root / "base"), str(lab.root))  # no manifest.json
+    assert missing.exit_code == 2
+    assert [line for line in missing.stderr.splitlines() if line] == [
+        f"error: {lab.root / 'manifest.json'}: results manifest not found"
+    ]
