@@ -5,7 +5,7 @@ rows for ONE scenario x model: a pooled ``baseline`` and tonight's ``night``.
 :func:`compare_scenario` turns them into one :class:`MetricResult` per metric with
 raw one-sided p values; :func:`finalize` then applies Benjamini-Hochberg across the
 whole night (gating metrics as one family, diagnostics as another) and decides the
-verdict of every metric. The design is ``docs/statistics.md`` (shared docs).
+verdict of every metric. The reasoning behind each choice is in the docstrings below.
 
 Conventions, fixed here so every report reads the same way:
 
