@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.errors import BaselineMismatch, FileFormatError
-from evalrunner.jsonio import read_json, write_json
+from evalrunner.errors import BaselineMismatch
+from evalrunner.jsonio import load_model, write_json
 from evalrunner.records import RunRecord
 from evalrunner.results import ResultsDir, model_slug, records_frame
 
@@ -70,20 +70,9 @@ def baseline_path(root: Path, suite: str, scenario: str, model: str) -> Path:
 
 
 def load_baseline(path: Path) -> Baseline:
-    data = read_json(path, "baseline")
-    if not isinstance(data, dict):
-        raise FileFormatError(f"{path}: expected a JSON object; rebuild it with 'evalrunner baseline'")
-    if data.get("format_version") != BASELINE_FORMAT_VERSION:
-        raise FileFormatError(
-            f"{path}: baseline format_version {data.get('format_version')!r} is not supported "
-            f"(expected {BASELINE_FORMAT_VERSION}); rebuild it with 'evalrunner baseline'"
-        )
-    try:
-        return Baseline.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise FileFormatError(f"{path}: {where}: {err['msg']}; rebuild it with 'evalrunner baseline'") from None
+    return load_model(
+        path, Baseline, what="baseline", version=BASELINE_FORMAT_VERSION, fix="rebuild it with 'evalrunner baseline'"
+    )
 
 
 def save_baseline(path: Path, baseline: Baseline) -> None:

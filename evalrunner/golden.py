@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.errors import FileFormatError
-from evalrunner.jsonio import read_json, write_json
+from evalrunner.jsonio import load_model, write_json
 from evalrunner.shape import Shape
 
 GOLDEN_FORMAT_VERSION = 1
@@ -27,21 +26,7 @@ class Golden(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Golden:
-        data = read_json(path, "golden")
-        if not isinstance(data, dict):
-            raise FileFormatError(f"{path}: expected a JSON object; regenerate it with --golden-update")
-        version = data.get("format_version")
-        if version != GOLDEN_FORMAT_VERSION:
-            raise FileFormatError(
-                f"{path}: golden format_version {version!r} is not supported (expected "
-                f"{GOLDEN_FORMAT_VERSION}); regenerate it with --golden-update"
-            )
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise FileFormatError(f"{path}: {where}: {err['msg']}; regenerate it with --golden-update") from None
+        return load_model(path, cls, what="golden", version=GOLDEN_FORMAT_VERSION, fix="regenerate it with --golden-update")
 
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json"))

@@ -16,10 +16,10 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.errors import FileFormatError
-from evalrunner.jsonio import canonical
+from evalrunner.jsonio import canonical, validate_model
 from evalrunner.records import RunRecord
 from evalrunner.redact import redact
 
@@ -107,11 +107,7 @@ def read_entries(root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, s
             raise FileFormatError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
         except (OSError, EOFError) as exc:
             raise FileFormatError(f"{path}: unreadable history file ({exc}); move it aside") from None
-        try:
-            entry = HistoryEntry.model_validate(_upgrade(data, path))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise FileFormatError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        entry = validate_model(HistoryEntry, _upgrade(data, path), path)
         if suites and entry.suite not in suites:
             continue
         if since and entry.created_at < since:

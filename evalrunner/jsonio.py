@@ -12,7 +12,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from evalrunner.errors import FileFormatError
 from evalrunner.redact import redact
@@ -44,6 +46,30 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_model(model: type[M], data: Any, where: object, fix: str = "", prefix: str = "") -> M:
+    """Validate ``data`` as ``model``; the first problem becomes one line naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = prefix + ".".join(str(p) for p in err["loc"])
+        raise FileFormatError(f"{where}: {field}: {err['msg']}" + (f"; {fix}" if fix else "")) from None
+
+
+def load_model(path: Path, model: type[M], *, what: str, version: int | None, fix: str, version_optional: bool = False) -> M:
+    """Read a versioned JSON file we own into its pydantic model, or fail with one line and the fix."""
+    data = read_json(path, what)
+    if not isinstance(data, dict):
+        raise FileFormatError(f"{path}: expected a JSON object; {fix}")
+    found = data.get("format_version")
+    if version is not None and found != version and not (version_optional and found is None):
+        raise FileFormatError(f"{path}: {what} format_version {found!r} is not supported (expected {version}); {fix}")
+    return validate_model(model, data, path, fix)
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.errors import FileFormatError, NetworkBlocked, RequestMismatch, ScriptExhausted
-from evalrunner.jsonio import canonical, read_json, write_json
+from evalrunner.errors import NetworkBlocked, RequestMismatch, ScriptExhausted
+from evalrunner.jsonio import canonical, load_model, write_json
 from evalrunner.normalize import ADDRESS_MASK
 from evalrunner.redact import redact, redact_text
 
@@ -110,18 +110,9 @@ class Script(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Script:
-        data = read_json(path, "model script")
-        if isinstance(data, dict) and data.get("format_version") not in (None, SCRIPT_FORMAT_VERSION):
-            raise FileFormatError(
-                f"{path}: format_version {data.get('format_version')!r} is not supported "
-                f"(expected {SCRIPT_FORMAT_VERSION}); re-record with --golden-record"
-            )
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise FileFormatError(f"{path}: {where}: {err['msg']}; re-record with --golden-record") from None
+        return load_model(
+            path, cls, what="model script", version=SCRIPT_FORMAT_VERSION, fix="re-record with --golden-record", version_optional=True
+        )
 
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json", exclude_none=True))

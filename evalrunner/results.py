@@ -16,10 +16,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.errors import FileFormatError
-from evalrunner.jsonio import read_json, write_json
+from evalrunner.jsonio import read_json, validate_model, write_json
 from evalrunner.records import RunRecord
 
 if TYPE_CHECKING:
@@ -71,13 +71,7 @@ class ResultsDir:
         write_json(self.manifest_path, manifest.model_dump(mode="json"))
 
     def read_manifest(self) -> Manifest:
-        data = read_json(self.manifest_path, "results manifest")
-        try:
-            return Manifest.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise FileFormatError(f"{self.manifest_path}: {where}: {err['msg']}") from None
+        return validate_model(Manifest, read_json(self.manifest_path, "results manifest"), self.manifest_path)
 
     def write_run(self, record: RunRecord, trajectory: dict[str, Any]) -> None:
         doc = {"format_version": RUN_FORMAT_VERSION, "record": record.model_dump(mode="json"), "trajectory": trajectory}
@@ -90,12 +84,7 @@ class ResultsDir:
         data = read_json(path, "run record")
         if not isinstance(data, dict) or data.get("format_version") != RUN_FORMAT_VERSION:
             raise FileFormatError(f"{path}: not a version-{RUN_FORMAT_VERSION} run file; was it written by evalrunner?")
-        try:
-            return RunRecord.model_validate(data.get("record")), data.get("trajectory") or {}
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise FileFormatError(f"{path}: record.{where}: {err['msg']}") from None
+        return validate_model(RunRecord, data.get("record"), path, prefix="record."), data.get("trajectory") or {}
 
     def records(self) -> list[RunRecord]:
         return [self.read_run(p)[0] for p in self.run_files()]
