@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tempfile.mkdtemp(prefix="bench-report-"))
         try:
             timed("write history files", write_history, str(root), entries)
-            size = sum(p.stat().st_size for p in root.rglob("*.json"))
+            size = sum(p.stat().st_size for p in root.rglob("*.json*"))
             print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} files")
             del entries
             history = timed("load_history", load_history, str(root))
