@@ -295,58 +295,59 @@ class Capture:
 
     # -- model calls -----------------------------------------------------------------------
 
-    def _respond_replay(self, kwargs: dict[str, Any]) -> tuple[ResponseRecord, int]:
-        assert self.replay is not None
+    def _replayed(self, kwargs: dict[str, Any]) -> Any:
+        """Take in the request; in replay, the recorded answer (chunks when streaming), else None."""
+        self._ingest_request(kwargs)
+        if self.replay is None:
+            self._prepare_live(kwargs)
+            return None
         rec = self.replay.next(kwargs)
-        return rec, self.replay.calls
+        self._add_agent_step(rec, None)
+        n = self.replay.calls
+        return stream_from_record(rec, n) if kwargs.get("stream") else response_from_record(rec, n)
+
+    def _finish(self, kwargs: dict[str, Any], response: Any) -> Any:
+        if kwargs.get("stream"):
+            self._finish_stream(response, kwargs)
+        else:
+            self._finish_live(kwargs, response)
+        return response
 
     def complete(self, kwargs: dict[str, Any]) -> Any:
-        self._ingest_request(kwargs)
         stream = bool(kwargs.get("stream"))
-        if self.replay is not None:
-            rec, n = self._respond_replay(kwargs)
-            self._add_agent_step(rec, None)
-            return iter(stream_from_record(rec, n)) if stream else response_from_record(rec, n)
-        self._prepare_live(kwargs)
-        def fetch() -> Any:
-            response = _originals["completion"](**kwargs)
-            # A stream is read to its end inside the retry loop, so a fault
-            # mid-stream (truncated, malformed event) is retried like any other.
-            return list(response) if stream else response
+        answer = self._replayed(kwargs)
+        if answer is None:
 
-        try:
-            response = self.infra.call(fetch)
-        except Exception as exc:
-            self._record_error(kwargs, exc)
-            raise
-        if stream:
-            self._finish_stream(response, kwargs)
-            return iter(response)
-        self._finish_live(kwargs, response)
-        return response
+            def fetch() -> Any:
+                response = _originals["completion"](**kwargs)
+                # A stream is read to its end inside the retry loop, so a fault
+                # mid-stream (truncated, malformed event) is retried like any other.
+                return list(response) if stream else response
+
+            try:
+                response = self.infra.call(fetch)
+            except Exception as exc:
+                self._record_error(kwargs, exc)
+                raise
+            answer = self._finish(kwargs, response)
+        return iter(answer) if stream else answer
 
     async def acomplete(self, kwargs: dict[str, Any]) -> Any:
-        self._ingest_request(kwargs)
         stream = bool(kwargs.get("stream"))
-        if self.replay is not None:
-            rec, n = self._respond_replay(kwargs)
-            self._add_agent_step(rec, None)
-            return _aiter(stream_from_record(rec, n)) if stream else response_from_record(rec, n)
-        self._prepare_live(kwargs)
-        async def fetch() -> Any:
-            response = await _originals["acompletion"](**kwargs)
-            return [chunk async for chunk in response] if stream else response
+        answer = self._replayed(kwargs)
+        if answer is None:
 
-        try:
-            response = await self.infra.acall(fetch)
-        except Exception as exc:
-            self._record_error(kwargs, exc)
-            raise
-        if stream:
-            self._finish_stream(response, kwargs)
-            return _aiter(response)
-        self._finish_live(kwargs, response)
-        return response
+            async def fetch() -> Any:
+                response = await _originals["acompletion"](**kwargs)
+                return [chunk async for chunk in response] if stream else response
+
+            try:
+                response = await self.infra.acall(fetch)
+            except Exception as exc:
+                self._record_error(kwargs, exc)
+                raise
+            answer = self._finish(kwargs, response)
+        return _aiter(answer) if stream else answer
 
     def _prepare_live(self, kwargs: dict[str, Any]) -> None:
         if kwargs.get("stream"):

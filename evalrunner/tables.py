@@ -133,7 +133,8 @@ def verdict_rows(results: Sequence[MetricResult], *, all_metrics: bool = False) 
                 "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
                 "night": f"{_num(r.night_estimate)} ({r.night_n})",
                 "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
-                "q": _num(r.q),
+                # An improvement was judged in the good direction: show that q.
+                "q": _num(r.q_improvement if r.verdict == "improvement" else r.q),
                 "margin": _num(r.margin),
                 "hint": _short(hint or (r.note or "")),
             }
