@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,10 @@ import pytest
 # litellm downloads its model cost map at import unless told not to: a network
 # call and a ~10 s stall offline. Set before any test module imports litellm.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Test runs write nothing into the working tree, bytecode caches included
+# (subprocesses inherit the variable; this process stops writing from here on).
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+sys.dont_write_bytecode = True
 
 REPO = Path(__file__).resolve().parents[1]
 
