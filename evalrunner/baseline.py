@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrunner.errors import BaselineMismatch
 from evalrunner.jsonio import load_model, write_json
 from evalrunner.records import RunRecord
-from evalrunner.results import ResultsDir, model_slug, records_frame
+from evalrunner.results import ResultsDir, group_records, model_slug, records_frame
 
 if TYPE_CHECKING:
     from evalrunner.stats import MetricResult
@@ -127,10 +127,7 @@ def build_baselines(
         manifest = results.read_manifest()
         if manifest.suite != suite.name:
             raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
-        by_key: dict[tuple[str, str], list[RunRecord]] = {}
-        for record in results.records():
-            by_key.setdefault((record.scenario, record.model), []).append(record)
-        for key, records in by_key.items():
+        for key, records in group_records(results.records()).items():
             night = Night(started_at=manifest.started_at, source=str(source), records=sorted(records, key=lambda r: r.index))
             nights.setdefault(key, []).append((night, results))
     pending: list[tuple[Path, Baseline]] = []
@@ -200,9 +197,7 @@ def compare_with_baselines(
 
     comparison = Comparison()
     tolerances: dict[str, Tolerance] = {}
-    groups: dict[tuple[str, str], list[RunRecord]] = {}
-    for record in records:
-        groups.setdefault((record.scenario, record.model), []).append(record)
+    groups = group_records(records)
     scenarios = {s.id: s for s in suite.scenarios}
     raw: list[MetricResult] = []
     for (scenario_id, model), night in sorted(groups.items()):
@@ -246,13 +241,7 @@ def compare_frames(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]
     """Compare two record sets scenario by scenario (``evalrunner compare A B``), default tolerances."""
     from evalrunner.stats import compare_scenario, finalize
 
-    def by_key(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
-        out: dict[tuple[str, str], list[RunRecord]] = {}
-        for r in records:
-            out.setdefault((r.scenario, r.model), []).append(r)
-        return out
-
-    a, b = by_key(baseline), by_key(candidate)
+    a, b = group_records(baseline), group_records(candidate)
     pairs = [(k, k, k[1]) for k in sorted(set(a) & set(b))]
     if not pairs:
         # Two different models (A/B of a model swap): pair scenario by scenario.

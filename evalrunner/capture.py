@@ -301,9 +301,8 @@ class Capture:
         if self.replay is None:
             self._prepare_live(kwargs)
             return None
-        rec = self.replay.next(kwargs)
+        rec, n = self.replay.next(kwargs)
         self._add_agent_step(rec, None)
-        n = self.replay.calls
         return stream_from_record(rec, n) if kwargs.get("stream") else response_from_record(rec, n)
 
     def _finish(self, kwargs: dict[str, Any], response: Any) -> Any:

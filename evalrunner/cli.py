@@ -219,8 +219,10 @@ def run(
         )
         sys.exit(130)
     _print_run(result, suite.name, out)
+    # All records of the directory, so a resumed run still fails on earlier crashes.
+    crashed = any(r.outcome == "crashed" for r in result.report.records)
     failed = any(r.outcome == "failed" for r in result.report.records)
-    if result.report.crashes or (gate and result.regressed) or (fail_on_failure and failed):
+    if crashed or (gate and result.regressed) or (fail_on_failure and failed):
         sys.exit(1)
 
 
@@ -257,7 +259,15 @@ def baseline(
     if not sources:
         out = out or _default_out(suite.name)
         click.echo(f"suite {suite.name}: running for a baseline, results in {out}", err=True)
-        result = run_live(suite, out=out, runs=runs, models=models, scenarios=scenarios, baselines_dir=None, history=None)
+        try:
+            result = run_live(suite, out=out, runs=runs, models=models, scenarios=scenarios, baselines_dir=None, history=None)
+        except KeyboardInterrupt:
+            click.echo(
+                f"\ninterrupted; finished runs are saved. Finish them with:\n  evalrunner run --suite {suite.name} "
+                f"--out {out} --resume --no-compare --no-history\nthen: evalrunner baseline --suite {suite.name} --from {out}",
+                err=True,
+            )
+            sys.exit(130)
         _print_run(result, suite.name, out)
         sources = (out,)
     for path in build_baselines(suite, list(sources), baselines_dir, window=window, append=append):

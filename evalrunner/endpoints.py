@@ -49,7 +49,9 @@ class EndpointPool:
 
     def resolve(self, model: str) -> Endpoint:
         if model != LOCAL:
-            return Endpoint(label=model, model=model, api_base=os.environ.get("EVALRUNNER_API_BASE") or None)
+            # EVALRUNNER_API_BASE points openai/... models at any OpenAI-compatible server.
+            api_base = os.environ.get("EVALRUNNER_API_BASE") if model.startswith("openai/") else None
+            return Endpoint(label=model, model=model, api_base=api_base or None)
         if self._server is None:
             from evalrunner.local_model import LocalModelServer
 

@@ -55,7 +55,10 @@ def is_infra_error(exc: BaseException) -> bool:
         status = getattr(current, "status_code", None)
         if isinstance(status, int) and (status == 429 or status >= 500):
             return True
-        current = current.__cause__ or current.__context__
+        # Explicit causes only (`raise X from fault`, as the SDKs wrap transport
+        # errors): an agent bug raised while handling some JSONDecodeError is
+        # still the agent's bug.
+        current = current.__cause__
     return False
 
 
@@ -92,9 +95,6 @@ class InfraLog:
         self.final_error: BaseException | None = None
         self.max_attempts_used = 1
         self._rng = random.Random(seed)
-
-    def _note(self, exc: BaseException) -> None:
-        self.faults.append(f"{type(exc).__name__}: {str(exc)[:200]}")
 
     @property
     def attempts(self) -> int:

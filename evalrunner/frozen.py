@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from evalrunner.capture import SCHEMA_VERSION, CaptureResult, arun_captured, install, run_captured
 from evalrunner.diff import Delta, diff_shapes, render, summary
-from evalrunner.errors import ReplayError
+from evalrunner.errors import FileFormatError, ReplayError
+from evalrunner.faults import describe
 from evalrunner.golden import Golden
 from evalrunner.normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
 from evalrunner.redact import redact
@@ -29,6 +30,9 @@ from evalrunner.replay import Recorder, Replayer, Script, block_network, script_
 from evalrunner.shape import shape
 
 Mode = Literal["check", "update", "record"]
+
+# Endpoint answers that mean "no model behind this call", not model behaviour.
+_ENDPOINT_REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError"})
 
 
 @dataclass
@@ -73,6 +77,14 @@ def run_frozen(
     if mode == "record":
         recorder = Recorder()
         result = _capture(fn, args, kwargs, name=name, recorder=recorder)
+        failed = result.infra.final_error if result.infra is not None else None
+        if failed is not None or any(e.error and e.error.type in _ENDPOINT_REFUSALS for e in recorder.script.entries):
+            # An endpoint that failed (no key, down, rate-limited) recorded nothing
+            # worth keeping; writing it would make the failure the expected behaviour.
+            what = describe(failed) if failed is not None else next(
+                f"{e.error.type}: {e.error.message}" for e in recorder.script.entries if e.error
+            )
+            return FrozenOutcome(False, f"recording failed, nothing written: the model endpoint failed ({what[:300]})")
         return _write(golden_path, script_path, result, config, recorder.script)
 
     if not script_path.exists():
@@ -101,7 +113,10 @@ def run_frozen(
     except ReplayError as exc:
         return FrozenOutcome(False, f"{type(exc).__name__}: {exc}", replay_mismatches=replayer.mismatches)
     if mode == "update":
-        old = Golden.load(golden_path) if golden_path.exists() else None
+        try:
+            old = Golden.load(golden_path) if golden_path.exists() else None
+        except FileFormatError:
+            old = None  # an unreadable golden is exactly what --golden-update replaces
         out = _write(golden_path, None, result, config, None)
         if old is not None:
             moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, config)))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.errors import FileFormatError
+from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.jsonio import canonical, validate_model
 from evalrunner.records import RunRecord
 from evalrunner.redact import redact
@@ -58,15 +58,29 @@ def _upgrade(data: dict[str, Any], where: str) -> dict[str, Any]:
     version = data.get("format_version")
     if version == HISTORY_FORMAT_VERSION:
         return data
-    raise FileFormatError(f"{where}: history format_version {version!r} is newer than this evalrunner understands; upgrade evalrunner")
+    raise FileFormatError(
+        f"{where}: unsupported history format_version {version!r} (this evalrunner reads {HISTORY_FORMAT_VERSION}); "
+        "upgrade evalrunner, or move the file aside if it is not a history file"
+    )
+
+
+def open_root(root: str) -> tuple[Any, str]:
+    """The fsspec filesystem and base path of a history location; a bad one is a ConfigError."""
+    import fsspec
+
+    try:
+        fs, base = fsspec.core.url_to_fs(root)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(
+            f"history location {root!r} cannot be used: {exc} (a path, or an fsspec URL whose package is installed, e.g. s3fs for s3://)"
+        ) from None
+    return fs, str(base)
 
 
 def append(entry: HistoryEntry, root: str = DEFAULT_ROOT) -> str:
     """Write ``entry`` as a new file under ``root``; return its URL/path."""
-    import fsspec
-
     stamp = entry.created_at.replace(":", "").replace("-", "")
-    fs, base = fsspec.core.url_to_fs(root)
+    fs, base = open_root(root)
     path = f"{base.rstrip('/')}/{entry.suite}/{stamp}-{secrets.token_hex(4)}.json.gz"
     fs.makedirs(f"{base.rstrip('/')}/{entry.suite}", exist_ok=True)
     payload = gzip.compress(canonical(redact(entry.model_dump(mode="json"))).encode(), mtime=0)
@@ -91,9 +105,7 @@ class History:
 
 
 def read_entries(root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None) -> list[HistoryEntry]:
-    import fsspec
-
-    fs, base = fsspec.core.url_to_fs(root)
+    fs, base = open_root(root)
     if not fs.exists(base):
         return []
     entries = []

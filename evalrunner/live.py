@@ -19,7 +19,7 @@ from evalrunner.baseline import (
     typical_trajectory,
 )
 from evalrunner.endpoints import EndpointPool
-from evalrunner.results import ResultsDir, records_frame
+from evalrunner.results import ResultsDir, group_records, records_frame
 from evalrunner.runner import Adaptive, RunReport, plan, run_suite
 from evalrunner.suite import Suite
 
@@ -66,6 +66,10 @@ def run_live(
     progress_stream: TextIO | None = None,
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history."""
+    if history is not None:
+        from evalrunner.history import open_root
+
+        open_root(history)  # a bad location fails before the night's runs, not after
     if baselines_dir is not None:
         # A broken baseline should stop us before the night's runs are spent, not after.
         for sc, ms in plan(suite, runs=runs, models=models, scenario_ids=scenarios):
@@ -105,13 +109,11 @@ def run_live(
 def _append_history(suite: Suite, results: ResultsDir, report: RunReport, comparison: Comparison | None, root: str) -> str:
     from evalrunner.history import HistoryEntry, append, now
 
-    by_key: dict[str, list[Any]] = {}
-    for record in report.records:
-        by_key.setdefault(f"{record.scenario}|{record.model}", []).append(record)
     scenarios = {s.id: s for s in suite.scenarios}
     typical = {}
-    for key, records in by_key.items():
-        sc = scenarios.get(records[0].scenario)
+    for (scenario_id, model), records in group_records(report.records).items():
+        key = f"{scenario_id}|{model}"
+        sc = scenarios.get(scenario_id)
         config = sc.effective(suite).normalize_config() if sc else None
         trajectory = typical_trajectory(results, records, config)
         if trajectory is not None:

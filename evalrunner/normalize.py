@@ -157,7 +157,7 @@ def _normalize_observation(
         new = {k: _clean(v, config, k) for k, v in res.items() if k not in config.volatile_keys}
         src = res.get("source_call_id")
         if src is not None:
-            new["source_call_id"] = call_map.get(str(src), call_map.setdefault(str(src), f"call_{len(call_map) + 1}"))
+            new["source_call_id"] = call_map.setdefault(str(src), f"call_{len(call_map) + 1}")
         refs = res.get("subagent_trajectory_ref")
         if refs:
             new_refs = []
@@ -191,6 +191,8 @@ def _clean(value: Any, config: NormalizeConfig, key: str | None = None) -> Any:
             return _mask_only(value, config)
         return {k: _clean(v, config, k) for k, v in value.items() if k not in config.volatile_keys}
     if isinstance(value, list):
+        if key in _OPAQUE_KEYS:  # tool_definitions is a list of schemas
+            return [_mask_only(v, config) for v in value]
         return [_clean(v, config) for v in value]
     return value
 

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from evalrunner.errors import EvalrunnerError
 from evalrunner.frozen import FrozenOutcome, Mode, run_frozen
 from evalrunner.normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.replay import script_path_for
+from evalrunner.results import model_slug
 
 GOLDEN_DIR = "__goldens__"
 
@@ -93,14 +93,14 @@ def _state(config: pytest.Config) -> _State:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+    return model_slug(name)  # the same file-name-safe form run files use
 
 
-def _commands(config: pytest.Config, nodeid: str) -> tuple[str, str]:
+def _commands(nodeid: str) -> tuple[str, str]:
     return f'pytest --golden-update "{nodeid}"', f'pytest --golden-record "{nodeid}"'
 
 
-def _finish(item: pytest.Item, outcome: FrozenOutcome, golden: Path, mode: Mode) -> None:
+def _finish(item: pytest.Item, outcome: FrozenOutcome, mode: Mode) -> None:
     state = _state(item.config)
     if not outcome.ok:
         raise GoldenMismatch(outcome.message)
@@ -136,7 +136,7 @@ class GoldenChecker:
         item = self._request.node
         mode = _mode(item.config)
         golden = self.path(name)
-        update_cmd, record_cmd = _commands(item.config, item.nodeid)
+        update_cmd, record_cmd = _commands(item.nodeid)
         _state(item.config).used.add(golden)
         _state(item.config).ran += 1
         try:
@@ -151,7 +151,7 @@ class GoldenChecker:
                 strict=bool(item.config.getoption("--golden-strict")),
                 **kwargs,
             )
-            _finish(item, outcome, golden, mode)
+            _finish(item, outcome, mode)
         except (EvalrunnerError, GoldenMismatch) as exc:
             message = str(exc)
         else:
@@ -219,7 +219,7 @@ class ScenarioItem(pytest.Item):
         else:
             # Replay never reaches an endpoint; only the model string is needed.
             ctx = RunContext(model, None, None, resolved.temperature, resolved.max_turns, tuple(resolved.tools))
-        update_cmd, record_cmd = _commands(self.config, self.nodeid)
+        update_cmd, record_cmd = _commands(self.nodeid)
         _state(self.config).used.add(self.golden)
         _state(self.config).ran += 1
         outcome = run_frozen(
@@ -234,7 +234,7 @@ class ScenarioItem(pytest.Item):
             strict=bool(self.config.getoption("--golden-strict")),
             name=self.scenario.id,
         )
-        _finish(self, outcome, self.golden, mode)
+        _finish(self, outcome, mode)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, GoldenMismatch | EvalrunnerError):

@@ -64,7 +64,7 @@ class RequestHint(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    fingerprint: str = Field(description="sha256 of the normalised request (model, messages, tools).")
+    fingerprint: str = Field(description="sha256 of the normalised request (messages, tools, tool_choice).")
     message_count: int = Field(description="Messages in the request.")
     last_user_message: str | None = Field(default=None, description="First 200 characters, redacted.")
 
@@ -243,7 +243,7 @@ def _content_text(content: Any) -> Any:
 
 
 def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
-    """Fingerprint what decides the model's answer: model, messages, tools, tool_choice.
+    """Fingerprint what decides the model's answer: messages, tools, tool_choice.
 
     Keys, api_base, headers, timeouts and retries are left out (they change
     between machines, not behaviour); object addresses are masked.
@@ -294,36 +294,40 @@ class Replayer:
         self.calls = 0
         self._lock = threading.Lock()
 
-    def next(self, kwargs: Mapping[str, Any]) -> ResponseRecord:
-        hint = fingerprint_request(kwargs)
+    def next(self, kwargs: Mapping[str, Any]) -> tuple[ResponseRecord, int]:
+        """The recorded response for this request and its call number (taken under the lock)."""
         with self._lock:
             self.calls += 1
-            for i, entry in enumerate(self.script.entries):
-                if not self.used[i] and entry.request.fingerprint == hint.fingerprint:
-                    self.used[i] = True
-                    return self._serve(entry)
-            for i, entry in enumerate(self.script.entries):
-                if not self.used[i] and not entry.request.fingerprint:
-                    self.used[i] = True  # hand-written entries match by order
-                    return self._serve(entry)
-                if not self.used[i]:
-                    msg = (
-                        f"model call {self.calls}: request differs from the recording "
-                        f"(recorded {entry.request.message_count} messages, last user message "
-                        f"{entry.request.last_user_message!r}; now {hint.message_count} messages, "
-                        f"{hint.last_user_message!r})"
-                    )
-                    self.mismatches.append(msg)
-                    if self.strict:
-                        raise RequestMismatch(f"{self.source}: {msg}")
-                    self.used[i] = True
-                    return self._serve(entry)
-            self.exhausted = ScriptExhausted(
-                f"{self.source}: the agent made model call {self.calls}, but only "
-                f"{len(self.script.entries)} were recorded. The agent now calls the model more "
-                "often than when recorded; if that is intended, re-record with --golden-record"
-            )
-            raise self.exhausted
+            return self._next(fingerprint_request(kwargs)), self.calls
+
+    def _next(self, hint: RequestHint) -> ResponseRecord:
+        # The caller holds the lock.
+        for i, entry in enumerate(self.script.entries):
+            if not self.used[i] and entry.request.fingerprint == hint.fingerprint:
+                self.used[i] = True
+                return self._serve(entry)
+        for i, entry in enumerate(self.script.entries):
+            if not self.used[i] and not entry.request.fingerprint:
+                self.used[i] = True  # hand-written entries match by order
+                return self._serve(entry)
+            if not self.used[i]:
+                msg = (
+                    f"model call {self.calls}: request differs from the recording "
+                    f"(recorded {entry.request.message_count} messages, last user message "
+                    f"{entry.request.last_user_message!r}; now {hint.message_count} messages, "
+                    f"{hint.last_user_message!r})"
+                )
+                self.mismatches.append(msg)
+                if self.strict:
+                    raise RequestMismatch(f"{self.source}: {msg}")
+                self.used[i] = True
+                return self._serve(entry)
+        self.exhausted = ScriptExhausted(
+            f"{self.source}: the agent made model call {self.calls}, but only "
+            f"{len(self.script.entries)} were recorded. The agent now calls the model more "
+            "often than when recorded; if that is intended, re-record with --golden-record"
+        )
+        raise self.exhausted
 
     @staticmethod
     def _serve(entry: ScriptEntry) -> ResponseRecord:

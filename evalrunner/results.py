@@ -13,6 +13,7 @@ directory without duplicating or losing runs (run ids are deterministic).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -91,6 +92,14 @@ class ResultsDir:
 
     def done_ids(self) -> set[str]:
         return {r.run_id for r in self.records()}
+
+
+def group_records(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
+    """Records by (scenario, model), the unit every comparison works on, in sorted key order."""
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
+    for record in records:
+        groups.setdefault((record.scenario, record.model), []).append(record)
+    return dict(sorted(groups.items()))
 
 
 def records_frame(records: list[RunRecord]) -> pd.DataFrame:

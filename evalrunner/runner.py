@@ -8,7 +8,6 @@ finishes; :func:`run_suite` returns the records for the statistics.
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import sys
 import time
 from collections import Counter
@@ -33,7 +32,9 @@ _WRITER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="evalrunner-write
 
 
 def utcnow() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    from evalrunner.history import now
+
+    return now()
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,8 @@ async def run_suite(
         raise ConfigError(f"{out} already holds results; pass --resume to finish it, or choose another --out")
     if resume and not results.manifest_path.exists():
         raise ConfigError(f"{out}: nothing to resume (no manifest.json); run without --resume")
+    for sc, _ in chosen:
+        sc.load_agent()  # a bad agent path fails now, not halfway through the night
     all_models = list(dict.fromkeys(m for _, ms in chosen for m in ms))
     # A model string is its endpoint's label, so the resume check needs no
     # endpoint (and starts no local server only to refuse).
@@ -255,7 +258,8 @@ async def run_suite(
     jobs = [Job(sc, endpoints[m], i) for sc, ms in chosen for m in ms for i in range(sc.runs)]
     pending = [j for j in jobs if j.run_id not in done]
     limit = concurrency or suite.concurrency
-    progress = Progress(len(pending), progress_stream, limit)
+    # Under --adaptive the total grows batch by batch as runs are planned.
+    progress = Progress(0 if adaptive else len(pending), progress_stream, limit)
     report = RunReport(out=out, records=[], resumed_skipped=len(jobs) - len(pending))
     semaphore = asyncio.Semaphore(limit)
     loop = asyncio.get_running_loop()
@@ -278,8 +282,9 @@ async def run_suite(
         if adaptive is None:
             await execute(pending)
         else:
-            jobs = await _adaptive(chosen, endpoints, adaptive, results, done, execute, report)
-    except (asyncio.CancelledError, KeyboardInterrupt):
+            jobs = await _adaptive(chosen, endpoints, adaptive, results, done, execute, report, progress)
+    except BaseException:
+        # Ctrl-C, cancellation or our own bug: finished runs are on disk; say so.
         report.interrupted = True
         results.write_manifest(manifest.model_copy(update={"status": "interrupted", "ended_at": utcnow()}))
         raise
@@ -313,6 +318,7 @@ async def _adaptive(
     done: set[str],
     execute: Callable[[list[Job]], Awaitable[None]],
     report: RunReport,
+    progress: Progress,
 ) -> list[Job]:
     """Batches per scenario x model until settled or at max runs; returns every job planned."""
     from evalrunner.results import records_frame
@@ -341,6 +347,7 @@ async def _adaptive(
                     batch.append(job)
         if not batch and all(lane.settled or lane.next >= lane.cap for lane in lanes):
             return planned
+        progress.total += len(batch)
         await execute(batch)
         finished = {r.run_id: r for r in [*previous, *report.records]}
         for lane in lanes:

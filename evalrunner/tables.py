@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.records import RunRecord
+from evalrunner.results import group_records
 
 if TYPE_CHECKING:
     from evalrunner.stats import MetricResult
@@ -49,11 +50,8 @@ SUMMARY_COLUMNS = (
 
 def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     """Per scenario x model: counts by outcome, top skip reasons, means, modal tool sequence."""
-    groups: dict[tuple[str, str], list[RunRecord]] = {}
-    for r in records:
-        groups.setdefault((r.scenario, r.model), []).append(r)
     rows = []
-    for (scenario, model), rs in sorted(groups.items()):
+    for (scenario, model), rs in group_records(records).items():
         outcomes = Counter(r.outcome for r in rs)
         skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
         valid = [r for r in rs if r.outcome != "infra_error"] or rs

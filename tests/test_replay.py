@@ -56,14 +56,14 @@ def _script(*answers: tuple[str, str]) -> Script:
 
 def test_fingerprint_match_wins_over_order() -> None:
     replayer = Replayer(_script(("q1", "a1"), ("q2", "a2")))
-    assert replayer.next(_req("q2")).content == "a2"
-    assert replayer.next(_req("q1")).content == "a1"
+    assert replayer.next(_req("q2"))[0].content == "a2"
+    assert replayer.next(_req("q1"))[0].content == "a1"
     assert replayer.mismatches == [] and replayer.unused == 0
 
 
 def test_unmatched_requests_are_served_in_order_and_counted() -> None:
     replayer = Replayer(_script(("q1", "a1"), ("q2", "a2")), source="demo.llm.json")
-    assert replayer.next(_req("changed question")).content == "a1"
+    assert replayer.next(_req("changed question"))[0].content == "a1"
     (msg,) = replayer.mismatches
     assert msg == (
         "model call 1: request differs from the recording (recorded 1 messages, last user message "
