@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["binary", "count", "continuous", "categorical"]
-Direction = Literal["lower", "higher", "any"]
-"""Which way is harmful: ``lower`` (a rate that should stay high), ``higher``, or any change."""
+Direction = Literal["lower", "higher", "changed"]
+"""Which way is harmful: ``lower`` (a rate that should stay high), ``higher``, or ``changed``:
+no direction is harmful in itself, so a change either way is reported as a two-sided "changed".
+History files written before this name existed say ``any``; :class:`MetricResult` reads it as ``changed``."""
 
 TOOL_USED = "tool_used"
 """A family: ``tool_used:<name>`` per tool seen; a margin or gating entry ``tool_used`` covers all."""
@@ -41,25 +43,34 @@ EFFECT_LABELS: dict[Kind, str] = {
     "binary": "difference",
     "count": "Cliff's delta",
     "continuous": "ratio",
-    "categorical": "JS distance",
+    "categorical": "atypicality change",
 }
-"""What ``effect`` means per kind: rate difference, Cliff's delta, ratio of geometric means, JS distance."""
+"""What ``effect`` means per kind: rate difference, Cliff's delta, ratio of geometric means, and for
+tool paths the change in mean atypicality (0 = the baseline's usual path, 1 = another path the
+baseline took, 2 = a path it never took). History rows written before keep their own label
+(tool paths were a Jensen-Shannon distance then)."""
 
 REGISTRY: tuple[Metric, ...] = (
+    # Rates with an obvious bad direction.
     Metric("success_rate", "binary", "lower", 0.10, True, "success rate"),
     Metric("crash_rate", "binary", "higher", 0.10, True, "crash rate"),
     Metric("skip_rate", "binary", "higher", 0.10, True, "skip rate"),
-    Metric("tool_sequence", "categorical", "any", 0.20, True, "tool sequence"),
-    Metric("step_count", "count", "higher", 0.33, True, "steps"),
+    # Runs leaving the baseline's paths is the harm; more runs on the usual path is not.
+    Metric("tool_sequence", "categorical", "higher", 0.20, True, "tool sequence"),
+    # Fewer steps can mean skipped work and more can mean looping: neither way is good in itself.
+    Metric("step_count", "count", "changed", 0.33, True, "steps"),
     Metric("success_rate_valid", "binary", "lower", 0.10, False, "success (valid runs)"),
+    # Fewer runs giving the usual answer / starting with the usual tool: behaviour moved away.
     Metric("final_answer_match", "binary", "lower", 0.15, False, "usual final answer"),
     Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool"),
-    Metric("llm_calls", "count", "higher", 0.33, False, "LLM calls"),
-    Metric("tool_calls", "count", "higher", 0.33, False, "tool calls"),
+    Metric("llm_calls", "count", "changed", 0.33, False, "LLM calls"),
+    Metric("tool_calls", "count", "changed", 0.33, False, "tool calls"),
+    # Tokens and latency are cost: more is harmful, less is reported as an improvement.
     Metric("prompt_tokens", "continuous", "higher", 1.25, False, "prompt tokens"),
     Metric("completion_tokens", "continuous", "higher", 1.25, False, "completion tokens"),
     Metric("latency_s", "continuous", "higher", 1.25, False, "latency (s)"),
-    Metric(TOOL_USED, "binary", "any", 0.10, False, "tool used"),
+    # A tool called more or less often: a change, not a harm in itself.
+    Metric(TOOL_USED, "binary", "changed", 0.10, False, "tool used"),
 )
 """In report order: gating metrics first, then diagnostics."""
 

@@ -1,0 +1,144 @@
+"""Evidence that accumulates across nights against an anchored baseline (an e-process).
+
+Each night adds its mean on the metric's test scale, weighted by the inverse of
+its variance around its own night's truth plus the night effect. After t nights
+the weighted mean minus the baseline's mean, D_t, has variance 1/W_t + var(baseline
+mean), and because every night is compared with the *same* baseline,
+cov(D_s, D_t) = var(D_t) for s < t: the score S_t = D_t / var(D_t) is a Brownian
+motion in the information I_t = 1 / var(D_t) (the canonical form of group-sequential
+tests), capped at 1 / var(baseline mean) however many nights come: an anchored
+baseline of 100 runs cannot resolve a change much smaller than 3 of its standard
+errors, and no e-process can pretend otherwise.
+
+The e-value is Robbins' normal mixture of likelihood ratios exp(theta S - theta^2 I / 2)
+over a change theta drawn from a normal of scale ``margin`` (half-normal on the
+harmful side for one-sided metrics): a nonnegative martingale under "no change", so
+by Ville's inequality the chance it *ever* reaches 1/alpha is at most alpha, however
+many nights are looked at. Gating metrics alarm at (gating metrics x cells) /
+season_alpha, Bonferroni over every gating metric of the suite: the chance of any
+false alarm in the suite over the whole life of its anchors is at most season_alpha.
+A new anchor starts a new state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+from scipy import special
+
+from evalrunner.stats._formulas import z_upper
+from evalrunner.stats._measured import Measured
+from evalrunner.stats._power import to_effect, to_test_scale
+from evalrunner.stats._reference import MetricReference
+
+EVIDENCE_FORMAT_VERSION = 1
+_LOG_CAP = 690.0
+
+
+class MetricEvidence(BaseModel):
+    """What one metric's evidence keeps between nights."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nights: int = Field(default=0, description="Nights accumulated.")
+    weight: float = Field(
+        default=0.0, description="Sum of the nights' weights (1 / variance of a night's mean)."
+    )
+    weighted_sum: float = Field(
+        default=0.0, description="Sum of weight x night mean, on the metric's test scale."
+    )
+    e_value: float = Field(default=1.0, description="The e-value after the last night.")
+
+
+class EvidenceState(BaseModel):
+    """One cell's accumulated evidence since its baseline was anchored (history stores it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = Field(
+        default=EVIDENCE_FORMAT_VERSION, description="Evidence state format version."
+    )
+    anchor: str = Field(description="The baseline this evidence is measured against.")
+    nights: int = Field(default=0, description="Nights accumulated since the anchor.")
+    metrics: dict[str, MetricEvidence] = Field(
+        default_factory=dict, description="Per metric (test-scale sums)."
+    )
+
+    def e_value(self, metric: str) -> float:
+        found = self.metrics.get(metric)
+        return 1.0 if found is None else found.e_value
+
+
+@dataclass(frozen=True)
+class Accumulated:
+    """One metric's evidence after tonight."""
+
+    e_value: float
+    nights: int
+    effect: float
+    effect_ci: tuple[float, float]
+
+
+def start(state: EvidenceState | None, anchor: str) -> EvidenceState:
+    """The state to add tonight to: ``state`` if it is for this anchor, else a fresh one."""
+    if state is None or state.anchor != anchor:
+        return EvidenceState(anchor=anchor)
+    return state
+
+
+def add_night(
+    state: EvidenceState,
+    tonight: Mapping[str, tuple[MetricReference, Measured]],
+    margins: Mapping[str, float],
+    level: float,
+) -> tuple[EvidenceState, dict[str, Accumulated]]:
+    """Tonight added to every metric's evidence; metrics not measured tonight carry over."""
+    metrics = dict(state.metrics)
+    out: dict[str, Accumulated] = {}
+    for name, (ref, measured) in tonight.items():
+        before = metrics.get(name, MetricEvidence())
+        var = ref.within_var(measured.n) + ref.night_var
+        weight = before.weight + 1.0 / var
+        total = before.weighted_sum + measured.x / var
+        diff = total / weight - ref.mean
+        spread = 1.0 / weight + ref.base_var
+        e = math.exp(log_e_value(diff, spread, ref, to_test_scale(ref, margins[name])))
+        metrics[name] = MetricEvidence(
+            nights=before.nights + 1, weight=weight, weighted_sum=total, e_value=e
+        )
+        centre = total / weight - (ref.mean if ref.kind in ("count", "continuous") else ref.estimate)
+        half = z_upper((1 - level) / 2) * math.sqrt(spread)
+        out[name] = Accumulated(
+            e_value=e,
+            nights=before.nights + 1,
+            effect=to_effect(ref, centre),
+            effect_ci=(to_effect(ref, centre - half), to_effect(ref, centre + half)),
+        )
+    return state.model_copy(update={"nights": state.nights + 1, "metrics": metrics}), out
+
+
+def log_e_value(diff: float, var: float, ref: MetricReference, scale: float) -> float:
+    """log of the normal-mixture e-value for an accumulated change ``diff`` of variance ``var``."""
+    info = 1.0 / var
+    score = diff * info
+    a = info + 1.0 / scale**2
+    log_norm = -0.5 * math.log(scale**2 * info + 1.0)
+    if ref.direction == "changed":
+        value = log_norm + score**2 / (2 * a)
+    else:
+        signed = score if ref.direction == "higher" else -score
+        value = (
+            math.log(2.0)
+            + log_norm
+            + signed**2 / (2 * a)
+            + float(special.log_ndtr(signed / math.sqrt(a)))
+        )
+    return min(value, _LOG_CAP)
+
+
+def threshold(gating_metrics: int, cells: int, season_alpha: float) -> float:
+    """The e-value at which a gating metric's accumulated evidence flags."""
+    return max(1, gating_metrics) * max(1, cells) / season_alpha

@@ -1,0 +1,267 @@
+"""Published formulas and exact distributions, pure and vectorised.
+
+Everything here is closed form (no resampling), so p values can be as small as
+the data make them: a night of 50 scenarios x 3 models has ~750 gating tests and
+Benjamini-Hochberg needs p <= q/750 for a lone change.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+
+# ---------------------------------------------------------------------------
+# Normal distribution
+
+
+@functools.lru_cache(maxsize=4096)
+def z_upper(p: float) -> float:
+    """The standard normal quantile with ``p`` above it (z_upper(0.05) = 1.645)."""
+    return float(-special.ndtri(min(max(p, 1e-300), 1.0)))
+
+
+def normal_sf(z: float) -> float:
+    """P(Z >= z) for a standard normal Z."""
+    return float(special.ndtr(-z))
+
+
+# ---------------------------------------------------------------------------
+# Rates
+
+
+def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (no continuity correction).
+
+    ``k`` and ``n`` may be effective (non-integer) counts, as for a baseline whose
+    nights are clusters: n_eff = p(1 - p) / var(p-hat).
+    """
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError(f"wilson needs 0 <= k <= n and n > 0, got k={k}, n={n}")
+    z = z_upper((1 - confidence) / 2)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    low = 0.0 if k <= 0 else min(max(centre - half, 0.0), 1.0)
+    high = 1.0 if k >= n else min(max(centre + half, 0.0), 1.0)
+    return low, high
+
+
+def wilson_arrays(k: FloatArray, n: float, confidence: float) -> tuple[FloatArray, FloatArray]:
+    """Wilson intervals for every count in ``k`` out of the same ``n``."""
+    z = z_upper((1 - confidence) / 2)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(np.clip(p * (1 - p), 0, None) / n + z * z / (4 * n * n)) / denom
+    low = np.where(k <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(k >= n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high
+
+
+def newcombe_diff(
+    k1: float, n1: float, k2: float, n2: float, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Difference p1 - p2 with Newcombe's hybrid score interval (his method 10).
+
+    Returns ``(difference, low, high)``; built from the two Wilson intervals.
+    """
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson(k1, n1, confidence)
+    l2, u2 = wilson(k2, n2, confidence)
+    diff = p1 - p2
+    low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return diff, max(-1.0, low), min(1.0, high)
+
+
+def newcombe_arrays(
+    k1: FloatArray, n1: float, k2: float, n2: float, confidence: float
+) -> tuple[FloatArray, FloatArray]:
+    """Newcombe's (low, high) for every night count in ``k1`` against one baseline."""
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_arrays(k1, n1, confidence)
+    l2, u2 = wilson(k2, n2, confidence)
+    diff = p1 - p2
+    low = diff - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = diff + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)
+
+
+def betabinom_pmf(n: int, a: float, b: float) -> FloatArray:
+    """P(Y = 0..n) for Y ~ BetaBinomial(n, a, b): a binomial whose rate varies as Beta(a, b)."""
+    k = np.arange(n + 1, dtype=float)
+    log = (
+        special.gammaln(n + 1)
+        - special.gammaln(k + 1)
+        - special.gammaln(n - k + 1)
+        + special.betaln(k + a, n - k + b)
+        - special.betaln(a, b)
+    )
+    pmf: FloatArray = np.exp(log - log.max())
+    return pmf / pmf.sum()
+
+
+def binom_pmf(n: int, p: FloatArray) -> FloatArray:
+    """P(Y = 0..n) for Y ~ Binomial(n, p), one row per rate in ``p`` (rows x n+1)."""
+    k = np.arange(n + 1, dtype=float)
+    pp = np.clip(p, 1e-12, 1 - 1e-12)[:, None]
+    log = (
+        special.gammaln(n + 1)
+        - special.gammaln(k + 1)
+        - special.gammaln(n - k + 1)
+        + k * np.log(pp)
+        + (n - k) * np.log1p(-pp)
+    )
+    pmf: FloatArray = np.exp(log)
+    return pmf
+
+
+# ---------------------------------------------------------------------------
+# Categories: the exact Dirichlet-multinomial over three groups
+
+
+@functools.lru_cache(maxsize=512)
+def compositions3(n: int) -> IntArray:
+    """Every (c0, c1, c2) with c0 + c1 + c2 = n, one per row."""
+    rows = [(a, b, n - a - b) for a in range(n + 1) for b in range(n - a + 1)]
+    out: IntArray = np.array(rows, dtype=np.intp).reshape(-1, 3)
+    return out
+
+
+def dirmult3_pmf(n: int, alpha: tuple[float, float, float]) -> tuple[IntArray, FloatArray]:
+    """The Dirichlet-multinomial(n, alpha) over three groups: (compositions, probabilities)."""
+    comps = compositions3(n)
+    al = np.asarray(alpha, dtype=float)
+    total = float(al.sum())
+    log = (
+        special.gammaln(n + 1)
+        + special.gammaln(total)
+        - special.gammaln(n + total)
+        + (
+            special.gammaln(comps + al[None, :])
+            - special.gammaln(comps + 1)
+            - special.gammaln(al)[None, :]
+        ).sum(axis=1)
+    )
+    pmf: FloatArray = np.exp(log - log.max())
+    return comps, pmf / pmf.sum()
+
+
+# ---------------------------------------------------------------------------
+# Counts
+
+
+def cliffs_delta(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
+    """Cliff's delta P(X > Y) - P(X < Y) over all pairs (= 2U/(n_x n_y) - 1)."""
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    if xs.size == 0 or ys.size == 0:
+        raise ValueError("cliffs_delta needs two non-empty samples")
+    return float(2 * placements(xs, np.sort(ys)).mean() - 1)
+
+
+def placements(x: FloatArray, sorted_base: FloatArray) -> FloatArray:
+    """Where each x falls in the baseline: share below it plus half the share tied with it."""
+    below = np.searchsorted(sorted_base, x, side="left")
+    upto = np.searchsorted(sorted_base, x, side="right")
+    out: FloatArray = (below + upto) / (2.0 * sorted_base.size)
+    return out
+
+
+def tie_factor(values: FloatArray) -> float:
+    """1 - sum(t^3 - t) / (N^3 - N) over groups of tied values: the share of rank variance ties leave."""
+    n = values.size
+    if n < 2:
+        return 0.0
+    _, counts = np.unique(values, return_counts=True)
+    t = counts.astype(float)
+    return float(1.0 - (t**3 - t).sum() / (n**3 - n))
+
+
+# ---------------------------------------------------------------------------
+# Nights as clusters
+
+
+def icc(groups: Sequence[FloatArray]) -> tuple[float, int] | None:
+    """ANOVA estimate of the intraclass correlation of per-run values grouped by night.
+
+    Returns (rho, k - 1) with rho unclipped (it may be negative by chance), or None
+    when it is undefined (fewer than two nights, or no spread at all).
+    The share of a run's variance that is shared by its night: between-night
+    variance tau^2 = rho * sigma^2.
+    """
+    used = [g for g in groups if g.size]
+    k = len(used)
+    sizes = np.array([g.size for g in used], dtype=float)
+    total = float(sizes.sum())
+    if k < 2 or total - k < 1:
+        return None
+    values = np.concatenate(used)
+    labels = np.repeat(np.arange(k), sizes.astype(np.intp))
+    means = np.bincount(labels, values, minlength=k) / sizes
+    grand = float(values.mean())
+    msb = float((sizes * (means - grand) ** 2).sum() / (k - 1))
+    msw = float(((values - means[labels]) ** 2).sum() / (total - k))
+    n0 = (total - float((sizes**2).sum()) / total) / (k - 1)
+    denom = msb + (n0 - 1) * msw
+    if denom <= 1e-15:
+        return None
+    return (msb - msw) / denom, k - 1
+
+
+# ---------------------------------------------------------------------------
+# Many tests a night
+
+
+def bh(pvalues: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p values (q values), in the order given."""
+    m = len(pvalues)
+    if not m:
+        return []
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p)
+    scaled = p[order] * m / np.arange(1, m + 1)
+    q = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(q, 1.0)
+    return [float(v) for v in out]
+
+
+# ---------------------------------------------------------------------------
+# pass^k / pass@k and answers
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: chance that k tries drawn from the n runs (c passed) all pass, C(c,k)/C(n,k)."""
+    _check_nck(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """pass@k: chance that at least one of k tries passes (Chen et al.'s unbiased estimator)."""
+    _check_nck(n, c, k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def _check_nck(n: int, c: int, k: int) -> None:
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+
+
+def normalize_answer(answer: object) -> str | None:
+    """Final answer for matching: whitespace collapsed, stripped, casefolded; None stays None."""
+    if not isinstance(answer, str):
+        return None
+    return " ".join(answer.split()).casefold()

@@ -1,0 +1,66 @@
+"""Tonight against one metric's reference: the numbers every kind's test produces."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from evalrunner.stats._formulas import z_upper
+from evalrunner.stats._metrics import Direction
+from evalrunner.stats._reference import MetricReference
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One metric tonight: estimates, effect, interval and raw p values in both directions."""
+
+    n: int
+    x: float
+    """Tonight's mean on the test scale (what evidence accumulates)."""
+    p_lower: float
+    """Raw p that tonight is below the baseline's nights."""
+    p_higher: float
+    effect: float
+    effect_ci: tuple[float, float]
+    baseline_estimate: float
+    baseline_ci: tuple[float, float] | None
+    night_estimate: float
+    night_ci: tuple[float, float] | None
+    test: str
+    p_min_lower: float | None = None
+    p_min_higher: float | None = None
+    mean_diff: float | None = None
+    mean_diff_ci: tuple[float, float] | None = None
+    note: str | None = None
+
+    def p_values(self, direction: Direction, improvable: bool) -> tuple[float, float | None]:
+        """(p in the harmful direction or two-sided, p in the good direction or None)."""
+        if direction == "changed":
+            return min(1.0, 2 * min(self.p_lower, self.p_higher)), None
+        bad, good = (
+            (self.p_lower, self.p_higher)
+            if direction == "lower"
+            else (self.p_higher, self.p_lower)
+        )
+        return bad, good if improvable else None
+
+    def p_min(self, direction: Direction) -> float | None:
+        """The smallest p the test could give tonight (exact tests only)."""
+        low, high = self.p_min_lower, self.p_min_higher
+        if direction == "lower":
+            return low
+        if direction == "higher":
+            return high
+        if low is None or high is None:
+            return None
+        return min(1.0, 2 * min(low, high))
+
+
+def z_score(ref: MetricReference, x: float, n: int) -> float:
+    """Tonight's mean against the baseline's nights, in standard deviations (up = higher)."""
+    return (x - ref.mean) / math.sqrt(ref.null_var(n))
+
+
+def normal_interval(centre: float, var: float, level: float) -> tuple[float, float]:
+    half = z_upper((1 - level) / 2) * math.sqrt(max(var, 0.0))
+    return centre - half, centre + half

@@ -1,0 +1,272 @@
+"""Compare a whole night: every cell's runs against its anchored baseline, in one call.
+
+The CLI's ``run``, the calibration script and the tests call :func:`compare_night`
+and nothing else, so what the calibration measures is what users get.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.stats import _binary, _counts, _logs, _paths
+from evalrunner.stats._evidence import (
+    Accumulated,
+    EvidenceState,
+    add_night,
+    start,
+    threshold,
+)
+from evalrunner.stats._formulas import FloatArray
+from evalrunner.stats._measured import Measured
+from evalrunner.stats._metrics import EFFECT_LABELS, Kind
+from evalrunner.stats._observe import LOG_OFFSETS, Runs
+from evalrunner.stats._power import mde, runs_needed
+from evalrunner.stats._reference import CellBaseline, CellReference, MetricReference, fit_references
+from evalrunner.stats._results import MetricResult
+from evalrunner.stats._verdict import finalize
+
+_MEASURE: dict[Kind, Callable[[MetricReference, FloatArray, float], Measured]] = {
+    "binary": _binary.measure,
+    "count": _counts.measure,
+    "continuous": _logs.measure,
+    "categorical": _paths.measure,
+}
+
+
+@dataclass(frozen=True)
+class CellNight:
+    """One cell tonight: its baseline, tonight's runs, and its evidence so far (None: none yet)."""
+
+    baseline: CellBaseline
+    tonight: Sequence[RunRecord]
+    evidence: EvidenceState | None = None
+
+    @property
+    def key(self) -> CellKey:
+        return self.baseline.key
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    """One cell's results tonight and what to store for the next night."""
+
+    key: CellKey
+    results: list[MetricResult]
+    evidence: EvidenceState
+    """The evidence after tonight: history stores it and passes it back tomorrow."""
+    gating: bool
+    """False when the baseline is too young to gate (``notes`` says so in one line)."""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NightComparison:
+    """The night: every cell, verdicts decided across all of them."""
+
+    cells: list[CellComparison]
+
+    @property
+    def results(self) -> list[MetricResult]:
+        return [r for cell in self.cells for r in cell.results]
+
+    @property
+    def failures(self) -> list[MetricResult]:
+        """Gating metrics flagged as a regression or a change: the night fails."""
+        return [r for r in self.results if r.fails_night]
+
+    @property
+    def notes(self) -> list[str]:
+        return [note for cell in self.cells for note in cell.notes]
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """One metric of one cell before the night's family is known."""
+
+    ref: MetricReference
+    measured: Measured | None
+    why: str | None
+
+
+def measure(ref: MetricReference, tonight: Runs, level: float) -> Measured | str:
+    """Tonight's numbers for one metric, or why there are none."""
+    values = ref.coding.values(tonight)
+    what = "non-infra runs" if ref.coding.metric in ("success_rate", "crash_rate", "skip_rate") else "valid runs"
+    if not ref.n or not values.size:
+        sides = [s for s, n in (("the baseline", ref.n), ("tonight", values.size)) if not n]
+        return f"no {what} in {' or '.join(sides)}"
+    if ref.kind == "continuous" and ref.n and _all_zero(ref, values):
+        return f"{ref.name} is all zero on one side (not recorded?)"
+    return _MEASURE[ref.kind](ref, values, level)
+
+
+def _all_zero(ref: MetricReference, values: FloatArray) -> bool:
+    zero = math.log(LOG_OFFSETS[ref.name])
+    base_zero = all((v <= zero + 1e-12).all() for v in ref.nights)
+    return base_zero != bool((values <= zero + 1e-12).all())
+
+
+def compare_night(cells: Sequence[CellNight]) -> NightComparison:
+    """Compare every cell tonight with its baseline; verdicts are decided across the night.
+
+    Benjamini-Hochberg runs over the night's gating tests (one family) and its
+    diagnostics (another); MDE and runs needed are computed at the level a lone
+    change must reach in that family. Evidence accumulates per cell and resets when
+    a cell's anchor changes.
+    """
+    refs = fit_references([c.baseline for c in cells])
+    drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
+    family = {True: 0, False: 0}
+    for c in cells:
+        for d in drafts[c.key]:
+            if d.measured is not None:
+                family[_gates(refs[c.key], d.ref.name)] += 1
+    out = []
+    for c in cells:
+        out.append(_cell(c, refs[c.key], drafts[c.key], family, len(cells)))
+    results = finalize(
+        [r for cell in out for r in cell.results],
+        {cell.key.scenario: refs[cell.key].tolerance for cell in out},
+    )
+    final, i = [], 0
+    for cell in out:
+        mine = results[i : i + len(cell.results)]
+        i += len(cell.results)
+        final.append(
+            CellComparison(cell.key, [_known(r) for r in mine], cell.evidence, cell.gating, cell.notes)
+        )
+    return NightComparison(final)
+
+
+def _gates(ref: CellReference, metric: str) -> bool:
+    return ref.tolerance.is_gating(metric) and not ref.young
+
+
+def _drafts(ref: CellReference, tonight: Runs) -> list[_Draft]:
+    level = ref.tolerance.ci_level
+    out = []
+    for coding in ref.codings(tonight):
+        mref = ref.reference(coding)
+        found = measure(mref, tonight, level)
+        out.append(_Draft(mref, None, found) if isinstance(found, str) else _Draft(mref, found, None))
+    return out
+
+
+def _cell(
+    c: CellNight, ref: CellReference, drafts: list[_Draft], family: dict[bool, int], cells: int
+) -> CellComparison:
+    tol = ref.tolerance
+    tonight = Runs.of(c.tonight)
+    state = start(c.evidence, ref.anchor)
+    measured = {d.ref.name: (d.ref, d.measured) for d in drafts if d.measured is not None}
+    state, accumulated = add_night(
+        state, measured, {name: tol.margin_for(name) for name in measured}, tol.ci_level
+    )
+    gating_count = sum(tol.is_gating(d.ref.name) for d in drafts)
+    limit = threshold(gating_count, cells, tol.season_alpha)
+    results = []
+    for d in drafts:
+        gates = _gates(ref, d.ref.name)
+        bar = tol.fdr_q / max(1, family[gates])
+        results.append(
+            _result(ref, d, tonight, bar, accumulated.get(d.ref.name), limit if gates else None)
+        )
+    notes = [n for n in (ref.young_note(),) if n]
+    return CellComparison(ref.key, results, state, not ref.young, notes)
+
+
+def _result(
+    cell: CellReference,
+    draft: _Draft,
+    tonight: Runs,
+    bar: float,
+    acc: Accumulated | None,
+    limit: float | None,
+) -> MetricResult:
+    ref, tol = draft.ref, cell.tolerance
+    name = ref.name
+    base: dict[str, Any] = {
+        "scenario": cell.key.scenario,
+        "model": cell.key.model,
+        "metric": name,
+        "kind": ref.kind,
+        "gating": _gates(cell, name),
+        "direction": ref.direction,
+        "baseline_n": ref.n,
+        "baseline_infra": cell.pooled.infra,
+        "night_attempted": tonight.attempted,
+        "night_infra": tonight.infra,
+        "effect_label": EFFECT_LABELS[ref.kind],
+        "ci_level": tol.ci_level,
+        "margin": tol.margin_for(name),
+        "baseline_nights": cell.nights,
+        "night_share": ref.icc,
+        "bar": bar,
+    }
+    m = draft.measured
+    if m is None:
+        return MetricResult(note=draft.why, night_n=len(ref.coding.values(tonight)), **base)
+    p, p_good = m.p_values(ref.direction, improvable=ref.kind != "categorical")
+    if acc is not None:
+        base.update(
+            evidence=acc.e_value,
+            evidence_threshold=limit,
+            evidence_nights=acc.nights,
+            evidence_effect=acc.effect,
+            evidence_ci=acc.effect_ci,
+        )
+    return MetricResult(
+        baseline_estimate=m.baseline_estimate,
+        baseline_ci=m.baseline_ci,
+        night_estimate=m.night_estimate,
+        night_ci=m.night_ci,
+        night_n=m.n,
+        effect=m.effect,
+        effect_ci=m.effect_ci,
+        mean_diff=m.mean_diff,
+        mean_diff_ci=m.mean_diff_ci,
+        test=m.test,
+        p=p,
+        p_improvement=p_good,
+        p_min=m.p_min(ref.direction),
+        mde=mde(ref, m.n, bar, tol.margin_for(name), tol.ci_level),
+        runs_needed=runs_needed(ref, bar, tol.margin_for(name), tol.ci_level),
+        note=_note(ref, m, cell, tonight),
+        **base,
+    )
+
+
+def _note(ref: MetricReference, m: Measured, cell: CellReference, tonight: Runs) -> str | None:
+    notes = [m.note] if m.note else []
+    usual = ref.coding.usual
+    if ref.name == "final_answer_match":
+        shown = str(usual)
+        notes.append(f"share of runs answering the baseline's usual {shown[:57] + '...' if len(shown) > 60 else shown!r}")
+    elif ref.name == "first_tool":
+        notes.append(f"share of runs whose first tool is the baseline's usual {usual or '(no tools)'!r}")
+    elif ref.name == "success_rate_valid":
+        base, night = cell.pooled, tonight
+        if base.n and night.n:
+            skip_b, skip_n = base.count("skipped") / base.n, night.count("skipped") / night.n
+            if abs(skip_n - skip_b) >= cell.tolerance.margin_for("skip_rate") / 2:
+                notes.append(f"skip rate moved ({skip_b:.2f} -> {skip_n:.2f}): success over valid runs is biased")
+    return "; ".join(notes) or None
+
+
+def _known(result: MetricResult) -> MetricResult:
+    """An inconclusive verdict says what is known: which changes remain possible, what would settle it."""
+    if result.verdict != "inconclusive" or result.effect_ci is None:
+        return result
+    low, high = result.effect_ci
+    runs = (
+        f"{result.runs_needed} runs tonight would flag a change of the margin with probability 0.8"
+        if result.runs_needed is not None
+        else "no number of runs tonight resolves the margin against this baseline: accept more baseline nights"
+    )
+    known = f"nothing flagged; changes from {low:+.3g} to {high:+.3g} are still possible (margin {result.margin:g}); {runs}"
+    note = f"{result.note}; {known}" if result.note else known
+    return result.model_copy(update={"note": note})

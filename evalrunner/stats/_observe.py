@@ -1,0 +1,180 @@
+"""Runs as columns, and every metric as a per-run value.
+
+A metric's value for one run depends on the baseline (the usual final answer, the
+usual first tool, the usual tool path), so a :class:`Coding` is fixed from the
+pooled baseline once and then applied to every night, baseline nights included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalrunner.live._record import RunRecord
+from evalrunner.stats._formulas import FloatArray, normalize_answer
+from evalrunner.stats._metrics import TOOL_USED, metric
+
+LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
+"""Continuous metrics are compared as log(x + offset): one token, ten milliseconds.
+
+The offset keeps an occasional zero finite without moving realistic values
+(hundreds of tokens, seconds of latency) by more than a fraction of a percent.
+"""
+
+_OUTCOME_OF = {"success_rate": "passed", "crash_rate": "crashed", "skip_rate": "skipped"}
+_COUNTS = ("step_count", "llm_calls", "tool_calls")
+_CONTINUOUS = ("prompt_tokens", "completion_tokens", "latency_s")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The runs of one night (or a pool of nights), infra errors removed, as columns."""
+
+    attempted: int
+    infra: int
+    outcome: tuple[str, ...]
+    valid: tuple[int, ...]
+    """Indices (into the other columns) of runs that passed or failed."""
+    numbers: dict[str, FloatArray]
+    tools: tuple[tuple[str, ...], ...]
+    answers: tuple[str | None, ...]
+
+    @classmethod
+    def of(cls, records: Iterable[RunRecord]) -> Runs:
+        kept = [r for r in records if r.outcome != "infra_error"]
+        attempted = infra = 0
+        for r in records:
+            attempted += 1
+            infra += r.outcome == "infra_error"
+        columns = {
+            name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
+            for name in (*_COUNTS, *_CONTINUOUS)
+        }
+        return cls(
+            attempted=attempted,
+            infra=infra,
+            outcome=tuple(r.outcome for r in kept),
+            valid=tuple(i for i, r in enumerate(kept) if r.outcome in ("passed", "failed")),
+            numbers=columns,
+            tools=tuple(tuple(r.tools) for r in kept),
+            answers=tuple(normalize_answer(r.final_answer) for r in kept),
+        )
+
+    @property
+    def n(self) -> int:
+        return len(self.outcome)
+
+    def count(self, outcome: str) -> int:
+        return sum(o == outcome for o in self.outcome)
+
+    def valid_tools(self) -> list[tuple[str, ...]]:
+        return [self.tools[i] for i in self.valid]
+
+    def valid_numbers(self, column: str) -> FloatArray:
+        values: FloatArray = self.numbers[column][list(self.valid)]
+        return values
+
+
+def modal(values: Iterable[Hashable]) -> Hashable:
+    """Most common value; ties broken by the value's repr so the choice is deterministic."""
+    counts = Counter(values)
+    if not counts:
+        return None
+    return min(counts.items(), key=lambda item: (-item[1], repr(item[0])))[0]
+
+
+@dataclass(frozen=True)
+class Coding:
+    """How one metric turns runs into per-run values (fixed from the pooled baseline)."""
+
+    metric: str
+    usual: Hashable = None
+    """The baseline's usual answer / first tool / tool path where the metric needs one."""
+    known: frozenset[tuple[str, ...]] = frozenset()
+    """Tool paths the baseline took (tool_sequence)."""
+
+    def values(self, runs: Runs) -> FloatArray:
+        """One value per run the metric covers (non-infra runs for outcome rates, else valid runs)."""
+        name = self.metric
+        if name in _OUTCOME_OF:
+            return np.array([o == _OUTCOME_OF[name] for o in runs.outcome], dtype=float)
+        if name in _COUNTS:
+            return runs.valid_numbers(name)
+        if name in _CONTINUOUS:
+            raw = np.clip(runs.valid_numbers(name), 0, None)
+            logs: FloatArray = np.log(raw + LOG_OFFSETS[name])
+            return logs
+        return np.array(self._per_valid_run(runs), dtype=float)
+
+    def _per_valid_run(self, runs: Runs) -> list[float]:
+        name = self.metric
+        if name == "success_rate_valid":
+            return [runs.outcome[i] == "passed" for i in runs.valid]
+        if name == "final_answer_match":
+            return [runs.answers[i] == self.usual for i in runs.valid]
+        if name == "first_tool":
+            return [(t[0] if t else None) == self.usual for t in runs.valid_tools()]
+        if name == "tool_sequence":
+            return [
+                0.0 if t == self.usual else 1.0 if t in self.known else 2.0
+                for t in runs.valid_tools()
+            ]
+        tool = name.partition(":")[2]
+        return [tool in t for t in runs.valid_tools()]
+
+
+def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
+    """Every metric a cell has, coded from the pooled baseline.
+
+    ``tool_used:<name>`` appears for every tool seen on either side (so a tool that
+    is new tonight is a metric too); ``final_answer_match`` only when the agent
+    gives final answers.
+    """
+    tools_b = pooled.valid_tools()
+    out = [Coding(m) for m in ("success_rate", "crash_rate", "skip_rate")]
+    out.append(Coding("tool_sequence", modal(tools_b), frozenset(tools_b)))
+    out += [Coding(m) for m in ("step_count", "success_rate_valid")]
+    answers = [pooled.answers[i] for i in pooled.valid if pooled.answers[i] is not None]
+    if answers:
+        out.append(Coding("final_answer_match", modal(answers)))
+    out.append(Coding("first_tool", modal(t[0] if t else None for t in tools_b)))
+    out += [Coding(m) for m in ("llm_calls", "tool_calls", *_CONTINUOUS)]
+    seen = {t for seq in tools_b for t in seq}
+    if tonight is not None:
+        seen |= {t for seq in tonight.valid_tools() for t in seq}
+    out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
+    return out
+
+
+def concat(parts: Sequence[Runs]) -> Runs:
+    """Several nights pooled into one."""
+    numbers = {
+        name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
+        for name in (*_COUNTS, *_CONTINUOUS)
+    }
+    valid: list[int] = []
+    offset = 0
+    for part in parts:
+        valid += [offset + i for i in part.valid]
+        offset += part.n
+    return Runs(
+        attempted=sum(p.attempted for p in parts),
+        infra=sum(p.infra for p in parts),
+        outcome=tuple(o for p in parts for o in p.outcome),
+        valid=tuple(valid),
+        numbers=numbers,
+        tools=tuple(t for p in parts for t in p.tools),
+        answers=tuple(a for p in parts for a in p.answers),
+    )
+
+
+def is_binary(name: str) -> bool:
+    return metric(name).kind == "binary"
+
+
+def finite(values: FloatArray) -> bool:
+    return bool(values.size) and all(math.isfinite(v) for v in values)

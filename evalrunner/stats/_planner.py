@@ -1,0 +1,180 @@
+"""The budget planner behind ``evalrunner plan``: runs per scenario for 80 % power, and the cost.
+
+For every gating metric of every cell: the change a night detects with
+probability 0.8 (the MDE) at the scenario's runs and at its escalation cap, and
+the runs at which a change of exactly the margin is detected with probability
+0.8, at the level the verdict uses (Benjamini-Hochberg over the suite's gating
+tests for a lone change, and the margin rule). The cost per run (model calls and
+tokens) is the baseline's mean. A margin is unattainable at the budget when more
+runs than the budget would be needed, and unattainable at any budget when the
+baseline's own uncertainty plus the night-to-night drift already exceed it:
+then only a larger baseline (more accepted nights) helps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.stats._power import MAX_RUNS, mde, runs_needed
+from evalrunner.stats._reference import CellBaseline, MetricReference, fit_references
+
+
+class MetricPlan(BaseModel):
+    """One gating metric of one cell."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    margin: float
+    mde_at_runs: float | None = Field(description="MDE at the scenario's runs (None: nothing detectable).")
+    mde_at_budget: float | None = Field(description="MDE at the budget.")
+    runs_for_margin: int | None = Field(
+        description="Runs for 80 % power at the margin (None: no number of runs reaches it)."
+    )
+    attainable: bool = Field(description="runs_for_margin is within the budget.")
+
+
+class CellPlan(BaseModel):
+    """One scenario x model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: str
+    model: str
+    runs: int = Field(description="The scenario's runs per night now.")
+    budget: int = Field(description="Most runs per night the plan allows.")
+    baseline_nights: int
+    gating: bool = Field(description="False: the baseline is too young to gate.")
+    metrics: list[MetricPlan]
+    runs_needed: int | None = Field(
+        description="Runs for 80 % power at the margin on every gating metric that can reach it."
+    )
+    calls_per_run: float = Field(description="Model calls per run (baseline mean).")
+    tokens_per_run: float = Field(description="Prompt + completion tokens per run (baseline mean).")
+
+
+class Plan(BaseModel):
+    """The suite: per cell, and the nightly cost now and at the planned runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cells: list[CellPlan]
+    level: float = Field(description="Raw p a lone change must reach (fdr_q / gating tests).")
+    runs_now: int
+    runs_planned: int = Field(description="Runs a night with every cell at its planned runs.")
+    calls_now: float
+    calls_planned: float
+    tokens_now: float
+    tokens_planned: float
+    unattainable: list[str] = Field(description="One line per margin the budget cannot reach.")
+
+
+def plan(
+    baselines: Sequence[CellBaseline],
+    runs: Mapping[str, int] | int,
+    *,
+    budget: Mapping[str, int] | int | None = None,
+) -> Plan:
+    """Runs per scenario needed for 80 % power per gating metric, and what it costs.
+
+    ``runs``: the scenario's runs per night now (per scenario id, or one number);
+    ``budget``: the most runs per night a scenario may get (default: runs x the
+    tolerance's ``escalate_to``).
+    """
+    refs = fit_references(baselines)
+    tests = sum(
+        sum(c.tolerance.is_gating(name) for name in refs[c.key].metrics) for c in baselines
+    )
+    fdr = min((c.tolerance.fdr_q for c in baselines), default=0.05)
+    level = fdr / max(1, tests)
+    cells, lines = [], []
+    for c in baselines:
+        ref = refs[c.key]
+        n = runs if isinstance(runs, int) else runs[c.key.scenario]
+        cap = _budget(budget, c, n)
+        metrics = [
+            _metric(m, n, cap, level, c.tolerance.margin_for(name), c.tolerance.ci_level)
+            for name, m in ref.metrics.items()
+            if c.tolerance.is_gating(name)
+        ]
+        lines += [
+            f"{c.key} {m.metric}: margin {m.margin:g} needs "
+            + (f"{m.runs_for_margin} runs, budget {cap}" if m.runs_for_margin else "a larger baseline")
+            for m in metrics
+            if not m.attainable
+        ]
+        reachable = [m.runs_for_margin for m in metrics if m.runs_for_margin is not None]
+        pooled = ref.pooled
+        cells.append(
+            CellPlan(
+                scenario=c.key.scenario,
+                model=c.key.model,
+                runs=n,
+                budget=cap,
+                baseline_nights=ref.nights,
+                gating=not ref.young,
+                metrics=metrics,
+                runs_needed=max(reachable, default=None),
+                calls_per_run=_mean(pooled.numbers["llm_calls"]),
+                tokens_per_run=_mean(pooled.numbers["prompt_tokens"])
+                + _mean(pooled.numbers["completion_tokens"]),
+            )
+        )
+    planned = [min(c.budget, c.runs_needed or c.runs) for c in cells]
+    return Plan(
+        cells=cells,
+        level=level,
+        runs_now=sum(c.runs for c in cells),
+        runs_planned=sum(planned),
+        calls_now=sum(c.runs * c.calls_per_run for c in cells),
+        calls_planned=sum(p * c.calls_per_run for p, c in zip(planned, cells, strict=True)),
+        tokens_now=sum(c.runs * c.tokens_per_run for c in cells),
+        tokens_planned=sum(p * c.tokens_per_run for p, c in zip(planned, cells, strict=True)),
+        unattainable=lines,
+    )
+
+
+def _budget(budget: Mapping[str, int] | int | None, c: CellBaseline, runs: int) -> int:
+    if budget is None:
+        return max(runs, math.floor(runs * c.tolerance.escalate_to))
+    return budget if isinstance(budget, int) else budget[c.key.scenario]
+
+
+def _metric(ref: MetricReference, runs: int, cap: int, level: float, margin: float, ci: float) -> MetricPlan:
+    needed = runs_for_margin(ref, level, margin, ci)
+    return MetricPlan(
+        metric=ref.name,
+        margin=margin,
+        mde_at_runs=mde(ref, runs, level, margin, ci),
+        mde_at_budget=mde(ref, cap, level, margin, ci),
+        runs_for_margin=needed,
+        attainable=needed is not None and needed <= cap,
+    )
+
+
+def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float) -> int | None:
+    """Runs at which the MDE reaches the margin; rates are checked against the exact MDE."""
+    guess = runs_needed(ref, level, margin, ci)
+    if guess is None or ref.kind != "binary":
+        return guess
+
+    def reaches(n: int) -> bool:
+        found = mde(ref, n, level, margin, ci)
+        return found is not None and found <= margin + 1e-9
+
+    low, high = max(2, guess // 2), guess
+    while not reaches(high):
+        if high >= MAX_RUNS // 4:
+            return None
+        low, high = high, high * 2
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(mid) else (mid + 1, high)
+    return low
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if len(values) else 0.0

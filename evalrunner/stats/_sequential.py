@@ -1,0 +1,217 @@
+"""Escalation and adaptive stopping within a night: one decision per look, and the loop.
+
+The runner runs a batch of a cell, calls :func:`decide`, and does what it says
+(:func:`drive` is that loop, for callers that can run a cell synchronously; the
+calibration uses it). Looks:
+
+* ``adaptive``: the first look is at half the scenario's runs. If no metric is
+  promising the cell stops there; otherwise it runs to its full N.
+* at N (and after each extra batch): if some metric is suspicious the cell gets
+  another batch, up to ``escalate_to`` x N; otherwise it stops.
+
+A metric is *suspicious* when its raw p is at or below a small floor, or when the
+predictive probability that it is flagged at the end (at N during the adaptive
+look, at the cap after N) is at least :data:`PROMISE`. Every metric counts,
+gating and diagnostic, so stopping early never skips a diagnostic that was about
+to show something; the accumulated evidence of a gating metric that is halfway
+to its threshold keeps the cell escalating too, so slow changes get more runs.
+
+Error control: the verdict is the fixed-N test on the runs the cell ended with
+(:func:`evalrunner.stats._night.compare_night`). A cell stops short of the cap
+only when no metric's p is at or below ``floor`` = min(fdr_q, 10 fdr_q / m) (m:
+tests in its family tonight), so every p that Benjamini-Hochberg could reject with
+up to ten rejections in the family comes from a cell that ran to the cap, where it
+is the ordinary fixed-N p of that many runs: P(reported p <= t) <= t for all such
+t, with no alpha spent on the looks. With more than ten true changes in a night
+the guarantee for the extra ones loosens to 2t. Stopping early (futility) can only
+lower the false-alarm rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from evalrunner.live._record import RunRecord
+from evalrunner.stats._evidence import EvidenceState, threshold
+from evalrunner.stats._measured import Measured
+from evalrunner.stats._night import measure
+from evalrunner.stats._observe import Runs
+from evalrunner.stats._power import predictive_power
+from evalrunner.stats._reference import CellReference, MetricReference
+from evalrunner.stats._stats import Tolerance
+
+PROMISE = 0.2
+"""A look continues while some metric would be flagged at the end with at least this chance."""
+FLOOR_REJECTIONS = 10
+"""The validity floor covers BH thresholds of up to this many rejections in a family."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many runs one cell may get tonight."""
+
+    runs: int
+    """The scenario's runs (N): a cell always gets them unless ``adaptive`` stops it early."""
+    max_runs: int
+    """The cap with escalation (``runs`` turns escalation off)."""
+    batch: int
+    """Extra runs per escalation look."""
+    adaptive: bool = False
+    """Look at half of ``runs`` and stop there when nothing is promising."""
+    cells: int = 1
+    """Cells compared tonight: sets the level a lone change must reach (BH over the night)."""
+
+    @classmethod
+    def of(
+        cls,
+        tolerance: Tolerance,
+        runs: int,
+        *,
+        cells: int,
+        adaptive: bool = False,
+        batch: int | None = None,
+    ) -> Budget:
+        """The budget a scenario of ``runs`` runs gets under ``tolerance`` (its escalate_to)."""
+        cap = max(runs, math.floor(runs * tolerance.escalate_to))
+        return cls(runs, cap, batch or max(1, math.ceil(runs / 2)), adaptive, max(1, cells))
+
+    @property
+    def first_look(self) -> int:
+        return max(1, math.ceil(self.runs / 2)) if self.adaptive else self.runs
+
+
+@dataclass(frozen=True)
+class Step:
+    """What to do after a look."""
+
+    action: Literal["continue", "stop"]
+    more: int
+    """Runs to add now (0 when stopping)."""
+    runs: int
+    """Runs of this cell so far tonight (infra errors included: they cost a run too)."""
+    reason: str
+    suspicious: tuple[str, ...] = ()
+    """Metrics that keep the cell running."""
+
+
+@dataclass(frozen=True)
+class Driven:
+    """A cell's night under :func:`drive`: its runs and every decision on the way."""
+
+    records: list[RunRecord]
+    steps: list[Step] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Look:
+    metric: str
+    p: float
+    promise: float
+    suspicious: bool
+
+
+def decide(
+    reference: CellReference,
+    tonight: Sequence[RunRecord],
+    budget: Budget,
+    evidence: EvidenceState | None = None,
+) -> Step:
+    """Stop, or run more of this cell? Pure: the same runs give the same answer."""
+    done = len(tonight)
+    if done < budget.first_look:
+        more = budget.first_look - done
+        return Step("continue", more, done, f"{done} of {budget.first_look} runs before the first look")
+    if done >= budget.max_runs:
+        return Step("stop", 0, done, f"reached the cap of {budget.max_runs} runs")
+    if reference.young:
+        if done < budget.runs:
+            return Step("continue", budget.runs - done, done, "baseline too young to gate: runs its N")
+        return Step("stop", 0, done, "baseline too young to gate: no escalation")
+    target = budget.runs if done < budget.runs else budget.max_runs
+    looks = _looks(reference, Runs.of(sorted(tonight, key=lambda r: r.index)), budget, done, target)
+    watched = _watched(reference, evidence, budget) if done >= budget.runs else []
+    keep = [look for look in looks if look.suspicious]
+    if not keep and not watched:
+        best = max(looks, key=lambda look: look.promise, default=None)
+        why = "" if best is None else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
+        return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
+    more = target - done if done < budget.runs else min(budget.batch, budget.max_runs - done)
+    said = [f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep]
+    said += [f"{name} (accumulated evidence halfway to its threshold)" for name in watched]
+    return Step(
+        "continue",
+        more,
+        done,
+        f"after {done} runs {', '.join(said)}: {more} more (cap {budget.max_runs})",
+        tuple(k.metric for k in keep) + tuple(watched),
+    )
+
+
+def _looks(reference: CellReference, runs: Runs, budget: Budget, done: int, target: int) -> list[_Look]:
+    tol = reference.tolerance
+    gating = [c for c in reference.codings(runs) if tol.is_gating(c.metric)]
+    family = {True: max(1, len(gating)), False: max(1, len(reference.codings(runs)) - len(gating))}
+    out = []
+    for coding in reference.codings(runs):
+        ref = reference.reference(coding)
+        found = measure(ref, runs, tol.ci_level)
+        if isinstance(found, str):
+            continue
+        bar = tol.fdr_q / (budget.cells * family[tol.is_gating(coding.metric)])
+        out.append(_look(ref, found, bar, tol.fdr_q, done, target))
+    return out
+
+
+def _look(ref: MetricReference, m: Measured, bar: float, fdr_q: float, done: int, target: int) -> _Look:
+    p, _ = m.p_values(ref.direction, improvable=False)
+    z = (m.x - ref.mean) / math.sqrt(ref.null_var(m.n))
+    side_bar = bar
+    if ref.direction == "changed":
+        z, side_bar = abs(z), bar / 2
+    elif ref.direction == "lower":
+        z = -z
+    final_n = max(m.n, round(m.n * target / max(done, 1)))
+    promise = predictive_power(z, 1 / ref.null_var(m.n), 1 / ref.null_var(final_n), side_bar)
+    floor = min(fdr_q, FLOOR_REJECTIONS * bar)
+    return _Look(ref.name, p, promise, p <= floor or promise >= PROMISE)
+
+
+def _watched(reference: CellReference, evidence: EvidenceState | None, budget: Budget) -> list[str]:
+    """Gating metrics whose evidence since the anchor is halfway (in log terms) to flagging."""
+    tol = reference.tolerance
+    if evidence is None or evidence.anchor != reference.anchor:
+        return []
+    gating = [name for name in evidence.metrics if tol.is_gating(name)]
+    count = sum(tol.is_gating(c.metric) for c in reference.codings())
+    limit = math.sqrt(threshold(count, budget.cells, tol.season_alpha))
+    return [name for name in gating if evidence.e_value(name) >= limit]
+
+
+def drive(
+    reference: CellReference,
+    budget: Budget,
+    run_more: Callable[[int], Sequence[RunRecord]],
+    *,
+    evidence: EvidenceState | None = None,
+    tonight: Sequence[RunRecord] = (),
+) -> Driven:
+    """Run one cell look by look until :func:`decide` says stop.
+
+    ``run_more(k)`` runs k more runs of the cell and returns their records (an
+    empty result ends the loop: the runner could not run more). ``tonight``: runs
+    already done (a resumed night).
+    """
+    records = list(tonight)
+    steps = []
+    while True:
+        step = decide(reference, records, budget, evidence)
+        steps.append(step)
+        if step.action == "stop":
+            return Driven(records, steps)
+        new = list(run_more(step.more))
+        if not new:
+            return Driven(records, steps)
+        records += new
