@@ -1,46 +1,45 @@
-"""Rates (success, crash, skip, usual answer, usual first tool, tool used): exact beta-binomial.
+"""Rates (success, crash, skip, usual answer, usual first tool, tool used): exact tails.
 
-Tonight's rate is, when nothing changed, one more night drawn around the
-baseline's rate: a Beta distribution with the baseline's (smoothed) rate as mean
-and variance tau^2 (tonight's night effect) + var(baseline rate). Tonight's count
-is then beta-binomial, and its tail is summed exactly: no resampling floor, so a
-night where 20 runs of 20 fail against a 0.9 baseline gets p ~ 1e-12, not 1/2001.
+When nothing changed, tonight's rate is the baseline's rate plus tonight's night
+effect. The baseline's rate is uncertain as a Beta (its Jeffreys posterior, with
+the clustered baseline's effective number of runs), the night effect shifts it by
+a normal amount of variance tau^2 (an endpoint's drift moves a rate by so much,
+not by a share of what is left to 1: a Beta for the night effect would give a
+0.9 rate a long tail down to 0.6 and hide exactly the drops we look for).
+Tonight's count is binomial at that rate; its distribution is the mixture,
+integrated by Gauss-Hermite quadrature over both (in the Beta's normal-score
+space, so its tails are represented), and its tail is summed exactly: no
+resampling floor, so a night where 20 runs of 20 fail against a 0.9 baseline
+gets p ~ 1e-12, not 1/2001.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+from scipy import special
 
 from evalrunner.stats._formulas import (
     FloatArray,
-    betabinom_pmf,
     newcombe_arrays,
     newcombe_diff,
     wilson,
 )
-from evalrunner.stats._measured import Measured
+from evalrunner.stats._measured import Measured, mid_z
 from evalrunner.stats._reference import MetricReference
 
-MIN_SHAPE = 0.5
-"""Neither Beta parameter goes below Jeffreys' 1/2: for a rare event (no crash in 100 runs) an
-assumed between-night share would otherwise pile the predictive rate up near 0 and 1 at once,
-making 5 crashes in 20 runs look ordinary. Where nights really differ, rho is estimated and the
-floor rarely binds (it binds only for rates within ~1/(2 concentration) of 0 or 1)."""
+_NODES = 12
+"""Gauss-Hermite nodes per dimension (baseline rate, night effect)."""
 _GRID = 24
+_EPS = 1e-9
 
 
-def concentration(rate: float | FloatArray, var: float | FloatArray) -> FloatArray:
-    """a + b of a Beta with mean ``rate`` and variance ``var``, shapes floored at MIN_SHAPE."""
-    rate = np.clip(rate, 1e-9, 1 - 1e-9)
-    raw = rate * (1 - rate) / np.maximum(var, 1e-300) - 1.0
-    out: FloatArray = np.maximum(raw, MIN_SHAPE / np.minimum(rate, 1 - rate))
-    return out
-
-
-def predictive(ref: MetricReference) -> tuple[float, float]:
-    """Beta(a, b) of tonight's rate when nothing changed."""
-    conc = float(concentration(ref.mean, ref.night_var + ref.base_var))
-    return conc * ref.mean, conc * (1 - ref.mean)
+@functools.lru_cache(maxsize=8)
+def _hermite(count: int) -> tuple[FloatArray, FloatArray]:
+    """Probabilists' Gauss-Hermite nodes and weights (weights sum to 1)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(count)
+    return nodes, weights / weights.sum()
 
 
 def effective_baseline(ref: MetricReference) -> tuple[float, float]:
@@ -49,14 +48,48 @@ def effective_baseline(ref: MetricReference) -> tuple[float, float]:
     return ref.estimate * n_eff, n_eff
 
 
+@functools.lru_cache(maxsize=512)
+def _log_choose(n: int) -> tuple[FloatArray, FloatArray]:
+    k = np.arange(n + 1, dtype=float)
+    return k, special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+
+
+def _binomial_rows(n: int, rates: FloatArray) -> FloatArray:
+    """P(Y = 0..n) for Y ~ Binomial(n, rate), one row per rate."""
+    k, log_choose = _log_choose(n)
+    p = np.clip(rates, _EPS, 1 - _EPS)[:, None]
+    out: FloatArray = np.exp(log_choose + k * np.log(p) + (n - k) * np.log1p(-p))
+    return out
+
+
+def _night_shifts(icc: float, rate: float | FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Night effects (normal, sd tau) as quadrature nodes and weights; tau^2 = rho p (1 - p)."""
+    nodes, weights = _hermite(_NODES)
+    tau = np.sqrt(icc * np.asarray(rate) * (1 - np.asarray(rate)))
+    return np.multiply.outer(tau, nodes), weights
+
+
+def predictive_pmf(ref: MetricReference, n: int) -> FloatArray:
+    """P(tonight's count = 0..n) when nothing changed."""
+    k_b, n_b = effective_baseline(ref)
+    nodes, weights = _hermite(_NODES)
+    base = special.betaincinv(k_b + 0.5, n_b - k_b + 0.5, special.ndtr(nodes))
+    shifts, shift_w = _night_shifts(ref.icc, ref.mean)
+    rates = (base[:, None] + shifts[None, :]).ravel()
+    w = np.multiply.outer(weights, shift_w).ravel()
+    pmf: FloatArray = (w[:, None] * _binomial_rows(n, rates)).sum(axis=0)
+    return pmf / pmf.sum()
+
+
 def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     n, k = values.size, int(round(values.sum()))
-    pmf = betabinom_pmf(n, *predictive(ref))
+    pmf = predictive_pmf(ref, n)
     k_b, n_b = effective_baseline(ref)
     diff, low, high = newcombe_diff(k, n, k_b, n_b, level)
+    mid = float(pmf[:k].sum() + pmf[k] / 2)
     return Measured(
         n=n,
-        x=k / n,
+        z=mid_z(mid),
         p_lower=min(1.0, float(pmf[: k + 1].sum())),
         p_higher=min(1.0, float(pmf[k:].sum())),
         p_min_lower=float(pmf[0]),
@@ -67,19 +100,19 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
         baseline_ci=wilson(k_b, n_b, level),
         night_estimate=k / n,
         night_ci=wilson(k, n, level),
-        test=f"beta-binomial exact, nights as clusters (rho {ref.icc:.3f})",
+        test=f"binomial exact, baseline and night effect integrated (rho {ref.icc:.3f})",
     )
 
 
 def mde(ref: MetricReference, n: int, bar: float, margin: float, level: float, side: int) -> float | None:
     """Smallest drop (side -1) or rise (+1) in the rate flagged with probability 0.8 at n runs.
 
-    Exact: a night count is flagged when its beta-binomial tail is <= ``bar`` and its
+    Exact: a night count is flagged when its predictive tail is <= ``bar`` and its
     interval still reaches the margin (the verdict's two conditions); the chance of that
     is summed over tonight's count, whose rate varies around the shifted rate by the
     night effect. None when no count of n runs would be flagged.
     """
-    null = betabinom_pmf(n, *predictive(ref))
+    null = predictive_pmf(ref, n)
     k = np.arange(n + 1, dtype=float)
     k_b, n_b = effective_baseline(ref)
     low, high = newcombe_arrays(k, n, k_b, n_b, level)
@@ -113,16 +146,7 @@ def mde(ref: MetricReference, n: int, bar: float, margin: float, level: float, s
 
 def _shifted_pmf(n: int, rates: FloatArray, icc: float) -> FloatArray:
     """Rows of P(count) for nights whose true rate is ``rates`` give or take the night effect."""
-    from scipy import special
-
-    k = np.arange(n + 1, dtype=float)[None, :]
-    p = np.clip(rates, 1e-9, 1 - 1e-9)[:, None]
-    log_choose = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
-    if icc <= 0:
-        log = log_choose + k * np.log(p) + (n - k) * np.log1p(-p)
-    else:
-        conc = concentration(p, icc * p * (1 - p))
-        a, b = conc * p, conc * (1 - p)
-        log = log_choose + special.betaln(k + a, n - k + b) - special.betaln(a, b)
-    out: FloatArray = np.exp(log)
+    shifts, weights = _night_shifts(icc, rates)
+    rows = _binomial_rows(n, (rates[:, None] + shifts).ravel()).reshape(rates.size, -1, n + 1)
+    out: FloatArray = (rows * weights[None, :, None]).sum(axis=1)
     return out

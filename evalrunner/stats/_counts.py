@@ -37,7 +37,7 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     base_var = _mean_var(ref)
     return Measured(
         n=n,
-        x=x,
+        z=z,
         p_lower=normal_sf(-z),
         p_higher=normal_sf(z),
         effect=2 * (x - 0.5),

@@ -33,7 +33,7 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     n_low, n_high = normal_interval(x, own, level)
     return Measured(
         n=n,
-        x=x,
+        z=z,
         p_lower=normal_sf(-z),
         p_higher=normal_sf(z),
         effect=math.exp(diff),

@@ -15,8 +15,10 @@ class Measured:
     """One metric tonight: estimates, effect, interval and raw p values in both directions."""
 
     n: int
-    x: float
-    """Tonight's mean on the test scale (what evidence accumulates)."""
+    z: float
+    """Tonight against the baseline's nights as a normal score (up = higher): the test's own
+    tail turned into a z (for exact tests the mid-p, so a discrete count maps to a
+    continuous score). Accumulated evidence adds these up."""
     p_lower: float
     """Raw p that tonight is below the baseline's nights."""
     p_higher: float
@@ -56,11 +58,11 @@ class Measured:
         return min(1.0, 2 * min(low, high))
 
 
-def z_score(ref: MetricReference, x: float, n: int) -> float:
-    """Tonight's mean against the baseline's nights, in standard deviations (up = higher)."""
-    return (x - ref.mean) / math.sqrt(ref.null_var(n))
-
-
 def normal_interval(centre: float, var: float, level: float) -> tuple[float, float]:
     half = z_upper((1 - level) / 2) * math.sqrt(max(var, 0.0))
     return centre - half, centre + half
+
+
+def mid_z(mid: float) -> float:
+    """The normal score of a mid-p P(T < t) + P(T = t) / 2 (clipped away from 0 and 1)."""
+    return -z_upper(min(max(mid, 1e-300), 1 - 1e-16))

@@ -7,7 +7,7 @@ and nothing else, so what the calibration measures is what users get.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,15 +110,19 @@ def _all_zero(ref: MetricReference, values: FloatArray) -> bool:
     return base_zero != bool((values <= zero + 1e-12).all())
 
 
-def compare_night(cells: Sequence[CellNight]) -> NightComparison:
+def compare_night(
+    cells: Sequence[CellNight], references: Mapping[CellKey, CellReference] | None = None
+) -> NightComparison:
     """Compare every cell tonight with its baseline; verdicts are decided across the night.
 
     Benjamini-Hochberg runs over the night's gating tests (one family) and its
     diagnostics (another); MDE and runs needed are computed at the level a lone
     change must reach in that family. Evidence accumulates per cell and resets when
-    a cell's anchor changes.
+    a cell's anchor changes. ``references``: the fit of these cells' baselines
+    (:func:`fit_references`) when the caller already made it for escalation; the
+    same baselines give the same fit.
     """
-    refs = fit_references([c.baseline for c in cells])
+    refs = references if references is not None else fit_references([c.baseline for c in cells])
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = {True: 0, False: 0}
     for c in cells:
@@ -233,7 +237,7 @@ def _result(
         p=p,
         p_improvement=p_good,
         p_min=m.p_min(ref.direction),
-        mde=mde(ref, m.n, bar, tol.margin_for(name), tol.ci_level),
+        mde=mde(ref, m.n, bar, tol.margin_for(name), tol.ci_level, exact=base["gating"]),
         runs_needed=runs_needed(ref, bar, tol.margin_for(name), tol.ci_level),
         note=_note(ref, m, cell, tonight),
         **base,

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, dirmult3_pmf, normal_sf
-from evalrunner.stats._measured import Measured, normal_interval
+from evalrunner.stats._measured import Measured, mid_z, normal_interval
 from evalrunner.stats._metrics import sequence_label
 from evalrunner.stats._reference import MetricReference
 
@@ -38,6 +38,7 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
         p_higher = float(pmf[scores >= score].sum())
         p_lower = float(pmf[scores <= score].sum())
         p_min = float(pmf[scores == 2 * n].sum())
+        z = mid_z(float(pmf[scores < score].sum() + pmf[scores == score].sum() / 2))
         test = "atypicality, Dirichlet-multinomial exact"
     else:
         z = (x - ref.mean) / math.sqrt(ref.null_var(n))
@@ -51,7 +52,7 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     night_shares = [c / n for c in counts]
     return Measured(
         n=n,
-        x=x,
+        z=z,
         p_lower=min(1.0, p_lower),
         p_higher=min(1.0, p_higher),
         p_min_lower=None,

@@ -34,7 +34,7 @@ def to_test_scale(ref: MetricReference, margin: float) -> float:
 def to_effect(ref: MetricReference, value: float) -> float:
     """A change on the test scale in the metric's effect units."""
     if ref.kind == "count":
-        return min(1.0, 2 * value)
+        return min(1.0, max(-1.0, 2 * value))
     if ref.kind == "continuous":
         return math.exp(min(value, 50.0))
     return value
@@ -52,11 +52,15 @@ def _normal_mde(ref: MetricReference, n: int, bar: float, margin_t: float, level
     return threshold + z_upper(1 - POWER) * spread
 
 
-def mde(ref: MetricReference, n: int, bar: float, margin: float, level: float) -> float | None:
+def mde(
+    ref: MetricReference, n: int, bar: float, margin: float, level: float, *, exact: bool = True
+) -> float | None:
     """The change (effect units) flagged with probability 0.8 at ``n`` runs; None if none is.
 
     Two-sided metrics split ``bar`` between the sides and report the larger of the
-    two sides' MDEs (where a side can be flagged at all).
+    two sides' MDEs (where a side can be flagged at all). Rates are summed exactly
+    unless ``exact`` is False (the night's diagnostics: the normal model, ten times
+    cheaper, within ~0.02 of the exact figure at 20 runs).
     """
     if n < 1 or ref.n < 1:
         return None
@@ -65,11 +69,12 @@ def mde(ref: MetricReference, n: int, bar: float, margin: float, level: float) -
     margin_t = to_test_scale(ref, margin)
     found = []
     for side in sides:
-        if ref.kind == "binary":
+        if ref.kind == "binary" and exact:
             value = _binary.mde(ref, n, level_bar, margin_t, level, side)
             found += [] if value is None else [value]
         else:
-            found.append(to_effect(ref, _normal_mde(ref, n, level_bar, margin_t, level)))
+            value = _normal_mde(ref, n, level_bar, margin_t, level)
+            found.append(to_effect(ref, value) if ref.kind != "binary" else min(value, 1.0))
     return max(found) if found else None
 
 

@@ -16,17 +16,24 @@ the second term being tonight's own night effect, which no number of runs tonigh
 averages away, and the third the baseline's uncertainty (its nights are clusters
 too: sigma^2 [(1 - rho) / N + rho sum(n_j^2) / N^2]).
 
-rho is estimated per cell from its baseline nights (ANOVA estimator) and shrunk
-towards the suite-wide estimate for the same metric and model (every cell of a
-suite shares the endpoint), weighted as if the suite-wide value were
-:data:`POOL_NIGHTS` more nights. A cell with fewer than ``min_baseline_nights``
-nights is compared but does not gate (its baseline is too young to show how much
-nights differ).
+Five nights say little about tau^2 on their own (an ANOVA estimate of rho from
+5 nights of 20 runs has a standard error of ~0.04, as large as the drift it is
+after), but every cell of a suite shares the endpoint. So each cell's estimate of
+tau^2 (ANOVA rho x sigma^2, with its sampling variance) is combined with the other
+cells' for the same metric and model as in a random-effects meta-analysis
+: the suite-wide tau^2 and the spread of the cells' true tau^2 around it. A cell's tau^2 is then its own estimate shrunk towards the suite's by
+the usual precision weights: all the way when the cells' estimates scatter no more
+than their sampling error says (one endpoint, one drift), less when some cells
+really are more volatile (:func:`pool_tau2`). A cell with fewer than ``min_baseline_nights`` nights is
+compared but does not gate (its baseline is too young to show how much nights
+differ); it uses the suite's tau^2 (or :data:`PRIOR_ICC` when no cell has two
+nights).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -38,12 +45,12 @@ from evalrunner.stats._metrics import TOOL_USED, Direction, Kind, metric
 from evalrunner.stats._observe import Coding, Runs, codings, concat
 from evalrunner.stats._stats import Tolerance
 
-POOL_NIGHTS = 6.0
-"""How many baseline nights the suite-wide intraclass correlation counts for in a cell's own."""
 PRIOR_ICC = 0.05
 """Between-night share of variance assumed when nothing estimates it (no cell has 2+ nights).
 For a success rate of 0.9 it is a night-to-night sd of 0.067, about a +/-0.10 drift."""
 MAX_ICC = 0.5
+TAU2_ERRORS = 0.25
+"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`)."""
 _LOG_VAR_FLOOR = 1e-4
 """Log-scale run variance floor: identical token counts still allow a 1 % wobble."""
 
@@ -80,6 +87,8 @@ class MetricReference:
     """rho used: own estimate shrunk to the suite's."""
     own_icc: tuple[float, int] | None
     """This cell's own estimate of rho and its degrees of freedom (nights - 1), if any."""
+    night_size: float
+    """Mean runs per baseline night (for the sampling error of the own estimate)."""
     size_sq: float
     """sum(n_j^2) / N^2 over baseline nights."""
     sorted_base: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -111,9 +120,77 @@ class MetricReference:
         """Variance of tonight's mean around the baseline's mean when nothing changed."""
         return self.within_var(n) + self.night_var + self.base_var
 
-    def with_pool(self, pooled: float | None) -> MetricReference:
-        """This reference with rho shrunk towards the suite-wide value ``pooled``."""
-        return replace(self, icc=_shrunk_icc(self.own_icc, pooled))
+    def own_tau2(self, at: float | None = None) -> tuple[float, float] | None:
+        """This cell's estimate of tau^2 (unclipped) and its sampling variance, if it has one.
+
+        The variance is evaluated at rho = ``at`` (the suite's typical rho), not at the
+        cell's own estimate: weights that grow as an estimate falls would pull the
+        suite's value down.
+        """
+        if self.own_icc is None or self.night_size < 2:
+            return None
+        rho, df = self.own_icc
+        at = min(max(rho if at is None else at, 0.0), MAX_ICC)
+        n = self.night_size
+        # Large-sample variance of the ANOVA intraclass correlation (Fisher; Donner 1986).
+        var = 2 * (1 - at) ** 2 * (1 + (n - 1) * at) ** 2 / (n * (n - 1) * df)
+        return rho * self.run_var, var * self.run_var**2
+
+    def with_pool(self, pool: Pool | None) -> MetricReference:
+        """This reference with tau^2 from its own nights and the suite's, plus its standard error.
+
+        The tau^2 a test uses is the estimate plus one standard error of it. With a
+        few nights the estimate is often much too small (5 nights of 20 runs estimate
+        a +/-0.10 drift of a success rate to within about its own size), and an
+        underestimate is exactly what turns an endpoint's drift into false alarms.
+        """
+        own = self.own_tau2(None if pool is None else pool.icc)
+        if pool is None:
+            tau2, var = (PRIOR_ICC * self.run_var, 0.0) if own is None else own
+        elif own is None:
+            tau2, var = pool.tau2, pool.mean_var + pool.spread
+        elif pool.spread <= 0:
+            tau2, var = pool.tau2, pool.mean_var
+        else:
+            w_own, w_pool = 1 / max(own[1], 1e-300), 1 / (pool.spread + pool.mean_var)
+            tau2 = (w_own * own[0] + w_pool * pool.tau2) / (w_own + w_pool)
+            var = 1 / (w_own + w_pool)
+        used = max(tau2, 0.0) + TAU2_ERRORS * math.sqrt(var)
+        rho = used / self.run_var if self.run_var > 0 else 0.0
+        return replace(self, icc=min(rho, MAX_ICC))
+
+
+@dataclass(frozen=True)
+class Pool:
+    """tau^2 across a suite's cells for one metric and model."""
+
+    tau2: float
+    """The suite-wide between-night variance (test scale)."""
+    mean_var: float
+    """Variance of that estimate."""
+    spread: float
+    """Variance of the cells' true tau^2 around it (0: one drift for all)."""
+    icc: float
+    """The cells' mean rho, at which sampling variances are evaluated."""
+
+
+def pool_tau2(found: Sequence[tuple[float, float]], icc: float) -> Pool:
+    """The suite's tau^2 from the cells' (estimate, sampling variance): method of moments.
+
+    The mean of the cells' unclipped estimates (unbiased, and equally weighted: a cell
+    whose rate sits near 0 or 1 estimates tau^2 very precisely but for itself only),
+    and the spread of true values as the estimates' variance less their mean sampling
+    variance (DerSimonian-Laird with equal weights).
+    """
+    values = np.array([v for v, _ in found])
+    noise = float(np.mean([w for _, w in found]))
+    if values.size < 2:
+        return Pool(max(float(values[0]), 0.0), noise, 0.0, icc)
+    observed = float(values.var(ddof=1))
+    spread = max(0.0, observed - noise)
+    # The estimates scatter at least by their sampling noise (identical cells give
+    # identical estimates, which says nothing about how precise they are).
+    return Pool(max(float(values.mean()), 0.0), max(observed, noise) / values.size, spread, icc)
 
 
 @dataclass(frozen=True)
@@ -124,8 +201,8 @@ class CellReference:
     tolerance: Tolerance
     anchor: str
     night_runs: tuple[Runs, ...]
-    pool: Mapping[str, float]
-    """Suite-wide rho per metric family (this cell's model)."""
+    pool: Mapping[str, Pool]
+    """Suite-wide tau^2 per metric family (this cell's model)."""
     metrics: dict[str, MetricReference] = field(default_factory=dict)
 
     @property
@@ -175,15 +252,23 @@ def fit_references(cells: Sequence[CellBaseline]) -> dict[CellKey, CellReference
         c.key: {coding.metric: _fit(coding, nights[c.key]) for coding in codings(concat(nights[c.key]))}
         for c in cells
     }
-    raw: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    rhos: dict[tuple[str, str], list[float]] = {}
     for key, metrics in own.items():
         for name, ref in metrics.items():
             if ref.own_icc is not None:
-                raw.setdefault((key.model, family(name)), []).append(ref.own_icc)
-    pools: dict[str, dict[str, float]] = {}
-    for (model, fam), found in raw.items():
-        weight = sum(df for _, df in found)
-        pools.setdefault(model, {})[fam] = max(0.0, sum(r * df for r, df in found) / weight)
+                rhos.setdefault((key.model, family(name)), []).append(ref.own_icc[0])
+    pools: dict[str, dict[str, Pool]] = {}
+    for (model, fam), values in rhos.items():
+        at = min(max(float(np.mean(values)), 0.0), MAX_ICC)
+        found = [
+            t
+            for key, metrics in own.items()
+            if key.model == model
+            for name, ref in metrics.items()
+            if family(name) == fam and (t := ref.own_tau2(at)) is not None
+        ]
+        if found:
+            pools.setdefault(model, {})[fam] = pool_tau2(found, at)
     out = {}
     for c in cells:
         pool = pools.get(c.key.model, {})
@@ -208,7 +293,7 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     values = np.concatenate(per_night) if per_night else np.zeros(0)
     n = values.size
     own = _own_icc(info.kind, per_night, values)
-    rho = _shrunk_icc(own, None)
+    rho = PRIOR_ICC if own is None else min(max(own[0], 0.0), MAX_ICC)
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
     common = {
@@ -219,6 +304,7 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
         "n": n,
         "icc": rho,
         "own_icc": own,
+        "night_size": n / max(1, sum(v.size > 0 for v in per_night)),
         "size_sq": size_sq,
     }
     estimate = float(values.mean()) if n else float("nan")
@@ -248,14 +334,3 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     return MetricReference(
         estimate=estimate, mean=mean, run_var=var, shares=shares, **common
     )
-
-
-def _shrunk_icc(own: tuple[float, int] | None, pooled: float | None) -> float:
-    if own is None and pooled is None:
-        rho = PRIOR_ICC
-    elif own is None:
-        rho = float(pooled)  # type: ignore[arg-type]
-    else:
-        value, df = max(own[0], 0.0), own[1]
-        rho = value if pooled is None else (df * value + POOL_NIGHTS * pooled) / (df + POOL_NIGHTS)
-    return min(max(rho, 0.0), MAX_ICC)

@@ -36,6 +36,7 @@ from typing import Literal
 
 from evalrunner.live._record import RunRecord
 from evalrunner.stats._evidence import EvidenceState, threshold
+from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._night import measure
 from evalrunner.stats._observe import Runs
@@ -43,8 +44,12 @@ from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
 from evalrunner.stats._stats import Tolerance
 
-PROMISE = 0.2
-"""A look continues while some metric would be flagged at the end with at least this chance."""
+PROMISE_GATING = 0.2
+"""At N and after: escalate while a gating metric would be flagged at the cap with this chance."""
+PROMISE_DIAGNOSTIC = 0.35
+"""The same for diagnostics (more of them, so a stricter bar keeps false escalations rare)."""
+PROMISE_ADAPTIVE = 0.2
+"""The adaptive look (half of N): run on to N while some metric would be flagged at N with this chance."""
 FLOOR_REJECTIONS = 10
 """The validity floor covers BH thresholds of up to this many rejections in a family."""
 
@@ -160,23 +165,28 @@ def _looks(reference: CellReference, runs: Runs, budget: Budget, done: int, targ
         found = measure(ref, runs, tol.ci_level)
         if isinstance(found, str):
             continue
-        bar = tol.fdr_q / (budget.cells * family[tol.is_gating(coding.metric)])
-        out.append(_look(ref, found, bar, tol.fdr_q, done, target))
+        gates = tol.is_gating(coding.metric)
+        bar = tol.fdr_q / (budget.cells * family[gates])
+        if done < budget.runs:
+            promise = PROMISE_ADAPTIVE
+        else:
+            promise = PROMISE_GATING if gates else PROMISE_DIAGNOSTIC
+        out.append(_look(ref, found, bar, tol.fdr_q, done, target, promise))
     return out
 
 
-def _look(ref: MetricReference, m: Measured, bar: float, fdr_q: float, done: int, target: int) -> _Look:
+def _look(
+    ref: MetricReference, m: Measured, bar: float, fdr_q: float, done: int, target: int, enough: float
+) -> _Look:
     p, _ = m.p_values(ref.direction, improvable=False)
-    z = (m.x - ref.mean) / math.sqrt(ref.null_var(m.n))
-    side_bar = bar
-    if ref.direction == "changed":
-        z, side_bar = abs(z), bar / 2
-    elif ref.direction == "lower":
-        z = -z
+    # The z the test's own p corresponds to (exact tails for rates and paths: a single
+    # crash against a crash-free baseline is not a 2-sigma event).
+    side_bar = bar / 2 if ref.direction == "changed" else bar
+    z = z_upper(p / 2 if ref.direction == "changed" else p)
     final_n = max(m.n, round(m.n * target / max(done, 1)))
     promise = predictive_power(z, 1 / ref.null_var(m.n), 1 / ref.null_var(final_n), side_bar)
     floor = min(fdr_q, FLOOR_REJECTIONS * bar)
-    return _Look(ref.name, p, promise, p <= floor or promise >= PROMISE)
+    return _Look(ref.name, p, promise, p <= floor or promise >= enough)
 
 
 def _watched(reference: CellReference, evidence: EvidenceState | None, budget: Budget) -> list[str]:

@@ -1,0 +1,82 @@
+"""Tonight is compared with the baseline's nights, not with a pool of exchangeable runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evalrunner.stats import CellNight, Tolerance, compare_night
+
+from .conftest import RunsMaker
+
+
+def _success_of(night: CellNight) -> tuple[str, float | None, float | None]:
+    result = next(r for r in compare_night([night]).results if r.metric == "success_rate")
+    return result.verdict, result.p, result.night_share
+
+
+def test_a_night_as_low_as_the_baseline_s_own_low_nights_is_not_flagged(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    tonight = runs(20, passed=10)
+    steady = [runs(20, passed=17) for _ in range(6)]  # 0.85 every night
+    drifting = [runs(20, passed=p) for p in (20, 20, 10, 20, 20, 12)]  # also 0.85 pooled
+    verdict, p_steady, share_steady = _success_of(cell(steady, tonight))
+    assert verdict == "regression" and p_steady is not None and p_steady < 0.005
+    verdict, p_drifting, share_drifting = _success_of(cell(drifting, tonight))
+    assert verdict != "regression" and p_drifting is not None and p_drifting > 0.01
+    # Identical nights: no drift, save a quarter standard error of that estimate.
+    assert share_steady is not None and share_steady < 0.02
+    assert share_drifting is not None and share_drifting > 0.2
+
+
+def test_a_cell_borrows_the_suite_s_night_to_night_spread(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    steady = cell([runs(20, passed=17) for _ in range(4)], runs(20, passed=17), scenario="a")
+    others = [
+        cell([runs(20, passed=p, scenario=s) for p in (20, 12, 19, 13)], runs(20, scenario=s), scenario=s)
+        for s in ("b", "c", "d")
+    ]
+    night = compare_night([steady, *others])
+    share = next(r.night_share for r in night.results if r.scenario == "a" and r.metric == "success_rate")
+    assert share is not None and share > 0.05  # its own 4 nights say 0; the suite says otherwise
+
+
+def test_a_young_baseline_is_compared_but_does_not_gate(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    night = compare_night([cell([runs(10, passed=9)], runs(20, passed=2))])
+    only = night.cells[0]
+    assert not only.gating
+    assert only.notes == [
+        "s [m]: baseline too young to gate (1 night of 10 runs; 3 needed): compared and reported, "
+        "not gating; accept 2 more nights into it"
+    ]
+    success = next(r for r in only.results if r.metric == "success_rate")
+    assert success.verdict == "regression" and not success.gating and not success.fails_night
+    assert night.failures == []
+    # A suite can ask for fewer nights.
+    relaxed = compare_night([cell([runs(10, passed=9)], runs(20, passed=2), tolerance=Tolerance(min_baseline_nights=1))])
+    assert relaxed.cells[0].gating and relaxed.failures
+
+
+def test_infra_errors_are_excluded_and_counted(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    nights = [runs(20, passed=17, infra=2) for _ in range(3)]
+    result = next(
+        r
+        for r in compare_night([cell(nights, runs(20, passed=15, infra=3))]).results
+        if r.metric == "success_rate"
+    )
+    assert (result.baseline_n, result.baseline_infra) == (54, 6)
+    assert (result.night_n, result.night_attempted, result.night_infra) == (17, 20, 3)
+    assert result.night_estimate == 15 / 17
+
+
+def test_no_valid_runs_tonight_says_so(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
+    nights = [runs(20, passed=17) for _ in range(3)]
+    found = {r.metric: r for r in compare_night([cell(nights, runs(5, skipped=5))]).results}
+    assert found["skip_rate"].verdict in ("regression", "inconclusive")
+    assert found["step_count"].note == "no valid runs in tonight"
+    assert found["step_count"].p is None and found["step_count"].verdict == "inconclusive"
