@@ -1,28 +1,29 @@
 """Calibrate the statistics by simulation: what a user of ``evalrunner run`` gets.
 
-Every simulated night goes through the same public entry points the CLI calls:
-``fit_references`` + ``drive`` (escalation / adaptive stopping, one cell at a time)
-and ``compare_night`` (every metric of every cell, Benjamini-Hochberg across the
-night, accumulated evidence). Runs are generated as :class:`RunRecord`s by
-over-dispersed generators:
+Every simulated night goes through the public entry points the CLI calls:
+``fit_references`` + ``drive`` (escalation and adaptive stopping, one cell at a
+time, on the runs the cell asks for) and ``compare_night`` (every metric of every
+cell, Benjamini-Hochberg across the night, accumulated evidence). Runs are
+:class:`RunRecord`s from over-dispersed generators:
 
-* outcomes: skip, crash, pass, fail rates per scenario; on a drifting endpoint the
-  pass rate moves by U(-0.10, +0.10) each night and the skip rate by U(-0.02, +0.02);
-* tool paths: four paths with per-scenario shares (the usual one 50-85 %); drifting
-  nights draw their shares from a Dirichlet(200 x shares) (Dirichlet-multinomial);
-* steps: negative binomial (size 10: variance 1.5x a Poisson's at mean 5), LLM calls
-  follow steps; drifting nights scale the mean by exp(N(0, 0.05));
-* tokens and latency: log-normal (sd 0.35 and 0.3 on the log scale); drifting nights
+* outcomes: per-scenario skip, crash, pass and fail rates; on a drifting endpoint
+  the pass rate moves by U(-0.10, +0.10) each night and the skip rate by
+  U(-0.02, +0.02);
+* tool paths: four paths with per-scenario shares (the usual one 50-85 %);
+  drifting nights draw their shares from a Dirichlet(200 x shares);
+* steps: negative binomial, size 10 (variance 1.5x a Poisson's at mean 5); LLM
+  calls follow steps; drifting nights scale the mean by exp(N(0, 0.05));
+* tokens and latency: log-normal (sd 0.35 and 0.30 of the log); drifting nights
   scale them by exp(N(0, 0.05)) and exp(N(0, 0.10));
 * 1 % infra errors.
 
-Suites of 5 and 50 scenarios x 1 and 3 models; young (1 night x 10 runs) and mature
-(5 nights x 20 runs) baselines; N = 20 runs a night, escalation up to 3N. The tables
-are printed as markdown (docs/calibration.md is this output). Seeded: the same
-``--seed`` gives the same tables whatever ``--jobs``.
+N = 20 runs a night, escalation up to 3N, baselines young (1 night x 10 runs) or
+mature (5 nights x 20 runs). Seeded per table row: the same ``--seed`` prints the
+same tables whatever ``--jobs``. docs/calibration.md is this script's output.
 
-    .venv/bin/python benchmarks/calibrate_stats.py            # full
-    .venv/bin/python benchmarks/calibrate_stats.py --quick    # a few minutes
+    .venv/bin/python benchmarks/calibrate_stats.py            # everything (hours on 2 cores)
+    .venv/bin/python benchmarks/calibrate_stats.py --quick    # minutes, wider intervals
+    .venv/bin/python benchmarks/calibrate_stats.py --only aa,power
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
+from scipy import stats as sps
 
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.stats import (
@@ -50,6 +54,7 @@ from evalrunner.stats import (
     compare_night,
     drive,
     fit_references,
+    wilson,
 )
 
 N = 20
@@ -65,6 +70,8 @@ TOKEN_SD, LATENCY_SD = 0.35, 0.3
 TOL = Tolerance()
 NO_ESCALATION = Tolerance(escalate_to=1.0)
 GATING = tuple(TOL.gating)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 # ---------------------------------------------------------------------------
@@ -84,29 +91,6 @@ class Profile:
     steps: float = 5.0
     tokens: float = 1.0
     latency: float = 1.0
-
-    def changed(self, change: str, night: int) -> Profile:
-        """This profile with ``change`` applied on season night ``night`` (1-based)."""
-        if change == "success":
-            return replace(self, p_pass=0.6)
-        if change == "skip":
-            rest = 1 - self.p_skip - self.p_crash
-            return replace(self, p_skip=0.4, p_pass=self.p_pass * (0.6 - self.p_crash) / rest)
-        if change == "path":
-            return replace(self, shares=(0.3, 0.35, 0.23, 0.12))
-        if change == "steps":
-            return replace(self, steps=7.0)
-        if change == "tokens":
-            return replace(self, tokens=1.5)
-        if change == "new path":
-            return replace(self, new_path=1.0)
-        if change == "+10 steps":
-            return replace(self, steps=self.steps + 10)
-        if change == "persistent 0.9->0.8":
-            return replace(self, p_pass=self.p_pass - 0.1)
-        if change == "decline 0.01/night":
-            return replace(self, p_pass=self.p_pass - 0.01 * night)
-        return self
 
     def night(self, rng: np.random.Generator, drift: bool) -> Profile:
         """One night's parameters: the profile itself on a quiet endpoint, drifted otherwise."""
@@ -137,6 +121,60 @@ def null_profile(rng: np.random.Generator) -> Profile:
         steps=rng.uniform(3, 8),
         tokens=rng.uniform(0.5, 2),
     )
+
+
+@dataclass(frozen=True)
+class Change:
+    """What happens to the one changed scenario x model (cell s00/m0)."""
+
+    name: str
+    metric: str
+    """The metric the change is about (its flag is what the power tables count)."""
+    base: Profile = Profile()
+    size: float = 0.0
+    """Default size (the issue's); the MDE table varies it."""
+
+    def apply(self, night: int, size: float | None = None) -> Profile:
+        """The changed cell's profile on season night ``night`` (1-based)."""
+        b, d = self.base, self.size if size is None else size
+        kind = self.name.split()[0]
+        if kind == "success":
+            return replace(b, p_pass=b.p_pass - d)
+        if kind == "skip":
+            rest = 1 - b.p_skip - b.p_crash
+            return replace(b, p_skip=b.p_skip + d, p_pass=b.p_pass * (rest - d) / rest)
+        if kind == "path":
+            usual = b.shares[0] - d
+            scale = (1 - usual) / (1 - b.shares[0])
+            return replace(b, shares=(usual, *(s * scale for s in b.shares[1:])))
+        if kind == "steps":
+            return replace(b, steps=b.steps + d)
+        if kind == "tokens":
+            return replace(b, tokens=b.tokens * d if d else b.tokens)
+        if kind == "new-path":
+            return replace(b, new_path=d)
+        if kind == "persistent":
+            return replace(b, p_pass=b.p_pass - d)
+        if kind == "decline":
+            return replace(b, p_pass=b.p_pass - d * night)
+        return b
+
+
+NONE = Change("none", "")
+SKIP_BASE = Profile(p_skip=0.1, p_pass=0.9 * (1 - 0.1 - 0.01))
+CHANGES = (
+    Change("success 0.9 -> 0.6", "success_rate", size=0.3),
+    Change("skip 0.1 -> 0.4", "skip_rate", SKIP_BASE, size=0.3),
+    Change("path 0.7 -> 0.3", "tool_sequence", size=0.4),
+    Change("steps 5 -> 7 (NB)", "step_count", size=2.0),
+    Change("tokens x1.5", "prompt_tokens", size=1.5),
+)
+BLATANT = (
+    Change("new-path (every run)", "tool_sequence", size=1.0),
+    Change("steps +10", "step_count", size=10.0),
+)
+PERSISTENT = Change("persistent 0.9 -> 0.8", "success_rate", size=0.1)
+DECLINE = Change("decline -0.01/night", "success_rate", size=0.01)
 
 
 _FIELDS = frozenset(RunRecord.model_fields)
@@ -190,7 +228,9 @@ class Batch:
         path = rng.choice(len(PATHS), n, p=np.asarray(p.shares) / sum(p.shares))
         new = rng.random(n) < p.new_path
         mean = max(p.steps, 1e-6)
-        steps = np.maximum(1, rng.negative_binomial(STEPS_SIZE, STEPS_SIZE / (STEPS_SIZE + mean), n))
+        steps = np.maximum(
+            1, rng.negative_binomial(STEPS_SIZE, STEPS_SIZE / (STEPS_SIZE + mean), n)
+        )
         return cls(
             p,
             key,
@@ -241,7 +281,7 @@ def draw(p: Profile, key: CellKey, rng: np.random.Generator, n: int, start: int)
 
 
 # ---------------------------------------------------------------------------
-# One night of a suite, several procedures on the same runs
+# One night of a suite; several procedures on the same runs
 
 
 @dataclass(frozen=True)
@@ -268,65 +308,63 @@ class Suite:
     def label(self) -> str:
         return f"{self.scenarios}x{self.models}"
 
-    def keys(self) -> list[CellKey]:
-        return [CellKey(f"s{s:02d}", f"m{m}") for s in range(self.scenarios) for m in range(self.models)]
+    def cells(self) -> list[CellKey]:
+        return [
+            CellKey(f"s{s:02d}", f"m{m}") for s in range(self.scenarios) for m in range(self.models)
+        ]
 
 
 @dataclass(frozen=True)
 class Night:
-    """What one procedure gave on one night, for the tables."""
+    """What one procedure gave on one night."""
 
-    null_flagged: bool
+    null_failed: bool
     """Some unchanged cell failed the night."""
+    changed_failed: bool
+    """The changed cell failed the night (any gating metric)."""
     changed_metrics: frozenset[str]
-    """Metrics of the changed cell flagged (gating failures and flagged diagnostics)."""
-    changed_gating: bool
+    """Metrics of the changed cell flagged (regression or changed, gating or not)."""
+    null_flags: bool
+    """Some unchanged cell has a regression/changed verdict (young baselines: not gating)."""
     runs_null: float
     """Mean runs per unchanged cell."""
     runs_changed: int
     ok: dict[str, float]
     """Per gating metric: share of unchanged cells with verdict ok."""
     mde: dict[str, float]
-    """Changed cell: reported MDE per metric (where reported)."""
-    young_flags: bool = False
-    """Some unchanged cell got a regression/changed verdict (young baselines: not gating)."""
+    """The changed cell's reported MDE per metric."""
 
 
 @dataclass(frozen=True)
 class NightTask:
     seed: int
     suite: Suite
-    change: str
+    change: Change
     drift: bool
-    nights: int
-    runs_per_night: int
+    baseline: tuple[int, int]
+    """(nights, runs per night)."""
     procedures: tuple[Procedure, ...]
-
-
-def _cells(task: NightTask, rng: np.random.Generator) -> tuple[list[CellKey], dict[CellKey, Profile]]:
-    keys = task.suite.keys()
-    profiles = {k: (Profile() if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
-    return keys, profiles
+    size: float | None = None
 
 
 def one_night(task: NightTask) -> dict[str, Night]:
     """A fresh baseline and one night; every procedure in ``task`` on the same runs."""
     rng = np.random.default_rng(task.seed)
-    keys, profiles = _cells(task, rng)
+    keys = task.suite.cells()
+    profiles = {k: (task.change.base if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
+    nights, per_night = task.baseline
     baselines = {
         k: [
-            draw(profiles[k].night(rng, task.drift), k, rng, task.runs_per_night, 0)
-            for _ in range(task.nights)
+            draw(profiles[k].night(rng, task.drift), k, rng, per_night, j * per_night)
+            for j in range(nights)
         ]
         for k in keys
     }
     pools = {}
     for i, k in enumerate(keys):
-        tonight = profiles[k].changed(task.change, 1) if i == 0 else profiles[k]
+        tonight = task.change.apply(1, task.size) if i == 0 else profiles[k]
         pools[k] = Batch.draw(tonight.night(rng, task.drift), k, rng, 3 * N)
-    return {
-        proc.name: _procedure(proc, keys, baselines, pools, task) for proc in task.procedures
-    }
+    return {p.name: _procedure(p, keys, baselines, pools) for p in task.procedures}
 
 
 def _procedure(
@@ -334,7 +372,6 @@ def _procedure(
     keys: list[CellKey],
     baselines: dict[CellKey, list[list[RunRecord]]],
     pools: dict[CellKey, Batch],
-    task: NightTask,
 ) -> Night:
     cells = [CellBaseline(k, proc.tolerance, baselines[k], "anchor") for k in keys]
     refs = fit_references(cells)
@@ -357,27 +394,30 @@ def _feeder(pool: Batch) -> Callable[[int], list[RunRecord]]:
     return run_more
 
 
-def _flags(results: Sequence[MetricResult]) -> frozenset[str]:
+def _flagged(results: Sequence[MetricResult]) -> frozenset[str]:
     return frozenset(r.metric for r in results if r.verdict in ("regression", "changed"))
 
 
-def _summarise(result: NightComparison, keys: list[CellKey], tonight: dict[CellKey, list[RunRecord]]) -> Night:
+def _summarise(
+    result: NightComparison, keys: list[CellKey], tonight: dict[CellKey, list[RunRecord]]
+) -> Night:
     by_cell = {c.key: c for c in result.cells}
-    first = by_cell[keys[0]]
-    nulls = [by_cell[k] for k in keys[1:]]
+    first, nulls = by_cell[keys[0]], [by_cell[k] for k in keys[1:]]
     ok = {
-        m: float(np.mean([any(r.metric == m and r.verdict == "ok" for r in c.results) for c in nulls]))
+        m: float(
+            np.mean([any(r.metric == m and r.verdict == "ok" for r in c.results) for c in nulls])
+        )
         for m in GATING
-    } if nulls else {}
+    }
     return Night(
-        null_flagged=any(r.fails_night for c in nulls for r in c.results),
-        changed_metrics=_flags(first.results),
-        changed_gating=any(r.fails_night for r in first.results),
-        runs_null=float(np.mean([len(tonight[k]) for k in keys[1:]])) if nulls else 0.0,
+        null_failed=any(r.fails_night for c in nulls for r in c.results),
+        changed_failed=any(r.fails_night for r in first.results),
+        changed_metrics=_flagged(first.results),
+        null_flags=any(_flagged(c.results) for c in nulls),
+        runs_null=float(np.mean([len(tonight[k]) for k in keys[1:]])),
         runs_changed=len(tonight[keys[0]]),
         ok=ok,
         mde={r.metric: r.mde for r in first.results if r.mde is not None},
-        young_flags=any(r.verdict in ("regression", "changed") for c in nulls for r in c.results),
     )
 
 
@@ -389,43 +429,43 @@ def _summarise(result: NightComparison, keys: list[CellKey], tonight: dict[CellK
 class SeasonTask:
     seed: int
     suite: Suite
-    change: str
+    change: Change
     nights: int
-    baseline_nights: int
-    baseline_runs: int
+    baseline: tuple[int, int]
     drift: bool
 
 
 @dataclass(frozen=True)
 class Season:
-    """Per cell: the first night flagged by tonight's test, and by the evidence (0 = never)."""
+    """Per cell: the first night flagged by tonight's test / by the evidence (0: never)."""
 
-    first_nightly: tuple[int, ...]
-    first_evidence: tuple[int, ...]
+    nightly: tuple[int, ...]
+    evidence: tuple[int, ...]
     runs: float
 
 
 def one_season(task: SeasonTask) -> Season:
     rng = np.random.default_rng(task.seed)
-    keys = task.suite.keys()
-    profiles = {k: (Profile() if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
-    nights = {
-        k: [
-            draw(profiles[k].night(rng, task.drift), k, rng, task.baseline_runs, 0)
-            for _ in range(task.baseline_nights)
-        ]
+    keys = task.suite.cells()
+    profiles = {k: (task.change.base if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
+    nights, per_night = task.baseline
+    cells = [
+        CellBaseline(
+            k,
+            TOL,
+            [draw(profiles[k].night(rng, task.drift), k, rng, per_night, 0) for _ in range(nights)],
+            "anchor",
+        )
         for k in keys
-    }
-    cells = [CellBaseline(k, TOL, nights[k], "anchor") for k in keys]
+    ]
     refs = fit_references(cells)
     evidence: dict[CellKey, EvidenceState | None] = dict.fromkeys(keys)
-    nightly = dict.fromkeys(keys, 0)
-    accumulated = dict.fromkeys(keys, 0)
+    nightly, accumulated = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
     runs = 0
     for night in range(1, task.nights + 1):
         tonight = {}
         for i, k in enumerate(keys):
-            profile = profiles[k].changed(task.change, night) if i == 0 else profiles[k]
+            profile = task.change.apply(night) if i == 0 else profiles[k]
             pool = Batch.draw(profile.night(rng, task.drift), k, rng, 3 * N)
             budget = Budget.of(TOL, N, cells=len(keys))
             tonight[k] = drive(refs[k], budget, _feeder(pool), evidence=evidence[k]).records
@@ -433,15 +473,17 @@ def one_season(task: SeasonTask) -> Season:
         result = compare_night([CellNight(c, tonight[c.key], evidence[c.key]) for c in cells], refs)
         for cell in result.cells:
             evidence[cell.key] = cell.evidence
-            failing = [r for r in cell.results if r.fails_night]
-            if any(r.flagged_by == "tonight" for r in failing) and not nightly[cell.key]:
+            sources = {r.flagged_by for r in cell.results if r.fails_night}
+            if "tonight" in sources and not nightly[cell.key]:
                 nightly[cell.key] = night
-            if any(r.flagged_by == "evidence" for r in failing) and not accumulated[cell.key]:
+            if "evidence" in sources and not accumulated[cell.key]:
                 accumulated[cell.key] = night
+        if task.change.name != "none" and (nightly[keys[0]] or accumulated[keys[0]]):
+            break  # the change is found: later nights say nothing more about detection
     return Season(
         tuple(nightly[k] for k in keys),
         tuple(accumulated[k] for k in keys),
-        runs / (task.nights * len(keys)),
+        runs / (night * len(keys)),
     )
 
 
@@ -451,12 +493,11 @@ def one_season(task: SeasonTask) -> Season:
 
 def seeds(base: int, label: str, count: int) -> list[int]:
     """Independent seeds per table row: the row's label is part of the seed."""
-    digest = sum(ord(c) * 31**i for i, c in enumerate(label)) % (2**31)
-    ss = np.random.SeedSequence([base, digest])
-    return [int(s.generate_state(1)[0]) for s in ss.spawn(count)]
+    words = [base, *(ord(c) for c in label)]
+    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(words).spawn(count)]
 
 
-def run_all(fn: Callable[..., object], tasks: Sequence[object], jobs: int) -> list[object]:
+def run_all(fn: Callable[[T], R], tasks: Sequence[T], jobs: int) -> list[R]:
     if jobs <= 1:
         return [fn(t) for t in tasks]
     with ProcessPoolExecutor(jobs) as pool:
@@ -464,102 +505,390 @@ def run_all(fn: Callable[..., object], tasks: Sequence[object], jobs: int) -> li
 
 
 def pct(hits: int, n: int) -> str:
+    """'4.5 (3.3-6.1)': a share in % with its 95 % Wilson interval."""
     if n == 0:
         return "-"
-    low, high = wilson_ci(hits, n)
-    return f"{100 * hits / n:.1f} ({100 * low:.0f}-{100 * high:.0f})"
-
-
-def wilson_ci(k: int, n: int) -> tuple[float, float]:
-    from evalrunner.stats import wilson
-
-    return wilson(k, n)
+    low, high = wilson(hits, n)
+    return f"{100 * hits / n:.1f} ({100 * low:.1f}-{100 * high:.1f})"
 
 
 @dataclass
 class Config:
     seed: int
     jobs: int
-    nights: int
-    big_nights: int
+    small: int
+    """Nights per row for 5-scenario suites."""
+    big: int
+    """Nights per row for 50-scenario suites."""
     seasons: int
     aa_seasons: int
     quick: bool
-    out: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+    def nights(self, suite: Suite) -> int:
+        return self.small if suite.scenarios <= 5 else self.big
 
     def emit(self, line: str = "") -> None:
         print(line, flush=True)
 
 
+SUITES = (Suite(5, 1), Suite(5, 3), Suite(50, 1), Suite(50, 3))
+MATURE, YOUNG = (5, 20), (1, 10)
+
+
+def _nights(
+    cfg: Config,
+    suite: Suite,
+    change: Change,
+    drift: bool,
+    procs: tuple[Procedure, ...],
+    baseline: tuple[int, int] = MATURE,
+    *,
+    count: int | None = None,
+    size: float | None = None,
+    label: str = "",
+) -> list[dict[str, Night]]:
+    n = count or cfg.nights(suite)
+    tag = f"{label}|{suite.label}|{change.name}|{drift}|{baseline}|{size}"
+    tasks = [
+        NightTask(s, suite, change, drift, baseline, procs, size) for s in seeds(cfg.seed, tag, n)
+    ]
+    return run_all(one_night, tasks, cfg.jobs)
+
+
 def aa_table(cfg: Config) -> None:
-    cfg.emit("## A/A: nights with any gating flag when nothing changed (N = 20)\n")
+    cfg.emit("## A/A: nights with a gating flag when nothing changed\n")
     cfg.emit(
-        "Share of nights on which some unchanged scenario x model fails the night, in % "
-        "(95 % Wilson interval). Escalation on (up to 3N). Mature baseline: 5 nights x 20 runs; "
-        "young: 1 night x 10 runs (too young to gate: the column shows nights with any "
-        "regression/changed verdict, which is reported but fails nothing). Runs/cell: mean runs "
-        "an unchanged cell used (20 without escalation).\n"
+        "Share of nights (%, 95 % Wilson interval) on which some unchanged scenario x model "
+        "fails the night; N = 20, escalation on (up to 3N). Mature baseline: 5 nights x 20 runs. "
+        "Young: 1 night x 10 runs, too young to gate, so nothing fails: the column counts nights "
+        "with any regression/changed verdict, which is reported and fails nothing. Runs/cell: "
+        "mean runs an unchanged cell used (escalation spends the rest above 20).\n"
     )
-    cfg.emit("| suite | endpoint | nights | mature: failed nights | runs/cell | young: nights with a flag (not gating) |")
+    cfg.emit(
+        "| suite | endpoint | nights | mature: failed nights | runs/cell | young: nights with a (non-gating) flag |"
+    )
     cfg.emit("|---|---|---|---|---|---|")
-    for suite in (Suite(5, 1), Suite(5, 3), Suite(50, 1), Suite(50, 3)):
-        count = cfg.nights if suite.scenarios == 5 else cfg.big_nights
+    for suite in SUITES:
         for drift in (False, True):
-            label = f"aa {suite.label} {drift}"
-            mature = [NightTask(s, suite, "none", drift, 5, 20, (ESCALATE,)) for s in seeds(cfg.seed, label, count)]
-            young = [NightTask(s, suite, "none", drift, 1, 10, (ESCALATE,)) for s in seeds(cfg.seed, label + "y", count)]
-            got = [r["escalation"] for r in run_all(one_night, mature, cfg.jobs)]  # type: ignore[index]
-            got_y = [r["escalation"] for r in run_all(one_night, young, cfg.jobs)]  # type: ignore[index]
-            flagged = sum(n.null_flagged or n.changed_gating for n in got)
-            flagged_y = sum(n.young_flags or bool(n.changed_metrics) for n in got_y)
-            runs = np.mean([n.runs_null for n in got])
-            endpoint = "drift" if drift else "quiet"
-            cfg.emit(f"| {suite.label} | {endpoint} | {count} | {pct(flagged, count)} | {runs:.1f} | {pct(flagged_y, count)} |")
-            if suite.label == "5x1" and not drift:
-                _ok_rates(cfg, got)
+            mature = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,))]
+            young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
+            n = len(mature)
+            failed = sum(x.null_failed or x.changed_failed for x in mature)
+            flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
+            runs = np.mean([x.runs_null for x in mature])
+            cfg.emit(
+                f"| {suite.label} | {'drift' if drift else 'quiet'} | {n} | {pct(failed, n)} "
+                f"| {runs:.1f} | {pct(flagged, len(young))} |"
+            )
+            if suite == SUITES[0]:
+                rates = {m: 100 * np.mean([x.ok[m] for x in mature]) for m in GATING}
+                shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
+                cfg.lines.append(
+                    f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
+                    f"{'drift' if drift else 'quiet'}, mature): {shown}"
+                )
     cfg.emit()
 
 
-def _ok_rates(cfg: Config, nights: list[Night]) -> None:
-    rates = {m: np.mean([n.ok[m] for n in nights if n.ok]) for m in GATING}
-    cfg.out.append(
-        "\"ok\" verdicts on unchanged scenario-nights (5x1, quiet, mature, escalation on): "
-        + ", ".join(f"{m} {100 * v:.0f} %" for m, v in rates.items())
+def power_table(cfg: Config) -> None:
+    cfg.emit("## First-night power: one changed scenario x model\n")
+    cfg.emit(
+        "Share of nights (%) on which the change's own metric is flagged (a gating failure, or "
+        "for tokens a diagnostic regression), mature baseline, N = 20. `escalation`: up to 3N "
+        "runs for suspicious cells (the default); `fixed N`: the same nights without it. "
+        "Runs: mean runs the changed cell used with escalation. The cell column counts nights "
+        "the changed cell failed on any gating metric.\n"
     )
+    cfg.emit("| change | suite | endpoint | nights | escalation | cell fails | runs | fixed N |")
+    cfg.emit("|---|---|---|---|---|---|---|---|")
+    for change in CHANGES:
+        for suite in SUITES:
+            for drift in (False, True) if suite.models == 1 else (False,):
+                got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED))
+                n = len(got)
+                esc = [g["escalation"] for g in got]
+                fixed = [g["fixed N"] for g in got]
+                hits = sum(change.metric in x.changed_metrics for x in esc)
+                cell = sum(x.changed_failed for x in esc)
+                hits_fixed = sum(change.metric in x.changed_metrics for x in fixed)
+                runs = np.mean([x.runs_changed for x in esc])
+                cfg.emit(
+                    f"| {change.name} | {suite.label} | {'drift' if drift else 'quiet'} | {n} "
+                    f"| {pct(hits, n)} | {pct(cell, n)} | {runs:.0f} | {pct(hits_fixed, n)} |"
+                )
+    cfg.emit()
+
+
+def blatant_table(cfg: Config) -> None:
+    cfg.emit("## Blatant changes in a 50 x 3 suite\n")
+    cfg.emit("| change | endpoint | nights | flagged (escalation) | fixed N |")
+    cfg.emit("|---|---|---|---|---|")
+    suite = Suite(50, 3)
+    for change in BLATANT:
+        for drift in (False, True):
+            got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED))
+            n = len(got)
+            hits = sum(change.metric in g["escalation"].changed_metrics for g in got)
+            fixed = sum(change.metric in g["fixed N"].changed_metrics for g in got)
+            cfg.emit(
+                f"| {change.name} | {'drift' if drift else 'quiet'} | {n} | {pct(hits, n)} "
+                f"| {pct(fixed, n)} |"
+            )
+    cfg.emit()
+
+
+def _first(season: Season) -> int:
+    found = [x for x in (season.nightly[0], season.evidence[0]) if x]
+    return min(found) if found else 0
+
+
+def season_table(cfg: Config) -> None:
+    cfg.emit("## Seasons: persistent and slowly drifting changes, anchored baseline\n")
+    cfg.emit(
+        "A 5-scenario suite, one model, quiet endpoint; the changed cell is checked every night "
+        "with escalation and accumulated evidence (the other four are unchanged). Flagged: by "
+        "tonight's test or by the evidence, whichever first. Anchors: the mature baseline "
+        "(5 nights x 20 runs) and a larger one (10 nights x 40 runs).\n"
+    )
+    cfg.emit(
+        "| change | anchor | sequences | flagged by night 7 | by night 20 | median first night | by evidence |"
+    )
+    cfg.emit("|---|---|---|---|---|---|---|")
+    suite = Suite(5, 1)
+    for change, horizon in ((PERSISTENT, 20), (DECLINE, 25)):
+        for anchor in (MATURE, (10, 40)):
+            tag = f"season|{change.name}|{anchor}"
+            tasks = [
+                SeasonTask(s, suite, change, horizon, anchor, False)
+                for s in seeds(cfg.seed, tag, cfg.seasons)
+            ]
+            got = run_all(one_season, tasks, cfg.jobs)
+            firsts = [_first(s) for s in got]
+            n = len(got)
+            by7 = sum(0 < f <= 7 for f in firsts)
+            by20 = sum(0 < f <= 20 for f in firsts)
+            median = statistics.median([f if f else horizon + 1 for f in firsts])
+            evidence = sum(s.evidence[0] != 0 and s.evidence[0] == _first(s) for s in got)
+            cfg.emit(
+                f"| {change.name} | {anchor[0]} x {anchor[1]} | {n} | {pct(by7, n)} | {pct(by20, n)} "
+                f"| {median:g} | {pct(evidence, n)} |"
+            )
+    cfg.emit()
+    cfg.emit("### Season-wide false alarms (90 nights, nothing changed)\n")
+    cfg.emit(
+        "Per scenario-season: share of unchanged cells flagged at least once in 90 nights, by "
+        "tonight's test and by the evidence; per suite-season: any flag anywhere.\n"
+    )
+    cfg.emit(
+        "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag | runs/cell/night |"
+    )
+    cfg.emit("|---|---|---|---|---|---|---|---|")
+    for drift in (False, True):
+        tag = f"aa-season|{drift}"
+        tasks = [
+            SeasonTask(s, suite, NONE, 90, MATURE, drift)
+            for s in seeds(cfg.seed, tag, cfg.aa_seasons)
+        ]
+        got = run_all(one_season, tasks, cfg.jobs)
+        cells = len(got) * len(suite.cells())
+        ev = sum(x > 0 for s in got for x in s.evidence)
+        nightly = sum(x > 0 for s in got for x in s.nightly)
+        anyflag = sum(any(s.evidence) or any(s.nightly) for s in got)
+        runs = np.mean([s.runs for s in got])
+        cfg.emit(
+            f"| {suite.label} | {'drift' if drift else 'quiet'} | {len(got)} | {cells} | {pct(ev, cells)} "
+            f"| {pct(nightly, cells)} | {pct(anyflag, len(got))} | {runs:.1f} |"
+        )
+    cfg.emit()
+
+
+def _cliffs_nb(mean_a: float, mean_b: float) -> float:
+    """Population Cliff's delta of max(1, NB(size 10)) counts with means a vs b."""
+    k = np.arange(0, 200)
+
+    def pmf(m: float) -> np.ndarray:
+        p = sps.nbinom.pmf(k, STEPS_SIZE, STEPS_SIZE / (STEPS_SIZE + m))
+        p[1] += p[0]
+        p[0] = 0.0
+        return p
+
+    a, b = pmf(mean_a), pmf(mean_b)
+    below = np.concatenate([[0.0], np.cumsum(b)[:-1]])
+    above = 1 - np.cumsum(b)
+    return float((a * below).sum() - (a * above).sum())
+
+
+MDE_GRID: dict[str, tuple[float, ...]] = {
+    "success": (0.15, 0.25, 0.35, 0.45, 0.55),
+    "skip": (0.1, 0.2, 0.3, 0.4, 0.5),
+    "path": (0.3, 0.4, 0.5, 0.6, 0.65),
+    "steps": (1.0, 2.0, 3.0, 4.0, 6.0),
+    "tokens": (1.2, 1.35, 1.5, 1.7, 2.0),
+}
+
+
+def mde_table(cfg: Config) -> None:
+    cfg.emit("## Reported MDE against the simulated 80 %-power change\n")
+    cfg.emit(
+        "5 scenarios x 1 model, quiet, mature baseline, fixed N = 20 (no escalation, so the "
+        "MDE at N is what is tested). For each change the true size is varied over a grid; "
+        "the 80 %-power change is interpolated from the simulated power curve and compared "
+        "with the MDE the comparison reports for that metric (mean over all those nights; "
+        "it depends on the baseline, not on the change). Units: the metric's effect (rate difference, atypicality, Cliff's "
+        "delta, ratio).\n"
+    )
+    cfg.emit(
+        "| metric | power at the grid's changes | simulated 80 % change | reported MDE (mean) | difference |"
+    )
+    cfg.emit("|---|---|---|---|---|")
+    suite = Suite(5, 1)
+    for change in CHANGES:
+        kind = change.name.split()[0]
+        effects, powers, reported = [], [], []
+        for size in MDE_GRID[kind]:
+            got = _nights(cfg, suite, change, False, (FIXED,), size=size, label="mde")
+            fixed = [g["fixed N"] for g in got]
+            powers.append(float(np.mean([change.metric in x.changed_metrics for x in fixed])))
+            effects.append(_true_effect(change, size))
+            reported += [x.mde[change.metric] for x in fixed if change.metric in x.mde]
+        target = (
+            float(np.interp(0.8, powers, effects))
+            if max(powers) >= 0.8 > min(powers)
+            else float("nan")
+        )
+        mean = float(np.mean(reported))
+        curve = ", ".join(f"{e:.2f}: {100 * p:.0f} %" for e, p in zip(effects, powers, strict=True))
+        cfg.emit(
+            f"| {change.metric} | {curve} | {target:.3f} | {mean:.3f} | {mean - target:+.3f} |"
+        )
+    cfg.emit()
+
+
+def _true_effect(change: Change, size: float) -> float:
+    kind = change.name.split()[0]
+    if kind == "steps":
+        return _cliffs_nb(change.base.steps + size, change.base.steps)
+    if kind == "tokens":
+        return size
+    return size
+
+
+def adaptive_table(cfg: Config) -> None:
+    cfg.emit("## --adaptive: runs saved on unchanged scenarios, power kept\n")
+    cfg.emit(
+        "Same nights for four procedures: fixed N = 20; escalation (default); adaptive "
+        "(first look at 10 runs, stop there if nothing is promising; no escalation); adaptive + "
+        "escalation. Saved: 1 - mean runs per unchanged cell / 20. Power: the change's metric "
+        "flagged, every change in its own set of nights; the changes' other metrics are listed "
+        "where they differ from fixed N by more than 3 points.\n"
+    )
+    procs = (FIXED, ESCALATE, ADAPTIVE_ONLY, ADAPTIVE)
+    for suite in (Suite(5, 1), Suite(50, 1)):
+        cfg.emit(f"### {suite.label}\n")
+        cfg.emit(
+            "| procedure | runs saved, unchanged cells | "
+            + " | ".join(c.name for c in CHANGES)
+            + " |"
+        )
+        cfg.emit("|---|---|" + "---|" * len(CHANGES))
+        aa = _nights(cfg, suite, NONE, False, procs, label="adaptive")
+        per_change = [_nights(cfg, suite, c, False, procs, label="adaptive") for c in CHANGES]
+        for proc in procs:
+            saved = 1 - np.mean([g[proc.name].runs_null for g in aa]) / N
+            cells = []
+            for change, got in zip(CHANGES, per_change, strict=True):
+                hits = sum(change.metric in g[proc.name].changed_metrics for g in got)
+                cells.append(pct(hits, len(got)))
+            cfg.emit(f"| {proc.name} | {100 * saved:.1f} % | " + " | ".join(cells) + " |")
+        worst = _worst_metric_loss(per_change, procs)
+        cfg.lines.append(
+            f"adaptive ({suite.label}): largest loss of any flagged metric vs fixed N: {worst}"
+        )
+        cfg.emit()
+
+
+def _worst_metric_loss(
+    per_change: list[list[dict[str, Night]]], procs: tuple[Procedure, ...]
+) -> str:
+    worst = (0.0, "")
+    for got in per_change:
+        metrics = {m for g in got for m in g["fixed N"].changed_metrics}
+        for proc in procs[2:]:
+            for m in metrics:
+                fixed = np.mean([m in g["fixed N"].changed_metrics for g in got])
+                other = np.mean([m in g[proc.name].changed_metrics for g in got])
+                if fixed - other > worst[0]:
+                    worst = (float(fixed - other), f"{m} under {proc.name}")
+    return f"{100 * worst[0]:.1f} points ({worst[1] or 'none'})"
+
+
+def speed_table(cfg: Config) -> None:
+    cfg.emit("## Speed\n")
+    rng = np.random.default_rng(cfg.seed)
+    suite = Suite(50, 3)
+    cells = []
+    for k in suite.cells():
+        p = null_profile(rng)
+        base = [draw(p, k, rng, 20, 20 * j) for j in range(5)]
+        cells.append(CellNight(CellBaseline(k, TOL, base, "anchor"), draw(p, k, rng, 20, 0)))
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        result = compare_night(cells)
+        times.append(time.perf_counter() - started)
+    cfg.emit(
+        f"compare_night, 50 scenarios x 3 models, 5 x 20 baseline runs and 20 runs tonight per "
+        f"cell ({len(result.results)} metric results): median {statistics.median(times):.2f} s "
+        f"of 3 (one process).\n"
+    )
+
+
+TABLES: dict[str, Callable[[Config], None]] = {
+    "speed": speed_table,
+    "aa": aa_table,
+    "power": power_table,
+    "blatant": blatant_table,
+    "mde": mde_table,
+    "adaptive": adaptive_table,
+    "seasons": season_table,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--quick", action="store_true", help="fewer nights (minutes, not hours)")
-    parser.add_argument("--only", default="", help="comma-separated tables: aa,power,blatant,seasons,mde,adaptive")
+    parser.add_argument("--quick", action="store_true", help="fewer nights: minutes, not hours")
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated tables of: {', '.join(TABLES)}"
+    )
     args = parser.parse_args(argv)
     cfg = Config(
         seed=args.seed,
         jobs=args.jobs,
-        nights=100 if args.quick else 1000,
-        big_nights=30 if args.quick else 200,
-        seasons=40 if args.quick else 200,
-        aa_seasons=10 if args.quick else 100,
+        small=60 if args.quick else 600,
+        big=12 if args.quick else 120,
+        seasons=20 if args.quick else 150,
+        aa_seasons=6 if args.quick else 60,
         quick=args.quick,
     )
-    tables = {
-        "aa": aa_table,
-    }
-    wanted = [t for t in (args.only.split(",") if args.only else tables) if t]
+    wanted = [t for t in args.only.split(",") if t] or list(TABLES)
+    unknown = [t for t in wanted if t not in TABLES]
+    if unknown:
+        parser.error(f"unknown table(s): {', '.join(unknown)}")
+    check_records()
     started = time.time()
-    cfg.emit(f"# Calibration (seed {cfg.seed}{', --quick' if cfg.quick else ''})\n")
+    cfg.emit(f"# Calibration output (seed {cfg.seed}{', --quick' if cfg.quick else ''})\n")
     for name in wanted:
-        tables[name](cfg)
-    for line in cfg.out:
-        cfg.emit(f"- {line}")
-    cfg.emit(f"\n_{time.time() - started:.0f} s on {cfg.jobs} processes_")
+        TABLES[name](cfg)
+    if cfg.lines:
+        cfg.emit("## Notes\n")
+        for line in cfg.lines:
+            cfg.emit(f"- {line}")
+    cfg.emit(f"\n_{time.time() - started:.0f} s on {cfg.jobs} processes._")
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-_ = Iterator

@@ -78,11 +78,12 @@ def predictive_pmf(ref: MetricReference, n: int) -> FloatArray:
     rates = (base[:, None] + shifts[None, :]).ravel()
     w = np.multiply.outer(weights, shift_w).ravel()
     pmf: FloatArray = (w[:, None] * _binomial_rows(n, rates)).sum(axis=0)
-    return pmf / pmf.sum()
+    out: FloatArray = pmf / pmf.sum()
+    return out
 
 
 def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
-    n, k = values.size, int(round(values.sum()))
+    n, k = values.size, int(values.sum() + 0.5)
     pmf = predictive_pmf(ref, n)
     k_b, n_b = effective_baseline(ref)
     diff, low, high = newcombe_diff(k, n, k_b, n_b, level)
@@ -104,7 +105,9 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     )
 
 
-def mde(ref: MetricReference, n: int, bar: float, margin: float, level: float, side: int) -> float | None:
+def mde(
+    ref: MetricReference, n: int, bar: float, margin: float, level: float, side: int
+) -> float | None:
     """Smallest drop (side -1) or rise (+1) in the rate flagged with probability 0.8 at n runs.
 
     Exact: a night count is flagged when its predictive tail is <= ``bar`` and its

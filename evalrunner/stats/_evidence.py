@@ -112,13 +112,18 @@ def add_night(
         metrics[name] = MetricEvidence(
             nights=before.nights + 1, weight=weight, weighted_sum=total, e_value=e
         )
-        centre = total / weight - (ref.mean if ref.kind in ("count", "continuous") else ref.estimate)
+        centre = total / weight - (
+            ref.mean if ref.kind in ("count", "continuous") else ref.estimate
+        )
         half = z_upper((1 - level) / 2) * math.sqrt(spread)
         low, high = to_effect(ref, centre - half), to_effect(ref, centre + half)
         if ref.kind == "binary":
             low, high = max(low, -1.0), min(high, 1.0)
         out[name] = Accumulated(
-            e_value=e, nights=before.nights + 1, effect=to_effect(ref, centre), effect_ci=(low, high)
+            e_value=e,
+            nights=before.nights + 1,
+            effect=to_effect(ref, centre),
+            effect_ci=(low, high),
         )
     return state.model_copy(update={"nights": state.nights + 1, "metrics": metrics}), out
 

@@ -97,35 +97,6 @@ def newcombe_arrays(
     return np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)
 
 
-def betabinom_pmf(n: int, a: float, b: float) -> FloatArray:
-    """P(Y = 0..n) for Y ~ BetaBinomial(n, a, b): a binomial whose rate varies as Beta(a, b)."""
-    k = np.arange(n + 1, dtype=float)
-    log = (
-        special.gammaln(n + 1)
-        - special.gammaln(k + 1)
-        - special.gammaln(n - k + 1)
-        + special.betaln(k + a, n - k + b)
-        - special.betaln(a, b)
-    )
-    pmf: FloatArray = np.exp(log - log.max())
-    return pmf / pmf.sum()
-
-
-def binom_pmf(n: int, p: FloatArray) -> FloatArray:
-    """P(Y = 0..n) for Y ~ Binomial(n, p), one row per rate in ``p`` (rows x n+1)."""
-    k = np.arange(n + 1, dtype=float)
-    pp = np.clip(p, 1e-12, 1 - 1e-12)[:, None]
-    log = (
-        special.gammaln(n + 1)
-        - special.gammaln(k + 1)
-        - special.gammaln(n - k + 1)
-        + k * np.log(pp)
-        + (n - k) * np.log1p(-pp)
-    )
-    pmf: FloatArray = np.exp(log)
-    return pmf
-
-
 # ---------------------------------------------------------------------------
 # Categories: the exact Dirichlet-multinomial over three groups
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._metrics import Direction
-from evalrunner.stats._reference import MetricReference
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,7 @@ class Measured:
         if direction == "changed":
             return min(1.0, 2 * min(self.p_lower, self.p_higher)), None
         bad, good = (
-            (self.p_lower, self.p_higher)
-            if direction == "lower"
-            else (self.p_higher, self.p_lower)
+            (self.p_lower, self.p_higher) if direction == "lower" else (self.p_higher, self.p_lower)
         )
         return bad, good if improvable else None
 

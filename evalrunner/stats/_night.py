@@ -95,7 +95,11 @@ class _Draft:
 def measure(ref: MetricReference, tonight: Runs, level: float) -> Measured | str:
     """Tonight's numbers for one metric, or why there are none."""
     values = ref.coding.values(tonight)
-    what = "non-infra runs" if ref.coding.metric in ("success_rate", "crash_rate", "skip_rate") else "valid runs"
+    what = (
+        "non-infra runs"
+        if ref.coding.metric in ("success_rate", "crash_rate", "skip_rate")
+        else "valid runs"
+    )
     if not ref.n or not values.size:
         sides = [s for s, n in (("the baseline", ref.n), ("tonight", values.size)) if not n]
         return f"no {what} in {' or '.join(sides)}"
@@ -141,7 +145,9 @@ def compare_night(
         mine = results[i : i + len(cell.results)]
         i += len(cell.results)
         final.append(
-            CellComparison(cell.key, [_known(r) for r in mine], cell.evidence, cell.gating, cell.notes)
+            CellComparison(
+                cell.key, [_known(r) for r in mine], cell.evidence, cell.gating, cell.notes
+            )
         )
     return NightComparison(final)
 
@@ -156,7 +162,9 @@ def _drafts(ref: CellReference, tonight: Runs) -> list[_Draft]:
     for coding in ref.codings(tonight):
         mref = ref.reference(coding)
         found = measure(mref, tonight, level)
-        out.append(_Draft(mref, None, found) if isinstance(found, str) else _Draft(mref, found, None))
+        out.append(
+            _Draft(mref, None, found) if isinstance(found, str) else _Draft(mref, found, None)
+        )
     return out
 
 
@@ -249,15 +257,21 @@ def _note(ref: MetricReference, m: Measured, cell: CellReference, tonight: Runs)
     usual = ref.coding.usual
     if ref.name == "final_answer_match":
         shown = str(usual)
-        notes.append(f"share of runs answering the baseline's usual {shown[:57] + '...' if len(shown) > 60 else shown!r}")
+        notes.append(
+            f"share of runs answering the baseline's usual {shown[:57] + '...' if len(shown) > 60 else shown!r}"
+        )
     elif ref.name == "first_tool":
-        notes.append(f"share of runs whose first tool is the baseline's usual {usual or '(no tools)'!r}")
+        notes.append(
+            f"share of runs whose first tool is the baseline's usual {usual or '(no tools)'!r}"
+        )
     elif ref.name == "success_rate_valid":
         base, night = cell.pooled, tonight
         if base.n and night.n:
             skip_b, skip_n = base.count("skipped") / base.n, night.count("skipped") / night.n
             if abs(skip_n - skip_b) >= cell.tolerance.margin_for("skip_rate") / 2:
-                notes.append(f"skip rate moved ({skip_b:.2f} -> {skip_n:.2f}): success over valid runs is biased")
+                notes.append(
+                    f"skip rate moved ({skip_b:.2f} -> {skip_n:.2f}): success over valid runs is biased"
+                )
     return "; ".join(notes) or None
 
 

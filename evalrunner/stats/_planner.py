@@ -18,8 +18,14 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._power import MAX_RUNS, mde, runs_needed
-from evalrunner.stats._reference import CellBaseline, MetricReference, fit_references
+from evalrunner.stats._reference import (
+    CellBaseline,
+    CellReference,
+    MetricReference,
+    fit_references,
+)
 
 
 class MetricPlan(BaseModel):
@@ -29,7 +35,9 @@ class MetricPlan(BaseModel):
 
     metric: str
     margin: float
-    mde_at_runs: float | None = Field(description="MDE at the scenario's runs (None: nothing detectable).")
+    mde_at_runs: float | None = Field(
+        description="MDE at the scenario's runs (None: nothing detectable)."
+    )
     mde_at_budget: float | None = Field(description="MDE at the budget.")
     runs_for_margin: int | None = Field(
         description="Runs for 80 % power at the margin (None: no number of runs reaches it)."
@@ -85,45 +93,29 @@ def plan(
     tolerance's ``escalate_to``).
     """
     refs = fit_references(baselines)
-    tests = sum(
-        sum(c.tolerance.is_gating(name) for name in refs[c.key].metrics) for c in baselines
-    )
+    tests = sum(sum(c.tolerance.is_gating(name) for name in refs[c.key].metrics) for c in baselines)
     fdr = min((c.tolerance.fdr_q for c in baselines), default=0.05)
     level = fdr / max(1, tests)
-    cells, lines = [], []
+    cells = []
     for c in baselines:
-        ref = refs[c.key]
         n = runs if isinstance(runs, int) else runs[c.key.scenario]
-        cap = _budget(budget, c, n)
-        metrics = [
-            _metric(m, n, cap, level, c.tolerance.margin_for(name), c.tolerance.ci_level)
-            for name, m in ref.metrics.items()
-            if c.tolerance.is_gating(name)
-        ]
-        lines += [
-            f"{c.key} {m.metric}: margin {m.margin:g} needs "
-            + (f"{m.runs_for_margin} runs, budget {cap}" if m.runs_for_margin else "a larger baseline")
-            for m in metrics
-            if not m.attainable
-        ]
-        reachable = [m.runs_for_margin for m in metrics if m.runs_for_margin is not None]
-        pooled = ref.pooled
-        cells.append(
-            CellPlan(
-                scenario=c.key.scenario,
-                model=c.key.model,
-                runs=n,
-                budget=cap,
-                baseline_nights=ref.nights,
-                gating=not ref.young,
-                metrics=metrics,
-                runs_needed=max(reachable, default=None),
-                calls_per_run=_mean(pooled.numbers["llm_calls"]),
-                tokens_per_run=_mean(pooled.numbers["prompt_tokens"])
-                + _mean(pooled.numbers["completion_tokens"]),
-            )
-        )
+        cells.append(_cell(c, refs[c.key], n, _budget(budget, c, n), level))
+    return _totals(cells, level)
+
+
+def _totals(cells: list[CellPlan], level: float) -> Plan:
     planned = [min(c.budget, c.runs_needed or c.runs) for c in cells]
+    lines = [
+        f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs "
+        + (
+            f"{m.runs_for_margin} runs, budget {c.budget}"
+            if m.runs_for_margin
+            else "a larger baseline"
+        )
+        for c in cells
+        for m in c.metrics
+        if not m.attainable
+    ]
     return Plan(
         cells=cells,
         level=level,
@@ -137,13 +129,39 @@ def plan(
     )
 
 
+def _cell(c: CellBaseline, ref: CellReference, runs: int, cap: int, level: float) -> CellPlan:
+    tol = c.tolerance
+    metrics = [
+        _metric(m, runs, cap, level, tol.margin_for(name), tol.ci_level)
+        for name, m in ref.metrics.items()
+        if tol.is_gating(name)
+    ]
+    reachable = [m.runs_for_margin for m in metrics if m.runs_for_margin is not None]
+    pooled = ref.pooled
+    return CellPlan(
+        scenario=c.key.scenario,
+        model=c.key.model,
+        runs=runs,
+        budget=cap,
+        baseline_nights=ref.nights,
+        gating=not ref.young,
+        metrics=metrics,
+        runs_needed=max(reachable, default=None),
+        calls_per_run=_mean(pooled.numbers["llm_calls"]),
+        tokens_per_run=_mean(pooled.numbers["prompt_tokens"])
+        + _mean(pooled.numbers["completion_tokens"]),
+    )
+
+
 def _budget(budget: Mapping[str, int] | int | None, c: CellBaseline, runs: int) -> int:
     if budget is None:
         return max(runs, math.floor(runs * c.tolerance.escalate_to))
     return budget if isinstance(budget, int) else budget[c.key.scenario]
 
 
-def _metric(ref: MetricReference, runs: int, cap: int, level: float, margin: float, ci: float) -> MetricPlan:
+def _metric(
+    ref: MetricReference, runs: int, cap: int, level: float, margin: float, ci: float
+) -> MetricPlan:
     needed = runs_for_margin(ref, level, margin, ci)
     return MetricPlan(
         metric=ref.name,
@@ -176,5 +194,5 @@ def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float
     return low
 
 
-def _mean(values: Sequence[float]) -> float:
-    return float(sum(values) / len(values)) if len(values) else 0.0
+def _mean(values: FloatArray) -> float:
+    return float(values.mean()) if values.size else 0.0

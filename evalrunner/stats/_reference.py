@@ -249,26 +249,12 @@ def fit_references(cells: Sequence[CellBaseline]) -> dict[CellKey, CellReference
     """Fit every cell's baseline, pooling the between-night share across cells of a model."""
     nights = {c.key: tuple(Runs.of(night) for night in c.nights) for c in cells}
     own = {
-        c.key: {coding.metric: _fit(coding, nights[c.key]) for coding in codings(concat(nights[c.key]))}
+        c.key: {
+            coding.metric: _fit(coding, nights[c.key]) for coding in codings(concat(nights[c.key]))
+        }
         for c in cells
     }
-    rhos: dict[tuple[str, str], list[float]] = {}
-    for key, metrics in own.items():
-        for name, ref in metrics.items():
-            if ref.own_icc is not None:
-                rhos.setdefault((key.model, family(name)), []).append(ref.own_icc[0])
-    pools: dict[str, dict[str, Pool]] = {}
-    for (model, fam), values in rhos.items():
-        at = min(max(float(np.mean(values)), 0.0), MAX_ICC)
-        found = [
-            t
-            for key, metrics in own.items()
-            if key.model == model
-            for name, ref in metrics.items()
-            if family(name) == fam and (t := ref.own_tau2(at)) is not None
-        ]
-        if found:
-            pools.setdefault(model, {})[fam] = pool_tau2(found, at)
+    pools = _pools(own)
     out = {}
     for c in cells:
         pool = pools.get(c.key.model, {})
@@ -277,7 +263,25 @@ def fit_references(cells: Sequence[CellBaseline]) -> dict[CellKey, CellReference
     return out
 
 
-def _own_icc(kind: Kind, per_night: Sequence[FloatArray], pooled: FloatArray) -> tuple[float, int] | None:
+def _pools(own: Mapping[CellKey, Mapping[str, MetricReference]]) -> dict[str, dict[str, Pool]]:
+    """Per model, per metric family: the suite's tau^2 from every cell's own estimate."""
+    found: dict[tuple[str, str], list[MetricReference]] = {}
+    for key, metrics in own.items():
+        for name, ref in metrics.items():
+            if ref.own_icc is not None:
+                found.setdefault((key.model, family(name)), []).append(ref)
+    pools: dict[str, dict[str, Pool]] = {}
+    for (model, fam), refs in found.items():
+        at = min(max(float(np.mean([r.own_icc[0] for r in refs if r.own_icc])), 0.0), MAX_ICC)
+        estimates = [t for r in refs if (t := r.own_tau2(at)) is not None]
+        if estimates:
+            pools.setdefault(model, {})[fam] = pool_tau2(estimates, at)
+    return pools
+
+
+def _own_icc(
+    kind: Kind, per_night: Sequence[FloatArray], pooled: FloatArray
+) -> tuple[float, int] | None:
     if kind == "count":
         if not pooled.size:
             return None
@@ -296,41 +300,50 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     rho = PRIOR_ICC if own is None else min(max(own[0], 0.0), MAX_ICC)
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
-    common = {
-        "coding": coding,
-        "kind": info.kind,
-        "direction": info.direction,
-        "nights": per_night,
-        "n": n,
-        "icc": rho,
-        "own_icc": own,
-        "night_size": n / max(1, sum(v.size > 0 for v in per_night)),
-        "size_sq": size_sq,
-    }
-    estimate = float(values.mean()) if n else float("nan")
-    if info.kind == "binary":
+    moments = _moments(info.kind, values)
+    return MetricReference(
+        coding=coding,
+        kind=info.kind,
+        direction=info.direction,
+        nights=per_night,
+        n=n,
+        estimate=float(values.mean()) if n else float("nan"),
+        mean=moments.mean,
+        run_var=moments.run_var,
+        icc=rho,
+        own_icc=own,
+        night_size=n / max(1, sum(v.size > 0 for v in per_night)),
+        size_sq=size_sq,
+        sorted_base=moments.sorted_base,
+        shares=moments.shares,
+    )
+
+
+@dataclass(frozen=True)
+class _Moments:
+    mean: float
+    run_var: float
+    sorted_base: FloatArray
+    shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
+
+
+def _moments(kind: Kind, values: FloatArray) -> _Moments:
+    """The null mean and run variance on the test scale, per kind."""
+    n = values.size
+    if kind == "binary":
         mean = (float(values.sum()) + 0.5) / (n + 1)
-        return MetricReference(
-            estimate=estimate, mean=mean, run_var=mean * (1 - mean), **common
-        )
-    if info.kind == "count":
+        return _Moments(mean, mean * (1 - mean), np.zeros(0))
+    if kind == "count":
         ordered = np.sort(values)
         # A baseline of identical counts would make any change infinitely significant:
         # floor at the rank variance one differing run would leave.
         var = max(tie_factor(ordered), 3.0 / (n + 1)) / 12.0 if n else 1 / 12
-        return MetricReference(
-            estimate=estimate, mean=0.5, run_var=var, sorted_base=ordered, **common
-        )
-    if info.kind == "continuous":
+        return _Moments(0.5, var, ordered)
+    if kind == "continuous":
         var = float(values.var(ddof=1)) if n > 1 else 0.0
-        return MetricReference(
-            estimate=estimate, mean=estimate, run_var=max(var, _LOG_VAR_FLOOR), **common
-        )
+        return _Moments(float(values.mean()) if n else 0.0, max(var, _LOG_VAR_FLOOR), np.zeros(0))
     usual, other = float((values == 0).sum()), float((values == 1).sum())
     total = n + 1.5
     shares = ((usual + 0.5) / total, (other + 0.5) / total, 0.5 / total)
     mean = shares[1] + 2 * shares[2]
-    var = shares[1] + 4 * shares[2] - mean**2
-    return MetricReference(
-        estimate=estimate, mean=mean, run_var=var, shares=shares, **common
-    )
+    return _Moments(mean, shares[1] + 4 * shares[2] - mean**2, np.zeros(0), shares)

@@ -126,25 +126,25 @@ def decide(
 ) -> Step:
     """Stop, or run more of this cell? Pure: the same runs give the same answer."""
     done = len(tonight)
-    if done < budget.first_look:
-        more = budget.first_look - done
-        return Step("continue", more, done, f"{done} of {budget.first_look} runs before the first look")
-    if done >= budget.max_runs:
-        return Step("stop", 0, done, f"reached the cap of {budget.max_runs} runs")
-    if reference.young:
-        if done < budget.runs:
-            return Step("continue", budget.runs - done, done, "baseline too young to gate: runs its N")
-        return Step("stop", 0, done, "baseline too young to gate: no escalation")
+    fixed = _fixed_step(reference, done, budget)
+    if fixed is not None:
+        return fixed
     target = budget.runs if done < budget.runs else budget.max_runs
     looks = _looks(reference, Runs.of(sorted(tonight, key=lambda r: r.index)), budget, done, target)
     watched = _watched(reference, evidence, budget) if done >= budget.runs else []
     keep = [look for look in looks if look.suspicious]
     if not keep and not watched:
         best = max(looks, key=lambda look: look.promise, default=None)
-        why = "" if best is None else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
+        why = (
+            ""
+            if best is None
+            else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
+        )
         return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
     more = target - done if done < budget.runs else min(budget.batch, budget.max_runs - done)
-    said = [f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep]
+    said = [
+        f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep
+    ]
     said += [f"{name} (accumulated evidence halfway to its threshold)" for name in watched]
     return Step(
         "continue",
@@ -155,7 +155,25 @@ def decide(
     )
 
 
-def _looks(reference: CellReference, runs: Runs, budget: Budget, done: int, target: int) -> list[_Look]:
+def _fixed_step(reference: CellReference, done: int, budget: Budget) -> Step | None:
+    """The decisions that need no look at the runs: before the first look, at the cap, young."""
+    if done < budget.first_look:
+        more = budget.first_look - done
+        return Step(
+            "continue", more, done, f"{done} of {budget.first_look} runs before the first look"
+        )
+    if done >= budget.max_runs:
+        return Step("stop", 0, done, f"reached the cap of {budget.max_runs} runs")
+    if not reference.young:
+        return None
+    if done < budget.runs:
+        return Step("continue", budget.runs - done, done, "baseline too young to gate: runs its N")
+    return Step("stop", 0, done, "baseline too young to gate: no escalation")
+
+
+def _looks(
+    reference: CellReference, runs: Runs, budget: Budget, done: int, target: int
+) -> list[_Look]:
     tol = reference.tolerance
     gating = [c for c in reference.codings(runs) if tol.is_gating(c.metric)]
     family = {True: max(1, len(gating)), False: max(1, len(reference.codings(runs)) - len(gating))}
@@ -176,7 +194,13 @@ def _looks(reference: CellReference, runs: Runs, budget: Budget, done: int, targ
 
 
 def _look(
-    ref: MetricReference, m: Measured, bar: float, fdr_q: float, done: int, target: int, enough: float
+    ref: MetricReference,
+    m: Measured,
+    bar: float,
+    fdr_q: float,
+    done: int,
+    target: int,
+    enough: float,
 ) -> _Look:
     p, _ = m.p_values(ref.direction, improvable=False)
     # The z the test's own p corresponds to (exact tails for rates and paths: a single

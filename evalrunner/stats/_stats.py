@@ -149,8 +149,16 @@ class Tolerance(BaseModel):
 # callers have no nights), so they keep gating as before. Delete them once the
 # callers use compare_night / decide / summarize(records).
 
-from evalrunner.stats._formulas import newcombe_diff, pass_at_k, pass_hat_k, wilson  # noqa: E402
+from evalrunner.stats._formulas import (  # noqa: E402
+    FloatArray,
+    cliffs_delta,
+    newcombe_diff,
+    pass_at_k,
+    pass_hat_k,
+    wilson,
+)
 from evalrunner.stats._metrics import Direction, Kind, sequence_label  # noqa: E402
+from evalrunner.stats._observe import LOG_OFFSETS  # noqa: E402
 from evalrunner.stats._results import MetricResult  # noqa: E402
 
 if TYPE_CHECKING:
@@ -159,10 +167,12 @@ if TYPE_CHECKING:
     from evalrunner.live._record import RunRecord
 
 __all__ = [
+    "LOG_OFFSETS",
     "AdaptivePlan",
     "MetricResult",
     "Tolerance",
     "adaptive_plan",
+    "cliffs_delta",
     "compare_scenario",
     "finalize",
     "js_distance",
@@ -224,13 +234,15 @@ def compare_scenario(
     model: str = "",
     seed: int = 0,
     metrics: Collection[str] | None = None,
+    n_resamples: int = 0,
 ) -> list[MetricResult]:
-    """Bridge: one cell, the baseline frame as one night (``seed`` is unused: nothing is random)."""
+    """Bridge: one cell, the baseline frame as one night (``seed`` and ``n_resamples`` are
+    unused: nothing is resampled)."""
     from evalrunner.live._record import CellKey
     from evalrunner.stats._night import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
 
-    del seed
+    del seed, n_resamples
     key = CellKey(scenario, model)
     cell = CellBaseline(key, _one_night(tolerance), [_records(baseline)], "bridge")
     results = compare_night([CellNight(cell, _records(night))]).results
@@ -259,7 +271,9 @@ def summarize(df: pd.DataFrame) -> dict[str, Any]:
     return summary(_records(df)).model_dump(mode="json", exclude_none=True)
 
 
-def js_distance(p_counts: Sequence[float], q_counts: Sequence[float]) -> float:
+def js_distance(
+    p_counts: Sequence[float] | FloatArray, q_counts: Sequence[float] | FloatArray
+) -> float:
     """Jensen-Shannon distance (base 2) of two count vectors (tests/support's stand-in uses it)."""
     from scipy.spatial.distance import jensenshannon
 

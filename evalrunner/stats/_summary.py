@@ -13,7 +13,14 @@ from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
 from evalrunner.stats._metrics import sequence_label
 from evalrunner.stats._observe import Runs
 
-_MEDIANS = ("step_count", "llm_calls", "tool_calls", "prompt_tokens", "completion_tokens", "latency_s")
+_MEDIANS = (
+    "step_count",
+    "llm_calls",
+    "tool_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+)
 
 
 class Rate(BaseModel):

@@ -108,7 +108,11 @@ def reaches(
     if result.direction == "changed":
         if not harmful or centre is None:
             return False
-        return _beyond(result, high, True) if centre >= _neutral(result) else _beyond(result, low, False)
+        return (
+            _beyond(result, high, True)
+            if centre >= _neutral(result)
+            else _beyond(result, low, False)
+        )
     harm_up = result.direction == "higher"
     up = harm_up if harmful else not harm_up
     return _beyond(result, high if up else low, up)

@@ -6,9 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from evalrunner.stats import cliffs_delta, newcombe_diff, normalize_answer, pass_at_k, pass_hat_k, wilson
+from evalrunner.stats import (
+    cliffs_delta,
+    newcombe_diff,
+    normalize_answer,
+    pass_at_k,
+    pass_hat_k,
+    wilson,
+)
 from evalrunner.stats._formulas import (
-    betabinom_pmf,
     bh,
     dirmult3_pmf,
     icc,
@@ -105,12 +111,6 @@ def test_pass_hat_k_and_pass_at_k() -> None:
 def test_normalize_answer() -> None:
     assert normalize_answer("  The  ANSWER\n is 42 ") == "the answer is 42"
     assert normalize_answer(None) is None
-
-
-@pytest.mark.parametrize(("n", "a", "b"), [(20, 18.0, 2.0), (60, 0.5, 100.0), (5, 1.3, 0.7)])
-def test_betabinom_pmf_matches_scipy(n: int, a: float, b: float) -> None:
-    expected = sps.betabinom.pmf(np.arange(n + 1), n, a, b)
-    assert betabinom_pmf(n, a, b) == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
 
 def test_dirichlet_multinomial_over_three_groups_matches_scipy() -> None:

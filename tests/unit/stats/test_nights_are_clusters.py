@@ -34,11 +34,17 @@ def test_a_cell_borrows_the_suite_s_night_to_night_spread(
 ) -> None:
     steady = cell([runs(20, passed=17) for _ in range(4)], runs(20, passed=17), scenario="a")
     others = [
-        cell([runs(20, passed=p, scenario=s) for p in (20, 12, 19, 13)], runs(20, scenario=s), scenario=s)
+        cell(
+            [runs(20, passed=p, scenario=s) for p in (20, 12, 19, 13)],
+            runs(20, scenario=s),
+            scenario=s,
+        )
         for s in ("b", "c", "d")
     ]
     night = compare_night([steady, *others])
-    share = next(r.night_share for r in night.results if r.scenario == "a" and r.metric == "success_rate")
+    share = next(
+        r.night_share for r in night.results if r.scenario == "a" and r.metric == "success_rate"
+    )
     assert share is not None and share > 0.05  # its own 4 nights say 0; the suite says otherwise
 
 
@@ -56,7 +62,9 @@ def test_a_young_baseline_is_compared_but_does_not_gate(
     assert success.verdict == "regression" and not success.gating and not success.fails_night
     assert night.failures == []
     # A suite can ask for fewer nights.
-    relaxed = compare_night([cell([runs(10, passed=9)], runs(20, passed=2), tolerance=Tolerance(min_baseline_nights=1))])
+    relaxed = compare_night(
+        [cell([runs(10, passed=9)], runs(20, passed=2), tolerance=Tolerance(min_baseline_nights=1))]
+    )
     assert relaxed.cells[0].gating and relaxed.failures
 
 

@@ -20,7 +20,9 @@ def _cells(runs: RunsMaker, cell: Callable[..., CellNight]) -> list[CellNight]:
     out = []
     for s, passed in enumerate((18, 15, 12)):
         nights = [runs(20, passed=17 + i % 3, steps=(3, 4, 5), scenario=f"s{s}") for i in range(4)]
-        out.append(cell(nights, runs(20, passed=passed, steps=(4, 5), scenario=f"s{s}"), scenario=f"s{s}"))
+        out.append(
+            cell(nights, runs(20, passed=passed, steps=(4, 5), scenario=f"s{s}"), scenario=f"s{s}")
+        )
     return out
 
 
