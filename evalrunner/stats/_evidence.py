@@ -31,6 +31,7 @@ from scipy import special
 
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
+from evalrunner.stats._metrics import Direction
 from evalrunner.stats._power import to_effect, to_test_scale
 from evalrunner.stats._reference import MetricReference
 
@@ -108,7 +109,7 @@ def add_night(
         total = before.weighted_sum + x / var
         diff = total / weight - ref.mean
         spread = 1.0 / weight + ref.base_var
-        e = math.exp(log_e_value(diff, spread, ref, to_test_scale(ref, margins[name])))
+        e = math.exp(log_e_value(diff, spread, ref.direction, to_test_scale(ref, margins[name])))
         metrics[name] = MetricEvidence(
             nights=before.nights + 1, weight=weight, weighted_sum=total, e_value=e
         )
@@ -128,16 +129,16 @@ def add_night(
     return state.model_copy(update={"nights": state.nights + 1, "metrics": metrics}), out
 
 
-def log_e_value(diff: float, var: float, ref: MetricReference, scale: float) -> float:
+def log_e_value(diff: float, var: float, direction: Direction, scale: float) -> float:
     """log of the normal-mixture e-value for an accumulated change ``diff`` of variance ``var``."""
     info = 1.0 / var
     score = diff * info
     a = info + 1.0 / scale**2
     log_norm = -0.5 * math.log(scale**2 * info + 1.0)
-    if ref.direction == "changed":
+    if direction == "changed":
         value = log_norm + score**2 / (2 * a)
     else:
-        signed = score if ref.direction == "higher" else -score
+        signed = score if direction == "higher" else -score
         value = (
             math.log(2.0)
             + log_norm

@@ -101,8 +101,8 @@ def measure(ref: MetricReference, tonight: Runs, level: float) -> Measured | str
         else "valid runs"
     )
     if not ref.n or not values.size:
-        sides = [s for s, n in (("the baseline", ref.n), ("tonight", values.size)) if not n]
-        return f"no {what} in {' or '.join(sides)}"
+        sides = [s for s, n in (("in the baseline", ref.n), ("tonight", values.size)) if not n]
+        return f"no {what} {' or '.join(sides)}"
     if ref.kind == "continuous" and ref.n and _all_zero(ref, values):
         return f"{ref.name} is all zero on one side (not recorded?)"
     return _MEASURE[ref.kind](ref, values, level)

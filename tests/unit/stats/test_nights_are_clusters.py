@@ -86,5 +86,5 @@ def test_no_valid_runs_tonight_says_so(runs: RunsMaker, cell: Callable[..., Cell
     nights = [runs(20, passed=17) for _ in range(3)]
     found = {r.metric: r for r in compare_night([cell(nights, runs(5, skipped=5))]).results}
     assert found["skip_rate"].verdict in ("regression", "inconclusive")
-    assert found["step_count"].note == "no valid runs in tonight"
+    assert found["step_count"].note == "no valid runs tonight"
     assert found["step_count"].p is None and found["step_count"].verdict == "inconclusive"

@@ -1,0 +1,122 @@
+"""Escalation and adaptive stopping: one pure decision per look, and the loop that follows it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.stats import (
+    Budget,
+    CellNight,
+    CellReference,
+    Tolerance,
+    decide,
+    drive,
+    fit_references,
+)
+
+from .conftest import RunsMaker
+
+STEPS = (3, 4, 5, 3, 4)
+
+
+def _reference(
+    runs: RunsMaker,
+    cell: Callable[..., CellNight],
+    nights: int = 5,
+    tolerance: Tolerance | None = None,
+) -> CellReference:
+    night = cell([runs(20, passed=18, steps=STEPS) for _ in range(nights)], [], tolerance=tolerance)
+    return fit_references([night.baseline])[CellKey("s", "m")]
+
+
+def _feeder(runs: RunsMaker, passed_share: float) -> Callable[[int], list[RunRecord]]:
+    done = [0]
+
+    def run_more(k: int) -> list[RunRecord]:
+        start = done[0]
+        done[0] += k
+        return runs(k, passed=round(k * passed_share), steps=STEPS, start=start)
+
+    return run_more
+
+
+def test_the_budget_follows_the_tolerance() -> None:
+    assert Budget.of(Tolerance(), 20, cells=5) == Budget(20, 60, 10, False, 5)
+    assert Budget.of(Tolerance(escalate_to=1), 20, cells=5).max_runs == 20
+    assert Budget.of(Tolerance(), 20, cells=5, adaptive=True).first_look == 10
+    assert Budget.of(Tolerance(), 20, cells=5).first_look == 20
+
+
+def test_before_the_first_look_it_runs_up_to_it(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell)
+    step = decide(ref, runs(5, passed=5), Budget.of(Tolerance(), 20, cells=1))
+    assert (step.action, step.more, step.runs) == ("continue", 15, 5)
+    assert step.reason == "5 of 20 runs before the first look"
+
+
+def test_runs_like_the_baseline_s_stop_at_n(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell)
+    step = decide(ref, runs(20, passed=18, steps=STEPS), Budget.of(Tolerance(), 20, cells=1))
+    assert step.action == "stop" and step.more == 0
+    assert step.reason.startswith(
+        "nothing suspicious after 20 runs (best chance of a flag at 60 runs:"
+    )
+
+
+def test_a_suspicious_cell_gets_another_batch_and_says_why(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell)
+    step = decide(ref, runs(20, passed=13, steps=STEPS), Budget.of(Tolerance(), 20, cells=1))
+    assert (step.action, step.more) == ("continue", 10)
+    assert "success_rate" in step.suspicious
+    assert step.reason.startswith("after 20 runs success_rate (p ")
+    assert step.reason.endswith(": 10 more (cap 60)")
+
+
+def test_the_cap_ends_it(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
+    ref = _reference(runs, cell)
+    step = decide(ref, runs(60, passed=30), Budget.of(Tolerance(), 20, cells=1))
+    assert (step.action, step.reason) == ("stop", "reached the cap of 60 runs")
+
+
+def test_a_young_baseline_runs_its_n_and_never_escalates(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell, nights=1)
+    budget = Budget.of(Tolerance(), 20, cells=1, adaptive=True)
+    assert decide(ref, runs(10, passed=2), budget).more == 10
+    step = decide(ref, runs(20, passed=2), budget)
+    assert (step.action, step.reason) == ("stop", "baseline too young to gate: no escalation")
+
+
+def test_drive_escalates_a_changed_cell_to_the_cap(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell)
+    driven = drive(ref, Budget.of(Tolerance(), 20, cells=1), _feeder(runs, 0.5))
+    assert len(driven.records) == 60
+    assert [s.action for s in driven.steps] == ["continue"] * 5 + ["stop"]
+    assert [r.index for r in driven.records] == list(range(60))
+
+
+def test_drive_stops_an_unchanged_cell_at_half_n_when_adaptive(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell)
+    driven = drive(ref, Budget.of(Tolerance(), 20, cells=1, adaptive=True), _feeder(runs, 0.9))
+    assert len(driven.records) == 10
+    assert driven.steps[-1].reason.startswith("nothing suspicious after 10 runs")
+
+
+def test_drive_ends_when_the_runner_cannot_run_more(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell)
+    driven = drive(ref, Budget.of(Tolerance(), 20, cells=1), lambda k: [])
+    assert driven.records == [] and len(driven.steps) == 1

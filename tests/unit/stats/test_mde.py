@@ -1,0 +1,102 @@
+"""MDE and runs needed are computed at the level the verdict uses (BH bar and the margin rule)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy import stats as sps
+
+from evalrunner.live._record import CellKey
+from evalrunner.stats import CellNight, CellReference, compare_night, fit_references
+from evalrunner.stats._binary import effective_baseline, predictive_pmf
+from evalrunner.stats._formulas import newcombe_arrays, z_upper
+from evalrunner.stats._observe import Coding
+from evalrunner.stats._power import mde, runs_needed
+
+from .conftest import RunsMaker
+
+PROMPT = (900, 1100, 1000, 950, 1050, 1200, 800, 1000, 1020, 980)
+
+
+def _reference(runs: RunsMaker, cell: Callable[..., CellNight]) -> CellReference:
+    nights = [runs(20, passed=18, prompt=PROMPT, start=20 * i) for i in range(5)]
+    return fit_references([cell(nights, []).baseline])[CellKey("s", "m")]
+
+
+def test_a_rate_s_mde_has_power_0_8_by_direct_summation(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell).reference(Coding("success_rate"))
+    n, bar, margin, level = 20, 0.002, 0.1, 0.9
+    found = mde(ref, n, bar, margin, level)
+    assert found is not None
+    # Flagged tonight: the predictive lower tail <= bar and Newcombe's interval reaching -margin.
+    k = np.arange(n + 1, dtype=float)
+    k_b, n_b = effective_baseline(ref)
+    low, _ = newcombe_arrays(k, n, k_b, n_b, level)
+    flagged = (np.cumsum(predictive_pmf(ref, n)) <= bar) & (low <= -margin)
+    # Tonight's rate: the shifted rate give or take a normal night effect of sd tau.
+    rate = ref.estimate - found
+    tau = math.sqrt(ref.icc * rate * (1 - rate))
+
+    def chance(count: int) -> float:
+        def at(u: float) -> float:
+            p = min(max(rate + u, 1e-9), 1 - 1e-9)
+            return float(sps.binom.pmf(count, n, p) * sps.norm.pdf(u, scale=tau))
+
+        return float(integrate.quad(at, -8 * tau, 8 * tau, limit=200)[0])
+
+    power = sum(chance(int(c)) for c in k[flagged])
+    assert power == pytest.approx(0.8, abs=0.01)
+
+
+def test_a_continuous_mde_is_the_normal_formula(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell).reference(Coding("prompt_tokens"))
+    n, bar, margin, level = 20, 0.001, 1.25, 0.9
+    spread = math.sqrt(ref.null_var(n))
+    se = math.sqrt(ref.within_var(n) + ref.base_var)
+    threshold = max(z_upper(bar) * spread, math.log(margin) - z_upper(0.05) * se)
+    assert mde(ref, n, bar, margin, level) == pytest.approx(
+        math.exp(threshold + z_upper(0.2) * spread)
+    )
+
+
+def test_runs_needed_is_where_the_mde_reaches_the_margin(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    ref = _reference(runs, cell).reference(Coding("prompt_tokens"))
+    needed = runs_needed(ref, 0.001, 1.25, 0.9)
+    assert needed is not None
+    assert mde(ref, needed, 0.001, 1.25, 0.9) <= 1.25 < mde(ref, needed - 1, 0.001, 1.25, 0.9)  # type: ignore[operator]
+
+
+def test_a_margin_the_baseline_cannot_resolve_needs_no_number_of_runs(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    # 100 baseline runs at 0.9: the baseline alone is uncertain by +/-0.03, so at the
+    # BH bar of a big suite a drop of 0.10 is never seen with 80 % power.
+    ref = _reference(runs, cell).reference(Coding("success_rate"))
+    assert runs_needed(ref, 0.05 / 750, 0.10, 0.9) is None
+    assert runs_needed(ref, 0.05 / 5, 0.25, 0.9) is not None
+
+
+def test_the_night_reports_the_bar_it_used(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
+    cells = [
+        cell(
+            [runs(20, passed=18, scenario=s) for _ in range(3)],
+            runs(20, passed=18, scenario=s),
+            scenario=s,
+        )
+        for s in ("a", "b")
+    ]
+    results = compare_night(cells).results
+    gating = [r for r in results if r.gating and r.p is not None]
+    assert all(r.bar == pytest.approx(0.05 / len(gating)) for r in gating)
+    success = next(r for r in results if r.metric == "success_rate")
+    assert success.mde is not None and success.mde > success.margin

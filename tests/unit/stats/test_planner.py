@@ -1,0 +1,73 @@
+"""The budget planner: runs for 80 % power at each gating margin, and what a night costs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from evalrunner.live._record import CellKey
+from evalrunner.stats import CellNight, Tolerance, fit_references, plan
+from evalrunner.stats._observe import Coding
+from evalrunner.stats._power import mde
+
+from .conftest import RunsMaker
+
+STEPS = (3, 4, 5, 3, 4, 6, 2, 4, 5, 4)
+
+
+def _cells(
+    runs: RunsMaker, cell: Callable[..., CellNight], tolerance: Tolerance
+) -> list[CellNight]:
+    return [
+        cell(
+            [
+                runs(
+                    20,
+                    passed=18,
+                    steps=STEPS,
+                    prompt=1000,
+                    completion=250,
+                    scenario=s,
+                    start=20 * i,
+                )
+                for i in range(nights)
+            ],
+            [],
+            scenario=s,
+            tolerance=tolerance,
+        )
+        for s, nights in (("mature", 10), ("young", 1))
+    ]
+
+
+def test_runs_for_the_margin_and_the_cost(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
+    tolerance = Tolerance(margins={"success_rate": 0.3})
+    cells = _cells(runs, cell, tolerance)
+    found = plan([c.baseline for c in cells], 20)
+    mature = found.cells[0]
+    assert (mature.scenario, mature.runs, mature.budget, mature.gating) == ("mature", 20, 60, True)
+    assert found.cells[1].gating is False
+    success = next(m for m in mature.metrics if m.metric == "success_rate")
+    assert success.runs_for_margin is not None and success.attainable
+    # The MDE at the planned runs is the margin (or less): 80 % power there.
+    ref = fit_references([c.baseline for c in cells])[CellKey("mature", "m")].reference(
+        Coding("success_rate")
+    )
+    at = mde(ref, success.runs_for_margin, found.level, 0.3, tolerance.ci_level)
+    assert at is not None and at <= 0.3
+    assert mature.calls_per_run == pytest.approx(sum(STEPS) / len(STEPS))
+    assert mature.tokens_per_run == pytest.approx(1250)
+    assert found.runs_now == 40
+    assert found.tokens_now == pytest.approx(40 * 1250)
+    assert found.level == pytest.approx(0.05 / sum(len(c.metrics) for c in found.cells))
+
+
+def test_margins_out_of_reach_are_named(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
+    cells = _cells(runs, cell, Tolerance())
+    found = plan([c.baseline for c in cells], 20, budget=25)
+    assert any(
+        line.startswith("mature [m] success_rate: margin 0.1 needs") for line in found.unattainable
+    )
+    success = next(m for m in found.cells[0].metrics if m.metric == "success_rate")
+    assert not success.attainable
