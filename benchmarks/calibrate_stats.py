@@ -21,7 +21,7 @@ N = 20 runs a night, escalation up to 3N, baselines young (1 night x 10 runs) or
 mature (5 nights x 20 runs). Seeded per table row: the same ``--seed`` prints the
 same tables whatever ``--jobs``. docs/calibration.md is this script's output.
 
-    .venv/bin/python benchmarks/calibrate_stats.py            # everything (hours on 2 cores)
+    .venv/bin/python benchmarks/calibrate_stats.py            # everything (~3 h on 2 busy cores)
     .venv/bin/python benchmarks/calibrate_stats.py --quick    # minutes, wider intervals
     .venv/bin/python benchmarks/calibrate_stats.py --only aa,power
 """
@@ -533,6 +533,7 @@ class Config:
 
 
 SUITES = (Suite(5, 1), Suite(5, 3), Suite(50, 1), Suite(50, 3))
+ADAPTIVE_SUITES = (Suite(5, 1), Suite(50, 1))
 MATURE, YOUNG = (5, 20), (1, 10)
 
 
@@ -784,7 +785,7 @@ def adaptive_table(cfg: Config) -> None:
         "where they differ from fixed N by more than 3 points.\n"
     )
     procs = (FIXED, ESCALATE, ADAPTIVE_ONLY, ADAPTIVE)
-    for suite in (Suite(5, 1), Suite(50, 1)):
+    for suite in ADAPTIVE_SUITES:
         cfg.emit(f"### {suite.label}\n")
         cfg.emit(
             "| procedure | runs saved, unchanged cells | "
@@ -867,10 +868,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = Config(
         seed=args.seed,
         jobs=args.jobs,
-        small=60 if args.quick else 600,
-        big=12 if args.quick else 120,
-        seasons=20 if args.quick else 150,
-        aa_seasons=6 if args.quick else 60,
+        small=60 if args.quick else 300,
+        big=12 if args.quick else 50,
+        seasons=20 if args.quick else 100,
+        aa_seasons=6 if args.quick else 40,
         quick=args.quick,
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)

@@ -11,7 +11,7 @@ calibration uses it). Looks:
 
 A metric is *suspicious* when its raw p is at or below a small floor, or when the
 predictive probability that it is flagged at the end (at N during the adaptive
-look, at the cap after N) is at least :data:`PROMISE`. Every metric counts,
+look, at the cap after N) is at least the PROMISE_* level of the look and family. Every metric counts,
 gating and diagnostic, so stopping early never skips a diagnostic that was about
 to show something; the accumulated evidence of a gating metric that is halfway
 to its threshold keeps the cell escalating too, so slow changes get more runs.
@@ -44,8 +44,12 @@ from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
 from evalrunner.stats._stats import Tolerance
 
+PROMISE_ENTER = 0.1
+"""At N: escalate when a gating metric would be flagged at the cap with this chance. Lenient:
+20 runs cannot tell a 0.6 success rate from 0.75 (a changed cell's first 20 runs look
+harmless a quarter of the time), and a false escalation is cheap because..."""
 PROMISE_GATING = 0.2
-"""At N and after: escalate while a gating metric would be flagged at the cap with this chance."""
+"""...after N, a cell keeps escalating only while a gating metric stays this promising."""
 PROMISE_DIAGNOSTIC = 0.35
 """The same for diagnostics (more of them, so a stricter bar keeps false escalations rare)."""
 PROMISE_ADAPTIVE = 0.2
@@ -188,7 +192,11 @@ def _looks(
         if done < budget.runs:
             promise = PROMISE_ADAPTIVE
         else:
-            promise = PROMISE_GATING if gates else PROMISE_DIAGNOSTIC
+            promise = (
+                (PROMISE_ENTER if done == budget.runs else PROMISE_GATING)
+                if gates
+                else PROMISE_DIAGNOSTIC
+            )
         out.append(_look(ref, found, bar, tol.fdr_q, done, target, promise))
     return out
 
