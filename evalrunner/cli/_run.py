@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalrunner import _clock as clock
+from evalrunner._redact import redact_text
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
@@ -42,7 +43,7 @@ def print_run(result: LiveResult) -> None:
     if result.history_path:
         click.echo(f"history: {result.history_path}", err=True)
     for rid, tb in report.crashes:
-        click.echo(f"\nCRASHED {rid}:\n{tb}", err=True)
+        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
 
 
 @click.command()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from evalrunner._clock import iso_now
+from evalrunner._redact import redact_text
 from evalrunner.core._normalize import normalize
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._shape import shape
@@ -123,7 +124,8 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         model=ep.label,
         index=job.index,
         outcome=outcome.outcome,
-        reason=outcome.reason,
+        # Exception messages can echo a credential; the reason is shown and written.
+        reason=redact_text(outcome.reason) if outcome.reason else None,
         step_count=sh.step_count,
         llm_calls=sh.llm_calls,
         tool_calls=sh.tool_calls,

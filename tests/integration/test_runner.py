@@ -385,6 +385,16 @@ def test_exit_1_with_crashes_and_the_traceback_on_stderr(
     check_results_dir(tmp_path / "out", planned_ids(["pass", "crash"], 2))
 
 
+def test_a_crash_traceback_on_stderr_shows_no_api_key(
+    tmp_path: Path, endpoint: FakeEndpoint
+) -> None:
+    write_suite(tmp_path, "leaky", [scenario("crash", "leaky_crashing_agent")], runs=1)
+    result = cli(endpoint, tmp_path, "--suite", "leaky", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output
+    assert "RuntimeError: upstream refused key [REDACTED]" in result.stderr
+    assert FAKE_KEY not in result.stderr
+
+
 def test_exit_2_for_config_errors_with_one_line(tmp_path: Path, endpoint: FakeEndpoint) -> None:
     write_suite(tmp_path, "ok", [scenario("pass", "tool_agent"), scenario("fail", "tool_agent")])
     result = cli(

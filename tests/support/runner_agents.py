@@ -115,6 +115,12 @@ def crashing_agent(task: str, ctx: RunContext) -> str | None:
     raise ValueError(f"tool exploded after the model said {answer!r}")
 
 
+def leaky_crashing_agent(task: str, ctx: RunContext) -> str | None:
+    """Crashes with its API key in the message, as a careless error path would."""
+    timed_agent(task, ctx)
+    raise RuntimeError(f"upstream refused key {os.environ['OPENAI_API_KEY']}")
+
+
 # -- helpers the runner tests share (not agents) --------------------------------------
 
 FAKE_MODEL = "openai/fake"
