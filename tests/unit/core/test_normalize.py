@@ -580,9 +580,7 @@ def test_session_ids_are_dropped_under_any_name_at_every_level() -> None:
     assert a["agent"]["tool_definitions"] == [{"parameters": {"parent_session_id": "schema"}}]
     bookkeeping = copy.deepcopy(a)
     del bookkeeping["agent"]["tool_definitions"]
-    assert not any(
-        k.endswith(("session_id", "SessionId", "sessionId")) for k in _keys(bookkeeping)
-    )
+    assert not any(k.endswith(("session_id", "SessionId", "sessionId")) for k in _keys(bookkeeping))
 
 
 def test_a_star_volatile_key_drops_every_key_with_that_suffix() -> None:
