@@ -27,6 +27,7 @@ from evalrunner.core._scope import (
 from evalrunner.core._shape import Shape, shape
 from evalrunner.core._steps import SCHEMA_VERSION, TrajectoryBuilder
 from evalrunner.core._transport import Answer, Request, Transport, TransportSource
+from evalrunner.core._warnings import NoModelCallsWarning
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -37,6 +38,7 @@ __all__ = [
     "Delta",
     "InfraLog",
     "LiteLLMTransport",
+    "NoModelCallsWarning",
     "NormalizeConfig",
     "Request",
     "ResponseRecord",

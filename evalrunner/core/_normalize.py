@@ -4,7 +4,9 @@ Pure functions over ATIF dicts. What is volatile was learned by running real
 agents twice and diffing (see docs/design.md), not by reading the schema:
 ids at every level, timestamps, generation ids, cost, token-id and logprob
 arrays, object addresses in reprs, provider tool-call ids, and the completion
-order of concurrent sub-agents. ``schema_version`` and ``model_name`` are kept:
+order of concurrent sub-agents. Volatile keys are dropped at every level
+(``agent.extra.parent_session_id`` as much as the root ``session_id``), except
+inside tool arguments and tool definitions, which are the agent's own data. ``schema_version`` and ``model_name`` are kept:
 a schema bump or a model swap is a change users want to see.
 
 ``normalize(normalize(t)) == normalize(t)`` holds for every input.
@@ -14,14 +16,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner._jsonio import canonical
 
 DEFAULT_VOLATILE_KEYS: frozenset[str] = frozenset(
     {
+        # Session ids under any name: `session_id`, `parent_session_id`, `sessionId`, ...
         "session_id",
+        "*_session_id",
+        "sessionId",
+        "*SessionId",
         "timestamp",
         "generation_id",
         "cost_usd",
@@ -44,13 +50,36 @@ ADDRESS_MASK = (re.compile(r"<([^<>\"]*?) at 0x[0-9a-fA-F]+>"), r"<\1 at 0xADDR>
 _OPAQUE_KEYS = frozenset({"arguments", "tool_definitions"})
 
 
+class _Volatility(dict[str, bool]):
+    """key -> dropped?, filled on first sight: exact names, and `*suffix` patterns."""
+
+    def __init__(self, keys: frozenset[str]) -> None:
+        super().__init__()
+        self.exact = frozenset(k for k in keys if not k.startswith("*"))
+        self.suffixes = tuple(sorted(k[1:] for k in keys if k.startswith("*") and k[1:]))
+
+    def __missing__(self, key: str) -> bool:
+        dropped = key in self.exact or key.endswith(self.suffixes)
+        self[key] = dropped
+        return dropped
+
+
 @dataclass(frozen=True)
 class NormalizeConfig:
-    """What to strip and mask. Extend per suite with :meth:`extended`."""
+    """What to strip and mask. Extend per suite with :meth:`extended`.
+
+    A volatile key that starts with ``*`` drops every key ending in the rest
+    (``*_request_id`` drops ``request_id``'s relatives ``parent_request_id``, ...).
+    """
 
     volatile_keys: frozenset[str] = DEFAULT_VOLATILE_KEYS
     masks: tuple[tuple[re.Pattern[str], str], ...] = (ADDRESS_MASK,)
     sort_subagents: bool = True
+    # Whether a key is volatile, memoised per key name (a dict lookup on the hot path).
+    volatile: _Volatility = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "volatile", _Volatility(self.volatile_keys))
 
     def extended(
         self,
@@ -104,7 +133,7 @@ def _normalize_trajectory(traj: Mapping[str, Any], config: NormalizeConfig) -> d
     steps = _Steps(config, id_map)
     out: dict[str, Any] = {}
     for key, value in traj.items():
-        if key in config.volatile_keys or key == "subagent_trajectories":
+        if config.volatile[key] or key == "subagent_trajectories":
             continue
         if key == "steps":
             out["steps"] = [steps.step(s) for s in value]
@@ -139,7 +168,7 @@ class _Steps:
         config = self.config
         out: dict[str, Any] = {}
         for key, value in step.items():
-            if key in config.volatile_keys:
+            if config.volatile[key]:
                 continue
             if key == "tool_calls" and value is not None:
                 out[key] = [self._call(call) for call in value]
@@ -153,8 +182,8 @@ class _Steps:
     # cleaning are written out where used rather than behind helper calls.
 
     def _call(self, call: Mapping[str, Any]) -> dict[str, Any]:
-        config, call_map = self.config, self.call_map
-        new = {k: _clean(v, config, k) for k, v in call.items() if k not in config.volatile_keys}
+        config, call_map, volatile = self.config, self.call_map, self.config.volatile
+        new = {k: _clean(v, config, k) for k, v in call.items() if not volatile[k]}
         old = call.get("tool_call_id")
         if old is not None:
             new["tool_call_id"] = call_map.setdefault(str(old), f"call_{len(call_map) + 1}")
@@ -168,14 +197,14 @@ class _Steps:
         out = {
             k: _clean(v, config, k)
             for k, v in obs.items()
-            if k != "results" and k not in config.volatile_keys
+            if k != "results" and not config.volatile[k]
         }
         out["results"] = results
         return out
 
     def _result(self, res: Mapping[str, Any]) -> dict[str, Any]:
-        config, call_map = self.config, self.call_map
-        new = {k: _clean(v, config, k) for k, v in res.items() if k not in config.volatile_keys}
+        config, call_map, volatile = self.config, self.call_map, self.config.volatile
+        new = {k: _clean(v, config, k) for k, v in res.items() if not volatile[k]}
         src = res.get("source_call_id")
         if src is not None:
             new["source_call_id"] = call_map.setdefault(str(src), f"call_{len(call_map) + 1}")
@@ -188,8 +217,8 @@ class _Steps:
         return new
 
     def _ref(self, ref: Mapping[str, Any]) -> dict[str, Any]:
-        config = self.config
-        new = {k: _clean(v, config, k) for k, v in ref.items() if k not in config.volatile_keys}
+        config, volatile = self.config, self.config.volatile
+        new = {k: _clean(v, config, k) for k, v in ref.items() if not volatile[k]}
         old = ref.get("trajectory_id")
         if old is not None:
             new["trajectory_id"] = self.id_map.get(old, old)
@@ -216,7 +245,8 @@ def _clean(value: Any, config: NormalizeConfig, key: str | None = None) -> Any:
     if isinstance(value, dict):
         if key in _OPAQUE_KEYS:
             return _mask_only(value, config)
-        return {k: _clean(v, config, k) for k, v in value.items() if k not in config.volatile_keys}
+        volatile = config.volatile
+        return {k: _clean(v, config, k) for k, v in value.items() if not volatile[k]}
     if isinstance(value, list):
         if key in _OPAQUE_KEYS:  # tool_definitions is a list of schemas
             return [_mask_only(v, config) for v in value]

@@ -22,6 +22,7 @@ import functools
 import inspect
 import threading
 import traceback
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
 from evalrunner.core._steps import TrajectoryBuilder
 from evalrunner.core._transport import Answer, Request, Transport, TransportSource
+from evalrunner.core._warnings import NoModelCallsWarning, no_model_calls_message
 
 _current: contextvars.ContextVar[CaptureScope | None] = contextvars.ContextVar(
     "evalrunner_capture", default=None
@@ -80,8 +82,20 @@ class CaptureScope:
     """One capture scope: the trajectory of one agent (or sub-agent) run. Open it with
     :func:`capture`."""
 
-    def __init__(self, name: str, version: str, call_id: str | None, answering: _Answering) -> None:
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        call_id: str | None,
+        answering: _Answering,
+        expect_model_calls: bool = True,
+    ) -> None:
         self.call_id = call_id
+        self.name = name
+        # Model calls seen here and in finished sub-agent scopes; none at all is
+        # a NoModelCallsWarning when a top-level scope closes.
+        self.model_calls = 0
+        self.expect_model_calls = expect_model_calls
         self.builder = TrajectoryBuilder(name, version=version)
         self.parent: CaptureScope | None = None
         self.trajectory: dict[str, Any] | None = None
@@ -125,6 +139,9 @@ class CaptureScope:
         if self.parent is not None:
             with self.parent._lock:
                 self.parent._subagents.append(self.trajectory)
+                self.parent.model_calls += self.model_calls
+        elif self.model_calls == 0 and self.expect_model_calls:
+            warnings.warn(no_model_calls_message(self.name), NoModelCallsWarning, stacklevel=2)
 
     async def __aenter__(self) -> CaptureScope:
         return self.__enter__()
@@ -145,6 +162,7 @@ class CaptureScope:
         return self._received(await self.transport.acomplete(request))
 
     def _sent(self, request: Request) -> None:
+        self.model_calls += 1
         self.builder.ingest_messages(request.get("messages") or [], request.get("tools"))
 
     def _received(self, answer: Answer) -> Any:
@@ -165,6 +183,7 @@ def capture(
     replay: TransportSource | None = None,
     recorder: TransportSource | None = None,
     retry: RetrySettings | None = None,
+    expect_model_calls: bool = True,
 ) -> CaptureScope:
     """Open a capture scope (``with`` or ``async with``); nested scopes become sub-agents.
 
@@ -173,9 +192,13 @@ def capture(
     frozen Recorder) records live answers, ``retry`` is the live calls'
     RetryPolicy; ``transport`` answers calls any other way. After the block,
     ``scope.trajectory`` holds the ATIF dict, also when the block raised
-    (then ``extra.crashed`` is true).
+    (then ``extra.crashed`` is true). A top-level scope that saw no model call
+    (its sub-agents' included) warns with :class:`NoModelCallsWarning` when it
+    closes, unless ``expect_model_calls=False``.
     """
-    return CaptureScope(name, version, call_id, _Answering(transport, replay, recorder, retry))
+    return CaptureScope(
+        name, version, call_id, _Answering(transport, replay, recorder, retry), expect_model_calls
+    )
 
 
 def record_tool_result(call_id: str | None, content: Any, *, error: bool = False) -> None:
@@ -224,16 +247,20 @@ def run_captured(
     replay: TransportSource | None = None,
     recorder: TransportSource | None = None,
     retry: RetrySettings | None = None,
+    expect_model_calls: bool = True,
     **kwargs: Any,
 ) -> CaptureResult:
     """Run a sync agent callable under capture; exceptions are kept, not raised.
 
     Replay errors (ScriptExhausted, RequestMismatch in strict mode,
     NetworkBlocked) are raised: they are the harness's verdict, not the agent's crash.
+    ``expect_model_calls=False`` silences the :class:`NoModelCallsWarning` of a
+    run that made no model call.
     """
     scope = capture(
         name, version=version, transport=transport, replay=replay, recorder=recorder, retry=retry
     )
+    scope.expect_model_calls = expect_model_calls
     output: Any = None
     error: BaseException | None = None
     try:
@@ -255,6 +282,7 @@ async def arun_captured(
     retry: RetrySettings | None = None,
     timeout: float | None = None,
     executor: concurrent.futures.Executor | None = None,
+    expect_model_calls: bool = True,
     **kwargs: Any,
 ) -> CaptureResult:
     """Like :func:`run_captured` for async agents; sync ones run in ``executor``.
@@ -265,6 +293,7 @@ async def arun_captured(
     scope = capture(
         name, version=version, transport=transport, replay=replay, recorder=recorder, retry=retry
     )
+    scope.expect_model_calls = expect_model_calls
     output: Any = None
     error: BaseException | None = None
 
