@@ -212,12 +212,19 @@ def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
         "adaptive-same", 4, "--adaptive", "--max-runs", "20", "--batch", "5", "--no-history"
     )
     assert result.exit_code == 0, result.output
-    saved = re.search(r"^adaptive: (\d+) runs saved$", result.stderr, re.M)
-    assert saved is not None, result.stderr
+    # The words match the numbers: runs made, fewer than the maximum, of that maximum.
+    summary = re.search(
+        r"^adaptive: made (\d+) runs, (\d+) fewer than the (\d+) allowed", result.stderr, re.M
+    )
+    assert summary is not None, result.stderr
     counts = runs_of(lab.root / "adaptive-same")
-    assert int(saved.group(1)) == 20 * len(TAGS) - sum(counts.values()) > 0
+    made, fewer, allowed = map(int, summary.groups())
+    assert (made, allowed) == (sum(counts.values()), 20 * len(TAGS))
+    assert fewer == allowed - made > 0
     stopped = re.findall(
-        r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) runs", result.stderr, re.M
+        r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) of at most 20 runs",
+        result.stderr,
+        re.M,
     )
     assert stopped and all(counts[sc] == int(n) < 20 for sc, n in stopped)
     assert counts["steady"] < 20  # never errs: every gating metric settles early

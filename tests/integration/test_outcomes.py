@@ -173,7 +173,7 @@ def test_a_fault_that_outlasts_the_retries_is_infra_error(
         # Three attempts are ours; the SDK's own hidden retries would show as more hits.
         assert ep.hits["POST /v1/chat/completions"] == 3
     assert record.outcome == "infra_error"
-    assert record.reason is not None and record.reason.startswith(f"{exc}:"), record.reason
+    assert record.reason is not None and record.reason.startswith(f"{exc} ("), record.reason
     assert record.attempts == 3
     assert record.checks == {} and not record.crashed and report.crashes == []
     assert record.llm_calls == 0  # no model answer made it into the trajectory

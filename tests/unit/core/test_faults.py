@@ -195,7 +195,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def asleep(seconds: float) -> None:
         seen.append(seconds)
 
-    monkeypatch.setattr("evalrunner.core._faults.time.sleep", seen.append)
+    monkeypatch.setattr(InfraLog, "_sleep", lambda self, seconds: seen.append(seconds))
     monkeypatch.setattr("evalrunner.core._faults.asyncio.sleep", asleep)
     return seen
 
