@@ -120,16 +120,19 @@ def resumed(
             f"{where}: holds suite {manifest.suite!r}, not {suite.name!r}; pick another --out"
         )
     _check_resume_options(where, manifest, runs, models, scenario_ids)
-    scenarios = {s.id: s for s in suite.scenarios}
+    known = {s.id for s in suite.scenarios}
+    gone = [sid for sid in manifest.scenarios if sid not in known]
+    if gone:
+        raise ConfigError(
+            f"{where}: scenario {gone[0]!r} of this directory's plan is no longer in suite "
+            f"{suite.name!r}; start a new --out instead of --resume"
+        )
     plans = []
-    for sid, fingerprint in manifest.scenarios.items():
-        scenario = scenarios.get(sid)
-        if scenario is None:
-            raise ConfigError(
-                f"{where}: scenario {sid!r} of this directory's plan is no longer in suite "
-                f"{suite.name!r}; start a new --out instead of --resume"
-            )
-        if scenario.fingerprint != fingerprint:
+    for scenario in suite.scenarios:  # in suite order, as a fresh night plans them
+        sid = scenario.id
+        if sid not in manifest.scenarios:
+            continue
+        if scenario.fingerprint != manifest.scenarios[sid]:
             raise ConfigError(
                 f"{where}: scenario {sid!r} changed since this directory was started "
                 "(configuration fingerprint differs); start a new --out instead of --resume"

@@ -90,7 +90,7 @@ class Manifest(BaseModel):
         "models without a baseline; the others run up to adaptive.max_runs)."
     )
     scenarios: dict[str, str] = Field(
-        description="Scenario id -> configuration fingerprint, in plan order."
+        description="Scenario id -> configuration fingerprint."
     )
     models_by_scenario: dict[str, list[str]] | None = Field(
         default=None,

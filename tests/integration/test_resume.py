@@ -19,9 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_endpoint import FakeEndpoint, Reply
 from runner_agents import fake_env, fake_pool, write_suite
 
+from evalrunner.errors import ConfigError
 from evalrunner.live._loader import load_suite
 from evalrunner.live._results import ResultsDir
 from evalrunner.live._runner import run_suite
@@ -69,7 +71,9 @@ def evalrunner(ep: FakeEndpoint, cwd: Path, *args: str, **kwargs: Any) -> Any:
 
 
 def snapshot(root: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file's bytes, but the lock file's: it holds the pid of the last process that
+    locked the directory, which a refused process may be (it locks before it checks)."""
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def test_resume_after_kill_9_finishes_exactly_the_planned_runs(tmp_path: Path) -> None:
@@ -192,7 +196,11 @@ def test_resume_refuses_a_changed_suite_and_a_plain_run_refuses_an_existing_dir(
     assert requests == 3 * 2 * 2  # only the first run's calls ever reached the model
 
 
-def test_resume_of_a_finished_dir_runs_nothing_and_more_runs_extend_it(tmp_path: Path) -> None:
+def test_resume_of_a_finished_dir_runs_nothing_and_a_different_plan_is_refused(
+    tmp_path: Path,
+) -> None:
+    # Before issue 10 `--resume --runs 3` extended a 2-run directory; now --resume
+    # continues the manifest's plan and a conflicting option is an error.
     suite = load_suite(suite_file(tmp_path))
     out = tmp_path / "out"
     with FakeEndpoint(responder=respond) as ep:
@@ -200,25 +208,25 @@ def test_resume_of_a_finished_dir_runs_nothing_and_more_runs_extend_it(tmp_path:
         asyncio.run(run_suite(suite, out=out, runs=2, pool=pool, progress_stream=io.StringIO()))
         calls = len(ep.requests)
         report = asyncio.run(
-            run_suite(suite, out=out, runs=2, resume=True, pool=pool, progress_stream=io.StringIO())
+            run_suite(suite, out=out, resume=True, pool=pool, progress_stream=io.StringIO())
         )
         assert len(ep.requests) == calls and report.resumed_skipped == 6
         assert sorted(r.run_id for r in report.records) == sorted(
             f"{s}/openai_fake/{i}" for s in SCENARIOS for i in range(2)
         )
-        # runs is not part of the fingerprint: asking for more on resume adds just those.
-        report = asyncio.run(
-            run_suite(suite, out=out, runs=3, resume=True, pool=pool, progress_stream=io.StringIO())
-        )
-        assert (
-            len(ep.requests) == calls + 3 * 2
-            and report.resumed_skipped == 6
-            and len(report.records) == 9
-        )
+        before = snapshot(out)
+        with pytest.raises(ConfigError, match=r"--runs 3 conflicts with the plan"):
+            asyncio.run(
+                run_suite(
+                    suite, out=out, runs=3, resume=True, pool=pool, progress_stream=io.StringIO()
+                )
+            )
+        assert len(ep.requests) == calls
+    assert snapshot(out) == before
     manifest = ResultsDir(out).read_manifest()
     assert (manifest.invocations, manifest.status, manifest.runs) == (
-        3,
+        2,
         "finished",
-        {s: 3 for s in SCENARIOS},
+        {s: 2 for s in SCENARIOS},
     )
-    assert len(ResultsDir(out).run_files()) == 9
+    assert len(ResultsDir(out).run_files()) == 6
