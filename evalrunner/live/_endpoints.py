@@ -58,18 +58,18 @@ def check_model(model: str, where: str) -> None:
 
     litellm = import_litellm()
     try:
-        name, provider, _, _ = litellm.get_llm_provider(model)
+        name = str(litellm.get_llm_provider(model)[0])
     except Exception:  # litellm raises BadRequestError (and prints nothing, debug info off)
-        name, provider = "", ""
-    if provider and name.strip():
+        name = None
+    if name is not None and name.strip():
         return
     prefix, slash, _ = model.partition("/")
-    if slash:
+    if name is not None:
+        what = "no model name after the provider"
+    elif slash:
         close = difflib.get_close_matches(prefix, [str(p) for p in litellm.provider_list], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         what = f"litellm knows no provider {prefix!r}{hint}" if prefix else "no provider given"
-        if prefix and not name.strip():
-            what = "no model name after the provider"
     else:
         close = difflib.get_close_matches(model, list(litellm.model_cost), n=1)
         what = "litellm cannot tell its provider" + (
