@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 from fake_endpoint import FakeEndpoint, Reply
 from night_cli import cli
-from runner_agents import fake_env, write_suite
+from runner_agents import write_suite
 
 from evalrunner.cli._main import main
 
@@ -195,7 +195,3 @@ def test_validate_prepares_litellm_before_importing_agents(tmp_path: Path) -> No
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "seen").read_text() == "True"
-
-
-def test_fake_env_keeps_subprocesses_on_loopback() -> None:
-    assert fake_env("http://127.0.0.1:1/v1")["NO_PROXY"] == "127.0.0.1,localhost"
