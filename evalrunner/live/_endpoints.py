@@ -67,7 +67,8 @@ def check_model(model: str, where: str) -> None:
     if name is not None:
         what = "no model name after the provider"
     elif slash:
-        close = difflib.get_close_matches(prefix, [str(p) for p in litellm.provider_list], n=1)
+        providers = [str(getattr(p, "value", p)) for p in litellm.provider_list]
+        close = difflib.get_close_matches(prefix, providers, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         what = f"litellm knows no provider {prefix!r}{hint}" if prefix else "no provider given"
     else:

@@ -89,9 +89,7 @@ class Manifest(BaseModel):
         description="Scenario id -> runs per model planned (under --adaptive: for scenario x "
         "models without a baseline; the others run up to adaptive.max_runs)."
     )
-    scenarios: dict[str, str] = Field(
-        description="Scenario id -> configuration fingerprint."
-    )
+    scenarios: dict[str, str] = Field(description="Scenario id -> configuration fingerprint.")
     models_by_scenario: dict[str, list[str]] | None = Field(
         default=None,
         description="Scenario id -> the model labels it runs against (format 1: every model).",
