@@ -119,38 +119,46 @@ def test_validate_and_run_reject_a_suite_model_litellm_cannot_resolve(
 # ------------------------------------------------------- where results go (items 6, 8)
 
 
-def test_an_output_directory_that_cannot_be_written_stops_the_run(
-    tmp_path: Path, ep: FakeEndpoint
+@pytest.mark.parametrize(
+    ("option", "where", "expected", "fix"),
+    [
+        ("--out", "/proc/evalrunner-out", "results directory {where} cannot be written", "--out"),
+        ("--out", "{file}/out", "results directory {where} cannot be written", "--out"),
+        (
+            "--history",
+            "{file}",
+            "history location {where} is a file, not a directory",
+            "--no-history",
+        ),
+        (
+            "--history",
+            "/proc/evalrunner-h",
+            "history location {where} cannot be written",
+            "--no-history",
+        ),
+    ],
+    ids=["out-proc", "out-under-a-file", "history-file", "history-proc"],
+)
+def test_a_location_that_cannot_be_written_stops_the_run(
+    tmp_path: Path, ep: FakeEndpoint, option: str, where: str, expected: str, fix: str
 ) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory")
-    cases = {
-        "/proc/evalrunner-out": "error: results directory /proc/evalrunner-out cannot be written",
-        str(a_file / "out"): f"error: results directory {a_file / 'out'} cannot be written",
-    }
-    for out, expected in cases.items():
-        line = refused(cli(ep, tmp_path, "--suite", "plain", "--out", out), ep)
-        assert line.startswith(expected) and line.endswith("choose another --out"), line
-    # The file itself click refuses (a usage error, exit 2) before evalrunner sees it.
-    result = cli(ep, tmp_path, "--suite", "plain", "--out", str(a_file))
-    assert result.exit_code == 2 and "is a file" in result.output and ep.requests == []
-    assert a_file.read_text() == "not a directory"
+    where = where.format(file=a_file)
+    args = ["--out", "out"] if option == "--history" else []
+    line = refused(cli(ep, tmp_path, "--suite", "plain", *args, option, where), ep)
+    assert line.startswith(f"error: {expected.format(where=where)}") and fix in line, line
+    assert a_file.read_text() == "not a directory" and not (tmp_path / "out").exists()
 
 
-def test_a_history_location_that_cannot_be_written_stops_the_run(
+def test_an_output_location_that_is_a_file_is_a_usage_error(
     tmp_path: Path, ep: FakeEndpoint
 ) -> None:
-    a_file = tmp_path / "history-file"
-    a_file.write_text("")
-    cases = {
-        str(a_file): f"error: history location {a_file} is a file, not a directory",
-        "/proc/evalrunner-history": "error: history location /proc/evalrunner-history cannot be written",
-    }
-    for history, expected in cases.items():
-        result = cli(ep, tmp_path, "--suite", "plain", "--out", "out", "--history", history)
-        line = refused(result, ep)
-        assert line.startswith(expected) and "--no-history" in line, line
-        assert not (tmp_path / "out").exists()
+    # click refuses it (a usage error, exit 2) before evalrunner sees it.
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    result = cli(ep, tmp_path, "--suite", "plain", "--out", str(a_file))
+    assert result.exit_code == 2 and "is a file" in result.output and ep.requests == []
 
 
 def test_results_in_is_said_once_the_directory_exists(tmp_path: Path, ep: FakeEndpoint) -> None:

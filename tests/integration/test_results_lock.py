@@ -16,23 +16,23 @@ from pathlib import Path
 
 import pytest
 from fake_endpoint import FakeEndpoint
-from night_process import evalrunner, planned, respond, start, stop, suite_file, wait_for_runs
+from night_process import (
+    error_line,
+    evalrunner,
+    interrupt_later,
+    planned,
+    respond,
+    stop,
+    suite_file,
+)
 
 from evalrunner.errors import ConfigError
 from evalrunner.live._results import ResultsDir, claim
 
 
-def error_line(stderr: str) -> str:
-    [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
-    return line
-
-
 def test_a_second_writer_is_refused_while_the_first_runs(tmp_path: Path) -> None:
-    suite_file(tmp_path)
-    out = tmp_path / "out"
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
-        first = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
-        wait_for_runs(first, out, 2)
+        first, out = interrupt_later(ep, tmp_path)
         second = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out), "--resume")
         assert second.returncode == 2, second.stderr
         assert error_line(second.stderr) == (

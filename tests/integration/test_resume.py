@@ -21,7 +21,9 @@ from fake_endpoint import FakeEndpoint
 from night_process import (
     RUNS,
     SCENARIOS,
+    error_line,
     evalrunner,
+    interrupt_later,
     planned,
     respond,
     start,
@@ -181,17 +183,14 @@ def test_resume_of_a_finished_dir_runs_nothing_and_a_different_plan_is_refused(
 def test_resume_continues_the_plan_it_was_started_with(tmp_path: Path) -> None:
     # A 6-run single-scenario night, killed; the printed resume command carries neither
     # --runs nor --scenario. It used to replan: 8 runs of all 3 scenarios, "finished".
-    suite_file(tmp_path)
-    out = tmp_path / "out"
-    plan = ("--suite", "resumable", "--out", str(out))
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
-        proc = start(ep, tmp_path, *plan, "--runs", "6", "--scenario", "capital")
-        wait_for_runs(proc, out, 2)
+        proc, out = interrupt_later(ep, tmp_path, "--runs", "6", "--scenario", "capital")
+        plan = ("--suite", "resumable", "--out", str(out))
         stop(proc, signal.SIGKILL)
         for option in (("--runs", "8"), ("--scenario", "plain"), ("--model", "openai/other")):
             refused = evalrunner(ep, tmp_path, *plan, "--resume", *option)
             assert refused.returncode == 2, refused.stderr
-            [error] = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+            error = error_line(refused.stderr)
             assert f"{option[0]} {option[1]} conflicts with the plan" in error, error
         resumed = evalrunner(ep, tmp_path, *plan, "--resume")
         assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -212,11 +211,8 @@ def test_resume_continues_the_plan_it_was_started_with(tmp_path: Path) -> None:
 
 
 def test_sigterm_stops_the_night_like_ctrl_c(tmp_path: Path) -> None:
-    suite_file(tmp_path)
-    out = tmp_path / "out"
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
-        proc = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
-        wait_for_runs(proc, out, 2)
+        proc, out = interrupt_later(ep, tmp_path)
         _, stderr = stop(proc, signal.SIGTERM)
         assert proc.returncode == 143, stderr[-3000:]
         assert (

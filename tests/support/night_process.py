@@ -97,3 +97,18 @@ def stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[str, str]:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def interrupt_later(ep: FakeEndpoint, root: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    """The resumable suite into ``root/out`` (``args`` added), running with two runs written."""
+    suite_file(root)
+    out = root / "out"
+    proc = start(ep, root, "--suite", "resumable", "--out", str(out), *args)
+    wait_for_runs(proc, out, 2)
+    return proc, out
+
+
+def error_line(stderr: str) -> str:
+    """The one ``error:`` line of a command's stderr."""
+    [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
+    return line
