@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import Baseline, baseline_path, load_baseline
+from evalrunner.live._endpoints import LOCAL
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import group_records, records_frame
 from evalrunner.live._settings import Suite
+from evalrunner.stats._metrics import REGISTRY
 from evalrunner.stats._tolerance import Tolerance
+
+LATENCY = "latency_s"
 
 if TYPE_CHECKING:
     from evalrunner.stats._stats import MetricResult
@@ -33,6 +37,15 @@ class CellPair:
     baseline: Sequence[RunRecord]
     night: Sequence[RunRecord]
     tolerance: Tolerance
+
+    @property
+    def metrics(self) -> list[str] | None:
+        """The metrics compared (None: all). Latency against the embedded model is left out
+        unless the tolerance gates it: a CPU server on a shared machine times the machine."""
+        on_local = LOCAL in (self.cell.model, *self.cell.model.split(" -> "))
+        if not on_local or self.tolerance.is_gating(LATENCY):
+            return None
+        return [m.name for m in REGISTRY if m.name != LATENCY]
 
 
 def compare_night(pairs: Sequence[CellPair], *, seed: int = 0) -> list[MetricResult]:
@@ -52,6 +65,7 @@ def compare_night(pairs: Sequence[CellPair], *, seed: int = 0) -> list[MetricRes
             scenario=pair.cell.scenario,
             model=pair.cell.model,
             seed=seed,
+            metrics=pair.metrics,
         )
     return finalize(raw, {pair.cell.scenario: pair.tolerance for pair in pairs})
 

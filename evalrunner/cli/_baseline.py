@@ -8,7 +8,7 @@ import click
 
 from evalrunner.baseline import build_baselines
 from evalrunner.cli import _exit, _options
-from evalrunner.cli._run import default_out, print_run
+from evalrunner.cli._run import default_out, notice, print_run
 from evalrunner.live import Suite, load_suite_by_name, run_live
 
 
@@ -21,16 +21,26 @@ def _run_for_baseline(
 ) -> Path:
     """One live night, neither compared nor kept in the history; its results directory."""
     out = out or default_out(suite.name)
-    click.echo(f"suite {suite.name}: running for a baseline, results in {out}", err=True)
+    click.echo(f"suite {suite.name}: running for a baseline", err=True)
     finish = (
         f"Finish them with:\n  evalrunner run --suite {suite.name} --out {out} --resume "
         f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name} --from {out}"
     )
     with _exit.on_interrupt(finish):
         result = run_live(
-            suite, out=out, runs=runs, models=models, scenarios=scenarios, baselines_dir=None
+            suite,
+            out=out,
+            runs=runs,
+            models=models,
+            scenarios=scenarios,
+            baselines_dir=None,
+            notify=notice,
         )
     print_run(result)
+    code = _exit.run_code(result, gate=False, fail_on_failure=False)
+    if result.outage is not None:
+        # No baseline from an outage: it would describe the endpoint, not the agent.
+        _exit.exit_with(code)
     return out
 
 

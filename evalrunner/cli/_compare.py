@@ -8,7 +8,7 @@ import click
 
 from evalrunner.baseline import compare_records
 from evalrunner.cli import _exit, _options
-from evalrunner.cli._tables import VERDICT_COLUMNS, format_table, verdict_rows
+from evalrunner.cli._tables import format_table, verdict_columns, verdict_rows
 from evalrunner.live import ResultsDir
 
 
@@ -25,5 +25,7 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     results = compare_records(a.records(), b.records())
     if not results:
         raise click.UsageError("the two directories share no scenario")
-    click.echo(format_table(verdict_rows(results, all_metrics=all_metrics), VERDICT_COLUMNS))
+    click.echo(f"A: {results_a}\nB: {results_b}")
+    rows = verdict_rows(results, all_metrics=all_metrics)
+    click.echo(format_table(rows, verdict_columns("A", "B")))
     _exit.exit_with(_exit.compare_code(results, gate=gate))

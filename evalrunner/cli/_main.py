@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from evalrunner._litellm import prepare
 from evalrunner.cli._baseline import baseline
 from evalrunner.cli._boundary import ErrorBoundary
 from evalrunner.cli._compare import compare
@@ -32,6 +33,10 @@ def main() -> None:
     Frozen mode runs in pytest (see the README); live mode runs suites against
     model endpoints: `evalrunner run --suite NAME`.
     """
+    # Before any agent module is imported (validate, run, baseline import them):
+    # an agent that imports litellm would otherwise fetch its cost map over the
+    # network, a ~10 s stall offline.
+    prepare()
     # Agents named in suites ("pkg.module:fn") are imported from the project
     # the command runs in, as `python -m` would.
     if os.getcwd() not in sys.path:

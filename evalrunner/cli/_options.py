@@ -65,8 +65,18 @@ def gate(help: str) -> Decorator[Any]:
     return click.option("--gate/--no-gate", default=True, show_default=True, help=help)
 
 
-def positive(flag: str, default: int, help: str) -> Decorator[Any]:
-    """A whole-number option of at least 1, with its default shown."""
+def positive(
+    flag: str, default: int | None, help: str, *, shown: int | None = None
+) -> Decorator[Any]:
+    """A whole-number option of at least 1, with its default shown.
+
+    ``default=None`` with ``shown``: the value is None unless given (so a resumed
+    night can tell an option given from one left out), and help shows ``shown``.
+    """
     return click.option(
-        flag, type=click.IntRange(min=1), default=default, show_default=True, help=help
+        flag,
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True if shown is None else str(shown),
+        help=help,
     )

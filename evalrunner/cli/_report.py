@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalrunner.cli import _options
+from evalrunner.errors import ConfigError
 
 
 @click.command()
@@ -32,11 +33,26 @@ def report(
     until: str | None,
     title: str,
 ) -> None:
-    """Render the HTML trend report, a Markdown summary and JUnit XML from the run history."""
-    from evalrunner.report import load_history, write_report  # jinja2, fsspec: only when used
+    """Render the HTML trend report, a Markdown summary and JUnit XML from the run history.
 
+    A history location that does not exist or holds no entries, or a --suite or
+    --model it has no runs of, is an error (exit 2), not an empty report.
+    """
+    from evalrunner.report import load_history, write_report  # jinja2, fsspec: only when used
+    from evalrunner.report._history import exists
+    from evalrunner.report._select import missing
+
+    if not exists(history):
+        raise ConfigError(
+            f"history location {history!r} does not exist; pass --history with the location "
+            f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
+        )
+    loaded = load_history(history)
+    problem = missing(loaded, suites, models)
+    if problem is not None:
+        raise ConfigError(f"history location {history!r}: {problem}")
     paths = write_report(
-        load_history(history, suites=list(suites) or None),
+        loaded,
         out,
         suites=list(suites) or None,
         models=list(models) or None,

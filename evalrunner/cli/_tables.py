@@ -49,13 +49,18 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """Per scenario x model: counts by outcome, top skip reasons, means, modal tool sequence."""
+def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list[dict[str, Any]]:
+    """Per scenario x model: counts by outcome, top skip reasons, means, modal tool sequence.
+
+    pass^k and pass@k count the runs that measured the agent (infra errors are
+    the endpoint's); ``measured=False`` (an outage) leaves them out altogether.
+    """
     rows = []
     for cell, rs in group_records(records).items():
         outcomes = Counter(r.outcome for r in rs)
         skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
-        valid = [r for r in rs if r.outcome != "infra_error"] or rs
+        agent_runs = [r for r in rs if r.outcome != "infra_error"]
+        valid = agent_runs or rs
         seqs = Counter(sequence_label(r.tools) for r in valid)
         rows.append(
             {
@@ -72,7 +77,7 @@ def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
                 "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid)
                 / len(valid),
                 "top_tools": seqs.most_common(1)[0][0],
-                **_pass_k(len(rs), outcomes["passed"], 3),
+                **_pass_k(len(agent_runs) if measured else 0, outcomes["passed"], 3),
             }
         )
     return rows
@@ -104,18 +109,23 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return f"[{_num(ci[0])}, {_num(ci[1])}]" if ci else ""
 
 
-VERDICT_COLUMNS = (
-    ("scenario", "scenario"),
-    ("model", "model"),
-    ("metric", "metric"),
-    ("verdict", "verdict"),
-    ("baseline", "baseline (N)"),
-    ("night", "tonight (N)"),
-    ("effect", "effect [interval]"),
-    ("q", "q"),
-    ("margin", "margin"),
-    ("hint", "note"),
-)
+def verdict_columns(reference: str, candidate: str) -> tuple[tuple[str, str], ...]:
+    """The verdict table's columns, naming the two sides compared."""
+    return (
+        ("scenario", "scenario"),
+        ("model", "model"),
+        ("metric", "metric"),
+        ("verdict", "verdict"),
+        ("baseline", f"{reference} (N)"),
+        ("night", f"{candidate} (N)"),
+        ("effect", "effect [interval]"),
+        ("q", "q"),
+        ("margin", "margin"),
+        ("hint", "note"),
+    )
+
+
+VERDICT_COLUMNS = verdict_columns("baseline", "tonight")
 
 
 def verdict_rows(

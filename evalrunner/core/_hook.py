@@ -8,20 +8,23 @@ call litellm through the module attribute (``litellm.completion(...)``):
 
 :class:`LiteLLMTransport` makes live calls with litellm's own (unwrapped)
 functions, retried by the run's RetryPolicy alone: litellm's and the openai
-SDK's own retries are switched off under it. A live stream is read to its end
-inside that retry loop before the agent gets its chunks, so a stream cut off
-midway is retried like any other endpoint fault.
+SDK's own retries are switched off under it, and each attempt gets a timeout
+(the policy's ``request_timeout_s``, never past the run's deadline). A live
+stream is read to its end inside that retry loop before the agent gets its
+chunks, so a stream cut off midway is retried like any other endpoint fault;
+so is a response without a single choice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, Protocol
 
 from evalrunner._litellm import import_litellm
 from evalrunner._redact import register_secret
-from evalrunner.core._faults import InfraLog
+from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label
 from evalrunner.core._response import record_from_response
 from evalrunner.core._transport import Answer, Request
 
@@ -111,22 +114,23 @@ class LiteLLMTransport:
     def complete(self, request: Request) -> Answer:
         stream = self._prepare(request)
 
-        def fetch() -> Any:
-            response = original("completion")(**request)
+        def fetch() -> Answer:
+            response = original("completion")(**self._attempt(request))
             # A stream is read to its end inside the retry loop, so a fault
             # mid-stream (truncated, malformed event) is retried like any other.
-            return list(response) if stream else response
+            return self._answer(request, list(response) if stream else response)
 
-        return self._answer(request, self.infra.call(fetch))
+        return self.infra.call(fetch, _endpoint(request))
 
     async def acomplete(self, request: Request) -> Answer:
         stream = self._prepare(request)
+        self.infra.track(asyncio.current_task())
 
-        async def fetch() -> Any:
-            response = await original("acompletion")(**request)
-            return [chunk async for chunk in response] if stream else response
+        async def fetch() -> Answer:
+            response = await original("acompletion")(**self._attempt(request))
+            return self._answer(request, [c async for c in response] if stream else response)
 
-        return self._answer(request, await self.infra.acall(fetch))
+        return await self.infra.acall(fetch, _endpoint(request))
 
     def finish(self, error: BaseException | None) -> list[str]:
         return []
@@ -147,13 +151,29 @@ class LiteLLMTransport:
             request["num_retries"] = 0
         return stream
 
+    def _attempt(self, request: Request) -> Request:
+        """The request for one attempt: its timeout bounded by the policy and the run's deadline.
+
+        litellm's own default timeout is 6,000 s: without one, a hung request
+        would hold its run (and its thread) until the run's timeout, unretried.
+        A copy, so the request the agent (or a recording) sees stays as sent.
+        """
+        timeout = self.infra.attempt_timeout(request.get("timeout"))
+        return request if timeout is None else {**request, "timeout": timeout}
+
     @staticmethod
     def _answer(request: Request, response: Any) -> Answer:
+        """The answer to one attempt; an answer without a usable choice is an endpoint fault."""
         whole = response
         if request.get("stream"):
             whole = import_litellm().stream_chunk_builder(
                 response, messages=list(request.get("messages") or [])
             )
-            if whole is None:
-                return Answer(response, None)
+        if whole is None or not getattr(whole, "choices", None):
+            kind = "stream" if request.get("stream") else "response"
+            raise NoUsableChoice(f"the endpoint's {kind} holds no choice to read an answer from")
         return Answer(response, record_from_response(whole), getattr(whole, "id", None))
+
+
+def _endpoint(request: Request) -> str:
+    return endpoint_label(request.get("model"), request.get("api_base") or request.get("base_url"))

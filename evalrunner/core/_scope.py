@@ -21,13 +21,14 @@ import contextvars
 import functools
 import inspect
 import threading
+import time
 import traceback
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrunner.core._faults import InfraLog, RetrySettings
+from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
 from evalrunner.core._steps import TrajectoryBuilder
@@ -224,18 +225,27 @@ class CaptureResult:
     traceback: str | None = None
     replay_errors: list[str] = field(default_factory=list)
     infra: InfraLog | None = None
+    timed_out: bool = False
+    """The run was stopped by its ``timeout`` (``error`` is then a TimeoutError)."""
 
     @property
     def crashed(self) -> bool:
         return self.error is not None
 
 
-def _result(scope: CaptureScope, output: Any, error: BaseException | None) -> CaptureResult:
+def _result(
+    scope: CaptureScope, output: Any, error: BaseException | None, timed_out: bool = False
+) -> CaptureResult:
     assert scope.trajectory is not None
+    infra = scope.transport.infra
+    if scope.parent is None:
+        # The run is over: whatever of it still runs (a timed-out thread, a gather
+        # sibling) may not reach the endpoint any more.
+        infra.close()
     # Raises when the harness failed (replay errors), even if the agent caught it.
     notes = scope.transport.finish(error)
     tb = "".join(traceback.format_exception(error)) if error is not None else None
-    return CaptureResult(scope.trajectory, output, error, tb, notes, scope.transport.infra)
+    return CaptureResult(scope.trajectory, output, error, tb, notes, infra, timed_out)
 
 
 def run_captured(
@@ -288,7 +298,8 @@ async def arun_captured(
     """Like :func:`run_captured` for async agents; sync ones run in ``executor``.
 
     ``executor`` defaults to the event loop's default executor. ``timeout``
-    bounds the whole run; on expiry ``error`` is a TimeoutError.
+    bounds the whole run, model calls included (none outlives it); on expiry
+    ``error`` is a TimeoutError and ``timed_out`` is set.
     """
     scope = capture(
         name, version=version, transport=transport, replay=replay, recorder=recorder, retry=retry
@@ -308,12 +319,17 @@ async def arun_captured(
         )
         return await result if inspect.isawaitable(result) else result
 
+    limit = asyncio.timeout(timeout)
     try:
         async with scope:
+            if timeout is not None and scope.parent is None:
+                scope.transport.infra.deadline = time.monotonic() + timeout
             # The timeout sits inside the scope so a timed-out run still has a
-            # trajectory. A sync agent's worker thread cannot be stopped; it
-            # finishes in the background and its late calls land nowhere.
-            output = await asyncio.wait_for(call(), timeout)
+            # trajectory. A sync agent's worker thread cannot be stopped; its
+            # requests end at the deadline and its later calls are refused.
+            async with limit:
+                output = await call()
     except Exception as exc:
         error = exc
-    return _result(scope, output, error)
+    # RunEnded: a call found the deadline passed a moment before the timeout fired.
+    return _result(scope, output, error, limit.expired() or isinstance(error, RunEnded))

@@ -4,7 +4,8 @@ Deterministic rules, applied in this order (the same for baseline nights and
 tonight, so rates compare):
 
 1. ``infra_error``: an endpoint fault survived its retries (even if the agent
-   caught it), or the run hit its timeout.
+   caught it), or the run hit its timeout. The reason names what happened
+   (status, timeout, reset), the endpoint and its message.
 2. ``crashed``: agent or tool code raised something else.
 3. ``skipped``: the model could not produce usable output (the weak-model
    classes of ``SkipRules``; each can be turned off per suite).
@@ -17,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from evalrunner.core._faults import describe, is_infra_error
+from evalrunner.core._faults import describe, describe_fault, is_infra_error
 from evalrunner.live._checks import evaluate_checks
 from evalrunner.live._record import Outcome
 from evalrunner.live._schema import Checks, SkipRules
@@ -96,15 +97,25 @@ def classify(
     error: BaseException | None,
     infra_error: BaseException | None,
     timed_out: float | None = None,
+    infra_reason: str | None = None,
 ) -> Classification:
-    """Decide one run's outcome from its trajectory and what happened around it."""
+    """Decide one run's outcome from its trajectory and what happened around it.
+
+    ``infra_reason`` describes ``infra_error`` (or, for a run that timed out,
+    the last endpoint fault it met) as the transport saw it, endpoint included.
+    """
     if timed_out is not None:
-        return Classification("infra_error", f"run timed out after {timed_out:g} s", {})
+        reason = f"run timed out after {timed_out:g} s"
+        return Classification(
+            "infra_error",
+            f"{reason}; last endpoint fault: {infra_reason}" if infra_reason else reason,
+            {},
+        )
     if infra_error is not None:
-        return Classification("infra_error", describe(infra_error), {})
+        return Classification("infra_error", infra_reason or describe_fault(infra_error), {})
     if error is not None:
         if is_infra_error(error):
-            return Classification("infra_error", describe(error), {})
+            return Classification("infra_error", describe_fault(error), {})
         return Classification("crashed", describe(error), {})
     weak = weak_model_failure(trajectory, final_answer, offered_tools, skip_rules)
     if weak is not None and skip_rules.skips(weak):

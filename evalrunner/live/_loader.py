@@ -29,7 +29,7 @@ from evalrunner.live._schema import (
 )
 from evalrunner.live._settings import Suite, resolve_suite
 
-__all__ = ["SUITE_SUFFIXES", "find_suites", "load_suite", "load_suite_by_name"]
+__all__ = ["SUITE_SUFFIXES", "field_line", "find_suites", "load_suite", "load_suite_by_name"]
 
 SUITE_SUFFIXES = (".yaml", ".yml")
 
@@ -405,6 +405,18 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         for i, entry in enumerate(spec.scenarios)
     ]
     return resolve_suite(spec, path=file, origins=origins)
+
+
+def field_line(path: str | os.PathLike[str], loc: Sequence[str | int]) -> int | None:
+    """1-based line of the field at ``loc`` in a suite file (None when it cannot be read).
+
+    For messages about a field found wrong after loading (a model litellm does not know).
+    """
+    try:
+        data, node = _parse_yaml(Path(path).read_text(encoding="utf-8"), os.fspath(path))
+    except (OSError, UnicodeDecodeError, ConfigError):
+        return None
+    return _Reporter(os.fspath(path), data, node).line(loc)
 
 
 def find_suites(root: str | os.PathLike[str] = "suites") -> dict[str, Path]:

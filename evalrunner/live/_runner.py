@@ -3,21 +3,26 @@
 run -> trajectory -> normalised -> shape -> outcome -> run file, one run at a
 time under bounded asyncio concurrency. Which runs to make is the planner's
 business (:mod:`evalrunner.live._plan`); this module only executes its
-batches. Results land on disk as each run finishes; :func:`run_suite` returns
-the records for the statistics.
+batches. :func:`open_night` claims the results directory and settles the plan
+(a resumed night continues its manifest's), checking everything that can be
+checked before the first run; :func:`run_night` executes it. Results land on
+disk as each run finishes; the records come back for the statistics.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
@@ -27,24 +32,37 @@ from evalrunner.core._shape import shape
 from evalrunner.errors import ConfigError
 from evalrunner.live._classify import classify
 from evalrunner.live._context import RunContext
-from evalrunner.live._endpoints import EndpointPool
+from evalrunner.live._endpoints import (
+    Endpoint,
+    EndpointPool,
+    Notify,
+    check_model,
+    check_requested_models,
+)
 from evalrunner.live._plan import (
     Adaptive,
     AdaptivePlanner,
+    AdaptiveSummary,
     FixedPlanner,
     Job,
     Planner,
     ScenarioPlan,
+    adaptive_settings,
     choose,
+    resumed,
+    resumed_adaptive,
 )
 from evalrunner.live._record import RunRecord
-from evalrunner.live._results import Manifest, ResultsDir
+from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, claim
 from evalrunner.live._settings import Suite
 
-__all__ = ["Progress", "RunReport", "run_suite"]
+__all__ = ["Night", "Progress", "RunReport", "open_night", "run_night", "run_suite"]
 
 WRITERS = 4
 """Threads writing run files; a write (fsync included) takes milliseconds."""
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass
@@ -53,9 +71,10 @@ class RunReport:
 
     out: Path
     records: list[RunRecord]
+    """The night's records: every finished run its manifest lists (resumed ones included)."""
     crashes: list[tuple[str, str]] = field(default_factory=list)  # (run id, traceback)
     resumed_skipped: int = 0
-    adaptive_saved: int = 0
+    adaptive: AdaptiveSummary | None = None
     adaptive_notes: list[str] = field(default_factory=list)
 
 
@@ -89,7 +108,7 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            reason = f" ({record.reason[:80]})" if record.reason else ""
+            reason = f" ({record.reason[:240]})" if record.reason else ""
             self.stream.write(f"{status} | {record.run_id}: {record.outcome}{reason}\n")
         self.stream.flush()
 
@@ -101,11 +120,12 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
     output = getattr(res.output, "answer", res.output)
     answer = output if isinstance(output, str) or output is None else sh.final_answer
     tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
-    timed_out = (
-        sc.timeout_s
-        if isinstance(res.error, TimeoutError) and not (res.infra and res.infra.faults)
-        else None
-    )
+    infra = res.infra
+    reason: str | None = None
+    if infra is not None and infra.final_error is not None:
+        reason = infra.final_reason
+    elif infra is not None and infra.faults:
+        reason = infra.faults[-1]  # the last fault a timed-out run met
     outcome = classify(
         trajectory=res.trajectory,
         final_answer=answer,
@@ -114,8 +134,9 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         checks=sc.checks,
         skip_rules=sc.skip_rules,
         error=res.error,
-        infra_error=res.infra.final_error if res.infra else None,
-        timed_out=timed_out,
+        infra_error=infra.final_error if infra else None,
+        timed_out=sc.timeout_s if res.timed_out else None,
+        infra_reason=reason,
     )
     return RunRecord(
         run_id=job.run_id,
@@ -137,40 +158,77 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         final_answer=answer,
         content_hash=sh.content_hash,
         latency_s=round(latency, 3),
-        attempts=res.infra.max_attempts_used if res.infra else 1,
+        attempts=infra.max_attempts_used if infra else 1,
         started_at=started,
         checks=outcome.checks,
     )
 
 
-class _Executor:
-    """Runs jobs, at most `limit` at a time, in thread pools it owns and shuts down.
+class _ThreadPerRun(Executor):
+    """Each sync agent in a daemon thread of its own, started for its run.
 
-    Sync agents run in a pool of `limit` workers (a shared default pool of
-    cores + 4 would quietly cap concurrency on small machines). Run files are
-    written in a pool of their own: off the event loop, because the atomic
-    write (fsync included) takes milliseconds during which no async agent would
-    make progress; and not among the agents, whose workers timed-out sync
-    agents may still hold.
+    A sync agent that outlives its run's timeout cannot be stopped. In a fixed
+    pool it would keep its worker, and with concurrency 1 or 2 the next runs
+    would queue behind it and time out without sending a request. With a
+    thread of its own it holds nothing a later run needs (the run's slot is
+    the semaphore, released when the run is recorded), its calls end at the
+    run's deadline and are refused after it, and as a daemon it cannot keep
+    the process alive.
+    """
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count()
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        name = f"evalrunner-agent-{next(self._numbers)}"
+        threading.Thread(target=work, name=name, daemon=True).start()
+        return future
+
+
+class _Executor:
+    """Runs jobs, at most `limit` at a time (fewer against an endpoint that serves fewer).
+
+    Run files are written in a pool of their own: off the event loop, because
+    the atomic write (fsync included) takes milliseconds during which no async
+    agent would make progress.
     """
 
     def __init__(self, results: ResultsDir, progress: Progress, limit: int) -> None:
         self.results = results
         self.progress = progress
         self.semaphore = asyncio.Semaphore(limit)
-        self.agents = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="evalrunner-agent")
+        self.per_endpoint: dict[str, asyncio.Semaphore] = {}
+        self.agents = _ThreadPerRun()
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
         self.writer.shutdown(wait=True)
-        # A timed-out sync agent cannot be stopped; its thread ends on its own
-        # (the interpreter waits for it at exit) and its late calls land nowhere.
-        self.agents.shutdown(wait=False, cancel_futures=True)
+
+    def _endpoint_slot(self, endpoint: Endpoint) -> contextlib.AbstractAsyncContextManager[Any]:
+        if endpoint.max_concurrency is None:
+            return contextlib.nullcontext()
+        if endpoint.label not in self.per_endpoint:
+            self.per_endpoint[endpoint.label] = asyncio.Semaphore(endpoint.max_concurrency)
+        return self.per_endpoint[endpoint.label]
 
     async def run(self, job: Job) -> tuple[RunRecord, str | None]:
         """One run, recorded and written; the traceback too if it crashed."""
-        async with self.semaphore:
+        # The endpoint's slot first: a run waiting for the local server holds no
+        # slot a run against another endpoint could use.
+        async with self._endpoint_slot(job.endpoint), self.semaphore:
             sc = job.scenario
             started = iso_now()
             t0 = time.monotonic()
@@ -191,7 +249,34 @@ class _Executor:
             return record, (res.traceback if record.outcome == "crashed" else None)
 
 
-def _manifest(suite: Suite, plans: list[ScenarioPlan], labels: list[str]) -> Manifest:
+# -- the night: claimed, planned, checked -----------------------------------------------------
+
+
+@dataclass
+class Night:
+    """A results directory claimed for one night, and the night's plan."""
+
+    suite: Suite
+    results: ResultsDir
+    plans: list[ScenarioPlan]
+    manifest: Manifest
+    """As written when the night (re)started; kept current while it runs."""
+    adaptive: AdaptiveSettings | None
+    previous: list[RunRecord]
+    """Runs a resumed directory already holds."""
+
+    @property
+    def labels(self) -> list[str]:
+        return list(dict.fromkeys(m for plan in self.plans for m in plan.models))
+
+    def save(self, **update: Any) -> None:
+        self.manifest = self.manifest.model_copy(update=update)
+        self.results.write_manifest(self.manifest)
+
+
+def _manifest(
+    suite: Suite, plans: list[ScenarioPlan], labels: list[str], adaptive: AdaptiveSettings | None
+) -> Manifest:
     from evalrunner import __version__
 
     return Manifest(
@@ -199,66 +284,142 @@ def _manifest(suite: Suite, plans: list[ScenarioPlan], labels: list[str]) -> Man
         models=labels,
         runs={p.scenario.id: p.scenario.runs for p in plans},
         scenarios={p.scenario.id: p.scenario.fingerprint for p in plans},
+        models_by_scenario={p.scenario.id: list(p.models) for p in plans},
+        adaptive=adaptive,
+        run_ids=[],
         started_at=iso_now(),
         evalrunner_version=__version__,
     )
 
 
-def _check_resume(results: ResultsDir, fresh: Manifest) -> Manifest:
-    old = results.read_manifest()
-    if old.suite != fresh.suite:
-        raise ConfigError(
-            f"{results.manifest_path}: holds suite {old.suite!r}, not {fresh.suite!r}; pick another --out"
-        )
-    for sid, fp in fresh.scenarios.items():
-        if sid in old.scenarios and old.scenarios[sid] != fp:
-            raise ConfigError(
-                f"{results.manifest_path}: scenario {sid!r} changed since this directory was started "
-                "(configuration fingerprint differs); start a new --out instead of --resume"
+@contextlib.contextmanager
+def open_night(
+    suite: Suite,
+    *,
+    out: Path,
+    runs: int | None = None,
+    models: Sequence[str] = (),
+    scenario_ids: Sequence[str] = (),
+    resume: bool = False,
+    adaptive: bool = False,
+    batch: int | None = None,
+    max_runs: int | None = None,
+) -> Iterator[Night]:
+    """Claim ``out`` and settle the night's plan; every check that needs no model runs here.
+
+    A fresh night is planned from the suite and the options; a resumed one
+    continues the plan its manifest recorded (options given again must agree).
+    Model strings are resolved and agents imported before the first run, so a
+    typo costs one line, not a night. The directory stays locked until the
+    block ends.
+    """
+    with claim(out, resume=resume) as results:
+        old = results.read_manifest() if resume else None
+        if old is None:
+            plans = choose(suite, runs=runs, models=models, scenario_ids=scenario_ids)
+            settings = adaptive_settings(adaptive, batch, max_runs)
+        else:
+            where = results.manifest_path
+            plans = resumed(
+                suite, old, where=where, runs=runs, models=models, scenario_ids=scenario_ids
             )
-    return old.model_copy(
-        update={
-            "models": sorted(set(old.models) | set(fresh.models)),
-            "runs": {**old.runs, **fresh.runs},
-            "scenarios": {**old.scenarios, **fresh.scenarios},
-            "status": "running",
-            "ended_at": None,
-            "invocations": old.invocations + 1,
-        }
-    )
+            settings = resumed_adaptive(where, old, adaptive, batch, max_runs)
+        labels = list(dict.fromkeys(m for plan in plans for m in plan.models))
+        if old is None:
+            check_requested_models(suite, models, labels)
+        else:
+            for label in labels:
+                check_model(label, f"{results.manifest_path}: models")
+        for plan in plans:
+            plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
+        manifest = _manifest(suite, plans, labels, settings)
+        if old is not None:
+            manifest = old.model_copy(
+                update={
+                    "format_version": manifest.format_version,
+                    "models_by_scenario": manifest.models_by_scenario,
+                    "status": "running",
+                    "ended_at": None,
+                    "invocations": old.invocations + 1,
+                }
+            )
+        previous = results.records() if old is not None else []
+        yield Night(suite, results, plans, manifest, settings, previous)
 
 
-def _open(out: Path, resume: bool) -> ResultsDir:
-    results = ResultsDir(out)
-    if results.manifest_path.exists() and not resume:
-        raise ConfigError(
-            f"{out} already holds results; pass --resume to finish it, or choose another --out"
-        )
-    if resume and not results.manifest_path.exists():
-        raise ConfigError(f"{out}: nothing to resume (no manifest.json); run without --resume")
-    return results
-
-
-async def _execute(
-    planner: Planner,
-    executor: _Executor,
-    previous: Sequence[RunRecord],
-    report: RunReport,
-) -> None:
+async def _execute(night: Night, planner: Planner, executor: _Executor, report: RunReport) -> None:
     """Every batch the planner gives, minus the runs a resumed directory holds."""
-    finished = {r.run_id: r for r in previous}
+    finished = {r.run_id: r for r in night.previous}
     batch = planner.next_batch([])
     while batch:
+        # The manifest lists a batch's runs before they start: they belong to the night.
+        night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
         todo = [job for job in batch if job.run_id not in finished]
         report.resumed_skipped += len(batch) - len(todo)
         executor.progress.total += len(todo)
         for done in asyncio.as_completed([executor.run(job) for job in todo]):
             record, tb = await done
-            report.records.append(record)
             finished[record.run_id] = record
             if tb:
                 report.crashes.append((record.run_id, tb))
         batch = planner.next_batch(list(finished.values()))
+
+
+def _capped(endpoints: Sequence[Endpoint], limit: int, notify: Notify) -> None:
+    for ep in endpoints:
+        if ep.max_concurrency is not None and ep.max_concurrency < limit:
+            notify(
+                f"runs against {ep.label} go {ep.max_concurrency} at a time (it answers one "
+                f"request at a time); concurrency {limit} applies to the other models"
+            )
+
+
+async def run_night(
+    night: Night,
+    *,
+    pool: EndpointPool,
+    concurrency: int | None = None,
+    progress_stream: TextIO | None = None,
+    adaptive: Adaptive | None = None,
+    notify: Notify | None = None,
+) -> RunReport:
+    """Execute ``night``'s plan; write each run as it finishes; return the night's records.
+
+    The thread pools it needs are its own, shut down before it returns; the
+    event loop's default executor is left alone.
+    """
+    if (adaptive is None) != (night.adaptive is None):
+        raise ConfigError(
+            f"{night.results.root}: the plan is {'adaptive' if night.adaptive else 'fixed'}; "
+            "pass the matching Adaptive (run_live does)"
+        )
+    say = notify or (lambda text: None)
+    endpoints = {m: pool.resolve(m) for m in night.labels}
+    night.save()
+    say(f"suite {night.suite.name}: results in {night.results.root}")
+    planner: Planner = (
+        FixedPlanner(night.plans, endpoints)
+        if adaptive is None
+        else AdaptivePlanner.of(night.plans, endpoints, adaptive)
+    )
+    limit = concurrency or night.suite.concurrency
+    _capped(list(endpoints.values()), limit, say)
+    report = RunReport(out=night.results.root, records=[])
+    executor = _Executor(night.results, Progress(0, progress_stream), limit)
+    try:
+        try:
+            await _execute(night, planner, executor, report)
+        finally:
+            executor.close()
+    except BaseException:
+        # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
+        night.save(status="interrupted", ended_at=iso_now())
+        raise
+    if isinstance(planner, AdaptivePlanner):
+        report.adaptive, report.adaptive_notes = planner.summary, planner.notes
+    night.save(status="finished", ended_at=iso_now())
+    report.records = night.results.records()
+    return report
 
 
 async def run_suite(
@@ -274,50 +435,23 @@ async def run_suite(
     progress_stream: TextIO | None = None,
     adaptive: Adaptive | None = None,
 ) -> RunReport:
-    """Run the suite; write each run to ``out`` as it finishes; return the records.
-
-    The thread pools it needs are its own, shut down before it returns; the
-    event loop's default executor is left alone.
-    """
-    plans = choose(suite, runs=runs, models=models, scenario_ids=scenario_ids)
-    results = _open(out, resume)
-    for plan in plans:
-        plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
-    labels = list(dict.fromkeys(m for plan in plans for m in plan.models))
-    # A model string is its endpoint's label, so the resume check needs no
-    # endpoint (and starts no local server only to refuse).
-    manifest = _manifest(suite, plans, labels)
-    if resume:
-        manifest = _check_resume(results, manifest)
-    endpoints = {m: pool.resolve(m) for m in labels}
-    previous = results.records() if resume else []
-    results.write_manifest(manifest)
-
-    planner: Planner = (
-        FixedPlanner(plans, endpoints)
-        if adaptive is None
-        else AdaptivePlanner.of(plans, endpoints, adaptive)
-    )
-    limit = concurrency or suite.concurrency
-    report = RunReport(out=out, records=[])
-    executor = _Executor(results, Progress(0, progress_stream), limit)
-    try:
-        try:
-            await _execute(planner, executor, previous, report)
-        finally:
-            executor.close()
-    except BaseException:
-        # Ctrl-C, cancellation or our own bug: finished runs are on disk; say so.
-        results.write_manifest(
-            manifest.model_copy(update={"status": "interrupted", "ended_at": iso_now()})
+    """Run the suite into ``out`` (:func:`open_night`, then :func:`run_night`)."""
+    settings = adaptive.settings if adaptive is not None else None
+    with open_night(
+        suite,
+        out=out,
+        runs=runs,
+        models=models,
+        scenario_ids=scenario_ids,
+        resume=resume,
+        adaptive=settings is not None,
+        batch=settings.batch if settings else None,
+        max_runs=settings.max_runs if settings else None,
+    ) as night:
+        return await run_night(
+            night,
+            pool=pool,
+            concurrency=concurrency,
+            progress_stream=progress_stream,
+            adaptive=adaptive,
         )
-        raise
-    if isinstance(planner, AdaptivePlanner):
-        report.adaptive_saved, report.adaptive_notes = planner.saved, planner.notes
-    if resume:
-        ids = {job.run_id for job in planner.planned}
-        report.records = [r for r in results.records() if r.run_id in ids]
-    results.write_manifest(
-        manifest.model_copy(update={"status": "finished", "ended_at": iso_now()})
-    )
-    return report

@@ -168,6 +168,13 @@ class RetryPolicy(BaseModel):
         default=True,
         description="Randomise each wait so parallel runs do not retry in lockstep.",
     )
+    request_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds one attempt may wait for the endpoint (without a byte arriving) "
+        "before it is abandoned and retried; never past the run's timeout_s.",
+    )
 
     @model_validator(mode="after")
     def _backoff_order(self) -> RetryPolicy:

@@ -26,7 +26,9 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    model_serializer,
 )
 
 from evalrunner._jsonio import canonical, parse_json, validate_model
@@ -102,6 +104,19 @@ class HistoryEntry(BaseModel):
         default_factory=dict,
         description="'scenario|model' -> the baseline's typical normalised trajectory.",
     )
+    outage: bool = Field(
+        default=False,
+        description="The night was an outage (too many infra_error runs): no verdicts were "
+        "computed, and its rates describe the endpoints, not the agent. Written only when true.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_outage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Older entries never had the field: an entry without an outage is written as they were.
+        data: dict[str, Any] = handler(self)
+        if not data.get("outage"):
+            data.pop("outage", None)
+        return data
 
 
 def _upgrade(data: object, where: str) -> object:
@@ -139,6 +154,36 @@ def open_root(root: str) -> tuple[Any, str]:
     return fs, str(base)
 
 
+def _is_local(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return "file" in protocols
+
+
+def exists(root: str) -> bool:
+    """Whether a history location exists (a path that is not there, mistyped, does not)."""
+    fs, base = open_root(root)
+    return bool(fs.exists(base))
+
+
+def check_writable(root: str) -> None:
+    """A local history location must be (or become) a writable directory; ConfigError if not.
+
+    Checked before a night's runs, so the history append at the end cannot fail
+    for a reason known at the start. Leaves no directory behind. Remote
+    locations (fsspec URLs) are only checked for a usable protocol.
+    """
+    from pathlib import Path
+
+    from evalrunner.live._results import make_writable_dir, remove_dirs
+
+    fs, base = open_root(root)
+    if _is_local(fs):
+        created = make_writable_dir(
+            Path(base), what="history location", fix="pass another --history, or --no-history"
+        )
+        remove_dirs(created)
+
+
 def append(entry: HistoryEntry, root: str = DEFAULT_ROOT) -> str:
     """Write ``entry`` as a new file under ``root``; return its URL/path."""
     stamp = entry.created_at.replace(":", "").replace("-", "")
@@ -168,13 +213,14 @@ class History:
     def runs(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame(
-            [
-                {**r.model_dump(mode="python"), "created_at": e.created_at}
-                for e in self.entries
-                for r in e.records
-            ]
-        )
+        rows, seen = [], set()
+        for e in self.entries:  # a run counts once (see report._select: resumed directories)
+            for r in e.records:
+                key = (e.suite, e.manifest.started_at, r.run_id)
+                if key not in seen:
+                    seen.add(key)
+                    rows.append({**r.model_dump(mode="python"), "created_at": e.created_at})
+        return pd.DataFrame(rows)
 
     @functools.cached_property
     def verdicts(self) -> pd.DataFrame:

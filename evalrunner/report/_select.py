@@ -13,6 +13,7 @@ it holds runs or results of the selected models.
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -131,15 +132,25 @@ class _Wanted:
 
 
 def _nights(history: History, wanted: _Wanted) -> list[Night]:
-    """The wanted entries grouped by suite and ``created_at``, in order of writing time."""
+    """The wanted entries grouped by suite and ``created_at``, in order of writing time.
+
+    A run counts once: entries written by an earlier evalrunner may repeat the
+    runs of a resumed results directory (same manifest start, same run id); the
+    first entry that holds a run keeps it.
+    """
     nights: dict[tuple[str, str], Night] = {}
+    seen: set[tuple[str, str, str]] = set()
     for entry in sorted(history.entries, key=lambda e: e.created_at):
         t = when(entry.created_at)
         if not wanted.night(entry.suite, t):
             continue
         night = nights.setdefault((entry.suite, entry.created_at), Night(entry.created_at, t))
         night.entries.append(entry)
-        night.records += [r for r in entry.records if wanted.model(r.model)]
+        for r in entry.records:
+            key = (entry.suite, entry.manifest.started_at, r.run_id)
+            if key not in seen and wanted.model(r.model):
+                seen.add(key)
+                night.records.append(r)
         night.results += [r for r in entry.verdicts if wanted.model(r.model)]
     return list(nights.values())
 
@@ -172,6 +183,31 @@ def select(
         latest = {cell: night for night in ordered for cell in night.cells}
         out.append(SuiteSelection(suite, ordered, latest))
     return out
+
+
+def _not_in(kind: str, name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"no history of {kind} {name!r}; {hint}{kind}s there: {', '.join(known) or 'none'}"
+
+
+def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] = ()) -> str | None:
+    """What a report asks for (``suites``, ``models``) that ``history`` lacks, in words.
+
+    None when everything asked for is there, so an empty report is never written silently.
+    """
+    if not history.entries:
+        return "holds no history files (<suite>/*.json.gz, written by 'evalrunner run')"
+    known_suites = sorted({e.suite for e in history.entries})
+    for suite in suites:
+        if suite not in known_suites:
+            return _not_in("suite", suite, known_suites)
+    wanted = [e for e in history.entries if not suites or e.suite in suites]
+    known_models = sorted({r.model for e in wanted for r in e.records})
+    for model in models:
+        if model not in known_models:
+            return _not_in("model", model, known_models)
+    return None
 
 
 def selection_text(

@@ -173,7 +173,7 @@ def test_a_fault_that_outlasts_the_retries_is_infra_error(
         # Three attempts are ours; the SDK's own hidden retries would show as more hits.
         assert ep.hits["POST /v1/chat/completions"] == 3
     assert record.outcome == "infra_error"
-    assert record.reason is not None and record.reason.startswith(f"{exc}:"), record.reason
+    assert record.reason is not None and record.reason.startswith(f"{exc} ("), record.reason
     assert record.attempts == 3
     assert record.checks == {} and not record.crashed and report.crashes == []
     assert record.llm_calls == 0  # no model answer made it into the trajectory
@@ -285,3 +285,49 @@ def test_a_client_error_is_not_retried_and_not_infra(tmp_path: Path) -> None:
     assert record.outcome == "crashed" and record.attempts == 1
     assert record.reason is not None and "BadRequestError" in record.reason
     assert len(report.crashes) == 1
+
+
+# ---------------------------------------------- endpoint faults are never behaviour (issue 10)
+
+
+@pytest.mark.parametrize("agent", ["tool_agent", "atool_agent"])
+def test_a_response_without_a_choice_is_infra_error_not_a_crash(tmp_path: Path, agent: str) -> None:
+    # The reference agent reads choices[0]: a 200 with no choice used to crash it.
+    with FakeEndpoint(default=Fault("empty_choices")) as ep:
+        record, _, report = run_one(tmp_path / "down", ep, agent)
+        assert ep.hits["POST /v1/chat/completions"] == 3  # retried like any fault
+    assert (record.outcome, record.attempts, report.crashes) == ("infra_error", 3, [])
+    assert record.reason is not None and record.reason.startswith("NoUsableChoice")
+    with FakeEndpoint([Fault("empty_choices"), lookup()], default=Reply("Paris.")) as ep:
+        record, _, _ = run_one(tmp_path / "flaky", ep, agent)
+    assert (record.outcome, record.attempts) == ("passed", 2)
+
+
+@pytest.mark.parametrize("agent", ["tool_agent", "atool_agent"])
+def test_a_hung_request_is_retried_within_the_run(tmp_path: Path, agent: str) -> None:
+    # The reference agent sets no timeout (litellm's default is 6,000 s): the policy's
+    # request_timeout_s abandons the hung attempt and the retry answers.
+    retry = {"max_attempts": 3, "backoff_s": 0.01, "max_backoff_s": 0.05, "request_timeout_s": 1}
+    with FakeEndpoint([Fault("hang"), lookup()], default=Reply("Paris.")) as ep:
+        record, _, _ = run_one(tmp_path, ep, agent, retry=retry, timeout_s=10)
+    assert (record.outcome, record.attempts) == ("passed", 2)
+
+
+def test_an_infra_reason_names_the_status_the_endpoint_and_the_message(tmp_path: Path) -> None:
+    with FakeEndpoint(default=Fault("503", message="upstream overloaded, try later")) as ep:
+        record, _, _ = run_one(tmp_path / "503", ep, "tool_agent")
+        api_base = ep.api_base
+    assert record.reason == (
+        f"ServiceUnavailableError (HTTP 503) from openai/fake at {api_base}: "
+        "upstream overloaded, try later"
+    )
+    # A run whose retries outlast its timeout says what it was retrying (once: "TimeoutError").
+    slow_retries = {"max_attempts": 20, "backoff_s": 0.2, "max_backoff_s": 0.2}
+    with FakeEndpoint(default=Fault("500", message="disk full")) as ep:
+        record, _, _ = run_one(tmp_path / "slow", ep, "tool_agent", retry=slow_retries, timeout_s=1)
+        api_base = ep.api_base
+    assert record.outcome == "infra_error"
+    assert record.reason == (
+        "run timed out after 1 s; last endpoint fault: "
+        f"InternalServerError (HTTP 500) from openai/fake at {api_base}: disk full"
+    )

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from fake_endpoint import FakeEndpoint, Fault, Reply
+from night_cli import cli, summary_table
 from runner_agents import FAKE_KEY, fake_pool, write_suite
 
-from evalrunner.cli._main import main
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.live._loader import load_suite
 from evalrunner.live._record import OUTCOMES, RunRecord
@@ -303,25 +302,6 @@ def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.chdir(tmp_path)
     with FakeEndpoint(responder=mixed_responder()) as ep:
         yield ep
-
-
-def summary_table(stdout: str) -> dict[str, list[str]]:
-    """The per-scenario table `run` prints first: scenario id -> its cells (split on spaces)."""
-    lines = stdout.splitlines()
-    assert lines[0].split()[:3] == ["scenario", "model", "N"] and set(lines[1]) <= {"-", " "}
-    rows = {}
-    for line in lines[2:]:
-        if not line.strip():
-            break
-        rows[line.split()[0]] = line.split()
-    return rows
-
-
-def cli(ep: FakeEndpoint, suites: Path, *args: str) -> Any:
-    env = {"EVALRUNNER_API_BASE": ep.api_base, "OPENAI_API_KEY": FAKE_KEY, "EVALRUNNER_MODEL": None}
-    return CliRunner().invoke(
-        main, ["run", "--suites-dir", str(suites), *args], env=env, catch_exceptions=False
-    )
 
 
 def test_exit_0_with_failures_and_1_with_fail_on_failure(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from typing import Any
 
 import litellm
@@ -17,7 +18,16 @@ import pytest
 import runner_agents  # noqa: F401  (loopback stays off any proxy)
 from fake_endpoint import FakeEndpoint, Fault
 
-from evalrunner.core._faults import InfraLog, backoff, describe, is_infra_error, retry_after
+from evalrunner.core._faults import (
+    InfraLog,
+    RunEnded,
+    backoff,
+    describe,
+    describe_fault,
+    endpoint_label,
+    is_infra_error,
+    retry_after,
+)
 from evalrunner.live._schema import RetryPolicy
 
 litellm.suppress_debug_info = True
@@ -195,7 +205,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def asleep(seconds: float) -> None:
         seen.append(seconds)
 
-    monkeypatch.setattr("evalrunner.core._faults.time.sleep", seen.append)
+    monkeypatch.setattr(InfraLog, "_sleep", lambda self, seconds: seen.append(seconds))
     monkeypatch.setattr("evalrunner.core._faults.asyncio.sleep", asleep)
     return seen
 
@@ -247,3 +257,71 @@ def test_infralog_worst_call_sets_attempts(waits: list[float]) -> None:
     assert log.call(Flaky(gateway(), gateway(), gateway())) == "ok"
     assert log.call(Flaky()) == "ok"
     assert log.max_attempts_used == 4 and log.final_error is None and len(log.faults) == 4
+
+
+# ----------------------------------------- a fault's reason: status, endpoint, message (item 3)
+
+
+@pytest.mark.parametrize(
+    ("kind", "stream", "what", "message"),
+    [
+        ("429", False, "RateLimitError (HTTP 429)", "fake endpoint error 429"),
+        ("503", True, "ServiceUnavailableError (HTTP 503)", "fake endpoint error 503"),
+        ("slow", False, "Timeout (", "Request timed out."),
+        ("reset", False, "InternalServerError (connection reset)", "Connection error."),
+        ("malformed", False, "InternalServerError (malformed response)", "Expecting value"),
+        ("truncated_stream", True, "MidStreamFallbackError (connection ", "Connection"),
+        ("stream_error", True, "MidStreamFallbackError (stream broke off)", "failed mid-answer"),
+    ],
+)
+def test_a_fault_is_described_by_what_happened_where_and_the_message(
+    kind: str, stream: bool, what: str, message: str
+) -> None:
+    with FakeEndpoint([Fault(kind, seconds=1.5)]) as ep:
+        exc = raised(ep, stream=stream)
+        api_base = ep.api_base
+    text = describe_fault(exc, endpoint_label("openai/fake", api_base))
+    assert text.startswith(what), text
+    assert f" from openai/fake at {api_base}: " in text and message in text, text
+    # litellm's stacked prefixes and repeated messages are gone.
+    assert "litellm." not in text and "OpenAIException" not in text
+    assert "Original exception" not in text and "\n" not in text
+
+
+def test_the_endpoint_in_a_reason_carries_no_credentials() -> None:
+    api_base = "https://user:sk-secret@gateway.example:8443/v1?api-key=sk-other#x"
+    assert endpoint_label("openai/x", api_base) == "openai/x at https://gateway.example:8443/v1"
+    assert endpoint_label("anthropic/claude", None) == "anthropic/claude"
+
+
+# ------------------------------------------------- an attempt's timeout, a run's end (item 2)
+
+
+def test_an_attempt_is_bounded_by_the_policy_the_agent_and_the_runs_deadline() -> None:
+    log = InfraLog(RetryPolicy(request_timeout_s=30))
+    assert log.attempt_timeout() == 30  # litellm's own default would be 6,000 s
+    assert log.attempt_timeout(5) == 5  # an agent asking for less gets less
+    assert log.attempt_timeout(600) == 30
+    log.deadline = time.monotonic() + 2
+    left = log.attempt_timeout()
+    assert isinstance(left, float) and 1 < left <= 2  # never past the run's deadline
+    log.deadline = time.monotonic() - 0.1
+    with pytest.raises(RunEnded):
+        log.attempt_timeout()
+    assert InfraLog(None).attempt_timeout() is None  # no policy, no deadline: litellm's
+
+
+def test_a_run_that_ended_refuses_calls_and_stops_retrying(waits: list[float]) -> None:
+    log = InfraLog(FAST)
+    fn = Flaky(gateway(), gateway())
+
+    def closing_first() -> str:
+        log.close()  # the run ends while its call is failing
+        return fn()
+
+    with pytest.raises(ConnectionResetError):
+        log.call(closing_first)
+    assert fn.calls == 1 and waits == []  # no retry after the end
+    with pytest.raises(RunEnded):
+        log.attempt_timeout()
+    assert is_infra_error(RunEnded())  # a call refused for lack of time is the run's timeout

@@ -10,6 +10,9 @@ extra hits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import litellm
@@ -18,7 +21,7 @@ import runner_agents  # noqa: F401  (loopback stays off any proxy)
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from scripted import ScriptedTransport
 
-from evalrunner.core._faults import InfraLog, is_infra_error
+from evalrunner.core._faults import InfraLog, NoUsableChoice, is_infra_error
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._scope import arun_captured, capture, run_captured
 from evalrunner.live._schema import RetryPolicy
@@ -137,7 +140,7 @@ def test_an_agents_own_retry_settings_are_overridden(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("kind", ["malformed", "truncated_stream"])
+@pytest.mark.parametrize("kind", ["malformed", "truncated_stream", "stream_error"])
 def test_a_stream_that_breaks_midway_is_retried_and_the_agent_sees_one_clean_stream(
     mode: str, kind: str
 ) -> None:
@@ -173,3 +176,153 @@ def test_a_stream_fault_the_agent_swallows_is_still_logged(mode: str) -> None:
     assert res.output == "sorry" and res.error is None
     assert res.infra is not None and res.infra.final_error is not None
     assert is_infra_error(res.infra.final_error)
+
+
+# ------------------------------------------- endpoint faults are never behaviour (issue 10)
+
+PATIENT = RetryPolicy(max_attempts=3, backoff_s=0.01, max_backoff_s=0.05, request_timeout_s=0.3)
+"""Retries fast, and gives an attempt 0.3 s to hear anything from the endpoint."""
+
+
+def plain_agent(api_base: str, **extra: Any) -> str:
+    """Like the reference agent: no timeout of its own (litellm's default is 6,000 s)."""
+    response = litellm.completion(
+        model="openai/fake", api_base=api_base, api_key="x", messages=MESSAGES, **extra
+    )
+    if extra.get("stream"):
+        return "".join(c.choices[0].delta.content or "" for c in response if c.choices)
+    return str(response.choices[0].message.content)
+
+
+async def aplain_agent(api_base: str, **extra: Any) -> str:
+    response = await litellm.acompletion(
+        model="openai/fake", api_base=api_base, api_key="x", messages=MESSAGES, **extra
+    )
+    if extra.get("stream"):
+        return "".join([c.choices[0].delta.content or "" async for c in response if c.choices])
+    return str(response.choices[0].message.content)
+
+
+def run_plain(mode: str, api_base: str, policy: RetryPolicy = PATIENT, **extra: Any) -> Any:
+    if mode == "sync":
+        return run_captured(plain_agent, api_base, retry=policy, **extra)
+    return asyncio.run(arun_captured(aplain_agent, api_base, retry=policy, timeout=10, **extra))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_response_without_a_choice_is_retried_then_an_endpoint_fault(mode: str) -> None:
+    # A 200 with `choices: []`: the agent would index choices[0] and crash.
+    with FakeEndpoint([Fault("empty_choices")], default=Reply("Paris.")) as ep:
+        res = run_plain(mode, ep.api_base)
+        assert ep.hits[CHAT] == 2
+    assert (res.error, res.output, res.infra.max_attempts_used) == (None, "Paris.", 2)
+    assert res.infra.faults[0].startswith("NoUsableChoice (no usable choice) from openai/fake")
+    with FakeEndpoint(default=Fault("empty_choices")) as ep:
+        res = run_plain(mode, ep.api_base)
+        assert ep.hits[CHAT] == PATIENT.max_attempts
+    assert isinstance(res.error, NoUsableChoice) and is_infra_error(res.error)
+    assert res.infra.final_error is res.error
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(("kind", "stream"), [("hang", False), ("stall_stream", True)])
+def test_a_hung_request_is_abandoned_after_the_request_timeout_and_retried(
+    mode: str, kind: str, stream: bool
+) -> None:
+    with FakeEndpoint([Fault(kind)], default=Reply("Paris.")) as ep:
+        res = run_plain(mode, ep.api_base, stream=stream)
+        assert ep.hits[CHAT] == 2
+        deadline = time.monotonic() + 5
+        while not ep.abandoned and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ep.abandoned == 1 and ep.abandoned_after[0] < 2
+    assert (res.error, res.output, res.infra.max_attempts_used) == (None, "Paris.", 2)
+    assert res.infra.faults[0].startswith("Timeout (no response within 0.3 s) from openai/fake")
+
+
+def test_a_sync_agents_hung_request_ends_with_its_run() -> None:
+    # The policy would wait 30 s for a byte; the run's 0.5 s timeout is the tighter bound,
+    # so the worker thread's request ends with the run instead of holding the thread.
+    policy = RetryPolicy(request_timeout_s=30)
+    workers = ThreadPoolExecutor(max_workers=1)
+    try:
+        with FakeEndpoint(default=Fault("hang")) as ep:
+            res = asyncio.run(
+                arun_captured(plain_agent, ep.api_base, retry=policy, timeout=0.5, executor=workers)
+            )
+            deadline = time.monotonic() + 5
+            while not ep.abandoned and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert ep.abandoned == 1 and ep.abandoned_after[0] < 2
+    finally:
+        workers.shutdown(wait=False)
+    assert res.timed_out and isinstance(res.error, TimeoutError)
+
+
+def test_a_timed_out_sync_agent_makes_no_more_calls() -> None:
+    # An agent that swallows every error and calls again, as many do: once its run timed
+    # out, its thread's next call is refused instead of reaching the endpoint.
+    arrivals: list[float] = []
+
+    def respond(body: dict[str, Any], n: int) -> Reply | Fault:
+        arrivals.append(time.monotonic())
+        return Fault("hang") if n == 0 else Reply("Paris.", latency=0.2)
+
+    def stubborn(api_base: str) -> str:
+        for _ in range(10):
+            with contextlib.suppress(Exception):
+                plain_agent(api_base, timeout=0.2)
+        return "gave up"
+
+    workers = ThreadPoolExecutor(max_workers=1)
+    try:
+        with FakeEndpoint(responder=respond) as ep:
+            started = time.monotonic()
+            res = asyncio.run(
+                arun_captured(stubborn, ep.api_base, retry=PATIENT, timeout=0.5, executor=workers)
+            )
+            ended = time.monotonic()
+            time.sleep(1.5)  # what a zombie thread would have sent by now
+    finally:
+        workers.shutdown(wait=False)
+    assert res.timed_out and started + 0.4 < ended
+    assert arrivals and max(arrivals) < ended + 0.1, "calls reached the endpoint after the run"
+
+
+def test_calls_of_gather_siblings_stop_when_the_run_ends() -> None:
+    # One task of an asyncio.gather raises; gather passes the error on at once but does
+    # not cancel its siblings: without our help they go on calling after the run ended.
+    def respond(body: dict[str, Any], n: int) -> Reply | Fault:
+        return Fault("hang") if body["messages"][-1]["content"] == "hang" else Reply("ok")
+
+    async def ask(api_base: str, text: str) -> Any:
+        return await litellm.acompletion(
+            model="openai/fake",
+            api_base=api_base,
+            api_key="x",
+            messages=[{"role": "user", "content": text}],
+        )
+
+    async def fanning_out(api_base: str) -> None:
+        async def failing() -> None:
+            await ask(api_base, "first")
+            raise ValueError("planner failed")
+
+        async def late() -> None:
+            await asyncio.sleep(0.3)  # asks after the run has ended
+            await ask(api_base, "late")
+
+        await asyncio.gather(failing(), late(), ask(api_base, "hang"))
+
+    async def night(api_base: str) -> Any:
+        res = await arun_captured(fanning_out, api_base, retry=FAST, timeout=10)
+        await asyncio.sleep(0.8)  # the event loop runs on, as it does for the next runs
+        return res
+
+    with FakeEndpoint(responder=respond) as ep:
+        res = asyncio.run(night(ep.api_base))
+        sent = [r["messages"][-1]["content"] for r in ep.requests]
+        abandoned = ep.abandoned
+    assert isinstance(res.error, ValueError)
+    assert "late" not in sent, "a sibling called the endpoint after its run ended"
+    assert abandoned == 1, "the hung sibling's request was left running"

@@ -11,7 +11,14 @@ from suite_texts import write_full
 from evalrunner.errors import ConfigError
 from evalrunner.live._endpoints import Endpoint
 from evalrunner.live._loader import load_suite
-from evalrunner.live._plan import Adaptive, AdaptivePlanner, FixedPlanner, ScenarioPlan, choose
+from evalrunner.live._plan import (
+    Adaptive,
+    AdaptivePlanner,
+    AdaptiveSummary,
+    FixedPlanner,
+    ScenarioPlan,
+    choose,
+)
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._settings import Suite
 
@@ -92,6 +99,7 @@ def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> No
     assert sum(s.get(stoppable, 0) for s in sizes) == 5
     assert sum(s.get(other, 0) for s in sizes) == 20  # never asked: no baseline
     assert asked == [(stoppable, 3, 10), (stoppable, 5, 10)]
-    assert planner.saved == 5
-    assert planner.notes[-1] == "tool-chain|a/x: stopped after 5 runs (settled)"
+    # The numbers the words are checked against: 25 made, of at most 10 + 20.
+    assert planner.summary == AdaptiveSummary(made=25, maximum=30, fixed=40, stopped=1, cells=2)
+    assert planner.notes[-1] == "tool-chain|a/x: stopped after 5 of at most 10 runs: settled"
     assert len(planner.planned) == 25 and len({j.run_id for j in planner.planned}) == 25
