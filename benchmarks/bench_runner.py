@@ -132,8 +132,8 @@ def runner_line(
 
     from evalrunner.live._endpoints import Endpoint as Ep
     from evalrunner.live._endpoints import EndpointPool
+    from evalrunner.live._loader import load_suite
     from evalrunner.live._runner import run_suite
-    from evalrunner.live._suite import load_suite
 
     class Pool(EndpointPool):
         def resolve(self, model: str) -> Ep:

@@ -11,7 +11,7 @@ live runs), ``evalrunner.stats``, ``evalrunner.baseline``, ``evalrunner.report``
 and ``evalrunner.cli``.
 """
 
-from importlib.metadata import PackageNotFoundError
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from evalrunner.core import (
@@ -44,7 +44,7 @@ from evalrunner.live import RunContext, RunRecord, Suite, load_records, load_sui
 
 try:
     __version__ = _version("evalrunner")
-except PackageNotFoundError:  # running from a source tree that was never installed
+except _PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [

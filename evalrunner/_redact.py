@@ -1,16 +1,39 @@
 """Secret redaction, applied unconditionally to everything evalrunner writes.
 
-Recordings, goldens, results and reports can end up in git or CI artifacts, so
-keys and tokens are replaced at write time, not on a best-effort basis later.
+Recordings, goldens, results, history and reports can end up in git or CI
+artifacts, so secrets are replaced by ``[REDACTED]`` at write time, in dict keys
+as well as values:
+
+- the value of any key named like a secret (``api_key``, ``Authorization``, ...);
+- every configured credential, wherever it appears: the values of environment
+  variables named like credentials (which covers the provider keys litellm
+  reads: ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``AZURE_API_KEY``,
+  ``AZURE_AD_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ...) and every value passed to
+  :func:`register_secret` (the ``api_key`` of each endpoint in use, and each
+  ``api_key`` an agent hands to litellm, however the variable it came from is named);
+- the common formats: detect-secrets' regex detectors that are scoped to one
+  kind of credential (AWS, JWT, Stripe, Slack, GitHub, GitLab, npm, PyPI, ...),
+  plus our own patterns where it has none (``sk-``/``sk-ant-`` keys, ``hf_``,
+  bearer/basic headers, key-like query parameters, user:password in URLs,
+  ``password: ...``, whole private-key blocks).
+
+What cannot be caught: a secret that matches no pattern and is in no
+configured place (a password typed into a prompt, a key read from a file).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 REDACTED = "[REDACTED]"
+_MIN_SECRET = 8  # shorter configured values ("1", "true", "local") would eat ordinary text
 
 # JSON keys / header names whose values are secrets whatever they look like.
 _SECRET_KEY = re.compile(
@@ -23,70 +46,284 @@ _SECRET_KEY = re.compile(
 # Only the plural: "token", "access_token", "refresh_token" are credentials.
 _NOT_SECRET_KEY = re.compile(r"tokens$|_token_ids$|token_count", re.IGNORECASE)
 
-_VALUE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),
-        REDACTED,
-    ),
-    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
-    (re.compile(r"\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), REDACTED),
-    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), REDACTED),
-    # key-like query parameters: ?api_key=...&token=...
-    (
-        re.compile(
-            r"(?i)([?&](?:api[_-]?key|key|token|access_token|secret|sig|signature)=)[^&\s\"']+"
-        ),
-        r"\1" + REDACTED,
-    ),
-    # user:password@host in URLs
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
-]
+# Environment variables holding credentials: a name with one of these words as a
+# component (OPENAI_API_KEY, MY_KEY_2, GATEWAY_AUTH, AZURE_AD_TOKEN, VERTEXAI_CREDENTIALS),
+# unless the name says the value only points somewhere (..._URL, ..._FILE, ..._HEADER_NAME).
+_ENV_SECRET_NAME = re.compile(
+    r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDS?|CREDENTIALS?|"
+    r"AUTH|PAT|COOKIE)(?:_|$)",
+    re.IGNORECASE,
+)
+_ENV_NOT_SECRET = re.compile(
+    r"_(?:URL|URI|ENDPOINT|HOST|BASE|PATH|FILE|DIR|SOCK|TYPE|NAME|REGION|VERSION|ENABLED|"
+    r"TIMEOUT|SECONDS)$",
+    re.IGNORECASE,
+)
 
-_ENV_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
+_registered: set[str] = set()
+_registered_lock = threading.Lock()
 
 
-def _env_secrets() -> list[str]:
-    # Values of secret-looking environment variables are redacted wherever they
-    # appear, even when they match none of the known key formats.
-    return sorted(
-        (v for k, v in os.environ.items() if _ENV_SECRET_NAME.search(k) and len(v) >= 8),
-        key=len,
-        reverse=True,
+def register_secret(value: str | None) -> None:
+    """Redact ``value`` wherever it appears from now on (an endpoint's or a call's API key).
+
+    Values shorter than 8 characters are ignored: replacing them would eat ordinary text.
+    """
+    if isinstance(value, str) and len(value) >= _MIN_SECRET:
+        with _registered_lock:
+            _registered.add(value)
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether an environment variable's value is a credential, judging by its name."""
+    return bool(_ENV_SECRET_NAME.search(name)) and not _ENV_NOT_SECRET.search(name)
+
+
+def configured_secrets() -> list[str]:
+    """Every configured credential value, longest first (so a key containing another goes first)."""
+    values = {v for k, v in os.environ.items() if len(v) >= _MIN_SECRET and is_secret_env_name(k)}
+    with _registered_lock:
+        values |= _registered
+    return sorted(values, key=len, reverse=True)
+
+
+# --- patterns -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """Patterns with the groups each replaces (none: the whole match), and the lower-case
+    substrings one of which any of their matches contains: the patterns run only if
+    one is in the text (a substring test costs a fraction of a regex scan)."""
+
+    needles: tuple[str, ...]
+    patterns: tuple[tuple[re.Pattern[str], tuple[int, ...]], ...]
+
+    def apply(self, text: str, lowered: str) -> str:
+        for needle in self.needles:
+            if needle in lowered:
+                break
+        else:
+            return text
+        for regex, groups in self.patterns:
+            if groups:
+                text = regex.sub(functools.partial(_replace_groups, groups), text)
+            else:
+                text = regex.sub(REDACTED, text)
+        return text
+
+
+def _replace_groups(groups: tuple[int, ...], match: re.Match[str]) -> str:
+    """The match with the first of ``groups`` that took part replaced."""
+    whole, start = match.group(0), match.start()
+    for group in groups:
+        g0, g1 = match.span(group)
+        if g0 >= 0:
+            return whole[: g0 - start] + REDACTED + whole[g1 - start :]
+    return whole
+
+
+def _rule(regex: str, needles: tuple[str, ...], groups: tuple[int, ...] = ()) -> _Rule:
+    return _Rule(needles, ((re.compile(regex), groups),))
+
+
+# The rest of a token after a fixed-length match: detect-secrets matches Stripe keys
+# by their first 24 characters and JWTs without their signature.
+_TAIL = r"[A-Za-z0-9_\-]*"
+
+# detect-secrets' RegexBasedDetector plugins that are scoped to one kind of
+# credential: (module, class, needles). Left out: the entropy and keyword
+# detectors (not regex-based; they would eat hashes and ids), the public-IP
+# detector (addresses are not secrets), Artifactory (its "AP" + 9 letters pattern
+# matches ordinary words such as "APACHEKAFKA"), and PrivateKeyDetector, whose
+# markers are used for the whole-block rule below.
+_DETECTORS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("aws", "AWSKeyDetector", ("a3t", "abia", "acca", "akia", "asia", "aws")),
+    ("azure_storage_key", "AzureStorageKeyDetector", ("accountkey=",)),
+    ("basic_auth", "BasicAuthDetector", ("://",)),
+    ("cloudant", "CloudantDetector", ("cl",)),
+    ("discord", "DiscordBotTokenDetector", (".",)),
+    ("github_token", "GitHubTokenDetector", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("gitlab_token", "GitLabTokenDetector", ("gl", "gr1348941")),
+    ("ibm_cloud_iam", "IbmCloudIamDetector", ("key", "pwd", "pass", "token")),
+    ("ibm_cos_hmac", "IbmCosHmacDetector", ("secret",)),
+    ("jwt", "JwtTokenDetector", ("eyj",)),
+    ("mailchimp", "MailchimpDetector", ("-us",)),
+    ("npm", "NpmDetector", ("_authtoken",)),
+    ("openai", "OpenAIDetector", ("t3blbkfj",)),
+    ("pypi_token", "PypiTokenDetector", ("pypi-",)),
+    ("sendgrid", "SendGridDetector", ("sg.",)),
+    ("slack", "SlackDetector", ("xox", "hooks.slack.com")),
+    ("softlayer", "SoftlayerDetector", ("sl",)),
+    ("square_oauth", "SquareOAuthDetector", ("sq0csp-",)),
+    ("stripe", "StripeDetector", ("k_live_",)),
+    ("telegram_token", "TelegramBotTokenDetector", (":",)),
+    ("twilio", "TwilioKeyDetector", ("ac", "sk")),
+)
+# Detectors whose group 1 is the secret itself (the rest of the match is context
+# such as "aws_secret_access_key = "); in the others a group is a prefix like "ghp".
+_SECRET_IN_GROUP_1 = frozenset(
+    {
+        "AWSKeyDetector",
+        "BasicAuthDetector",
+        "CloudantDetector",
+        "IbmCloudIamDetector",
+        "IbmCosHmacDetector",
+        "NpmDetector",
+        "SoftlayerDetector",
+    }
+)
+
+
+def _detector_rule(module: str, name: str, needles: tuple[str, ...]) -> _Rule:
+    cls = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+    patterns: list[tuple[re.Pattern[str], tuple[int, ...]]] = []
+    for regex in cls.denylist:
+        if name in _SECRET_IN_GROUP_1 and regex.groups >= 1:
+            patterns.append((regex, (1,)))
+        else:
+            # A verbose pattern may end in a comment; the newline ends it first.
+            end = "\n)" if regex.flags & re.VERBOSE else ")"
+            patterns.append((re.compile(f"(?:{regex.pattern}{end}{_TAIL}", regex.flags), ()))
+    return _Rule(needles, tuple(patterns))
+
+
+def _private_key_rule() -> _Rule:
+    """A whole private-key block, from its BEGIN line to its END line (or the end of a
+    truncated text), started by detect-secrets' markers or any ``BEGIN ... PRIVATE KEY``."""
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+
+    markers = [r"BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"]
+    markers += [r.pattern for r in PrivateKeyDetector.denylist]
+    begin = "|".join(markers)
+    return _rule(
+        rf"(?s)(?:-----)?(?:{begin}).*?(?:-----END[^\n]*?-----|\Z)",
+        ("private key", "putty-user-key"),
     )
 
 
-def redact_text(text: str, env_secrets: list[str] | None = None) -> str:
-    """Replace secrets inside a string."""
-    for secret in _env_secrets() if env_secrets is None else env_secrets:
+# Ours, where detect-secrets has no detector (or a narrower one).
+_KEY_NAMES = (
+    r"password|passwd|passphrase|client[_-]?secret|secret[_-]?(?:access[_-]?)?key|api[_-]?key|"
+    r"apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|session[_-]?token|private[_-]?key"
+)
+# The value after such a name: quoted, or one word that has a non-letter in it or ends
+# the clause ("password: hunter2", "password=x"), but not the next word of a sentence
+# ("enter your password: go to settings").
+_BARE = r"[^\s\"',;&)}\]]"
+_KEY_VALUE = (
+    rf"(?i)(?<![A-Za-z0-9])(?:{_KEY_NAMES})[\"']?\s*[:=]\s*(?!\"?\[REDACTED\])"
+    rf"(?:\"([^\"\n]+)\"|'([^'\n]+)'|({_BARE}*[^A-Za-z\s\"',;&)}}\]]{_BARE}*|[A-Za-z]+(?=\s*$|[\n,;.)}}\]])))"
+)
+_OWN_RULES = (
+    # user:password@host in URLs (before detect-secrets' BasicAuth, which keeps the user)
+    _rule(r"(?i)\b[a-z][a-z0-9+.-]*://([^/\s:@]+:[^/\s@]+)@", ("://",), (1,)),
+    _rule(
+        r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})",
+        ("bearer", "basic", "token"),
+        (1,),
+    ),
+    _rule(r"\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{16,}", ("sk-",)),
+    _rule(
+        r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _rule(r"\bAIza[0-9A-Za-z_-]{35}\b", ("aiza",)),
+    _rule(r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),
+    # key-like query parameters: ?api_key=...&token=...
+    _rule(
+        r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|sig|signature)=([^&\s\"']+)",
+        ("=",),
+        (1,),
+    ),
+    # password: hunter2, password=hunter2, "password": "hunter 2" (also in JSON text),
+    # aws_secret_access_key = ... (detect-secrets wants it quoted)
+    _rule(_KEY_VALUE, ("pass", "secret", "key", "token"), (1, 2, 3)),
+)
+
+
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    # Built on first use: importing detect-secrets takes a fifth of a second,
+    # which commands that write nothing should not pay.
+    detectors = (_detector_rule(*spec) for spec in _DETECTORS)
+    return (_private_key_rule(), *_OWN_RULES, *detectors)
+
+
+# --- redaction ----------------------------------------------------------------------------
+
+
+def _text(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    for pattern, repl in _VALUE_PATTERNS:
-        text = pattern.sub(repl, text)
+    if len(text) < _MIN_SECRET:
+        return text  # nothing any pattern matches fits
+    lowered = text.lower()
+    for rule in _rules():
+        text = rule.apply(text, lowered)
     return text
 
 
+def redact_text(text: str, env_secrets: list[str] | None = None) -> str:
+    """Replace secrets inside a string (a message, a traceback).
+
+    ``env_secrets`` replaces the configured credential values (tests pass ``[]``).
+    """
+    return _text(text, configured_secrets() if env_secrets is None else env_secrets)
+
+
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 
 
-def redact(obj: Any, env_secrets: list[str] | None = None) -> Any:
-    """Return a copy of a JSON-like value with secrets replaced by ``[REDACTED]``."""
-    secrets = _env_secrets() if env_secrets is None else env_secrets
-    if isinstance(obj, str):
-        return redact_text(obj, secrets)
-    if isinstance(obj, dict):
+class _Redactor:
+    """One redaction pass: the configured secrets read once, each distinct string redacted once."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.secrets = secrets
+        self.done: dict[str, str] = {}
+
+    def text(self, text: str) -> str:
+        out = self.done.get(text)
+        if out is None:
+            out = self.done[text] = _text(text, self.secrets)
+        return out
+
+    def value(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return self.mapping(obj)
+        if isinstance(obj, list | tuple):
+            return [self.value(v) for v in obj]
+        return obj
+
+    def mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         for key, value in obj.items():
+            new_key = self.text(key) if isinstance(key, str) else key
+            if new_key in out:  # two keys that were secrets: keep both values
+                new_key = _unique(new_key, out.__contains__)
             if isinstance(key, str) and is_secret_key(key) and value not in (None, "", [], {}):
-                out[key] = REDACTED
+                out[new_key] = REDACTED
             else:
-                out[key] = redact(value, secrets)
+                out[new_key] = self.value(value)
         return out
-    if isinstance(obj, list | tuple):
-        return [redact(v, secrets) for v in obj]
-    return obj
+
+
+def _unique(key: str, taken: Callable[[str], bool]) -> str:
+    n = 2
+    while taken(f"{key}#{n}"):
+        n += 1
+    return f"{key}#{n}"
+
+
+def redact(obj: Any, env_secrets: list[str] | None = None) -> Any:
+    """Return a copy of a JSON-like value with secrets (in keys and values) replaced by ``[REDACTED]``.
+
+    ``env_secrets`` replaces the configured credential values (tests pass ``[]``).
+    """
+    secrets = configured_secrets() if env_secrets is None else env_secrets
+    return _Redactor(secrets).value(obj)

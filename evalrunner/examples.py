@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from evalrunner.core._capture import capture
+from evalrunner.core._scope import capture
 from evalrunner.live._context import RunContext
 from evalrunner.reference_agent import Tool, arun_agent, run_agent, tool
 

@@ -20,11 +20,11 @@ the model does next is behaviour worth seeing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalrunner.core._capture import record_tool_result
+from evalrunner.core._scope import record_tool_result
 from evalrunner.live._context import RunContext
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help. Answer briefly."
@@ -85,17 +85,18 @@ def _execute(call: Any, tools: Mapping[str, Tool]) -> tuple[str, bool]:
         return f"error: {name}: {exc}", True
 
 
-def _assistant_message(message: Any) -> dict[str, Any]:
+def assistant_message(content: str | None, tool_calls: Iterable[Any]) -> dict[str, Any]:
+    """The assistant turn that made ``tool_calls``, as the next request repeats it."""
     return {
         "role": "assistant",
-        "content": message.content or "",
+        "content": content or "",
         "tool_calls": [
             {
                 "id": c.id,
                 "type": "function",
                 "function": {"name": c.function.name, "arguments": c.function.arguments},
             }
-            for c in message.tool_calls
+            for c in tool_calls
         ],
     }
 
@@ -121,18 +122,46 @@ def _start(task: str, system_prompt: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": task}]
 
 
-def _after_response(
-    message: Any, messages: list[dict[str, Any]], tools: Mapping[str, Tool]
-) -> bool:
-    """Run the tool calls of a model message; False when it was the final answer."""
-    if not message.tool_calls:
-        return False
-    messages.append(_assistant_message(message))
-    for call in message.tool_calls:
-        output, failed = _execute(call, tools)
-        record_tool_result(call.id, output, error=failed)
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-    return True
+class _Loop:
+    """One run of the loop. It yields the requests; the caller sends each to the
+    model (sync or async, the only difference between the two entry points)
+    and hands the response back with :meth:`answer`."""
+
+    def __init__(
+        self,
+        task: str,
+        ctx: RunContext,
+        tools: Mapping[str, Tool] | None,
+        system_prompt: str,
+        max_tool_rounds: int,
+    ) -> None:
+        self.ctx = ctx
+        self.tools = dict(tools or {})
+        self.max_tool_rounds = max_tool_rounds
+        self.messages = _start(task, system_prompt)
+        self.result = AgentResult(None, ctx.max_turns)  # until the model answers
+        self.turn = 0
+        self.done = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for turn in range(1, self.ctx.max_turns + 1):
+            self.turn = turn
+            yield _request(self.ctx, self.messages, self.tools, turn - 1 < self.max_tool_rounds)
+            if self.done:
+                return
+
+    def answer(self, response: Any) -> None:
+        """Run the tool calls of the model's message, or keep it as the final answer."""
+        message = response.choices[0].message
+        if not message.tool_calls:
+            self.result = AgentResult(message.content, self.turn)
+            self.done = True
+            return
+        self.messages.append(assistant_message(message.content, message.tool_calls))
+        for call in message.tool_calls:
+            output, failed = _execute(call, self.tools)
+            record_tool_result(call.id, output, error=failed)
+            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
 
 
 def run_agent(
@@ -146,14 +175,10 @@ def run_agent(
     """Run the loop synchronously (litellm.completion)."""
     import litellm
 
-    tools = dict(tools or {})
-    messages = _start(task, system_prompt)
-    for turn in range(1, ctx.max_turns + 1):
-        response = litellm.completion(**_request(ctx, messages, tools, turn - 1 < max_tool_rounds))
-        message = response.choices[0].message
-        if not _after_response(message, messages, tools):
-            return AgentResult(message.content, turn)
-    return AgentResult(None, ctx.max_turns)
+    loop = _Loop(task, ctx, tools, system_prompt, max_tool_rounds)
+    for request in loop:
+        loop.answer(litellm.completion(**request))
+    return loop.result
 
 
 async def arun_agent(
@@ -167,13 +192,7 @@ async def arun_agent(
     """The same loop over litellm.acompletion, for agents that fan out with asyncio."""
     import litellm
 
-    tools = dict(tools or {})
-    messages = _start(task, system_prompt)
-    for turn in range(1, ctx.max_turns + 1):
-        response = await litellm.acompletion(
-            **_request(ctx, messages, tools, turn - 1 < max_tool_rounds)
-        )
-        message = response.choices[0].message
-        if not _after_response(message, messages, tools):
-            return AgentResult(message.content, turn)
-    return AgentResult(None, ctx.max_turns)
+    loop = _Loop(task, ctx, tools, system_prompt, max_tool_rounds)
+    for request in loop:
+        loop.answer(await litellm.acompletion(**request))
+    return loop.result

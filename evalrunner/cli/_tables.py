@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import group_records
-from evalrunner.stats._metrics import sequence_label
+from evalrunner.stats._metrics import metric, sequence_label
+from evalrunner.stats._results import FAILING
 
 if TYPE_CHECKING:
-    from evalrunner.stats._stats import MetricResult
+    from evalrunner.stats._results import MetricResult
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
@@ -41,7 +42,7 @@ SUMMARY_COLUMNS = (
     ("skip_reasons", "top skip reasons"),
     ("infra", "infra"),
     ("crashed", "crashed"),
-    ("mean_steps", "steps"),
+    ("mean_steps", metric("step_count").label),
     ("mean_tokens", "tokens"),
     ("pass_hat_3", "pass^3"),
     ("pass_at_3", "pass@3"),
@@ -49,18 +50,23 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """Per scenario x model: counts by outcome, top skip reasons, means, modal tool sequence."""
+def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list[dict[str, Any]]:
+    """Per scenario x model: counts by outcome, top skip reasons, means, modal tool sequence.
+
+    pass^k and pass@k count the runs that measured the agent (infra errors are
+    the endpoint's); ``measured=False`` (an outage) leaves them out altogether.
+    """
     rows = []
-    for (scenario, model), rs in group_records(records).items():
+    for cell, rs in group_records(records).items():
         outcomes = Counter(r.outcome for r in rs)
         skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
-        valid = [r for r in rs if r.outcome != "infra_error"] or rs
+        agent_runs = [r for r in rs if r.outcome != "infra_error"]
+        valid = agent_runs or rs
         seqs = Counter(sequence_label(r.tools) for r in valid)
         rows.append(
             {
-                "scenario": scenario,
-                "model": model,
+                "scenario": cell.scenario,
+                "model": cell.model,
                 "n": len(rs),
                 "passed": outcomes["passed"],
                 "failed": outcomes["failed"],
@@ -72,7 +78,7 @@ def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
                 "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid)
                 / len(valid),
                 "top_tools": seqs.most_common(1)[0][0],
-                **_pass_k(len(rs), outcomes["passed"], 3),
+                **_pass_k(len(agent_runs) if measured else 0, outcomes["passed"], 3),
             }
         )
     return rows
@@ -80,7 +86,7 @@ def summary_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
 
 def _pass_k(n: int, passed: int, k: int) -> dict[str, str]:
     """pass^k (all k tries pass) and pass@k (at least one does), estimated from n runs; reported, not gated."""
-    from evalrunner.stats._stats import pass_at_k, pass_hat_k
+    from evalrunner.stats._formulas import pass_at_k, pass_hat_k
 
     if n < k:
         return {f"pass_hat_{k}": "-", f"pass_at_{k}": "-"}
@@ -104,18 +110,23 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return f"[{_num(ci[0])}, {_num(ci[1])}]" if ci else ""
 
 
-VERDICT_COLUMNS = (
-    ("scenario", "scenario"),
-    ("model", "model"),
-    ("metric", "metric"),
-    ("verdict", "verdict"),
-    ("baseline", "baseline (N)"),
-    ("night", "tonight (N)"),
-    ("effect", "effect [interval]"),
-    ("q", "q"),
-    ("margin", "margin"),
-    ("hint", "note"),
-)
+def verdict_columns(reference: str, candidate: str) -> tuple[tuple[str, str], ...]:
+    """The verdict table's columns, naming the two sides compared."""
+    return (
+        ("scenario", "scenario"),
+        ("model", "model"),
+        ("metric", "metric"),
+        ("verdict", "verdict"),
+        ("baseline", f"{reference} (N)"),
+        ("night", f"{candidate} (N)"),
+        ("effect", "effect [interval]"),
+        ("q", "q"),
+        ("margin", "margin"),
+        ("hint", "note"),
+    )
+
+
+VERDICT_COLUMNS = verdict_columns("baseline", "tonight")
 
 
 def verdict_rows(
@@ -124,7 +135,7 @@ def verdict_rows(
     """Gating metrics always; diagnostics only when flagged (or with ``all_metrics``)."""
     rows = []
     for r in results:
-        if not (all_metrics or r.gating or r.verdict in ("regression", "improvement")):
+        if not (all_metrics or r.gating or r.verdict in (*FAILING, "improvement")):
             continue
         hint = ""
         if r.verdict == "inconclusive" and r.mde is not None:
@@ -136,7 +147,7 @@ def verdict_rows(
                 "scenario": r.scenario,
                 "model": r.model,
                 "metric": r.metric + ("" if r.gating else " (diag)"),
-                "verdict": r.verdict.upper() if r.verdict == "regression" else r.verdict,
+                "verdict": r.verdict.upper() if r.verdict in FAILING else r.verdict,
                 "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
                 "night": f"{_num(r.night_estimate)} ({r.night_n})",
                 "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),

@@ -4,9 +4,10 @@ Validation uses the `atif` package's pydantic models (ATIF v1.8 with its
 normative rules: sequential step ids, agent-only fields, call-id joins,
 resolvable sub-agent refs). Documents from other producers are messy (v1.2 to
 v1.8, "1.4" without prefix, arguments as JSON strings, observation content as
-objects, step-level `usage` instead of `metrics`); lenient loading repairs what
+objects, step-level `usage` instead of `metrics`, a step message written as
+the `{role, content}` chat messages it came from); lenient loading repairs what
 has one obvious repair, warns about each repair, and otherwise fails with one
-line naming the JSON path.
+line naming the JSON path and the error that explains the failure.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from evalrunner._jsonio import parse_json, read_json
 from evalrunner.errors import FileFormatError, TrajectoryError
@@ -45,31 +47,114 @@ def validate(doc: dict[str, Any], source: str = "trajectory") -> None:
     try:
         Trajectory.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        # The atif models nest union branches in the location; keep real field names.
-        loc = tuple(
-            p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("str", "list")))
-        )
-        raise TrajectoryError(f"{source}: {_path(loc)}: {err['msg']}") from None
+        raise TrajectoryError(f"{source}: {_explain(doc, exc.errors())}") from None
+
+
+class _Located(NamedTuple):
+    """A pydantic error split into its JSON path in the document and its union branch."""
+
+    path: tuple[int | str, ...]
+    site: int | None  # how much of ``path`` leads to the union that failed, if one did
+    branch: str | None  # the union member this error was raised under
+    error: ErrorDetails
+
+
+def _locate(doc: Any, error: ErrorDetails) -> _Located:
+    """Tell real path steps from union branch tags ('str', 'list[...]', 'ImageSource')
+    by walking the document: a tag is a location step the data does not have."""
+    path: list[int | str] = []
+    site: int | None = None
+    branch: str | None = None
+    data = doc
+    loc = error["loc"]
+    for i, part in enumerate(loc):
+        missing = i == len(loc) - 1 and error["type"] == "missing"
+        if isinstance(data, dict) and isinstance(part, str) and (part in data or missing):
+            path.append(part)
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            path.append(part)
+            data = data[part]
+        elif site is None:  # the outermost union decides which branch this error belongs to
+            site, branch = len(path), str(part)
+    return _Located(tuple(path), site, branch, error)
+
+
+def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
+    """The error that explains the failure, as ``$.path: message``.
+
+    pydantic lists a failed union's branches in schema order, so the first error
+    is often the wrong branch ("Input should be a valid string" for a message
+    that is a list). Among the branches of the union the first error failed in,
+    the one whose errors reach deepest into the value is the one that was meant.
+    """
+    first = _locate(doc, errors[0])
+    if first.site is None:
+        return f"{_path(first.path)}: {first.error['msg']}"
+    prefix = first.path[: first.site]
+    rivals = [
+        e
+        for e in (_locate(doc, err) for err in errors)
+        if e.site == first.site and e.path[: e.site] == prefix
+    ]
+    best = max(rivals, key=lambda e: len(e.path))  # first of the deepest, in pydantic's order
+    members = " or ".join(dict.fromkeys(_member(e.branch) for e in rivals))
+    value = _at(doc, prefix)
+    if best.path == prefix:  # no branch got into the value: it has the wrong type for all
+        return f"{_path(prefix)}: expected {members}, got {_JSON_TYPES.get(type(value), 'a value')}"
+    same_branch = sum(e.branch == best.branch for e in rivals)
+    notes = [f"and {same_branch - 1} more"] if same_branch > 1 else []
+    notes.append(f"reading {_path(prefix)} as {_member(best.branch)}; it may be {members}")
+    if _chat_parts(value) is not None:
+        notes.append("it is a list of {role, content} chat messages, which lenient loading joins")
+    return f"{_path(best.path)}: {best.error['msg'].rstrip('.')} ({'; '.join(notes)})"
+
+
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _member(tag: str | None) -> str:
+    """'list[function-after[_check_payload(), ContentPart]]' -> 'list[ContentPart]'."""
+    return re.sub(r"function-(?:after|before|wrap|plain)\[[^,\]]*, ([^\]]+)\]", r"\1", str(tag))
+
+
+def _at(doc: Any, path: tuple[int | str, ...]) -> Any:
+    for part in path:
+        doc = doc[part]
+    return doc
 
 
 def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[str, Any]:
-    """Accept an ATIF trajectory as a dict, a JSON string, a path, or atif model objects.
+    """Accept an ATIF trajectory as a dict, JSON text, a path (``Path`` or ``str``) or atif models.
 
-    Returns a plain dict. ``strict=True`` rejects anything non-conformant;
-    otherwise known deviations are repaired with a :class:`TrajectoryWarning`.
+    A ``str`` is JSON text if it starts with ``{`` (after whitespace) and is not
+    the name of an existing file; any other ``str`` is a path. Returns a plain
+    dict. ``strict=True`` rejects anything non-conformant; otherwise known
+    deviations are repaired with a :class:`TrajectoryWarning`.
     """
     label = name or "trajectory"
     if isinstance(source, BaseModel):
         doc = source.model_dump(mode="json", exclude_none=True)
     elif isinstance(source, Path):
         label = name or str(source)
-        try:
-            doc = read_json(source, "trajectory")
-        except FileFormatError as exc:  # one error type for every bad input
-            raise TrajectoryError(str(exc)) from None
-    elif isinstance(source, str):
+        doc = _read(source, str(source), "trajectory not found")
+    elif isinstance(source, str) and _is_json_text(source):
         doc = parse_json(source, label, TrajectoryError)
+    elif isinstance(source, str):
+        if not source.strip():
+            raise TrajectoryError(f"{label}: empty text; expected ATIF JSON text or a path")
+        label = name or _shown(source)
+        doc = _read(
+            Path(source), _shown(source), "no such file (a str is a path unless it starts with '{')"
+        )
     elif isinstance(source, dict):
         doc = copy.deepcopy(source)
     else:
@@ -83,6 +168,36 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         doc = _repair(doc, label, "$")
     validate(doc, label)
     return doc
+
+
+def _is_json_text(text: str) -> bool:
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return not Path(text).is_file()
+    except (OSError, ValueError):  # too long or NUL bytes for a file name: text it is
+        return True
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """A str path as it goes into a one-line message."""
+    text = text if text.isprintable() else repr(text)
+    return (
+        text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+    )
+
+
+def _read(path: Path, shown: str, missing: str) -> Any:
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long (or with NUL) names no file
+        exists = False
+    if not exists:
+        raise TrajectoryError(f"{shown}: {missing}")
+    try:
+        return read_json(path, "trajectory")
+    except FileFormatError as exc:  # one error type for every bad input
+        raise TrajectoryError(str(exc)) from None
 
 
 def _warn(label: str, path: str, what: str) -> None:
@@ -131,6 +246,25 @@ def _repair(doc: dict[str, Any], label: str, path: str) -> dict[str, Any]:
 
 
 def _repair_step(step: dict[str, Any], label: str, path: str) -> None:
+    _repair_usage(step, label, path)
+    _repair_chat_message(step, label, path)
+    calls = step.get("tool_calls")
+    for j, call in enumerate(calls if isinstance(calls, list) else []):
+        if isinstance(call, dict):
+            _repair_arguments(call, label, f"{path}.tool_calls[{j}].arguments")
+    obs = step.get("observation")
+    results = obs.get("results") if isinstance(obs, dict) else None
+    for j, res in enumerate(results if isinstance(results, list) else []):
+        if isinstance(res, dict) and isinstance(res.get("content"), dict):
+            res["content"] = json.dumps(res["content"], sort_keys=True)
+            _warn(
+                label,
+                f"{path}.observation.results[{j}].content",
+                "object content serialised to a JSON string",
+            )
+
+
+def _repair_usage(step: dict[str, Any], label: str, path: str) -> None:
     if "usage" in step and "metrics" not in step and isinstance(step["usage"], dict):
         usage = step.pop("usage")
         step["metrics"] = {
@@ -139,26 +273,70 @@ def _repair_step(step: dict[str, Any], label: str, path: str) -> None:
             if k in usage
         }
         _warn(label, f"{path}.usage", "non-standard step-level 'usage' read as 'metrics'")
-    calls = step.get("tool_calls")
-    for j, call in enumerate(calls if isinstance(calls, list) else []):
-        if isinstance(call, dict) and isinstance(call.get("arguments"), str):
-            try:
-                parsed = json.loads(call["arguments"]) if call["arguments"].strip() else {}
-            except json.JSONDecodeError:
-                parsed = None
-            if isinstance(parsed, dict):
-                call["arguments"] = parsed
-                _warn(
-                    label, f"{path}.tool_calls[{j}].arguments", "JSON string parsed into an object"
-                )
-    obs = step.get("observation")
-    if isinstance(obs, dict):
-        results = obs.get("results")
-        for j, res in enumerate(results if isinstance(results, list) else []):
-            if isinstance(res, dict) and isinstance(res.get("content"), dict):
-                res["content"] = json.dumps(res["content"], sort_keys=True)
-                _warn(
-                    label,
-                    f"{path}.observation.results[{j}].content",
-                    "object content serialised to a JSON string",
-                )
+
+
+_CHAT_KEYS = frozenset({"role", "content", "name"})
+
+
+def _chat_parts(message: Any) -> list[dict[str, Any]] | None:
+    """The ATIF content parts of a message written as OpenAI-style chat messages
+    (``[{"role": "user", "content": "..."}]``), or None if it is not one.
+
+    Content may be text or a list of parts; text parts and parts already in ATIF
+    form (image/audio with a ``source``) are kept, anything else (an OpenAI
+    ``image_url``) has no obvious repair.
+    """
+    if not isinstance(message, list) or not message:
+        return None
+    parts: list[dict[str, Any]] = []
+    for item in message:
+        if not (isinstance(item, dict) and {"role", "content"} <= item.keys() <= _CHAT_KEYS):
+            return None
+        content = item["content"]
+        if content is None:  # an assistant message that only called tools
+            continue
+        if not isinstance(content, str | list):
+            return None
+        for part in [content] if isinstance(content, str) else content:
+            part = {"type": "text", "text": part} if isinstance(part, str) else part
+            if not _atif_part(part):
+                return None
+            parts.append(part)
+    return parts
+
+
+def _atif_part(part: Any) -> bool:
+    if not isinstance(part, dict):
+        return False
+    if part.get("type") == "text":
+        return isinstance(part.get("text"), str) and part.keys() == {"type", "text"}
+    return part.get("type") in ("image", "audio") and isinstance(part.get("source"), dict)
+
+
+def _repair_chat_message(step: dict[str, Any], label: str, path: str) -> None:
+    """One exporter writes a step's message as the chat messages it came from."""
+    message = step.get("message")
+    parts = _chat_parts(message)
+    if parts is None or not isinstance(message, list):
+        return
+    roles = ", ".join(dict.fromkeys(str(m["role"]) for m in message))
+    if all(p["type"] == "text" for p in parts):
+        step["message"] = "\n\n".join(p["text"] for p in parts)
+        into = "one text"
+    else:
+        step["message"] = parts
+        into = "content parts"
+    _warn(label, f"{path}.message", f"{len(message)} chat message(s) ({roles}) joined into {into}")
+
+
+def _repair_arguments(call: dict[str, Any], label: str, path: str) -> None:
+    """Arguments written as a JSON string become the object they hold (if they hold one)."""
+    if not isinstance(call.get("arguments"), str):
+        return
+    try:
+        parsed = json.loads(call["arguments"]) if call["arguments"].strip() else {}
+    except json.JSONDecodeError:
+        return
+    if isinstance(parsed, dict):
+        call["arguments"] = parsed
+        _warn(label, path, "JSON string parsed into an object")

@@ -2,17 +2,28 @@
 
 Structural deltas come first because they say *what* changed ("step_count
 3 -> 4"); the content hash comes last and only says that something else moved
-too. The human rendering adds a unified diff of the pretty JSON so the cause is
+too. The human rendering adds a diff of the pretty JSON so the cause is
 visible (a prompt change shows up as a changed system step).
+
+Everything rendered is bounded, whatever the size of the trajectories: a
+sequence too long for its line is summarised (run-length encoded, or its
+lengths and the stretch that differs), every line is cut at
+:data:`LINE_WIDTH` characters around the place that differs (an ellipsis and
+the number of characters cut), and the text diff goes block by block, each
+with its own line budget: the steps first (aligned step by step, ignoring
+step ids and run-wide call ids, so a removed step is one hunk and not a
+renumbering of every later step), then sub-agents, then the other blocks, and
+the schema (``schema_version``, ``agent``, ``agent.tool_definitions``) last.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from evalrunner._jsonio import dumps
+from evalrunner._jsonio import canonical, dumps
 from evalrunner.core._shape import Shape, shape
 
 # Order matters: structure first, tokens next, content last.
@@ -28,6 +39,16 @@ STRUCTURAL_FIELDS = (
 )
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
+LINE_WIDTH = 240
+"""No rendered line (delta, summary item, diff line) is longer than this."""
+
+_DELTA_WIDTH = LINE_WIDTH - 40  # room for the field name and the indent
+_ELLIPSIS = "…"
+_ABSENT: Any = object()  # a list item or key one side does not have (None is JSON null)
+# The blocks of a trajectory that describe the agent's setup rather than its run:
+# diffed last, so a big tool_definitions change cannot crowd out the steps.
+_SCHEMA_KEYS = ("schema_version", "agent")
+
 
 class Delta(NamedTuple):
     field: str
@@ -35,7 +56,10 @@ class Delta(NamedTuple):
     actual: Any
 
     def __str__(self) -> str:
-        return f"{self.field}: {_fmt(self.golden)} -> {_fmt(self.actual)}"
+        return cap(f"{self.field}: {_change(self.golden, self.actual)}")
+
+
+# -- deltas as text ----------------------------------------------------------------------
 
 
 def _fmt(value: Any) -> str:
@@ -44,6 +68,125 @@ def _fmt(value: Any) -> str:
     if isinstance(value, tuple):
         return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _change(golden: Any, actual: Any) -> str:
+    """``golden -> actual``, summarised when that does not fit on a line."""
+    if isinstance(golden, tuple) and isinstance(actual, tuple):
+        # Every item takes at least 3 characters: long tuples are not even formatted.
+        if 3 * (len(golden) + len(actual)) <= _DELTA_WIDTH:
+            full = f"{_fmt(golden)} -> {_fmt(actual)}"
+            if len(full) <= _DELTA_WIDTH:
+                return full
+        return _sequence_change(golden, actual)
+    if isinstance(golden, str) and isinstance(actual, str):
+        full = f"{golden!r} -> {actual!r}"
+        return full if len(full) <= _DELTA_WIDTH else _text_change(golden, actual)
+    return f"{_fmt(golden)} -> {_fmt(actual)}"
+
+
+def _item(value: Any) -> str:
+    return _fmt(value) if isinstance(value, tuple) else str(value)
+
+
+def _rle(items: Sequence[Any], limit: int = _DELTA_WIDTH) -> str:
+    """``((agent, 1) x1996, (user, 0))``: runs of equal items counted; formatting
+    stops (with an ellipsis) once ``limit`` characters are reached."""
+    parts: list[str] = []
+    size = i = 0
+    while i < len(items) and size <= limit:
+        n = 1
+        while i + n < len(items) and items[i + n] == items[i]:
+            n += 1
+        parts.append(_item(items[i]) + (f" x{n}" if n > 1 else ""))
+        size += len(parts[-1]) + 2
+        i += n
+    if i < len(items):
+        parts.append(_ELLIPSIS)
+    return "(" + ", ".join(parts) + ("," if len(items) == 1 else "") + ")"
+
+
+def _common_ends(
+    golden: Sequence[Any], actual: Sequence[Any], same: Callable[[Any, Any], bool] = operator.eq
+) -> tuple[int, int]:
+    """Lengths of the common prefix and (non-overlapping) common suffix."""
+    shortest = min(len(golden), len(actual))
+    start = 0
+    while start < shortest and same(golden[start], actual[start]):
+        start += 1
+    end = 0
+    while end < shortest - start and same(golden[-1 - end], actual[-1 - end]):
+        end += 1
+    return start, end
+
+
+def _prefix_len(golden: str, actual: str) -> int:
+    """Length of the common prefix of two strings (by bisection: C-speed slice compares)."""
+    lo, hi = 0, min(len(golden), len(actual))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if golden[:mid] == actual[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _sequence_change(golden: tuple[Any, ...], actual: tuple[Any, ...]) -> str:
+    start, end = _common_ends(golden, actual)
+
+    def at(seq: tuple[Any, ...]) -> str:
+        return _item(seq[start]) if start < len(seq) else "(end)"
+
+    first = f"first difference at index {start}: {at(golden)} vs {at(actual)}"
+    short = f"{_rle(golden)} -> {_rle(actual)}"
+    if len(short) <= _DELTA_WIDTH and _ELLIPSIS not in short:
+        return f"{short}; {first}"
+    g_mid, a_mid = golden[start : len(golden) - end], actual[start : len(actual) - end]
+    return (
+        f"{len(golden)} -> {len(actual)} items; {first}; "
+        f"golden[{start}:{len(golden) - end}] {_rle(g_mid, _DELTA_WIDTH // 3)} -> "
+        f"actual[{start}:{len(actual) - end}] {_rle(a_mid, _DELTA_WIDTH // 3)}"
+    )
+
+
+def _text_change(golden: str, actual: str) -> str:
+    start = _prefix_len(golden, actual)
+
+    def excerpt(text: str) -> str:
+        lo, hi = max(0, start - 30), start + 50
+        inner = repr(text[lo:hi])
+        return (
+            (_ELLIPSIS if lo else "")
+            + inner
+            + (_ELLIPSIS if hi < len(text) else "")
+            + f" ({len(text)} chars)"
+        )
+
+    return f"{excerpt(golden)} -> {excerpt(actual)}; first difference at character {start}"
+
+
+def cap(line: str, width: int = LINE_WIDTH, focus: int = 0) -> str:
+    """``line`` cut to about ``width`` characters: its start (a diff sign, indent and
+    key) and, if ``focus`` (where it differs from its counterpart) lies further
+    on, the part around it; an ellipsis and the count mark each cut."""
+    if len(line) <= width:
+        return line
+    keep = width - 30  # room for the ellipses and the count
+    if focus < keep * 2 // 3:
+        return f"{line[:keep]}{_ELLIPSIS} [{len(line) - keep} chars cut]"
+    head = _CAP_HEAD
+    start = min(focus - (keep - head) // 3, len(line) - (keep - head))
+    window = line[start : start + keep - head]
+    tail = _ELLIPSIS if start + len(window) < len(line) else ""
+    cut = len(line) - head - len(window)
+    return f"{line[:head]}{_ELLIPSIS}{window}{tail} [{cut} chars cut]"
+
+
+_CAP_HEAD = 30  # the start of a cut line that is always kept
+
+
+# -- deltas --------------------------------------------------------------------------------
 
 
 def diff_shapes(
@@ -87,8 +230,14 @@ def diff(
 
 
 def summary(deltas: list[Delta]) -> str:
-    """One line naming every change: "step_count: 3 -> 4, tools: (lookup,) -> (lookup, lookup)"."""
+    """One line naming every change: "step_count: 3 -> 4, tools: (lookup,) -> (lookup, lookup)".
+
+    Bounded: each delta is at most :data:`LINE_WIDTH` characters.
+    """
     return ", ".join(str(d) for d in deltas) if deltas else "no behavioural change"
+
+
+# -- the text diff -------------------------------------------------------------------------
 
 
 def render(
@@ -98,21 +247,247 @@ def render(
     context: int = 3,
     max_lines: int = 200,
 ) -> str:
-    """The deltas, then a unified diff of the two pretty-printed normalised trajectories."""
+    """The deltas, then a diff of the two pretty-printed normalised trajectories.
+
+    The diff is unified-diff text under one ``--- golden`` / ``+++ actual``
+    header, in hunks headed ``@@ <JSON path> -a,b +c,d @@`` (line numbers
+    within that block's pretty JSON). Changed steps, of the agent and its
+    sub-agents, share ``max_lines``; every other block gets ``max_lines // 4``.
+    """
     lines = ["Behaviour changed:"] + [f"  {d}" for d in deltas]
-    udiff = list(
-        difflib.unified_diff(
-            dumps(golden).splitlines(),
-            dumps(actual).splitlines(),
-            "golden",
-            "actual",
-            n=context,
-            lineterm="",
-        )
-    )
-    if udiff:
-        lines.append("")
-        lines.extend(udiff[:max_lines])
-        if len(udiff) > max_lines:
-            lines.append(f"... {len(udiff) - max_lines} more diff lines")
+    body: list[str] = []
+    steps = _Budget(max_lines)
+    for block, budget in _blocks(golden, actual, "$", 4, steps, max(1, max_lines // 4)):
+        block.emit(body, budget, context)
+    if body:
+        lines += ["", "--- golden", "+++ actual", *body]
     return "\n".join(lines)
+
+
+class _Budget:
+    def __init__(self, lines: int) -> None:
+        self.left = lines
+
+
+class _Hunk(NamedTuple):
+    """One changed item: its path, and the golden and actual values (or _ABSENT)."""
+
+    path: str
+    golden: Any
+    actual: Any
+    indent: int
+
+    def lines(self, context: int) -> list[str]:
+        g = _pretty(self.golden, self.indent)
+        a = _pretty(self.actual, self.indent)
+        out: list[str] = []
+        for line in list(difflib.unified_diff(g, a, n=context, lineterm=""))[2:]:
+            if line.startswith("@@"):
+                line = f"@@ {self.path} {line[3:]}"
+            out.append(line)
+        return _capped(out)
+
+
+def _pretty(value: Any, indent: int) -> list[str]:
+    if value is _ABSENT:
+        return []
+    pad = " " * indent
+    return [pad + line for line in dumps(value).splitlines()]
+
+
+class _Block(NamedTuple):
+    """The hunks of one block (a trajectory's steps, or one other key), cheap to
+    build: a hunk is diffed only when there is budget left to show it."""
+
+    what: str
+    hunks: list[_Hunk]
+
+    def emit(self, out: list[str], budget: _Budget, context: int) -> None:
+        for shown, hunk in enumerate(self.hunks):
+            if budget.left <= 0:
+                left = len(self.hunks) - shown
+                out.append(f"... {left} more changed {self.what} not shown")
+                return
+            lines = hunk.lines(context)
+            out.extend(lines[: budget.left])
+            if len(lines) > budget.left:
+                out.append(f"... {len(lines) - budget.left} more diff lines")
+            budget.left -= len(lines)
+
+
+def _blocks(
+    golden: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    path: str,
+    indent: int,
+    steps: _Budget,
+    block_lines: int,
+) -> Iterator[tuple[_Block, _Budget]]:
+    """The changed blocks of a trajectory, in the order they are shown."""
+    g_steps, a_steps = golden.get("steps") or [], actual.get("steps") or []
+    step_hunks = _list_hunks(f"{path}.steps", g_steps, a_steps, indent, steps=True)
+    yield _Block(f"steps in {path}.steps", step_hunks), steps
+    g_subs = golden.get("subagent_trajectories") or []
+    a_subs = actual.get("subagent_trajectories") or []
+    for i in range(max(len(g_subs), len(a_subs))):
+        sub = f"{path}.subagent_trajectories[{i}]"
+        if i < len(g_subs) and i < len(a_subs):
+            yield from _blocks(g_subs[i], a_subs[i], sub, indent + 4, steps, block_lines)
+        else:
+            g_sub = g_subs[i] if i < len(g_subs) else _ABSENT
+            a_sub = a_subs[i] if i < len(a_subs) else _ABSENT
+            yield _Block("sub-agents", [_Hunk(sub, g_sub, a_sub, indent)]), _Budget(block_lines)
+    for key, g, a in _other_blocks(golden, actual):
+        if g != a:
+            hunks = (
+                _list_hunks(f"{path}.{key}", g, a, indent)
+                if isinstance(g, list) and isinstance(a, list)
+                else [_Hunk(f"{path}.{key}", g, a, indent - 2)]
+            )
+            yield _Block(f"items in {path}.{key}", hunks), _Budget(block_lines)
+
+
+def _other_blocks(
+    golden: Mapping[str, Any], actual: Mapping[str, Any]
+) -> Iterator[tuple[str, Any, Any]]:
+    """(key, golden value, actual value) of every block but the steps and sub-agents,
+    the schema last and ``agent.tool_definitions`` on its own after the agent."""
+    keys = sorted(
+        (golden.keys() | actual.keys()) - {"steps", "subagent_trajectories"},
+        key=lambda k: (k in _SCHEMA_KEYS, _SCHEMA_KEYS.index(k) if k in _SCHEMA_KEYS else 0, k),
+    )
+    for key in keys:
+        g, a = golden.get(key, _ABSENT), actual.get(key, _ABSENT)
+        if key == "agent" and isinstance(g, dict) and isinstance(a, dict):
+            yield key, _without(g, "tool_definitions"), _without(a, "tool_definitions")
+            tools = "tool_definitions"
+            yield f"agent.{tools}", g.get(tools, _ABSENT), a.get(tools, _ABSENT)
+        else:
+            yield key, g, a
+
+
+def _without(d: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k != key}
+
+
+def _list_hunks(
+    path: str, golden: Sequence[Any], actual: Sequence[Any], indent: int, steps: bool = False
+) -> list[_Hunk]:
+    """One hunk per changed item. Common ends are trimmed first (one cheap pass:
+    the usual change is a few items in a long run), the rest aligned by content;
+    steps are compared without their step ids and run-wide call ids."""
+    same, key = (_same_step, _step_key) if steps else (operator.eq, canonical)
+    start, end = _common_ends(golden, actual, same)
+    g_mid, a_mid = golden[start : len(golden) - end], actual[start : len(actual) - end]
+    matcher = difflib.SequenceMatcher(None, [key(x) for x in g_mid], [key(x) for x in a_mid])
+    hunks: list[_Hunk] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            i, j = start + i1 + k, start + j1 + k
+            g = golden[i] if i1 + k < i2 else _ABSENT
+            a = actual[j] if j1 + k < j2 else _ABSENT
+            if g is _ABSENT:
+                where = f"[{j}] added"
+            elif a is _ABSENT:
+                where = f"[{i}] removed"
+            else:
+                where = f"[{i}]" if i == j else f"[{i}] -> [{j}]"
+            hunks.append(_Hunk(path + where, g, a, indent))
+    return hunks
+
+
+def _same_step(golden: Any, actual: Any) -> bool:
+    """``_step_key(golden) == _step_key(actual)``, without serialising either."""
+    if golden == actual:
+        return True
+    if (
+        not (isinstance(golden, dict) and isinstance(actual, dict))
+        or golden.keys() != actual.keys()
+    ):
+        return False
+    ids: dict[Any, Any] = {}
+    for k, g in golden.items():
+        a = actual[k]
+        if k == "tool_calls":
+            same = _same_items(g, a, "tool_call_id", ids)
+        elif k == "observation" and isinstance(g, dict) and isinstance(a, dict):
+            same = _same_items(
+                g.get("results"), a.get("results"), "source_call_id", ids
+            ) and _without(g, "results") == _without(a, "results")
+        else:
+            same = k == "step_id" or g == a
+        if not same:
+            return False
+    return len(set(ids.values())) == len(ids)  # the id mapping is one-to-one
+
+
+def _same_items(golden: Any, actual: Any, field: str, ids: dict[Any, Any]) -> bool:
+    """Lists of dicts equal but for ``field``, whose values map consistently (into ``ids``)."""
+    if not (isinstance(golden, list) and isinstance(actual, list)) or len(golden) != len(actual):
+        return bool(golden == actual)
+    for g, a in zip(golden, actual, strict=True):
+        if not (isinstance(g, dict) and isinstance(a, dict)) or g.keys() != a.keys():
+            if g != a:
+                return False
+            continue
+        for k, value in g.items():
+            if k == field and value is not None:
+                if ids.setdefault(value, a[k]) != a[k]:
+                    return False
+            elif value != a[k]:
+                return False
+    return True
+
+
+def _step_key(step: Any) -> str:
+    """What a step is, apart from where it sits: without its step id, and with call
+    ids numbered within the step (normalised ids are numbered run-wide, so one
+    removed call would otherwise change every later step)."""
+    if not isinstance(step, dict):
+        return canonical(step)
+    ids: dict[Any, str] = {}
+    key = {k: v for k, v in step.items() if k != "step_id"}
+    calls = step.get("tool_calls")
+    if isinstance(calls, list):
+        key["tool_calls"] = [_local_id(c, "tool_call_id", ids) for c in calls]
+    obs = step.get("observation")
+    if isinstance(obs, dict) and isinstance(obs.get("results"), list):
+        results = [_local_id(r, "source_call_id", ids) for r in obs["results"]]
+        key["observation"] = {**obs, "results": results}
+    return canonical(key)
+
+
+def _local_id(item: Any, field: str, ids: dict[Any, str]) -> Any:
+    if not isinstance(item, dict) or item.get(field) is None:
+        return item
+    return {**item, field: ids.setdefault(item[field], f"#{len(ids)}")}
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """Cap diff lines; a removed line and the added line that replaces it are cut
+    around the first character where they differ."""
+    out = list(lines)
+    i = 0
+    while i < len(lines):
+        minus = i
+        while minus < len(lines) and lines[minus].startswith("-"):
+            minus += 1
+        plus = minus
+        while plus < len(lines) and lines[plus].startswith("+"):
+            plus += 1
+        if minus == i:  # not a removal run: plain cap
+            out[i] = cap(lines[i])
+            i += 1
+            continue
+        removed, added = lines[i:minus], lines[minus:plus]
+        for k, line in enumerate(removed):
+            focus = _prefix_len(line, "-" + added[k][1:]) if k < len(added) else 0
+            out[i + k] = cap(line, focus=focus)
+            if k < len(added):
+                out[minus + k] = cap(added[k], focus=focus)
+        for k in range(len(removed), len(added)):
+            out[minus + k] = cap(added[k])
+        i = plus
+    return out

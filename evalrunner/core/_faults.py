@@ -1,19 +1,29 @@
 """Telling infrastructure faults from everything else, and retrying them.
 
-An endpoint that answers 429, 5xx, times out, resets the connection or sends
-malformed JSON says nothing about the agent's behaviour. Such calls are
-retried with exponential backoff and jitter (honouring ``Retry-After``); if
-they still fail, the run is an ``infra_error`` — never a behaviour failure
+An endpoint that answers 429, 5xx, times out, resets the connection, sends
+malformed JSON or a response with no usable choice says nothing about the
+agent's behaviour. Such calls are retried with exponential backoff and jitter
+(honouring ``Retry-After``), each attempt bounded by a per-request timeout;
+if they still fail, the run is an ``infra_error`` — never a behaviour failure
 or a skip, even if the agent caught the exception.
+
+A run's :class:`InfraLog` also bounds the run in time: no attempt outlives
+the run's deadline, and once the run has ended (:meth:`InfraLog.close`) its
+late calls are refused and its in-flight async calls cancelled, so a run
+that timed out or crashed leaves nothing talking to the endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import re
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 T = TypeVar("T")
 
@@ -37,11 +47,24 @@ _INFRA_NAMES = frozenset(
 )
 
 
+class EndpointFault(Exception):
+    """The endpoint answered, but with nothing an agent could use (raised by our transport)."""
+
+
+class NoUsableChoice(EndpointFault):
+    """A successful response without a single choice (or a stream without one)."""
+
+
+class RunEnded(TimeoutError):
+    """A model call made when its run's time was up, or after the run had ended; not sent."""
+
+
 class RetrySettings(Protocol):
     max_attempts: int
     backoff_s: float
     max_backoff_s: float
     jitter: bool
+    request_timeout_s: float
 
 
 def is_infra_error(exc: BaseException) -> bool:
@@ -51,7 +74,7 @@ def is_infra_error(exc: BaseException) -> bool:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if type(current).__name__ in _INFRA_NAMES or isinstance(
-            current, ConnectionError | TimeoutError
+            current, ConnectionError | TimeoutError | EndpointFault
         ):
             return True
         status = getattr(current, "status_code", None)
@@ -89,55 +112,135 @@ def backoff(attempt: int, policy: RetrySettings, exc: BaseException, rng: random
 
 
 class InfraLog:
-    """What went wrong with endpoints during one run (shared by its sub-agents)."""
+    """What went wrong with endpoints during one run (shared by its sub-agents), and the
+    run's bounds: its deadline, and whether it has ended."""
 
     def __init__(self, policy: RetrySettings | None, seed: int | None = None) -> None:
         self.policy = policy
         self.faults: list[str] = []
         self.final_error: BaseException | None = None
+        self.final_reason: str | None = None
         self.max_attempts_used = 1
+        self.retries = 0
+        self.deadline: float | None = None
+        """``time.monotonic()`` by which the run must be over; no attempt is allowed past it."""
+        self.last_timeout: float | None = None
+        """The timeout the latest attempt was given (for the reasons)."""
         self._rng = random.Random(seed)
+        self._ended = threading.Event()
+        self._lock = threading.Lock()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     @property
     def attempts(self) -> int:
         return self.policy.max_attempts if self.policy else 1
 
-    def _success(self, attempt: int) -> None:
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
+    # -- the run's bounds -------------------------------------------------------------
+
+    def close(self) -> None:
+        """The run is over: refuse its later calls and cancel its in-flight async ones.
+
+        Without this, a timed-out sync agent keeps calling from its thread, and an
+        ``asyncio.gather`` sibling of a task that raised keeps its requests going,
+        both after the run was recorded (and against a one-request-at-a-time local
+        server, at the cost of the next run).
+        """
+        self._ended.set()
+        with self._lock:
+            tasks, self._tasks = list(self._tasks), set()
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:  # no loop running here
+            current = None
+        for task in tasks:
+            if task is current or task.done():
+                continue  # the caller's own task (the run itself) is not ours to cancel
+            # Thread-safe: close() may run off the task's loop (a sync agent's own loop);
+            # a RuntimeError says that loop is closed, so nothing runs there any more.
+            with contextlib.suppress(RuntimeError):
+                task.get_loop().call_soon_threadsafe(task.cancel)
+
+    def track(self, task: asyncio.Task[object] | None) -> None:
+        """Remember an async task making this run's calls, to cancel it when the run ends."""
+        if task is None:
+            return
+        with self._lock:
+            self._tasks = {t for t in self._tasks if not t.done()}
+            self._tasks.add(task)
+
+    def attempt_timeout(self, asked: object = None) -> object:
+        """The timeout of the next attempt: the policy's per-request timeout, never past the
+        run's deadline, never longer than the agent asked (``asked``, litellm's ``timeout``).
+
+        Raises RunEnded once the run is over or its deadline has passed.
+        """
+        if self.ended:
+            raise RunEnded("the run this call belongs to has ended; the call was not sent")
+        if asked is not None and not isinstance(asked, int | float):
+            return asked  # an httpx.Timeout the agent built itself: its own business
+        bounds = [float(asked)] if isinstance(asked, int | float) and asked > 0 else []
+        if self.policy is not None:
+            bounds.append(self.policy.request_timeout_s)
+        if self.deadline is not None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise RunEnded("the run's time is up; the call was not sent")
+            bounds.append(remaining)
+        if not bounds:
+            return asked
+        self.last_timeout = min(bounds)
+        return self.last_timeout
+
+    # -- retries -------------------------------------------------------------------
+
+    def _note_attempt(self, attempt: int) -> None:
+        """Remember how many attempts the worst call so far needed (failed or not)."""
         self.max_attempts_used = max(self.max_attempts_used, attempt)
 
-    def _failure(self, attempt: int, exc: Exception) -> float:
+    def _failure(self, attempt: int, exc: Exception, endpoint: str | None) -> float:
         """Seconds to wait before the next attempt; re-raises when giving up."""
-        if not is_infra_error(exc):
+        if not is_infra_error(exc) or self.ended:
             raise exc
-        self.faults.append(describe(exc))
-        self._success(attempt)
+        reason = describe_fault(exc, endpoint, self.last_timeout)
+        self.faults.append(reason)
+        self._note_attempt(attempt)
         if attempt >= self.attempts or self.policy is None:
-            self.final_error = exc
+            self.final_error, self.final_reason = exc, reason
             raise exc
+        self.retries += 1
         return backoff(attempt, self.policy, exc, self._rng)
 
-    def call(self, fn: Callable[[], T]) -> T:
+    def _sleep(self, seconds: float) -> None:
+        # Wakes early when the run ends, so a stuck run's thread does not linger in a backoff.
+        self._ended.wait(seconds)
+
+    def call(self, fn: Callable[[], T], endpoint: str | None = None) -> T:
+        """``fn()`` under the retry policy; ``endpoint`` names where it goes, for the reasons."""
         attempt = 1
         while True:
             try:
                 result = fn()
             except Exception as exc:
-                time.sleep(self._failure(attempt, exc))
+                self._sleep(self._failure(attempt, exc, endpoint))
                 attempt += 1
                 continue
-            self._success(attempt)
+            self._note_attempt(attempt)
             return result
 
-    async def acall(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def acall(self, fn: Callable[[], Awaitable[T]], endpoint: str | None = None) -> T:
         attempt = 1
         while True:
             try:
                 result = await fn()
             except Exception as exc:
-                await asyncio.sleep(self._failure(attempt, exc))
+                await asyncio.sleep(self._failure(attempt, exc, endpoint))
                 attempt += 1
                 continue
-            self._success(attempt)
+            self._note_attempt(attempt)
             return result
 
 
@@ -145,3 +248,85 @@ def describe(exc: BaseException) -> str:
     """One line for a record's reason field."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+# -- describing an endpoint fault ------------------------------------------------------------
+
+# litellm stacks prefixes ("litellm.InternalServerError: InternalServerError: OpenAIException - ")
+# in front of the provider's message, and repeats the message after "Original exception:".
+_PREFIX = re.compile(
+    r"^(?:(?:(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)|error)\s*(?::|-)\s*)+"
+)
+_REPEATS = (" Original exception:", " Error_str:", ", Received response -")
+
+_CHAIN_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("NoUsableChoice", "EndpointFault"), "no usable choice"),
+    (("ReadTimeout", "ConnectTimeout", "APITimeoutError", "TimeoutError", "Timeout"), "timeout"),
+    (("JSONDecodeError",), "malformed response"),
+    (("ConnectionResetError", "BrokenPipeError"), "connection reset"),
+    (
+        ("RemoteProtocolError", "ReadError", "ConnectError", "APIConnectionError"),
+        "connection error",
+    ),
+    (("MidStreamFallbackError",), "stream broke off"),
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from or while handling, outermost first."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in out and len(out) < 16:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
+def _kind(chain: list[BaseException], timeout: float | None) -> str:
+    """'HTTP 503' when the server sent a status; else what went wrong on the way."""
+    for each in chain:
+        response = getattr(each, "response", None)
+        if type(each).__name__ == "HTTPStatusError" and response is not None:
+            return f"HTTP {response.status_code}"
+    names = {type(each).__name__ for each in chain}
+    for candidates, kind in _CHAIN_KINDS:
+        if names.intersection(candidates):
+            return f"no response within {timeout:g} s" if kind == "timeout" and timeout else kind
+    status = getattr(chain[0], "status_code", None)
+    return f"HTTP {status}" if isinstance(status, int) else "fault"
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(getattr(exc, "message", None) or exc).split())
+    for repeat in _REPEATS:
+        text = text.split(repeat)[0]
+    return _PREFIX.sub("", text).strip()
+
+
+def endpoint_label(model: object, api_base: object) -> str:
+    """'openai/gpt-4o-mini at https://host/v1', without credentials in the URL."""
+    where = str(model or "?")
+    if isinstance(api_base, str) and api_base:
+        parts = urlsplit(api_base)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        where += f" at {urlunsplit((parts.scheme, netloc, parts.path, '', ''))}"
+    return where
+
+
+def describe_fault(
+    exc: BaseException, endpoint: str | None = None, timeout: float | None = None
+) -> str:
+    """One line for an endpoint fault: the exception, what happened (status, timeout,
+    reset), the endpoint, and the provider's message. ``timeout``: the attempt's, if known.
+
+    ``RateLimitError (HTTP 429) from openai/gpt-4o-mini at https://api.example/v1: slow down``
+    """
+    chain = _chain(exc)
+    head = f"{type(exc).__name__} ({_kind(chain, timeout)})"
+    if endpoint:
+        head += f" from {endpoint}"
+    message = _message(exc)
+    if not message:
+        message = next((_message(e) for e in chain[1:] if _message(e)), "")
+    return f"{head}: {message[:300]}" if message else head

@@ -4,7 +4,9 @@ Pure functions over ATIF dicts. What is volatile was learned by running real
 agents twice and diffing (see docs/design.md), not by reading the schema:
 ids at every level, timestamps, generation ids, cost, token-id and logprob
 arrays, object addresses in reprs, provider tool-call ids, and the completion
-order of concurrent sub-agents. ``schema_version`` and ``model_name`` are kept:
+order of concurrent sub-agents. Volatile keys are dropped at every level
+(``agent.extra.parent_session_id`` as much as the root ``session_id``), except
+inside tool arguments and tool definitions, which are the agent's own data. ``schema_version`` and ``model_name`` are kept:
 a schema bump or a model swap is a change users want to see.
 
 ``normalize(normalize(t)) == normalize(t)`` holds for every input.
@@ -14,14 +16,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner._jsonio import canonical
 
 DEFAULT_VOLATILE_KEYS: frozenset[str] = frozenset(
     {
+        # Session ids under any name: `session_id`, `parent_session_id`, `sessionId`, ...
         "session_id",
+        "*_session_id",
+        "sessionId",
+        "*SessionId",
         "timestamp",
         "generation_id",
         "cost_usd",
@@ -44,13 +50,36 @@ ADDRESS_MASK = (re.compile(r"<([^<>\"]*?) at 0x[0-9a-fA-F]+>"), r"<\1 at 0xADDR>
 _OPAQUE_KEYS = frozenset({"arguments", "tool_definitions"})
 
 
+class _Volatility(dict[str, bool]):
+    """key -> dropped?, filled on first sight: exact names, and `*suffix` patterns."""
+
+    def __init__(self, keys: frozenset[str]) -> None:
+        super().__init__()
+        self.exact = frozenset(k for k in keys if not k.startswith("*"))
+        self.suffixes = tuple(sorted(k[1:] for k in keys if k.startswith("*") and k[1:]))
+
+    def __missing__(self, key: str) -> bool:
+        dropped = key in self.exact or key.endswith(self.suffixes)
+        self[key] = dropped
+        return dropped
+
+
 @dataclass(frozen=True)
 class NormalizeConfig:
-    """What to strip and mask. Extend per suite with :meth:`extended`."""
+    """What to strip and mask. Extend per suite with :meth:`extended`.
+
+    A volatile key that starts with ``*`` drops every key ending in the rest
+    (``*_request_id`` drops ``request_id``'s relatives ``parent_request_id``, ...).
+    """
 
     volatile_keys: frozenset[str] = DEFAULT_VOLATILE_KEYS
     masks: tuple[tuple[re.Pattern[str], str], ...] = (ADDRESS_MASK,)
     sort_subagents: bool = True
+    # Whether a key is volatile, memoised per key name (a dict lookup on the hot path).
+    volatile: _Volatility = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "volatile", _Volatility(self.volatile_keys))
 
     def extended(
         self,
@@ -101,13 +130,13 @@ def _normalize_trajectory(traj: Mapping[str, Any], config: NormalizeConfig) -> d
             id_map.setdefault(old_id, new_id)
         norm["trajectory_id"] = new_id
 
-    call_map: dict[str, str] = {}
+    steps = _Steps(config, id_map)
     out: dict[str, Any] = {}
     for key, value in traj.items():
-        if key in config.volatile_keys or key == "subagent_trajectories":
+        if config.volatile[key] or key == "subagent_trajectories":
             continue
         if key == "steps":
-            out["steps"] = [_normalize_step(s, config, call_map, id_map) for s in value]
+            out["steps"] = [steps.step(s) for s in value]
         else:
             out[key] = _clean(value, config, key)
     if subs:
@@ -125,87 +154,88 @@ def _first_refs(traj: Mapping[str, Any]) -> dict[str, int]:
     return order
 
 
-def _normalize_step(
-    step: Mapping[str, Any],
-    config: NormalizeConfig,
-    call_map: dict[str, str],
-    id_map: dict[str, str],
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in step.items():
-        if key in config.volatile_keys:
-            continue
-        if key == "tool_calls" and value is not None:
-            calls = []
-            for call in value:
-                new_call = {
-                    k: _clean(v, config, k)
-                    for k, v in call.items()
-                    if k not in config.volatile_keys
-                }
-                old = call.get("tool_call_id")
-                if old is not None:
-                    new_call["tool_call_id"] = call_map.setdefault(
-                        str(old), f"call_{len(call_map) + 1}"
-                    )
-                calls.append(new_call)
-            out[key] = calls
-        elif key == "observation" and value is not None:
-            out[key] = _normalize_observation(value, config, call_map, id_map)
-        else:
-            out[key] = _clean(value, config, key)
-    return out
+class _Steps:
+    """Normalises the steps of one trajectory. Provider call ids become ``call_1``,
+    ``call_2``, ... in order of first appearance (calls and results share the
+    numbering, so they still join); sub-agent refs follow ``id_map``."""
 
+    def __init__(self, config: NormalizeConfig, id_map: dict[str, str]) -> None:
+        self.config = config
+        self.id_map = id_map
+        self.call_map: dict[str, str] = {}
 
-def _normalize_observation(
-    obs: Mapping[str, Any],
-    config: NormalizeConfig,
-    call_map: dict[str, str],
-    id_map: dict[str, str],
-) -> dict[str, Any]:
-    results = []
-    for res in obs.get("results") or []:
-        new = {k: _clean(v, config, k) for k, v in res.items() if k not in config.volatile_keys}
+    def step(self, step: Mapping[str, Any]) -> dict[str, Any]:
+        config = self.config
+        out: dict[str, Any] = {}
+        for key, value in step.items():
+            if config.volatile[key]:
+                continue
+            if key == "tool_calls" and value is not None:
+                out[key] = [self._call(call) for call in value]
+            elif key == "observation" and value is not None:
+                out[key] = self._observation(value)
+            else:
+                out[key] = _clean(value, config, key)
+        return out
+
+    # Hot path (every call and result of every step): the id mapping and field
+    # cleaning are written out where used rather than behind helper calls.
+
+    def _call(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        config, call_map, volatile = self.config, self.call_map, self.config.volatile
+        new = {k: _clean(v, config, k) for k, v in call.items() if not volatile[k]}
+        old = call.get("tool_call_id")
+        if old is not None:
+            new["tool_call_id"] = call_map.setdefault(str(old), f"call_{len(call_map) + 1}")
+        return new
+
+    def _observation(self, obs: Mapping[str, Any]) -> dict[str, Any]:
+        config = self.config
+        results = [self._result(res) for res in obs.get("results") or []]
+        if config.sort_subagents:
+            results = _sort_ref_only(results)
+        out = {
+            k: _clean(v, config, k)
+            for k, v in obs.items()
+            if k != "results" and not config.volatile[k]
+        }
+        out["results"] = results
+        return out
+
+    def _result(self, res: Mapping[str, Any]) -> dict[str, Any]:
+        config, call_map, volatile = self.config, self.call_map, self.config.volatile
+        new = {k: _clean(v, config, k) for k, v in res.items() if not volatile[k]}
         src = res.get("source_call_id")
         if src is not None:
             new["source_call_id"] = call_map.setdefault(str(src), f"call_{len(call_map) + 1}")
         refs = res.get("subagent_trajectory_ref")
         if refs:
-            new_refs = []
-            for ref in refs:
-                r = {
-                    k: _clean(v, config, k) for k, v in ref.items() if k not in config.volatile_keys
-                }
-                if ref.get("trajectory_id") is not None:
-                    r["trajectory_id"] = id_map.get(ref["trajectory_id"], ref["trajectory_id"])
-                new_refs.append(r)
+            new_refs = [self._ref(ref) for ref in refs]
             if config.sort_subagents:
                 new_refs.sort(key=canonical)
             new["subagent_trajectory_ref"] = new_refs
-        results.append(new)
-    if config.sort_subagents:
-        # Results that only point at sub-agents arrive in completion order; tool
-        # results keep the order of the calls that produced them.
-        ref_only = [
-            r
-            for r in results
-            if r.get("source_call_id") is None and r.get("subagent_trajectory_ref")
-        ]
-        if len(ref_only) > 1:
-            ordered = iter(sorted(ref_only, key=canonical))
-            results = [
-                next(ordered)
-                if (r.get("source_call_id") is None and r.get("subagent_trajectory_ref"))
-                else r
-                for r in results
-            ]
-    out = {
-        k: _clean(v, config, k)
-        for k, v in obs.items()
-        if k != "results" and k not in config.volatile_keys
-    }
-    out["results"] = results
-    return out
+        return new
+
+    def _ref(self, ref: Mapping[str, Any]) -> dict[str, Any]:
+        config, volatile = self.config, self.config.volatile
+        new = {k: _clean(v, config, k) for k, v in ref.items() if not volatile[k]}
+        old = ref.get("trajectory_id")
+        if old is not None:
+            new["trajectory_id"] = self.id_map.get(old, old)
+        return new
+
+
+def _sort_ref_only(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results that only point at sub-agents arrive in completion order: sort them in
+    place among the others. Tool results keep the order of the calls that produced them."""
+    ref_only = [
+        r for r in results if r.get("source_call_id") is None and r.get("subagent_trajectory_ref")
+    ]
+    if len(ref_only) <= 1:
+        return results
+    places = {id(r) for r in ref_only}
+    ordered = iter(sorted(ref_only, key=canonical))
+    return [next(ordered) if id(r) in places else r for r in results]
 
 
 def _clean(value: Any, config: NormalizeConfig, key: str | None = None) -> Any:
@@ -215,7 +245,8 @@ def _clean(value: Any, config: NormalizeConfig, key: str | None = None) -> Any:
     if isinstance(value, dict):
         if key in _OPAQUE_KEYS:
             return _mask_only(value, config)
-        return {k: _clean(v, config, k) for k, v in value.items() if k not in config.volatile_keys}
+        volatile = config.volatile
+        return {k: _clean(v, config, k) for k, v in value.items() if not volatile[k]}
     if isinstance(value, list):
         if key in _OPAQUE_KEYS:  # tool_definitions is a list of schemas
             return [_mask_only(v, config) for v in value]

@@ -3,12 +3,20 @@
 Frozen mode compares a golden's shape with a replay's exactly (plus the content
 hash); live mode turns the same fields into distributions over N runs, so these
 fields are the per-run record (see :mod:`evalrunner.live._record`).
+
+Steps marked ``is_copied_context`` (ATIF: context copied from an earlier
+trajectory, e.g. the history a summarisation sub-agent or a continuation
+starts from) are context, not work: they count in ``step_count`` (they are in
+the file, and their step ids run on with the others) and appear in ``steps``
+as ``("copied:<source>", 0)``, but add no model calls, tool calls or tokens,
+are not in the tool sequences, and are never the final answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,11 +29,16 @@ class Shape(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    step_count: int = Field(description="Steps of the top-level trajectory.")
-    steps: tuple[tuple[str, int], ...] = Field(
-        description="(source, llm_call_count) per top-level step."
+    step_count: int = Field(
+        description="Steps of the top-level trajectory, copied context included."
     )
-    tools: tuple[str, ...] = Field(description="Ordered tool-call names of the top-level agent.")
+    steps: tuple[tuple[str, int], ...] = Field(
+        description="(source, llm_call_count) per top-level step; copied context is "
+        "('copied:<source>', 0)."
+    )
+    tools: tuple[str, ...] = Field(
+        description="Ordered tool-call names of the top-level agent (copied context excluded)."
+    )
     subagent_count: int = Field(description="Embedded sub-agent trajectories, recursively.")
     subagent_tools: tuple[tuple[str, ...], ...] = Field(
         default=(), description="Tool names of each direct sub-agent, in normalised order."
@@ -35,7 +48,9 @@ class Shape(BaseModel):
     crashed: bool = Field(description="The run raised inside its capture scope.")
     prompt_tokens: int = Field(description="Prompt tokens, sub-agents included.")
     completion_tokens: int = Field(description="Completion tokens, sub-agents included.")
-    final_answer: str | None = Field(description="Message of the last agent step.")
+    final_answer: str | None = Field(
+        description="Message of the last agent step that is not copied context."
+    )
     content_hash: str = Field(
         description="sha256 of the canonical normalised trajectory (first 16 hex)."
     )
@@ -43,6 +58,10 @@ class Shape(BaseModel):
 
 def content_hash(normalized: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(normalized).encode()).hexdigest()[:16]
+
+
+def _copied(step: Mapping[str, Any]) -> bool:
+    return step.get("is_copied_context") is True
 
 
 def _walk(traj: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -59,43 +78,68 @@ def _message_text(message: Any) -> str:
     return ""
 
 
+@dataclass
+class _Totals:
+    """Counts over a trajectory and all its sub-agents."""
+
+    subagents: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    prompt: int = 0
+    completion: int = 0
+
+
+def _totals(normalized: Mapping[str, Any]) -> _Totals:
+    totals = _Totals()
+    for traj in _walk(normalized):
+        if traj is not normalized:
+            totals.subagents += 1
+        for step in traj.get("steps") or []:
+            if _copied(step):
+                continue
+            if step.get("source") == "agent":
+                count = step.get("llm_call_count")
+                totals.llm_calls += 1 if count is None else count
+            totals.tool_calls += len(step.get("tool_calls") or [])
+            metrics = step.get("metrics") or {}
+            totals.prompt += metrics.get("prompt_tokens") or 0
+            totals.completion += metrics.get("completion_tokens") or 0
+    return totals
+
+
+def _final_answer(steps: list[Mapping[str, Any]]) -> str | None:
+    """The message of the last agent step that is new work."""
+    for step in reversed(steps):
+        if step.get("source") == "agent" and not _copied(step):
+            return _message_text(step.get("message"))
+    return None
+
+
 def shape(normalized: Mapping[str, Any]) -> Shape:
     """Extract the shape of a normalised trajectory."""
     steps = normalized.get("steps") or []
-    llm_calls = tool_calls = prompt = completion = subagents = 0
-    for traj in _walk(normalized):
-        if traj is not normalized:
-            subagents += 1
-        for step in traj.get("steps") or []:
-            if step.get("source") == "agent":
-                llm_calls += (
-                    step.get("llm_call_count", 1) if step.get("llm_call_count") is not None else 1
-                )
-            tool_calls += len(step.get("tool_calls") or [])
-            metrics = step.get("metrics") or {}
-            prompt += metrics.get("prompt_tokens") or 0
-            completion += metrics.get("completion_tokens") or 0
-    final = None
-    for step in reversed(steps):
-        if step.get("source") == "agent":
-            final = _message_text(step.get("message"))
-            break
+    totals = _totals(normalized)
     return Shape(
         step_count=len(steps),
-        steps=tuple((s.get("source", "?"), _llm_count(s)) for s in steps),
+        steps=tuple(_step_entry(s) for s in steps),
         tools=tuple(_tool_names(normalized)),
-        subagent_count=subagents,
+        subagent_count=totals.subagents,
         subagent_tools=tuple(
             tuple(_tool_names(sub)) for sub in normalized.get("subagent_trajectories") or []
         ),
-        llm_calls=llm_calls,
-        tool_calls=tool_calls,
+        llm_calls=totals.llm_calls,
+        tool_calls=totals.tool_calls,
         crashed=bool((normalized.get("extra") or {}).get("crashed", False)),
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        final_answer=final,
+        prompt_tokens=totals.prompt,
+        completion_tokens=totals.completion,
+        final_answer=_final_answer(steps),
         content_hash=content_hash(normalized),
     )
+
+
+def _step_entry(step: Mapping[str, Any]) -> tuple[str, int]:
+    source = step.get("source", "?")
+    return (f"copied:{source}", 0) if _copied(step) else (source, _llm_count(step))
 
 
 def _llm_count(step: Mapping[str, Any]) -> int:
@@ -109,5 +153,6 @@ def _tool_names(traj: Mapping[str, Any]) -> list[str]:
     return [
         c.get("function_name", "?")
         for s in traj.get("steps") or []
+        if not _copied(s)
         for c in s.get("tool_calls") or []
     ]

@@ -1,4 +1,11 @@
-"""Golden files: the committed, reviewable normalised trajectory of a frozen run."""
+"""Golden files: the committed, reviewable normalised trajectory of a frozen run, and where they live.
+
+- A pytest test's golden: ``__goldens__/<test module>/<test>.json`` beside the
+  test module (``<test>-<name>.json`` for a named call).
+- A suite scenario's golden: ``goldens/<suite>/<scenario>.json`` beside the
+  suite file.
+- The recorded model responses: ``<golden stem>.llm.json`` next to the golden.
+"""
 
 from __future__ import annotations
 
@@ -40,3 +47,31 @@ class Golden(BaseModel):
 
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json"))
+
+
+GOLDEN_DIR = "__goldens__"
+
+
+def module_golden_dir(module: Path) -> Path:
+    """Where the goldens of a test module's tests live: ``__goldens__/<module>/`` beside it."""
+    return module.parent / GOLDEN_DIR / module.stem
+
+
+def golden_path_for_test(module: Path, test: str) -> Path:
+    """A test's golden; ``test`` is its file-name-safe name."""
+    return module_golden_dir(module) / f"{test}.json"
+
+
+def golden_path_for(suite_file: Path, suite: str, scenario: str) -> Path:
+    """Where a suite scenario's golden lives: ``suites/goldens/<suite>/<scenario>.json``."""
+    return suite_file.parent / "goldens" / suite / f"{scenario}.json"
+
+
+def script_path_for(golden: Path) -> Path:
+    """`foo.json` -> `foo.llm.json`, next to the golden."""
+    return golden.with_name(golden.stem + ".llm.json")
+
+
+def is_script(path: Path) -> bool:
+    """A recording (``*.llm.json``), not a golden."""
+    return path.name.endswith(".llm.json")

@@ -1,165 +1,33 @@
-"""Record model responses once, replay them strictly.
+"""Replaying recorded model responses strictly, and recording live ones.
 
-One canonical, provider-independent record per model response
-(:class:`ResponseRecord`) serves both the script file (``<name>.llm.json``)
-and the trajectory step built from it, so a replay is byte-identical to its
-own recording. Replay never reaches the network and never invents a response:
-running out of script raises :class:`ScriptExhausted`, because an agent making
-more calls than when recorded is exactly the regression to catch.
+Replay never reaches the network and never invents a response: running out
+of script raises :class:`ScriptExhausted`, because an agent making more calls
+than when recorded is exactly the regression to catch. :class:`Replayer` and
+:class:`Recorder` are what ``capture(replay=..., recorder=...)`` takes; each
+makes the transport that answers a capture scope's calls
+(:class:`ReplayTransport`, :class:`RecordingTransport`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import socket
 import threading
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner._redact import redact, redact_text
-from evalrunner.core._normalize import ADDRESS_MASK
-from evalrunner.core._response import ResponseRecord, field_of
-from evalrunner.errors import NetworkBlocked, RequestMismatch, ScriptExhausted
-
-SCRIPT_FORMAT_VERSION = 1
-
-
-class RequestHint(BaseModel):
-    """What the request looked like when recorded: matched by fingerprint, shown on mismatch."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    fingerprint: str = Field(
-        description="sha256 of the normalised request (messages, tools, tool_choice)."
-    )
-    message_count: int = Field(description="Messages in the request.")
-    last_user_message: str | None = Field(
-        default=None, description="First 200 characters, redacted."
-    )
-
-
-class ErrorRecord(BaseModel):
-    """A model call that raised instead of answering; replay raises it again."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: str = Field(description="Exception class name, e.g. 'ContextWindowExceededError'.")
-    message: str = Field(description="Exception message (redacted).")
-
-
-class ScriptEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    request: RequestHint = Field(description="The request this response answered.")
-    response: ResponseRecord | None = Field(
-        default=None, description="The response, unless the call raised."
-    )
-    error: ErrorRecord | None = Field(
-        default=None, description="The exception, when the call raised."
-    )
-
-
-class RecordedModelError(Exception):
-    """Base of the exceptions replay re-raises for calls that raised when recorded."""
-
-
-_error_classes: dict[str, type[RecordedModelError]] = {}
-
-
-def raise_recorded(error: ErrorRecord) -> None:
-    # Same class name as when recorded, so the replayed trajectory's
-    # `extra.exception.type` matches the recording's.
-    cls = _error_classes.setdefault(error.type, type(error.type, (RecordedModelError,), {}))
-    raise cls(error.message)
-
-
-class Script(BaseModel):
-    """The `<name>.llm.json` file: every model response of one recorded run, in call order."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    format_version: int = Field(
-        default=SCRIPT_FORMAT_VERSION, description="Script file format version."
-    )
-    entries: list[ScriptEntry] = Field(
-        default_factory=list, description="Responses in the order they were made."
-    )
-
-    @classmethod
-    def load(cls, path: Path) -> Script:
-        return load_model(
-            path,
-            cls,
-            what="model script",
-            version=SCRIPT_FORMAT_VERSION,
-            fix="re-record with --golden-record",
-            version_optional=True,
-        )
-
-    def save(self, path: Path) -> None:
-        write_json(path, self.model_dump(mode="json", exclude_none=True))
-
-
-# --- request fingerprints ---------------------------------------------------------------
-
-
-def _content_text(content: Any) -> Any:
-    if isinstance(content, str):
-        return ADDRESS_MASK[0].sub(ADDRESS_MASK[1], content)
-    if isinstance(content, list):
-        return [_content_text(c) for c in content]
-    if isinstance(content, dict):
-        return {k: _content_text(v) for k, v in content.items()}
-    return content
-
-
-def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
-    """Fingerprint what decides the model's answer: messages, tools, tool_choice.
-
-    Keys, api_base, headers, timeouts and retries are left out (they change
-    between machines, not behaviour); object addresses are masked.
-    """
-    messages = list(kwargs.get("messages") or [])
-    norm_msgs = []
-    for m in messages:
-        m = dict(m) if isinstance(m, Mapping) else {"content": str(m)}
-        entry = {"role": m.get("role"), "content": _content_text(m.get("content"))}
-        if m.get("tool_calls"):
-            entry["tool_calls"] = [
-                [
-                    field_of(field_of(tc, "function"), "name"),
-                    field_of(field_of(tc, "function"), "arguments"),
-                ]
-                for tc in m["tool_calls"]
-            ]
-        if m.get("tool_call_id"):
-            entry["tool_call_id"] = m["tool_call_id"]
-        norm_msgs.append(entry)
-    tools = [field_of(field_of(t, "function"), "name") for t in kwargs.get("tools") or []]
-    payload = {"messages": norm_msgs, "tools": tools, "tool_choice": kwargs.get("tool_choice")}
-    digest = hashlib.sha256(canonical(redact(payload)).encode()).hexdigest()[:16]
-    last_user = next(
-        (
-            m.get("content")
-            for m in reversed(messages)
-            if isinstance(m, Mapping) and m.get("role") == "user"
-        ),
-        None,
-    )
-    if last_user is not None and not isinstance(last_user, str):
-        last_user = canonical(last_user)
-    return RequestHint(
-        fingerprint=digest,
-        message_count=len(messages),
-        last_user_message=redact_text(last_user[:200]) if last_user else None,
-    )
-
-
-# --- the replay source ------------------------------------------------------------------
+from evalrunner.core._faults import InfraLog
+from evalrunner.core._response import ResponseRecord, response_from_record, stream_from_record
+from evalrunner.core._transport import Answer, Request, Transport
+from evalrunner.errors import ReplayError, RequestMismatch, ScriptExhausted
+from evalrunner.frozen._script import (
+    ErrorRecord,
+    RequestHint,
+    Script,
+    ScriptEntry,
+    fingerprint_request,
+    raise_recorded,
+)
 
 
 class Replayer:
@@ -225,12 +93,39 @@ class Replayer:
     def unused(self) -> int:
         return self.used.count(False)
 
+    def unused_entries(self) -> list[str]:
+        """Each recorded call no request asked for: its place in the file and what it held."""
+        return [
+            _describe_entry(i, entry)
+            for i, entry in enumerate(self.script.entries)
+            if not self.used[i]
+        ]
+
+    def transport(self, live: Transport) -> ReplayTransport:
+        """Answers from this script; the live transport is never used."""
+        return ReplayTransport(self, live.infra)
+
+
+def _describe_entry(index: int, entry: ScriptEntry) -> str:
+    request = entry.request
+    if entry.error is not None:
+        answer = f"raised {entry.error.type}"
+    elif entry.response is not None and entry.response.tool_calls:
+        answer = "called " + ", ".join(c.name for c in entry.response.tool_calls)
+    else:
+        content = (entry.response.content if entry.response is not None else None) or ""
+        answer = f"answered {content[:60]!r}"
+    return (
+        f"entries[{index}] (recorded after {request.message_count} messages, last user message "
+        f"{request.last_user_message!r}; {answer})"
+    )
+
 
 class Recorder:
     """Collects responses of a live run into a :class:`Script`."""
 
     def __init__(self) -> None:
-        self.script = Script()
+        self.script = Script(entries=[])
         self._lock = threading.Lock()
 
     def add(self, kwargs: Mapping[str, Any], record: ResponseRecord) -> None:
@@ -248,64 +143,72 @@ class Recorder:
                 ScriptEntry(request=fingerprint_request(kwargs), error=error)
             )
 
-
-# --- no network during replay -----------------------------------------------------------
-
-_guard_lock = threading.Lock()
-_guard_depth = 0
-_real_connect = socket.socket.connect
-_real_connect_ex = socket.socket.connect_ex
-_real_getaddrinfo = socket.getaddrinfo
+    def transport(self, live: Transport) -> RecordingTransport:
+        """Live answers (and errors) from ``live``, each recorded here."""
+        return RecordingTransport(live, self)
 
 
-def _blocked(*args: Any, **kwargs: Any) -> Any:
-    # connect(self, address) names the address; getaddrinfo(host, port, ...) the host.
-    target = (
-        args[1]
-        if len(args) > 1 and isinstance(args[0], socket.socket)
-        else args[:2]
-        if args
-        else "?"
-    )
-    raise NetworkBlocked(
-        f"network access during replay (to {target!r}): replayed runs must not reach any "
-        "endpoint; something bypassed the recorded responses"
-    )
+class ReplayTransport:
+    """Answers each call with the recorded response (as chunks when streamed)."""
+
+    def __init__(self, replayer: Replayer, infra: InfraLog | None = None) -> None:
+        self.replayer = replayer
+        # Nothing live happens; the log stays empty but callers read it all the same.
+        self.infra = infra if infra is not None else InfraLog(None)
+
+    def complete(self, request: Request) -> Answer:
+        record, n = self.replayer.next(request)
+        if request.get("stream"):
+            return Answer(stream_from_record(record, n), record)
+        return Answer(response_from_record(record, n), record)
+
+    async def acomplete(self, request: Request) -> Answer:
+        return self.complete(request)
+
+    def finish(self, error: BaseException | None) -> list[str]:
+        exhausted = self.replayer.exhausted
+        # Agent code may catch and wrap the replay error (retry loops do);
+        # surface it anyway: running out of script is the regression to catch.
+        if exhausted is not None and not isinstance(error, ScriptExhausted):
+            raise exhausted
+        if isinstance(error, ReplayError):
+            raise error
+        return list(self.replayer.mismatches)
 
 
-class block_network:
-    """Context manager: any socket connection or DNS lookup raises NetworkBlocked."""
+class RecordingTransport:
+    """Sends each call on to ``inner`` (live) and records its answer or its error."""
 
-    def __enter__(self) -> block_network:
-        global _guard_depth
-        with _guard_lock:
-            _guard_depth += 1
-            if _guard_depth == 1:
-                socket.socket.connect = _blocked  # type: ignore[method-assign]
-                socket.socket.connect_ex = _blocked  # type: ignore[method-assign]
-                socket.getaddrinfo = _blocked
-        return self
+    def __init__(self, inner: Transport, recorder: Recorder) -> None:
+        self.inner = inner
+        self.recorder = recorder
 
-    def __exit__(self, *exc: object) -> None:
-        global _guard_depth
-        with _guard_lock:
-            _guard_depth -= 1
-            if _guard_depth == 0:
-                socket.socket.connect = _real_connect  # type: ignore[method-assign]
-                socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
-                socket.getaddrinfo = _real_getaddrinfo
+    @property
+    def infra(self) -> InfraLog:
+        return self.inner.infra
 
+    def complete(self, request: Request) -> Answer:
+        with self._errors_recorded(request):
+            answer = self.inner.complete(request)
+        return self._recorded(request, answer)
 
-def script_path_for(golden: Path) -> Path:
-    """`foo.json` -> `foo.llm.json`, next to the golden."""
-    return golden.with_name(golden.stem + ".llm.json")
+    async def acomplete(self, request: Request) -> Answer:
+        with self._errors_recorded(request):
+            answer = await self.inner.acomplete(request)
+        return self._recorded(request, answer)
 
+    def finish(self, error: BaseException | None) -> list[str]:
+        return self.inner.finish(error)
 
-def responses_from(entries: Sequence[ResponseRecord]) -> Script:
-    """A script from hand-written responses (tests, hand-made fixtures); requests match by order."""
-    return Script(
-        entries=[
-            ScriptEntry(request=RequestHint(fingerprint="", message_count=0), response=r)
-            for r in entries
-        ]
-    )
+    @contextmanager
+    def _errors_recorded(self, request: Request) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            self.recorder.add_error(request, exc)
+            raise
+
+    def _recorded(self, request: Request, answer: Answer) -> Answer:
+        if answer.record is not None:
+            self.recorder.add(request, answer.record)
+        return answer

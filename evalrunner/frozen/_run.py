@@ -20,20 +20,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalrunner._redact import redact
-from evalrunner.core._capture import (
-    SCHEMA_VERSION,
-    CaptureResult,
-    arun_captured,
-    install,
-    run_captured,
-)
 from evalrunner.core._diff import Delta, diff_shapes, render, summary
 from evalrunner.core._faults import describe
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
+from evalrunner.core._scope import CaptureResult, arun_captured, install, run_captured
 from evalrunner.core._shape import shape
+from evalrunner.core._steps import SCHEMA_VERSION
 from evalrunner.errors import FileFormatError, ReplayError
-from evalrunner.frozen._golden import Golden
-from evalrunner.frozen._replay import Recorder, Replayer, Script, block_network, script_path_for
+from evalrunner.frozen._golden import Golden, script_path_for
+from evalrunner.frozen._network import block_network, describe_blocks
+from evalrunner.frozen._replay import Recorder, Replayer
+from evalrunner.frozen._script import Script
 
 Mode = Literal["check", "update", "record"]
 
@@ -53,14 +50,7 @@ class FrozenOutcome:
     written: list[Path] = field(default_factory=list)
     result: CaptureResult | None = None
     replay_mismatches: list[str] = field(default_factory=list)
-
-
-def _capture(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], **opts: Any
-) -> CaptureResult:
-    if inspect.iscoroutinefunction(fn):
-        return asyncio.run(arun_captured(fn, *args, **opts, **kwargs))
-    return run_captured(fn, *args, **opts, **kwargs)
+    unused_recorded: list[str] = field(default_factory=list)  # recorded calls nobody asked for
 
 
 def _normalized(trajectory: dict[str, Any], config: NormalizeConfig) -> dict[str, Any]:
@@ -68,6 +58,40 @@ def _normalized(trajectory: dict[str, Any], config: NormalizeConfig) -> dict[str
     # prompt holds a secret could never match its own golden.
     normalized: dict[str, Any] = redact(normalize(trajectory, config))
     return normalized
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The agent call and how to report on it (what every mode needs)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    name: str
+    golden_path: Path
+    config: NormalizeConfig
+    update_cmd: str
+    record_cmd: str
+    strict: bool
+
+    @property
+    def script_path(self) -> Path:
+        return script_path_for(self.golden_path)
+
+    def capture(self, **opts: Any) -> CaptureResult:
+        if inspect.iscoroutinefunction(self.fn):
+            return asyncio.run(
+                arun_captured(self.fn, *self.args, name=self.name, **opts, **self.kwargs)
+            )
+        return run_captured(self.fn, *self.args, name=self.name, **opts, **self.kwargs)
+
+
+class _Stop(Exception):
+    """Ends a frozen run early with the outcome that says why (a missing file, a replay error)."""
+
+    def __init__(self, outcome: FrozenOutcome) -> None:
+        super().__init__(outcome.message)
+        self.outcome = outcome
 
 
 def run_frozen(
@@ -83,99 +107,182 @@ def run_frozen(
     **kwargs: Any,
 ) -> FrozenOutcome:
     """Run ``fn(*args, **kwargs)`` in frozen mode against ``golden_path``."""
-    script_path = script_path_for(golden_path)
-    if mode == "record":
-        recorder = Recorder()
-        result = _capture(fn, args, kwargs, name=name, recorder=recorder)
-        failed = result.infra.final_error if result.infra is not None else None
-        if failed is not None or any(
-            e.error and e.error.type in _ENDPOINT_REFUSALS for e in recorder.script.entries
-        ):
-            # An endpoint that failed (no key, down, rate-limited) recorded nothing
-            # worth keeping; writing it would make the failure the expected behaviour.
-            what = (
-                describe(failed)
-                if failed is not None
-                else next(
-                    f"{e.error.type}: {e.error.message}" for e in recorder.script.entries if e.error
-                )
-            )
-            return FrozenOutcome(
-                False,
-                f"recording failed, nothing written: the model endpoint failed ({what[:300]})",
-            )
-        return _write(golden_path, script_path, result, config, recorder.script)
+    run = _Run(fn, args, kwargs, name, golden_path, config, update_cmd, record_cmd, strict)
+    try:
+        return _MODES[mode](run)
+    except _Stop as stop:
+        return stop.outcome
 
-    if not script_path.exists():
+
+def _record(run: _Run) -> FrozenOutcome:
+    """Call the live model; write the recording and the golden unless the endpoint failed."""
+    recorder = Recorder()
+    result = run.capture(recorder=recorder)
+    failed = result.infra.final_error if result.infra is not None else None
+    errors = [e.error for e in recorder.script.entries if e.error is not None]
+    if failed is not None or any(e.type in _ENDPOINT_REFUSALS for e in errors):
+        # An endpoint that failed (no key, down, rate-limited) recorded nothing
+        # worth keeping; writing it would make the failure the expected behaviour.
+        what = describe(failed) if failed is not None else f"{errors[0].type}: {errors[0].message}"
         return FrozenOutcome(
             False,
-            f"no recorded model responses at {script_path}; record them (needs the live model) with:\n"
-            f"  {record_cmd}",
+            f"recording failed, nothing written: the model endpoint failed ({what[:300]})",
         )
-    golden: Golden | None = None
-    if mode == "check":
-        if not golden_path.exists():
-            return FrozenOutcome(
-                False,
-                f"no golden at {golden_path}; create it from the recording with:\n  {update_cmd}",
-            )
-        golden = Golden.load(golden_path)
-        if golden.schema_version != SCHEMA_VERSION:
-            return FrozenOutcome(
-                False,
-                f"{golden_path}: golden recorded under {golden.schema_version}, running {SCHEMA_VERSION}; "
-                f"re-record it with:\n  {update_cmd}",
-            )
-    script = Script.load(script_path)
-    replayer = Replayer(script, strict=strict, source=str(script_path))
-    install()  # import litellm before the network is blocked
-    try:
-        with block_network():
-            result = _capture(fn, args, kwargs, name=name, replay=replayer)
-    except ReplayError as exc:
-        return FrozenOutcome(
-            False, f"{type(exc).__name__}: {exc}", replay_mismatches=replayer.mismatches
-        )
-    if mode == "update":
-        try:
-            old = Golden.load(golden_path) if golden_path.exists() else None
-        except FileFormatError:
-            old = None  # an unreadable golden is exactly what --golden-update replaces
-        out = _write(golden_path, None, result, config, None)
-        if old is not None:
-            moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, config)))
-            out.deltas = moved
-            out.message = f"updated {golden_path}: {summary(moved)}"
-        else:
-            out.message = f"created {golden_path}"
-        out.replay_mismatches = replayer.mismatches
-        return out
+    return _write(run.golden_path, run.script_path, result, run.config, recorder.script)
 
-    assert golden is not None
-    normalized = _normalized(result.trajectory, config)
-    actual = shape(normalized)
+
+def _update(run: _Run) -> FrozenOutcome:
+    """Replay the recording, rewrite the golden and report what moved."""
+    _require_script(run)
+    result, replayer = _replay(run)
+    notes = _notes(run, replayer)
+    if run.strict and replayer.unused:
+        raise _Stop(_outcome(False, notes.strip(), replayer))
+    try:
+        old = Golden.load(run.golden_path) if run.golden_path.exists() else None
+    except FileFormatError:
+        old = None  # an unreadable golden is exactly what --golden-update replaces
+    out = _write(run.golden_path, None, result, run.config, None)
+    if old is not None:
+        moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, run.config)))
+        out.deltas = moved
+        out.message = f"updated {run.golden_path}: {summary(moved)}"
+    else:
+        out.message = f"created {run.golden_path}"
+    out.message += notes
+    out.replay_mismatches = replayer.mismatches
+    out.unused_recorded = replayer.unused_entries()
+    return out
+
+
+def _check(run: _Run) -> FrozenOutcome:
+    """Replay the recording strictly offline; fail on any behavioural delta from the golden."""
+    _require_script(run)
+    golden = _golden_to_check(run)
+    result, replayer = _replay(run)
+    normalized = _normalized(result.trajectory, run.config)
     # Compare against the golden's trajectory, not its stored shape: a
     # hand-edited shape must not hide a change.
-    deltas = diff_shapes(shape(golden.trajectory), actual)
+    deltas = diff_shapes(shape(golden.trajectory), shape(normalized))
+    notes = _notes(run, replayer)
+    if not deltas:
+        # Under --golden-strict a recorded call the run did not use fails it.
+        ok = not (run.strict and replayer.unused)
+        return _outcome(ok, notes.strip(), replayer, result=result)
+    message = (
+        f"{run.golden_path}: {summary(deltas)}\n\n"
+        + render(golden.trajectory, normalized, deltas)
+        + notes
+        + f"\n\nIf this change is intended, update the golden with:\n  {run.update_cmd}"
+    )
+    return _outcome(False, message, replayer, deltas, result=result)
+
+
+def _notes(run: _Run, replayer: Replayer) -> str:
+    """What the replay noticed beside the trajectory: requests that differed, calls unused."""
     notes = ""
     if replayer.mismatches:
         notes = (
             f"\n{len(replayer.mismatches)} request(s) differed from the recording:\n  "
             + "\n  ".join(replayer.mismatches)
         )
-    if not deltas:
-        return FrozenOutcome(
-            True, notes.strip(), result=result, replay_mismatches=replayer.mismatches
+    unused = replayer.unused_entries()
+    if unused:
+        notes += (
+            f"\n{len(unused)} recorded model call(s) of {run.script_path} were not used "
+            "(the agent now makes fewer calls, or the recording holds extra ones):\n  "
+            + "\n  ".join(unused)
+            + ("" if run.strict else "\n(--golden-strict fails on this)")
+            + f"\nIf the agent changed on purpose, re-record with:\n  {run.record_cmd}"
         )
-    message = (
-        f"{golden_path}: {summary(deltas)}\n\n"
-        + render(golden.trajectory, normalized, deltas)
-        + notes
-        + f"\n\nIf this change is intended, update the golden with:\n  {update_cmd}"
-    )
+    return notes
+
+
+def _outcome(
+    ok: bool,
+    message: str,
+    replayer: Replayer,
+    deltas: list[Delta] | None = None,
+    result: CaptureResult | None = None,
+) -> FrozenOutcome:
     return FrozenOutcome(
-        False, message, deltas, result=result, replay_mismatches=replayer.mismatches
+        ok,
+        message,
+        deltas or [],
+        result=result,
+        replay_mismatches=replayer.mismatches,
+        unused_recorded=replayer.unused_entries(),
     )
+
+
+_MODES: dict[Mode, Callable[[_Run], FrozenOutcome]] = {
+    "check": _check,
+    "update": _update,
+    "record": _record,
+}
+
+
+def _require_script(run: _Run) -> None:
+    # Replay cannot invent model responses: no recording, no run (and nothing created).
+    if not run.script_path.exists():
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"no recorded model responses at {run.script_path}; record them (needs the live model) with:\n"
+                f"  {run.record_cmd}",
+            )
+        )
+
+
+def _golden_to_check(run: _Run) -> Golden:
+    if not run.golden_path.exists():
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"no golden at {run.golden_path}; create it from the recording with:\n  {run.update_cmd}",
+            )
+        )
+    golden = Golden.load(run.golden_path)
+    if golden.schema_version != SCHEMA_VERSION:
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"{run.golden_path}: golden recorded under {golden.schema_version}, running {SCHEMA_VERSION}; "
+                f"re-record it with:\n  {run.update_cmd}",
+            )
+        )
+    return golden
+
+
+def _replay(run: _Run) -> tuple[CaptureResult, Replayer]:
+    """Run the agent against the recording with the network blocked."""
+    script = Script.load(run.script_path, run.record_cmd)
+    replayer = Replayer(script, strict=run.strict, source=str(run.script_path))
+    install()  # import litellm before the network is blocked
+    guard = block_network()
+    try:
+        with guard:
+            result = run.capture(replay=replayer)
+    except ReplayError as exc:
+        _stop_if_network_used(guard, replayer)
+        raise _Stop(
+            FrozenOutcome(
+                False, f"{type(exc).__name__}: {exc}", replay_mismatches=replayer.mismatches
+            )
+        ) from None
+    _stop_if_network_used(guard, replayer)
+    return result, replayer
+
+
+def _stop_if_network_used(guard: block_network, replayer: Replayer) -> None:
+    # Whatever the agent did with the NetworkBlocked (caught it, lost it in a
+    # thread, never saw it: a child process), a blocked attempt fails the run.
+    if guard.blocks:
+        raise _Stop(
+            FrozenOutcome(
+                False, describe_blocks(guard.blocks), replay_mismatches=replayer.mismatches
+            )
+        )
 
 
 def _write(

@@ -4,7 +4,8 @@ Deterministic rules, applied in this order (the same for baseline nights and
 tonight, so rates compare):
 
 1. ``infra_error``: an endpoint fault survived its retries (even if the agent
-   caught it), or the run hit its timeout.
+   caught it), or the run hit its timeout. The reason names what happened
+   (status, timeout, reset), the endpoint and its message.
 2. ``crashed``: agent or tool code raised something else.
 3. ``skipped``: the model could not produce usable output (the weak-model
    classes of ``SkipRules``; each can be turned off per suite).
@@ -17,12 +18,17 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from evalrunner.core._faults import describe, is_infra_error
+from evalrunner.core._faults import describe, describe_fault, is_infra_error
+from evalrunner.live._checks import evaluate_checks
 from evalrunner.live._record import Outcome
-from evalrunner.live._suite import Checks, SkipRules, evaluate_checks
+from evalrunner.live._schema import Checks, SkipRules
+
+__all__ = ["Classification", "classify", "weak_model_failure"]
 
 
-class Verdict(NamedTuple):
+class Classification(NamedTuple):
+    """One run's outcome, why, and each check's result (empty unless the checks ran)."""
+
     outcome: Outcome
     reason: str | None
     checks: dict[str, bool]
@@ -36,6 +42,38 @@ def _agent_steps(traj: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         yield from _agent_steps(sub)
 
 
+def _tool_call_failure(trajectory: Mapping[str, Any], offered_tools: Sequence[str]) -> str | None:
+    """A malformed or unknown tool call anywhere, sub-agents included."""
+    for step in _agent_steps(trajectory):
+        for call in step.get("tool_calls") or []:
+            if (call.get("extra") or {}).get("invalid_arguments"):
+                return "malformed_tool_arguments"
+            if offered_tools and call.get("function_name") not in offered_tools:
+                return "unknown_tool"
+    return None
+
+
+def _answer_failure(
+    trajectory: Mapping[str, Any], final_answer: str | None, rules: SkipRules
+) -> str | None:
+    """A missing, truncated, empty or invalid final answer of the top-level agent."""
+    if final_answer is None:
+        return "no_final_answer"
+    top = [
+        s
+        for s in trajectory.get("steps") or []
+        if s.get("source") == "agent" and s.get("llm_call_count") != 0
+    ]
+    if top and (top[-1].get("extra") or {}).get("finish_reason") == "length":
+        return "truncated_output"
+    if not final_answer.strip():
+        return "empty_output"
+    pattern = rules.invalid_output_pattern
+    if pattern is not None and re.search(pattern, final_answer) is None:
+        return "invalid_output"
+    return None
+
+
 def weak_model_failure(
     trajectory: Mapping[str, Any],
     final_answer: str | None,
@@ -43,29 +81,9 @@ def weak_model_failure(
     rules: SkipRules,
 ) -> str | None:
     """The first weak-model failure class this run shows (enabled or not), or None."""
-    for step in _agent_steps(trajectory):
-        for call in step.get("tool_calls") or []:
-            if (call.get("extra") or {}).get("invalid_arguments"):
-                return "malformed_tool_arguments"
-            if offered_tools and call.get("function_name") not in offered_tools:
-                return "unknown_tool"
-    top = [
-        s
-        for s in trajectory.get("steps") or []
-        if s.get("source") == "agent" and s.get("llm_call_count") != 0
-    ]
-    if final_answer is None:
-        return "no_final_answer"
-    if top and (top[-1].get("extra") or {}).get("finish_reason") == "length":
-        return "truncated_output"
-    if not final_answer.strip():
-        return "empty_output"
-    if (
-        rules.invalid_output_pattern is not None
-        and re.search(rules.invalid_output_pattern, final_answer) is None
-    ):
-        return "invalid_output"
-    return None
+    return _tool_call_failure(trajectory, offered_tools) or _answer_failure(
+        trajectory, final_answer, rules
+    )
 
 
 def classify(
@@ -79,23 +97,33 @@ def classify(
     error: BaseException | None,
     infra_error: BaseException | None,
     timed_out: float | None = None,
-) -> Verdict:
-    """Decide one run's outcome from its trajectory and what happened around it."""
+    infra_reason: str | None = None,
+) -> Classification:
+    """Decide one run's outcome from its trajectory and what happened around it.
+
+    ``infra_reason`` describes ``infra_error`` (or, for a run that timed out,
+    the last endpoint fault it met) as the transport saw it, endpoint included.
+    """
     if timed_out is not None:
-        return Verdict("infra_error", f"run timed out after {timed_out:g} s", {})
+        reason = f"run timed out after {timed_out:g} s"
+        return Classification(
+            "infra_error",
+            f"{reason}; last endpoint fault: {infra_reason}" if infra_reason else reason,
+            {},
+        )
     if infra_error is not None:
-        return Verdict("infra_error", describe(infra_error), {})
+        return Classification("infra_error", infra_reason or describe_fault(infra_error), {})
     if error is not None:
         if is_infra_error(error):
-            return Verdict("infra_error", describe(error), {})
-        return Verdict("crashed", describe(error), {})
+            return Classification("infra_error", describe_fault(error), {})
+        return Classification("crashed", describe(error), {})
     weak = weak_model_failure(trajectory, final_answer, offered_tools, skip_rules)
     if weak is not None and skip_rules.skips(weak):
-        return Verdict("skipped", weak, {})
+        return Classification("skipped", weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
     failed = [name for name, held in results.items() if not held]
     if weak is not None:
         failed.insert(0, weak)
     if failed:
-        return Verdict("failed", "; ".join(failed), results)
-    return Verdict("passed", None, results)
+        return Classification("failed", "; ".join(failed), results)
+    return Classification("passed", None, results)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalrunner.live._endpoints import Endpoint
+    from evalrunner.live._settings import ResolvedScenario
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,18 @@ class RunContext:
     tools: tuple[str, ...] = ()
     seed: int | None = None
     max_tokens: int | None = 256
+
+    @classmethod
+    def for_scenario(cls, scenario: ResolvedScenario, endpoint: Endpoint) -> RunContext:
+        """What a run of `scenario` against `endpoint` hands its agent."""
+        return cls(
+            model=endpoint.model,
+            api_base=endpoint.api_base,
+            api_key=endpoint.api_key,
+            temperature=scenario.temperature,
+            max_turns=scenario.max_turns,
+            tools=tuple(scenario.tools),
+        )
 
     def litellm_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``litellm.completion`` (endpoint and sampling)."""

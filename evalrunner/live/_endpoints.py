@@ -5,20 +5,31 @@ A model string is any litellm model (``openai/gpt-4o-mini``,
 variable), or ``local`` for the embedded SmolLM2 server, which is started on
 first use and stopped when the pool closes (also on errors and Ctrl-C).
 With no model named anywhere (CLI, suite, ``EVALRUNNER_MODEL``) the embedded
-model is used.
+model is used. Every model string is resolved with litellm before any run
+(:func:`check_model`): an unknown provider is a one-line configuration error,
+not a night of crashed runs.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from evalrunner._redact import register_secret
+from evalrunner.errors import ConfigError
+
 if TYPE_CHECKING:
     from evalrunner.live._local_model import LocalModelServer
+    from evalrunner.live._settings import Suite
 
 LOCAL = "local"
+
+Notify = Callable[[str], None]
+"""Where one-line notices go (the CLI: stderr)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,81 @@ class Endpoint:
     model: str
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    max_concurrency: int | None = None
+    """Most runs against it at a time (the embedded server answers one request at a time)."""
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)  # redacted wherever it shows up (errors, tracebacks)
+
+
+def _no_notice(text: str) -> None:
+    pass
+
+
+def check_model(model: str, where: str) -> None:
+    """Resolve ``model`` with litellm; an unknown provider is a ConfigError naming ``where``."""
+    if model == LOCAL:
+        return
+    example = "write 'provider/model', e.g. 'openai/gpt-4o-mini', or 'local' for the embedded model"
+    if not model.strip():
+        raise ConfigError(f"{where}: the model is empty; {example}")
+    from evalrunner._litellm import import_litellm
+
+    litellm = import_litellm()
+    try:
+        name = str(litellm.get_llm_provider(model)[0])
+    except Exception:  # litellm raises BadRequestError (and prints nothing, debug info off)
+        name = None
+    if name is not None and name.strip():
+        return
+    prefix, slash, _ = model.partition("/")
+    if name is not None:
+        what = "no model name after the provider"
+    elif slash:
+        providers = [str(getattr(p, "value", p)) for p in litellm.provider_list]
+        close = difflib.get_close_matches(prefix, providers, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        what = f"litellm knows no provider {prefix!r}{hint}" if prefix else "no provider given"
+    else:
+        close = difflib.get_close_matches(model, list(litellm.model_cost), n=1)
+        what = "litellm cannot tell its provider" + (
+            f"; did you mean {close[0]!r}?" if close else ""
+        )
+    raise ConfigError(f"{where}: unknown model {model!r}: {what}; {example}")
+
+
+def check_suite_models(suite: Suite) -> None:
+    """Every model a suite file names resolves (``evalrunner validate``)."""
+    from evalrunner.live._loader import field_line
+
+    shown = str(suite.path) if suite.path else suite.name
+
+    def where(*loc: str | int) -> str:
+        line = field_line(suite.path, loc) if suite.path else None
+        return f"{shown}:{line}: " if line else f"{shown}: "
+
+    for j, model in enumerate(suite.spec.models):
+        check_model(model, where("models", j) + f"models[{j}]")
+    for i, entry in enumerate(suite.spec.scenarios):
+        if "models" in entry.model_fields_set:
+            for j, model in enumerate(entry.models):
+                field_name = f"scenarios[{i}] (id '{entry.id}').models[{j}]"
+                check_model(model, where("scenarios", i, "models", j) + field_name)
+
+
+def check_requested_models(suite: Suite, cli: Sequence[str], models: Sequence[str]) -> None:
+    """The models a night will use resolve, each blamed on where it came from.
+
+    ``cli``: ``--model`` options; ``models``: every model label the plan uses.
+    """
+    if cli:
+        for model in cli:
+            check_model(model, "--model")
+        return
+    check_suite_models(suite)
+    from_env = set(models) - {m for s in suite.scenarios for m in s.models} - {LOCAL}
+    for model in sorted(from_env):
+        check_model(model, "EVALRUNNER_MODEL")
 
 
 def requested_models(
@@ -44,10 +130,14 @@ def requested_models(
 
 
 class EndpointPool:
-    """Resolves model strings to endpoints; owns the embedded server if one is needed."""
+    """Resolves model strings to endpoints; owns the embedded server if one is needed.
 
-    def __init__(self) -> None:
+    ``notify`` hears what takes a while: starting the embedded model and when it is ready.
+    """
+
+    def __init__(self, notify: Notify | None = None) -> None:
         self._server: LocalModelServer | None = None
+        self.notify = notify or _no_notice
 
     def resolve(self, model: str) -> Endpoint:
         if model != LOCAL:
@@ -66,12 +156,16 @@ class EndpointPool:
                     p for p in (no_proxy, "127.0.0.1", "localhost") if p
                 )
 
+            self.notify("starting local model (the embedded SmolLM2-135M) ...")
             self._server = LocalModelServer().start()
+            took = self._server.startup_seconds
+            self.notify("local model ready" + (f" after {took:.1f} s" if took else ""))
         return Endpoint(
             label=LOCAL,
             model=self._server.model,
             api_base=self._server.api_base,
             api_key=self._server.api_key,
+            max_concurrency=1,
         )
 
     def close(self) -> None:

@@ -2,61 +2,128 @@
 
 ``evalrunner run`` is a thin layer over :func:`run_live`; nightly jobs and
 scripts can call it directly.
+
+Everything that can be checked without a model is checked before the first
+run (suite, options, models, agents, baselines, the results and history
+locations). Once the runs are done nothing is lost to a later step: a
+comparison or history append that fails is reported in
+:attr:`LiveResult.problems`, after the night's tables. A night in which more
+than ``outage_share`` of the runs are ``infra_error`` is an :class:`Outage`:
+no verdicts are computed from it, and its history entry says so.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from evalrunner._clock import iso_now
-from evalrunner.baseline._baseline import (
-    Comparison,
-    baseline_path,
-    compare_with_baselines,
-    load_baseline,
-    typical_trajectory,
-)
-from evalrunner.live._endpoints import EndpointPool
-from evalrunner.live._results import ResultsDir, group_records, records_frame
-from evalrunner.live._runner import Adaptive, RunReport, plan, run_suite
-from evalrunner.live._suite import Suite
+from evalrunner.baseline._compare import Comparison, compare_with_baselines
+from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
+from evalrunner.errors import EvalrunnerError
+from evalrunner.live._endpoints import EndpointPool, Notify
+from evalrunner.live._plan import MIN_RUNS, Adaptive, ScenarioPlan, StopRule
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.live._results import AdaptiveSettings, group_records, records_frame
+from evalrunner.live._runner import Night, RunReport, open_night, run_night
+from evalrunner.live._settings import Suite
+
+__all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "Outage", "outage_of", "run_live"]
+
+DEFAULT_BASELINES = Path("baselines")
+DEFAULT_OUTAGE_SHARE = 0.5
+"""A night with more than this share of infra_error runs is an outage."""
+
+STOPPED = "more runs could hardly flag a regression (its verdict may still read inconclusive)"
+"""What an adaptive stop means: the fixed-N test at --max-runs could hardly still flag the
+cell (futility), not that the cell was found fine."""
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A night the endpoints failed: too many runs are infra_error to say anything."""
+
+    infra: int
+    total: int
+    share: float
+
+    def line(self) -> str:
+        return (
+            f"outage: {self.infra} of {self.total} runs ended in infra_error "
+            f"({self.infra / self.total:.0%}, more than {self.share:.0%}): the endpoints failed, "
+            "not the agent; no pass^k or verdicts were computed from this night"
+        )
+
+
+def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE) -> Outage | None:
+    """The night's outage, if more than ``share`` of its runs are infra_error."""
+    infra = sum(r.outcome == "infra_error" for r in records)
+    if records and infra / len(records) > share:
+        return Outage(infra, len(records), share)
+    return None
 
 
 @dataclass
 class LiveResult:
     report: RunReport
-    comparison: Comparison | None
-    history_path: str | None
+    comparison: Comparison | None = None
+    history_path: str | None = None
+    outage: Outage | None = None
+    problems: list[str] = field(default_factory=list)
+    """Steps after the runs that failed (comparison, history), one line each."""
+    history_note: str | None = None
+    """Why nothing was appended to the history, when nothing was."""
 
     @property
     def regressed(self) -> bool:
         return bool(self.comparison and self.comparison.regressions)
 
 
-def _adaptive_setup(
-    suite: Suite,
-    baselines_dir: Path,
-    models: tuple[str, ...],
-    scenarios: tuple[str, ...],
-    batch: int,
-    max_runs: int,
-) -> Adaptive:
-    from evalrunner.stats._stats import Tolerance
+def _stop_rule(
+    plans: Sequence[ScenarioPlan], baselines: Mapping[CellKey, Baseline], batch: int, min_runs: int
+) -> StopRule:
+    """--adaptive's rule: stop a cell once its fixed-N test can hardly still flag anything."""
+    from evalrunner.stats._stats import adaptive_plan
 
-    frames: dict[str, Any] = {}
-    tolerances: dict[str, Any] = {}
-    for sc, ms in plan(suite, models=models, scenario_ids=scenarios):
-        tolerances[sc.id] = Tolerance.from_config(
-            sc.tolerance.as_dict(), where=f"{suite.path}: scenario {sc.id!r} tolerance"
+    frames = {cell: records_frame(b.records) for cell, b in baselines.items()}
+    tolerances = {plan.scenario.id: plan.scenario.tolerance for plan in plans}
+
+    def stop(cell: CellKey, records: Sequence[RunRecord], cap: int) -> str | None:
+        decision = adaptive_plan(
+            frames[cell],
+            records_frame(list(records)),
+            tolerance=tolerances[cell.scenario],
+            max_n=cap,
+            batch=batch,
+            min_n=min_runs,
+            # ~36-47% fewer runs at equal power (docs/calibration.md).
+            method="predictive",
         )
-        for m in ms:  # a model string is also its endpoint label
-            path = baseline_path(baselines_dir, suite.name, sc.id, m)
-            if path.exists():
-                frames[f"{sc.id}|{m}"] = records_frame(load_baseline(path).records)
-    return Adaptive(baselines=frames, tolerances=tolerances, batch=batch, max_runs=max_runs)
+        return STOPPED if decision.settled else None
+
+    return stop
+
+
+def _adaptive(
+    suite: Suite, plans: Sequence[ScenarioPlan], root: Path, settings: AdaptiveSettings
+) -> Adaptive:
+    cells = [cell for plan in plans for cell in plan.cells()]
+    baselines = load_baselines(root, suite.name, cells)
+    return Adaptive(
+        stop=_stop_rule(plans, baselines, settings.batch, MIN_RUNS),
+        stoppable=frozenset(baselines),
+        batch=settings.batch,
+        max_runs=settings.max_runs,
+        min_runs=MIN_RUNS,
+    )
+
+
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def run_live(
@@ -68,86 +135,114 @@ def run_live(
     scenarios: tuple[str, ...] = (),
     concurrency: int | None = None,
     resume: bool = False,
-    baselines_dir: Path | None = Path("baselines"),
+    baselines_dir: Path | None = DEFAULT_BASELINES,
     history: str | None = None,
     adaptive: bool = False,
-    batch: int = 5,
-    max_runs: int = 20,
+    batch: int | None = None,
+    max_runs: int | None = None,
+    outage_share: float = DEFAULT_OUTAGE_SHARE,
     progress_stream: TextIO | None = None,
+    notify: Notify | None = None,
 ) -> LiveResult:
-    """Run a suite live, compare each scenario with its baseline, append the night to the history."""
-    if history is not None:
-        from evalrunner.report._history import open_root
+    """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
-        open_root(history)  # a bad location fails before the night's runs, not after
-    if baselines_dir is not None:
-        # A broken baseline should stop us before the night's runs are spent, not after.
-        for sc, ms in plan(suite, runs=runs, models=models, scenario_ids=scenarios):
-            for m in ms:
-                path = baseline_path(baselines_dir, suite.name, sc.id, m)
-                if path.exists():
-                    load_baseline(path)
-    adaptive_cfg = (
-        _adaptive_setup(
-            suite, baselines_dir or Path("baselines"), models, scenarios, batch, max_runs
+    ``resume`` continues the plan recorded in ``out``'s manifest (options given
+    again must agree with it). ``notify`` hears one-line notices (where the
+    results go, the embedded model starting, a concurrency cap); default stderr.
+    """
+    say = notify or _to_stderr
+    if history is not None:
+        from evalrunner.report._history import check_writable
+
+        check_writable(history)  # a bad location fails before the night's runs, not after
+    with open_night(
+        suite,
+        out=out,
+        runs=runs,
+        models=models,
+        scenario_ids=scenarios,
+        resume=resume,
+        adaptive=adaptive,
+        batch=batch,
+        max_runs=max_runs,
+    ) as night:
+        cells = [c for plan in night.plans for c in plan.cells()]
+        if baselines_dir is not None:
+            # A broken baseline should stop us before the night's runs are spent, not after.
+            load_baselines(baselines_dir, suite.name, cells)
+        adaptive_cfg = (
+            _adaptive(suite, night.plans, baselines_dir or DEFAULT_BASELINES, night.adaptive)
+            if night.adaptive is not None
+            else None
         )
-        if adaptive
-        else None
-    )
-    with EndpointPool() as pool:
-        report = asyncio.run(
-            run_suite(
-                suite,
-                out=out,
-                runs=runs,
-                models=models,
-                scenario_ids=scenarios,
-                concurrency=concurrency,
-                resume=resume,
-                pool=pool,
-                progress_stream=progress_stream,
-                adaptive=adaptive_cfg,
+        with EndpointPool(notify=say) as pool:
+            report = asyncio.run(
+                run_night(
+                    night,
+                    pool=pool,
+                    concurrency=concurrency,
+                    progress_stream=progress_stream,
+                    adaptive=adaptive_cfg,
+                    notify=say,
+                )
             )
-        )
-    results = ResultsDir(out)
-    manifest = results.read_manifest()
-    comparison = None
-    if baselines_dir is not None:
-        comparison = compare_with_baselines(
-            suite, report.records, baselines_dir, fingerprints=manifest.scenarios
-        )
-    history_path = None
-    if history is not None:
-        history_path = _append_history(suite, results, report, comparison, history)
-    return LiveResult(report, comparison, history_path)
+        result = LiveResult(report, outage=outage_of(report.records, outage_share))
+        _after_the_runs(night, result, baselines_dir, history)
+    return result
 
 
-def _append_history(
-    suite: Suite, results: ResultsDir, report: RunReport, comparison: Comparison | None, root: str
-) -> str:
-    from evalrunner.report._history import HistoryEntry, append
+def _after_the_runs(
+    night: Night, result: LiveResult, baselines_dir: Path | None, history: str | None
+) -> None:
+    """Compare and append to the history; a failure here is reported, never raised."""
+    records = result.report.records
+    if result.outage is None and baselines_dir is not None:
+        try:
+            result.comparison = compare_with_baselines(
+                night.suite, records, baselines_dir, fingerprints=night.manifest.scenarios
+            )
+        except EvalrunnerError as exc:
+            result.problems.append(f"not compared with baselines: {exc}")
+    if history is None:
+        return
+    appended = set(night.manifest.history_run_ids)
+    new = [r for r in records if r.run_id not in appended]
+    if not new:
+        result.history_note = "every run of this night is in the history already; nothing appended"
+        return
+    try:
+        result.history_path = _append_history(night, new, result, history)
+    except (EvalrunnerError, OSError) as exc:
+        result.problems.append(f"history not written to {history}: {exc}")
+        return
+    night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
 
-    scenarios = {s.id: s for s in suite.scenarios}
+
+def _append_history(night: Night, new: list[RunRecord], result: LiveResult, root: str) -> str:
+    """One history entry holding the night's runs not yet in the history (each run id once)."""
+    from evalrunner.report._history import BaselineSummary, HistoryEntry, append
+
+    scenarios = {s.id: s for s in night.suite.scenarios}
     typical = {}
-    for (scenario_id, model), records in group_records(report.records).items():
-        key = f"{scenario_id}|{model}"
-        sc = scenarios.get(scenario_id)
-        config = sc.effective(suite).normalize_config() if sc else None
-        trajectory = typical_trajectory(results, records, config)
+    for cell, records in group_records(result.report.records).items():
+        scenario = scenarios.get(cell.scenario)
+        config = scenario.normalize_config() if scenario else None
+        trajectory = typical_trajectory(night.results, records, config)
         if trajectory is not None:
-            typical[key] = trajectory
+            typical[cell] = trajectory
+    comparison = result.comparison
+    baselines = comparison.baselines if comparison else {}
     entry = HistoryEntry(
-        suite=suite.name,
+        suite=night.suite.name,
         created_at=iso_now(),
-        manifest=results.read_manifest().model_dump(mode="json"),
-        records=report.records,
-        verdicts=[r.model_dump(mode="json") for r in (comparison.results if comparison else [])],
-        baselines={k: b.summary for k, b in (comparison.baselines.items() if comparison else [])},
-        typical=typical,
-        baseline_typical={
-            k: b.typical
-            for k, b in (comparison.baselines.items() if comparison else [])
-            if b.typical
+        manifest=night.manifest,
+        records=new,
+        verdicts=comparison.results if comparison else [],
+        baselines={
+            cell: BaselineSummary.model_validate(b.summary) for cell, b in baselines.items()
         },
+        typical=typical,
+        baseline_typical={cell: b.typical for cell, b in baselines.items() if b.typical},
+        outage=result.outage is not None,
     )
     return append(entry, root)

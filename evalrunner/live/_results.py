@@ -3,39 +3,76 @@
 Layout::
 
     <out>/manifest.json
+    <out>/.lock                                       held by the one process writing here
     <out>/runs/<scenario>/<model-slug>/<index>.json   {"record": RunRecord, "trajectory": ATIF}
 
 Each run file is written atomically the moment its run finishes, so a killed
 process loses at most the runs in flight, and ``--resume`` finishes the
 directory without duplicating or losing runs (run ids are deterministic).
+
+The manifest is the one source of truth about the night: its plan (scenarios,
+models, runs, adaptive settings; ``--resume`` continues exactly that plan) and
+the runs that belong to it (``run_ids``). Whatever reads the directory (the
+run table, ``compare``, ``baseline --from``, :func:`load_records`) reads those
+runs and no other file. One process at a time writes a directory:
+:func:`claim` holds an exclusive ``fcntl`` lock on ``.lock``, which the
+kernel releases when the process ends, however it ends (SIGKILL included).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import os
 import re
-from collections.abc import Sequence
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from evalrunner._jsonio import read_json, validate_model, write_json
-from evalrunner.errors import FileFormatError
-from evalrunner.live._record import RunRecord
+from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.live._record import CellKey, RunKey, RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
 
-MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FORMAT_VERSION = 2
+MANIFEST_FORMAT_VERSIONS = (1, 2)
+"""Versions read: 1 lacks the plan details and ``run_ids`` (every run file belongs)."""
 RUN_FORMAT_VERSION = 1
+LOCK_NAME = ".lock"
 
 
 def model_slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
 
 
-def run_id(scenario: str, model: str, index: int) -> str:
-    return f"{scenario}/{model_slug(model)}/{index}"
+def run_id(key: RunKey) -> str:
+    """'<scenario>/<model-slug>/<index>': a run's stable id, and its file's path under runs/."""
+    return f"{key.scenario}/{model_slug(key.model)}/{key.index}"
+
+
+class AdaptiveSettings(BaseModel):
+    """``--adaptive``'s settings, as a night was started with them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch: int = Field(default=5, ge=1, description="Runs per batch of each scenario x model.")
+    max_runs: int = Field(
+        default=20, ge=1, description="Most runs of a scenario x model that has a baseline."
+    )
 
 
 class Manifest(BaseModel):
@@ -48,8 +85,26 @@ class Manifest(BaseModel):
     )
     suite: str = Field(description="Suite name.")
     models: list[str] = Field(description="Model labels the suite ran against.")
-    runs: dict[str, int] = Field(description="Scenario id -> runs per model planned.")
+    runs: dict[str, int] = Field(
+        description="Scenario id -> runs per model planned (under --adaptive: for scenario x "
+        "models without a baseline; the others run up to adaptive.max_runs)."
+    )
     scenarios: dict[str, str] = Field(description="Scenario id -> configuration fingerprint.")
+    models_by_scenario: dict[str, list[str]] | None = Field(
+        default=None,
+        description="Scenario id -> the model labels it runs against (format 1: every model).",
+    )
+    adaptive: AdaptiveSettings | None = Field(
+        default=None, description="--adaptive's settings; None for a fixed plan."
+    )
+    run_ids: list[str] | None = Field(
+        default=None,
+        description="The runs that belong to this night, as planned so far; those with a file "
+        "are its records (format 1: every run file).",
+    )
+    history_run_ids: list[str] = Field(
+        default_factory=list, description="Runs already appended to the run history."
+    )
     started_at: str = Field(description="ISO 8601 UTC start of the first invocation.")
     ended_at: str | None = Field(default=None, description="ISO 8601 UTC end, when finished.")
     status: Literal["running", "finished", "interrupted"] = Field(
@@ -59,6 +114,28 @@ class Manifest(BaseModel):
     invocations: int = Field(
         default=1, description="How many times run/resume worked on this directory."
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Fields format 1 lacked appear only when set, so a format-1 manifest (inside
+        # older history files too) is written back exactly as it was read.
+        data: dict[str, Any] = handler(self)
+        for name in ("models_by_scenario", "adaptive", "run_ids"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        if not data.get("history_run_ids"):
+            data.pop("history_run_ids", None)
+        return data
+
+    @field_validator("format_version")
+    @classmethod
+    def _readable(cls, value: int) -> int:
+        if value not in MANIFEST_FORMAT_VERSIONS:
+            raise ValueError(
+                f"manifest format_version {value} is not supported (this evalrunner reads "
+                f"{', '.join(map(str, MANIFEST_FORMAT_VERSIONS))}); upgrade evalrunner"
+            )
+        return value
 
 
 class ResultsDir:
@@ -103,18 +180,155 @@ class ResultsDir:
             "trajectory"
         ) or {}
 
+    def night_files(self) -> list[Path]:
+        """The run files of the runs that belong to the night (the manifest's ``run_ids``)."""
+        if not self.manifest_path.exists():
+            return self.run_files()
+        ids = self.read_manifest().run_ids
+        if ids is None:
+            return self.run_files()
+        return sorted(p for p in map(self.run_path, set(ids)) if p.is_file())
+
     def records(self) -> list[RunRecord]:
-        return [self.read_run(p)[0] for p in self.run_files()]
+        """The night's records: every finished run the manifest lists, and nothing else."""
+        return [self.read_run(p)[0] for p in self.night_files()]
 
-    def done_ids(self) -> set[str]:
-        return {r.run_id for r in self.records()}
+    def entries(self) -> list[str]:
+        """Names in the directory other than the lock file (none when it does not exist)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.name != LOCK_NAME)
 
 
-def group_records(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
-    """Records by (scenario, model), the unit every comparison works on, in sorted key order."""
-    groups: dict[tuple[str, str], list[RunRecord]] = {}
+# -- claiming a directory for writing -----------------------------------------------------
+
+_held: dict[str, tuple[int, int]] = {}
+"""Locks this process holds: real path -> (file descriptor, depth). Re-entering is allowed,
+so run_live and the run_suite it calls can both hold the directory."""
+_held_lock = threading.Lock()
+
+
+def _holder(fd: int) -> str:
+    try:
+        pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    except OSError:
+        pid = ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+def _acquire(root: Path) -> str:
+    key = os.path.realpath(root)
+    with _held_lock:
+        if key in _held:
+            fd, depth = _held[key]
+            _held[key] = (fd, depth + 1)
+            return key
+        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            who = _holder(fd)
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+                raise ConfigError(f"{root}: cannot lock {LOCK_NAME}: {exc.strerror}") from None
+            raise ConfigError(
+                f"{root} is being written by another evalrunner{who}; wait for it to finish "
+                "(then --resume if it was interrupted), or choose another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _held[key] = (fd, 1)
+        return key
+
+
+def _release(key: str) -> None:
+    with _held_lock:
+        fd, depth = _held[key]
+        if depth > 1:
+            _held[key] = (fd, depth - 1)
+            return
+        del _held[key]
+        os.close(fd)  # releases the lock; the file stays (removing it would race a new locker)
+
+
+def make_writable_dir(root: Path, *, what: str, fix: str) -> list[Path]:
+    """Create ``root`` (and missing parents) and prove a file can be written there.
+
+    Returns the directories it created, deepest first (for :func:`remove_dirs`);
+    every failure is a ConfigError naming ``what`` (e.g. 'history location')
+    and ending in ``fix``.
+    """
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{what} {root} is a file, not a directory; {fix}")
+    created = [p for p in (root, *root.parents) if not p.exists()]
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        remove_dirs(created)
+        raise ConfigError(
+            f"{what} {root} cannot be written ({exc.strerror or exc}); {fix}"
+        ) from None
+    return created
+
+
+def remove_dirs(created: list[Path]) -> None:
+    """Remove directories :func:`make_writable_dir` created (deepest first), if still empty."""
+    for path in created:  # deepest first
+        with contextlib.suppress(OSError):
+            (path / LOCK_NAME).unlink(missing_ok=True)
+            path.rmdir()
+
+
+@contextlib.contextmanager
+def claim(root: Path, *, resume: bool) -> Iterator[ResultsDir]:
+    """Hold ``root`` for writing a night (``resume``: finishing one) until the block ends.
+
+    Checked before anything is written: ``root`` can be created and written to;
+    no other process holds it (an exclusive lock, released by the kernel when
+    the holder dies, SIGKILL included); and it is what the caller expects: a
+    directory with a manifest to resume, or one without results to start in.
+    A directory this call created is removed again if the block fails before
+    writing a manifest.
+    """
+    results = ResultsDir(root)
+    if resume and not results.manifest_path.exists():
+        raise ConfigError(f"{root}: nothing to resume (no manifest.json); run without --resume")
+    created = make_writable_dir(results.root, what="results directory", fix="choose another --out")
+    try:
+        key = _acquire(results.root)
+        try:
+            if not resume:
+                _check_fresh(results)
+            yield results
+        finally:
+            _release(key)
+    except BaseException:
+        if created and not results.manifest_path.exists():
+            remove_dirs(created)
+        raise
+
+
+def _check_fresh(results: ResultsDir) -> None:
+    if results.manifest_path.exists():
+        raise ConfigError(
+            f"{results.root} already holds results; pass --resume to finish it, or choose another --out"
+        )
+    found = results.entries()
+    if found:
+        shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+        raise ConfigError(
+            f"{results.root} is not empty ({shown}) but holds no manifest.json, so it is no "
+            "results directory evalrunner can add to; choose an empty or new --out"
+        )
+
+
+def group_records(records: Sequence[RunRecord]) -> dict[CellKey, list[RunRecord]]:
+    """Records by scenario x model, the unit every comparison works on, in sorted key order."""
+    groups: dict[CellKey, list[RunRecord]] = {}
     for record in records:
-        groups.setdefault((record.scenario, record.model), []).append(record)
+        groups.setdefault(record.cell, []).append(record)
     return dict(sorted(groups.items()))
 
 
@@ -133,7 +347,8 @@ def load_records(root: str | Path) -> pd.DataFrame:
     (run_id, suite, scenario, model, index, outcome, reason, step_count,
     llm_calls, tool_calls, tools, subagent_count, crashed, prompt_tokens,
     completion_tokens, final_answer, content_hash, latency_s, attempts,
-    started_at, checks).
+    attempts, started_at, checks). Only the runs the manifest lists
+    belong to the night.
     """
     results = ResultsDir(Path(root))
     if not results.manifest_path.exists():

@@ -1,57 +1,68 @@
-"""Live mode: run every scenario of a suite N times against live endpoints.
+"""Live mode: execute a suite's planned runs against live endpoints.
 
 run -> trajectory -> normalised -> shape -> outcome -> run file, one run at a
-time under bounded asyncio concurrency. Results land on disk as each run
-finishes; :func:`run_suite` returns the records for the statistics.
+time under bounded asyncio concurrency. Which runs to make is the planner's
+business (:mod:`evalrunner.live._plan`); this module only executes its
+batches. :func:`open_night` claims the results directory and settles the plan
+(a resumed night continues its manifest's), checking everything that can be
+checked before the first run; :func:`run_night` executes it. Results land on
+disk as each run finishes; the records come back for the statistics.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 from evalrunner._clock import iso_now
-from evalrunner.core._capture import arun_captured
+from evalrunner._redact import redact_text
 from evalrunner.core._normalize import normalize
+from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._shape import shape
 from evalrunner.errors import ConfigError
 from evalrunner.live._classify import classify
 from evalrunner.live._context import RunContext
-from evalrunner.live._endpoints import Endpoint, EndpointPool, requested_models
+from evalrunner.live._endpoints import (
+    Endpoint,
+    EndpointPool,
+    Notify,
+    check_model,
+    check_requested_models,
+)
+from evalrunner.live._plan import (
+    Adaptive,
+    AdaptivePlanner,
+    AdaptiveSummary,
+    FixedPlanner,
+    Job,
+    Planner,
+    ScenarioPlan,
+    adaptive_settings,
+    choose,
+    resumed,
+    resumed_adaptive,
+)
 from evalrunner.live._record import RunRecord
-from evalrunner.live._results import Manifest, ResultsDir, run_id
-from evalrunner.live._suite import ResolvedScenario, Suite, scenario_fingerprint
+from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, claim
+from evalrunner.live._settings import Suite
 
-_WRITER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="evalrunner-write")
+__all__ = ["Night", "Progress", "RunReport", "open_night", "run_night", "run_suite"]
 
+WRITERS = 4
+"""Threads writing run files; a write (fsync included) takes milliseconds."""
 
-@dataclass(frozen=True)
-class Job:
-    scenario: ResolvedScenario
-    endpoint: Endpoint
-    index: int
-
-    @property
-    def run_id(self) -> str:
-        return run_id(self.scenario.id, self.endpoint.label, self.index)
-
-
-@dataclass
-class Adaptive:
-    """``--adaptive``: run in batches, stop a scenario once its gating verdicts are settled."""
-
-    baselines: dict[str, Any]  # 'scenario|model' -> baseline records (pandas DataFrame)
-    tolerances: dict[str, Any]  # scenario id -> stats.Tolerance
-    batch: int = 5
-    max_runs: int = 20
-    min_runs: int = 5
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass
@@ -60,21 +71,20 @@ class RunReport:
 
     out: Path
     records: list[RunRecord]
+    """The night's records: every finished run its manifest lists (resumed ones included)."""
     crashes: list[tuple[str, str]] = field(default_factory=list)  # (run id, traceback)
-    interrupted: bool = False
     resumed_skipped: int = 0
-    adaptive_saved: int = 0
+    adaptive: AdaptiveSummary | None = None
     adaptive_notes: list[str] = field(default_factory=list)
 
 
 class Progress:
     """Runs done/total, outcomes and an ETA: one live line on a TTY, plain lines otherwise."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, concurrency: int = 1) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
         self.total = total
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.concurrency = max(1, concurrency)
         self.done = 0
         self.counts: Counter[str] = Counter()
         self.started = time.monotonic()
@@ -98,61 +108,25 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            reason = f" ({record.reason[:80]})" if record.reason else ""
+            reason = f" ({record.reason[:240]})" if record.reason else ""
             self.stream.write(f"{status} | {record.run_id}: {record.outcome}{reason}\n")
         self.stream.flush()
 
 
-def plan(
-    suite: Suite,
-    *,
-    runs: int | None = None,
-    models: Sequence[str] = (),
-    scenario_ids: Sequence[str] = (),
-) -> list[tuple[ResolvedScenario, list[str]]]:
-    """The scenarios to run, each with its model strings, after CLI overrides."""
-    known = [s.id for s in suite.scenarios]
-    unknown = [s for s in scenario_ids if s not in known]
-    if unknown:
-        raise ConfigError(
-            f"suite {suite.name!r} has no scenario {unknown[0]!r}; its scenarios: {', '.join(known)}"
-        )
-    chosen = []
-    for scenario in suite.scenarios:
-        if scenario_ids and scenario.id not in scenario_ids:
-            continue
-        resolved = scenario.effective(suite)
-        if runs is not None:
-            resolved = resolved.model_copy(update={"runs": runs})
-        chosen.append((resolved, requested_models(tuple(models), resolved.models)))
-    return chosen
-
-
-async def _one(
-    job: Job, results: ResultsDir, progress: Progress | None
-) -> tuple[RunRecord, str | None]:
+def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRecord:
+    """The run's record: its normalised shape and its one outcome."""
     sc, ep = job.scenario, job.endpoint
-    agent = sc.load_agent()
-    ctx = RunContext(
-        ep.model, ep.api_base, ep.api_key, sc.temperature, sc.max_turns, tuple(sc.tools)
-    )
-    started = iso_now()
-    t0 = time.monotonic()
-    res = await arun_captured(
-        agent, sc.input, ctx, name=sc.id, retry=sc.retry, timeout=sc.timeout_s
-    )
-    latency = time.monotonic() - t0
-    normalized = normalize(res.trajectory, sc.normalize_config())
-    sh = shape(normalized)
+    sh = shape(normalize(res.trajectory, sc.normalize_config()))
     output = getattr(res.output, "answer", res.output)
     answer = output if isinstance(output, str) or output is None else sh.final_answer
     tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
-    timed_out = (
-        sc.timeout_s
-        if isinstance(res.error, TimeoutError) and not (res.infra and res.infra.faults)
-        else None
-    )
-    verdict = classify(
+    infra = res.infra
+    reason: str | None = None
+    if infra is not None and infra.final_error is not None:
+        reason = infra.final_reason
+    elif infra is not None and infra.faults:
+        reason = infra.faults[-1]  # the last fault a timed-out run met
+    outcome = classify(
         trajectory=res.trajectory,
         final_answer=answer,
         tools=tools,
@@ -160,80 +134,292 @@ async def _one(
         checks=sc.checks,
         skip_rules=sc.skip_rules,
         error=res.error,
-        infra_error=res.infra.final_error if res.infra else None,
-        timed_out=timed_out,
+        infra_error=infra.final_error if infra else None,
+        timed_out=sc.timeout_s if res.timed_out else None,
+        infra_reason=reason,
     )
-    record = RunRecord(
+    return RunRecord(
         run_id=job.run_id,
         suite=sc.suite,
         scenario=sc.id,
         model=ep.label,
         index=job.index,
-        outcome=verdict.outcome,
-        reason=verdict.reason,
+        outcome=outcome.outcome,
+        # Exception messages can echo a credential; the reason is shown and written.
+        reason=redact_text(outcome.reason) if outcome.reason else None,
         step_count=sh.step_count,
         llm_calls=sh.llm_calls,
         tool_calls=sh.tool_calls,
         tools=tools,
         subagent_count=sh.subagent_count,
-        crashed=res.error is not None and verdict.outcome == "crashed",
+        crashed=res.error is not None and outcome.outcome == "crashed",
         prompt_tokens=sh.prompt_tokens,
         completion_tokens=sh.completion_tokens,
         final_answer=answer,
         content_hash=sh.content_hash,
         latency_s=round(latency, 3),
-        attempts=res.infra.max_attempts_used if res.infra else 1,
+        attempts=infra.max_attempts_used if infra else 1,
         started_at=started,
-        checks=verdict.checks,
+        checks=outcome.checks,
     )
-    # Off the event loop: the atomic write (fsync included) takes milliseconds
-    # per run, during which no async agent would make progress. Not in the
-    # agents' executor either: timed-out sync agents may still hold its workers.
-    await asyncio.get_running_loop().run_in_executor(
-        _WRITER, results.write_run, record, res.trajectory
-    )
-    if progress is not None:
-        progress.update(record)
-    return record, (res.traceback if verdict.outcome == "crashed" else None)
+
+
+class _ThreadPerRun(Executor):
+    """Each sync agent in a daemon thread of its own, started for its run.
+
+    A sync agent that outlives its run's timeout cannot be stopped. In a fixed
+    pool it would keep its worker, and with concurrency 1 or 2 the next runs
+    would queue behind it and time out without sending a request. With a
+    thread of its own it holds nothing a later run needs (the run's slot is
+    the semaphore, released when the run is recorded), its calls end at the
+    run's deadline and are refused after it, and as a daemon it cannot keep
+    the process alive.
+    """
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count()
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        name = f"evalrunner-agent-{next(self._numbers)}"
+        threading.Thread(target=work, name=name, daemon=True).start()
+        return future
+
+
+class _Executor:
+    """Runs jobs, at most `limit` at a time (fewer against an endpoint that serves fewer).
+
+    Run files are written in a pool of their own: off the event loop, because
+    the atomic write (fsync included) takes milliseconds during which no async
+    agent would make progress.
+    """
+
+    def __init__(self, results: ResultsDir, progress: Progress, limit: int) -> None:
+        self.results = results
+        self.progress = progress
+        self.semaphore = asyncio.Semaphore(limit)
+        self.per_endpoint: dict[str, asyncio.Semaphore] = {}
+        self.agents = _ThreadPerRun()
+        self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
+
+    def close(self) -> None:
+        # Every write of a finished run is on disk before the manifest says so.
+        self.writer.shutdown(wait=True)
+
+    def _endpoint_slot(self, endpoint: Endpoint) -> contextlib.AbstractAsyncContextManager[Any]:
+        if endpoint.max_concurrency is None:
+            return contextlib.nullcontext()
+        if endpoint.label not in self.per_endpoint:
+            self.per_endpoint[endpoint.label] = asyncio.Semaphore(endpoint.max_concurrency)
+        return self.per_endpoint[endpoint.label]
+
+    async def run(self, job: Job) -> tuple[RunRecord, str | None]:
+        """One run, recorded and written; the traceback too if it crashed."""
+        # The endpoint's slot first: a run waiting for the local server holds no
+        # slot a run against another endpoint could use.
+        async with self._endpoint_slot(job.endpoint), self.semaphore:
+            sc = job.scenario
+            started = iso_now()
+            t0 = time.monotonic()
+            res = await arun_captured(
+                sc.load_agent(),
+                sc.input,
+                RunContext.for_scenario(sc, job.endpoint),
+                name=sc.id,
+                retry=sc.retry,
+                timeout=sc.timeout_s,
+                executor=self.agents,
+            )
+            record = _record(job, res, started, time.monotonic() - t0)
+            await asyncio.get_running_loop().run_in_executor(
+                self.writer, self.results.write_run, record, res.trajectory
+            )
+            self.progress.update(record)
+            return record, (res.traceback if record.outcome == "crashed" else None)
+
+
+# -- the night: claimed, planned, checked -----------------------------------------------------
+
+
+@dataclass
+class Night:
+    """A results directory claimed for one night, and the night's plan."""
+
+    suite: Suite
+    results: ResultsDir
+    plans: list[ScenarioPlan]
+    manifest: Manifest
+    """As written when the night (re)started; kept current while it runs."""
+    adaptive: AdaptiveSettings | None
+    previous: list[RunRecord]
+    """Runs a resumed directory already holds."""
+
+    @property
+    def labels(self) -> list[str]:
+        return list(dict.fromkeys(m for plan in self.plans for m in plan.models))
+
+    def save(self, **update: Any) -> None:
+        self.manifest = self.manifest.model_copy(update=update)
+        self.results.write_manifest(self.manifest)
 
 
 def _manifest(
-    suite: Suite, chosen: list[tuple[ResolvedScenario, list[str]]], labels: list[str]
+    suite: Suite, plans: list[ScenarioPlan], labels: list[str], adaptive: AdaptiveSettings | None
 ) -> Manifest:
     from evalrunner import __version__
 
     return Manifest(
         suite=suite.name,
         models=labels,
-        runs={sc.id: sc.runs for sc, _ in chosen},
-        scenarios={sc.id: scenario_fingerprint(suite, sc) for sc, _ in chosen},
+        runs={p.scenario.id: p.scenario.runs for p in plans},
+        scenarios={p.scenario.id: p.scenario.fingerprint for p in plans},
+        models_by_scenario={p.scenario.id: list(p.models) for p in plans},
+        adaptive=adaptive,
+        run_ids=[],
         started_at=iso_now(),
         evalrunner_version=__version__,
     )
 
 
-def _check_resume(results: ResultsDir, fresh: Manifest) -> Manifest:
-    old = results.read_manifest()
-    if old.suite != fresh.suite:
-        raise ConfigError(
-            f"{results.manifest_path}: holds suite {old.suite!r}, not {fresh.suite!r}; pick another --out"
-        )
-    for sid, fp in fresh.scenarios.items():
-        if sid in old.scenarios and old.scenarios[sid] != fp:
-            raise ConfigError(
-                f"{results.manifest_path}: scenario {sid!r} changed since this directory was started "
-                "(configuration fingerprint differs); start a new --out instead of --resume"
+@contextlib.contextmanager
+def open_night(
+    suite: Suite,
+    *,
+    out: Path,
+    runs: int | None = None,
+    models: Sequence[str] = (),
+    scenario_ids: Sequence[str] = (),
+    resume: bool = False,
+    adaptive: bool = False,
+    batch: int | None = None,
+    max_runs: int | None = None,
+) -> Iterator[Night]:
+    """Claim ``out`` and settle the night's plan; every check that needs no model runs here.
+
+    A fresh night is planned from the suite and the options; a resumed one
+    continues the plan its manifest recorded (options given again must agree).
+    Model strings are resolved and agents imported before the first run, so a
+    typo costs one line, not a night. The directory stays locked until the
+    block ends.
+    """
+    with claim(out, resume=resume) as results:
+        old = results.read_manifest() if resume else None
+        if old is None:
+            plans = choose(suite, runs=runs, models=models, scenario_ids=scenario_ids)
+            settings = adaptive_settings(adaptive, batch, max_runs)
+        else:
+            where = results.manifest_path
+            plans = resumed(
+                suite, old, where=where, runs=runs, models=models, scenario_ids=scenario_ids
             )
-    return old.model_copy(
-        update={
-            "models": sorted(set(old.models) | set(fresh.models)),
-            "runs": {**old.runs, **fresh.runs},
-            "scenarios": {**old.scenarios, **fresh.scenarios},
-            "status": "running",
-            "ended_at": None,
-            "invocations": old.invocations + 1,
-        }
+            settings = resumed_adaptive(where, old, adaptive, batch, max_runs)
+        labels = list(dict.fromkeys(m for plan in plans for m in plan.models))
+        if old is None:
+            check_requested_models(suite, models, labels)
+        else:
+            for label in labels:
+                check_model(label, f"{results.manifest_path}: models")
+        for plan in plans:
+            plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
+        manifest = _manifest(suite, plans, labels, settings)
+        if old is not None:
+            manifest = old.model_copy(
+                update={
+                    "format_version": manifest.format_version,
+                    "models_by_scenario": manifest.models_by_scenario,
+                    "status": "running",
+                    "ended_at": None,
+                    "invocations": old.invocations + 1,
+                }
+            )
+        previous = results.records() if old is not None else []
+        yield Night(suite, results, plans, manifest, settings, previous)
+
+
+async def _execute(night: Night, planner: Planner, executor: _Executor, report: RunReport) -> None:
+    """Every batch the planner gives, minus the runs a resumed directory holds."""
+    finished = {r.run_id: r for r in night.previous}
+    batch = planner.next_batch([])
+    while batch:
+        # The manifest lists a batch's runs before they start: they belong to the night.
+        night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
+        todo = [job for job in batch if job.run_id not in finished]
+        report.resumed_skipped += len(batch) - len(todo)
+        executor.progress.total += len(todo)
+        for done in asyncio.as_completed([executor.run(job) for job in todo]):
+            record, tb = await done
+            finished[record.run_id] = record
+            if tb:
+                report.crashes.append((record.run_id, tb))
+        batch = planner.next_batch(list(finished.values()))
+
+
+def _capped(endpoints: Sequence[Endpoint], limit: int, notify: Notify) -> None:
+    for ep in endpoints:
+        if ep.max_concurrency is not None and ep.max_concurrency < limit:
+            notify(
+                f"runs against {ep.label} go {ep.max_concurrency} at a time (it answers one "
+                f"request at a time); concurrency {limit} applies to the other models"
+            )
+
+
+async def run_night(
+    night: Night,
+    *,
+    pool: EndpointPool,
+    concurrency: int | None = None,
+    progress_stream: TextIO | None = None,
+    adaptive: Adaptive | None = None,
+    notify: Notify | None = None,
+) -> RunReport:
+    """Execute ``night``'s plan; write each run as it finishes; return the night's records.
+
+    The thread pools it needs are its own, shut down before it returns; the
+    event loop's default executor is left alone.
+    """
+    if (adaptive is None) != (night.adaptive is None):
+        raise ConfigError(
+            f"{night.results.root}: the plan is {'adaptive' if night.adaptive else 'fixed'}; "
+            "pass the matching Adaptive (run_live does)"
+        )
+    say = notify or (lambda text: None)
+    endpoints = {m: pool.resolve(m) for m in night.labels}
+    night.save()
+    say(f"suite {night.suite.name}: results in {night.results.root}")
+    planner: Planner = (
+        FixedPlanner(night.plans, endpoints)
+        if adaptive is None
+        else AdaptivePlanner.of(night.plans, endpoints, adaptive)
     )
+    limit = concurrency or night.suite.concurrency
+    _capped(list(endpoints.values()), limit, say)
+    report = RunReport(out=night.results.root, records=[])
+    executor = _Executor(night.results, Progress(0, progress_stream), limit)
+    try:
+        try:
+            await _execute(night, planner, executor, report)
+        finally:
+            executor.close()
+    except BaseException:
+        # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
+        night.save(status="interrupted", ended_at=iso_now())
+        raise
+    if isinstance(planner, AdaptivePlanner):
+        report.adaptive, report.adaptive_notes = planner.summary, planner.notes
+    night.save(status="finished", ended_at=iso_now())
+    report.records = night.results.records()
+    return report
 
 
 async def run_suite(
@@ -249,150 +435,23 @@ async def run_suite(
     progress_stream: TextIO | None = None,
     adaptive: Adaptive | None = None,
 ) -> RunReport:
-    """Run the suite; write each run to ``out`` as it finishes; return the records."""
-    chosen = plan(suite, runs=runs, models=models, scenario_ids=scenario_ids)
-    results = ResultsDir(out)
-    if results.manifest_path.exists() and not resume:
-        raise ConfigError(
-            f"{out} already holds results; pass --resume to finish it, or choose another --out"
+    """Run the suite into ``out`` (:func:`open_night`, then :func:`run_night`)."""
+    settings = adaptive.settings if adaptive is not None else None
+    with open_night(
+        suite,
+        out=out,
+        runs=runs,
+        models=models,
+        scenario_ids=scenario_ids,
+        resume=resume,
+        adaptive=settings is not None,
+        batch=settings.batch if settings else None,
+        max_runs=settings.max_runs if settings else None,
+    ) as night:
+        return await run_night(
+            night,
+            pool=pool,
+            concurrency=concurrency,
+            progress_stream=progress_stream,
+            adaptive=adaptive,
         )
-    if resume and not results.manifest_path.exists():
-        raise ConfigError(f"{out}: nothing to resume (no manifest.json); run without --resume")
-    for sc, _ in chosen:
-        sc.load_agent()  # a bad agent path fails now, not halfway through the night
-    all_models = list(dict.fromkeys(m for _, ms in chosen for m in ms))
-    # A model string is its endpoint's label, so the resume check needs no
-    # endpoint (and starts no local server only to refuse).
-    manifest = _manifest(suite, chosen, all_models)
-    if resume:
-        manifest = _check_resume(results, manifest)
-    endpoints = {m: pool.resolve(m) for m in all_models}
-    done = results.done_ids() if resume else set()
-    results.write_manifest(manifest)
-
-    jobs = [Job(sc, endpoints[m], i) for sc, ms in chosen for m in ms for i in range(sc.runs)]
-    pending = [j for j in jobs if j.run_id not in done]
-    limit = concurrency or suite.concurrency
-    # Under --adaptive the total grows batch by batch as runs are planned.
-    progress = Progress(0 if adaptive else len(pending), progress_stream, limit)
-    report = RunReport(out=out, records=[], resumed_skipped=len(jobs) - len(pending))
-    semaphore = asyncio.Semaphore(limit)
-    loop = asyncio.get_running_loop()
-    # Sync agents run in worker threads; the default pool (cores + 4) would
-    # quietly cap concurrency on small machines.
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=limit))
-
-    async def guarded(job: Job) -> tuple[RunRecord, str | None]:
-        async with semaphore:
-            return await _one(job, results, progress)
-
-    async def execute(batch: list[Job]) -> None:
-        for finished in asyncio.as_completed([guarded(j) for j in batch]):
-            record, tb = await finished
-            report.records.append(record)
-            if tb:
-                report.crashes.append((record.run_id, tb))
-
-    try:
-        if adaptive is None:
-            await execute(pending)
-        else:
-            jobs = await _adaptive(
-                chosen, endpoints, adaptive, results, done, execute, report, progress
-            )
-    except BaseException:
-        # Ctrl-C, cancellation or our own bug: finished runs are on disk; say so.
-        report.interrupted = True
-        results.write_manifest(
-            manifest.model_copy(update={"status": "interrupted", "ended_at": iso_now()})
-        )
-        raise
-    if resume:
-        ids = {j.run_id for j in jobs}
-        report.records = [r for r in results.records() if r.run_id in ids]
-    results.write_manifest(
-        manifest.model_copy(update={"status": "finished", "ended_at": iso_now()})
-    )
-    return report
-
-
-@dataclass
-class _Lane:
-    """One scenario x model under --adaptive."""
-
-    scenario: ResolvedScenario
-    endpoint: Endpoint
-    cap: int
-    next: int = 0
-    settled: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.scenario.id}|{self.endpoint.label}"
-
-
-async def _adaptive(
-    chosen: list[tuple[ResolvedScenario, list[str]]],
-    endpoints: dict[str, Endpoint],
-    adaptive: Adaptive,
-    results: ResultsDir,
-    done: set[str],
-    execute: Callable[[list[Job]], Awaitable[None]],
-    report: RunReport,
-    progress: Progress,
-) -> list[Job]:
-    """Batches per scenario x model until settled or at max runs; returns every job planned."""
-    from evalrunner.live._results import records_frame
-    from evalrunner.stats._stats import adaptive_plan
-
-    lanes = []
-    for sc, models in chosen:
-        for m in models:
-            lane = _Lane(sc, endpoints[m], adaptive.max_runs)
-            if lane.key not in adaptive.baselines:
-                lane.cap = sc.runs
-                report.adaptive_notes.append(f"{lane.key}: no baseline, runs the full {sc.runs}")
-            lanes.append(lane)
-    planned: list[Job] = []
-    previous = results.records() if done else []
-    while True:
-        batch: list[Job] = []
-        for lane in lanes:
-            size = adaptive.batch if lane.next else max(adaptive.batch, adaptive.min_runs)
-            while not lane.settled and size > 0 and lane.next < lane.cap:
-                job = Job(lane.scenario, lane.endpoint, lane.next)
-                lane.next += 1
-                size -= 1
-                planned.append(job)
-                if job.run_id not in done:
-                    batch.append(job)
-        if not batch and all(lane.settled or lane.next >= lane.cap for lane in lanes):
-            return planned
-        progress.total += len(batch)
-        await execute(batch)
-        finished = {r.run_id: r for r in [*previous, *report.records]}
-        for lane in lanes:
-            if lane.settled or lane.key not in adaptive.baselines or lane.next >= lane.cap:
-                continue
-            mine = [
-                r
-                for r in finished.values()
-                if r.scenario == lane.scenario.id and r.model == lane.endpoint.label
-            ]
-            decision = adaptive_plan(
-                adaptive.baselines[lane.key],
-                records_frame(mine),
-                tolerance=adaptive.tolerances.get(lane.scenario.id),
-                max_n=lane.cap,
-                batch=adaptive.batch,
-                min_n=adaptive.min_runs,
-                # Stops once the fixed-N test can hardly still flag anything:
-                # ~36-47% fewer runs at equal power (docs/calibration.md).
-                method="predictive",
-            )
-            if decision.settled:
-                lane.settled = True
-                report.adaptive_saved += lane.cap - lane.next
-                report.adaptive_notes.append(
-                    f"{lane.key}: stopped after {lane.next} runs ({decision.reason})"
-                )

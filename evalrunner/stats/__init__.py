@@ -13,23 +13,67 @@ has the design and its measured error rates):
 * :func:`summarize`: the summary a baseline file shows.
 """
 
-from evalrunner.stats._evidence import EvidenceState, MetricEvidence
-from evalrunner.stats._formulas import (
-    cliffs_delta,
-    newcombe_diff,
-    normalize_answer,
-    pass_at_k,
-    pass_hat_k,
-    wilson,
-)
-from evalrunner.stats._night import CellComparison, CellNight, NightComparison, compare_night
-from evalrunner.stats._planner import CellPlan, MetricPlan, Plan, plan
-from evalrunner.stats._reference import CellBaseline, CellReference, fit_references
-from evalrunner.stats._results import FAILING, MetricResult, Verdict
-from evalrunner.stats._sequential import Budget, Driven, Step, decide, drive
-from evalrunner.stats._stats import Tolerance
-from evalrunner.stats._summary import Rate, Summary, summarize
-from evalrunner.stats._verdict import finalize
+# Lazy: suite loading (and so `import evalrunner`) needs only Tolerance, and the
+# engine's modules load numpy and scipy. Names resolve on first use.
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalrunner.stats._evidence import EvidenceState, MetricEvidence
+    from evalrunner.stats._formulas import (
+        cliffs_delta,
+        newcombe_diff,
+        normalize_answer,
+        pass_at_k,
+        pass_hat_k,
+        wilson,
+    )
+    from evalrunner.stats._night import CellComparison, CellNight, NightComparison, compare_night
+    from evalrunner.stats._planner import CellPlan, MetricPlan, Plan, plan
+    from evalrunner.stats._reference import CellBaseline, CellReference, fit_references
+    from evalrunner.stats._results import FAILING, MetricResult, Verdict
+    from evalrunner.stats._sequential import Budget, Driven, Step, decide, drive
+    from evalrunner.stats._summary import Rate, Summary, summarize
+    from evalrunner.stats._tolerance import Tolerance
+    from evalrunner.stats._verdict import finalize
+
+_WHERE: dict[str, str] = {
+    "EvidenceState": "evalrunner.stats._evidence",
+    "MetricEvidence": "evalrunner.stats._evidence",
+    "cliffs_delta": "evalrunner.stats._formulas",
+    "newcombe_diff": "evalrunner.stats._formulas",
+    "normalize_answer": "evalrunner.stats._formulas",
+    "pass_at_k": "evalrunner.stats._formulas",
+    "pass_hat_k": "evalrunner.stats._formulas",
+    "wilson": "evalrunner.stats._formulas",
+    "CellComparison": "evalrunner.stats._night",
+    "CellNight": "evalrunner.stats._night",
+    "NightComparison": "evalrunner.stats._night",
+    "compare_night": "evalrunner.stats._night",
+    "CellPlan": "evalrunner.stats._planner",
+    "MetricPlan": "evalrunner.stats._planner",
+    "Plan": "evalrunner.stats._planner",
+    "plan": "evalrunner.stats._planner",
+    "CellBaseline": "evalrunner.stats._reference",
+    "CellReference": "evalrunner.stats._reference",
+    "fit_references": "evalrunner.stats._reference",
+    "FAILING": "evalrunner.stats._results",
+    "MetricResult": "evalrunner.stats._results",
+    "Verdict": "evalrunner.stats._results",
+    "Budget": "evalrunner.stats._sequential",
+    "Driven": "evalrunner.stats._sequential",
+    "Step": "evalrunner.stats._sequential",
+    "decide": "evalrunner.stats._sequential",
+    "drive": "evalrunner.stats._sequential",
+    "Tolerance": "evalrunner.stats._tolerance",
+    "Rate": "evalrunner.stats._summary",
+    "Summary": "evalrunner.stats._summary",
+    "summarize": "evalrunner.stats._summary",
+    "finalize": "evalrunner.stats._verdict",
+}
 
 __all__ = [
     "FAILING",
@@ -65,3 +109,10 @@ __all__ = [
     "summarize",
     "wilson",
 ]
+
+
+def __getattr__(name: str) -> object:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'evalrunner.stats' has no attribute {name!r}")
+    return getattr(importlib.import_module(where), name)

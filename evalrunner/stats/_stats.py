@@ -1,8 +1,8 @@
-"""Tolerance: practical margins, gating metrics and error rates (suite files set them).
+"""Bridges for callers that still pass DataFrames.
 
-The statistics themselves live in the modules named in ``evalrunner/stats/__init__.py``;
-this module keeps :class:`Tolerance` until it moves to ``_tolerance.py``, and thin
-bridges (:func:`compare_scenario`, :func:`finalize`, :func:`adaptive_plan`,
+The statistics live in the modules named in ``evalrunner/stats/__init__.py`` and
+:class:`Tolerance` in ``_tolerance.py``; this module keeps thin bridges
+(:func:`compare_scenario`, :func:`finalize`, :func:`adaptive_plan`,
 :func:`summarize`) for callers outside the package that still pass DataFrames.
 """
 
@@ -11,136 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from evalrunner.errors import ConfigError
-from evalrunner.stats._metrics import (
-    DEFAULT_GATING,
-    DEFAULT_MARGINS,
-    REGISTRY,
-    TOOL_USED,
-    is_known,
-    margin_problem,
-    unknown_metric_message,
-)
-
-
-class Tolerance(BaseModel):
-    """Practical margins, gating metrics and error rates for one scenario (or a suite).
-
-    ``margins`` given by a user are merged over :data:`DEFAULT_MARGINS`, so
-    ``{"margins": {"prompt_tokens": 1.5}}`` changes one margin and keeps the rest.
-    A ``tool_used`` entry sets the margin of every ``tool_used:<name>`` metric; a
-    ``tool_used:<name>`` entry overrides it for one tool.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    margins: dict[str, float] = Field(
-        default_factory=lambda: dict(DEFAULT_MARGINS),
-        description="Metric -> smallest change that matters, in the units of the metric's effect.",
-    )
-    gating: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_GATING),
-        description="Metrics whose regression fails the night; the rest are diagnostics.",
-    )
-    alpha: float = Field(
-        default=0.05,
-        gt=0,
-        lt=0.5,
-        description="One-sided test level behind intervals (1 - 2 alpha) and MDE.",
-    )
-    fdr_q: float = Field(
-        default=0.05, gt=0, lt=1, description="Benjamini-Hochberg false discovery rate per family."
-    )
-    min_baseline_nights: int = Field(
-        default=3,
-        ge=1,
-        description="Baseline nights needed before a scenario gates; younger baselines are "
-        "compared and reported but cannot fail the night.",
-    )
-    escalate_to: float = Field(
-        default=3.0,
-        ge=1,
-        description="Most runs a suspicious scenario may get tonight, as a multiple of its "
-        "runs (1 turns escalation off).",
-    )
-    season_alpha: float = Field(
-        default=0.05,
-        gt=0,
-        lt=1,
-        description="Chance that accumulated evidence raises any false alarm in the suite over "
-        "the whole life of its anchored baselines.",
-    )
-
-    @field_validator("margins", mode="before")
-    @classmethod
-    def _merge_default_margins(cls, value: object) -> object:
-        if value is None:
-            return dict(DEFAULT_MARGINS)
-        if isinstance(value, Mapping):
-            return {**DEFAULT_MARGINS, **value}
-        return value
-
-    @field_validator("margins")
-    @classmethod
-    def _check_margins(cls, value: dict[str, float]) -> dict[str, float]:
-        for name, margin in value.items():
-            if not is_known(name):
-                raise ValueError(unknown_metric_message(name))
-            problem = margin_problem(name, margin)
-            if problem is not None:
-                raise ValueError(problem)
-        return value
-
-    @field_validator("gating")
-    @classmethod
-    def _check_gating(cls, value: list[str]) -> list[str]:
-        unknown = [m for m in value if not is_known(m)]
-        if unknown:
-            raise ValueError(
-                f"unknown gating metric(s) {', '.join(map(repr, unknown))}; known: {', '.join(m.name for m in REGISTRY)}"
-            )
-        return value
-
-    @property
-    def ci_level(self) -> float:
-        """Two-sided level of every interval, matching the one-sided alpha tests."""
-        return 1.0 - 2.0 * self.alpha
-
-    def margin_for(self, metric: str) -> float:
-        """The margin of ``metric`` (``tool_used:<name>`` falls back to ``tool_used``)."""
-        if metric in self.margins:
-            return self.margins[metric]
-        if metric.startswith(TOOL_USED + ":"):
-            return self.margins.get(TOOL_USED, DEFAULT_MARGINS[TOOL_USED])
-        return DEFAULT_MARGINS[metric]
-
-    def is_gating(self, metric: str) -> bool:
-        return metric in self.gating or (
-            metric.startswith(TOOL_USED + ":") and TOOL_USED in self.gating
-        )
-
-    def merged(self, overrides: Mapping[str, Any] | None) -> Tolerance:
-        """This tolerance with ``overrides`` on top (margins merge key by key)."""
-        if not overrides:
-            return self
-        data: dict[str, Any] = {**self.model_dump(), **overrides}
-        data["margins"] = {**self.margins, **(overrides.get("margins") or {})}
-        return Tolerance.model_validate(data)
-
-    @classmethod
-    def from_config(cls, data: Mapping[str, Any] | None, *, where: str = "tolerance") -> Tolerance:
-        """Build from a suite file's mapping; bad values raise :class:`ConfigError` naming ``where``."""
-        try:
-            return cls.model_validate(dict(data or {}))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(part) for part in first["loc"])
-            raise ConfigError(
-                f"{where}{'.' + loc if loc else ''}: {first['msg']} (fix the value in the suite file)"
-            ) from None
-
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 # ---------------------------------------------------------------------------
 # Bridges for callers outside the package that still pass DataFrames (the live
@@ -148,8 +19,7 @@ class Tolerance(BaseModel):
 # engine with the baseline frame as ONE night and no minimum of nights (those
 # callers have no nights), so they keep gating as before. Delete them once the
 # callers use compare_night / decide / summarize(records).
-
-from evalrunner.stats._formulas import (  # noqa: E402
+from evalrunner.stats._formulas import (
     FloatArray,
     cliffs_delta,
     newcombe_diff,
@@ -157,9 +27,10 @@ from evalrunner.stats._formulas import (  # noqa: E402
     pass_hat_k,
     wilson,
 )
-from evalrunner.stats._metrics import Direction, Kind, sequence_label  # noqa: E402
-from evalrunner.stats._observe import LOG_OFFSETS  # noqa: E402
-from evalrunner.stats._results import MetricResult  # noqa: E402
+from evalrunner.stats._metrics import TOOL_USED, Direction, Kind, sequence_label
+from evalrunner.stats._observe import LOG_OFFSETS
+from evalrunner.stats._results import MetricResult
+from evalrunner.stats._tolerance import Tolerance
 
 if TYPE_CHECKING:
     import pandas as pd

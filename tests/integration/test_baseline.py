@@ -23,15 +23,15 @@ from fake_endpoint import FakeEndpoint
 from runner_agents import write_suite
 
 from evalrunner import __version__
-from evalrunner.baseline._baseline import (
+from evalrunner.baseline._file import (
     BASELINE_FORMAT_VERSION,
     Baseline,
     baseline_path,
     load_baseline,
 )
+from evalrunner.live._loader import load_suite
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._suite import load_suite, scenario_fingerprint
 from evalrunner.stats._stats import pass_at_k, pass_hat_k, wilson
 
 SUITE = "pool"
@@ -160,13 +160,11 @@ def test_baseline_file_format(lab: Lab, where: Path) -> None:
     assert text.startswith('{\n  "created_at": ')
 
     suite = load_suite(lab.suites / f"{SUITE}.yaml")
-    resolved = next(s for s in suite.scenarios if s.id == "capital").effective(suite)
+    resolved = next(s for s in suite.scenarios if s.id == "capital")
     manifest = ResultsDir(lab.root / "big").read_manifest()
     assert doc["format_version"] == BASELINE_FORMAT_VERSION == 1
     assert (doc["suite"], doc["scenario"], doc["model"]) == (SUITE, "capital", "openai/fake")
-    assert (
-        doc["fingerprint"] == scenario_fingerprint(suite, resolved) == manifest.scenarios["capital"]
-    )
+    assert doc["fingerprint"] == resolved.fingerprint == manifest.scenarios["capital"]
     assert ISO.match(doc["created_at"]) and doc["evalrunner_version"] == __version__
     assert doc["window"] == 5
 
@@ -179,7 +177,7 @@ def test_baseline_file_format(lab: Lab, where: Path) -> None:
     )
     assert [RunRecord.model_validate(r) for r in night["records"]] == raw
     baseline = load_baseline(path)
-    assert isinstance(baseline, Baseline) and baseline.n == len(raw) == 12
+    assert isinstance(baseline, Baseline) and len(baseline.records) == len(raw) == 12
 
     # The summary: rates with intervals, medians, tool sequences, pass^k and pass@k.
     summary = doc["summary"]
@@ -217,7 +215,7 @@ def test_rolling_window_keeps_the_last_nights(lab: Lab, where: Path) -> None:
     for tag in TAGS:
         baseline = load_baseline(file_of(where, tag))
         assert [n.source for n in baseline.nights] == nights[1:]
-        assert baseline.window == 2 and baseline.n == 8
+        assert baseline.window == 2 and len(baseline.records) == 8
         assert (
             baseline.summary["n"] == 8
         )  # the summary is of the pooled runs, not of the last night

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from paths import REPO
 
 from evalrunner import __version__
-from evalrunner.cli._main import main
+from evalrunner.cli import main
 
 HEAVY = ("litellm", "openai", "pandas", "scipy")
 
@@ -140,6 +140,55 @@ def test_validate_malformed_is_one_line_exit_2(
 def test_validate_with_nothing_to_validate_is_a_usage_error(tmp_path: Path) -> None:
     result = invoke("validate", "--suites-dir", str(tmp_path / "none"))
     assert result.exit_code == 2 and "no suite files given" in result.output
+
+
+# ---------------------------------------------------- a misspelt metric in a tolerance
+
+MISSPELT = """\
+format_version: 1
+name: typo
+tolerance:
+  margins:
+    sucess_rate: 0.1
+scenarios:
+  - id: x
+    agent: runner_agents:tool_agent
+    input: Say hello.
+"""
+MISSPELT_ERROR = (
+    "typo.yaml:5: tolerance.margins.sucess_rate: unknown metric 'sucess_rate'; "
+    "did you mean 'success_rate'?"
+)
+
+
+def test_validate_rejects_a_misspelt_margin_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(MISSPELT)
+    result = invoke("validate", str(path))
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: {tmp_path / MISSPELT_ERROR}"]
+    assert result.stdout == ""
+
+
+def test_run_rejects_a_misspelt_margin_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_endpoint import FakeEndpoint, Reply
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "typo.yaml").write_text(MISSPELT)
+    with FakeEndpoint(responder=lambda body, n: Reply("Hello.")) as ep:
+        result = CliRunner().invoke(
+            main,
+            ["run", "--suite", "typo", "--suites-dir", str(tmp_path), "--out", "out"],
+            env={"EVALRUNNER_API_BASE": ep.api_base, "EVALRUNNER_MODEL": "openai/fake"},
+            catch_exceptions=False,
+        )
+        assert ep.requests == []
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: {tmp_path / MISSPELT_ERROR}"]
+    assert "Value error" not in result.output
+    assert not (tmp_path / "out").exists() and not (tmp_path / "reports").exists()
 
 
 # -------------------------------------------------------------------------------- run

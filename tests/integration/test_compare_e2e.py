@@ -41,6 +41,7 @@ from fake_endpoint import FakeEndpoint
 
 from evalrunner.live._results import ResultsDir
 from evalrunner.report._history import read_entries
+from evalrunner.stats._results import FAILING
 
 SUITE = "behaviour"
 TAGS = ("capital", "format", "hopeless", "steady")
@@ -164,12 +165,10 @@ def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: 
     entries = read_entries(str(lab.history), suites=[SUITE])
     [entry] = [e for e in entries if any(r.outcome == "skipped" for r in e.records)]
     regressions = {
-        (v["scenario"], v["metric"])
-        for v in entry.verdicts
-        if v["verdict"] == "regression" and v["gating"]
+        (v.scenario, v.metric) for v in entry.verdicts if v.verdict in FAILING and v.gating
     }
     assert regressions == flagged(gating(rows))
-    assert set(entry.baselines) == {f"{t}|openai/fake" for t in TAGS}
+    assert {k.token() for k in entry.baselines} == {f"{t}|openai/fake" for t in TAGS}
 
 
 def test_a_night_of_the_same_behaviour_exits_0_with_nothing_flagged(lab: Lab, same: Result) -> None:
@@ -209,24 +208,42 @@ def runs_of(out: Path) -> dict[str, int]:
     return counts
 
 
+def stops(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if "stopped after" in line]
+
+
 def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
     result = lab.night(
         "adaptive-same", 4, "--adaptive", "--max-runs", "20", "--batch", "5", "--no-history"
     )
     assert result.exit_code == 0, result.output
-    saved = re.search(r"^adaptive: (\d+) runs saved$", result.stderr, re.M)
-    assert saved is not None, result.stderr
+    # The words match the numbers: runs made, fewer than the maximum, of that maximum.
+    summary = re.search(
+        r"^adaptive: made (\d+) runs, (\d+) fewer than the (\d+) allowed", result.stderr, re.M
+    )
+    assert summary is not None, result.stderr
     counts = runs_of(lab.root / "adaptive-same")
-    assert int(saved.group(1)) == 20 * len(TAGS) - sum(counts.values()) > 0
+    made, fewer, allowed = map(int, summary.groups())
+    assert (made, allowed) == (sum(counts.values()), 20 * len(TAGS))
+    assert fewer == allowed - made > 0
     stopped = re.findall(
-        r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) runs", result.stderr, re.M
+        r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) of at most 20 runs",
+        result.stderr,
+        re.M,
     )
     assert stopped and all(counts[sc] == int(n) < 20 for sc, n in stopped)
     assert counts["steady"] < 20  # never errs: every gating metric settles early
     # Never passes: its success rate cannot drop, so it must not hold the scenario to max N.
     assert counts["hopeless"] < 20
     assert all(n % 5 == 0 and 5 <= n <= 20 for n in counts.values())  # whole batches
-    assert flagged(gating(verdict_table(result.stdout))) == set()
+    rows = gating(verdict_table(result.stdout))
+    assert flagged(rows) == set()
+    # A stop claims only what it means (futility), whatever the verdicts say.
+    assert "fine" not in result.stderr
+    assert all(line.endswith("(its verdict may still read inconclusive)") for line in stops(result))
+    # The manifest lists exactly the runs made: the table, compare and baselines read those.
+    manifest = ResultsDir(lab.root / "adaptive-same").read_manifest()
+    assert len(manifest.run_ids or []) == made and manifest.adaptive is not None
 
 
 def test_adaptive_still_flags_a_changed_scenario(lab: Lab) -> None:
@@ -264,6 +281,9 @@ def test_compare_two_results_dirs_of_different_behaviours_exits_1(
     result = compare(lab, "base", "changed")
     assert result.exit_code == 1, result.output
     rows = verdict_table(result.stdout)
+    # The two sides are A and B, named above the table (no "baseline"/"tonight" here).
+    assert {"A (N)", "B (N)"} <= set(rows[0]) and "tonight" not in result.stdout
+    assert result.stdout.startswith(f"A: {lab.root / 'base'}\nB: {lab.root / 'changed'}\n")
     # Default tolerances, same tests: the same gating regressions as the nightly comparison.
     assert flagged(gating(rows)) == flagged(gating(verdict_table(changed.stdout)))
     assert {r["model"] for r in rows} == {"openai/fake"}

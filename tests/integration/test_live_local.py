@@ -23,10 +23,10 @@ import pytest
 from evalrunner._jsonio import canonical
 from evalrunner.core._normalize import normalize
 from evalrunner.core._shape import shape
+from evalrunner.live._loader import load_suite
 from evalrunner.live._local_model import embedded_model_available
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._suite import load_suite
 
 pytestmark = [
     pytest.mark.local_model,
@@ -210,7 +210,7 @@ def test_a_second_night_samples_anew_but_identical_behaviour_normalises_identica
     assert second.returncode == 0, second.stderr[-4000:]
     assert set(second.servers).isdisjoint(first.servers)  # its own server
     suite = load_suite(root / "live.yaml")
-    configs = {sc.id: sc.effective(suite).normalize_config() for sc in suite.scenarios}
+    configs = {sc.id: sc.normalize_config() for sc in suite.scenarios}
 
     def loaded(night: Invocation) -> list[tuple[RunRecord, dict[str, Any], dict[str, Any]]]:
         return [

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fake_endpoint import FakeEndpoint, Reply
 
-from evalrunner.core._capture import install
+from evalrunner.core._scope import install
 
 install()  # import and wrap litellm before pytester snapshots sys.modules
 
@@ -276,3 +276,117 @@ def test_missing_recording_names_the_record_command(
         '  pytest --golden-record "test_demo.py::test_plain"'
     ) in section(result, "test_plain")
     assert not demo.exists()
+
+
+def _record_plain(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+    monkeypatch.delenv("DEMO_API_BASE")
+
+
+def test_unused_recorded_calls_are_shown_and_fail_under_strict(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _record_plain(pytester, monkeypatch)
+    recording = demo / "test_plain.llm.json"
+    data = json.loads(recording.read_text())
+    data["entries"].append(data["entries"][0])  # one call more than the agent makes
+    recording.write_text(json.dumps(data))
+
+    result = run(pytester, "-k", "test_plain")
+    result.assert_outcomes(passed=1, deselected=5)
+    result.stdout.fnmatch_lines(
+        [
+            "*evalrunner: replay notes*",
+            f"test_demo.py::test_plain: 1 recorded model call(s) of {recording} were not used *",
+            "  entries[1] (recorded after 1 messages, last user message 'Say hi.'; "
+            "answered 'echo: Say hi.')",
+            "(--golden-strict fails on this)",
+        ]
+    )
+
+    result = run(pytester, "--golden-strict", "-k", "test_plain")
+    result.assert_outcomes(failed=1, deselected=5)
+    assert "  entries[1] (recorded after 1 messages" in section(result, "test_plain")
+
+
+def test_a_recording_without_entries_is_called_malformed(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _record_plain(pytester, monkeypatch)
+    (demo / "test_plain.llm.json").write_text('{"format_version": 1}')
+    result = run(pytester, "-k", "test_plain")
+    result.assert_outcomes(failed=1, deselected=5)
+    message = [line for line in section(result, "test_plain").splitlines() if line.strip()]
+    assert message == [
+        f"{demo / 'test_plain.llm.json'}: entries: Field required; malformed recording; "
+        're-record it with: pytest --golden-record "test_demo.py::test_plain"'
+    ]
+
+
+SCENARIO_AGENTS = """
+import litellm
+
+
+def answer(task, ctx):
+    response = litellm.completion(messages=[{"role": "user", "content": task}], **ctx.litellm_kwargs())
+    return response.choices[0].message.content
+"""
+
+SUITE = """\
+format_version: 1
+name: demo
+models: [openai/fake]
+scenarios:
+  - id: greets
+    agent: scenario_agents:answer
+    input: Say hello.
+    tags: [frozen]
+    checks: {answer_matches: '(?i)hello'}
+  - id: names_paris
+    agent: scenario_agents:answer
+    input: Capital of France?
+    tags: [frozen]
+    checks: {answer_contains: [Paris], max_tool_calls: 0}
+"""
+
+
+def test_frozen_scenarios_apply_their_checks(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD", "EVALRUNNER_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-secret")
+    pytester.makepyfile(scenario_agents=SCENARIO_AGENTS)
+    pytester.syspathinsert()
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "demo.yaml").write_text(SUITE)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        recorded = run(pytester, "suites", "--golden-record")
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    # Recorded either way; the one that does not do what its scenario asks says so.
+    recorded.assert_outcomes(passed=1, failed=1)
+    assert section(recorded, "scenario demo::names_paris").startswith(
+        f"{pytester.path / 'suites' / 'goldens' / 'demo' / 'names_paris.json'}: the run was "
+        "recorded but fails the scenario's check(s) answer_contains:Paris"
+    )
+    goldens = pytester.path / "suites" / "goldens" / "demo"
+    assert sorted(p.name for p in goldens.iterdir()) == [
+        "greets.json",
+        "greets.llm.json",
+        "names_paris.json",
+        "names_paris.llm.json",
+    ]
+
+    result = run(pytester, "suites")  # replayed: the goldens match, one check fails
+    result.assert_outcomes(passed=1, failed=1)
+    message = section(result, "scenario demo::names_paris")
+    assert message.startswith(
+        f"{goldens / 'names_paris.json'}: the run matches its golden but fails the scenario's "
+        "check(s) answer_contains:Paris (final answer 'echo: Capital of France?', tools []). "
+    )
+    assert 'pytest --golden-record "suites/demo.yaml::names_paris"' in message
+    assert "or correct the check in demo.yaml if the check is wrong." in message

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from history_factory import HOSTILE_SCRIPT, make_history
 
-from evalrunner.report._report import render_html
+from evalrunner.report._html import render_html
 
 pytestmark = pytest.mark.browser
 

@@ -24,12 +24,14 @@ def test_report_command_writes_html_markdown_and_junit(tmp_path: Path) -> None:
 
 
 def test_report_command_rejects_a_bad_time_window(tmp_path: Path) -> None:
+    # A real history: since issue 10 an empty one is refused before the window is read.
+    write_history(str(tmp_path / "history"), build_entries(nights=1, scenarios=1))
     result = CliRunner().invoke(
         main,
         [
             "report",
             "--history",
-            str(tmp_path),
+            str(tmp_path / "history"),
             "--out",
             str(tmp_path / "o"),
             "--since",
@@ -38,3 +40,36 @@ def test_report_command_rejects_a_bad_time_window(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and "error:" in result.output
+
+
+def test_report_says_what_it_did_not_find_instead_of_writing_an_empty_report(
+    tmp_path: Path,
+) -> None:
+    """Issue 10, item 7: a mistyped history path, an empty one, an unknown suite or model."""
+    root = tmp_path / "history"
+    write_history(str(root), build_entries(nights=1, scenarios=1, suite="demo"))
+    (tmp_path / "empty").mkdir()
+    cases = {
+        ("--history", str(tmp_path / "histroy")): (
+            f"error: history location '{tmp_path / 'histroy'}' does not exist; pass --history "
+            "with the location 'evalrunner run' wrote to (default reports/history)"
+        ),
+        ("--history", str(tmp_path / "empty")): (
+            f"error: history location '{tmp_path / 'empty'}': holds no history files "
+            "(<suite>/*.json.gz, written by 'evalrunner run')"
+        ),
+        ("--history", str(root), "--suite", "demoo"): (
+            f"error: history location '{root}': no history of suite 'demoo'; did you mean "
+            "'demo'? suites there: demo"
+        ),
+        ("--history", str(root), "--model", "openai/gpt-5"): (
+            f"error: history location '{root}': no history of model 'openai/gpt-5'; "
+        ),
+    }
+    for args, expected in cases.items():
+        out = tmp_path / "out"
+        result = CliRunner().invoke(main, ["report", *args, "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(expected), lines
+        assert not out.exists()  # no empty report

@@ -11,65 +11,38 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from fake_endpoint import FakeEndpoint, Reply
-from runner_agents import fake_env, fake_pool, write_suite
+import pytest
+from fake_endpoint import FakeEndpoint
+from night_process import (
+    RUNS,
+    SCENARIOS,
+    error_line,
+    evalrunner,
+    interrupt_later,
+    planned,
+    respond,
+    start,
+    stop,
+    suite_file,
+    wait_for_runs,
+)
+from runner_agents import fake_pool
 
+from evalrunner.errors import ConfigError
+from evalrunner.live._loader import load_suite
 from evalrunner.live._results import ResultsDir
 from evalrunner.live._runner import run_suite
-from evalrunner.live._suite import load_suite
-
-EVALRUNNER = str(Path(sys.executable).with_name("evalrunner"))
-SCENARIOS = ("capital", "population", "plain")
-RUNS = 8
-
-
-def respond(body: dict[str, Any], n: int) -> Reply:
-    """A tool call first, then the answer: two model calls per run."""
-    if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
-        return Reply(None, tool_calls=[("lookup_capital", '{"country": "Japan"}')])
-    return Reply("Tokyo.")
-
-
-def suite_file(root: Path, *, task: str = "Capital of Japan?") -> Path:
-    scenarios = [
-        {
-            "id": sid,
-            "agent": "runner_agents:tool_agent",
-            "input": f"{task} ({sid})",
-            "tools": ["lookup_capital"],
-            "checks": {"answer_contains": ["Tokyo"]},
-        }
-        for sid in SCENARIOS
-    ]
-    return write_suite(root, "resumable", scenarios, runs=RUNS, concurrency=2, timeout_s=10)
-
-
-def planned() -> set[str]:
-    return {f"{sid}/openai_fake/{i}" for sid in SCENARIOS for i in range(RUNS)}
-
-
-def evalrunner(ep: FakeEndpoint, cwd: Path, *args: str, **kwargs: Any) -> Any:
-    return subprocess.run(
-        [EVALRUNNER, "run", "--suites-dir", str(cwd), *args],
-        cwd=cwd,
-        env=fake_env(ep.api_base),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **kwargs,
-    )
 
 
 def snapshot(root: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file's bytes, but the lock file's: it holds the pid of the last process that
+    locked the directory, which a refused process may be (it locks before it checks)."""
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def test_resume_after_kill_9_finishes_exactly_the_planned_runs(tmp_path: Path) -> None:
@@ -77,40 +50,16 @@ def test_resume_after_kill_9_finishes_exactly_the_planned_runs(tmp_path: Path) -
     out = tmp_path / "out"
     results = ResultsDir(out)
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
-        proc = subprocess.Popen(
-            [
-                EVALRUNNER,
-                "run",
-                "--suites-dir",
-                str(tmp_path),
-                "--suite",
-                "resumable",
-                "--out",
-                str(out),
-            ],
-            cwd=tmp_path,
-            env=fake_env(ep.api_base),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            deadline = time.monotonic() + 90
-            while len(results.run_files()) < 4:
-                assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-                assert time.monotonic() < deadline, "no run files appeared"
-                time.sleep(0.02)
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
+        proc = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
+        wait_for_runs(proc, out, 4)
+        stop(proc, signal.SIGKILL)
         assert proc.returncode == -signal.SIGKILL
 
         before = {p: p.read_bytes() for p in results.run_files()}
         assert 4 <= len(before) < len(planned()), "the kill came too late to test anything"
         assert results.read_manifest().status == "running"  # killed: nobody wrote 'interrupted'
         # Every file on disk is a whole, readable run (atomic writes).
-        assert all(rid in planned() for rid in results.done_ids())
+        assert all(rid in planned() for rid in (r.run_id for r in results.records()))
 
         time.sleep(0.2)  # let the endpoint finish reading whatever the killed process had sent
         requests_before = len(ep.requests)
@@ -192,7 +141,11 @@ def test_resume_refuses_a_changed_suite_and_a_plain_run_refuses_an_existing_dir(
     assert requests == 3 * 2 * 2  # only the first run's calls ever reached the model
 
 
-def test_resume_of_a_finished_dir_runs_nothing_and_more_runs_extend_it(tmp_path: Path) -> None:
+def test_resume_of_a_finished_dir_runs_nothing_and_a_different_plan_is_refused(
+    tmp_path: Path,
+) -> None:
+    # Before issue 10 `--resume --runs 3` extended a 2-run directory; now --resume
+    # continues the manifest's plan and a conflicting option is an error.
     suite = load_suite(suite_file(tmp_path))
     out = tmp_path / "out"
     with FakeEndpoint(responder=respond) as ep:
@@ -200,25 +153,77 @@ def test_resume_of_a_finished_dir_runs_nothing_and_more_runs_extend_it(tmp_path:
         asyncio.run(run_suite(suite, out=out, runs=2, pool=pool, progress_stream=io.StringIO()))
         calls = len(ep.requests)
         report = asyncio.run(
-            run_suite(suite, out=out, runs=2, resume=True, pool=pool, progress_stream=io.StringIO())
+            run_suite(suite, out=out, resume=True, pool=pool, progress_stream=io.StringIO())
         )
         assert len(ep.requests) == calls and report.resumed_skipped == 6
         assert sorted(r.run_id for r in report.records) == sorted(
             f"{s}/openai_fake/{i}" for s in SCENARIOS for i in range(2)
         )
-        # runs is not part of the fingerprint: asking for more on resume adds just those.
-        report = asyncio.run(
-            run_suite(suite, out=out, runs=3, resume=True, pool=pool, progress_stream=io.StringIO())
-        )
-        assert (
-            len(ep.requests) == calls + 3 * 2
-            and report.resumed_skipped == 6
-            and len(report.records) == 9
-        )
+        before = snapshot(out)
+        with pytest.raises(ConfigError, match=r"--runs 3 conflicts with the plan"):
+            asyncio.run(
+                run_suite(
+                    suite, out=out, runs=3, resume=True, pool=pool, progress_stream=io.StringIO()
+                )
+            )
+        assert len(ep.requests) == calls
+    assert snapshot(out) == before
     manifest = ResultsDir(out).read_manifest()
     assert (manifest.invocations, manifest.status, manifest.runs) == (
-        3,
+        2,
         "finished",
-        {s: 3 for s in SCENARIOS},
+        {s: 2 for s in SCENARIOS},
     )
-    assert len(ResultsDir(out).run_files()) == 9
+    assert len(ResultsDir(out).run_files()) == 6
+
+
+# ------------------------------------------------- --resume continues the plan (item 10)
+
+
+def test_resume_continues_the_plan_it_was_started_with(tmp_path: Path) -> None:
+    # A 6-run single-scenario night, killed; the printed resume command carries neither
+    # --runs nor --scenario. It used to replan: 8 runs of all 3 scenarios, "finished".
+    with FakeEndpoint(responder=respond, latency=0.2) as ep:
+        proc, out = interrupt_later(ep, tmp_path, "--runs", "6", "--scenario", "capital")
+        plan = ("--suite", "resumable", "--out", str(out))
+        stop(proc, signal.SIGKILL)
+        for option in (("--runs", "8"), ("--scenario", "plain"), ("--model", "openai/other")):
+            refused = evalrunner(ep, tmp_path, *plan, "--resume", *option)
+            assert refused.returncode == 2, refused.stderr
+            error = error_line(refused.stderr)
+            assert f"{option[0]} {option[1]} conflicts with the plan" in error, error
+        resumed = evalrunner(ep, tmp_path, *plan, "--resume")
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        again = evalrunner(ep, tmp_path, *plan, "--resume", "--runs", "6", "--scenario", "capital")
+        assert again.returncode == 0, again.stderr[-3000:]  # the same plan, said again: fine
+    results = ResultsDir(out)
+    assert {r.run_id for r in results.records()} == planned(("capital",), 6)
+    assert len(results.run_files()) == 6
+    manifest = results.read_manifest()
+    assert (manifest.status, manifest.runs, list(manifest.scenarios)) == (
+        "finished",
+        {"capital": 6},
+        ["capital"],
+    )
+
+
+# ----------------------------------------------------- SIGTERM is Ctrl-C (item 14)
+
+
+def test_sigterm_stops_the_night_like_ctrl_c(tmp_path: Path) -> None:
+    with FakeEndpoint(responder=respond, latency=0.2) as ep:
+        proc, out = interrupt_later(ep, tmp_path)
+        _, stderr = stop(proc, signal.SIGTERM)
+        assert proc.returncode == 143, stderr[-3000:]
+        assert (
+            "terminated (SIGTERM); finished runs are saved. Resume with:\n"
+            f"  evalrunner run --suite resumable --out {out} --resume"
+        ) in stderr
+        assert "Traceback" not in stderr
+        results = ResultsDir(out)
+        assert results.read_manifest().status == "interrupted"
+        done = len(results.records())
+        resumed = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out), "--resume")
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert f"resumed: {done} runs were already done" in resumed.stderr
+    assert {r.run_id for r in results.records()} == planned()

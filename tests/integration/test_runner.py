@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from fake_endpoint import FakeEndpoint, Fault, Reply
+from night_cli import cli, summary_table
 from runner_agents import FAKE_KEY, fake_pool, write_suite
 
-from evalrunner.cli._main import main
 from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.live._loader import load_suite
 from evalrunner.live._record import OUTCOMES, RunRecord
 from evalrunner.live._results import ResultsDir, load_records
-from evalrunner.live._runner import run_suite
-from evalrunner.live._suite import load_suite
+from evalrunner.live._runner import RunReport, run_suite
+from evalrunner.live._settings import Suite
 
 SLUG = "openai_fake"  # model_slug("openai/fake")
 
@@ -113,6 +113,25 @@ def check_results_dir(out: Path, expected: set[str]) -> list[RunRecord]:
     return records
 
 
+def run(
+    suite: Suite | Path,
+    out: Path,
+    ep: FakeEndpoint,
+    progress: io.StringIO | None = None,
+    **options: Any,
+) -> RunReport:
+    """run_suite against the fake endpoint, progress lines into `progress`."""
+    return asyncio.run(
+        run_suite(
+            suite if isinstance(suite, Suite) else load_suite(suite),
+            out=out,
+            pool=fake_pool(ep.api_base),
+            progress_stream=progress or io.StringIO(),
+            **options,
+        )
+    )
+
+
 # ------------------------------------------------------------------------- run_suite
 
 
@@ -130,14 +149,7 @@ def test_mixed_faults_every_run_gets_exactly_one_outcome(tmp_path: Path) -> None
     )
     progress = io.StringIO()
     with FakeEndpoint(responder=mixed_responder(), latency=0.01) as ep:
-        report = asyncio.run(
-            run_suite(
-                load_suite(path),
-                out=tmp_path / "out",
-                pool=fake_pool(ep.api_base),
-                progress_stream=progress,
-            )
-        )
+        report = run(path, tmp_path / "out", ep, progress)
     expected = planned_ids(list(MIXED), runs)
     assert len(report.records) == len(expected) and {r.run_id for r in report.records} == expected
     records = check_results_dir(tmp_path / "out", expected)
@@ -170,16 +182,7 @@ def test_runs_overrides_and_scenario_filter_plan_exactly(tmp_path: Path) -> None
         tmp_path, "plan", [scenario(s, MIXED[s][0]) for s in ("pass", "fail", "skip")], runs=5
     )
     with FakeEndpoint(responder=mixed_responder()) as ep:
-        report = asyncio.run(
-            run_suite(
-                load_suite(path),
-                out=tmp_path / "out",
-                runs=2,
-                scenario_ids=["fail", "skip"],
-                pool=fake_pool(ep.api_base),
-                progress_stream=io.StringIO(),
-            )
-        )
+        report = run(path, tmp_path / "out", ep, runs=2, scenario_ids=["fail", "skip"])
     expected = planned_ids(["fail", "skip"], 2)
     check_results_dir(tmp_path / "out", expected)
     assert Counter(r.outcome for r in report.records) == {"failed": 2, "skipped": 2}
@@ -206,14 +209,7 @@ def test_concurrency_is_bounded_and_used(tmp_path: Path) -> None:
         timeout_s=5,
     )
     with FakeEndpoint(responder=respond, latency=latency) as ep:
-        asyncio.run(
-            run_suite(
-                load_suite(path),
-                out=tmp_path / "out",
-                pool=fake_pool(ep.api_base),
-                progress_stream=io.StringIO(),
-            )
-        )
+        run(path, tmp_path / "out", ep)
     # Each request is in flight for at least `latency` after it arrives; a new run starts
     # only when one finished, so these lower-bound intervals never overlap more than 3 deep.
     overlap = max(sum(1 for b in arrivals if a <= b < a + latency) for a in arrivals)
@@ -226,14 +222,7 @@ def test_load_records_is_one_row_per_run_with_the_documented_columns(tmp_path: P
         tmp_path, "frame", [scenario(s, MIXED[s][0]) for s in ("pass", "skip", "down")], runs=3
     )
     with FakeEndpoint(responder=mixed_responder()) as ep:
-        asyncio.run(
-            run_suite(
-                load_suite(path),
-                out=tmp_path / "out",
-                pool=fake_pool(ep.api_base),
-                progress_stream=io.StringIO(),
-            )
-        )
+        run(path, tmp_path / "out", ep)
     frame = load_records(tmp_path / "out")
     documented = [
         "run_id",
@@ -280,14 +269,7 @@ def test_load_records_is_one_row_per_run_with_the_documented_columns(tmp_path: P
 def test_results_files_keep_no_api_key(tmp_path: Path) -> None:
     path = write_suite(tmp_path, "key", [scenario("pass", "tool_agent")])
     with FakeEndpoint(responder=mixed_responder()) as ep:
-        asyncio.run(
-            run_suite(
-                load_suite(path),
-                out=tmp_path / "out",
-                pool=fake_pool(ep.api_base),
-                progress_stream=io.StringIO(),
-            )
-        )
+        run(path, tmp_path / "out", ep)
         assert ep.requests  # the key was sent...
     for file in (tmp_path / "out").rglob("*.json"):  # ...and never written
         assert FAKE_KEY not in file.read_text()
@@ -299,24 +281,10 @@ def test_an_existing_results_dir_is_refused_without_resume(tmp_path: Path) -> No
     path = write_suite(tmp_path, "again", [scenario("fail", "tool_agent")], runs=2)
     suite = load_suite(path)
     with FakeEndpoint(responder=mixed_responder()) as ep:
-        asyncio.run(
-            run_suite(
-                suite,
-                out=tmp_path / "out",
-                pool=fake_pool(ep.api_base),
-                progress_stream=io.StringIO(),
-            )
-        )
+        run(suite, tmp_path / "out", ep)
         before = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
         with pytest.raises(ConfigError, match="already holds results"):
-            asyncio.run(
-                run_suite(
-                    suite,
-                    out=tmp_path / "out",
-                    pool=fake_pool(ep.api_base),
-                    progress_stream=io.StringIO(),
-                )
-            )
+            run(suite, tmp_path / "out", ep)
         with pytest.raises(ConfigError, match="nothing to resume"):
             asyncio.run(
                 run_suite(suite, out=tmp_path / "fresh", resume=True, pool=fake_pool(ep.api_base))
@@ -334,25 +302,6 @@ def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.chdir(tmp_path)
     with FakeEndpoint(responder=mixed_responder()) as ep:
         yield ep
-
-
-def summary_table(stdout: str) -> dict[str, list[str]]:
-    """The per-scenario table `run` prints first: scenario id -> its cells (split on spaces)."""
-    lines = stdout.splitlines()
-    assert lines[0].split()[:3] == ["scenario", "model", "N"] and set(lines[1]) <= {"-", " "}
-    rows = {}
-    for line in lines[2:]:
-        if not line.strip():
-            break
-        rows[line.split()[0]] = line.split()
-    return rows
-
-
-def cli(ep: FakeEndpoint, suites: Path, *args: str) -> Any:
-    env = {"EVALRUNNER_API_BASE": ep.api_base, "OPENAI_API_KEY": FAKE_KEY, "EVALRUNNER_MODEL": None}
-    return CliRunner().invoke(
-        main, ["run", "--suites-dir", str(suites), *args], env=env, catch_exceptions=False
-    )
 
 
 def test_exit_0_with_failures_and_1_with_fail_on_failure(
@@ -414,6 +363,16 @@ def test_exit_1_with_crashes_and_the_traceback_on_stderr(
     assert result.stderr.count("CRASHED crash/openai_fake/") == 2
     assert "Traceback" in result.stderr and "ValueError: tool exploded" in result.stderr
     check_results_dir(tmp_path / "out", planned_ids(["pass", "crash"], 2))
+
+
+def test_a_crash_traceback_on_stderr_shows_no_api_key(
+    tmp_path: Path, endpoint: FakeEndpoint
+) -> None:
+    write_suite(tmp_path, "leaky", [scenario("crash", "leaky_crashing_agent")], runs=1)
+    result = cli(endpoint, tmp_path, "--suite", "leaky", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output
+    assert "RuntimeError: upstream refused key [REDACTED]" in result.stderr
+    assert FAKE_KEY not in result.stderr
 
 
 def test_exit_2_for_config_errors_with_one_line(tmp_path: Path, endpoint: FakeEndpoint) -> None:

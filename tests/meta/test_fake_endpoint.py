@@ -132,6 +132,16 @@ FAULTS = [
     (Fault("malformed"), True, litellm.exceptions.MidStreamFallbackError),
     (Fault("truncated_stream"), False, litellm.InternalServerError),
     (Fault("truncated_stream"), True, litellm.exceptions.MidStreamFallbackError),
+    # Nothing is ever sent: only a client timeout ends these.
+    (Fault("hang"), False, litellm.Timeout),
+    (Fault("hang"), True, litellm.Timeout),
+    (Fault("stall_stream"), False, litellm.Timeout),
+    (Fault("stall_stream"), True, litellm.Timeout),
+    (Fault("stream_error"), False, litellm.InternalServerError),
+    (Fault("stream_error"), True, litellm.exceptions.MidStreamFallbackError),
+    # A stream without a single choice breaks in litellm; a plain response without one
+    # does not (test_empty_choices_reach_the_agent_without_an_exception).
+    (Fault("empty_choices"), True, litellm.exceptions.MidStreamFallbackError),
 ]
 
 
@@ -152,6 +162,23 @@ def test_fault_raises_litellm_exception(
         elapsed = time.monotonic() - started
     assert len(ep.requests) == 1  # num_retries=0 also stops the openai SDK's own retries
     assert elapsed < 3
+
+
+def test_empty_choices_reach_the_agent_without_an_exception() -> None:
+    # What makes it an endpoint fault only our transport can catch: litellm hands it over.
+    with FakeEndpoint([Fault("empty_choices")]) as ep:
+        response = complete(ep)
+    assert response.choices == []
+
+
+def test_a_hung_request_notes_when_the_client_gave_up() -> None:
+    with FakeEndpoint([Fault("hang")]) as ep:
+        with pytest.raises(litellm.Timeout):
+            complete(ep, timeout=0.3)
+        deadline = time.monotonic() + 5
+        while not ep.abandoned and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert ep.abandoned == 1 and 0.2 < ep.abandoned_after[0] < 3
 
 
 def test_retry_after_header_is_sent() -> None:

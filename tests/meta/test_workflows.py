@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from paths import REPO
 
@@ -48,6 +54,41 @@ def test_nightly_has_schedule_dispatch_inputs_and_documented_commands() -> None:
     # Keys come from repository secrets, never from the file.
     env = nightly["jobs"]["live"]["env"]
     assert env["OPENAI_API_KEY"].startswith("${{ secrets.")
+
+
+def test_only_the_history_job_can_write_and_no_checkout_keeps_its_token() -> None:
+    for name in ("ci.yml", "nightly.yml"):
+        workflow = _load(name)
+        assert workflow["permissions"] in ({}, {"contents": "read"}), name
+        for job_name, job in workflow["jobs"].items():
+            write = job.get("permissions", {}).get("contents") == "write"
+            assert write == ((name, job_name) == ("nightly.yml", "history")), (name, job_name)
+            for step in job["steps"]:
+                if step.get("uses", "").startswith("actions/checkout"):
+                    assert step["with"]["persist-credentials"] is False, (name, job_name)
+
+
+def test_every_action_is_pinned_to_a_commit_hash() -> None:
+    for name in ("ci.yml", "nightly.yml"):
+        text = (WORKFLOWS / name).read_text()
+        uses = re.findall(r"uses:\s*(\S+)(.*)", text)
+        assert uses, name
+        for ref, comment in uses:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref
+            assert re.search(r"# v\d+\.\d+\.\d+", comment), f"{ref}: say which version in a comment"
+
+
+def test_workflows_pass_the_zizmor_audit() -> None:
+    """The static audit of the workflows (offline): pinned actions, no persisted
+    credentials, no template expansion in run blocks. A new workflow can't regress."""
+    zizmor = Path(sys.executable).with_name("zizmor")
+    found = str(zizmor) if zizmor.exists() else shutil.which("zizmor")
+    if found is None:
+        pytest.skip("zizmor is not installed (pip install -e '.[dev]')")
+    proc = subprocess.run(
+        [found, "--offline", "--no-progress", str(WORKFLOWS)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_readme_documents_the_commands_the_workflows_use() -> None:

@@ -64,3 +64,20 @@ def test_frozen_subset_leaves_the_worktree_untouched() -> None:
     # (Files edited by hand while this runs show up here too: the paths say which.)
     assert _changed(hashes, tree_hashes()) == []
     assert git_status() == status
+
+
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs a git checkout"
+)
+def test_the_main_commands_default_outputs_are_ignored_by_git() -> None:
+    """`evalrunner run` writes results/ and reports/history/ by default, `report` reports/out/:
+    the README's first command must not dirty the checkout."""
+    outputs = [
+        "results/example-20261130T020000Z/manifest.json",
+        "reports/history/example/20261130T020000Z-0a1b2c3d.json.gz",
+        "reports/out/report.html",
+    ]
+    proc = subprocess.run(
+        ["git", "check-ignore", "--no-index", *outputs], cwd=REPO, capture_output=True, text=True
+    )
+    assert proc.stdout.split() == outputs

@@ -14,9 +14,24 @@ from typing import Any
 
 import litellm
 
-from evalrunner.core._capture import capture, record_tool_result
+from evalrunner.core._scope import capture, record_tool_result
 from evalrunner.examples import fanout
 from evalrunner.live._context import RunContext
+from evalrunner.reference_agent import assistant_message
+
+FAKE_KEY = "sk-fake-not-a-secret"
+
+
+def _endpoint(api_base: str | None, api_key: str = FAKE_KEY, **extra: Any) -> dict[str, Any]:
+    """The fake endpoint's keyword arguments, with the SDK's own retries off."""
+    return {
+        "model": "openai/fake",
+        "api_base": api_base,
+        "api_key": api_key,
+        "num_retries": 0,
+        "timeout": 10,
+        **extra,
+    }
 
 
 def ask(
@@ -24,13 +39,7 @@ def ask(
 ) -> str | None:
     """One model call, no tools."""
     response = litellm.completion(
-        model="openai/fake",
-        api_base=api_base,
-        api_key="sk-fake-not-a-secret",
-        messages=[{"role": "user", "content": question}],
-        num_retries=0,
-        timeout=10,
-        **extra,
+        messages=[{"role": "user", "content": question}], **_endpoint(api_base, **extra)
     )
     content: str | None = response.choices[0].message.content
     return content
@@ -41,15 +50,7 @@ def stream_ask(
 ) -> dict[str, Any]:
     """One streamed model call, reassembled the way an agent would."""
     messages = [{"role": "user", "content": question}]
-    stream = litellm.completion(
-        model="openai/fake",
-        api_base=api_base,
-        api_key="sk-fake-not-a-secret",
-        messages=messages,
-        stream=True,
-        num_retries=0,
-        timeout=10,
-    )
+    stream = litellm.completion(messages=messages, **_endpoint(api_base, stream=True))
     return _assembled(list(stream), messages)
 
 
@@ -57,15 +58,7 @@ async def astream_ask(
     api_base: str | None, question: str = "What is the capital of France?"
 ) -> dict[str, Any]:
     messages = [{"role": "user", "content": question}]
-    stream = await litellm.acompletion(
-        model="openai/fake",
-        api_base=api_base,
-        api_key="sk-fake-not-a-secret",
-        messages=messages,
-        stream=True,
-        num_retries=0,
-        timeout=10,
-    )
+    stream = await litellm.acompletion(messages=messages, **_endpoint(api_base, stream=True))
     return _assembled([chunk async for chunk in stream], messages)
 
 
@@ -105,13 +98,7 @@ def tool_loop(
     """
     import json
 
-    common: dict[str, Any] = {
-        "model": "openai/fake",
-        "api_base": api_base,
-        "api_key": "sk-fake-not-a-secret",
-        "num_retries": 0,
-        "timeout": 10,
-    }
+    common = _endpoint(api_base)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You answer with the lookup tool."},
         {"role": "user", "content": question},
@@ -119,20 +106,7 @@ def tool_loop(
     first = litellm.completion(messages=messages, tools=TOOLS, **common).choices[0].message
     if not first.tool_calls:
         return first.content  # type: ignore[no-any-return]
-    messages.append(
-        {
-            "role": "assistant",
-            "content": first.content or "",
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.function.name, "arguments": c.function.arguments},
-                }
-                for c in first.tool_calls
-            ],
-        }
-    )
+    messages.append(assistant_message(first.content, first.tool_calls))
     for call in first.tool_calls:
         out = (
             tool_output
@@ -146,13 +120,7 @@ def tool_loop(
 
 def with_subagent(api_base: str | None) -> str | None:
     """A tool call whose tool is a sub-agent (linked through the call id)."""
-    common: dict[str, Any] = {
-        "model": "openai/fake",
-        "api_base": api_base,
-        "api_key": "sk-fake-not-a-secret",
-        "num_retries": 0,
-        "timeout": 10,
-    }
+    common = _endpoint(api_base)
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Delegate: capital of Japan?"}]
     first = litellm.completion(messages=messages, tools=TOOLS, **common).choices[0].message
     call = first.tool_calls[0]
@@ -160,17 +128,7 @@ def with_subagent(api_base: str | None) -> str | None:
         answer = ask(api_base, "Sub-task: capital of Japan?")
     record_tool_result(call.id, answer)
     messages += [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name, "arguments": call.function.arguments},
-                }
-            ],
-        },
+        assistant_message("", [call]),
         {"role": "tool", "tool_call_id": call.id, "content": str(answer)},
     ]
     return litellm.completion(messages=messages, **common).choices[0].message.content  # type: ignore[no-any-return]
@@ -227,29 +185,14 @@ def secretive(
     api_base: str | None, question: str, tool_output: str, api_key: str, bearer: str
 ) -> str | None:
     """The tool loop with secrets everywhere an agent puts them: key, headers, prompt, tool output."""
-    common: dict[str, Any] = {
-        "model": "openai/fake",
-        "api_base": api_base,
-        "api_key": api_key,
-        "extra_headers": {"Authorization": f"Bearer {bearer}", "X-Trace": "plain"},
-        "num_retries": 0,
-        "timeout": 10,
-    }
+    common = _endpoint(
+        api_base,
+        api_key,
+        extra_headers={"Authorization": f"Bearer {bearer}", "X-Trace": "plain"},
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
     first = litellm.completion(messages=messages, tools=TOOLS, **common).choices[0].message
     call = first.tool_calls[0]
-    messages.append(
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name, "arguments": call.function.arguments},
-                }
-            ],
-        }
-    )
+    messages.append(assistant_message("", [call]))
     messages.append({"role": "tool", "tool_call_id": call.id, "content": tool_output})
     return litellm.completion(messages=messages, **common).choices[0].message.content  # type: ignore[no-any-return]

@@ -155,5 +155,7 @@ def verdict_table(stdout: str) -> list[dict[str, str]]:
 
 
 def flagged(rows: list[dict[str, str]]) -> set[tuple[str, str]]:
-    """(scenario, metric) of every REGRESSION row."""
-    return {(r["scenario"], r["metric"]) for r in rows if r["verdict"] == "REGRESSION"}
+    """(scenario, metric) of every row that fails the night (REGRESSION, or CHANGED for a
+    two-sided metric such as step_count)."""
+    failing = ("REGRESSION", "CHANGED")
+    return {(r["scenario"], r["metric"]) for r in rows if r["verdict"] in failing}

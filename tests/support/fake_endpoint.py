@@ -11,9 +11,18 @@ When the script runs out, ``responder(request_json, n)`` answers if given,
 else ``default``. Faults cover what real providers do to clients: HTTP errors
 (any status, e.g. ``"429"``, ``"500"``, ``"503"``), ``"slow"`` (answers after
 the client has given up), ``"reset"`` (TCP RST, no response), ``"malformed"``
-(200 whose JSON body, or SSE event when streaming, does not parse) and
+(200 whose JSON body, or SSE event when streaming, does not parse),
 ``"truncated_stream"`` (the answer starts, then the connection drops: SSE cut
-off before ``[DONE]``, or half a JSON body when not streaming).
+off before ``[DONE]``, or half a JSON body when not streaming), ``"hang"``
+(nothing is ever sent: the handler waits until the client gives up or the
+endpoint stops), ``"stall_stream"`` (a stream starts, then nothing more is
+sent, as ``"hang"``), ``"stream_error"`` (a stream starts, then an ``error``
+event arrives mid-stream) and ``"empty_choices"`` (a 200 whose ``choices``
+list is empty; when streaming, chunks without choices).
+
+``abandoned`` counts the hung requests whose client closed the connection,
+and ``abandoned_after`` holds how long each one waited first, so tests can see
+that a client gave up on a hung request (and when).
 
 The server is threaded and accepts a deep backlog, so concurrent requests with
 a fixed ``latency`` overlap instead of queueing.
@@ -32,9 +41,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any
 
-__all__ = ["FakeEndpoint", "Fault", "Reply", "Responder"]
+__all__ = ["SPECIAL_FAULTS", "FakeEndpoint", "Fault", "Reply", "Responder"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,18 @@ class Reply:
     latency: float = 0.0  # seconds, on top of the endpoint's fixed latency
 
 
-FaultKind = Literal["slow", "reset", "malformed", "truncated_stream"] | str
+SPECIAL_FAULTS = (
+    "slow",
+    "reset",
+    "malformed",
+    "truncated_stream",
+    "hang",
+    "stall_stream",
+    "stream_error",
+    "empty_choices",
+)
+FaultKind = str
+"""An HTTP status code as text ("429", "503"), or one of :data:`SPECIAL_FAULTS`."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +81,7 @@ class Fault:
     """A failure instead of a reply.
 
     ``kind`` is an HTTP status code as a string ("429", "500", "503", any other)
-    or one of "slow", "reset", "malformed", "truncated_stream".
+    or one of :data:`SPECIAL_FAULTS`.
     """
 
     kind: FaultKind
@@ -70,8 +90,7 @@ class Fault:
     message: str | None = None  # error message for HTTP errors
 
     def __post_init__(self) -> None:
-        special = {"slow", "reset", "malformed", "truncated_stream"}
-        if self.kind not in special and not (self.kind.isdigit() and len(self.kind) == 3):
+        if self.kind not in SPECIAL_FAULTS and not (self.kind.isdigit() and len(self.kind) == 3):
             raise ValueError(f"unknown fault kind {self.kind!r}")
 
 
@@ -118,7 +137,13 @@ class FakeEndpoint:
         self.latency = latency
         self.models = tuple(models)
         self.requests: list[dict[str, Any]] = []  # chat-completions bodies, in arrival order
+        self.headers: list[
+            dict[str, str]
+        ] = []  # their request headers (lower-case names), same order
         self.hits: Counter[str] = Counter()  # "METHOD /path" -> count
+        self.abandoned_after: list[
+            float
+        ] = []  # hung requests the client gave up on: seconds waited
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -178,10 +203,11 @@ class FakeEndpoint:
         with self._lock:
             return len(self._script)
 
-    def _next_entry(self, body: dict[str, Any]) -> Entry:
+    def _next_entry(self, body: dict[str, Any], headers: dict[str, str]) -> Entry:
         with self._lock:
             n = len(self.requests)
             self.requests.append(body)
+            self.headers.append(headers)
             scripted = self._script.pop(0) if self._script else None
         if scripted is not None:
             return scripted
@@ -192,6 +218,15 @@ class FakeEndpoint:
     def _record_hit(self, method: str, path: str) -> None:
         with self._lock:
             self.hits[f"{method} {path}"] += 1
+
+    @property
+    def abandoned(self) -> int:
+        with self._lock:
+            return len(self.abandoned_after)
+
+    def _note_abandoned(self, seconds: float) -> None:
+        with self._lock:
+            self.abandoned_after.append(seconds)
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
@@ -306,6 +341,10 @@ def _stream_chunks(
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked SSE, like real providers
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the
+    # body waits for the client's delayed ACK (~40 ms a call on Linux), which
+    # would swamp any latency measured against this endpoint.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -343,7 +382,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as exc:
             self._send_error(400, f"request body is not JSON: {exc}")
             return
-        entry = self.ep._next_entry(body)
+        entry = self.ep._next_entry(body, {k.lower(): v for k, v in self.headers.items()})
         self.ep._sleep(self.ep.latency)
         if isinstance(entry, Fault):
             self._fault(entry, body)
@@ -369,6 +408,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_malformed(body)
         elif kind == "truncated_stream":
             self._send_truncated(body)
+        elif kind == "hang":
+            self._hang()
+        elif kind == "stall_stream":
+            self._send_stalled(body)
+        elif kind == "stream_error":
+            self._send_stream_error(body)
+        elif kind == "empty_choices":
+            self._send_empty_choices(body)
         else:
             headers = {}
             if fault.retry_after is not None:
@@ -452,6 +499,65 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload[: len(payload) // 2])
             self.wfile.flush()
         self._reset()
+
+    def _hang(self) -> None:
+        """Send nothing until the client closes the connection or the endpoint stops."""
+        started = time.monotonic()
+        self.connection.settimeout(0.05)
+        while not self.ep._stopping.is_set():
+            try:
+                if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    self.ep._note_abandoned(time.monotonic() - started)
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                self.ep._note_abandoned(time.monotonic() - started)
+                break
+        self.close_connection = True
+
+    def _send_stalled(self, body: dict[str, Any]) -> None:
+        """Start a stream (or a non-streamed answer's headers), then send nothing more."""
+        if body.get("stream"):
+            chunks = list(_stream_chunks(self.ep, Reply("this answer stalls"), body))
+            self._start_stream()
+            for obj in chunks[:2]:
+                self._write_chunk(f"data: {json.dumps(obj)}\n\n".encode())
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "4096")
+            self.end_headers()
+            self.wfile.write(b'{"id": "chatcmpl-stall", ')
+            self.wfile.flush()
+        self._hang()
+
+    def _send_stream_error(self, body: dict[str, Any]) -> None:
+        """A stream that starts, then carries an error event (as providers send when overloaded)."""
+        if not body.get("stream"):
+            self._send_error(500, "the model failed mid-answer")
+            return
+        chunks = list(_stream_chunks(self.ep, Reply("this answer breaks"), body))
+        self._start_stream()
+        for obj in chunks[:2]:
+            self._write_chunk(f"data: {json.dumps(obj)}\n\n".encode())
+        error = {"error": {"message": "the model failed mid-answer", "type": "server_error"}}
+        self._write_chunk(f"data: {json.dumps(error)}\n\n".encode())
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")
+
+    def _send_empty_choices(self, body: dict[str, Any]) -> None:
+        """A 200 without a single choice: nothing the agent could read an answer from."""
+        completion = _completion(self.ep, Reply("unused"), body)
+        completion["choices"] = []
+        if not body.get("stream"):
+            self._send_json(200, completion)
+            return
+        base = {k: v for k, v in completion.items() if k not in ("usage", "object")}
+        chunks = [{**base, "object": "chat.completion.chunk", "choices": []}]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**chunks[0], "usage": completion["usage"]})
+        self._send_stream(chunks)
 
     def _reset(self) -> None:
         """Abort the connection with a TCP RST instead of a response."""

@@ -27,10 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalrunner.live._record import RunRecord
-from evalrunner.report._history import History, HistoryEntry, append
+from evalrunner import _clock as clock
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.live._results import Manifest
+from evalrunner.report._history import BaselineSummary, History, HistoryEntry, Trajectory, append
 from evalrunner.stats import _stats as stats
-from evalrunner.stats._metrics import EFFECT_LABELS
+from evalrunner.stats._metrics import EFFECT_LABELS, sequence_label
 
 HOSTILE_SCRIPT = "<script>window.__pwned=1</script>"
 HOSTILE_IMG = '<img src=x onerror="window.__pwned=1">'
@@ -357,8 +359,8 @@ def _fast_metrics(
         len(nv),
     )
 
-    seq_b = [stats._sequence_label(tuple(r.tools)) for r in bv]
-    seq_n = [stats._sequence_label(tuple(r.tools)) for r in nv]
+    seq_b = [sequence_label(tuple(r.tools)) for r in bv]
+    seq_n = [sequence_label(tuple(r.tools)) for r in nv]
     if seq_b and seq_n:
         labels = sorted(set(seq_b) | set(seq_n))
         cb, cn = Counter(seq_b), Counter(seq_n)
@@ -457,11 +459,11 @@ def _fast_metrics(
 
 
 def _night_time(start: str, night: int) -> str:
-    t0 = _dt.datetime.fromisoformat(start.replace("Z", "+00:00"))
+    t0 = clock.parse(start)
     return (t0 + _dt.timedelta(days=night)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _typical(records: list[RunRecord], hostile: bool) -> dict[str, Any] | None:
+def _typical(records: list[RunRecord], hostile: bool) -> Trajectory | None:
     valid = [r for r in records if r.outcome in ("passed", "failed")]
     if not valid:
         return None
@@ -506,11 +508,13 @@ def build_entries(
         else {}
     )
     summaries = {
-        f"{s}|{m}": stats.summarize(pd.DataFrame([r.model_dump() for r in recs]))
+        CellKey(s, m): BaselineSummary.model_validate(
+            stats.summarize(pd.DataFrame([r.model_dump() for r in recs]))
+        )
         for (s, m), recs in base_records.items()
     }
     base_typical = {
-        f"{s}|{m}": t
+        CellKey(s, m): t
         for (s, m), recs in base_records.items()
         if (t := _typical(recs, hostile)) is not None
     }
@@ -519,7 +523,7 @@ def build_entries(
         created = _night_time(start, night)
         records: list[RunRecord] = []
         results: list[stats.MetricResult] = []
-        typical: dict[str, dict[str, Any]] = {}
+        typical: dict[CellKey, Trajectory] = {}
         for prof in profiles:
             index = int(prof.scenario.rsplit("-", 1)[1])
             bad = index in regressed and night >= nights - regress_nights
@@ -540,19 +544,24 @@ def build_entries(
             else:
                 results.extend(_fast_metrics(base_records[key], recs, prof.scenario, prof.model))
             if (t := _typical(recs, hostile)) is not None:
-                typical[f"{prof.scenario}|{prof.model}"] = t
+                typical[CellKey(prof.scenario, prof.model)] = t
         final = stats.finalize(results)
         entries.append(
             HistoryEntry(
                 suite=suite,
                 created_at=created,
-                manifest={
-                    "suite": suite,
-                    "runs": runs,
-                    "models": sorted({p.model for p in profiles}),
-                },
+                manifest=Manifest(
+                    suite=suite,
+                    models=sorted({p.model for p in profiles}),
+                    runs={scenario_name(i): runs for i in range(scenarios)},
+                    scenarios={scenario_name(i): f"fingerprint-{i}" for i in range(scenarios)},
+                    started_at=created,
+                    ended_at=created,
+                    status="finished",
+                    evalrunner_version="0.0.0",
+                ),
                 records=records,
-                verdicts=[r.model_dump(mode="json") for r in final],
+                verdicts=final,
                 baselines=summaries,
                 typical=typical,
                 baseline_typical=base_typical,
@@ -563,16 +572,7 @@ def build_entries(
 
 def history_from_entries(entries: Sequence[HistoryEntry]) -> History:
     """The :class:`History` that ``load_history`` would return for these entries."""
-    ordered = sorted(entries, key=lambda e: e.created_at)
-    runs = [
-        {**r.model_dump(mode="python"), "created_at": e.created_at}
-        for e in ordered
-        for r in e.records
-    ]
-    verdicts = [
-        {**v, "suite": e.suite, "created_at": e.created_at} for e in ordered for v in e.verdicts
-    ]
-    return History(list(ordered), pd.DataFrame(runs), pd.DataFrame(verdicts))
+    return History(sorted(entries, key=lambda e: e.created_at))
 
 
 def make_history(**kwargs: Any) -> History:

@@ -8,6 +8,7 @@ the endpoint answers (tests/fake_endpoint.py) decides how a run ends.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -109,10 +110,52 @@ def nonce_agent(task: str, ctx: RunContext) -> str | None:
     return content
 
 
+def plain_agent(task: str, ctx: RunContext) -> str | None:
+    """One call with no timeout of its own, as the reference agent makes them."""
+    response = litellm.completion(messages=_messages(task), **ctx.litellm_kwargs())
+    content: str | None = response.choices[0].message.content
+    return content
+
+
+class _Stuck:
+    """:func:`stuck_once_agent`'s switch: after ``arm()``, the next run blocks until ``release()``."""
+
+    def __init__(self) -> None:
+        self._armed = threading.Lock()
+        self._released = threading.Event()
+
+    def arm(self) -> None:
+        self._released.clear()
+        self._armed = threading.Lock()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def block_once(self) -> None:
+        if self._armed.acquire(blocking=False):
+            self._released.wait(60)
+
+
+STUCK = _Stuck()
+
+
+def stuck_once_agent(task: str, ctx: RunContext) -> str | None:
+    """After STUCK.arm(), the first run blocks in agent code, outside any model call, until
+    STUCK.release(); the others (and that one, once released) make one model call."""
+    STUCK.block_once()
+    return plain_agent(task, ctx)
+
+
 def crashing_agent(task: str, ctx: RunContext) -> str | None:
     """Calls the model, then fails the way agent code does."""
     answer = timed_agent(task, ctx)
     raise ValueError(f"tool exploded after the model said {answer!r}")
+
+
+def leaky_crashing_agent(task: str, ctx: RunContext) -> str | None:
+    """Crashes with its API key in the message, as a careless error path would."""
+    timed_agent(task, ctx)
+    raise RuntimeError(f"upstream refused key {os.environ['OPENAI_API_KEY']}")
 
 
 # -- helpers the runner tests share (not agents) --------------------------------------

@@ -10,16 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from typing import Any
 
 import litellm
 import pytest
 import runner_agents  # noqa: F401  (loopback stays off any proxy)
-from fake_endpoint import FakeEndpoint, Fault, Reply
+from fake_endpoint import FakeEndpoint, Fault
 
-from evalrunner.core._capture import arun_captured, run_captured
-from evalrunner.core._faults import InfraLog, backoff, describe, is_infra_error, retry_after
-from evalrunner.live._suite import RetryPolicy
+from evalrunner.core._faults import (
+    InfraLog,
+    RunEnded,
+    backoff,
+    describe,
+    describe_fault,
+    endpoint_label,
+    is_infra_error,
+    retry_after,
+)
+from evalrunner.live._schema import RetryPolicy
 
 litellm.suppress_debug_info = True
 
@@ -196,7 +205,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     async def asleep(seconds: float) -> None:
         seen.append(seconds)
 
-    monkeypatch.setattr("evalrunner.core._faults.time.sleep", seen.append)
+    monkeypatch.setattr(InfraLog, "_sleep", lambda self, seconds: seen.append(seconds))
     monkeypatch.setattr("evalrunner.core._faults.asyncio.sleep", asleep)
     return seen
 
@@ -250,90 +259,69 @@ def test_infralog_worst_call_sets_attempts(waits: list[float]) -> None:
     assert log.max_attempts_used == 4 and log.final_error is None and len(log.faults) == 4
 
 
-# --------------------------------------------------- under capture: our retries, and only ours
+# ----------------------------------------- a fault's reason: status, endpoint, message (item 3)
 
 
-def sync_agent(api_base: str, **extra: Any) -> str:
-    response = litellm.completion(
-        model="openai/fake", api_base=api_base, api_key="x", messages=MESSAGES, timeout=2, **extra
-    )
-    if extra.get("stream"):
-        return "".join(c.choices[0].delta.content or "" for c in response if c.choices)
-    return str(response.choices[0].message.content)
-
-
-async def async_agent(api_base: str, **extra: Any) -> str:
-    response = await litellm.acompletion(
-        model="openai/fake", api_base=api_base, api_key="x", messages=MESSAGES, timeout=2, **extra
-    )
-    if extra.get("stream"):
-        return "".join([c.choices[0].delta.content or "" async for c in response if c.choices])
-    return str(response.choices[0].message.content)
-
-
-def captured(mode: str, api_base: str, **extra: Any) -> Any:
-    if mode == "sync":
-        return run_captured(sync_agent, api_base, retry=FAST, **extra)
-    return asyncio.run(arun_captured(async_agent, api_base, retry=FAST, **extra))
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-@pytest.mark.parametrize("kind", ["500", "reset"])
-def test_the_sdk_does_not_retry_underneath_our_policy(mode: str, stream: bool, kind: str) -> None:
-    # Without max_retries=0 the openai SDK would retry each of our attempts twice more.
-    with FakeEndpoint(default=Fault(kind)) as ep:
-        res = captured(mode, ep.api_base, stream=stream)
-        assert ep.hits[CHAT] == FAST.max_attempts
-    assert is_infra_error(res.error) and res.infra.final_error is res.error
-    assert (
-        res.infra.max_attempts_used == FAST.max_attempts
-        and len(res.infra.faults) == FAST.max_attempts
-    )
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_an_agents_own_retry_settings_are_overridden(mode: str) -> None:
-    with FakeEndpoint(default=Fault("503")) as ep:
-        res = captured(mode, ep.api_base, num_retries=4, max_retries=4)
-        assert ep.hits[CHAT] == FAST.max_attempts
-    assert res.infra.final_error is not None
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("kind", ["malformed", "truncated_stream"])
-def test_a_stream_that_breaks_midway_is_retried_and_the_agent_sees_one_clean_stream(
-    mode: str, kind: str
+@pytest.mark.parametrize(
+    ("kind", "stream", "what", "message"),
+    [
+        ("429", False, "RateLimitError (HTTP 429)", "fake endpoint error 429"),
+        ("503", True, "ServiceUnavailableError (HTTP 503)", "fake endpoint error 503"),
+        ("slow", False, "Timeout (", "Request timed out."),
+        ("reset", False, "InternalServerError (connection reset)", "Connection error."),
+        ("malformed", False, "InternalServerError (malformed response)", "Expecting value"),
+        ("truncated_stream", True, "MidStreamFallbackError (connection ", "Connection"),
+        ("stream_error", True, "MidStreamFallbackError (stream broke off)", "failed mid-answer"),
+    ],
+)
+def test_a_fault_is_described_by_what_happened_where_and_the_message(
+    kind: str, stream: bool, what: str, message: str
 ) -> None:
-    with FakeEndpoint([Fault(kind)], default=Reply("Paris is the capital.")) as ep:
-        res = captured(mode, ep.api_base, stream=True)
-        assert ep.hits[CHAT] == 2
-    assert res.error is None and res.output == "Paris is the capital."
-    assert res.infra.max_attempts_used == 2 and res.infra.final_error is None
-    assert res.infra.faults[0].startswith("MidStreamFallbackError")
-    agent_steps = [s for s in res.trajectory["steps"] if s["source"] == "agent"]
-    assert [s["message"] for s in agent_steps] == ["Paris is the capital."]
+    with FakeEndpoint([Fault(kind, seconds=1.5)]) as ep:
+        exc = raised(ep, stream=stream)
+        api_base = ep.api_base
+    text = describe_fault(exc, endpoint_label("openai/fake", api_base))
+    assert text.startswith(what), text
+    assert f" from openai/fake at {api_base}: " in text and message in text, text
+    # litellm's stacked prefixes and repeated messages are gone.
+    assert "litellm." not in text and "OpenAIException" not in text
+    assert "Original exception" not in text and "\n" not in text
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_stream_fault_the_agent_swallows_is_still_logged(mode: str) -> None:
-    async def swallowing_async(api_base: str) -> str:
-        try:
-            return await async_agent(api_base, stream=True)
-        except Exception:
-            return "sorry"
+def test_the_endpoint_in_a_reason_carries_no_credentials() -> None:
+    api_base = "https://user:sk-secret@gateway.example:8443/v1?api-key=sk-other#x"
+    assert endpoint_label("openai/x", api_base) == "openai/x at https://gateway.example:8443/v1"
+    assert endpoint_label("anthropic/claude", None) == "anthropic/claude"
 
-    def swallowing_sync(api_base: str) -> str:
-        try:
-            return sync_agent(api_base, stream=True)
-        except Exception:
-            return "sorry"
 
-    with FakeEndpoint(default=Fault("truncated_stream")) as ep:
-        if mode == "sync":
-            res = run_captured(swallowing_sync, ep.api_base, retry=FAST)
-        else:
-            res = asyncio.run(arun_captured(swallowing_async, ep.api_base, retry=FAST))
-    assert res.output == "sorry" and res.error is None
-    assert res.infra is not None and res.infra.final_error is not None
-    assert is_infra_error(res.infra.final_error)
+# ------------------------------------------------- an attempt's timeout, a run's end (item 2)
+
+
+def test_an_attempt_is_bounded_by_the_policy_the_agent_and_the_runs_deadline() -> None:
+    log = InfraLog(RetryPolicy(request_timeout_s=30))
+    assert log.attempt_timeout() == 30  # litellm's own default would be 6,000 s
+    assert log.attempt_timeout(5) == 5  # an agent asking for less gets less
+    assert log.attempt_timeout(600) == 30
+    log.deadline = time.monotonic() + 2
+    left = log.attempt_timeout()
+    assert isinstance(left, float) and 1 < left <= 2  # never past the run's deadline
+    log.deadline = time.monotonic() - 0.1
+    with pytest.raises(RunEnded):
+        log.attempt_timeout()
+    assert InfraLog(None).attempt_timeout() is None  # no policy, no deadline: litellm's
+
+
+def test_a_run_that_ended_refuses_calls_and_stops_retrying(waits: list[float]) -> None:
+    log = InfraLog(FAST)
+    fn = Flaky(gateway(), gateway())
+
+    def closing_first() -> str:
+        log.close()  # the run ends while its call is failing
+        return fn()
+
+    with pytest.raises(ConnectionResetError):
+        log.call(closing_first)
+    assert fn.calls == 1 and waits == []  # no retry after the end
+    with pytest.raises(RunEnded):
+        log.attempt_timeout()
+    assert is_infra_error(RunEnded())  # a call refused for lack of time is the run's timeout

@@ -262,7 +262,7 @@ def test_live_captures_of_the_same_run_normalise_equal() -> None:
     from agents_for_tests import with_subagent
     from fake_endpoint import FakeEndpoint, Reply
 
-    from evalrunner.core._capture import run_captured
+    from evalrunner.core._scope import run_captured
 
     def responder(body: dict[str, Any], n: int) -> Reply:
         if body.get("tools") and not any(m["role"] == "tool" for m in body["messages"]):
@@ -556,3 +556,38 @@ def test_tool_parameters_named_like_volatile_keys_survive_normalisation() -> Non
     out = normalize(traj)
     assert out["agent"]["tool_definitions"][0]["function"]["parameters"] == schema
     assert "timestamp" not in out["steps"][0]
+
+
+def test_session_ids_are_dropped_under_any_name_at_every_level() -> None:
+    """harbor's summarisation sub-agents name their parent run in
+    ``agent.extra.parent_session_id``; other producers write ``sessionId`` or
+    ``rootSessionId``. All are session ids; tool data keeps its keys."""
+    path = REPO / "tests" / "unit" / "core" / "data" / "summarisation_subagent.json"
+    runs = []
+    for n in (1, 2):
+        traj = json.loads(path.read_text())
+        traj["session_id"] = f"run-{n}-summary"
+        traj["agent"]["extra"]["parent_session_id"] = f"run-{n}"
+        traj["steps"][4]["extra"] = {"sessionId": f"s{n}", "rootSessionId": f"r{n}", "kept": 1}
+        traj["steps"][1]["tool_calls"][0]["arguments"]["parent_session_id"] = "tool data"
+        traj["agent"]["tool_definitions"] = [{"parameters": {"parent_session_id": "schema"}}]
+        runs.append(normalize(traj))
+    a, b = runs
+    assert a == b and normalize(a) == a
+    assert a["agent"]["extra"] == {"summarization_index": 1}
+    assert a["steps"][4]["extra"] == {"kept": 1}
+    assert a["steps"][1]["tool_calls"][0]["arguments"]["parent_session_id"] == "tool data"
+    assert a["agent"]["tool_definitions"] == [{"parameters": {"parent_session_id": "schema"}}]
+    bookkeeping = copy.deepcopy(a)
+    del bookkeeping["agent"]["tool_definitions"]
+    assert not any(k.endswith(("session_id", "SessionId", "sessionId")) for k in _keys(bookkeeping))
+
+
+def test_a_star_volatile_key_drops_every_key_with_that_suffix() -> None:
+    traj = build(50, turns=1, subagents=1)
+    traj["steps"][2]["extra"]["parent_request_id"] = "req-1"
+    traj["steps"][2]["extra"]["request_id_note"] = "kept: not a suffix match"
+    config = DEFAULT_CONFIG.extended(volatile_keys=["*_request_id"])
+    extra = normalize(traj, config)["steps"][2]["extra"]
+    assert "parent_request_id" not in extra and extra["request_id_note"].startswith("kept")
+    assert "parent_request_id" in normalize(traj)["steps"][2]["extra"]  # defaults untouched

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalrunner.live._endpoints import EndpointPool
+from evalrunner.errors import ConfigError
+from evalrunner.live._endpoints import EndpointPool, check_model
 
 
 def test_api_base_override_applies_to_openai_models_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -12,3 +13,67 @@ def test_api_base_override_applies_to_openai_models_only(monkeypatch: pytest.Mon
     pool = EndpointPool()
     assert pool.resolve("openai/gpt-x").api_base == "http://127.0.0.1:9/v1"
     assert pool.resolve("anthropic/claude-x").api_base is None
+
+
+# ------------------------------------------------ model strings resolve before any run (item 5)
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["local", "openai/gpt-4o-mini", "gpt-4o-mini", "anthropic/claude-3-5-haiku-latest", "ollama/x"],
+)
+def test_models_litellm_can_route_are_accepted(model: str) -> None:
+    check_model(model, "--model")
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("", "the model is empty"),
+        ("  ", "the model is empty"),
+        ("gpt4o-typo", "unknown model 'gpt4o-typo': litellm cannot tell its provider"),
+        ("nosuchprovider/x", "unknown model 'nosuchprovider/x': litellm knows no provider"),
+        (
+            "opena/gpt-4o",
+            "unknown model 'opena/gpt-4o': litellm knows no provider 'opena'; did you mean 'openai'?",
+        ),
+        ("openai/", "unknown model 'openai/': no model name after the provider"),
+    ],
+)
+def test_a_model_litellm_cannot_route_is_one_config_error(model: str, why: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_model(model, "--model")
+    message = str(info.value)
+    assert message.startswith(f"--model: {why}") and "\n" not in message, message
+
+
+# ---------------------------------------------- the embedded model says what it is doing
+
+
+class _Server:
+    """LocalModelServer's interface, starting nothing."""
+
+    startup_seconds = 8.7
+    model = "openai/smollm2-135m-instruct"
+    api_base = "http://127.0.0.1:1/v1"
+    api_key = "local-no-key"
+
+    def start(self) -> _Server:
+        return self
+
+    def stop(self) -> None:
+        pass
+
+
+def test_the_embedded_model_is_announced_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evalrunner.live._local_model.LocalModelServer", _Server)
+    said: list[str] = []
+    with EndpointPool(notify=said.append) as pool:
+        endpoint = pool.resolve("local")
+        pool.resolve("local")  # started once
+    assert said == [
+        "starting local model (the embedded SmolLM2-135M) ...",
+        "local model ready after 8.7 s",
+    ]
+    assert (endpoint.label, endpoint.max_concurrency) == ("local", 1)
+    assert EndpointPool().resolve("openai/x").max_concurrency is None

@@ -1,4 +1,4 @@
-"""Tolerance: margins merged over the registry's, gating, error rates, and the new knobs."""
+"""Tolerance: one model, partial as a suite file sets it, complete as the statistics read it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalrunner.errors import ConfigError
-from evalrunner.stats import Tolerance
 from evalrunner.stats._metrics import DEFAULT_GATING, DEFAULT_MARGINS
+from evalrunner.stats._tolerance import Tolerance
 
 
 def test_tolerance_merges_margins_over_defaults() -> None:
@@ -22,17 +21,32 @@ def test_tolerance_merges_margins_over_defaults() -> None:
     assert tol.is_gating("success_rate") and not tol.is_gating("crash_rate")
     assert tol.ci_level == pytest.approx(0.9)
     assert list(Tolerance().gating) == list(DEFAULT_GATING)
-    scenario = tol.merged({"margins": {"tool_used:search": 0.3}})
+    scenario = Tolerance.model_validate({"margins": {"tool_used:search": 0.3}}).over(tol)
     assert scenario.margin_for("tool_used:search") == 0.3
     assert scenario.margin_for("prompt_tokens") == 1.5
     assert scenario.fdr_q == 0.1
 
 
-def test_the_new_knobs_have_defaults_and_merge() -> None:
+def test_a_partial_tolerance_over_the_defaults_is_complete() -> None:
+    partial = Tolerance.model_validate({"margins": {"step_count": 0.5}})
+    assert partial.model_fields_set == {"margins"} and partial.margins == {"step_count": 0.5}
+    complete = partial.over(Tolerance())
+    assert complete.margins == {**DEFAULT_MARGINS, "step_count": 0.5}
+    assert complete.gating == list(DEFAULT_GATING) and complete.fdr_q == 0.05
+    # What a layer does not set stays the base's: gating, alpha, fdr_q and every margin.
+    base = Tolerance(gating=["crash_rate"], alpha=0.1, fdr_q=0.2, margins={"step_count": 0.4})
+    assert Tolerance.model_validate({}).over(base) == base
+    over = Tolerance.model_validate({"fdr_q": 0.01}).over(base)
+    assert (over.gating, over.alpha, over.fdr_q) == (["crash_rate"], 0.1, 0.01)
+    assert over.margins == {"step_count": 0.4}
+
+
+def test_the_engine_knobs_have_defaults_and_layer() -> None:
     tol = Tolerance()
     assert (tol.min_baseline_nights, tol.escalate_to, tol.season_alpha) == (3, 3.0, 0.05)
-    merged = tol.merged({"min_baseline_nights": 5, "escalate_to": 1})
-    assert (merged.min_baseline_nights, merged.escalate_to) == (5, 1.0)
+    layered = Tolerance.model_validate({"min_baseline_nights": 5, "escalate_to": 1.0}).over(tol)
+    assert (layered.min_baseline_nights, layered.escalate_to) == (5, 1.0)
+    assert layered.season_alpha == 0.05
 
 
 @pytest.mark.parametrize(
@@ -52,5 +66,16 @@ def test_the_new_knobs_have_defaults_and_merge() -> None:
 def test_tolerance_rejects_bad_settings(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Tolerance.model_validate(data)
-    with pytest.raises(ConfigError, match=r"suite\.yaml"):
-        Tolerance.from_config(data, where="suite.yaml: tolerance")
+
+
+def test_an_unknown_metric_is_named_with_a_suggestion_at_its_own_key() -> None:
+    with pytest.raises(ValidationError) as info:
+        Tolerance.model_validate({"margins": {"sucess_rate": 0.1}})
+    [error] = info.value.errors()
+    assert error["loc"] == ("margins", "sucess_rate", "[key]")
+    assert error["msg"].endswith("unknown metric 'sucess_rate'; did you mean 'success_rate'?")
+    with pytest.raises(ValidationError) as info:
+        Tolerance.model_validate({"gating": ["success_rate", "crash_rat"]})
+    [error] = info.value.errors()
+    assert error["loc"] == ("gating", 1)
+    assert "did you mean 'crash_rate'?" in error["msg"]

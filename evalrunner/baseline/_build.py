@@ -1,0 +1,131 @@
+"""Writing baselines from results directories (each one accepted night)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalrunner._clock import iso_now
+from evalrunner.baseline._file import (
+    DEFAULT_WINDOW,
+    Baseline,
+    Night,
+    baseline_path,
+    load_baseline,
+    save_baseline,
+    typical_trajectory,
+)
+from evalrunner.errors import BaselineMismatch
+from evalrunner.live._record import CellKey
+from evalrunner.live._results import ResultsDir, group_records, records_frame
+from evalrunner.live._settings import ResolvedScenario, Suite
+
+__all__ = ["build_baselines"]
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One night's runs of one cell, and where they came from."""
+
+    night: Night
+    results: ResultsDir
+    fingerprint: str | None
+    """The scenario's fingerprint when that night ran (from its manifest)."""
+
+
+def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list[_Found]]:
+    found: dict[CellKey, list[_Found]] = {}
+    for source in sources:
+        results = ResultsDir(source)
+        manifest = results.read_manifest()
+        if manifest.suite != suite.name:
+            raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
+        for cell, records in group_records(results.records()).items():
+            night = Night(
+                started_at=manifest.started_at,
+                source=str(source),
+                records=sorted(records, key=lambda r: r.index),
+            )
+            fingerprint = manifest.scenarios.get(cell.scenario)
+            found.setdefault(cell, []).append(_Found(night, results, fingerprint))
+    return found
+
+
+def _pooled(
+    path: Path, cell: CellKey, fingerprint: str, nights: list[Night], *, append: bool, window: int
+) -> list[Night]:
+    """Tonight's nights, after the existing file's with ``append``, the last ``window`` kept."""
+    if append and path.exists():
+        old = load_baseline(path)
+        if old.fingerprint != fingerprint or old.model != cell.model:
+            raise BaselineMismatch(
+                f"{path}: recorded for another configuration or model; rebuild it without --append"
+            )
+        seen = {(n.started_at, n.source) for n in nights}
+        nights = [n for n in old.nights if (n.started_at, n.source) not in seen] + nights
+    return sorted(nights, key=lambda n: n.started_at)[-window:]
+
+
+def _baseline(
+    scenario: ResolvedScenario, cell: CellKey, nights: list[Night], latest: _Found, window: int
+) -> Baseline:
+    from evalrunner import __version__
+    from evalrunner.stats._stats import summarize
+
+    records = [r for n in nights for r in n.records]
+    return Baseline(
+        suite=scenario.suite,
+        scenario=cell.scenario,
+        model=cell.model,
+        fingerprint=scenario.fingerprint,
+        created_at=iso_now(),
+        evalrunner_version=__version__,
+        window=window,
+        nights=nights,
+        summary=summarize(records_frame(records)),
+        typical=typical_trajectory(
+            latest.results, latest.night.records, scenario.normalize_config()
+        ),
+    )
+
+
+def build_baselines(
+    suite: Suite,
+    sources: Sequence[Path],
+    root: Path,
+    *,
+    window: int = DEFAULT_WINDOW,
+    append: bool = False,
+) -> list[Path]:
+    """Write baselines from results directories (each one night); return the files written.
+
+    With ``append`` the nights are pooled onto the existing baseline, keeping the
+    last ``window`` nights; a baseline of another configuration is refused.
+    Every file is checked before any is written: a refusal leaves them all as they were.
+    """
+    scenarios = {s.id: s for s in suite.scenarios}
+    pending: list[tuple[Path, Baseline]] = []
+    for cell, found in sorted(_nights_by_cell(suite, sources).items()):
+        scenario = scenarios.get(cell.scenario)
+        if scenario is None:
+            continue
+        for each in found:  # every night pooled, not only the latest
+            if each.fingerprint is not None and each.fingerprint != scenario.fingerprint:
+                raise BaselineMismatch(
+                    f"{each.night.source}: scenario {cell.scenario!r} ran with another configuration than "
+                    f"{suite.path or suite.name} now has; run it again before making it the baseline"
+                )
+        path = baseline_path(root, suite.name, cell.scenario, cell.model)
+        nights = _pooled(
+            path,
+            cell,
+            scenario.fingerprint,
+            [each.night for each in found],
+            append=append,
+            window=window,
+        )
+        pending.append((path, _baseline(scenario, cell, nights, found[-1], window)))
+    for path, baseline in pending:
+        save_baseline(path, baseline)
+    return [path for path, _ in pending]

@@ -1,0 +1,134 @@
+"""Baseline files: committed raw per-run records of accepted nights.
+
+One file per scenario and model, ``baselines/<suite>/<scenario>--<model>.json``:
+reviewable JSON holding every pooled run (so any statistic can be recomputed
+or swapped later), grouped by the night it came from, plus a short summary.
+Pooling the last K accepted nights makes the baseline more precise over time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner._jsonio import load_model, write_json
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.live._results import ResultsDir, model_slug
+
+if TYPE_CHECKING:
+    from evalrunner.core._normalize import NormalizeConfig
+
+__all__ = [
+    "BASELINE_FORMAT_VERSION",
+    "DEFAULT_WINDOW",
+    "Baseline",
+    "Night",
+    "baseline_path",
+    "load_baseline",
+    "load_baselines",
+    "save_baseline",
+    "typical_run",
+    "typical_trajectory",
+]
+
+BASELINE_FORMAT_VERSION = 1
+DEFAULT_WINDOW = 5
+
+
+class Night(BaseModel):
+    """The runs one accepted night contributed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    started_at: str = Field(description="When that night's run started (ISO 8601 UTC).")
+    source: str = Field(description="Results directory the runs came from.")
+    records: list[RunRecord] = Field(description="Raw per-run records.")
+
+
+class Baseline(BaseModel):
+    """A baseline for one scenario x model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = Field(
+        default=BASELINE_FORMAT_VERSION, description="Baseline file format version."
+    )
+    suite: str = Field(description="Suite name.")
+    scenario: str = Field(description="Scenario id.")
+    model: str = Field(description="Model label the runs used ('local' = embedded model).")
+    fingerprint: str = Field(
+        description="Scenario configuration fingerprint; a different one is not compared."
+    )
+    created_at: str = Field(description="When this file was last written (ISO 8601 UTC).")
+    evalrunner_version: str = Field(description="evalrunner version that wrote it.")
+    window: int = Field(
+        default=DEFAULT_WINDOW, ge=1, description="Nights kept when pooling (rolling window)."
+    )
+    nights: list[Night] = Field(description="Pooled nights, oldest first.")
+    summary: dict[str, Any] = Field(
+        default_factory=dict, description="Rates with intervals, medians, tool sequences."
+    )
+    typical: dict[str, Any] | None = Field(
+        default=None, description="Normalised trajectory of a typical run."
+    )
+
+    @property
+    def records(self) -> list[RunRecord]:
+        return [r for night in self.nights for r in night.records]
+
+
+def baseline_path(root: Path, suite: str, scenario: str, model: str) -> Path:
+    return Path(root) / suite / f"{scenario}--{model_slug(model)}.json"
+
+
+def load_baseline(path: Path) -> Baseline:
+    return load_model(
+        path,
+        Baseline,
+        what="baseline",
+        version=BASELINE_FORMAT_VERSION,
+        fix="rebuild it with 'evalrunner baseline'",
+    )
+
+
+def load_baselines(root: Path, suite: str, cells: Iterable[CellKey]) -> dict[CellKey, Baseline]:
+    """The baseline of each cell that has a file under ``root``; a broken file raises."""
+    found = {}
+    for cell in cells:
+        path = baseline_path(root, suite, cell.scenario, cell.model)
+        if path.exists():
+            found[cell] = load_baseline(path)
+    return found
+
+
+def save_baseline(path: Path, baseline: Baseline) -> None:
+    write_json(path, baseline.model_dump(mode="json", exclude_none=True))
+
+
+def typical_run(records: Sequence[RunRecord]) -> RunRecord | None:
+    """A run of the modal tool sequence and step count, preferring passed runs."""
+    valid = [r for r in records if r.outcome != "infra_error"]
+    if not valid:
+        return None
+    mode = Counter((tuple(r.tools), r.step_count) for r in valid).most_common(1)[0][0]
+    same = [r for r in valid if (tuple(r.tools), r.step_count) == mode]
+    return sorted(same, key=lambda r: (r.outcome != "passed", r.index))[0]
+
+
+def typical_trajectory(
+    results: ResultsDir, records: Sequence[RunRecord], config: NormalizeConfig | None = None
+) -> dict[str, Any] | None:
+    """The normalised trajectory of :func:`typical_run`, read from its run file."""
+    from evalrunner.core._normalize import DEFAULT_CONFIG, normalize
+
+    run = typical_run(records)
+    if run is None:
+        return None
+    path = results.run_path(run.run_id)
+    if not path.exists():
+        return None
+    return normalize(results.read_run(path)[1], config or DEFAULT_CONFIG)

@@ -1,0 +1,85 @@
+"""``evalrunner baseline``: write baseline files from a live run or existing results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner.baseline import build_baselines
+from evalrunner.cli import _exit, _options
+from evalrunner.cli._run import default_out, notice, print_run
+from evalrunner.live import Suite, load_suite_by_name, run_live
+
+
+def _run_for_baseline(
+    suite: Suite,
+    out: Path | None,
+    runs: int | None,
+    models: tuple[str, ...],
+    scenarios: tuple[str, ...],
+) -> Path:
+    """One live night, neither compared nor kept in the history; its results directory."""
+    out = out or default_out(suite.name)
+    click.echo(f"suite {suite.name}: running for a baseline", err=True)
+    finish = (
+        f"Finish them with:\n  evalrunner run --suite {suite.name} --out {out} --resume "
+        f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name} --from {out}"
+    )
+    with _exit.on_interrupt(finish):
+        result = run_live(
+            suite,
+            out=out,
+            runs=runs,
+            models=models,
+            scenarios=scenarios,
+            baselines_dir=None,
+            notify=notice,
+        )
+    print_run(result)
+    code = _exit.run_code(result, gate=False, fail_on_failure=False)
+    if result.outage is not None:
+        # No baseline from an outage: it would describe the endpoint, not the agent.
+        _exit.exit_with(code)
+    return out
+
+
+@click.command()
+@_options.suite_name
+@click.option(
+    "--from",
+    "sources",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Build from existing results directories (one per night) instead of running.",
+)
+@_options.runs("Runs per scenario and model when running (default: the suite's).")
+@_options.models("litellm model string when running; 'local' = embedded model.")
+@_options.scenarios("Only these scenario ids when running.")
+@_options.out("Results directory for the run.")
+@_options.positive("--window", 5, "Nights kept when pooling.")
+@click.option(
+    "--append",
+    is_flag=True,
+    help="Pool onto the existing baselines (rolling window) instead of replacing them.",
+)
+@_options.baselines_dir()
+@_options.suites_dir
+def baseline(
+    suite_name: str,
+    sources: tuple[Path, ...],
+    runs: int | None,
+    models: tuple[str, ...],
+    scenarios: tuple[str, ...],
+    out: Path | None,
+    window: int,
+    append: bool,
+    baselines_dir: Path,
+    suites_dir: Path,
+) -> None:
+    """Write baselines/<suite>/<scenario>--<model>.json from a live run or existing results."""
+    suite = load_suite_by_name(suite_name, suites_dir)
+    if not sources:
+        sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
+    for path in build_baselines(suite, list(sources), baselines_dir, window=window, append=append):
+        click.echo(f"wrote {path}")

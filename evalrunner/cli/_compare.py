@@ -1,0 +1,31 @@
+"""``evalrunner compare A B``: two results directories, A the reference, B the candidate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner.baseline import compare_records
+from evalrunner.cli import _exit, _options
+from evalrunner.cli._tables import format_table, verdict_columns, verdict_rows
+from evalrunner.live import ResultsDir
+
+
+@click.command()
+@click.argument("results_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("results_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--all-metrics", is_flag=True, help="Show diagnostic metrics too.")
+@_options.gate("Exit 1 when a gating metric regressed from A to B.")
+def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> None:
+    """Compare two results directories: A is the reference, B the candidate."""
+    a, b = ResultsDir(results_a), ResultsDir(results_b)
+    for each in (a, b):
+        each.read_manifest()  # not a results directory: one line, exit 2
+    results = compare_records(a.records(), b.records())
+    if not results:
+        raise click.UsageError("the two directories share no scenario")
+    click.echo(f"A: {results_a}\nB: {results_b}")
+    rows = verdict_rows(results, all_metrics=all_metrics)
+    click.echo(format_table(rows, verdict_columns("A", "B")))
+    _exit.exit_with(_exit.compare_code(results, gate=gate))

@@ -1,0 +1,112 @@
+"""Exit codes of the ``evalrunner`` command, decided in one place.
+
+=====  ==========================================================================
+code   meaning
+=====  ==========================================================================
+0      fine (failed runs and infra errors alone do not fail a command)
+1      a run crashed; a gating metric regressed (unless ``--no-gate``); a run
+       failed its checks (with ``--fail-on-failure``); a step after the runs
+       failed (the history append; the tables were printed first); or
+       evalrunner itself failed on purpose (an ``EvalrunnerError`` that is
+       not a user error)
+2      bad input: a usage error, or a ``UserError`` (suite, baseline, golden,
+       history or results file; CLI option; a model litellm does not know;
+       a results directory another evalrunner is writing) -- one line naming
+       file and field, before any run
+3      outage: more than ``--outage-share`` (default 50 %) of the night's runs
+       are infra_error; no pass^k or verdicts were computed
+130    interrupted (Ctrl-C); finished runs are kept, ``--resume`` finishes them
+143    terminated (SIGTERM), handled as Ctrl-C
+=====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import click
+
+from evalrunner.errors import EvalrunnerError, UserError
+
+if TYPE_CHECKING:
+    from evalrunner.live._night import LiveResult
+    from evalrunner.stats._results import MetricResult
+
+OK = 0
+FAILED = EvalrunnerError.exit_code  # 1
+USAGE = UserError.exit_code  # 2, as click's own usage errors
+OUTAGE = 3
+INTERRUPTED = 130
+TERMINATED = 143  # 128 + SIGTERM, as shells report a process SIGTERM ended
+
+
+def run_code(result: LiveResult, *, gate: bool, fail_on_failure: bool) -> int:
+    """``run``: an outage says so first; crashes always fail; regressions with ``gate``;
+    failed runs with ``fail_on_failure``; a failed step after the runs fails too."""
+    if result.outage is not None:
+        return OUTAGE
+    # All records of the night, so a resumed run still fails on earlier crashes.
+    outcomes = {r.outcome for r in result.report.records}
+    if "crashed" in outcomes or (gate and result.regressed) or result.problems:
+        return FAILED
+    return FAILED if fail_on_failure and "failed" in outcomes else OK
+
+
+def compare_code(results: Sequence[MetricResult], *, gate: bool) -> int:
+    """``compare``: a gating metric that regressed from A to B fails, with ``gate``."""
+    from evalrunner.stats._results import FAILING
+
+    regressed = any(r.gating and r.verdict in FAILING for r in results)
+    return FAILED if gate and regressed else OK
+
+
+def exit_with(code: int) -> None:
+    """End the command with ``code`` (nothing to do for 0)."""
+    if code != OK:
+        sys.exit(code)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, a container stopped): handled like Ctrl-C."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def on_interrupt(how_to_finish: str) -> Iterator[None]:
+    """Ctrl-C or SIGTERM during runs: say how to finish them and exit 130 (143 for SIGTERM).
+
+    Either stops the runs the same way: the runs in flight are abandoned, the
+    finished ones stay on disk, and the manifest says ``interrupted``.
+    """
+    try:
+        with _sigterm_interrupts():
+            yield
+    except KeyboardInterrupt as exc:
+        what, code = (
+            ("terminated (SIGTERM)", TERMINATED)
+            if isinstance(exc, Terminated)
+            else ("interrupted", INTERRUPTED)
+        )
+        click.echo(f"\n{what}; finished runs are saved. {how_to_finish}", err=True)
+        sys.exit(code)

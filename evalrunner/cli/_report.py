@@ -1,0 +1,64 @@
+"""``evalrunner report``: the trend report, a Markdown summary and JUnit XML from the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner.cli import _options
+from evalrunner.errors import ConfigError
+
+
+@click.command()
+@_options.history
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/out"),
+    show_default=True,
+    help="Where report.html, summary.md and junit.xml go.",
+)
+@click.option("--suite", "suites", multiple=True, help="Only these suites (repeatable).")
+@click.option("--model", "models", multiple=True, help="Only these models (repeatable).")
+@click.option("--since", help="Start of the time window (ISO 8601 date or time, UTC).")
+@click.option("--until", help="End of the time window (a date includes that whole day).")
+@click.option("--title", default="evalrunner report", show_default=True)
+def report(
+    history: str,
+    out: Path,
+    suites: tuple[str, ...],
+    models: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    title: str,
+) -> None:
+    """Render the HTML trend report, a Markdown summary and JUnit XML from the run history.
+
+    A history location that does not exist or holds no entries, or a --suite or
+    --model it has no runs of, is an error (exit 2), not an empty report.
+    """
+    from evalrunner.report import load_history, write_report  # jinja2, fsspec: only when used
+    from evalrunner.report._history import exists
+    from evalrunner.report._select import missing
+
+    if not exists(history):
+        raise ConfigError(
+            f"history location {history!r} does not exist; pass --history with the location "
+            f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
+        )
+    loaded = load_history(history)
+    problem = missing(loaded, suites, models)
+    if problem is not None:
+        raise ConfigError(f"history location {history!r}: {problem}")
+    paths = write_report(
+        loaded,
+        out,
+        suites=list(suites) or None,
+        models=list(models) or None,
+        since=since,
+        until=until,
+        title=title,
+    )
+    for kind, path in paths.items():
+        click.echo(f"{kind}: {path}")

@@ -1,0 +1,148 @@
+"""``evalrunner run``: a suite live, compared with its baselines, appended to the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner import _clock as clock
+from evalrunner._redact import redact_text
+from evalrunner.cli import _exit, _options
+from evalrunner.cli._tables import (
+    SUMMARY_COLUMNS,
+    VERDICT_COLUMNS,
+    format_table,
+    summary_rows,
+    verdict_rows,
+)
+from evalrunner.live import LiveResult, load_suite_by_name, run_live
+from evalrunner.live._night import DEFAULT_OUTAGE_SHARE
+
+
+def default_out(suite: str) -> Path:
+    return Path("results") / f"{suite}-{clock.stamp()}"
+
+
+def notice(text: str) -> None:
+    """A one-line notice on stderr (results location, local model, concurrency cap)."""
+    click.echo(text, err=True)
+
+
+def print_run(result: LiveResult) -> None:
+    """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
+    then what went wrong after the runs (outage, a failed history append), last."""
+    report = result.report
+    if report.resumed_skipped:
+        click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
+    for note in report.adaptive_notes:
+        click.echo(f"adaptive: {note}", err=True)
+    if report.adaptive is not None:
+        click.echo(f"adaptive: {report.adaptive.line()}", err=True)
+    rows = summary_rows(report.records, measured=result.outage is None)
+    click.echo(format_table(rows, SUMMARY_COLUMNS))
+    if result.comparison is not None:
+        rows = verdict_rows(result.comparison.results)
+        if rows:
+            click.echo("\nCompared with baselines:")
+            click.echo(format_table(rows, VERDICT_COLUMNS))
+        for note in result.comparison.notes:
+            click.echo(f"note: {note}", err=True)
+    if result.history_path:
+        click.echo(f"history: {result.history_path}", err=True)
+    if result.history_note:
+        click.echo(f"history: {result.history_note}", err=True)
+    for rid, tb in report.crashes:
+        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
+    if result.outage is not None:
+        click.echo(result.outage.line(), err=True)
+    for problem in result.problems:
+        click.echo(f"error: {problem}", err=True)
+
+
+@click.command()
+@_options.suite_name
+@_options.runs("Runs per scenario and model (default: the suite's).")
+@_options.models("litellm model string; repeat for a matrix; 'local' = embedded model.")
+@_options.scenarios("Only these scenario ids (repeatable).")
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    help="Runs at the same time (default: the suite's).",
+)
+@_options.out("Results directory (default: results/<suite>-<time>).")
+@click.option(
+    "--resume", is_flag=True, help="Finish an interrupted results directory (needs --out)."
+)
+@_options.baselines_dir("Baselines to compare with.")
+@click.option("--no-compare", is_flag=True, help="Do not compare with baselines.")
+@_options.history
+@click.option("--no-history", is_flag=True, help="Do not append this run to the history.")
+@click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Run in batches; stop each scenario once its gating verdicts are settled.",
+)
+@_options.positive("--batch", None, "Batch size for --adaptive.", shown=5)
+@_options.positive("--max-runs", None, "Most runs per scenario for --adaptive.", shown=20)
+@click.option(
+    "--outage-share",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=DEFAULT_OUTAGE_SHARE,
+    show_default=True,
+    help="A night with more than this share of infra_error runs is an outage (exit 3).",
+)
+@_options.gate("Exit 1 when a gating metric regressed.")
+@click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
+@_options.suites_dir
+def run(
+    suite_name: str,
+    runs: int | None,
+    models: tuple[str, ...],
+    scenarios: tuple[str, ...],
+    concurrency: int | None,
+    out: Path | None,
+    resume: bool,
+    baselines_dir: Path,
+    no_compare: bool,
+    history: str,
+    no_history: bool,
+    adaptive: bool,
+    batch: int | None,
+    max_runs: int | None,
+    outage_share: float,
+    gate: bool,
+    fail_on_failure: bool,
+    suites_dir: Path,
+) -> None:
+    """Run a suite live: every scenario N times against each model, then compare with baselines.
+
+    With --resume, the directory's own plan (scenarios, models, runs, --adaptive)
+    is continued; options given again must agree with it.
+    """
+    suite = load_suite_by_name(suite_name, suites_dir)
+    if resume and out is None:
+        raise click.UsageError("--resume needs --out DIR (the directory to finish)")
+    out = out or default_out(suite.name)
+    with _exit.on_interrupt(
+        f"Resume with:\n  evalrunner run --suite {suite.name} --out {out} --resume"
+    ):
+        result = run_live(
+            suite,
+            out=out,
+            runs=runs,
+            models=models,
+            scenarios=scenarios,
+            concurrency=concurrency,
+            resume=resume,
+            baselines_dir=None if no_compare else baselines_dir,
+            history=None if no_history else history,
+            adaptive=adaptive,
+            batch=batch,
+            max_runs=max_runs,
+            outage_share=outage_share,
+            notify=notice,
+        )
+    print_run(result)
+    _exit.exit_with(_exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure))

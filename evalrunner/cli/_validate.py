@@ -1,0 +1,30 @@
+"""``evalrunner validate``: check suite files without running anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner.cli import _options
+from evalrunner.live import find_suites, load_suite
+from evalrunner.live._endpoints import check_suite_models
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@_options.suites_dir
+def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
+    """Check suite files without running anything (default: every suite in --suites-dir).
+
+    Agents are imported and every model string is resolved with litellm.
+    """
+    paths = list(files) or list(find_suites(suites_dir).values())
+    if not paths:
+        raise click.UsageError(f"no suite files given and none in {suites_dir}/")
+    for path in paths:
+        suite = load_suite(path)
+        for sc in suite.scenarios:
+            sc.load_agent()
+        check_suite_models(suite)
+        click.echo(f"ok  {path}  ({len(suite.scenarios)} scenarios)")

@@ -1,0 +1,179 @@
+"""Everything that touches litellm's call path: the wrap and the live transport.
+
+:func:`install` wraps ``litellm.completion`` / ``litellm.acompletion`` once per
+process. A wrapped call asks the installed route for a :class:`Caller` (the
+open capture scope); with none, it passes straight through. The agent must
+call litellm through the module attribute (``litellm.completion(...)``):
+``from litellm import completion`` taken before the wrap bypasses it.
+
+:class:`LiteLLMTransport` makes live calls with litellm's own (unwrapped)
+functions, retried by the run's RetryPolicy alone: litellm's and the openai
+SDK's own retries are switched off under it, and each attempt gets a timeout
+(the policy's ``request_timeout_s``, never past the run's deadline). A live
+stream is read to its end inside that retry loop before the agent gets its
+chunks, so a stream cut off midway is retried like any other endpoint fault;
+so is a response without a single choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal, Protocol
+
+from evalrunner._litellm import import_litellm
+from evalrunner._redact import register_secret
+from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label
+from evalrunner.core._response import record_from_response
+from evalrunner.core._transport import Answer, Request
+
+Entry = Literal["completion", "acompletion"]
+
+
+class Caller(Protocol):
+    """What answers a wrapped call: the response the agent gets (for a stream, its chunks)."""
+
+    def complete(self, request: Request) -> Any: ...
+
+    async def acomplete(self, request: Request) -> Any: ...
+
+
+_install_lock = threading.Lock()
+_originals: dict[str, Callable[..., Any]] = {}
+
+
+def _no_caller() -> Caller | None:
+    return None
+
+
+_route: Callable[[], Caller | None] = _no_caller  # replaced by install()
+
+
+def original(entry: Entry) -> Callable[..., Any]:
+    """litellm's own entry point, never the wrap (installed or not)."""
+    with _install_lock:
+        if entry in _originals:
+            return _originals[entry]
+    fn: Callable[..., Any] = getattr(import_litellm(), entry)
+    return fn
+
+
+def _as_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
+    merged = dict(kwargs)
+    for name, value in zip(("model", "messages"), args, strict=False):
+        merged.setdefault(name, value)
+    return merged
+
+
+async def _aiter(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+def install(route: Callable[[], Caller | None]) -> None:
+    """Wrap litellm's entry points (once per process) so calls go to ``route()``'s caller.
+
+    The latest route wins; capture installs the one that finds the open scope.
+    """
+    global _route
+    with _install_lock:
+        _route = route
+        if _originals:
+            return
+        litellm = import_litellm()
+        _originals["completion"] = litellm.completion
+        _originals["acompletion"] = litellm.acompletion
+
+        def completion(*args: Any, **kwargs: Any) -> Any:
+            caller = _route()
+            if caller is None:
+                return _originals["completion"](*args, **kwargs)
+            request = _as_request(args, kwargs)
+            response = caller.complete(request)
+            return iter(response) if request.get("stream") else response
+
+        async def acompletion(*args: Any, **kwargs: Any) -> Any:
+            caller = _route()
+            if caller is None:
+                return await _originals["acompletion"](*args, **kwargs)
+            request = _as_request(args, kwargs)
+            response = await caller.acomplete(request)
+            return _aiter(response) if request.get("stream") else response
+
+        litellm.completion = completion
+        litellm.acompletion = acompletion
+
+
+class LiteLLMTransport:
+    """Live calls through litellm, retried under ``infra``'s policy (ours is the only retry layer)."""
+
+    def __init__(self, infra: InfraLog | None = None) -> None:
+        self.infra = infra if infra is not None else InfraLog(None)
+
+    def complete(self, request: Request) -> Answer:
+        stream = self._prepare(request)
+
+        def fetch() -> Answer:
+            response = original("completion")(**self._attempt(request))
+            # A stream is read to its end inside the retry loop, so a fault
+            # mid-stream (truncated, malformed event) is retried like any other.
+            return self._answer(request, list(response) if stream else response)
+
+        return self.infra.call(fetch, _endpoint(request))
+
+    async def acomplete(self, request: Request) -> Answer:
+        stream = self._prepare(request)
+        self.infra.track(asyncio.current_task())
+
+        async def fetch() -> Answer:
+            response = await original("acompletion")(**self._attempt(request))
+            return self._answer(request, [c async for c in response] if stream else response)
+
+        return await self.infra.acall(fetch, _endpoint(request))
+
+    def finish(self, error: BaseException | None) -> list[str]:
+        return []
+
+    def _prepare(self, request: Request) -> bool:
+        """Ask for usage in streams and switch off the retries under ours; True for a stream."""
+        stream = bool(request.get("stream"))
+        # An endpoint may echo the key in an error we record or print, and the
+        # variable it came from need not be named like a secret.
+        register_secret(request.get("api_key"))
+        if stream:
+            request.setdefault("stream_options", {"include_usage": True})
+        if self.infra.policy is not None:
+            # Our RetryPolicy is the only retry layer: without this the openai SDK
+            # (max_retries, default 2) and litellm (num_retries) retry underneath
+            # it, multiplying the attempts and hiding them from the run's record.
+            request["max_retries"] = 0
+            request["num_retries"] = 0
+        return stream
+
+    def _attempt(self, request: Request) -> Request:
+        """The request for one attempt: its timeout bounded by the policy and the run's deadline.
+
+        litellm's own default timeout is 6,000 s: without one, a hung request
+        would hold its run (and its thread) until the run's timeout, unretried.
+        A copy, so the request the agent (or a recording) sees stays as sent.
+        """
+        timeout = self.infra.attempt_timeout(request.get("timeout"))
+        return request if timeout is None else {**request, "timeout": timeout}
+
+    @staticmethod
+    def _answer(request: Request, response: Any) -> Answer:
+        """The answer to one attempt; an answer without a usable choice is an endpoint fault."""
+        whole = response
+        if request.get("stream"):
+            whole = import_litellm().stream_chunk_builder(
+                response, messages=list(request.get("messages") or [])
+            )
+        if whole is None or not getattr(whole, "choices", None):
+            kind = "stream" if request.get("stream") else "response"
+            raise NoUsableChoice(f"the endpoint's {kind} holds no choice to read an answer from")
+        return Answer(response, record_from_response(whole), getattr(whole, "id", None))
+
+
+def _endpoint(request: Request) -> str:
+    return endpoint_label(request.get("model"), request.get("api_base") or request.get("base_url"))

@@ -1,0 +1,335 @@
+"""Capture: any agent run that calls litellm becomes an ATIF trajectory.
+
+An agent needs no evalrunner client. Inside a :func:`capture` scope every
+``litellm.completion`` / ``litellm.acompletion`` call (streamed or not) is
+seen on its way out and back (:mod:`evalrunner.core._hook`): the request's new
+messages and the response become steps (:mod:`evalrunner.core._steps`), and a
+:class:`Transport` answers the call: live litellm with retries by default,
+a recorded script or a recording of live calls when the scope is given
+``replay=`` or ``recorder=``. Nested scopes become embedded sub-agent
+trajectories, concurrent ones under ``asyncio.gather`` included (scopes live
+in a ContextVar, which every asyncio task copies).
+
+Capture writes nothing to disk; callers decide what to keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import inspect
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
+from evalrunner.core._hook import LiteLLMTransport
+from evalrunner.core._hook import install as install_hook
+from evalrunner.core._steps import TrajectoryBuilder
+from evalrunner.core._transport import Answer, Request, Transport, TransportSource
+from evalrunner.core._warnings import NoModelCallsWarning, no_model_calls_message
+
+_current: contextvars.ContextVar[CaptureScope | None] = contextvars.ContextVar(
+    "evalrunner_capture", default=None
+)
+
+
+def current() -> CaptureScope | None:
+    """The innermost open capture scope, if any."""
+    return _current.get()
+
+
+def install() -> None:
+    """Wrap litellm (imports it) so calls inside a capture scope are captured."""
+    install_hook(current)
+
+
+@dataclass(frozen=True)
+class _Answering:
+    """How a scope's calls are to be answered, as :func:`capture` was told.
+
+    Resolved when the scope opens: a given ``transport`` as is; with nothing
+    given, a nested scope uses its parent's transport and a top-level one live
+    litellm; ``replay`` / ``recorder`` turn the live transport into theirs.
+    Live transports of sub-agents share their parent's endpoint log.
+    """
+
+    transport: Transport | None = None
+    replay: TransportSource | None = None
+    recorder: TransportSource | None = None
+    retry: RetrySettings | None = None
+
+    def resolve(self, parent: CaptureScope | None) -> Transport:
+        if self.transport is not None:
+            return self.transport
+        if parent is not None and self.replay is None and self.recorder is None:
+            return parent.transport
+        infra = parent.transport.infra if parent is not None else InfraLog(self.retry)
+        live = LiteLLMTransport(infra)
+        if self.replay is not None:
+            return self.replay.transport(live)
+        if self.recorder is not None:
+            return self.recorder.transport(live)
+        return live
+
+
+class CaptureScope:
+    """One capture scope: the trajectory of one agent (or sub-agent) run. Open it with
+    :func:`capture`."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        call_id: str | None,
+        answering: _Answering,
+        expect_model_calls: bool = True,
+    ) -> None:
+        self.call_id = call_id
+        self.name = name
+        # Model calls seen here and in finished sub-agent scopes; none at all is
+        # a NoModelCallsWarning when a top-level scope closes.
+        self.model_calls = 0
+        self.expect_model_calls = expect_model_calls
+        self.builder = TrajectoryBuilder(name, version=version)
+        self.parent: CaptureScope | None = None
+        self.trajectory: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+        self._answering = answering
+        self._transport: Transport | None = None
+        self._subagents: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._token: contextvars.Token[CaptureScope | None] | None = None
+
+    @property
+    def transport(self) -> Transport:
+        """What answers this scope's calls (chosen when the scope is entered)."""
+        if self._transport is None:
+            self._transport = self._answering.resolve(self.parent)
+        return self._transport
+
+    # -- scope management ------------------------------------------------------------
+
+    def __enter__(self) -> CaptureScope:
+        install()
+        parent = _current.get()
+        if parent is not None:
+            self.parent = parent
+            self.builder.session_id = parent.builder.session_id
+            parent.builder.link_subagent(self.builder.trajectory_id, self.call_id)
+        self._transport = self._answering.resolve(parent)
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+        if exc is not None:
+            self.error = exc
+        with self._lock:
+            subagents = list(self._subagents)
+        self.trajectory = self.builder.build(error=self.error, subagents=subagents)
+        if self.parent is not None:
+            with self.parent._lock:
+                self.parent._subagents.append(self.trajectory)
+                self.parent.model_calls += self.model_calls
+        elif self.model_calls == 0 and self.expect_model_calls:
+            warnings.warn(no_model_calls_message(self.name), NoModelCallsWarning, stacklevel=2)
+
+    async def __aenter__(self) -> CaptureScope:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    # -- model calls (from the litellm hook) ------------------------------------------------
+
+    def complete(self, request: Request) -> Any:
+        self._sent(request)
+        return self._received(self.transport.complete(request))
+
+    async def acomplete(self, request: Request) -> Any:
+        self._sent(request)
+        return self._received(await self.transport.acomplete(request))
+
+    def _sent(self, request: Request) -> None:
+        self.model_calls += 1
+        self.builder.ingest_messages(request.get("messages") or [], request.get("tools"))
+
+    def _received(self, answer: Answer) -> Any:
+        if answer.record is not None:
+            self.builder.add_response(answer.record, answer.generation_id)
+        return answer.response
+
+
+# -- public helpers ----------------------------------------------------------------------------
+
+
+def capture(
+    name: str = "agent",
+    *,
+    version: str = "0",
+    call_id: str | None = None,
+    transport: Transport | None = None,
+    replay: TransportSource | None = None,
+    recorder: TransportSource | None = None,
+    retry: RetrySettings | None = None,
+    expect_model_calls: bool = True,
+) -> CaptureScope:
+    """Open a capture scope (``with`` or ``async with``); nested scopes become sub-agents.
+
+    ``call_id`` links a sub-agent to the parent's tool call that spawned it.
+    ``replay`` (a frozen Replayer) answers from a recording, ``recorder`` (a
+    frozen Recorder) records live answers, ``retry`` is the live calls'
+    RetryPolicy; ``transport`` answers calls any other way. After the block,
+    ``scope.trajectory`` holds the ATIF dict, also when the block raised
+    (then ``extra.crashed`` is true). A top-level scope that saw no model call
+    (its sub-agents' included) warns with :class:`NoModelCallsWarning` when it
+    closes, unless ``expect_model_calls=False``.
+    """
+    return CaptureScope(
+        name, version, call_id, _Answering(transport, replay, recorder, retry), expect_model_calls
+    )
+
+
+def record_tool_result(call_id: str | None, content: Any, *, error: bool = False) -> None:
+    """Record a tool's output as the observation of the step that made the call.
+
+    Needed for results that never reach a later model call (the last tool
+    round, or tools whose output the agent keeps to itself); results that do
+    reach the model are also picked up from the request. ``error=True`` marks a
+    failed tool (checks like ``all_tools_succeeded`` read it).
+    """
+    scope = _current.get()
+    if scope is not None:
+        scope.builder.add_tool_result(call_id, content, error=error)
+
+
+@dataclass
+class CaptureResult:
+    """What a captured run produced."""
+
+    trajectory: dict[str, Any]
+    output: Any = None
+    error: BaseException | None = None
+    traceback: str | None = None
+    replay_errors: list[str] = field(default_factory=list)
+    infra: InfraLog | None = None
+    timed_out: bool = False
+    """The run was stopped by its ``timeout`` (``error`` is then a TimeoutError)."""
+
+    @property
+    def crashed(self) -> bool:
+        return self.error is not None
+
+
+def _result(
+    scope: CaptureScope, output: Any, error: BaseException | None, timed_out: bool = False
+) -> CaptureResult:
+    assert scope.trajectory is not None
+    infra = scope.transport.infra
+    if scope.parent is None:
+        # The run is over: whatever of it still runs (a timed-out thread, a gather
+        # sibling) may not reach the endpoint any more.
+        infra.close()
+    # Raises when the harness failed (replay errors), even if the agent caught it.
+    notes = scope.transport.finish(error)
+    tb = "".join(traceback.format_exception(error)) if error is not None else None
+    return CaptureResult(scope.trajectory, output, error, tb, notes, infra, timed_out)
+
+
+def run_captured(
+    fn: Callable[..., Any],
+    *args: Any,
+    name: str = "agent",
+    version: str = "0",
+    transport: Transport | None = None,
+    replay: TransportSource | None = None,
+    recorder: TransportSource | None = None,
+    retry: RetrySettings | None = None,
+    expect_model_calls: bool = True,
+    **kwargs: Any,
+) -> CaptureResult:
+    """Run a sync agent callable under capture; exceptions are kept, not raised.
+
+    Replay errors (ScriptExhausted, RequestMismatch in strict mode,
+    NetworkBlocked) are raised: they are the harness's verdict, not the agent's crash.
+    ``expect_model_calls=False`` silences the :class:`NoModelCallsWarning` of a
+    run that made no model call.
+    """
+    scope = capture(
+        name, version=version, transport=transport, replay=replay, recorder=recorder, retry=retry
+    )
+    scope.expect_model_calls = expect_model_calls
+    output: Any = None
+    error: BaseException | None = None
+    try:
+        with scope:
+            output = fn(*args, **kwargs)
+    except Exception as exc:  # the agent's crash is part of the trajectory
+        error = exc
+    return _result(scope, output, error)
+
+
+async def arun_captured(
+    fn: Callable[..., Awaitable[Any]] | Callable[..., Any],
+    *args: Any,
+    name: str = "agent",
+    version: str = "0",
+    transport: Transport | None = None,
+    replay: TransportSource | None = None,
+    recorder: TransportSource | None = None,
+    retry: RetrySettings | None = None,
+    timeout: float | None = None,
+    executor: concurrent.futures.Executor | None = None,
+    expect_model_calls: bool = True,
+    **kwargs: Any,
+) -> CaptureResult:
+    """Like :func:`run_captured` for async agents; sync ones run in ``executor``.
+
+    ``executor`` defaults to the event loop's default executor. ``timeout``
+    bounds the whole run, model calls included (none outlives it); on expiry
+    ``error`` is a TimeoutError and ``timed_out`` is set.
+    """
+    scope = capture(
+        name, version=version, transport=transport, replay=replay, recorder=recorder, retry=retry
+    )
+    scope.expect_model_calls = expect_model_calls
+    output: Any = None
+    error: BaseException | None = None
+
+    async def call() -> Any:
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args, **kwargs)
+        # The worker runs in a copy of this context, so it sees the scope
+        # (as asyncio.to_thread does; run_in_executor alone would not).
+        context = contextvars.copy_context()
+        result = await asyncio.get_running_loop().run_in_executor(
+            executor, functools.partial(context.run, fn, *args, **kwargs)
+        )
+        return await result if inspect.isawaitable(result) else result
+
+    limit = asyncio.timeout(timeout)
+    try:
+        async with scope:
+            if timeout is not None and scope.parent is None:
+                scope.transport.infra.deadline = time.monotonic() + timeout
+            # The timeout sits inside the scope so a timed-out run still has a
+            # trajectory. A sync agent's worker thread cannot be stopped; its
+            # requests end at the deadline and its later calls are refused.
+            async with limit:
+                output = await call()
+    except Exception as exc:
+        error = exc
+    # RunEnded: a call found the deadline passed a moment before the timeout fired.
+    return _result(scope, output, error, limit.expired() or isinstance(error, RunEnded))

@@ -1,0 +1,307 @@
+"""Building an ATIF trajectory from what an agent sends to and gets from its model.
+
+One builder per agent (or sub-agent) run. It is fed chat requests, canonical
+model responses and tool results, in the order they happen, and keeps the
+steps; :meth:`TrajectoryBuilder.build` returns the ATIF v1.8 dict.
+
+- Request messages are in the OpenAI chat format (``role``, ``content``,
+  ``tool_call_id``, ``tool_calls``; mappings or objects with those
+  attributes). Each request repeats the conversation so far; only messages
+  not seen in an earlier request become steps: system/developer and user
+  messages become steps, tool messages the observation of the step that made
+  the call, and assistant messages are skipped (the responses already are
+  agent steps). Anthropic Messages requests are converted to this format
+  first (``system`` to a system message, ``tool_result`` blocks to tool
+  messages).
+- Each model response (:class:`ResponseRecord`) becomes an agent step.
+- Tool results join the calling step by call id; a result for an unknown
+  call lands on the last agent step.
+- Sub-agents are linked from the step whose tool call spawned them (or the
+  last agent step); their built trajectories are passed to :meth:`build`.
+
+No litellm, no context variables, no I/O; every method takes the builder's
+lock, so concurrent front ends (threads, asyncio tasks) may share one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from evalrunner._clock import iso_now
+from evalrunner._jsonio import canonical
+from evalrunner.core._response import ResponseRecord, ToolCallRecord, field_of
+
+SCHEMA_VERSION = "ATIF-v1.8"
+
+Step = dict[str, Any]  # one ATIF step, as it is written
+
+
+def message_text(content: object) -> str:
+    """A message's content as text: strings as they are, text parts joined, else JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content]
+        return "".join(parts)
+    return json.dumps(content, sort_keys=True, default=str)
+
+
+def _precise_now() -> str:
+    return iso_now(precise=True)
+
+
+def _tool_call(call: ToolCallRecord) -> dict[str, Any]:
+    tc: dict[str, Any] = {"tool_call_id": call.id, "function_name": call.name}
+    try:
+        args = json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError:
+        args = None
+    if isinstance(args, dict):
+        tc["arguments"] = args
+    else:
+        # Weak models write broken JSON; keep what they wrote so the skip
+        # classifier and the reader can see it.
+        tc["arguments"] = {}
+        tc["extra"] = {"invalid_arguments": True, "raw_arguments": call.arguments}
+    return tc
+
+
+def _metrics(record: ResponseRecord) -> dict[str, int]:
+    metrics = {
+        "prompt_tokens": record.usage.prompt_tokens,
+        "completion_tokens": record.usage.completion_tokens,
+    }
+    if record.usage.cached_tokens is not None:
+        metrics["cached_tokens"] = record.usage.cached_tokens
+    return metrics
+
+
+def _results(step: Step) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = step.setdefault("observation", {"results": []})["results"]
+    return results
+
+
+class TrajectoryBuilder:
+    """The steps of one agent run, and the ATIF trajectory they make.
+
+    ``clock`` stamps each step (ISO 8601 with microseconds by default).
+    """
+
+    def __init__(
+        self,
+        name: str = "agent",
+        *,
+        version: str = "0",
+        session_id: str | None = None,
+        trajectory_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        clock: Callable[[], str] = _precise_now,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.trajectory_id = trajectory_id or uuid.uuid4().hex
+        self.session_id = session_id or uuid.uuid4().hex
+        self.extra: dict[str, Any] = dict(extra or {})
+        self._clock = clock
+        self._steps: list[Step] = []
+        self._tool_definitions: list[dict[str, Any]] | None = None
+        self._model_name: str | None = None
+        self._model_calls = 0
+        self._seen: Counter[str] = Counter()
+        self._call_owner: dict[str, Step] = {}
+        self._lock = threading.RLock()
+
+    @property
+    def model_calls(self) -> int:
+        """Model responses added so far (zero means the run never reached a model)."""
+        return self._model_calls
+
+    # -- input ---------------------------------------------------------------------------
+
+    def ingest_messages(
+        self, messages: Iterable[object], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
+        """Take in one request: its messages not seen in earlier requests become steps.
+
+        A message counts as seen by (role, text, tool_call_id), as often as it
+        occurred before, so a repeated question is a new step. The first
+        request that offers ``tools`` sets the agent's tool definitions.
+        """
+        with self._lock:
+            if self._tool_definitions is None and tools:
+                self._tool_definitions = [dict(t) for t in tools]
+            counts: Counter[str] = Counter()
+            for message in messages:
+                role = field_of(message, "role")
+                if role == "assistant":
+                    continue  # our own agent steps already hold these
+                text = message_text(field_of(message, "content"))
+                call_id = field_of(message, "tool_call_id")
+                key = canonical([role, text, call_id])
+                counts[key] += 1
+                if counts[key] <= self._seen[key]:
+                    continue
+                self._seen[key] += 1
+                self._add_message(role, text, call_id)
+
+    def _add_message(self, role: object, text: str, call_id: str | None) -> None:
+        if role in ("system", "developer"):
+            self._new_step("system", text)
+        elif role == "user":
+            self._new_step("user", text)
+        elif role in ("tool", "function"):
+            self._add_result(call_id, text, error=False)
+
+    def add_response(self, record: ResponseRecord, generation_id: str | None = None) -> None:
+        """One model response becomes an agent step (``generation_id``: the provider's response id)."""
+        with self._lock:
+            if self._model_name is None:
+                self._model_name = record.model
+            self._model_calls += 1
+            tool_calls = [_tool_call(call) for call in record.tool_calls]
+            extra: dict[str, Any] = {"finish_reason": record.finish_reason}
+            if generation_id:
+                extra["generation_id"] = generation_id
+            step = self._new_step(
+                "agent",
+                record.content or "",
+                model_name=record.model,
+                reasoning_content=record.reasoning,
+                tool_calls=tool_calls or None,
+                metrics=_metrics(record),
+                llm_call_count=1,
+                extra=extra,
+            )
+            for tc in tool_calls:
+                self._call_owner[tc["tool_call_id"]] = step
+
+    def add_tool_result(self, call_id: str | None, content: object, *, error: bool = False) -> None:
+        """A tool's output, as the observation of the step that made call ``call_id``.
+
+        A result already taken from a request is not added twice; ``error``
+        marks the tool as failed (``extra.error``) either way.
+        """
+        with self._lock:
+            self._add_result(call_id, message_text(content), error=error)
+
+    def link_subagent(self, trajectory_id: str, call_id: str | None = None) -> None:
+        """Point the step that spawned a sub-agent at its embedded trajectory.
+
+        With the ``call_id`` of a tool call this run made, the ref joins that
+        call's result; otherwise the last agent step gets it.
+        """
+        ref = {"trajectory_id": trajectory_id}
+        with self._lock:
+            if call_id and call_id in self._call_owner:
+                results = _results(self._call_owner[call_id])
+                res = next((r for r in results if r.get("source_call_id") == call_id), None)
+                if res is None:
+                    res = {"source_call_id": call_id}
+                    results.append(res)
+                res.setdefault("subagent_trajectory_ref", []).append(ref)
+                return
+            results = _results(self._last_agent_step())
+            res = next(
+                (
+                    r
+                    for r in results
+                    if r.get("source_call_id") is None and "subagent_trajectory_ref" in r
+                ),
+                None,
+            )
+            if res is None:
+                res = {"subagent_trajectory_ref": []}
+                results.append(res)
+            res["subagent_trajectory_ref"].append(ref)
+
+    # -- output --------------------------------------------------------------------------
+
+    def build(
+        self,
+        *,
+        error: BaseException | None = None,
+        subagents: Sequence[Mapping[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """The ATIF v1.8 trajectory so far (a copy; building again is fine).
+
+        ``error``: what the run raised (``extra.crashed`` and
+        ``extra.exception``); ``subagents``: the built trajectories of its
+        sub-agents, in the order they finished.
+        """
+        with self._lock:
+            agent: dict[str, Any] = {"name": self.name, "version": self.version}
+            if self._model_name:
+                agent["model_name"] = self._model_name
+            if self._tool_definitions:
+                agent["tool_definitions"] = self._tool_definitions
+            steps = json.loads(json.dumps(self._steps, default=str))
+            totals = {
+                "total_prompt_tokens": sum(
+                    (s.get("metrics") or {}).get("prompt_tokens", 0) for s in steps
+                ),
+                "total_completion_tokens": sum(
+                    (s.get("metrics") or {}).get("completion_tokens", 0) for s in steps
+                ),
+                "total_steps": len(steps),
+            }
+            traj: dict[str, Any] = {
+                "schema_version": SCHEMA_VERSION,
+                "session_id": self.session_id,
+                "trajectory_id": self.trajectory_id,
+                "agent": agent,
+                "steps": steps,
+                "final_metrics": totals,
+            }
+            extra = dict(self.extra)
+            if error is not None:
+                extra["crashed"] = True
+                extra["exception"] = {"type": type(error).__name__, "message": str(error)}
+            if extra:
+                traj["extra"] = extra
+            if subagents:
+                traj["subagent_trajectories"] = list(subagents)
+            return traj
+
+    # -- steps (the caller holds the lock) ---------------------------------------------------
+
+    def _new_step(self, source: str, message: str, **fields: Any) -> Step:
+        step: Step = {
+            "step_id": len(self._steps) + 1,
+            "timestamp": self._clock(),
+            "source": source,
+            "message": message,
+        }
+        step.update({k: v for k, v in fields.items() if v is not None})
+        self._steps.append(step)
+        return step
+
+    def _last_agent_step(self) -> Step:
+        last = next((s for s in reversed(self._steps) if s["source"] == "agent"), None)
+        return last if last is not None else self._new_step("agent", "", llm_call_count=0)
+
+    def _add_result(self, call_id: str | None, content: str, *, error: bool) -> None:
+        step = self._call_owner.get(call_id) if call_id else None
+        if step is None:
+            step = self._last_agent_step()
+            result: dict[str, Any] = {"content": content}
+            if call_id:
+                result["extra"] = {"tool_call_id": call_id}
+        else:
+            existing = next((r for r in _results(step) if r.get("source_call_id") == call_id), None)
+            if existing is not None:
+                if existing.get("content") is None:  # a sub-agent link came first
+                    existing["content"] = content
+                if error:
+                    existing.setdefault("extra", {})["error"] = True
+                return
+            result = {"source_call_id": call_id, "content": content}
+        if error:
+            result.setdefault("extra", {})["error"] = True
+        _results(step).append(result)

@@ -1,0 +1,71 @@
+"""What answers a model call: live litellm, a replayed script, a recording of live calls.
+
+A :class:`Transport` takes one chat request (litellm's keyword arguments:
+``model``, ``messages``, ``tools``, ``stream``, ...) and returns an
+:class:`Answer`: what the agent receives and the canonical
+:class:`ResponseRecord` the trajectory step is built from. The live litellm
+transport is in :mod:`evalrunner.core._hook`; replay and recording are frozen
+mode's (:mod:`evalrunner.frozen._replay`), reached through
+:class:`TransportSource` so that core never imports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evalrunner.core._faults import InfraLog
+from evalrunner.core._response import ResponseRecord
+
+# litellm's keyword arguments for one call. A transport may add to it (retry
+# switches, stream options) before sending it on.
+Request = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answered model call."""
+
+    # What the agent receives: a litellm ModelResponse, or for a streamed
+    # request the whole list of chunks (already read; the hook hands them out
+    # as a sync or async iterator). Typed Any as everything litellm returns.
+    response: Any
+    # The canonical record of the response; None only for a stream litellm
+    # could not assemble (no step is made for it).
+    record: ResponseRecord | None
+    # The provider's response id (``extra.generation_id`` of the step).
+    generation_id: str | None = None
+
+
+class Transport(Protocol):
+    """Answers model calls for a capture scope (and its sub-agents)."""
+
+    @property
+    def infra(self) -> InfraLog:
+        """Endpoint faults and retries seen so far (empty when nothing is live)."""
+        ...
+
+    def complete(self, request: Request) -> Answer:
+        """Answer one call (``request["stream"]`` asks for chunks)."""
+        ...
+
+    async def acomplete(self, request: Request) -> Answer:
+        """The same, for ``litellm.acompletion``."""
+        ...
+
+    def finish(self, error: BaseException | None) -> list[str]:
+        """Called once when the run ended (``error``: what the agent raised, if anything).
+
+        Returns the requests that differed from a recording (for
+        ``CaptureResult.replay_errors``); raises when the run is void, i.e.
+        the harness failed rather than the agent (a replay ran out of script).
+        """
+        ...
+
+
+class TransportSource(Protocol):
+    """What ``capture(replay=..., recorder=...)`` accepts: frozen's Replayer and Recorder."""
+
+    def transport(self, live: Transport) -> Transport:
+        """The transport to use, given the live one (which replay ignores and recording wraps)."""
+        ...

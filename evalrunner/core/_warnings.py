@@ -1,0 +1,25 @@
+"""Warnings the core raises about a run, importable from anywhere in the package."""
+
+from __future__ import annotations
+
+
+class NoModelCallsWarning(UserWarning):
+    """A capture scope closed without seeing a single model call.
+
+    Almost always the agent called its model through something capture does not
+    wrap, so the trajectory (and any golden or live record made from it) is empty.
+    Silence it for an agent that makes no model call on purpose with
+    ``capture(..., expect_model_calls=False)`` (also on ``run_captured`` /
+    ``arun_captured``) or a warnings filter on this class.
+    """
+
+
+def no_model_calls_message(name: str) -> str:
+    return (
+        f"capture({name!r}) saw no model call. If the agent called a model, the call "
+        "bypassed capture, which sees only litellm.completion/acompletion called through "
+        "the module: an SDK client (openai, anthropic, ...), `from litellm import completion` "
+        "taken before capture was installed, or a response cache (dspy, langchain) answered "
+        "it. Point the agent at the capture proxy instead (`evalrunner proxy`, docs/proxy.md). "
+        "If the agent makes no model call on purpose, pass expect_model_calls=False."
+    )

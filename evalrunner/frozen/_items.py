@@ -1,0 +1,199 @@
+"""What the pytest plugin runs: the ``golden_trajectory`` checker and suite scenarios as items.
+
+Both run :func:`run_frozen` in the mode the command line asks for and fail
+the test with its message; the hooks that wire them into pytest are in
+:mod:`evalrunner.frozen.plugin`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalrunner._redact import redact_text
+from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
+from evalrunner.core._scope import CaptureResult
+from evalrunner.core._shape import shape
+from evalrunner.errors import EvalrunnerError
+from evalrunner.frozen._golden import golden_path_for, golden_path_for_test, module_golden_dir
+from evalrunner.frozen._run import FrozenOutcome, Mode, run_frozen
+from evalrunner.frozen._session import state
+from evalrunner.live._results import model_slug
+
+
+def _flag(config: pytest.Config, option: str, env: str) -> bool:
+    return bool(config.getoption(option)) or os.environ.get(env, "").lower() in ("1", "true", "yes")
+
+
+def mode(config: pytest.Config) -> Mode:
+    """``record`` (--golden-record), ``update`` (--golden-update) or ``check``."""
+    if _flag(config, "--golden-record", "EVALRUNNER_GOLDEN_RECORD"):
+        return "record"
+    if _flag(config, "--golden-update", "EVALRUNNER_GOLDEN_UPDATE"):
+        return "update"
+    return "check"
+
+
+def _safe(name: str) -> str:
+    return model_slug(name)  # the same file-name-safe form run files use
+
+
+def _frozen(item: pytest.Item, fn: Callable[..., Any], *args: Any, **opts: Any) -> FrozenOutcome:
+    """Run ``fn`` in frozen mode for ``item``; a failed check raises GoldenMismatch."""
+    run_mode = mode(item.config)
+    session = state(item.config)
+    session.ran_test(opts["golden_path"])
+    outcome = run_frozen(
+        fn,
+        *args,
+        mode=run_mode,
+        update_cmd=f'pytest --golden-update "{item.nodeid}"',
+        record_cmd=f'pytest --golden-record "{item.nodeid}"',
+        strict=bool(item.config.getoption("--golden-strict")),
+        **opts,
+    )
+    if not outcome.ok:
+        raise GoldenMismatch(outcome.message)
+    if run_mode != "check":
+        session.reports.append(outcome.message)
+    elif outcome.message:  # it passed, but the replay noticed something (unused calls)
+        session.notes.append(f"{item.nodeid}: {outcome.message}")
+    return outcome
+
+
+class GoldenMismatch(AssertionError):
+    """A frozen run differs from its golden (or cannot be checked); the message says how."""
+
+
+class GoldenChecker:
+    """Callable returned by the ``golden_trajectory`` fixture."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self._request = request
+
+    def path(self, name: str | None = None) -> Path:
+        node = self._request.node
+        test = _safe(node.name if name is None else f"{node.name}-{name}")
+        return golden_path_for_test(Path(str(node.path)), test)
+
+    def __call__(
+        self,
+        agent: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        config: NormalizeConfig = DEFAULT_CONFIG,
+        **kwargs: Any,
+    ) -> CaptureResult:
+        """Run ``agent(*args, **kwargs)`` in frozen mode; fail the test on any behavioural change."""
+        try:
+            outcome = _frozen(
+                self._request.node,
+                agent,
+                *args,
+                golden_path=self.path(name),
+                config=config,
+                **kwargs,
+            )
+        except (EvalrunnerError, GoldenMismatch) as exc:
+            message = str(exc)
+        else:
+            assert outcome.result is not None
+            return outcome.result
+        # Failed outside the except block, or pytest prints the message twice
+        # ("During handling of the above exception, another exception occurred").
+        pytest.fail(message, pytrace=False)
+
+
+class SuiteFile(pytest.File):
+    """A ``suites/*.yaml`` file: its scenarios tagged ``frozen`` are test items."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from evalrunner.live._loader import load_suite
+
+        try:
+            suite = load_suite(self.path)
+        except EvalrunnerError as exc:
+            raise self.CollectError(str(exc)) from None
+        for scenario in suite.scenarios:
+            if scenario.frozen:
+                yield ScenarioItem.from_parent(
+                    self, name=scenario.id, suite=suite, scenario=scenario
+                )
+
+
+class ScenarioItem(pytest.Item):
+    """One frozen suite scenario, checked against ``suites/goldens/<suite>/<scenario>.json``."""
+
+    def __init__(self, *, suite: Any, scenario: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.scenario = scenario
+        self.golden = golden_path_for(Path(self.path), suite.name, scenario.id)
+
+    def runtest(self) -> None:
+        from evalrunner.live._context import RunContext
+        from evalrunner.live._endpoints import Endpoint, requested_models
+
+        resolved = self.scenario  # resolved once, when the suite was loaded
+        agent = resolved.load_agent()  # a bad agent fails before any endpoint starts
+        model = requested_models((), resolved.models)[0]
+        if mode(self.config) == "record":
+            endpoint = state(self.config).endpoint(model)
+        else:  # replay never reaches an endpoint; only the model string is needed
+            endpoint = Endpoint(label=model, model=model)
+        ctx = RunContext.for_scenario(resolved, endpoint)
+        outcome = _frozen(
+            self,
+            agent,
+            resolved.input,
+            ctx,
+            golden_path=self.golden,
+            config=resolved.normalize_config(),
+            name=self.scenario.id,
+        )
+        assert outcome.result is not None
+        self._check(outcome.result)
+
+    def _check(self, result: CaptureResult) -> None:
+        """The scenario's checks, on the run that matched its golden (or was just recorded)."""
+        from evalrunner.live._checks import evaluate_checks
+
+        resolved = self.scenario
+        sh = shape(normalize(result.trajectory, resolved.normalize_config()))
+        # What the live runner judges: the agent's answer, and tools of sub-agents too.
+        output = getattr(result.output, "answer", result.output)
+        answer = output if isinstance(output, str) or output is None else sh.final_answer
+        tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
+        held = evaluate_checks(resolved.checks, result.trajectory, answer, tools)
+        failed = [name for name, ok in held.items() if not ok]
+        if failed:
+            shown = redact_text(answer) if answer else answer  # this goes to the terminal
+            run = "was recorded" if mode(self.config) == "record" else "matches its golden"
+            raise GoldenMismatch(
+                f"{self.golden}: the run {run} but fails the scenario's "
+                f"check(s) {', '.join(failed)} (final answer {shown!r}, tools {tools}). "
+                "The recording is of a run that does not do what the scenario asks: re-record "
+                f'until it does, with:\n  pytest --golden-record "{self.nodeid}"\n'
+                f"or correct the check in {self.path.name} if the check is wrong."
+            )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, GoldenMismatch | EvalrunnerError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path(self.path), 0, f"scenario {self.suite.name}::{self.name}"
+
+
+def golden_dir(item: pytest.Item) -> tuple[Path, str] | None:
+    """The directory of an item's golden and its name there (None: the item has no golden)."""
+    if isinstance(item, ScenarioItem):
+        return item.golden.parent, item.golden.stem
+    if "golden_trajectory" in getattr(item, "fixturenames", ()):
+        return module_golden_dir(Path(str(item.path))), _safe(item.name)
+    return None

@@ -1,0 +1,165 @@
+"""The script file (``<name>.llm.json``) and the request fingerprint that matches its entries.
+
+One canonical, provider-independent record per model response
+(:class:`ResponseRecord`) serves both the script file and the trajectory step
+built from it, so a replay is byte-identical to its own recording. Each entry
+carries a fingerprint of the request it answered (what decides the model's
+answer, nothing that varies between machines).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner._jsonio import canonical, load_model, write_json
+from evalrunner._redact import redact, redact_text
+from evalrunner.core._normalize import ADDRESS_MASK
+from evalrunner.core._response import ResponseRecord, field_of
+
+SCRIPT_FORMAT_VERSION = 1
+
+
+class RequestHint(BaseModel):
+    """What the request looked like when recorded: matched by fingerprint, shown on mismatch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str = Field(
+        description="sha256 of the normalised request (messages, tools, tool_choice)."
+    )
+    message_count: int = Field(description="Messages in the request.")
+    last_user_message: str | None = Field(
+        default=None, description="First 200 characters, redacted."
+    )
+
+
+class ErrorRecord(BaseModel):
+    """A model call that raised instead of answering; replay raises it again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(description="Exception class name, e.g. 'ContextWindowExceededError'.")
+    message: str = Field(description="Exception message (redacted).")
+
+
+class ScriptEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    request: RequestHint = Field(description="The request this response answered.")
+    response: ResponseRecord | None = Field(
+        default=None, description="The response, unless the call raised."
+    )
+    error: ErrorRecord | None = Field(
+        default=None, description="The exception, when the call raised."
+    )
+
+
+class RecordedModelError(Exception):
+    """Base of the exceptions replay re-raises for calls that raised when recorded."""
+
+
+_error_classes: dict[str, type[RecordedModelError]] = {}
+
+
+def raise_recorded(error: ErrorRecord) -> None:
+    # Same class name as when recorded, so the replayed trajectory's
+    # `extra.exception.type` matches the recording's.
+    cls = _error_classes.setdefault(error.type, type(error.type, (RecordedModelError,), {}))
+    raise cls(error.message)
+
+
+class Script(BaseModel):
+    """The `<name>.llm.json` file: every model response of one recorded run, in call order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = Field(
+        default=SCRIPT_FORMAT_VERSION, description="Script file format version."
+    )
+    # Required: a file without it is malformed, not a recording of a run that
+    # made no model calls (which has "entries": []).
+    entries: list[ScriptEntry] = Field(description="Responses in the order they were made.")
+
+    @classmethod
+    def load(cls, path: Path, record_cmd: str = "pytest --golden-record") -> Script:
+        return load_model(
+            path,
+            cls,
+            what="model script",
+            version=SCRIPT_FORMAT_VERSION,
+            fix=f"malformed recording; re-record it with: {record_cmd}",
+            version_optional=True,
+        )
+
+    def save(self, path: Path) -> None:
+        write_json(path, self.model_dump(mode="json", exclude_none=True))
+
+
+# --- request fingerprints ---------------------------------------------------------------
+
+
+def _content_text(content: Any) -> Any:
+    if isinstance(content, str):
+        return ADDRESS_MASK[0].sub(ADDRESS_MASK[1], content)
+    if isinstance(content, list):
+        return [_content_text(c) for c in content]
+    if isinstance(content, dict):
+        return {k: _content_text(v) for k, v in content.items()}
+    return content
+
+
+def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
+    """Fingerprint what decides the model's answer: messages, tools, tool_choice.
+
+    Keys, api_base, headers, timeouts and retries are left out (they change
+    between machines, not behaviour); object addresses are masked.
+    """
+    messages = list(kwargs.get("messages") or [])
+    norm_msgs = []
+    for m in messages:
+        m = dict(m) if isinstance(m, Mapping) else {"content": str(m)}
+        entry = {"role": m.get("role"), "content": _content_text(m.get("content"))}
+        if m.get("tool_calls"):
+            entry["tool_calls"] = [
+                [
+                    field_of(field_of(tc, "function"), "name"),
+                    field_of(field_of(tc, "function"), "arguments"),
+                ]
+                for tc in m["tool_calls"]
+            ]
+        if m.get("tool_call_id"):
+            entry["tool_call_id"] = m["tool_call_id"]
+        norm_msgs.append(entry)
+    tools = [field_of(field_of(t, "function"), "name") for t in kwargs.get("tools") or []]
+    payload = {"messages": norm_msgs, "tools": tools, "tool_choice": kwargs.get("tool_choice")}
+    digest = hashlib.sha256(canonical(redact(payload)).encode()).hexdigest()[:16]
+    last_user = next(
+        (
+            m.get("content")
+            for m in reversed(messages)
+            if isinstance(m, Mapping) and m.get("role") == "user"
+        ),
+        None,
+    )
+    if last_user is not None and not isinstance(last_user, str):
+        last_user = canonical(last_user)
+    return RequestHint(
+        fingerprint=digest,
+        message_count=len(messages),
+        last_user_message=redact_text(last_user[:200]) if last_user else None,
+    )
+
+
+def responses_from(entries: Sequence[ResponseRecord]) -> Script:
+    """A script from hand-written responses (tests, hand-made fixtures); requests match by order."""
+    return Script(
+        entries=[
+            ScriptEntry(request=RequestHint(fingerprint="", message_count=0), response=r)
+            for r in entries
+        ]
+    )

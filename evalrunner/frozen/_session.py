@@ -1,0 +1,90 @@
+"""What the pytest plugin keeps for one session: goldens used and selected, reports, endpoints.
+
+It answers one question at the end of the session: which goldens belong to no
+test that ran (their tests are gone, or were renamed)? Only goldens in
+directories of selected tests are judged, and only those of the selected
+tests when a module ran in part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from evalrunner.frozen._golden import is_script
+
+if TYPE_CHECKING:
+    from evalrunner.live._endpoints import Endpoint, EndpointPool
+
+
+@dataclass
+class SessionState:
+    """One pytest session's golden bookkeeping."""
+
+    used: set[Path] = field(default_factory=set)
+    reports: list[str] = field(default_factory=list)  # what --golden-update/-record wrote
+    notes: list[str] = field(default_factory=list)  # passing checks' replay notes, by test
+    golden_dirs: dict[Path, set[str]] = field(default_factory=dict)  # dir -> selected test names
+    partial_dirs: set[Path] = field(default_factory=set)  # dirs whose module ran only in part
+    selected: int = 0
+    ran: int = 0
+    pool: EndpointPool | None = None  # started on the first --golden-record of a scenario
+
+    def selected_test(self, directory: Path, test: str, *, partial: bool) -> None:
+        """A test with a golden in ``directory`` was selected to run."""
+        self.selected += 1
+        self.golden_dirs.setdefault(directory, set()).add(test)
+        if partial:
+            self.partial_dirs.add(directory)
+
+    def ran_test(self, golden: Path) -> None:
+        self.used.add(golden)
+        self.ran += 1
+
+    def endpoint(self, model: str) -> Endpoint:
+        """The live endpoint for ``model`` (starting the embedded model if it is ``local``)."""
+        if self.pool is None:
+            from evalrunner.live._endpoints import EndpointPool
+
+            self.pool = EndpointPool()
+        return self.pool.resolve(model)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def unused(self) -> list[Path]:
+        """Goldens no test used: all unused ones of fully-run modules, else those of selected tests."""
+        unused: list[Path] = []
+        if self.ran < self.selected:
+            return unused  # stopped early (-x, Ctrl-C, a crash): nothing can be judged
+        for directory, selected in self.golden_dirs.items():
+            if not directory.is_dir():
+                continue
+            full = directory not in self.partial_dirs
+            for path in sorted(directory.glob("*.json")):
+                if is_script(path) or path in self.used:
+                    continue
+                if full or path.stem in selected or path.stem.split("-", 1)[0] in selected:
+                    unused.append(path)
+        return unused
+
+
+_STATE = pytest.StashKey[SessionState]()
+
+
+def start(config: pytest.Config) -> None:
+    config.stash[_STATE] = SessionState()
+
+
+def state(config: pytest.Config) -> SessionState:
+    return config.stash[_STATE]
+
+
+def end(config: pytest.Config) -> None:
+    session = config.stash.get(_STATE, None)
+    if session is not None:
+        session.close()

@@ -1,0 +1,361 @@
+"""Which runs to make: the scenarios and models chosen, and the jobs, batch by batch.
+
+Pure planning, no I/O: the runner (:mod:`evalrunner.live._runner`) asks a
+planner for a batch, executes it, and asks again with every record finished so
+far, until the planner returns no more jobs. :class:`FixedPlanner` plans every
+run at once; :class:`AdaptivePlanner` plans batches per scenario x model and
+asks a :data:`StopRule` after each batch whether a cell has seen enough.
+A resumed night's plan is the one its manifest recorded (:func:`resumed`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from evalrunner.errors import ConfigError
+from evalrunner.live._endpoints import Endpoint, requested_models
+from evalrunner.live._record import CellKey, RunKey, RunRecord
+from evalrunner.live._results import AdaptiveSettings, Manifest, group_records, run_id
+from evalrunner.live._settings import ResolvedScenario, Suite
+
+__all__ = [
+    "MIN_RUNS",
+    "Adaptive",
+    "AdaptivePlanner",
+    "FixedPlanner",
+    "Job",
+    "Planner",
+    "ScenarioPlan",
+    "StopRule",
+    "choose",
+    "resumed",
+]
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    """A chosen scenario and the model strings it runs against."""
+
+    scenario: ResolvedScenario
+    models: tuple[str, ...]
+
+    def cells(self) -> list[CellKey]:
+        # A model string is also its endpoint's label, which records carry.
+        return [CellKey(self.scenario.id, model) for model in self.models]
+
+
+def choose(
+    suite: Suite,
+    *,
+    runs: int | None = None,
+    models: Sequence[str] = (),
+    scenario_ids: Sequence[str] = (),
+) -> list[ScenarioPlan]:
+    """The scenarios to run, each with its model strings, after CLI overrides."""
+    known = [s.id for s in suite.scenarios]
+    unknown = [s for s in scenario_ids if s not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(
+            f"suite {suite.name!r} has no scenario {unknown[0]!r}; {hint}its scenarios: {', '.join(known)}"
+        )
+    chosen = []
+    for scenario in suite.scenarios:
+        if scenario_ids and scenario.id not in scenario_ids:
+            continue
+        if runs is not None:
+            scenario = scenario.model_copy(update={"runs": runs})  # not fingerprinted
+        chosen.append(
+            ScenarioPlan(scenario, tuple(requested_models(tuple(models), scenario.models)))
+        )
+    return chosen
+
+
+def _conflict(where: object, option: str, recorded: str) -> ConfigError:
+    return ConfigError(
+        f"{where}: {option} conflicts with the plan this directory was started with "
+        f"({recorded}); --resume continues that plan: drop the option, or start a new --out"
+    )
+
+
+def _check_resume_options(
+    where: object,
+    manifest: Manifest,
+    runs: int | None,
+    models: Sequence[str],
+    scenario_ids: Sequence[str],
+) -> None:
+    """Options given with --resume must say what the manifest says (or be left out)."""
+    if scenario_ids and set(scenario_ids) != set(manifest.scenarios):
+        given = " ".join(f"--scenario {s}" for s in scenario_ids)
+        raise _conflict(where, given, f"scenarios {', '.join(manifest.scenarios)}")
+    if runs is not None and set(manifest.runs.values()) != {runs}:
+        shown = ", ".join(f"{sid} {n}" for sid, n in manifest.runs.items())
+        raise _conflict(where, f"--runs {runs}", f"runs {shown}")
+    if models and set(models) != set(manifest.models):
+        given = " ".join(f"--model {m}" for m in models)
+        raise _conflict(where, given, f"models {', '.join(manifest.models)}")
+
+
+def resumed(
+    suite: Suite,
+    manifest: Manifest,
+    *,
+    where: object,
+    runs: int | None = None,
+    models: Sequence[str] = (),
+    scenario_ids: Sequence[str] = (),
+) -> list[ScenarioPlan]:
+    """The plan ``manifest`` recorded, against ``suite`` as it is now.
+
+    Options given again must agree with it; a scenario that left the suite or
+    whose configuration changed (fingerprint) cannot be resumed.
+    """
+    if manifest.suite != suite.name:
+        raise ConfigError(
+            f"{where}: holds suite {manifest.suite!r}, not {suite.name!r}; pick another --out"
+        )
+    _check_resume_options(where, manifest, runs, models, scenario_ids)
+    known = {s.id for s in suite.scenarios}
+    gone = [sid for sid in manifest.scenarios if sid not in known]
+    if gone:
+        raise ConfigError(
+            f"{where}: scenario {gone[0]!r} of this directory's plan is no longer in suite "
+            f"{suite.name!r}; start a new --out instead of --resume"
+        )
+    plans = []
+    for scenario in suite.scenarios:  # in suite order, as a fresh night plans them
+        sid = scenario.id
+        if sid not in manifest.scenarios:
+            continue
+        if scenario.fingerprint != manifest.scenarios[sid]:
+            raise ConfigError(
+                f"{where}: scenario {sid!r} changed since this directory was started "
+                "(configuration fingerprint differs); start a new --out instead of --resume"
+            )
+        cells = (manifest.models_by_scenario or {}).get(sid, manifest.models)
+        plans.append(
+            ScenarioPlan(scenario.model_copy(update={"runs": manifest.runs[sid]}), tuple(cells))
+        )
+    return plans
+
+
+def resumed_adaptive(
+    where: object,
+    manifest: Manifest,
+    adaptive: bool,
+    batch: int | None,
+    max_runs: int | None,
+) -> AdaptiveSettings | None:
+    """The adaptive settings a resumed night continues with (the manifest's); given ones must agree."""
+    recorded = manifest.adaptive
+    if recorded is None:
+        if adaptive or batch is not None or max_runs is not None:
+            raise _conflict(where, "--adaptive", "a fixed plan, not --adaptive")
+        return None
+    for option, value, kept in (
+        ("--batch", batch, recorded.batch),
+        ("--max-runs", max_runs, recorded.max_runs),
+    ):
+        if value is not None and value != kept:
+            raise _conflict(where, f"{option} {value}", f"--adaptive {option} {kept}")
+    return recorded
+
+
+def adaptive_settings(
+    adaptive: bool, batch: int | None, max_runs: int | None
+) -> AdaptiveSettings | None:
+    """A fresh night's adaptive settings (None: a fixed plan); defaults where not given."""
+    if not adaptive:
+        return None
+    given = {"batch": batch, "max_runs": max_runs}
+    return AdaptiveSettings(**{k: v for k, v in given.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run to make: a resolved scenario, the endpoint it talks to, its repetition index."""
+
+    scenario: ResolvedScenario
+    endpoint: Endpoint
+    index: int
+
+    @property
+    def key(self) -> RunKey:
+        return RunKey(self.scenario.id, self.endpoint.label, self.index)
+
+    @property
+    def run_id(self) -> str:
+        return run_id(self.key)
+
+
+class Planner(Protocol):
+    """What the runner executes: batches of jobs until an empty one."""
+
+    @property
+    def planned(self) -> list[Job]:
+        """Every job planned so far (including those a resumed directory already holds)."""
+        ...
+
+    def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
+        """The next jobs, given every record finished so far; [] when done."""
+        ...
+
+
+class FixedPlanner:
+    """Every scenario's ``runs`` against each of its models, in one batch."""
+
+    def __init__(self, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint]) -> None:
+        self._jobs = [
+            Job(plan.scenario, endpoints[model], index)
+            for plan in plans
+            for model in plan.models
+            for index in range(plan.scenario.runs)
+        ]
+        self._given = False
+
+    @property
+    def planned(self) -> list[Job]:
+        return list(self._jobs)
+
+    def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
+        if self._given:
+            return []
+        self._given = True
+        return list(self._jobs)
+
+
+StopRule = Callable[[CellKey, Sequence[RunRecord], int], str | None]
+"""``(cell, its finished records, its cap) -> reason``: asked after each batch for every
+open cell the rule can stop; a reason (str) settles the cell, None asks for another batch."""
+
+
+MIN_RUNS = 5
+"""Runs every adaptive cell makes before its stop rule is first asked."""
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """``--adaptive``: run in batches, stop a cell once ``stop`` says it is settled."""
+
+    stop: StopRule
+    stoppable: frozenset[CellKey]
+    """Cells ``stop`` can judge (those with a baseline); the others run their full ``runs``."""
+    batch: int = 5
+    max_runs: int = 20
+    min_runs: int = MIN_RUNS
+
+    @property
+    def settings(self) -> AdaptiveSettings:
+        return AdaptiveSettings(batch=self.batch, max_runs=self.max_runs)
+
+
+@dataclass
+class _Lane:
+    """One scenario x model under --adaptive."""
+
+    scenario: ResolvedScenario
+    endpoint: Endpoint
+    cap: int
+    next: int = 0
+    settled: bool = False
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(self.scenario.id, self.endpoint.label)
+
+    @property
+    def open(self) -> bool:
+        return not self.settled and self.next < self.cap
+
+
+@dataclass(frozen=True)
+class AdaptiveSummary:
+    """What --adaptive did, in numbers the words printed about it can be checked against."""
+
+    made: int
+    """Runs planned (and so made, unless interrupted), resumed ones included."""
+    maximum: int
+    """Runs the caps allowed: --max-runs per cell with a baseline, ``runs`` per cell without."""
+    fixed: int
+    """Runs a fixed plan (each scenario's ``runs``) would have made."""
+    stopped: int
+    """Cells the stop rule stopped before their cap."""
+    cells: int
+
+    def line(self) -> str:
+        return (
+            f"made {self.made} runs, {self.maximum - self.made} fewer than the {self.maximum} "
+            f"allowed; {self.stopped} of {self.cells} scenario x model cells stopped early "
+            f"(a fixed plan makes {self.fixed})"
+        )
+
+
+@dataclass
+class AdaptivePlanner:
+    """Batches per scenario x model until its stop rule settles it or it reaches its cap."""
+
+    adaptive: Adaptive
+    lanes: list[_Lane]
+    planned: list[Job] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fixed: int = 0
+
+    @classmethod
+    def of(
+        cls, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint], adaptive: Adaptive
+    ) -> AdaptivePlanner:
+        planner = cls(adaptive, [])
+        for plan in plans:
+            for model in plan.models:
+                lane = _Lane(plan.scenario, endpoints[model], adaptive.max_runs)
+                planner.fixed += plan.scenario.runs
+                if lane.key not in adaptive.stoppable:
+                    lane.cap = plan.scenario.runs
+                    planner.notes.append(
+                        f"{lane.key.token()}: no baseline, runs the full {lane.cap}"
+                    )
+                planner.lanes.append(lane)
+        return planner
+
+    @property
+    def summary(self) -> AdaptiveSummary:
+        return AdaptiveSummary(
+            made=len(self.planned),
+            maximum=sum(lane.cap for lane in self.lanes),
+            fixed=self.fixed,
+            stopped=sum(lane.settled for lane in self.lanes),
+            cells=len(self.lanes),
+        )
+
+    def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
+        if self.planned:  # a batch ran: ask about every open cell first
+            self._settle(group_records(finished))
+        batch: list[Job] = []
+        for lane in self.lanes:
+            size = (
+                self.adaptive.batch
+                if lane.next
+                else max(self.adaptive.batch, self.adaptive.min_runs)
+            )
+            while lane.open and size > 0:
+                batch.append(Job(lane.scenario, lane.endpoint, lane.next))
+                lane.next += 1
+                size -= 1
+        self.planned += batch
+        return batch
+
+    def _settle(self, by_cell: Mapping[CellKey, Sequence[RunRecord]]) -> None:
+        for lane in self.lanes:
+            if not lane.open or lane.key not in self.adaptive.stoppable:
+                continue
+            reason = self.adaptive.stop(lane.key, by_cell.get(lane.key, []), lane.cap)
+            if reason is not None:
+                lane.settled = True
+                self.notes.append(
+                    f"{lane.key.token()}: stopped after {lane.next} of at most {lane.cap} runs: {reason}"
+                )

@@ -1,0 +1,505 @@
+"""The suite file format (format_version 1): what a suite YAML file may say.
+
+Every overridable setting is declared once, in :class:`RunSettings`; the suite
+(:class:`SuiteSpec`) and each scenario entry (:class:`ScenarioSpec`) accept
+them, and a scenario overrides the suite only in what it sets
+(:meth:`RunSettings.over`). These models validate; turning a validated file
+into per-scenario settings happens once, in :mod:`evalrunner.live._settings`,
+and reading the YAML with its one-line errors in :mod:`evalrunner.live._loader`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from evalrunner.stats._tolerance import Tolerance
+
+__all__ = [
+    "FORMAT_VERSION",
+    "FROZEN_TAG",
+    "SKIP_CLASSES",
+    "SUPPORTED_FORMAT_VERSIONS",
+    "Checks",
+    "Mask",
+    "RetryPolicy",
+    "RunSettings",
+    "ScenarioFields",
+    "ScenarioSpec",
+    "SkipRules",
+    "SuiteSpec",
+    "Tolerance",
+    "version_problem",
+]
+
+FORMAT_VERSION = 1
+SUPPORTED_FORMAT_VERSIONS: tuple[int, ...] = (1,)
+FROZEN_TAG = "frozen"
+"""Scenarios tagged ``frozen`` form the small, stable subset run on pull requests."""
+
+SKIP_CLASSES: tuple[str, ...] = (
+    "malformed_tool_arguments",
+    "unknown_tool",
+    "empty_output",
+    "truncated_output",
+    "invalid_output",
+    "no_final_answer",
+)
+
+_IDENT_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_AGENT_RE = re.compile(rf"{_DOTTED}:{_DOTTED}")
+
+# Strict: YAML already yields real ints/bools/floats, so "5" or `yes` where a
+# number is expected is a mistake worth naming rather than coercing.
+_CONFIG = ConfigDict(extra="forbid", strict=True)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def located(message: str, *suffix: str | int) -> PydanticCustomError:
+    """A validation error whose location extends the validator's by `suffix`.
+
+    The loader (``_explain``) reads this error type and points at the key the
+    suffix names, so a problem found by a model-level check gets its own line.
+    """
+    return PydanticCustomError("evalrunner", "{message}", {"message": message, "suffix": suffix})
+
+
+def _check_identifier(value: str, what: str) -> str:
+    if _IDENT_RE.fullmatch(value):
+        return value
+    suggestion = re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-_")
+    hint = f"; try {suggestion!r}" if suggestion and _IDENT_RE.fullmatch(suggestion) else ""
+    raise ValueError(
+        f"{value!r} is not a valid {what}: use lowercase letters, digits, '_' and '-', "
+        f"starting with a letter or digit{hint}"
+    )
+
+
+def _compile_regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regex {quote(pattern)} — {exc}") from None
+
+
+def _check_names(values: list[str], what: str, *, unique: bool = False) -> list[str]:
+    seen: set[str] = set()
+    for i, value in enumerate(values):
+        if not value.strip():
+            raise located(f"empty {what}; remove the entry or give a value", i)
+        if unique and value in seen:
+            raise located(f"{what} {value!r} is listed twice; remove one", i)
+        seen.add(value)
+    return values
+
+
+def _names(what: str, *, unique: bool = False) -> AfterValidator:
+    """Checks a list of names: none empty (and, with `unique`, none twice)."""
+    return AfterValidator(lambda values: _check_names(values, what, unique=unique))
+
+
+Texts = Annotated[list[str], _names("text")]
+ToolNames = Annotated[list[str], _names("tool name")]
+UniqueToolNames = Annotated[list[str], _names("tool name", unique=True)]
+ModelNames = Annotated[list[str], _names("model", unique=True)]
+Keys = Annotated[list[str], _names("key")]
+Tags = Annotated[list[str], _names("tag")]
+
+
+def quote(text: str) -> str:
+    """Quote user text as written (regexes read badly with repr's doubled backslashes)."""
+    return f"'{text}'" if "'" not in text and text.isprintable() else repr(text)
+
+
+def version_problem(value: object) -> str:
+    """Why a suite file's ``format_version`` cannot be read by this evalrunner."""
+    supported = ", ".join(str(v) for v in SUPPORTED_FORMAT_VERSIONS)
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value > max(SUPPORTED_FORMAT_VERSIONS)
+    ):
+        return (
+            f"unsupported format_version {value}; this evalrunner reads format_version {supported}; "
+            "upgrade evalrunner to read this file"
+        )
+    return f"unsupported format_version {value!r}; this evalrunner reads format_version {supported}"
+
+
+# ----------------------------------------------------------------- nested settings
+
+
+class RetryPolicy(BaseModel):
+    """How a live run retries a model call that failed for infrastructure reasons."""
+
+    model_config = _CONFIG
+
+    max_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="Attempts per model call, the first included; 1 disables retries.",
+    )
+    backoff_s: float = Field(
+        default=0.5,
+        ge=0,
+        allow_inf_nan=False,
+        description="Wait before the first retry, in seconds; later waits grow exponentially.",
+    )
+    max_backoff_s: float = Field(
+        default=8.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Upper bound on any single wait, in seconds.",
+    )
+    jitter: bool = Field(
+        default=True,
+        description="Randomise each wait so parallel runs do not retry in lockstep.",
+    )
+    request_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds one attempt may wait for the endpoint (without a byte arriving) "
+        "before it is abandoned and retried; never past the run's timeout_s.",
+    )
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> RetryPolicy:
+        if self.max_backoff_s < self.backoff_s:
+            raise located(
+                f"max_backoff_s ({self.max_backoff_s:g}) is smaller than backoff_s "
+                f"({self.backoff_s:g}); raise max_backoff_s or lower backoff_s",
+                "max_backoff_s",
+            )
+        return self
+
+
+class SkipRules(BaseModel):
+    """Which weak-model failure classes make a run *skipped* instead of *failed*.
+
+    A skip says "this model could not attempt the task", which is counted apart
+    from "the agent attempted it and got it wrong". Turn a rule off to count that
+    class as a failure.
+    """
+
+    model_config = _CONFIG
+
+    malformed_tool_arguments: bool = Field(
+        default=True, description="A tool call's arguments are not valid JSON for the tool."
+    )
+    unknown_tool: bool = Field(
+        default=True, description="The model called a tool that was not offered."
+    )
+    empty_output: bool = Field(
+        default=True, description="The final answer is empty or only whitespace."
+    )
+    truncated_output: bool = Field(
+        default=True, description="The model stopped at its token limit (finish reason 'length')."
+    )
+    invalid_output: bool = Field(
+        default=True,
+        description="The final answer does not match invalid_output_pattern (when one is set).",
+    )
+    no_final_answer: bool = Field(
+        default=True, description="The agent used up max_turns without giving a final answer."
+    )
+    invalid_output_pattern: str | None = Field(
+        default=None,
+        description="Regex (re.search) a final answer must match to be valid, e.g. '\\\\S' or '^[A-Z]'.",
+    )
+
+    @field_validator("invalid_output_pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            _compile_regex(value)
+        return value
+
+    def skips(self, failure_class: str) -> bool:
+        """Whether a run that failed with `failure_class` (one of SKIP_CLASSES) is a skip."""
+        if failure_class not in SKIP_CLASSES:
+            raise ValueError(
+                f"unknown failure class {failure_class!r}; known: {', '.join(SKIP_CLASSES)}"
+            )
+        return bool(getattr(self, failure_class))
+
+    def over(self, base: SkipRules) -> SkipRules:
+        """The rules set here replace the base's, rule by rule."""
+        return base.model_copy(update={name: getattr(self, name) for name in self.model_fields_set})
+
+
+class Mask(BaseModel):
+    """A regex replacement applied to every string while normalising a trajectory."""
+
+    model_config = _CONFIG
+
+    pattern: str = Field(
+        description="Regex (Python syntax) matching the volatile text, e.g. 'req_[0-9a-f]+'."
+    )
+    replacement: str = Field(
+        default="<masked>",
+        description="What each match becomes; may use group references such as '\\\\1'.",
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str) -> str:
+        if _compile_regex(value).fullmatch("") is not None:
+            raise ValueError(
+                f"regex {quote(value)} matches the empty string, so the replacement would be "
+                "inserted between every character; use '+' instead of '*' or '?'"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _replacement_fits(self) -> Mask:
+        try:
+            re.compile(self.pattern).sub(self.replacement, "")
+        except (re.error, IndexError) as exc:
+            raise located(
+                f"invalid replacement {quote(self.replacement)} — {exc}", "replacement"
+            ) from None
+        return self
+
+
+class Checks(BaseModel):
+    """Declarative expectations about one run; each one becomes a named boolean."""
+
+    model_config = _CONFIG
+
+    answer_contains: Texts = Field(
+        default_factory=list, description="Each must appear in the final answer (case-insensitive)."
+    )
+    answer_not_contains: Texts = Field(
+        default_factory=list, description="None may appear in the final answer (case-insensitive)."
+    )
+    answer_matches: str | None = Field(
+        default=None, description="Regex that must match somewhere in the final answer (re.search)."
+    )
+    tools_used: ToolNames = Field(
+        default_factory=list, description="Each tool must be called at least once."
+    )
+    tools_not_used: ToolNames = Field(
+        default_factory=list, description="None of these tools may be called."
+    )
+    tools_in_order: ToolNames = Field(
+        default_factory=list,
+        description="These tools must be called in this order; other calls may come in between.",
+    )
+    max_tool_calls: int | None = Field(
+        default=None, ge=0, description="Upper bound on the number of tool calls."
+    )
+    all_tools_succeeded: bool = Field(
+        default=False, description="When true, no tool call may have failed; false checks nothing."
+    )
+
+    @field_validator("answer_matches")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            _compile_regex(value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Checks:
+        for field in ("tools_used", "tools_in_order"):
+            for tool in getattr(self, field):
+                if tool in self.tools_not_used:
+                    raise located(
+                        f"tool {tool!r} is in both {field} and tools_not_used; remove it from one",
+                        "tools_not_used",
+                    )
+        return self
+
+
+# ----------------------------------------------------------- the settings, once
+
+
+class RunSettings(BaseModel):
+    """Settings a suite sets for its scenarios and a scenario may override.
+
+    Declared once, here. A suite's values apply to every scenario; a scenario
+    entry overrides only what it sets (see :meth:`over`).
+    """
+
+    model_config = _CONFIG
+
+    models: ModelNames = Field(
+        default_factory=list,
+        description="litellm model strings to run against; empty means the embedded local model.",
+    )
+    runs: int = Field(default=5, ge=1, description="Runs per scenario and model.")
+    timeout_s: float = Field(
+        default=120.0, gt=0, allow_inf_nan=False, description="Per-run timeout in seconds."
+    )
+    temperature: float = Field(default=0.8, ge=0, le=2, description="Sampling temperature, 0 to 2.")
+    max_turns: int = Field(
+        default=6, ge=1, description="Agent loop turns before the run counts as unfinished."
+    )
+    skip_rules: SkipRules = Field(
+        default_factory=SkipRules,
+        description="Weak-model failure classes that count as skips; a scenario's replace the suite's rule by rule.",
+    )
+    volatile_keys: Keys = Field(
+        default_factory=list,
+        description="Extra JSON keys to drop when normalising (timestamps and ids are dropped already); a scenario's are added to the suite's.",
+    )
+    masks: list[Mask] = Field(
+        default_factory=list,
+        description="Regex replacements applied to strings when normalising; a scenario's run after the suite's.",
+    )
+    tolerance: Tolerance = Field(
+        default_factory=Tolerance,
+        description="Settings for the statistics that compare runs to a baseline; a scenario's are merged over the suite's.",
+    )
+
+    def over(self, base: RunSettings) -> RunSettings:
+        """These settings, as a file sets them, layered over `base`.
+
+        What this layer sets replaces the base's value, except: skip rules
+        replace rule by rule, tolerances merge (margins metric by metric),
+        volatile keys and masks are added after the base's. Unset fields keep
+        the base's value.
+        """
+        own = RunSettings.model_fields.keys() & self.model_fields_set
+        return base.model_copy(
+            update={
+                **{name: getattr(self, name) for name in own},
+                "skip_rules": self.skip_rules.over(base.skip_rules),
+                "tolerance": self.tolerance.over(base.tolerance),
+                "volatile_keys": list(dict.fromkeys([*base.volatile_keys, *self.volatile_keys])),
+                "masks": [*base.masks, *self.masks],
+            }
+        )
+
+
+# ------------------------------------------------------------------- the file
+
+
+class ScenarioFields(BaseModel):
+    """What a scenario is, apart from its settings: the agent, its task and the checks."""
+
+    model_config = _CONFIG
+
+    id: str = Field(
+        description="Identifier unique within the suite: lowercase letters, digits, '_' and '-'."
+    )
+    description: str = Field(default="", description="What the scenario exercises, for people.")
+    agent: str = Field(
+        description="Import path of the agent callable, 'package.module:callable'.",
+    )
+    input: str = Field(description="The user task given to the agent.")
+    tools: UniqueToolNames = Field(
+        default_factory=list, description="Names of the tools offered to the agent."
+    )
+    checks: Checks = Field(default_factory=Checks, description="Expectations checked on every run.")
+    tags: Tags = Field(
+        default_factory=list,
+        description="Free labels; 'frozen' puts the scenario in the pull-request subset.",
+    )
+    keep_order: bool = Field(
+        default=False,
+        description="Keep sub-agent order when normalising (by default sub-agents are sorted, as they may run concurrently).",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id_format(cls, value: str) -> str:
+        return _check_identifier(value, "scenario id")
+
+    @field_validator("agent")
+    @classmethod
+    def _agent_format(cls, value: str) -> str:
+        if _AGENT_RE.fullmatch(value):
+            return value
+        hint = ""
+        if ":" not in value and "." in value:
+            module, _, attr = value.rpartition(".")
+            hint = f"; did you mean '{module}:{attr}'?"
+        raise ValueError(
+            f"{value!r} is not an import path; write 'package.module:callable', "
+            f"e.g. 'evalrunner.examples:direct_answer'{hint}"
+        )
+
+    @field_validator("input")
+    @classmethod
+    def _input_given(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is empty; give the user task the agent should perform")
+        return value
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the scenario belongs to the pull-request subset."""
+        return FROZEN_TAG in self.tags
+
+
+# Bases are listed settings first so that the scenario's own fields come first
+# in field order (pydantic orders the last base's fields first).
+class ScenarioSpec(RunSettings, ScenarioFields):
+    """One entry of ``scenarios:``: a task for an agent; settings it sets override the suite's."""
+
+
+class _SuiteHeader(BaseModel):
+    """The fields a suite file starts with (first in field order, and so in messages)."""
+
+    model_config = _CONFIG
+
+    format_version: int = Field(
+        description=f"Version of this file format; must be {FORMAT_VERSION}."
+    )
+    name: str = Field(description="Suite name; must equal the file name without '.yaml'.")
+    description: str = Field(default="", description="What the suite covers, for people.")
+
+    @field_validator("format_version")
+    @classmethod
+    def _supported_version(cls, value: int) -> int:
+        if value not in SUPPORTED_FORMAT_VERSIONS:
+            raise ValueError(version_problem(value))
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name_format(cls, value: str) -> str:
+        return _check_identifier(value, "suite name")
+
+
+class SuiteSpec(RunSettings, _SuiteHeader):
+    """One suite file as written: shared settings and the scenarios they apply to."""
+
+    concurrency: int = Field(default=4, ge=1, description="Runs executed at the same time.")
+    retry: RetryPolicy = Field(
+        default_factory=RetryPolicy,
+        description="Retry policy for failing model calls, for every scenario.",
+    )
+    scenarios: list[ScenarioSpec] = Field(
+        min_length=1, description="The scenarios to run: at least one, with unique ids."
+    )
+
+    @field_validator("scenarios")
+    @classmethod
+    def _unique_ids(cls, value: list[ScenarioSpec]) -> list[ScenarioSpec]:
+        first: dict[str, int] = {}
+        for i, scenario in enumerate(value):
+            if scenario.id in first:
+                raise located(
+                    f"duplicate scenario id {scenario.id!r} (also scenarios[{first[scenario.id]}]); "
+                    "ids must be unique within a suite",
+                    i,
+                    "id",
+                )
+            first[scenario.id] = i
+        return value

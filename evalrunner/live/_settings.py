@@ -1,0 +1,235 @@
+"""A loaded suite: every scenario with its settings decided, once.
+
+:func:`resolve_suite` layers each scenario entry over its suite over the
+defaults (:meth:`~evalrunner.live._schema.RunSettings.over`) when the file is
+loaded. The result, :class:`ResolvedScenario`, is frozen and carries its
+fingerprint and normaliser settings, computed on creation; the runner, the
+baselines and the history read them and never resolve again.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
+from evalrunner.errors import ConfigError
+from evalrunner.live._schema import (
+    RetryPolicy,
+    RunSettings,
+    ScenarioFields,
+    SuiteSpec,
+)
+
+__all__ = [
+    "FINGERPRINTED_FIELDS",
+    "UNFINGERPRINTED_FIELDS",
+    "ResolvedScenario",
+    "Suite",
+    "resolve_suite",
+]
+
+FINGERPRINTED_FIELDS: frozenset[str] = frozenset(
+    {
+        "agent",
+        "input",
+        "tools",
+        "checks",
+        "temperature",
+        "max_turns",
+        "skip_rules",
+        "volatile_keys",
+        "masks",
+        "keep_order",
+    }
+)
+"""ResolvedScenario fields that decide whether a baseline still describes the scenario."""
+
+UNFINGERPRINTED_FIELDS: frozenset[str] = frozenset(
+    {
+        "suite",
+        "origin",
+        "id",
+        "description",
+        "tags",
+        "runs",
+        "models",
+        "timeout_s",
+        "retry",
+        "tolerance",
+    }
+)
+"""ResolvedScenario fields left out of the fingerprint; see :meth:`ResolvedScenario.fingerprint`."""
+_FINGERPRINT_VERSION = 1
+
+
+class ResolvedScenario(RunSettings, ScenarioFields):
+    """A scenario with every setting decided: what the runner, the baselines and the history use."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    suite: str = Field(description="Name of the suite the scenario comes from.")
+    retry: RetryPolicy = Field(
+        default_factory=RetryPolicy, description="The suite's retry policy for failing model calls."
+    )
+    origin: str | None = Field(
+        default=None,
+        description="Where the scenario is defined ('file:line: scenarios[i] (id ...)'), for messages.",
+    )
+    _fingerprint: str = PrivateAttr(default="")
+    _normalize: NormalizeConfig = PrivateAttr(default=DEFAULT_CONFIG)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._fingerprint = _fingerprint(self)
+        self._normalize = DEFAULT_CONFIG.extended(
+            volatile_keys=self.volatile_keys,
+            masks=[(mask.pattern, mask.replacement) for mask in self.masks],
+            keep_order=self.keep_order,
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        """First 16 hex digits of a sha256 over what the scenario asks of the agent.
+
+        A baseline is a sample of runs of *this experiment*. What defines the
+        experiment — agent, input, tools, checks, sampling temperature, turn limit,
+        how outcomes are classified (skip rules) and how trajectories are
+        normalised (volatile keys, masks, keep_order) — is hashed, so editing any of
+        it makes the old baseline a mismatch. Left out on purpose:
+
+        * ``runs`` and ``models``: the baseline records its own run count and model,
+          so collecting more runs or adding a model must not throw the baseline away;
+        * ``timeout_s`` and ``retry``: infrastructure handling, not agent behaviour;
+        * ``tolerance``: how strictly runs are compared, not what was recorded;
+          loosening a margin must not force a re-recording;
+        * ``description``, ``tags``, suite name, id and origin: labels (tagging a
+          scenario ``frozen`` must not invalidate it); baselines are keyed by id anyway.
+
+        The agent's *code* is deliberately not hashed: detecting its changes is the
+        point of the baseline.
+        """
+        return self._fingerprint
+
+    def normalize_config(self) -> NormalizeConfig:
+        """The normaliser settings: defaults extended by this scenario's keys, masks and order."""
+        return self._normalize
+
+    def load_agent(self) -> Callable[..., Any]:
+        """Import the agent callable; a ConfigError names the file, scenario and field if that fails."""
+        where = self.origin or f"scenario '{self.id}'"
+        return _import_agent(self.agent, f"{where}.agent")
+
+
+def _fingerprint(scenario: ResolvedScenario) -> str:
+    payload: dict[str, Any] = {"fingerprint_version": _FINGERPRINT_VERSION}
+    for name in sorted(FINGERPRINTED_FIELDS):
+        value = getattr(scenario, name)
+        if name == "checks":
+            # Unset checks are omitted so adding a new kind of check later keeps old fingerprints.
+            payload[name] = scenario.checks.model_dump(mode="json", exclude_defaults=True)
+        elif name == "volatile_keys":
+            payload[name] = sorted(set(value))
+        elif name == "skip_rules":
+            payload[name] = value.model_dump(mode="json")
+        elif name == "masks":
+            payload[name] = [mask.model_dump(mode="json") for mask in value]
+        else:
+            payload[name] = value
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: the file as validated, and every scenario resolved once."""
+
+    spec: SuiteSpec
+    """The file as written (suite-level values; scenario entries hold only what they set)."""
+    scenarios: tuple[ResolvedScenario, ...]
+    """Every scenario with its settings decided, in file order."""
+    path: Path | None = None
+    """The file the suite was loaded from, if any."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def concurrency(self) -> int:
+        return self.spec.concurrency
+
+
+def resolve_suite(
+    spec: SuiteSpec, *, path: Path | None = None, origins: Sequence[str] | None = None
+) -> Suite:
+    """Decide every scenario's settings: scenario over suite over the defaults.
+
+    ``origins`` (one per scenario) say where each is defined, for messages;
+    without them a scenario is named by its position and id.
+    """
+    suite_level = spec.over(RunSettings())
+    scenarios = []
+    for i, entry in enumerate(spec.scenarios):
+        settings = entry.over(suite_level)
+        scenarios.append(
+            ResolvedScenario(
+                suite=spec.name,
+                retry=spec.retry,
+                origin=origins[i] if origins else f"scenarios[{i}] (id '{entry.id}')",
+                **{name: getattr(entry, name) for name in ScenarioFields.model_fields},
+                **{name: getattr(settings, name) for name in RunSettings.model_fields},
+            )
+        )
+    return Suite(spec=spec, scenarios=tuple(scenarios), path=path)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _import_agent(spec: str, where: str) -> Callable[..., Any]:
+    """Import 'package.module:attr.path'; every failure is a one-line ConfigError."""
+    module_name, _, attr_path = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            raise ConfigError(
+                f"{where}: cannot import {spec!r}: no module named {exc.name!r}; install it, or run "
+                "from the directory that contains it (or add that directory to PYTHONPATH)"
+            ) from exc
+        raise ConfigError(
+            f"{where}: cannot import {spec!r}: module {module_name!r} needs {exc.name!r}, "
+            "which is not installed"
+        ) from exc
+    except Exception as exc:  # the agent module's own import-time error, shown as config trouble
+        detail = _one_line(f"{type(exc).__name__}: {exc}")
+        raise ConfigError(
+            f"{where}: cannot import {spec!r}: importing {module_name!r} raised {detail}"
+        ) from exc
+    obj: Any = module
+    owner = module_name
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            public = [name for name in dir(obj) if not name.startswith("_")]
+            close = difflib.get_close_matches(part, public, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{where}: {owner!r} has no attribute {part!r}{hint}") from None
+        owner = f"{owner}.{part}"
+    if not callable(obj):
+        raise ConfigError(f"{where}: {spec!r} is a {type(obj).__name__}, not a callable")
+    return obj  # type: ignore[no-any-return]

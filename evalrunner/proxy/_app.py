@@ -1,0 +1,187 @@
+"""The proxy's HTTP face: a Starlette app speaking OpenAI and Anthropic.
+
+Routes, under ``/runs/<run-id>`` (one run each) or bare (the ``default`` run),
+with or without the ``/v1`` prefix:
+
+- ``POST /v1/chat/completions``: OpenAI Chat Completions, plain and streamed;
+- ``POST /v1/responses``: OpenAI Responses API, plain and streamed;
+- ``POST /v1/messages``: Anthropic Messages, plain and streamed;
+- ``GET /v1/models``: the upstream model, in a shape both SDK families read.
+
+Request headers are never read except for the proxy's own bearer token, and
+never forwarded or recorded. Every error goes back in the calling API's own
+error format with ``x-should-retry: false``: the proxy has already retried
+what was worth retrying, and SDK retries on top would multiply the attempts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from evalrunner.errors import ConfigError
+from evalrunner.proxy._anthropic import (
+    anthropic_error,
+    anthropic_events,
+    anthropic_message,
+    parse_anthropic,
+)
+from evalrunner.proxy._chat import chat_body, chat_chunks, chat_error, chat_stream, parse_chat
+from evalrunner.proxy._direct import new_session
+from evalrunner.proxy._request import Incoming, ProxyHTTPError
+from evalrunner.proxy._responses import parse_responses, response_events, response_object
+from evalrunner.proxy._runs import DEFAULT_RUN, Answer, RunState
+from evalrunner.proxy._sse import encode
+
+_NO_RETRY = {"x-should-retry": "false"}
+_SSE = "text/event-stream"
+
+
+class Runs(Protocol):
+    """What the app needs from the server: a run by id (opened on first use)."""
+
+    def run_for_request(self, run_id: str) -> RunState: ...
+
+    def model_name(self, run_id: str) -> str: ...
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(data, ensure_ascii=False).encode()
+    return Response(body, status, headers, media_type="application/json")
+
+
+@dataclass(frozen=True)
+class Api:
+    """One wire format: how to read its requests and write its answers and errors."""
+
+    parse: Callable[[Any, RunState], Incoming]
+    render: Callable[[Answer, Incoming], Response]
+    error: Callable[[int, str, str], dict[str, Any]]
+
+
+def _chat_render(answer: Answer, incoming: Incoming) -> Response:
+    if incoming.stream:
+        chunks = answer.chunks or chat_chunks(answer.record, answer.n)
+        return Response(chat_stream(chunks, incoming.include_usage), media_type=_SSE)
+    return _json(answer.body or chat_body(answer.record, answer.n))
+
+
+def _anthropic_render(answer: Answer, incoming: Incoming) -> Response:
+    if incoming.stream:
+        events = anthropic_events(answer.record, answer.n, incoming.model)
+        return Response(encode(events), media_type=_SSE)
+    return _json(anthropic_message(answer.record, answer.n, incoming.model))
+
+
+def _responses_render(answer: Answer, incoming: Incoming) -> Response:
+    if incoming.stream:
+        events = response_events(answer.record, answer.n, incoming.model)
+        return Response(encode(events), media_type=_SSE)
+    return _json(response_object(answer.record, answer.n, incoming.model))
+
+
+CHAT = Api(lambda body, run: parse_chat(body), _chat_render, chat_error)
+ANTHROPIC = Api(
+    lambda body, run: parse_anthropic(body),
+    _anthropic_render,
+    lambda status, kind, message: anthropic_error(status, message),
+)
+RESPONSES = Api(
+    lambda body, run: parse_responses(body, run.history.get),
+    _responses_render,
+    chat_error,
+)
+
+
+def _token_ok(request: Request, token: str | None) -> bool:
+    if token is None:
+        return True
+    auth = request.headers.get("authorization", "")
+    given = (
+        auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("x-api-key", "")
+    )
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def build_app(runs: Runs, token: str | None) -> Starlette:
+    """The ASGI app; ``token`` (when set) must come as a bearer token or ``x-api-key``."""
+
+    def guarded(api: Api, handler: Callable[[Request, Api], Awaitable[Response]]) -> Any:
+        async def endpoint(request: Request) -> Response:
+            if not _token_ok(request, token):
+                message = "evalrunner proxy: missing or wrong bearer token"
+                return _json(api.error(401, "authentication_error", message), 401, _NO_RETRY)
+            try:
+                return await handler(request, api)
+            except ProxyHTTPError as err:
+                return _json(api.error(err.status, err.kind, err.message), err.status, _NO_RETRY)
+
+        return endpoint
+
+    async def call(request: Request, api: Api) -> Response:
+        run = _run(request)
+        try:
+            body = json.loads(await request.body() or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ProxyHTTPError(400, "invalid_request_error", f"body is not JSON: {exc}") from None
+        incoming = api.parse(body, run)
+        answer = await run.call(incoming, request.app.state.session)
+        return api.render(answer, incoming)
+
+    async def models(request: Request, api: Api) -> Response:
+        run_id = request.path_params.get("run_id", DEFAULT_RUN)
+        _run(request)
+        name = runs.model_name(run_id)
+        model = {
+            "id": name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "evalrunner-proxy",
+            "type": "model",
+            "display_name": name,
+            "created_at": "1970-01-01T00:00:00Z",
+        }
+        return _json(
+            {
+                "object": "list",
+                "data": [model],
+                "has_more": False,
+                "first_id": name,
+                "last_id": name,
+            }
+        )
+
+    def _run(request: Request) -> RunState:
+        try:
+            return runs.run_for_request(request.path_params.get("run_id", DEFAULT_RUN))
+        except ConfigError as err:
+            raise ProxyHTTPError(404, "not_found_error", str(err)) from None
+
+    routes = []
+    for prefix in ("/runs/{run_id:path}", ""):
+        for version in ("/v1", ""):
+            base = prefix + version
+            routes += [
+                Route(base + "/chat/completions", guarded(CHAT, call), methods=["POST"]),
+                Route(base + "/responses", guarded(RESPONSES, call), methods=["POST"]),
+                Route(base + "/messages", guarded(ANTHROPIC, call), methods=["POST"]),
+                Route(base + "/models", guarded(CHAT, models), methods=["GET"]),
+            ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # One connection pool per server, on its event loop (the direct transport's).
+        async with new_session() as session:
+            app.state.session = session
+            yield
+
+    return Starlette(routes=routes, lifespan=lifespan)

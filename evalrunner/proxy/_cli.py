@@ -1,0 +1,163 @@
+"""``evalrunner proxy``: run the capture proxy until Ctrl-C (register with ``main.add_command``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from evalrunner.errors import ConfigError, EvalrunnerError
+from evalrunner.proxy._fingerprint import DEFAULT_FINGERPRINT
+from evalrunner.proxy._runs import Mode, ProxyRunResult
+from evalrunner.proxy._server import ProxyServer
+from evalrunner.proxy._upstream import Upstream
+
+_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def _mode(record: Path | None, replay: Path | None) -> tuple[Mode, Path | None]:
+    if record and replay:
+        raise ConfigError("--record and --replay exclude each other; pick one")
+    if record:
+        return "record", record
+    if replay:
+        return "replay", replay
+    return "passthrough", None
+
+
+def _upstream(
+    model: str | None, api_base: str | None, key_env: str | None, llama_cpp: bool, direct: bool
+) -> Upstream | None:
+    if model is None:
+        return None
+    key = None
+    if key_env:
+        key = os.environ.get(key_env)
+        if not key:
+            raise ConfigError(f"--api-key-env {key_env}: that environment variable is not set")
+    return Upstream(model, api_base=api_base, api_key=key, llama_cpp=llama_cpp, direct=direct)
+
+
+def _report(result: ProxyRunResult) -> str:
+    parts = [f"run {result.run_id}: {result.model_calls} model call(s)"]
+    if result.recording_path is not None:
+        parts.append(f"recorded to {result.recording_path}")
+    if result.infra_error is not None:
+        parts.append(f"infra error: {result.infra_error}")
+    if result.replay_errors:
+        parts.append(f"{len(result.replay_errors)} replay mismatch(es)")
+    if result.unused_recorded:
+        parts.append(f"{len(result.unused_recorded)} recorded call(s) unused")
+    return "; ".join(parts)
+
+
+@click.command("proxy")
+@click.option(
+    "--record", "record_dir", type=_DIR, help="Forward upstream and record every run into DIR."
+)
+@click.option(
+    "--replay", "replay_dir", type=_DIR, help="Answer only from the recordings in DIR (offline)."
+)
+@click.option("--model", help="Upstream litellm model string, or 'local' for the embedded model.")
+@click.option(
+    "--api-base", help="Upstream endpoint, for OpenAI-compatible servers (openai/<name>)."
+)
+@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the upstream key.")
+@click.option(
+    "--direct",
+    is_flag=True,
+    help="POST to the OpenAI-compatible --api-base directly, not through litellm (less overhead).",
+)
+@click.option(
+    "--llama-cpp", is_flag=True, help="Smooth llama.cpp server quirks (automatic for local)."
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--port", default=8787, show_default=True, help="Port to listen on (0: any free one)."
+)
+@click.option(
+    "--token",
+    envvar="EVALRUNNER_PROXY_TOKEN",
+    help="Bearer token every request must carry (env EVALRUNNER_PROXY_TOKEN).",
+)
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
+@click.option(
+    "--match-include",
+    multiple=True,
+    metavar="FIELD",
+    help="Also match FIELD on replay (e.g. temperature).",
+)
+@click.option(
+    "--match-ignore",
+    multiple=True,
+    metavar="FIELD",
+    help="Do not match FIELD on replay (e.g. tools).",
+)
+def proxy(
+    record_dir: Path | None,
+    replay_dir: Path | None,
+    model: str | None,
+    api_base: str | None,
+    api_key_env: str | None,
+    direct: bool,
+    llama_cpp: bool,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_remote: bool,
+    match_include: tuple[str, ...],
+    match_ignore: tuple[str, ...],
+) -> None:
+    """Serve OpenAI and Anthropic APIs for any agent: record, replay or capture its model calls.
+
+    Point an agent at the printed base URL (per run: .../runs/<run-id>/v1);
+    Ctrl-C stops the proxy and writes the recordings.
+    """
+    try:
+        mode, directory = _mode(record_dir, replay_dir)
+        server = ProxyServer(
+            mode,
+            directory,
+            _upstream(model, api_base, api_key_env, llama_cpp, direct),
+            host=host,
+            port=port,
+            token=token,
+            allow_remote=allow_remote,
+            fingerprint=DEFAULT_FINGERPRINT.extended(match_include, match_ignore),
+        )
+        _serve(server, mode, directory)
+    except EvalrunnerError as exc:
+        # The same one line and exit code as every other evalrunner command.
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+def _serve(server: ProxyServer, mode: Mode, directory: Path | None) -> None:
+    with server:
+        where = f" ({directory})" if directory else ""
+        click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.model_name('default')}")
+        click.echo(f"base URL: {server.base_url}/v1   per run: {server.base_url}/runs/<run-id>/v1")
+        for name, value in server.run_env().items():
+            shown = "<your --token>" if server.token and value == server.token else value
+            click.echo(f"export {name}={shown}")
+        click.echo("Ctrl-C to stop.")
+        # A CI job or supervisor stops with SIGTERM: write the recordings then too.
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            click.echo("stopping")
+        finished = [server.finish_run(run_id) for run_id in server.open_runs()]
+    used = [result for result in finished if result.model_calls]
+    for result in used:
+        click.echo(_report(result))
+    if not used:
+        click.echo("no model call reached the proxy")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

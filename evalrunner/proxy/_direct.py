@@ -1,0 +1,94 @@
+"""The direct transport: POST a chat completion to an OpenAI-compatible endpoint ourselves.
+
+Opt-in (``Upstream(direct=True)``, ``--direct``) for upstreams that speak
+OpenAI Chat Completions (the embedded model, llama.cpp, vLLM, most gateways):
+litellm's per-call bookkeeping (logging objects, cost calculation, response
+wrapping) costs several milliseconds of CPU per call, which is most of what
+the proxy adds (docs/proxy.md has the figures). Same retries and
+classification as the litellm path: failures are raised as exceptions that
+``core._faults.is_infra_error`` reads the same way (HTTP status, connection
+errors, timeouts, malformed JSON).
+
+aiohttp (a litellm dependency) rather than httpx: httpx's connection pool
+scans every pooled connection for each request, which at 32 concurrent runs
+cost more CPU than the rest of the proxy together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+
+from evalrunner.core._response import record_from_response
+from evalrunner.proxy._upstream import Forwarded, record_from_chunks
+
+
+class UpstreamHTTPError(Exception):
+    """The upstream answered with an HTTP error (``status_code``, ``headers`` as litellm's)."""
+
+    def __init__(self, status_code: int, message: str, headers: Mapping[str, str]) -> None:
+        super().__init__(f"upstream HTTP {status_code}: {message}")
+        self.status_code = status_code
+        self.headers = headers
+
+
+class UpstreamConnectionError(ConnectionError):
+    """The connection failed, dropped or reset (an infrastructure fault)."""
+
+
+class UpstreamTimeout(TimeoutError):
+    """The upstream did not answer in time (an infrastructure fault)."""
+
+
+def _error(status: int, text: str, headers: Mapping[str, str]) -> UpstreamHTTPError:
+    try:
+        body = json.loads(text)
+        message = str((body.get("error") or {}).get("message") or body)
+    except (ValueError, AttributeError):
+        message = text[:300]
+    return UpstreamHTTPError(status, message, headers)
+
+
+def _events(lines: list[str]) -> list[dict[str, Any]]:
+    data = [line[5:].strip() for line in lines if line.startswith("data:")]
+    return [json.loads(d) for d in data if d and d != "[DONE]"]
+
+
+def new_session() -> aiohttp.ClientSession:
+    """The connection pool one proxy server uses for every direct call (create on its loop).
+
+    ``HTTP(S)_PROXY`` from the environment is not used (with ``trust_env`` aiohttp
+    looks it up in a worker thread on every call): the direct transport is for
+    endpoints reached without one, the embedded model's loopback server first.
+    """
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=512), trust_env=False)
+
+
+async def post_chat(
+    session: aiohttp.ClientSession,
+    api_base: str,
+    api_key: str | None,
+    body: dict[str, Any],
+    stream: bool,
+    timeout: float = 600.0,
+) -> Forwarded:
+    url = api_base.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    limit = aiohttp.ClientTimeout(total=timeout)
+    try:
+        async with session.post(url, json=body, headers=headers, timeout=limit) as resp:
+            if resp.status >= 400:
+                raise _error(resp.status, await resp.text(), resp.headers)
+            if stream:
+                lines = [raw.decode().rstrip("\r\n") async for raw in resp.content]
+                chunks = _events(lines)
+                return Forwarded(record_from_chunks(chunks), chunks=chunks)
+            data = json.loads(await resp.read())
+    except TimeoutError as exc:
+        raise UpstreamTimeout(f"no answer within {timeout:g} s") from exc
+    except aiohttp.ClientError as exc:
+        raise UpstreamConnectionError(str(exc) or type(exc).__name__) from exc
+    return Forwarded(record_from_response(data), body=data)

@@ -1,0 +1,130 @@
+"""What a replayed request must match: a normalised view of it, and its hash.
+
+The view keeps what decides the model's answer (by default the API spoken,
+messages, tools, ``tool_choice`` and ``response_format``) and drops what
+varies between two identical runs: provider ids (tool-call ids become
+``call_1``, ``call_2``... in order of appearance), ``user``, ``metadata``,
+``stream`` and ``stream_options``, the model name the agent sent, and sampling
+parameters (temperature, top_p, seed, max_tokens, stop: they change the
+distribution a response is drawn from, not the request; replay serves the
+recorded draw). Tool arguments compare as parsed JSON, so spacing does not
+count. Both are configurable per suite with :meth:`FingerprintConfig.extended`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evalrunner._jsonio import canonical
+from evalrunner._redact import redact
+from evalrunner.core._normalize import ADDRESS_MASK
+from evalrunner.proxy._request import ModelRequest
+
+DEFAULT_FIELDS = frozenset({"api", "messages", "tools", "tool_choice", "response_format"})
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """Which request fields must match on replay, and which text to mask before comparing."""
+
+    fields: frozenset[str] = DEFAULT_FIELDS
+    masks: tuple[tuple[re.Pattern[str], str], ...] = ((ADDRESS_MASK[0], ADDRESS_MASK[1]),)
+
+    def extended(
+        self,
+        include: Iterable[str] = (),
+        ignore: Iterable[str] = (),
+        masks: Iterable[tuple[str, str]] = (),
+    ) -> FingerprintConfig:
+        """``include`` adds fields (e.g. ``temperature``, ``seed``, ``max_tokens``); ``ignore``
+        drops some (e.g. ``tools``); ``masks`` are (regex, replacement) pairs for volatile text."""
+        return FingerprintConfig(
+            fields=(self.fields | frozenset(include)) - frozenset(ignore),
+            masks=self.masks + tuple((re.compile(p), r) for p, r in masks),
+        )
+
+
+DEFAULT_FINGERPRINT = FingerprintConfig()
+
+
+def normal_content(content: Any) -> Any:
+    """Message content as text when it is only text (a string or text parts), else as sent."""
+    if content is None:
+        return ""
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in content
+    ):
+        return "".join(str(p.get("text", "")) for p in content)
+    return content
+
+
+def _arguments(raw: Any) -> Any:
+    try:
+        return json.loads(raw) if isinstance(raw, str) and raw.strip() else raw
+    except json.JSONDecodeError:
+        return raw
+
+
+def _message(m: Mapping[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    def ordinal(call_id: Any) -> str:
+        return ids.setdefault(str(call_id), f"call_{len(ids) + 1}")
+
+    view: dict[str, Any] = {"role": m.get("role"), "content": normal_content(m.get("content"))}
+    calls = m.get("tool_calls") or []
+    if calls:
+        view["tool_calls"] = [
+            {
+                "id": ordinal(c.get("id")),
+                "name": (c.get("function") or {}).get("name"),
+                "arguments": _arguments((c.get("function") or {}).get("arguments")),
+            }
+            for c in calls
+            if isinstance(c, Mapping)
+        ]
+    if m.get("tool_call_id") is not None:
+        view["tool_call_id"] = ordinal(m["tool_call_id"])
+    if m.get("name"):
+        view["name"] = m["name"]
+    return view
+
+
+def _masked(value: Any, masks: tuple[tuple[re.Pattern[str], str], ...]) -> Any:
+    if isinstance(value, str):
+        for pattern, repl in masks:
+            value = pattern.sub(repl, value)
+        return value
+    if isinstance(value, list):
+        return [_masked(v, masks) for v in value]
+    if isinstance(value, dict):
+        return {k: _masked(v, masks) for k, v in value.items()}
+    return value
+
+
+def request_view(
+    request: ModelRequest, config: FingerprintConfig = DEFAULT_FINGERPRINT
+) -> dict[str, Any]:
+    """The part of a request replay matches on, normalised, masked and redacted."""
+    flat: dict[str, Any] = {
+        "api": request.api,
+        "messages": request.messages,
+        "tools": request.tools or None,
+        "tool_choice": request.tool_choice,
+        **request.params,
+    }
+    view = {k: v for k, v in flat.items() if k in config.fields and v is not None}
+    if "messages" in view:
+        ids: dict[str, str] = {}
+        view["messages"] = [_message(m, ids) for m in request.messages]
+    # Redacted like the recording itself, or a prompt holding a secret could
+    # never match its own (redacted) recording.
+    masked: dict[str, Any] = redact(_masked(view, config.masks))
+    return masked
+
+
+def fingerprint(view: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(view).encode()).hexdigest()[:16]

@@ -1,0 +1,173 @@
+"""Why a replayed request matched no recording: the fields that differ, readably.
+
+Pure functions over two request views (see ``_fingerprint.request_view``).
+Each difference names its field (``system message``, ``tools``,
+``tool_choice``, ``message 3 (tool)``...); long strings are diffed by word,
+or by line when they span lines, so a one-word change in a 4 KB one-line
+system prompt shows as that word with a little context.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalrunner._jsonio import canonical
+
+_SHORT = 120  # strings up to this long are shown whole
+_CONTEXT = 6  # words of context around a changed run
+_MAX_HUNKS = 3
+_MAX_LINES = 12
+
+
+def _clip(text: str, limit: int = _SHORT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "(not sent)"
+    return repr(_clip(value)) if isinstance(value, str) else _clip(canonical(value))
+
+
+def _words(words: Sequence[str], limit: int = 20) -> str:
+    if len(words) <= limit:
+        return " ".join(words)
+    return " ".join(words[:limit]) + f" …(+{len(words) - limit} words)"
+
+
+def word_diff(old: str, new: str) -> str:
+    """``…context [-removed-] {+added+} context…`` for the first few changed runs."""
+    a, b = old.split(), new.split()
+    if a == b:
+        return "whitespace differs only"
+    hunks = []
+    ops = [
+        op
+        for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    for _tag, i1, i2, j1, j2 in ops[:_MAX_HUNKS]:
+        before = a[max(0, i1 - _CONTEXT) : i1]
+        after = a[i2 : i2 + _CONTEXT]
+        change = []
+        if i2 > i1:
+            change.append(f"[-{_words(a[i1:i2])}-]")
+        if j2 > j1:
+            change.append(f"{{+{_words(b[j1:j2])}+}}")
+        lead = "…" if i1 > _CONTEXT else ""
+        tail = "…" if i2 + _CONTEXT < len(a) else ""
+        hunks.append(lead + " ".join([*before, *change, *after]) + tail)
+    more = f" (and {len(ops) - _MAX_HUNKS} more changes)" if len(ops) > _MAX_HUNKS else ""
+    return "; ".join(hunks) + more
+
+
+def line_diff(old: str, new: str) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=1))[2:]
+    shown = [_clip(line, 200) for line in lines[:_MAX_LINES]]
+    if len(lines) > _MAX_LINES:
+        shown.append(f"… ({len(lines) - _MAX_LINES} more diff lines)")
+    return "\n    " + "\n    ".join(shown)
+
+
+def text_diff(old: Any, new: Any) -> str:
+    if not (isinstance(old, str) and isinstance(new, str)):
+        old, new = canonical(old), canonical(new)
+    if len(old) <= _SHORT and len(new) <= _SHORT and "\n" not in old + new:
+        return f"recorded {old!r}, now {new!r}"
+    if "\n" in old or "\n" in new:
+        return line_diff(old, new)
+    return word_diff(old, new)
+
+
+def _label(index: int, message: Mapping[str, Any]) -> str:
+    role = message.get("role")
+    if index == 0 and role in ("system", "developer"):
+        return "system message"
+    return f"message {index} ({role})"
+
+
+def _message_diff(index: int, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    label = _label(index, new)
+    if old.get("role") != new.get("role"):
+        return [f"{label}: role: recorded {old.get('role')!r}, now {new.get('role')!r}"]
+    out = []
+    for key in sorted((set(old) | set(new)) - {"role"}):
+        if old.get(key) != new.get(key):
+            what = label if key == "content" else f"{label} {key}"
+            out.append(f"{what}: {text_diff(old.get(key), new.get(key))}")
+    return out
+
+
+def _messages_diff(old: Sequence[Any], new: Sequence[Any]) -> list[str]:
+    out = []
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            out.extend(_message_diff(i, a, b))
+        if len(out) >= 4:
+            return [*out, "… (more messages differ)"]
+    if len(old) != len(new):
+        longer, extra = (new, "now has") if len(new) > len(old) else (old, "had")
+        first = len(min(old, new, key=len))
+        what = _label(first, longer[first])
+        out.append(
+            f"message count: recorded {len(old)}, now {len(new)} (the request {extra} "
+            f"{abs(len(new) - len(old))} more, from {what}: {_show(longer[first].get('content'))!s})"
+        )
+    return out
+
+
+def _tools_diff(old: Sequence[Any], new: Sequence[Any]) -> list[str]:
+    def by_name(tools: Sequence[Any]) -> dict[str, Any]:
+        return {str((t.get("function") or {}).get("name")): t.get("function") for t in tools}
+
+    a, b = by_name(old), by_name(new)
+    out = []
+    if set(a) != set(b):
+        added, removed = sorted(set(b) - set(a)), sorted(set(a) - set(b))
+        out.append(f"tools: added {added or 'none'}, removed {removed or 'none'}")
+    for name in sorted(set(a) & set(b)):
+        for key in sorted(set(a[name]) | set(b[name])):
+            if a[name].get(key) != b[name].get(key):
+                out.append(
+                    f"tools: {name!r} {key}: {text_diff(a[name].get(key), b[name].get(key))}"
+                )
+    if not out and old != new:
+        out.append("tools: same tools in another order")
+    return out
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Every field of the two request views that differs, each as one readable line."""
+    out: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if key == "messages":
+            out.extend(_messages_diff(a or [], b or []))
+        elif key == "tools":
+            out.extend(_tools_diff(a or [], b or []))
+        else:
+            out.append(f"{key}: recorded {_show(a)}, now {_show(b)}")
+    return out
+
+
+def _similarity(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[int, int, int]:
+    a, b = old.get("messages") or [], new.get("messages") or []
+    same_messages = sum(1 for x, y in zip(a, b, strict=False) if x == y)
+    same_fields = sum(
+        1 for k in set(old) | set(new) if k != "messages" and old.get(k) == new.get(k)
+    )
+    return same_messages, same_fields, -abs(len(a) - len(b))
+
+
+def nearest(
+    new: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]], used: Sequence[bool]
+) -> int:
+    """Index of the recorded view closest to ``new``: unused first, then most alike."""
+    return max(
+        range(len(recorded)),
+        key=lambda i: (not used[i], *_similarity(recorded[i], new), -i),
+    )

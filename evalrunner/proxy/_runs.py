@@ -1,0 +1,252 @@
+"""One proxied run: its calls, answered live or from a recording, and what it produced.
+
+Runs are separate by URL (``/runs/<run-id>/v1``), so concurrent runs never
+share calls, retries, recordings or conversations. A run's state is touched
+from the server's event loop (calls) and from the caller's thread (opening,
+finishing), hence the lock; it is never held across an ``await``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
+from evalrunner.core._response import ResponseRecord, _message_dict
+from evalrunner.errors import ConfigError
+from evalrunner.proxy._recording import (
+    RecordedCall,
+    RecordedError,
+    Recording,
+    ReplayBook,
+    ReplayMiss,
+)
+from evalrunner.proxy._request import Incoming, ProxyHTTPError
+from evalrunner.proxy._trajectory import CapturedCall, build_trajectory, conversations
+from evalrunner.proxy._upstream import Upstream, forward, upstream_failure
+
+if TYPE_CHECKING:
+    import aiohttp
+
+Mode = Literal["record", "replay", "passthrough"]
+
+DEFAULT_RUN = "default"
+# Run ids become URL path segments and recording file names: letters, digits,
+# '.', '_', '-', in '/'-separated segments (the live runner's ids look like
+# 'scenario/model/3'); no empty, '.' or '..' segments.
+_RUN_ID = re.compile(r"^(?!.*(?:^|/)\.{1,2}(?:/|$))[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
+
+log = logging.getLogger("evalrunner.proxy")
+
+
+def check_run_id(run_id: str) -> str:
+    if len(run_id) > 200 or not _RUN_ID.match(run_id):
+        raise ConfigError(
+            f"proxy run id {run_id!r}: use letters, digits, '.', '_' and '-' in "
+            "'/'-separated segments (at most 200 characters)"
+        )
+    return run_id
+
+
+@dataclass
+class CallLog:
+    """One request of the run and what became of it."""
+
+    n: int  # arrival number, from 1
+    incoming: Incoming
+    record: ResponseRecord | None = None
+    chunks: list[dict[str, Any]] | None = None
+    error: RecordedError | None = None
+    infra: bool = False
+
+
+@dataclass
+class Answer:
+    """What to send back: the record, plus upstream's own chunks or body when there are."""
+
+    n: int
+    record: ResponseRecord
+    chunks: list[dict[str, Any]] | None = None
+    body: dict[str, Any] | None = None
+
+
+@dataclass
+class ProxyRunResult:
+    """What one proxied run produced (:meth:`ProxyServer.finish_run`).
+
+    ``trajectory`` is the ATIF trajectory (sub-agents embedded);
+    ``model_calls`` counts every request that reached the proxy, answered or not:
+    0 means the agent never reached the model through the proxy (a wrong base
+    URL, or an SDK that ignores the environment), which callers report as such.
+    ``infra.final_error`` is set when an upstream fault survived the retries
+    (classify the run ``infra_error``); ``replay_errors`` are requests replay
+    could not answer (the run failed: the agent changed); ``upstream_errors``
+    are errors the upstream model returned for a request (e.g. the context
+    window), which the agent saw as HTTP errors.
+    """
+
+    run_id: str
+    trajectory: dict[str, Any]
+    model_calls: int
+    infra: InfraLog
+    replay_errors: list[str] = field(default_factory=list)
+    upstream_errors: list[str] = field(default_factory=list)
+    unused_recorded: list[str] = field(default_factory=list)
+    recording: Recording | None = None
+    recording_path: Path | None = None
+
+    @property
+    def no_model_calls(self) -> bool:
+        return self.model_calls == 0
+
+    @property
+    def infra_error(self) -> BaseException | None:
+        return self.infra.final_error
+
+    @property
+    def ok(self) -> bool:
+        """No replay miss, no infrastructure fault, and at least one model call."""
+        return not (self.replay_errors or self.infra_error or self.no_model_calls)
+
+
+class RunState:
+    """The live state of one run inside the proxy."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        mode: Mode,
+        upstream: Upstream | None,
+        retry: RetrySettings | None,
+        book: ReplayBook | None,
+        recording_path: Path | None,
+        name: str,
+    ) -> None:
+        self.run_id = run_id
+        self.mode = mode
+        self.upstream = upstream
+        self.book = book
+        self.recording_path = recording_path
+        self.name = name
+        self.infra = InfraLog(retry)
+        self.calls: list[CallLog] = []
+        self.replay_errors: list[str] = []
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def _arrive(self, incoming: Incoming) -> CallLog:
+        with self._lock:
+            entry = CallLog(len(self.calls) + 1, incoming)
+            self.calls.append(entry)
+            return entry
+
+    async def call(
+        self, incoming: Incoming, session: aiohttp.ClientSession | None = None
+    ) -> Answer:
+        """Answer one request (replayed or forwarded), or raise the HTTP error the agent gets.
+
+        ``session`` is the server's connection pool (for the direct transport).
+        """
+        entry = self._arrive(incoming)
+        if self.book is not None:
+            answer = self._replay(entry)
+        else:
+            answer = await self._forward(entry, session)
+        if incoming.request.api == "responses":
+            # Kept for a later request's previous_response_id (Responses API).
+            message = _message_dict(answer.record)
+            message.pop("reasoning_content", None)
+            with self._lock:
+                self.history[f"resp_evalrunner_{entry.n}"] = [
+                    *incoming.request.messages[incoming.history_from :],
+                    message,
+                ]
+        return answer
+
+    def _replay(self, entry: CallLog) -> Answer:
+        assert self.book is not None
+        try:
+            recorded = self.book.take(entry.incoming.request, entry.n)
+        except ReplayMiss as miss:
+            with self._lock:
+                self.replay_errors.append(str(miss))
+            entry.error = RecordedError(status=400, type="replay_mismatch", message=str(miss))
+            raise ProxyHTTPError(400, "replay_mismatch", str(miss)) from None
+        if recorded.error is not None:
+            entry.error = recorded.error
+            raise ProxyHTTPError(recorded.error.status, recorded.error.type, recorded.error.message)
+        entry.record = recorded.response or ResponseRecord()
+        same_stream = recorded.stream and recorded.request.api == "chat"
+        return Answer(entry.n, entry.record, chunks=recorded.chunks if same_stream else None)
+
+    async def _forward(self, entry: CallLog, session: aiohttp.ClientSession | None) -> Answer:
+        if self.upstream is None:
+            raise ProxyHTTPError(
+                500, "proxy_error", "evalrunner proxy: no upstream model configured"
+            )
+        try:
+            request, stream = entry.incoming.request, entry.incoming.stream
+            got = await forward(self.upstream, request, stream, self.infra, session)
+        except Exception as exc:
+            error, infra = upstream_failure(exc, self.infra)
+            if not is_infra_error(exc) and not isinstance(getattr(exc, "status_code", None), int):
+                # Neither an endpoint fault nor an HTTP answer: likely our own bug.
+                log.exception("evalrunner proxy: unexpected error forwarding a call")
+            entry.error = RecordedError(status=error.status, type=error.kind, message=error.message)
+            entry.infra = infra
+            raise error from None
+        entry.record, entry.chunks = got.record, got.chunks
+        return Answer(entry.n, got.record, chunks=got.chunks, body=got.body)
+
+    # -- the result ------------------------------------------------------------------
+
+    def recording(self) -> Recording:
+        calls = [
+            RecordedCall(
+                call=c.n,
+                request=c.incoming.request,
+                stream=c.incoming.stream,
+                response=c.record,
+                error=c.error,
+                chunks=c.chunks,
+            )
+            for c in self.calls
+            if not c.infra and (c.record is not None or c.error is not None)
+        ]
+        label = self.upstream.name if self.upstream else None
+        return Recording(run_id=self.run_id, upstream=label, calls=calls)
+
+    def trajectory(self) -> dict[str, Any]:
+        answered = [(c.incoming.request, c.record) for c in self.calls if c.record is not None]
+        numbers = conversations([(request.messages, record) for request, record in answered])
+        return build_trajectory(
+            self.name,
+            [
+                CapturedCall(number, request.chat_kwargs(), record)
+                for number, (request, record) in zip(numbers, answered, strict=True)
+            ],
+        )
+
+    def result(self) -> ProxyRunResult:
+        with self._lock:
+            result = ProxyRunResult(
+                run_id=self.run_id,
+                trajectory=self.trajectory(),
+                model_calls=len(self.calls),
+                infra=self.infra,
+                replay_errors=list(self.replay_errors),
+                upstream_errors=[
+                    c.error.message
+                    for c in self.calls
+                    if c.error is not None and not c.infra and c.error.type != "replay_mismatch"
+                ],
+                unused_recorded=self.book.unused() if self.book is not None else [],
+            )
+        if self.mode == "record":
+            result.recording = self.recording()
+        return result

@@ -1,0 +1,270 @@
+"""Forwarding one request upstream through litellm, under the live runs' retry policy.
+
+Every call goes through ``litellm.acompletion`` (so any litellm model string
+works, the embedded local model included), with litellm's and the openai
+SDK's own retries off: the run's :class:`InfraLog` is the only retry layer,
+as in live runs. A stream is read to its end inside that retry loop, so an
+upstream stream cut off midway (or ending without a finish reason) is
+retried like any other endpoint fault before the agent sees a byte of it.
+
+The embedded llama.cpp server has quirks SDK agents do not expect; with
+``llama_cpp`` set (automatic for the ``local`` model) the request is smoothed
+before it leaves, and only then (recordings and fingerprints keep what the
+agent sent):
+
+- an assistant message with ``tool_calls`` and no content gets ``content: ""``
+  (the server's chat template fails on a missing content: a 500);
+- ``tools`` without ``tool_choice`` get ``tool_choice: "auto"`` (without it the
+  server renders no tools and the model never calls one);
+- ``tool_choice: "required"`` becomes ``"auto"`` (the server answers 500);
+- a streamed request with tools is sent unstreamed (the server answers 200,
+  then fails: "Automatic streaming tool choice is not supported"); the agent
+  still gets a stream, rendered from the answer.
+
+Separately, a stream that carries no answer at all (no text, no tool calls, no
+usage) counts as truncated: litellm ends an empty stream with a made-up
+``finish_reason: "stop"``, which would otherwise reach the agent as an empty
+answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evalrunner._litellm import import_litellm
+from evalrunner.core._faults import InfraLog, describe, is_infra_error
+from evalrunner.core._response import ResponseRecord, record_from_response
+from evalrunner.errors import ConfigError
+from evalrunner.live._endpoints import LOCAL, Endpoint
+from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
+
+if TYPE_CHECKING:
+    import aiohttp
+
+# Upstream answers that mean "no model behind this proxy" (a missing provider
+# key, a wrong model name): the proxy's configuration, not the agent's doing.
+_REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFoundError"})
+_TIMEOUTS = frozenset(
+    {"Timeout", "APITimeoutError", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
+)
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the proxy sends model calls: a litellm model string and, optionally, its endpoint.
+
+    ``model="local"`` is resolved by :class:`~evalrunner.proxy.ProxyServer` to the
+    embedded SmolLM2 server. Provider keys come from the proxy's own
+    environment as litellm reads them, or ``api_key``; never from the agent.
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    llama_cpp: bool = False
+    timeout_s: float = 600.0
+    label: str | None = None  # what recordings show; the model string by default
+    direct: bool = False  # POST to an OpenAI-compatible api_base ourselves, not via litellm
+
+    def __post_init__(self) -> None:
+        if self.direct and not self.api_base and self.model != LOCAL:
+            raise ConfigError(
+                f"upstream {self.model!r}: the direct transport needs an OpenAI-compatible "
+                "endpoint (--api-base), or drop --direct to go through litellm"
+            )
+
+    @property
+    def name(self) -> str:
+        return self.label or self.model
+
+    @classmethod
+    def from_endpoint(cls, endpoint: Endpoint, *, direct: bool = False) -> Upstream:
+        """The upstream for a live run's endpoint (the embedded model gets its quirks smoothed)."""
+        return cls(
+            endpoint.model,
+            api_base=endpoint.api_base,
+            api_key=endpoint.api_key,
+            llama_cpp=endpoint.label == LOCAL,
+            label=endpoint.label,
+            direct=direct,
+        )
+
+
+class TruncatedStream(ConnectionError):
+    """The upstream stream ended before the answer did (an infrastructure fault)."""
+
+
+@dataclass
+class Forwarded:
+    """The upstream answer: its record, plus what the agent is sent as is."""
+
+    record: ResponseRecord
+    chunks: list[dict[str, Any]] | None = None  # chat chunks as received, when streamed
+    body: dict[str, Any] | None = None  # the chat completion as received, when not
+
+
+def smooth_for_llama_cpp(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The request with the embedded llama.cpp server's quirks worked around (see module doc)."""
+    messages = [
+        {**m, "content": ""}
+        if m.get("role") == "assistant" and m.get("tool_calls") and not m.get("content")
+        else m
+        for m in kwargs["messages"]
+    ]
+    smoothed = {**kwargs, "messages": messages}
+    if smoothed.get("tools") and smoothed.get("tool_choice") in (None, "required"):
+        smoothed["tool_choice"] = "auto"
+    return smoothed
+
+
+def _kwargs(upstream: Upstream, request: ModelRequest, stream: bool) -> dict[str, Any]:
+    kwargs = request.chat_kwargs()
+    if upstream.llama_cpp:
+        kwargs = smooth_for_llama_cpp(kwargs)
+    kwargs.update(
+        model=upstream.model,
+        timeout=upstream.timeout_s,
+        drop_params=True,
+        # Our retry policy is the only layer (see module doc).
+        max_retries=0,
+        num_retries=0,
+    )
+    if upstream.direct:
+        # Only the request itself goes on the wire; the model without litellm's prefix.
+        kwargs["model"] = upstream.model.removeprefix("openai/")
+        for key in ("drop_params", "max_retries", "num_retries", "timeout"):
+            kwargs.pop(key)
+    else:
+        if upstream.api_base:
+            kwargs["api_base"] = upstream.api_base
+        if upstream.api_key:
+            kwargs["api_key"] = upstream.api_key
+    if stream:
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+    return kwargs
+
+
+@dataclass
+class _Assembly:
+    """A streamed chat completion put back together, chunk by chunk."""
+
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        self.model = self.model or chunk.get("model")
+        self.usage = chunk.get("usage") or self.usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            self.content.append(delta.get("content") or "")
+            self.reasoning.append(delta.get("reasoning_content") or "")
+            self.finish = choice.get("finish_reason") or self.finish
+            for tc in delta.get("tool_calls") or []:
+                self._add_call(tc)
+
+    def _add_call(self, tc: dict[str, Any]) -> None:
+        # Tool calls arrive in pieces keyed by index: id and name once, arguments in parts.
+        call = self.calls.setdefault(
+            int(tc.get("index") or 0), {"id": "", "name": "", "arguments": ""}
+        )
+        function = tc.get("function") or {}
+        call["id"] = tc.get("id") or call["id"]
+        call["name"] += function.get("name") or ""
+        call["arguments"] += function.get("arguments") or ""
+
+    def message(self) -> dict[str, Any]:
+        return {
+            "content": "".join(self.content) or None,
+            "reasoning_content": "".join(self.reasoning) or None,
+            "tool_calls": [
+                {"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for _, c in sorted(self.calls.items())
+            ],
+        }
+
+
+def record_from_chunks(chunks: list[dict[str, Any]]) -> ResponseRecord:
+    """The record of a streamed chat completion, from its chunks as received.
+
+    Raises :class:`TruncatedStream` when no chunk carried a finish reason (the
+    stream stopped before the answer did) or the stream carried no answer at all.
+    """
+    stream = _Assembly()
+    for chunk in chunks:
+        stream.add(chunk)
+    if stream.finish is None:
+        raise TruncatedStream("the upstream stream ended without a finish reason")
+    message = stream.message()
+    if not (stream.usage or stream.calls or message["content"] or message["reasoning_content"]):
+        # litellm closes an empty stream (a server that failed after its 200)
+        # with a made-up finish reason; an answer of nothing at all is no answer.
+        raise TruncatedStream("the upstream stream carried no answer (no text, calls or usage)")
+    choice = {"message": message, "finish_reason": stream.finish}
+    return record_from_response({"model": stream.model, "usage": stream.usage, "choices": [choice]})
+
+
+async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
+    response = await import_litellm().acompletion(**kwargs)
+    if stream:
+        chunks = [c.model_dump(exclude_none=True) async for c in response]
+        return Forwarded(record_from_chunks(chunks), chunks=chunks)
+    return Forwarded(record_from_response(response), body=response.model_dump(exclude_none=True))
+
+
+async def forward(
+    upstream: Upstream,
+    request: ModelRequest,
+    stream: bool,
+    infra: InfraLog,
+    session: aiohttp.ClientSession | None = None,
+) -> Forwarded:
+    """Ask upstream, retrying infrastructure faults; raises what survived the retries.
+
+    ``session`` is the proxy's connection pool, used by the direct transport.
+    """
+    if upstream.llama_cpp and request.tools:
+        # llama.cpp refuses to stream with tools (see module doc): ask whole; the
+        # agent still gets a stream, rendered from the record.
+        stream = False
+    kwargs = _kwargs(upstream, request, stream)
+    if upstream.direct:
+        from evalrunner.proxy._direct import post_chat
+
+        assert session is not None and upstream.api_base is not None  # checked at construction
+        base, key, timeout = upstream.api_base, upstream.api_key, upstream.timeout_s
+        return await infra.acall(lambda: post_chat(session, base, key, kwargs, stream, timeout))
+    return await infra.acall(lambda: _via_litellm(kwargs, stream))
+
+
+def _infra_status(exc: BaseException) -> int:
+    status = getattr(exc, "status_code", None)
+    if status == 429 or status == 503:
+        return int(status)
+    if type(exc).__name__ in _TIMEOUTS or isinstance(exc, TimeoutError):
+        return 504
+    return 502
+
+
+def upstream_failure(exc: Exception, infra: InfraLog) -> tuple[ProxyHTTPError, bool]:
+    """The HTTP error the agent gets for an upstream failure, and whether it is infrastructure.
+
+    Infrastructure (faults that survived the retries, and refusals that mean no
+    model is reachable) is marked as such in the body, and in the run's
+    :class:`InfraLog`, so the runner classifies the run ``infra_error``.
+    """
+    status = getattr(exc, "status_code", None)
+    if is_infra_error(exc) or type(exc).__name__ in _REFUSALS or not isinstance(status, int):
+        infra.final_error = exc
+        attempts = infra.attempts if is_infra_error(exc) else 1
+        message = (
+            "evalrunner proxy: upstream infrastructure fault, not agent behaviour "
+            f"(gave up after {attempts} attempt{'s' if attempts != 1 else ''}): {describe(exc)}"
+        )
+        return ProxyHTTPError(_infra_status(exc), "upstream_infra_error", message), True
+    message = f"evalrunner proxy: the upstream model refused the request: {describe(exc)}"
+    return ProxyHTTPError(status, type(exc).__name__, message), False

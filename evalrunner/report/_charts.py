@@ -1,0 +1,254 @@
+"""What the HTML report charts: each metric's trend, and a suite's outcomes and tokens per night.
+
+A metric is drawn where its tolerance is defined, which depends only on its
+kind (the registry's :data:`~evalrunner.stats._metrics.Kind`): rates and
+continuous metrics in their own units (band: baseline +- margin, or baseline
+x [1/margin, margin]); counts and the tool-sequence distribution as their
+effect (Cliff's delta, JS distance) against the margin, because their margin is
+not in the metric's units. A new metric of a known kind needs nothing here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from markupsafe import Markup
+
+from evalrunner.report._format import day, effect_label, fmt, interval
+from evalrunner.report._select import Night
+from evalrunner.report._svg import (
+    Flag,
+    FloatArray,
+    Trend,
+    fractions,
+    nice_max,
+    series_svg,
+    trend_svg,
+)
+from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
+from evalrunner.stats._metrics import Kind
+from evalrunner.stats._results import MetricResult
+
+_MAX_POINTS = 90
+"""Longer series are drawn in runs of nights, about _TARGET_POINTS points per chart."""
+_TARGET_POINTS = 60
+
+Band = Callable[[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]
+"""(baseline, margin) -> (band low, band high), night by night."""
+
+
+def _finite_max(*arrays: FloatArray) -> float | None:
+    seen = np.concatenate(arrays)
+    seen = seen[np.isfinite(seen)]
+    return float(seen.max()) if seen.size else None
+
+
+def _rate_axis(t: Trend) -> tuple[float, float]:
+    # Rare events (crashes, skips) get a zoomed axis; anything reaching 50 % the full one.
+    top = _finite_max(t.est, t.high, t.band_high)
+    top = 1.0 if top is None else top
+    return 0.0, 1.0 if top > 0.5 else nice_max(top, 0.05)
+
+
+def _ratio_band(base: FloatArray, margin: FloatArray) -> tuple[FloatArray, FloatArray]:
+    with np.errstate(all="ignore"):
+        return base / margin, base * margin
+
+
+def _ratio_axis(t: Trend) -> tuple[float, float]:
+    top = _finite_max(t.est, t.high, t.base, t.band_high)
+    return 0.0, nice_max(top * 1.05 if top is not None else 1.0, 1e-9)
+
+
+@dataclass(frozen=True)
+class _KindChart:
+    axis: str
+    effect: bool
+    """Drawn as the effect against the margin (baseline 0) rather than estimates in the metric's units."""
+    band: Band
+    y_range: Callable[[Trend], tuple[float, float]]
+    fmt: str
+
+
+_BY_KIND: dict[Kind, _KindChart] = {
+    "binary": _KindChart(
+        "rate (band: baseline ± margin)",
+        effect=False,
+        band=lambda b, m: (np.clip(b - m, 0, 1), np.clip(b + m, 0, 1)),
+        y_range=_rate_axis,
+        fmt="pct",
+    ),
+    "continuous": _KindChart(
+        "geometric mean (band: baseline ×/÷ margin)",
+        effect=False,
+        band=_ratio_band,
+        y_range=_ratio_axis,
+        fmt="num",
+    ),
+    "count": _KindChart(
+        "Cliff's δ vs baseline (band: ± margin)",
+        effect=True,
+        band=lambda b, m: (-m, m),
+        y_range=lambda t: (-1.0, 1.0),
+        fmt="num",
+    ),
+    "categorical": _KindChart(
+        "JS distance from baseline (band: ≤ margin)",
+        effect=True,
+        band=lambda b, m: (b, m),
+        y_range=lambda t: (0.0, 1.0),
+        fmt="num",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ChartView:
+    metric: str
+    axis: str
+    verdict: str
+    svg: Markup
+
+
+def _floats(values: Sequence[float | None]) -> FloatArray:
+    return np.array([math.nan if v is None else v for v in values], dtype=float)
+
+
+def _intervals(values: Sequence[tuple[float, float] | None]) -> tuple[FloatArray, FloatArray]:
+    return (
+        _floats([v[0] if v else None for v in values]),
+        _floats([v[1] if v else None for v in values]),
+    )
+
+
+def _trend(style: _KindChart, results: Sequence[MetricResult], frac: FloatArray) -> Trend:
+    margin = _floats([r.margin for r in results])
+    if style.effect:
+        est, (low, high) = (
+            _floats([r.effect for r in results]),
+            _intervals([r.effect_ci for r in results]),
+        )
+        base = np.zeros(len(results))
+    else:
+        est, (low, high) = (
+            _floats([r.night_estimate for r in results]),
+            _intervals([r.night_ci for r in results]),
+        )
+        base = _floats([r.baseline_estimate for r in results])
+    band_low, band_high = style.band(base, margin)
+    return Trend(frac, est, low, high, base, band_low, band_high)
+
+
+def _tip(created_at: str, r: MetricResult) -> str:
+    return (
+        f"{day(created_at)} {safe_verdict(r.verdict)}: baseline {fmt(r.baseline_estimate)} → night "
+        f"{fmt(r.night_estimate)}; {effect_label(r)} "
+        f"{fmt(r.effect)} {interval(r.effect_ci)}; q {fmt(r.q)}"
+    )
+
+
+def metric_chart(
+    metric: str, points: Sequence[tuple[Night, MetricResult]], span: Sequence[Night], latest: Night
+) -> ChartView:
+    """One metric's trend over the suite's nights ``span``; ``points`` oldest first.
+
+    ``latest`` is the scenario x model's latest night: the chart's badge shows
+    the verdict of that night, or "no baseline" when the metric was not compared then.
+    """
+    results = [r for _, r in points]
+    # The kind stored with the newest result decides how the whole series reads.
+    style = _BY_KIND[results[-1].kind]
+    frac = fractions([n.when.timestamp() for n in span], [n.when.timestamp() for n, _ in points])
+    trend = _trend(style, results, frac)
+    flags = [
+        Flag(
+            float(frac[i]), float(trend.est[i]), safe_verdict(r.verdict), _tip(night.created_at, r)
+        )
+        for i, (night, r) in enumerate(points)
+        if r.verdict in FLAGGED
+    ]
+    axis, y_range = style.axis, style.y_range(trend)
+    if len(points) > _MAX_POINTS:
+        # A year of noisy nights drawn one by one is a grey wall: draw each run of
+        # `size` nights as its median with the range of its nightly values.
+        size = math.ceil(len(points) / _TARGET_POINTS)
+        trend = trend.bucketed(size)
+        axis += f"; each point: median of {size} nights, bar: their range"
+    svg = trend_svg(
+        label=f"{metric} over {len(points)} nights",
+        trend=trend,
+        y_range=y_range,
+        fmt=style.fmt,
+        flags=flags,
+        first=day(span[0].created_at),
+        last=day(span[-1].created_at),
+    )
+    verdict = safe_verdict(results[-1].verdict) if points[-1][0] is latest else NO_BASELINE
+    return ChartView(metric=metric, axis=axis, verdict=verdict, svg=svg)
+
+
+@dataclass(frozen=True)
+class SuiteCharts:
+    outcomes: Markup | None
+    tokens: Markup | None
+    token_totals: str
+
+
+def _sums(nights: Sequence[Night]) -> dict[str, FloatArray]:
+    """Per night with runs: runs attempted, infra errors, skips, crashes, prompt and completion tokens."""
+    columns: dict[str, list[float]] = {
+        k: [] for k in ("attempted", "infra_error", "skipped", "crashed", "prompt", "completion")
+    }
+    for night in nights:
+        records = night.records
+        columns["attempted"].append(len(records))
+        for outcome in ("infra_error", "skipped", "crashed"):
+            columns[outcome].append(sum(r.outcome == outcome for r in records))
+        columns["prompt"].append(sum(r.prompt_tokens for r in records))
+        columns["completion"].append(sum(r.completion_tokens for r in records))
+    return {k: np.array(v, dtype=float) for k, v in columns.items()}
+
+
+def suite_charts(nights: Sequence[Night]) -> SuiteCharts:
+    """Skip, infra-error and crash rates per night; prompt and completion tokens per night."""
+    ran = [n for n in nights if n.records]
+    if not ran:
+        return SuiteCharts(None, None, "")
+    sums = _sums(ran)
+    frac = fractions([n.when.timestamp() for n in nights], [n.when.timestamp() for n in ran])
+    attempted = sums["attempted"]
+    valid = attempted - sums["infra_error"]
+    with np.errstate(all="ignore"):
+        infra_rate = sums["infra_error"] / attempted
+        skip_rate = np.where(valid > 0, sums["skipped"] / np.maximum(valid, 1), np.nan)
+        crash_rate = np.where(valid > 0, sums["crashed"] / np.maximum(valid, 1), np.nan)
+    peak = np.nanmax(np.concatenate([infra_rate, skip_rate, crash_rate, [0.0]]))
+    first, last = day(nights[0].created_at), day(nights[-1].created_at)
+    outcomes = series_svg(
+        label="skip, infra-error and crash rates per night",
+        frac=frac,
+        series=[skip_rate, infra_rate, crash_rate],
+        y_high=min(1.0, nice_max(float(peak) * 1.1, 0.05)),
+        fmt="pct",
+        first=first,
+        last=last,
+    )
+    prompt, completion = sums["prompt"], sums["completion"]
+    tokens = series_svg(
+        label="prompt and completion tokens per night",
+        frac=frac,
+        series=[prompt, completion, prompt + completion],
+        y_high=nice_max(float((prompt + completion).max()) * 1.05, 1.0),
+        fmt="num",
+        first=first,
+        last=last,
+    )
+    totals = (
+        f"{fmt(prompt.sum() + completion.sum())} tokens over {len(ran)} nights "
+        f"({fmt(prompt.sum())} prompt, {fmt(completion.sum())} completion); "
+        f"latest night {fmt(prompt[-1] + completion[-1])}"
+    )
+    return SuiteCharts(outcomes, tokens, totals)

@@ -1,0 +1,76 @@
+"""Numbers, times and metric results as short text, the same in every format."""
+
+from __future__ import annotations
+
+import math
+
+from evalrunner import _clock as clock
+from evalrunner.report._select import when
+from evalrunner.stats._metrics import EFFECT_LABELS, Kind
+from evalrunner.stats._results import MetricResult
+
+_MARGIN_PREFIX: dict[Kind, str] = {
+    "binary": "±",
+    "count": "±",
+    "continuous": "×",
+    "categorical": "≤",
+}
+"""How a kind's margin reads: a rate or Cliff's delta within ±m, a ratio within ×m, a distance up to m."""
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def fmt(value: float | None) -> str:
+    """Three significant digits; thousands as k/M/G; missing as an en dash."""
+    x = _finite(value)
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= size:
+            return f"{x / size:.3g}{suffix}"
+    text = f"{x:.3g}"
+    return "−" + text[1:] if text.startswith("-") else text
+
+
+def pct(value: float | None) -> str:
+    x = _finite(value)
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def interval(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def margin(result: MetricResult) -> str:
+    return f"{_MARGIN_PREFIX.get(result.kind, '±')}{fmt(result.margin)}"
+
+
+def effect_label(result: MetricResult) -> str:
+    return result.effect_label or EFFECT_LABELS.get(result.kind, "effect")
+
+
+def short_time(created_at: str) -> str:
+    t = when(created_at)
+    return created_at if t.year == 1 else t.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def day(created_at: str) -> str:
+    t = when(created_at)
+    return created_at[:10] if t.year == 1 else t.strftime("%Y-%m-%d")
+
+
+def now() -> str:
+    return short_time(clock.iso_now())
+
+
+def evidence_line(r: MetricResult) -> str:
+    """One result in one line, for plain-text readers (JUnit)."""
+    return (
+        f"{r.metric} {r.verdict}: {effect_label(r)} {fmt(r.effect)} {interval(r.effect_ci)}, "
+        f"p {fmt(r.p)}, q {fmt(r.q)}, margin {margin(r)}, baseline {fmt(r.baseline_estimate)} "
+        f"(n {r.baseline_n}), night {fmt(r.night_estimate)} (n {r.night_n}), {r.test or 'no test'}"
+    )

@@ -1,0 +1,97 @@
+"""JUnit XML of the latest night, for CI test tabs: one testcase per scenario x model.
+
+A gating regression is a ``<failure>``; ``<skipped>`` when no gating metric
+reached a decision (all inconclusive, or no baseline), because CI should show
+"not evaluated" rather than a pass it cannot vouch for; otherwise a pass
+(improvements and diagnostics regressions included, named in system-out).
+ElementTree escapes markup; characters XML 1.0 cannot carry become U+FFFD.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Sequence
+
+from evalrunner.report._format import evidence_line, pct
+from evalrunner.report._history import History
+from evalrunner.report._select import SuiteSelection, select
+from evalrunner.report._views import CellView, cell_views
+from evalrunner.stats._results import FAILING
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_COUNTS = ("tests", "failures", "skipped")
+
+
+def xml(text: str) -> str:
+    """Characters XML 1.0 cannot carry (control characters) become U+FFFD."""
+    return _XML_BAD.sub("\ufffd", text)
+
+
+def render_junit(
+    history: History,
+    *,
+    suites: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> str:
+    """JUnit XML of the latest night: one testcase per scenario x model.
+
+    ``classname`` is ``<suite>.<scenario>`` and ``name`` the model. A gating
+    regression is a ``<failure>`` naming the metrics; a testcase whose gating
+    metrics are all inconclusive (or that has no baseline) is ``<skipped>``.
+    """
+    root = ET.Element("testsuites", name="evalrunner")
+    totals = Counter[str]()
+    for suite in select(history, suites, models, since, until):
+        totals += _suite(root, suite)
+    for name in _COUNTS:
+        root.set(name, str(totals[name]))
+    root.set("errors", "0")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _suite(root: ET.Element, suite: SuiteSelection) -> Counter[str]:
+    node = ET.SubElement(root, "testsuite", name=xml(suite.name), timestamp=suite.night.created_at)
+    counts = Counter[str]()
+    for v in cell_views(suite):
+        counts["tests"] += 1
+        counts[_case(node, suite.name, v)] += 1
+    for name in _COUNTS:
+        node.set(name, str(counts[name]))
+    node.set("errors", "0")
+    return counts
+
+
+def _case(node: ET.Element, suite: str, v: CellView) -> str:
+    """Add the testcase of ``v``; return how it ended: 'failures', 'skipped' or 'passed'."""
+    case = ET.SubElement(
+        node,
+        "testcase",
+        classname=xml(f"{suite}.{v.scenario}"),
+        name=xml(v.model),
+        time=f"{v.latency:.3f}",
+    )
+    gating = v.gating
+    regressions = [r for r in gating if r.verdict in FAILING]
+    ended = "passed"
+    if regressions:
+        ended = "failures"
+        failure = ET.SubElement(
+            case,
+            "failure",
+            type="regression",
+            message=xml("regression in " + ", ".join(r.metric for r in regressions)),
+        )
+        failure.text = xml("\n".join(evidence_line(r) for r in regressions))
+    elif not gating or all(r.verdict == "inconclusive" for r in gating):
+        ended = "skipped"
+        why = "no baseline comparison" if not gating else "all gating metrics inconclusive"
+        ET.SubElement(case, "skipped", message=xml(f"{why} (N {v.n_text})"))
+    out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
+    out += [evidence_line(r) for r in v.results if r.verdict != "ok"]
+    ET.SubElement(case, "system-out").text = xml("\n".join(out))
+    return ended

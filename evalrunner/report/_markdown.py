@@ -1,0 +1,101 @@
+"""The Markdown summary of the latest night per suite, for ``$GITHUB_STEP_SUMMARY``.
+
+Everything a model or tool wrote is escaped: HTML entities for markup, a
+backslash before Markdown's formatting characters and the table's ``|``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from evalrunner.report._format import effect_label, fmt, interval, margin, pct, short_time
+from evalrunner.report._history import History
+from evalrunner.report._select import SuiteSelection, select
+from evalrunner.report._verdicts import NO_BASELINE, VERDICT_ORDER, VERDICT_TEXT, counted, severity
+from evalrunner.report._views import CellView, cell_views
+from evalrunner.stats._results import FAILING
+
+_MARKS = {
+    "regression": "🔴",
+    "improvement": "🔵",
+    "inconclusive": "⚪",
+    "ok": "🟢",
+    NO_BASELINE: "⚫",
+}
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+
+
+def md(text: str) -> str:
+    """A Markdown table cell or inline text: no HTML, no formatting, no column breaks."""
+    text = " ".join(str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def render_markdown(
+    history: History,
+    *,
+    suites: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    title: str = "evalrunner",
+) -> str:
+    """A compact summary of the latest night per suite, for ``$GITHUB_STEP_SUMMARY``."""
+    selected = select(history, suites, models, since, until)
+    lines = [f"# {md(title)}", ""]
+    if not selected:
+        lines.append("No runs yet" + (" in the selected window." if since or until else "."))
+    for suite in selected:
+        lines += _suite(suite)
+    if selected:
+        lines.append("Token totals are in the HTML report; runs record tokens, not cost.")
+    return "\n".join(lines) + "\n"
+
+
+def _suite(suite: SuiteSelection) -> list[str]:
+    views = sorted(cell_views(suite), key=lambda v: (severity(v.verdict), v.cell))
+    counts = Counter(v.verdict for v in views)
+    lines = [
+        f"## Suite {md(suite.name)}, night {md(short_time(suite.night.created_at))}",
+        "",
+        ", ".join(
+            f"{_MARKS[v]} {counted(counts[v], v)}"
+            for v in (*VERDICT_ORDER, NO_BASELINE)
+            if counts[v]
+        )
+        + " (scenario x model, worst gating verdict)",
+        "",
+        "| scenario | model | verdict | success | N | skip |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for v in views:
+        stale = f" (as of {short_time(v.night)})" if v.stale else ""
+        lines.append(
+            f"| {md(v.scenario)} | {md(v.model)} | {_MARKS[v.verdict]} {VERDICT_TEXT[v.verdict]}{md(stale)} "
+            f"| {pct(v.success)} | {v.n_text} | {pct(v.skip)} |"
+        )
+    regressions = [line for v in views for line in _regressions(v)]
+    return [*lines, "", "### Regressions", "", *(regressions or ["None."]), ""]
+
+
+def _regressions(v: CellView) -> list[str]:
+    """A line per gating regression with its evidence; one line naming the regressed diagnostics."""
+    regressed = [r for r in v.results if r.verdict in FAILING]
+    lines = [
+        f"- **{md(v.scenario)}** · {md(v.model)} · {md(r.metric)}: "
+        f"{md(effect_label(r))} {fmt(r.effect)} {interval(r.effect_ci)}, q {fmt(r.q)}, "
+        f"margin {margin(r)}; baseline {fmt(r.baseline_estimate)} (n {r.baseline_n}) → "
+        f"night {fmt(r.night_estimate)} (n {r.night_n})"
+        for r in regressed
+        if r.gating
+    ]
+    diagnostics = [r.metric for r in regressed if not r.gating]
+    if diagnostics:
+        lines.append(
+            f"- **{md(v.scenario)}** · {md(v.model)} · diagnostics (do not fail the night): "
+            + ", ".join(md(m) for m in diagnostics)
+        )
+    return lines

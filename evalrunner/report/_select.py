@@ -1,0 +1,223 @@
+"""Selection: the part of the history a report is about, by suite and night.
+
+A report covers some suites, some models and a time window. :func:`select`
+turns the history's typed entries into :class:`SuiteSelection` objects: the
+suite's nights, oldest first, each holding the records and metric results of
+the selected models, and each scenario x model's latest night.
+
+A "night" is one ``created_at``: the entries of a suite written at that time
+(several CI machines may write at the same second). A night counts only when
+it holds runs or results of the selected models.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from evalrunner import _clock as clock
+from evalrunner.errors import ConfigError
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.report._history import BaselineSummary, History, HistoryEntry, Trajectory
+from evalrunner.stats._results import MetricResult
+
+_NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
+T = TypeVar("T")
+
+
+def when(created_at: str) -> _dt.datetime:
+    """The time of a night; one that does not parse sorts first (and is shown as written)."""
+    try:
+        return clock.parse(created_at)
+    except ValueError:
+        return _NEVER
+
+
+def _bound(text: str, *, until: bool) -> _dt.datetime:
+    try:
+        value = clock.parse(text)
+    except ValueError:
+        raise ConfigError(
+            f"{text!r} is not an ISO 8601 date or time (e.g. 2025-01-31 or 2025-01-31T02:00:00Z)"
+        ) from None
+    if until:  # exclusive bound: a date-only "until" includes the whole day
+        date_only = len(text.strip()) <= 10
+        value += _dt.timedelta(days=1) if date_only else _dt.timedelta(microseconds=1)
+    return value
+
+
+def _by_cell(items: Sequence[T], cell: Callable[[T], CellKey]) -> dict[CellKey, list[T]]:
+    out: dict[CellKey, list[T]] = {}
+    for item in items:
+        out.setdefault(cell(item), []).append(item)
+    return out
+
+
+def _first(values: Sequence[T | None]) -> T | None:
+    return next((v for v in values if v is not None), None)
+
+
+@dataclass
+class Night:
+    """One suite's entries written at one time, with the selected models' records and results."""
+
+    created_at: str
+    when: _dt.datetime
+    entries: list[HistoryEntry] = field(default_factory=list)
+    records: list[RunRecord] = field(default_factory=list)
+    results: list[MetricResult] = field(default_factory=list)
+
+    @functools.cached_property
+    def cells(self) -> set[CellKey]:
+        """Every scenario x model with a record or a result this night."""
+        pairs = {(r.scenario, r.model) for r in self.records}
+        pairs.update((r.scenario, r.model) for r in self.results)
+        return {CellKey(scenario, model) for scenario, model in pairs}
+
+    @functools.cached_property
+    def records_by_cell(self) -> dict[CellKey, list[RunRecord]]:
+        return _by_cell(self.records, lambda r: r.cell)
+
+    @functools.cached_property
+    def results_by_cell(self) -> dict[CellKey, list[MetricResult]]:
+        return _by_cell(self.results, lambda r: CellKey(r.scenario, r.model))
+
+    def baseline(self, cell: CellKey) -> BaselineSummary | None:
+        """The summary of the baseline this night compared ``cell`` with."""
+        return _first([e.baselines.get(cell) for e in self.entries])
+
+    def typical(self, cell: CellKey) -> Trajectory | None:
+        """The normalised trajectory of a typical run of ``cell`` this night."""
+        return _first([e.typical.get(cell) for e in self.entries])
+
+    def baseline_typical(self, cell: CellKey) -> Trajectory | None:
+        """The baseline's typical normalised trajectory of ``cell``."""
+        return _first([e.baseline_typical.get(cell) for e in self.entries])
+
+
+@dataclass
+class SuiteSelection:
+    """One suite's selected nights, oldest first, and each scenario x model's latest night."""
+
+    name: str
+    nights: list[Night]
+    latest: dict[CellKey, Night]
+
+    @property
+    def night(self) -> Night:
+        """The suite's latest night."""
+        return self.nights[-1]
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What a selection keeps: suites and models (None: all), nights in [low, high)."""
+
+    suites: frozenset[str] | None
+    models: frozenset[str] | None
+    low: _dt.datetime | None
+    high: _dt.datetime | None
+
+    def night(self, suite: str, t: _dt.datetime) -> bool:
+        if self.suites is not None and suite not in self.suites:
+            return False
+        return (self.low is None or t >= self.low) and (self.high is None or t < self.high)
+
+    def model(self, name: str) -> bool:
+        return self.models is None or name in self.models
+
+
+def _nights(history: History, wanted: _Wanted) -> list[Night]:
+    """The wanted entries grouped by suite and ``created_at``, in order of writing time.
+
+    A run counts once: entries written by an earlier evalrunner may repeat the
+    runs of a resumed results directory (same manifest start, same run id); the
+    first entry that holds a run keeps it.
+    """
+    nights: dict[tuple[str, str], Night] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for entry in sorted(history.entries, key=lambda e: e.created_at):
+        t = when(entry.created_at)
+        if not wanted.night(entry.suite, t):
+            continue
+        night = nights.setdefault((entry.suite, entry.created_at), Night(entry.created_at, t))
+        night.entries.append(entry)
+        for r in entry.records:
+            key = (entry.suite, entry.manifest.started_at, r.run_id)
+            if key not in seen and wanted.model(r.model):
+                seen.add(key)
+                night.records.append(r)
+        night.results += [r for r in entry.verdicts if wanted.model(r.model)]
+    return list(nights.values())
+
+
+def select(
+    history: History,
+    suites: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> list[SuiteSelection]:
+    """The selected suites, by name, each with its selected nights.
+
+    ``since``/``until`` are ISO 8601 dates or times (UTC when no zone is given);
+    a date-only ``until`` includes that whole day. A bad one is a ConfigError.
+    """
+    wanted = _Wanted(
+        suites=frozenset(suites) if suites else None,
+        models=frozenset(models) if models else None,
+        low=_bound(since, until=False) if since else None,
+        high=_bound(until, until=True) if until else None,
+    )
+    by_suite: dict[str, list[Night]] = {}
+    for night in _nights(history, wanted):
+        if night.records or night.results:
+            by_suite.setdefault(night.entries[0].suite, []).append(night)
+    out = []
+    for suite in sorted(by_suite):
+        ordered = sorted(by_suite[suite], key=lambda n: (n.when, n.created_at))
+        latest = {cell: night for night in ordered for cell in night.cells}
+        out.append(SuiteSelection(suite, ordered, latest))
+    return out
+
+
+def _not_in(kind: str, name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"no history of {kind} {name!r}; {hint}{kind}s there: {', '.join(known) or 'none'}"
+
+
+def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] = ()) -> str | None:
+    """What a report asks for (``suites``, ``models``) that ``history`` lacks, in words.
+
+    None when everything asked for is there, so an empty report is never written silently.
+    """
+    if not history.entries:
+        return "holds no history files (<suite>/*.json.gz, written by 'evalrunner run')"
+    known_suites = sorted({e.suite for e in history.entries})
+    for suite in suites:
+        if suite not in known_suites:
+            return _not_in("suite", suite, known_suites)
+    wanted = [e for e in history.entries if not suites or e.suite in suites]
+    known_models = sorted({r.model for e in wanted for r in e.records})
+    for model in models:
+        if model not in known_models:
+            return _not_in("model", model, known_models)
+    return None
+
+
+def selection_text(
+    suites: Sequence[str] | None, models: Sequence[str] | None, since: str | None, until: str | None
+) -> str:
+    """'suites: a, b; all models; window: 2025-01-01 to latest'."""
+    parts = [
+        f"suites: {', '.join(suites)}" if suites else "all suites",
+        f"models: {', '.join(models)}" if models else "all models",
+    ]
+    if since or until:
+        parts.append(f"window: {since or 'start'} to {until or 'latest'}")
+    return "; ".join(parts)

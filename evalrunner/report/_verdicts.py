@@ -1,0 +1,43 @@
+"""How verdicts rank and read in the report.
+
+A scenario x model's verdict is the worst verdict of its gating metrics, in the
+order regression > changed > improvement > inconclusive > ok (``changed``: a
+two-sided metric moved and no direction of it is harmful): a detected change, good or
+bad, needs a human before "not enough runs to tell" does. Without gating
+verdicts (no baseline yet) the cell reads "no baseline".
+"""
+
+from __future__ import annotations
+
+VERDICT_ORDER = ("regression", "changed", "improvement", "inconclusive", "ok")
+"""Worst first: the verdict a scenario x model shows is the first of its gating metrics' here."""
+NO_BASELINE = "none"
+FLAGGED = ("regression", "changed", "improvement")
+"""Verdicts that open a scenario's section and mark its charts."""
+VERDICT_TEXT = {
+    "regression": "regression",
+    "changed": "change",
+    "improvement": "improvement",
+    "inconclusive": "inconclusive",
+    "ok": "ok",
+    NO_BASELINE: "no baseline",
+}
+
+
+def severity(verdict: str) -> int:
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
+def safe_verdict(value: str) -> str:
+    """A verdict usable as a CSS class: one of the known five, else inconclusive."""
+    return value if value in VERDICT_ORDER else "inconclusive"
+
+
+def verdict_label(n: int, verdict: str) -> str:
+    """'regression' or 'regressions' (flags take a plural; 'ok' and 'inconclusive' do not)."""
+    return VERDICT_TEXT[verdict] + ("s" if n != 1 and verdict in FLAGGED else "")
+
+
+def counted(n: int, verdict: str) -> str:
+    """'1 regression', '2 regressions', '3 ok'."""
+    return f"{n} {verdict_label(n, verdict)}"

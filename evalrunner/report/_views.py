@@ -1,0 +1,445 @@
+"""View models the formats render, built from a suite's selected nights.
+
+:class:`CellView` is one scenario x model on its latest night (every format
+shows it); :class:`SuiteView` and :class:`CellDetail` add what only the HTML
+page shows: charts, evidence tables, flags, tool-sequence bars, trajectory diffs
+and the suite's skip and infra-error reasons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.report._charts import ChartView, SuiteCharts, metric_chart, suite_charts
+from evalrunner.report._format import day, effect_label, fmt, interval, margin, pct, short_time
+from evalrunner.report._select import Night, SuiteSelection
+from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, VERDICT_ORDER, safe_verdict, severity
+from evalrunner.stats._metrics import rank, sequence_label
+from evalrunner.stats._results import MetricResult
+
+_MAX_FLAG_ROWS = 30
+_MAX_SEQUENCES = 8
+_MAX_REASONS = 8
+_DIFF_LINES = 150
+
+
+@dataclass(frozen=True)
+class CellView:
+    """One scenario x model on its latest night."""
+
+    suite: str
+    cell: CellKey
+    latest: Night
+    stale: bool
+    """Its latest night is older than its suite's ("as of ...")."""
+    records: list[RunRecord]
+    results: list[MetricResult]
+    """That night's metric results, in registry order."""
+    verdict: str
+    counts: dict[str, int]
+    """Gating verdict -> how many gating metrics have it."""
+    outcomes: Counter[str]
+
+    @property
+    def scenario(self) -> str:
+        return self.cell.scenario
+
+    @property
+    def model(self) -> str:
+        return self.cell.model
+
+    @property
+    def night(self) -> str:
+        return self.latest.created_at
+
+    @property
+    def attempted(self) -> int:
+        return len(self.records)
+
+    @property
+    def infra(self) -> int:
+        return self.outcomes["infra_error"]
+
+    @property
+    def crashed(self) -> int:
+        return self.outcomes["crashed"]
+
+    @property
+    def latency(self) -> float:
+        return math.fsum(r.latency_s for r in self.records)
+
+    @property
+    def n(self) -> int:
+        return self.attempted - self.infra
+
+    @property
+    def n_text(self) -> str:
+        return f"{self.n}" + (f" (+{self.infra} infra)" if self.infra else "")
+
+    @property
+    def success(self) -> float | None:
+        return self.outcomes["passed"] / self.n if self.n else None
+
+    @property
+    def skip(self) -> float | None:
+        return self.outcomes["skipped"] / self.n if self.n else None
+
+    @property
+    def flagged(self) -> bool:
+        return self.verdict in FLAGGED
+
+    @property
+    def counts_text(self) -> str:
+        return ", ".join(f"{self.counts[v]} {v}" for v in VERDICT_ORDER if self.counts.get(v))
+
+    @property
+    def gating(self) -> list[MetricResult]:
+        return [r for r in self.results if r.gating]
+
+
+def cell_views(suite: SuiteSelection) -> list[CellView]:
+    """Every scenario x model of the suite on its latest night, by scenario and model."""
+    views = []
+    for cell, night in sorted(suite.latest.items()):
+        results = sorted(night.results_by_cell.get(cell, []), key=lambda r: rank(r.metric))
+        records = night.records_by_cell.get(cell, [])
+        gating = [safe_verdict(r.verdict) for r in results if r.gating]
+        views.append(
+            CellView(
+                suite=suite.name,
+                cell=cell,
+                latest=night,
+                stale=night is not suite.night,
+                records=records,
+                results=results,
+                verdict=min(gating, key=severity) if gating else NO_BASELINE,
+                counts=dict(Counter(gating)),
+                outcomes=Counter(r.outcome for r in records),
+            )
+        )
+    return views
+
+
+# ---------------------------------------------------------------------------
+# The HTML page's sections
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """One metric result as the evidence and flag tables show it."""
+
+    metric: str
+    role: str
+    verdict: str
+    baseline: str
+    baseline_ci: str
+    baseline_n: str
+    night: str
+    night_ci: str
+    night_n: str
+    effect: str
+    effect_ci: str
+    effect_label: str
+    p: str
+    q: str
+    margin: str
+    resolve: str
+    test: str
+    note: str
+    day: str = ""
+    """The night, in the flag table."""
+
+    @classmethod
+    def of(cls, r: MetricResult, day: str = "") -> EvidenceRow:
+        night_n = f"n {r.night_n}"
+        if r.night_attempted:
+            night_n += f" of {r.night_attempted}" + (
+                f", {r.night_infra} infra" if r.night_infra else ""
+            )
+        verdict = safe_verdict(r.verdict)
+        resolve = ""
+        if verdict == "inconclusive":
+            resolve = f"MDE {fmt(r.mde)}; " + (
+                f"{r.runs_needed} night runs" if r.runs_needed is not None else "baseline too small"
+            )
+        return cls(
+            metric=r.metric,
+            role="gating" if r.gating else "diagnostic",
+            verdict=verdict,
+            baseline=fmt(r.baseline_estimate),
+            baseline_ci=interval(r.baseline_ci),
+            baseline_n=f"n {r.baseline_n}",
+            night=fmt(r.night_estimate),
+            night_ci=interval(r.night_ci),
+            night_n=night_n,
+            effect=fmt(r.effect),
+            effect_ci=interval(r.effect_ci),
+            effect_label=effect_label(r),
+            p=fmt(r.p),
+            q=fmt(r.q_improvement if verdict == "improvement" else r.q),
+            margin=margin(r),
+            resolve=resolve,
+            test=r.test,
+            note=r.note or "",
+            day=day,
+        )
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A tool sequence's share of the baseline's and the latest night's valid runs."""
+
+    label: str
+    base: float
+    latest: float
+
+
+@dataclass(frozen=True)
+class ReasonRow:
+    reason: str
+    count: str
+    share: str
+    latest: str
+    scenarios: str
+    last_seen: str
+
+
+@dataclass(frozen=True)
+class CellDetail:
+    """A scenario x model's section of the HTML page."""
+
+    cell: CellView
+    anchor: str
+    charts: list[ChartView]
+    evidence: list[EvidenceRow]
+    """Gating and flagged metrics."""
+    more_evidence: list[EvidenceRow]
+    """The other diagnostics, folded away."""
+    flags: list[EvidenceRow]
+    """Flagged results in the window, newest first (at most _MAX_FLAG_ROWS)."""
+    flags_more: int
+    sequences: list[Bar]
+    sequences_note: str
+    diff_lines: list[tuple[str, str]]
+    """(CSS class, line) of the trajectory diff; only for flagged scenarios."""
+    diff_note: str
+
+
+@dataclass(frozen=True)
+class SuiteView:
+    name: str
+    anchor: str
+    night: str
+    nights: int
+    models: list[str]
+    rows: list[tuple[str, list[CellDetail | None]]]
+    """Scenario -> its detail per model (None: not run), for the grid of several models."""
+    details: list[CellDetail]
+    counts: dict[str, int]
+    charts: SuiteCharts
+    skip_reasons: list[ReasonRow]
+    infra_reasons: list[ReasonRow]
+
+
+def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) -> SuiteView:
+    """The HTML section of ``suite`` (the ``index``-th on the page)."""
+    views = cell_views(suite)
+    charted = {v.cell: _charted(v, diagnostics) for v in views}
+    series = _series(suite, charted)
+    flags = _flags(suite)
+    details = [
+        _detail(v, f"s{index}-k{n}", charted[v.cell], series, flags.get(v.cell, []), suite.nights)
+        for n, v in enumerate(views)
+    ]
+    models = sorted({v.model for v in views})
+    by_cell = {d.cell.cell: d for d in details}
+    return SuiteView(
+        name=suite.name,
+        anchor=f"s{index}",
+        night=short_time(suite.night.created_at),
+        nights=len(suite.nights),
+        models=models,
+        rows=[
+            (scenario, [by_cell.get(CellKey(scenario, m)) for m in models])
+            for scenario in sorted({v.scenario for v in views})
+        ],
+        details=details,
+        counts=dict(Counter(v.verdict for v in views)),
+        charts=suite_charts(suite.nights),
+        skip_reasons=_reasons(suite, "skipped"),
+        infra_reasons=_reasons(suite, "infra_error"),
+    )
+
+
+def _detail(
+    v: CellView,
+    anchor: str,
+    charted: list[str],
+    series: dict[tuple[str, str, str], list[tuple[Night, MetricResult]]],
+    flagged: list[tuple[Night, MetricResult]],
+    span: Sequence[Night],
+) -> CellDetail:
+    """The section of ``v``: charts over the suite's nights ``span``, evidence, flags, bars, diff."""
+    shown = [r.gating or r.verdict in FLAGGED for r in v.results]
+    sequences, sequences_note = _sequences(v)
+    diff_lines, diff_note = _diff(v) if v.flagged else ([], "")
+    return CellDetail(
+        cell=v,
+        anchor=anchor,
+        charts=[
+            metric_chart(m, series[(v.scenario, v.model, m)], span, v.latest)
+            for m in charted
+            if (v.scenario, v.model, m) in series
+        ],
+        evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if s],
+        more_evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if not s],
+        flags=[EvidenceRow.of(r, day(night.created_at)) for night, r in flagged[:_MAX_FLAG_ROWS]],
+        flags_more=max(0, len(flagged) - _MAX_FLAG_ROWS),
+        sequences=sequences,
+        sequences_note=sequences_note,
+        diff_lines=diff_lines,
+        diff_note=diff_note,
+    )
+
+
+def _charted(v: CellView, diagnostics: Sequence[str]) -> list[str]:
+    """The metrics charted for a scenario x model: gating, chosen diagnostics, anything flagged."""
+    metrics = {
+        r.metric for r in v.results if r.gating or r.metric in diagnostics or r.verdict in FLAGGED
+    }
+    return sorted(metrics, key=rank)
+
+
+def _series(
+    suite: SuiteSelection, charted: dict[CellKey, list[str]]
+) -> dict[tuple[str, str, str], list[tuple[Night, MetricResult]]]:
+    """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
+    wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
+    series: dict[tuple[str, str, str], list[tuple[Night, MetricResult]]] = {}
+    for night in suite.nights:
+        for r in night.results:
+            key = (r.scenario, r.model, r.metric)
+            if key in wanted:
+                series.setdefault(key, []).append((night, r))
+    return series
+
+
+def _flags(suite: SuiteSelection) -> dict[CellKey, list[tuple[Night, MetricResult]]]:
+    """Scenario x model -> its flagged results in the window, newest night first."""
+    flags: dict[CellKey, list[tuple[Night, MetricResult]]] = {}
+    for night in reversed(suite.nights):
+        for r in night.results:
+            if r.verdict in FLAGGED:
+                flags.setdefault(CellKey(r.scenario, r.model), []).append((night, r))
+    return flags
+
+
+def _baseline_sequences(v: CellView) -> tuple[dict[str, float], str]:
+    """The baseline's tool-sequence shares: the stored summary's, else its typical run's."""
+    summary = v.latest.baseline(v.cell)
+    if summary is not None and summary.tool_sequences:
+        shares = {k: x for k, x in summary.tool_sequences.items() if math.isfinite(x)}
+        return shares, "baseline: top sequences of the stored baseline summary"
+    typical = v.latest.baseline_typical(v.cell)
+    if typical is None:
+        return {}, ""
+    from evalrunner.core._shape import shape
+
+    try:
+        label = sequence_label(shape(typical).tools)
+    except (TypeError, ValueError, AttributeError):
+        return {}, ""
+    return {label: 1.0}, "baseline distribution not stored: showing the typical baseline run only"
+
+
+def _sequences(v: CellView) -> tuple[list[Bar], str]:
+    """Bars of the most common tool sequences, baseline vs the latest night's valid runs."""
+    night = Counter(sequence_label(r.tools) for r in v.records if r.outcome in ("passed", "failed"))
+    total = sum(night.values())
+    base, note = _baseline_sequences(v)
+    if not base and not total:
+        return [], note
+    shares = {label: c / total for label, c in night.items()} if total else {}
+    labels = sorted(
+        set(base) | set(shares),
+        key=lambda lab: (-max(base.get(lab, 0), shares.get(lab, 0)), lab),
+    )
+    bars = [Bar(lab, base.get(lab, 0.0), shares.get(lab, 0.0)) for lab in labels[:_MAX_SEQUENCES]]
+    rest = labels[_MAX_SEQUENCES:]
+    if rest:
+        bars.append(
+            Bar(
+                f"{len(rest)} other sequences",
+                sum(base.get(lab, 0.0) for lab in rest),
+                sum(shares.get(lab, 0.0) for lab in rest),
+            )
+        )
+    return bars, note
+
+
+def _diff_class(line: str) -> str:
+    for prefix, cls in (("+", "add"), ("-", "del"), ("@@", "hunk")):
+        if line.startswith(prefix):
+            return cls
+    return ""
+
+
+def _diff(v: CellView) -> tuple[list[tuple[str, str]], str]:
+    """The typical baseline run against the typical run of the latest night, as classed lines."""
+    from evalrunner.core._diff import diff, render
+
+    typical, baseline = v.latest.typical(v.cell), v.latest.baseline_typical(v.cell)
+    if typical is None or baseline is None:
+        return [], "no typical trajectories stored for this night"
+    try:
+        text = render(baseline, typical, diff(baseline, typical), max_lines=_DIFF_LINES)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        return [], f"the stored trajectories could not be compared: {exc}"
+    text = text.replace("--- golden", "--- baseline (typical run)").replace(
+        "+++ actual", "+++ latest night (typical run)"
+    )
+    return [(_diff_class(line), line) for line in text.splitlines()], ""
+
+
+def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
+    """The suite's most common reasons for ``outcome`` over the window, with the latest night's count."""
+    by_reason: dict[str, list[tuple[Night, RunRecord]]] = {}
+    for night in suite.nights:
+        for r in night.records:
+            if r.outcome == outcome:
+                text = "(no reason given)" if r.reason is None else r.reason
+                by_reason.setdefault(text, []).append((night, r))
+    total = sum(len(rows) for rows in by_reason.values())
+    ranked = sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))
+
+    def latest(rows: Iterable[tuple[Night, RunRecord]]) -> int:
+        return sum(night is suite.night for night, _ in rows)
+
+    out = [
+        ReasonRow(
+            reason=text,
+            count=str(len(rows)),
+            share=pct(len(rows) / total),
+            latest=str(latest(rows)),
+            scenarios=str(len({r.scenario for _, r in rows})),
+            last_seen=day(max((night for night, _ in rows), key=lambda n: n.when).created_at),
+        )
+        for text, rows in ranked[:_MAX_REASONS]
+    ]
+    rest = [row for _, rows in ranked[_MAX_REASONS:] for row in rows]
+    if rest:
+        out.append(
+            ReasonRow(
+                reason=f"{len(ranked) - _MAX_REASONS} other reasons",
+                count=str(len(rest)),
+                share=pct(len(rest) / total),
+                latest=str(latest(rest)),
+                scenarios="",
+                last_seen="",
+            )
+        )
+    return out

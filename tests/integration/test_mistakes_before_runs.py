@@ -1,0 +1,205 @@
+"""Configuration mistakes are one line and exit 2, before any run (issue 10, items 5, 6, 8, 22).
+
+A model litellm cannot resolve, an output or history location that cannot be
+written: each is found before the first request, named in one line, and
+leaves nothing behind; "results in DIR" is said only once DIR exists.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from fake_endpoint import FakeEndpoint, Reply
+from night_cli import cli
+from runner_agents import write_suite
+
+from evalrunner.cli._main import main
+
+SCENARIO = {"id": "s", "agent": "runner_agents:timed_agent", "input": "Capital of France?"}
+
+
+@pytest.fixture
+def ep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEndpoint]:
+    monkeypatch.chdir(tmp_path)  # relative defaults (results/, reports/) stay in tmp_path
+    write_suite(tmp_path, "plain", [SCENARIO])
+    with FakeEndpoint(default=Reply("Paris.")) as endpoint:
+        yield endpoint
+
+
+def errors(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("error:")]
+
+
+def refused(result: Result, ep: FakeEndpoint) -> str:
+    """The one error line of a command that stopped before any run."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and ep.requests == []
+    assert "results in" not in result.stderr  # nothing was created to be in
+    [line] = errors(result)
+    return line
+
+
+# ------------------------------------------------------------------- models (item 5)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (
+            ("--model", ""),
+            {},
+            "error: --model: the model is empty; write 'provider/model', e.g. "
+            "'openai/gpt-4o-mini', or 'local' for the embedded model",
+        ),
+        (
+            ("--model", "nosuchprovider/x"),
+            {},
+            "error: --model: unknown model 'nosuchprovider/x': litellm knows no provider "
+            "'nosuchprovider'",
+        ),
+        (
+            (),
+            {"EVALRUNNER_MODEL": "gpt4o-typo"},
+            "error: EVALRUNNER_MODEL: unknown model 'gpt4o-typo': litellm cannot tell its provider",
+        ),
+    ],
+    ids=["empty", "provider", "env"],
+)
+def test_a_model_litellm_cannot_resolve_stops_the_run(
+    tmp_path: Path, ep: FakeEndpoint, args: tuple[str, ...], env: dict[str, str], expected: str
+) -> None:
+    write_suite(tmp_path, "plain", [SCENARIO], models=[])
+    result = CliRunner().invoke(
+        main,
+        ["run", "--suite", "plain", "--suites-dir", str(tmp_path), "--out", "out", *args],
+        env={"EVALRUNNER_API_BASE": ep.api_base, **env},
+        catch_exceptions=False,
+    )
+    assert refused(result, ep).startswith(expected)
+    assert not (tmp_path / "out").exists()
+
+
+SUITE_WITH_A_BAD_MODEL = """\
+format_version: 1
+name: typo
+models: [openai/gpt-4o-mini]
+scenarios:
+  - id: s
+    agent: runner_agents:timed_agent
+    input: Capital of France?
+    models:
+      - openai/gpt-4o-mini
+      - nosuchprovider/x
+"""
+
+
+def test_validate_and_run_reject_a_suite_model_litellm_cannot_resolve(
+    tmp_path: Path, ep: FakeEndpoint
+) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(SUITE_WITH_A_BAD_MODEL)
+    expected = (
+        f"error: {path}:10: scenarios[0] (id 's').models[1]: unknown model 'nosuchprovider/x': "
+        "litellm knows no provider 'nosuchprovider'"
+    )
+    result = CliRunner().invoke(main, ["validate", str(path)], catch_exceptions=False)
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = errors(result)
+    assert line.startswith(expected), line
+    result = cli(ep, tmp_path, "--suite", "typo", "--out", "out")
+    assert refused(result, ep).startswith(expected)
+
+
+# ------------------------------------------------------- where results go (items 6, 8)
+
+
+@pytest.mark.parametrize(
+    ("option", "where", "expected", "fix"),
+    [
+        ("--out", "/proc/evalrunner-out", "results directory {where} cannot be written", "--out"),
+        ("--out", "{file}/out", "results directory {where} cannot be written", "--out"),
+        (
+            "--history",
+            "{file}",
+            "history location {where} is a file, not a directory",
+            "--no-history",
+        ),
+        (
+            "--history",
+            "/proc/evalrunner-h",
+            "history location {where} cannot be written",
+            "--no-history",
+        ),
+    ],
+    ids=["out-proc", "out-under-a-file", "history-file", "history-proc"],
+)
+def test_a_location_that_cannot_be_written_stops_the_run(
+    tmp_path: Path, ep: FakeEndpoint, option: str, where: str, expected: str, fix: str
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    where = where.format(file=a_file)
+    args = ["--out", "out"] if option == "--history" else []
+    line = refused(cli(ep, tmp_path, "--suite", "plain", *args, option, where), ep)
+    assert line.startswith(f"error: {expected.format(where=where)}") and fix in line, line
+    assert a_file.read_text() == "not a directory" and not (tmp_path / "out").exists()
+
+
+def test_an_output_location_that_is_a_file_is_a_usage_error(
+    tmp_path: Path, ep: FakeEndpoint
+) -> None:
+    # click refuses it (a usage error, exit 2) before evalrunner sees it.
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    result = cli(ep, tmp_path, "--suite", "plain", "--out", str(a_file))
+    assert result.exit_code == 2 and "is a file" in result.output and ep.requests == []
+
+
+def test_results_in_is_said_once_the_directory_exists(tmp_path: Path, ep: FakeEndpoint) -> None:
+    result = cli(ep, tmp_path, "--suite", "plain", "--out", "out", "--no-history")
+    assert result.exit_code == 0, result.output
+    assert "suite plain: results in out" in result.stderr.splitlines()
+    assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+# ----------------------------------------------- litellm prepared before agents (item 22)
+
+PROBE_AGENT = """\
+import os
+from pathlib import Path
+
+# What litellm would see if it were imported here: without the local cost map it
+# fetches one over the network first (a ~10 s stall offline).
+Path(os.environ["PROBE_OUT"]).write_text(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "unset"))
+
+
+def agent(task, ctx):
+    return "hello"
+"""
+
+
+def test_validate_prepares_litellm_before_importing_agents(tmp_path: Path) -> None:
+    (tmp_path / "probe_agent.py").write_text(PROBE_AGENT)
+    (tmp_path / "probe.yaml").write_text(
+        "format_version: 1\nname: probe\nscenarios:\n"
+        "  - id: s\n    agent: probe_agent:agent\n    input: hi\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    env["PROBE_OUT"] = str(tmp_path / "seen")
+    evalrunner = str(Path(sys.executable).with_name("evalrunner"))
+    proc = subprocess.run(
+        [evalrunner, "validate", "probe.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "seen").read_text() == "True"

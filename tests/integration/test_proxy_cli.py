@@ -1,0 +1,65 @@
+"""`evalrunner proxy` (the click command): prints the base URL and the environment
+for agents, serves until Ctrl-C, then writes the recordings and says what it saw."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fake_endpoint import FakeEndpoint
+from paths import REPO
+from sdk_agents import content_responder, openai_agent
+
+from evalrunner.proxy._cli import proxy
+
+COMMAND = [sys.executable, "-c", "from evalrunner.proxy._cli import proxy; proxy()"]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "UPSTREAM_KEY": "k-0123456789"}
+    with FakeEndpoint(responder=content_responder) as ep:
+        args = ["--record", str(tmp_path), "--model", "openai/fake", "--api-base", ep.api_base]
+        args += ["--api-key-env", "UPSTREAM_KEY", "--port", "0"]
+        proc = subprocess.Popen(
+            [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            lines: list[str] = []
+            while not lines or lines[-1] != "Ctrl-C to stop.":
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read() if proc.stderr else "no output"
+                lines.append(line.strip())
+            exports = dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
+            assert openai_agent(exports, "hello") == "echo: hello"
+            assert exports["ANTHROPIC_BASE_URL"] + "/v1" == exports["OPENAI_BASE_URL"]
+            assert exports["OPENAI_API_KEY"] == "evalrunner-proxy-dummy-key"
+        finally:
+            proc.send_signal(stop)
+            out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert f"run default: 1 model call(s); recorded to {tmp_path / 'default.proxy.json'}" in out
+    assert (tmp_path / "default.proxy.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--record", "a", "--replay", "b"], "--record and --replay exclude each other"),
+        (["--model", "openai/x", "--host", "0.0.0.0"], "pass --allow-remote"),
+        (["--model", "openai/x", "--host", "0.0.0.0", "--allow-remote"], "needs a --token"),
+        (["--record", "a"], "needs an upstream model (--model)"),
+        (["--model", "openai/x", "--api-key-env", "NOT_SET_ANYWHERE"], "is not set"),
+    ],
+)
+def test_bad_options_fail_with_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(proxy, args)
+    assert result.exit_code == 2
+    assert message in result.output and len(result.output.strip().splitlines()) == 1

@@ -1,0 +1,91 @@
+"""run_suite owns its thread pools: the caller's event loop and default executor stay as they were.
+
+Sync agents run in a pool the runner creates for the call, run files are
+written in another, and both are shut down before run_suite returns; nothing
+is created when the module is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import io
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from fake_endpoint import FakeEndpoint, Reply
+from runner_agents import fake_pool, write_suite
+
+import evalrunner.live._runner as runner_module
+from evalrunner.live._loader import load_suite
+from evalrunner.live._runner import RunReport, run_suite
+
+
+def names(fn: object) -> list[str]:
+    """The functions inside a (nested) functools.partial, outermost first."""
+    if isinstance(fn, functools.partial):
+        return [*names(fn.func), *(n for arg in fn.args for n in names(arg))]
+    return [getattr(fn, "__name__", type(fn).__name__)]
+
+
+class WatchedExecutor(ThreadPoolExecutor):
+    """The caller's default executor: notes the functions submitted to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="callers-default")
+        self.functions: list[str] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.functions += names(fn)
+        return super().submit(fn, *args, **kwargs)
+
+
+def ours() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("evalrunner-"))
+
+
+def test_run_suite_leaves_the_default_executor_alone_and_its_pools_shut(tmp_path: Path) -> None:
+    scenarios = [
+        {"id": sid, "agent": f"runner_agents:{agent}", "input": "Capital of France?"}
+        for sid, agent in (("sync", "tool_agent"), ("async", "atool_agent"))
+    ]
+    path = write_suite(tmp_path, "pools", scenarios, runs=3, concurrency=2)
+    callers = WatchedExecutor()
+
+    async def night(api_base: str) -> tuple[RunReport, list[str], str]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(callers)
+        report = await run_suite(
+            load_suite(path),
+            out=tmp_path / "out",
+            pool=fake_pool(api_base),
+            progress_stream=io.StringIO(),
+        )
+        submitted = list(callers.functions)
+        # Still the caller's: a plain run_in_executor lands on its thread.
+        name = await loop.run_in_executor(None, lambda: threading.current_thread().name)
+        return report, submitted, name
+
+    with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
+        report, submitted, default_thread = asyncio.run(night(ep.api_base))
+    assert sorted(r.outcome for r in report.records) == ["passed"] * 6
+    # litellm.acompletion (the async agent's own call) uses the default executor;
+    # the runner puts neither a sync agent nor a run-file write there.
+    assert "completion" in submitted
+    assert not {"tool_agent", "write_run"} & set(submitted)
+    assert default_thread.startswith("callers-default")
+    # The writer pool is joined before run_suite returns; idle agent workers exit on their own.
+    deadline = time.monotonic() + 10
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ours() == []
+
+
+def test_importing_the_runner_creates_no_pool() -> None:
+    assert [
+        name for name, value in vars(runner_module).items() if isinstance(value, Executor)
+    ] == []

@@ -1,0 +1,91 @@
+"""A run that is stuck never takes later runs down with it (issue 10, item 2).
+
+A sync agent's thread cannot be stopped when its run times out. When it kept
+its worker in a fixed pool, the next runs queued behind it and timed out
+without sending a request: with concurrency 1, one hang voided every later
+run. Now each sync agent has a thread of its own, the stuck run's slot is
+free the moment it is recorded, and its hung request ends with the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import runner_agents
+from fake_endpoint import FakeEndpoint, Fault, Reply
+from runner_agents import fake_pool, write_suite
+
+from evalrunner.live._loader import load_suite
+from evalrunner.live._runner import RunReport, run_suite
+
+RUN_TIMEOUT = 3.0  # a first litellm call in a fresh thread can take over 1 s on a loaded machine
+# The policy would wait 30 s for a byte: the run's timeout is what ends a hang here.
+RETRY = {"max_attempts": 2, "backoff_s": 0.01, "max_backoff_s": 0.05, "request_timeout_s": 30}
+
+
+def night(tmp_path: Path, ep: FakeEndpoint, agent: str, runs: int, concurrency: int) -> RunReport:
+    scenario = {"id": "s", "agent": f"runner_agents:{agent}", "input": "Capital of France?"}
+    path = write_suite(
+        tmp_path, "stuck", [scenario], runs=runs, concurrency=concurrency, timeout_s=RUN_TIMEOUT
+    )
+    return asyncio.run(
+        run_suite(
+            load_suite(path),
+            out=tmp_path / "out",
+            pool=fake_pool(ep.api_base),
+            progress_stream=io.StringIO(),
+        )
+    )
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_hung_requests_void_only_their_own_runs(tmp_path: Path, concurrency: int) -> None:
+    hung = concurrency  # as many hangs as slots: every slot is stuck at once
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any], n: int) -> Reply | Fault:
+        with lock:
+            return Fault("hang") if n < hung else Reply("Paris.")
+
+    with FakeEndpoint(responder=respond) as ep:
+        report = night(tmp_path, ep, "plain_agent", runs=hung + 4, concurrency=concurrency)
+        deadline = time.monotonic() + 5
+        while ep.abandoned < hung and time.monotonic() < deadline:
+            time.sleep(0.01)
+        abandoned = list(ep.abandoned_after)
+    outcomes = Counter(r.outcome for r in report.records)
+    assert outcomes == {"infra_error": hung, "passed": 4}, [
+        (r.run_id, r.outcome, r.reason) for r in report.records
+    ]
+    timed_out = [r for r in report.records if r.outcome == "infra_error"]
+    assert all(r.reason == f"run timed out after {RUN_TIMEOUT:g} s" for r in timed_out)
+    # The later runs were not slowed by the stuck ones, and the hung requests ended
+    # with their runs rather than holding the endpoint.
+    assert all(r.latency_s < RUN_TIMEOUT for r in report.records if r.outcome == "passed")
+    assert len(abandoned) == hung and all(a < RUN_TIMEOUT + 1 for a in abandoned)
+
+
+@pytest.fixture
+def stuck_agent() -> Iterator[None]:
+    runner_agents.STUCK.arm()
+    yield
+    runner_agents.STUCK.release()  # let the stuck thread finish
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_an_agent_stuck_in_its_own_code_holds_no_slot(
+    tmp_path: Path, concurrency: int, stuck_agent: None
+) -> None:
+    with FakeEndpoint(default=Reply("Paris.")) as ep:
+        report = night(tmp_path, ep, "stuck_once_agent", runs=4, concurrency=concurrency)
+    outcomes = Counter(r.outcome for r in report.records)
+    assert outcomes == {"infra_error": 1, "passed": 3}
+    assert all(r.latency_s < RUN_TIMEOUT for r in report.records if r.outcome == "passed")

@@ -1,0 +1,76 @@
+"""A document that fails to load names the error that explains the failure:
+for a union field (``message: str | list[ContentPart]``) the branch that got
+furthest into the value, not pydantic's first branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalrunner.core._atif import load
+from evalrunner.errors import TrajectoryError
+
+
+def doc(*steps: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": "ATIF-v1.8",
+        "agent": {"name": "a", "version": "1"},
+        "steps": [{"step_id": i, **s} for i, s in enumerate(steps, start=1)],
+    }
+
+
+def error(document: dict[str, Any], *, strict: bool = False) -> str:
+    with pytest.raises(TrajectoryError) as info:
+        load(document, strict=strict)
+    assert "\n" not in str(info.value)
+    return str(info.value)
+
+
+def test_chat_messages_as_a_step_message_name_the_list_branch_and_the_repair() -> None:
+    chat = doc({"source": "user", "message": [{"role": "user", "content": "Hi"}]})
+    assert error(chat, strict=True) == (
+        "trajectory: $.steps[0].message[0].type: Field required (and 2 more; "
+        "reading $.steps[0].message as list[ContentPart]; it may be str or list[ContentPart]; "
+        "it is a list of {role, content} chat messages, which lenient loading joins)"
+    )
+
+
+def test_a_bad_content_part_is_named_not_the_string_branch() -> None:
+    text_without_text = doc({"source": "user", "message": [{"type": "text"}]})
+    assert error(text_without_text) == (
+        "trajectory: $.steps[0].message[0]: Value error, ContentPart of type 'text' requires "
+        "`text` (reading $.steps[0].message as list[ContentPart]; it may be str or list[ContentPart])"
+    )
+    bmp = doc(
+        {
+            "source": "user",
+            "message": [{"type": "image", "source": {"media_type": "image/bmp", "path": "a.bmp"}}],
+        }
+    )
+    assert error(bmp).startswith(
+        "trajectory: $.steps[0].message[0].source.media_type: Input should be 'image/jpeg', "
+    )
+
+
+def test_a_value_of_the_wrong_type_for_every_branch_says_what_is_expected() -> None:
+    assert error(doc({"source": "user", "message": 7})) == (
+        "trajectory: $.steps[0].message: expected str or list[ContentPart], got a number"
+    )
+    effort = doc({"source": "agent", "message": "", "reasoning_effort": ["high"]})
+    assert error(effort) == (
+        "trajectory: $.steps[0].reasoning_effort: expected str or float, got an array"
+    )
+
+
+def test_observation_content_errors_name_the_result() -> None:
+    step = {
+        "source": "agent",
+        "message": "",
+        "tool_calls": [{"tool_call_id": "c1", "function_name": "f", "arguments": {}}],
+        "observation": {"results": [{"source_call_id": "c1", "content": [{"type": "audio"}]}]},
+    }
+    assert error(doc(step)).startswith(
+        "trajectory: $.steps[0].observation.results[0].content[0]: Value error, "
+        "ContentPart of type 'audio' requires `source`"
+    )

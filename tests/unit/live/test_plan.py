@@ -1,0 +1,105 @@
+"""Planning runs: choosing scenarios and models, and the fixed and adaptive planners."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from suite_texts import write_full
+
+from evalrunner.errors import ConfigError
+from evalrunner.live._endpoints import Endpoint
+from evalrunner.live._loader import load_suite
+from evalrunner.live._plan import (
+    Adaptive,
+    AdaptivePlanner,
+    AdaptiveSummary,
+    FixedPlanner,
+    ScenarioPlan,
+    choose,
+)
+from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.live._settings import Suite
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Suite:
+    return load_suite(write_full(tmp_path))
+
+
+ENDPOINTS = {m: Endpoint(label=m, model=m) for m in ("a/x", "b/y")}
+
+
+def record(cell: CellKey, index: int) -> RunRecord:
+    return RunRecord(
+        run_id=f"{cell.scenario}/{cell.model}/{index}",
+        suite="demo",
+        scenario=cell.scenario,
+        model=cell.model,
+        index=index,
+        outcome="passed",
+    )
+
+
+def test_unknown_scenario_lists_ids(suite: Suite) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"no scenario 'tool_chain'; did you mean 'tool-chain'\? its scenarios: direct_answer, tool-chain",
+    ):
+        choose(suite, scenario_ids=["tool_chain"])
+
+
+def test_choose_applies_the_cli_overrides(suite: Suite) -> None:
+    [plan] = choose(suite, runs=2, models=["a/x", "b/y", "a/x"], scenario_ids=["tool-chain"])
+    assert plan.scenario.id == "tool-chain" and plan.scenario.runs == 2
+    assert plan.models == ("a/x", "b/y")
+    # A CLI run count is not part of the experiment: the fingerprint stays.
+    assert plan.scenario.fingerprint == suite.scenarios[1].fingerprint
+    assert plan.cells() == [CellKey("tool-chain", "a/x"), CellKey("tool-chain", "b/y")]
+
+
+def test_the_fixed_planner_plans_every_run_once(suite: Suite) -> None:
+    plans = choose(suite, runs=2, models=["a/x", "b/y"])
+    planner = FixedPlanner(plans, ENDPOINTS)
+    batch = planner.next_batch([])
+    assert [job.run_id for job in batch] == [
+        f"{sid}/{m}/{i}"
+        for sid in ("direct_answer", "tool-chain")
+        for m in ("a_x", "b_y")
+        for i in (0, 1)
+    ]
+    assert planner.planned == batch
+    assert planner.next_batch([record(job.key.cell, job.index) for job in batch]) == []
+
+
+def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> None:
+    stoppable = CellKey("tool-chain", "a/x")
+    asked: list[tuple[CellKey, int, int]] = []
+
+    def stop(cell: CellKey, records: Sequence[RunRecord], cap: int) -> str | None:
+        asked.append((cell, len(records), cap))
+        return "settled" if len(records) >= 4 else None
+
+    plans = [ScenarioPlan(suite.scenarios[1], ("a/x", "b/y"))]
+    planner = AdaptivePlanner.of(
+        plans, ENDPOINTS, Adaptive(stop, frozenset({stoppable}), batch=2, max_runs=10, min_runs=3)
+    )
+    assert planner.notes == ["tool-chain|b/y: no baseline, runs the full 20"]
+    finished: list[RunRecord] = []
+    sizes = []
+    while batch := planner.next_batch(finished):
+        sizes.append(
+            {cell: sum(j.key.cell == cell for j in batch) for cell in {j.key.cell for j in batch}}
+        )
+        finished += [record(job.key.cell, job.index) for job in batch]
+    other = CellKey("tool-chain", "b/y")
+    # First batch: max(batch, min_runs); then batches of 2 until the rule settles it at 5 runs.
+    assert [s.get(stoppable, 0) for s in sizes][:2] == [3, 2]
+    assert sum(s.get(stoppable, 0) for s in sizes) == 5
+    assert sum(s.get(other, 0) for s in sizes) == 20  # never asked: no baseline
+    assert asked == [(stoppable, 3, 10), (stoppable, 5, 10)]
+    # The numbers the words are checked against: 25 made, of at most 10 + 20.
+    assert planner.summary == AdaptiveSummary(made=25, maximum=30, fixed=40, stopped=1, cells=2)
+    assert planner.notes[-1] == "tool-chain|a/x: stopped after 5 of at most 10 runs: settled"
+    assert len(planner.planned) == 25 and len({j.run_id for j in planner.planned}) == 25

@@ -1,0 +1,71 @@
+"""Strict replay: the first unused recorded call with the request's fingerprint,
+identical requests in recorded order, any arrival order for fan-out, and a
+readable miss otherwise; recordings are versioned files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalrunner.core._response import ResponseRecord
+from evalrunner.errors import FileFormatError
+from evalrunner.proxy._recording import RecordedCall, Recording, ReplayBook, ReplayMiss
+from evalrunner.proxy._request import ModelRequest
+
+
+def ask(text: str) -> ModelRequest:
+    return ModelRequest(api="chat", messages=[{"role": "user", "content": text}])
+
+
+def recording(*pairs: tuple[str, str]) -> Recording:
+    return Recording(
+        run_id="r",
+        calls=[
+            RecordedCall(call=i, request=ask(q), response=ResponseRecord(content=a))
+            for i, (q, a) in enumerate(pairs, start=1)
+        ],
+    )
+
+
+def test_identical_requests_get_their_answers_in_recorded_order() -> None:
+    book = ReplayBook(recording(("same", "first"), ("same", "second")), "test")
+    answers = [book.take(ask("same"), n).response for n in (1, 2)]
+    assert [a.content for a in answers if a] == ["first", "second"]
+    with pytest.raises(
+        ReplayMiss,
+        match=r"repeats recorded call 1 \(.*\), whose 2 recorded answer\(s\) are all used",
+    ):
+        book.take(ask("same"), 3)
+
+
+def test_fan_out_may_arrive_in_any_order() -> None:
+    book = ReplayBook(recording(("a", "A"), ("b", "B"), ("c", "C")), "test")
+    got = {q: book.take(ask(q), n).response for n, q in enumerate("cab", start=1)}
+    assert {q: r.content for q, r in got.items() if r} == {"a": "A", "b": "B", "c": "C"}
+    assert book.unused() == []
+
+
+def test_a_miss_names_the_call_and_the_difference_and_unused_calls_are_listed() -> None:
+    book = ReplayBook(recording(("Capital of France?", "Paris")), "rec.json")
+    with pytest.raises(ReplayMiss) as raised:
+        book.take(ask("Capital of Peru?"), 1)
+    text = str(raised.value)
+    assert text.startswith(
+        "evalrunner proxy replay: model call 1 has no recorded response in rec.json"
+    )
+    assert "message 0 (user): recorded 'Capital of France?', now 'Capital of Peru?'" in text
+    assert book.unused() == ["recorded call 1 (1 messages, last user message 'Capital of France?')"]
+
+
+def test_recordings_round_trip_and_bad_ones_fail_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.proxy.json"
+    original = recording(("q", "a"))
+    original.save(path)
+    assert Recording.load(path) == original
+    path.write_text('{"format_version": 99, "run_id": "r"}')
+    with pytest.raises(FileFormatError, match="format_version 99 is not supported"):
+        Recording.load(path)
+    path.write_text('{"format_version": 1, "calls": []}')
+    with pytest.raises(FileFormatError, match="run_id: Field required"):
+        Recording.load(path)

@@ -1,0 +1,137 @@
+"""Every configured credential is redacted wherever it appears, whatever it looks like:
+values of environment variables that hold credentials (by name, litellm's provider
+keys included), the api_key of every endpoint in use, and every api_key an agent hands
+to litellm, in text, in keys, and in the traceback of a crashed run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from agents_for_tests import ask
+from fake_endpoint import FakeEndpoint, Fault
+
+from evalrunner import _redact
+from evalrunner._redact import REDACTED, redact, redact_text
+from evalrunner.core._scope import run_captured
+from evalrunner.live._endpoints import Endpoint
+
+R = REDACTED
+
+
+@pytest.fixture(autouse=True)
+def _no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no registered credentials and leaves none behind."""
+    monkeypatch.setattr(_redact, "_registered", set(), raising=False)
+    yield
+
+
+def test_secret_looking_environment_values_are_redacted_anywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "opaque-value-0042")
+    monkeypatch.setenv("SHORT_KEY", "abc")  # too short to redact safely
+    monkeypatch.setenv("HOME_DIR", "/home/someone-long")  # not a secret-looking name
+    assert redact({"note": "got opaque-value-0042 from abc at /home/someone-long"}) == {
+        "note": f"got {R} from abc at /home/someone-long"
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # litellm's provider keys
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "AZURE_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+        "AZURE_AD_TOKEN",
+        "AZURE_CLIENT_SECRET",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "VERTEXAI_CREDENTIALS",
+        "WATSONX_APIKEY",
+        "REPLICATE_API_TOKEN",
+        "CLARIFAI_PAT",
+        # credentials named without the secret word at the end
+        "OPENAI_API_KEY_STAGING",
+        "ANTHROPIC_KEY_2",
+        "GATEWAY_AUTH",
+        "LLM_CREDS",
+        "npm_config__authToken",
+    ],
+)
+def test_values_of_credential_variables_are_redacted(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(name, "value-0f1e2d3c4b5a")
+    assert redact_text("sent value-0f1e2d3c4b5a") == f"sent {R}"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HOME",
+        "PWD",
+        "PATH",
+        "AZURE_API_BASE",
+        "AZURE_API_VERSION",
+        "HIDDENLAYER_AUTH_URL",
+        "SSH_AUTH_SOCK",
+        "TOKENIZERS_PARALLELISM",
+        "KEYBOARD_LAYOUT",
+        "XAI_OAUTH_AUTH_FILE",
+    ],
+)
+def test_values_of_variables_that_only_point_somewhere_are_kept(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(name, "value-0f1e2d3c4b5a")
+    assert redact_text("sent value-0f1e2d3c4b5a") == "sent value-0f1e2d3c4b5a"
+
+
+def test_credentials_in_variables_not_named_at_the_end_are_redacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY_STAGING", "staging-0a1b2c3d4e5f")
+    monkeypatch.setenv("GATEWAY_AUTH", "gw-auth-9f8e7d6c")
+    text = "400 Bad Request: key staging-0a1b2c3d4e5f (via gw-auth-9f8e7d6c) is not valid"
+    assert redact_text(text) == f"400 Bad Request: key {R} (via {R}) is not valid"
+
+
+def test_an_endpoint_api_key_is_redacted_wherever_it_appears() -> None:
+    key = "gw-7f3a9c1d2e4b"  # no known format
+    assert redact_text(f"401: {key}") == f"401: {key}"
+    Endpoint(label="gateway", model="openai/gpt-4o-mini", api_base="http://gw", api_key=key)
+    assert redact_text(f"401: {key}") == f"401: {R}"
+    assert redact({key: [f"x{key}x"]}) == {R: [f"x{R}x"]}
+
+
+def test_an_api_key_passed_to_litellm_is_redacted_from_then_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The agent reads its key from a variable named like nothing secret; the gateway's
+    # 400 echoes it back, and that error ends up in the run's record.
+    key = "corp-llm-5d4c3b2a1908"
+    monkeypatch.setenv("LLM_GATEWAY", key)
+    with FakeEndpoint([Fault("400", message=f"unknown model for key {key}")]) as ep:
+        res = run_captured(ask, ep.api_base, api_key=key)
+    assert res.error is not None and key in str(res.error)
+    assert key not in redact_text(str(res.error))
+    assert f"unknown model for key {R}" in redact_text(str(res.error))
+
+
+def _crash(key: str) -> None:
+    raise RuntimeError(f"gateway refused {key}: quota exceeded")
+
+
+def test_the_traceback_of_a_crashed_run_is_redacted() -> None:
+    # What `evalrunner run` prints for a crashed run (CaptureResult.traceback).
+    key = "tok-1a2b3c4d5e6f7a8b"
+    Endpoint(label="gateway", model="openai/x", api_key=key)
+    res = run_captured(_crash, key)
+    assert res.traceback is not None and key in res.traceback
+    printed = redact_text(res.traceback)
+    assert key not in printed
+    assert f"RuntimeError: gateway refused {R}: quota exceeded" in printed

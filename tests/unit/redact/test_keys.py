@@ -1,0 +1,74 @@
+"""Dict keys: the value of a key named like a secret is redacted (token counts are not
+secrets), and a secret used as a key is itself redacted, like any other text."""
+
+from __future__ import annotations
+
+from evalrunner._redact import REDACTED, is_secret_key, redact
+
+R = REDACTED
+
+
+def test_redact_json_secret_keys_but_not_token_counts() -> None:
+    doc = {
+        "api_key": "abc",
+        "apiKey": "abc",
+        "Authorization": "opaque",
+        "headers": {"x-api-key": "k", "Cookie": "sid=1", "X-Trace": "plain", "set-cookie": "a=b"},
+        "password": "hunter2",
+        "client_secret": "cs",
+        "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG",
+        "access_token": "ya29.a0AfH6SM",
+        "refresh_token": "1//0g",
+        "token": "t0k3n",
+        "usage": {
+            "prompt_tokens": 10,
+            "completion_tokens": 5,
+            "total_tokens": 15,
+            "cached_tokens": 2,
+        },
+        "max_tokens": 256,
+        "prompt_token_ids": [1, 2, 3],
+        "token_count": 7,
+        "empty_password": "",
+        "password_hint": None,
+        "items": [{"secret": "s"}, "Bearer abcdefghijklmnop"],
+        "api_key_missing": None,
+    }
+    out = redact(doc, env_secrets=[])
+    for key in (
+        "api_key",
+        "apiKey",
+        "Authorization",
+        "password",
+        "client_secret",
+        "aws_secret_access_key",
+        "access_token",
+        "refresh_token",
+        "token",
+    ):
+        assert out[key] == R, key
+    assert out["headers"] == {"x-api-key": R, "Cookie": R, "X-Trace": "plain", "set-cookie": R}
+    assert out["usage"] == doc["usage"]
+    assert (out["max_tokens"], out["prompt_token_ids"], out["token_count"]) == (256, [1, 2, 3], 7)
+    assert out["empty_password"] == "" and out["password_hint"] is None
+    assert out["items"] == [{"secret": R}, f"Bearer {R}"]
+    assert doc["api_key"] == "abc"  # a copy, not in place
+    for key in (
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "max_tokens",
+        "reasoning_tokens",
+    ):
+        assert not is_secret_key(key)
+
+
+def test_a_secret_used_as_a_key_is_redacted() -> None:
+    # Tool arguments are the agent's JSON: a model can put a credential in a key.
+    key = "sk-proj-Zq8Xw7Vv6Uu5Tt4Ss3Rr2Qq1"
+    arguments = {key: "primary", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8": {"scope": "repo"}}
+    out = redact({"tool_calls": [{"arguments": arguments}]}, env_secrets=[])
+    assert out == {"tool_calls": [{"arguments": {R: "primary", f"{R}#2": {"scope": "repo"}}}]}
+    assert redact({"note": {"my-gateway-key-0042": 1}}, env_secrets=["my-gateway-key-0042"]) == {
+        "note": {R: 1}
+    }

@@ -1,0 +1,82 @@
+"""Which verdict a scenario x model shows, in every format: the worst gating verdict of its latest night."""
+
+from __future__ import annotations
+
+import typing
+import xml.etree.ElementTree as ET
+
+from history_factory import build_entries, history_from_entries
+from report_pages import cells, latest_gating, worst
+
+from evalrunner.live._record import RunRecord
+from evalrunner.live._results import Manifest
+from evalrunner.report._history import History, HistoryEntry
+from evalrunner.report._html import render_html
+from evalrunner.report._junit import render_junit
+from evalrunner.report._markdown import render_markdown
+from evalrunner.report._verdicts import VERDICT_ORDER
+from evalrunner.stats._results import MetricResult, Verdict
+
+
+def test_overview_colour_is_the_worst_gating_verdict(history: History, html: str) -> None:
+    expected = {key: worst(rows) for key, rows in latest_gating(history).items()}
+    assert "regression" in expected.values()  # the fixture has something to show
+    assert cells(html) == expected
+
+
+def test_runs_without_verdicts_read_no_baseline() -> None:
+    entries = build_entries(nights=2, scenarios=2)
+    bare = [
+        e.model_copy(update={"verdicts": [], "baselines": {}, "baseline_typical": {}})
+        for e in entries
+    ]
+    history = history_from_entries(bare)
+    page = render_html(history)
+    assert set(cells(page).values()) == {"none"}
+    assert "No comparison with a baseline" in page
+    root = ET.fromstring(render_junit(history))
+    assert root.get("skipped") == "2" and root.get("failures") == "0"
+
+
+def test_minimal_entries_render() -> None:
+    """Records and results with only their required fields (hand-made histories) render, not crash."""
+    nights = ("2025-01-01T02:00:00Z", "2025-01-02T02:00:00Z")
+    entries = [
+        HistoryEntry(
+            suite="s",
+            created_at=night,
+            manifest=Manifest(
+                suite="s",
+                models=["m"],
+                runs={"a": 3},
+                scenarios={"a": "f"},
+                started_at=night,
+                evalrunner_version="0",
+            ),
+            records=[
+                RunRecord(run_id=f"a/m/{i}", suite="s", scenario="a", model="m", index=i, outcome=o)
+                for i, o in enumerate(("passed", "failed", "skipped"))
+            ],
+            verdicts=[
+                MetricResult(
+                    scenario="a",
+                    model="m",
+                    metric="success_rate",
+                    kind="binary",
+                    gating=True,
+                    direction="lower",
+                    margin=0.1,
+                    verdict=verdict,
+                )
+            ],
+        )
+        for night, verdict in zip(nights, ("ok", "regression"), strict=True)
+    ]
+    history = History(entries)
+    assert cells(render_html(history)) == {("a", "m"): "regression"}
+    assert "| a | m | 🔴 regression | 33% | 3 | 33% |" in render_markdown(history)
+    assert ET.fromstring(render_junit(history)).get("failures") == "1"
+
+
+def test_every_verdict_the_statistics_give_has_a_rank() -> None:
+    assert set(VERDICT_ORDER) == set(typing.get_args(Verdict))

@@ -1,0 +1,52 @@
+"""Trend charts: each metric drawn by its kind (the registry's), long histories in runs of nights."""
+
+from __future__ import annotations
+
+import re
+import typing
+import warnings
+
+import numpy as np
+from history_factory import make_history
+from markupsafe import escape
+
+from evalrunner.report._charts import _BY_KIND
+from evalrunner.report._html import render_html
+from evalrunner.report._svg import row_medians
+from evalrunner.stats._metrics import REGISTRY, Kind
+
+
+def test_each_gating_metric_is_charted_by_its_kind(html: str) -> None:
+    """Rates in their units, counts as Cliff's delta, tool paths as JS distance (the registry's kinds)."""
+    axes = dict(re.findall(r'<b>(\w+)</b><span class="axis">([^<]*)', html))
+    for m in REGISTRY:
+        if m.gating:
+            assert axes[m.name].startswith(escape(_BY_KIND[m.kind].axis)), m.name
+    assert axes["prompt_tokens"].startswith("geometric mean")  # a default charted diagnostic
+
+
+def test_every_kind_of_metric_can_be_charted() -> None:
+    assert set(_BY_KIND) == set(typing.get_args(Kind))
+
+
+def test_long_histories_are_drawn_in_runs_of_nights() -> None:
+    history = make_history(nights=100, scenarios=1, runs=6)
+    page = render_html(history)
+    assert "each point: median of 2 nights" in page
+    chart = re.search(
+        r'<svg class="chart" [^>]*aria-label="success_rate over 100 nights".*?</svg>', page, re.S
+    )
+    assert chart is not None
+    assert chart.group(0).count("V") <= 60  # one range bar per point, not per night
+
+
+def test_row_medians_are_numpys_nanmedian() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        values = rng.normal(size=(int(rng.integers(1, 20)), int(rng.integers(1, 8))))
+        values = np.round(values, int(rng.integers(0, 3)))  # ties
+        values[rng.random(values.shape) < rng.random()] = np.nan  # gaps, whole rows included
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = np.nanmedian(values, axis=1)
+        assert np.array_equal(row_medians(values), expected, equal_nan=True)

@@ -1,0 +1,50 @@
+"""Numbers and margins as text, the same in every format."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from evalrunner.report._format import _MARGIN_PREFIX, fmt, margin
+from evalrunner.stats._metrics import REGISTRY, Kind
+from evalrunner.stats._results import MetricResult
+
+
+def test_numbers_have_three_significant_digits() -> None:
+    assert [fmt(x) for x in (0, 0.123456, -0.5, 1234.5, 2.5e6, None, float("nan"))] == [
+        "0",
+        "0.123",
+        "−0.5",
+        "1.23k",
+        "2.5M",
+        "–",
+        "–",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("success_rate", "±0.1"),
+        ("step_count", "±0.33"),
+        ("latency_s", "×1.25"),
+        ("tool_sequence", "≤0.2"),
+    ],
+)
+def test_a_margin_reads_in_its_kinds_terms(name: str, text: str) -> None:
+    [m] = [m for m in REGISTRY if m.name == name]
+    result = MetricResult(
+        scenario="a",
+        model="m",
+        metric=m.name,
+        kind=m.kind,
+        gating=m.gating,
+        direction=m.direction,
+        margin=m.margin,
+    )
+    assert margin(result) == text
+
+
+def test_every_kind_has_a_margin_text() -> None:
+    assert set(_MARGIN_PREFIX) == set(typing.get_args(Kind))

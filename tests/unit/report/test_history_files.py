@@ -1,0 +1,175 @@
+"""History files: written once per night, read back typed; older files still load; bad files fail in one line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from history_factory import build_entries, history_from_entries, write_history
+
+from evalrunner._jsonio import canonical
+from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.live._record import CellKey
+from evalrunner.live._results import Manifest
+from evalrunner.report._history import (
+    BaselineSummary,
+    load_history,
+    read_entries,
+)
+from evalrunner.report._html import render_html
+from evalrunner.report._junit import render_junit
+from evalrunner.stats._results import MetricResult
+
+V1 = Path(__file__).parent / "data" / "history_v1"
+"""Two nights written by evalrunner before entries were typed (verdicts and summaries as plain dicts)."""
+
+
+def test_report_from_history_files(tmp_path: Path) -> None:
+    """The JSON round trip (intervals become lists, keys become 'scenario|model') renders the same."""
+    entries = build_entries(nights=3, scenarios=2, models=2)
+    write_history(str(tmp_path / "history"), entries)
+    loaded = load_history(str(tmp_path / "history"))
+    in_memory = history_from_entries(entries)
+    assert render_html(loaded, generated_at="x") == render_html(in_memory, generated_at="x")
+    assert render_junit(loaded) == render_junit(in_memory)
+    assert loaded.entries == in_memory.entries
+
+
+def test_files_written_before_entries_were_typed_still_load() -> None:
+    history = load_history(str(V1))
+    assert [e.created_at for e in history.entries] == [
+        "2025-01-01T02:00:00Z",
+        "2025-01-02T02:00:00Z",
+    ]
+    entry = history.entries[-1]
+    assert isinstance(entry.manifest, Manifest)
+    assert all(isinstance(v, MetricResult) for v in entry.verdicts)
+    cell = CellKey("scenario-00", "openai/gpt-4o-mini")
+    assert set(entry.baselines) == {cell, CellKey("scenario-01", "openai/gpt-4o-mini")}
+    assert isinstance(entry.baselines[cell], BaselineSummary)
+    assert sum(entry.baselines[cell].tool_sequences.values()) == pytest.approx(1.0)
+    assert cell in entry.typical and cell in entry.baseline_typical
+    # Nothing written then is lost: the verdicts gained optional fields (accumulated
+    # evidence, baseline nights) with defaults, and the old two-sided direction "any"
+    # reads as "changed"; everything else is what was written then.
+    for path in sorted(V1.glob("*/*.json.gz")):
+        [again] = [
+            e for e in history.entries if path.name.startswith(e.created_at[:10].replace("-", ""))
+        ]
+        written = json.loads(gzip.decompress(path.read_bytes()))
+        now = again.model_dump(mode="json")
+        for before, after in zip(written["verdicts"], now["verdicts"], strict=True):
+            kept = {k: after[k] for k in before}
+            assert kept == {**before, "direction": before["direction"].replace("any", "changed")}
+            assert after["evidence"] is None and after["baseline_nights"] == 0
+        rest = {k: v for k, v in now.items() if k != "verdicts"}
+        assert canonical(rest) == canonical({k: v for k, v in written.items() if k != "verdicts"})
+    page = render_html(history, generated_at="x")
+    assert '<details class="key regression"' in page and "Behaviour changed:" in page
+
+
+def test_append_writes_one_file_per_night_that_reads_back_equal(tmp_path: Path) -> None:
+    entries = build_entries(nights=2, scenarios=1)
+    paths = write_history(str(tmp_path), entries)
+    assert [Path(p).parent.name for p in paths] == ["demo", "demo"]
+    assert all(p.endswith(".json.gz") for p in paths) and len(set(paths)) == 2
+    assert read_entries(str(tmp_path)) == entries
+
+
+def test_plain_json_files_load_too(tmp_path: Path) -> None:
+    [entry] = build_entries(nights=1, scenarios=1)
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "night.json").write_text(json.dumps(entry.model_dump(mode="json")))
+    assert read_entries(str(tmp_path)) == [entry]
+
+
+def test_a_shared_history_on_an_fsspec_url(tmp_path: Path) -> None:
+    root = f"memory://{tmp_path.name}/history"
+    entries = build_entries(nights=2, scenarios=1)
+    try:
+        assert all(p.startswith("memory://") for p in write_history(root, entries))
+        assert load_history(root).entries == entries
+    finally:
+        import fsspec
+
+        fsspec.filesystem("memory").rm(f"/{tmp_path.name}", recursive=True)
+
+
+def test_suites_and_since_filter_the_entries(tmp_path: Path) -> None:
+    write_history(str(tmp_path), build_entries(nights=3, scenarios=1))
+    write_history(str(tmp_path), build_entries(nights=1, scenarios=1, suite="other"))
+    assert {e.suite for e in read_entries(str(tmp_path))} == {"demo", "other"}
+    assert {e.suite for e in read_entries(str(tmp_path), suites=["other"])} == {"other"}
+    since = read_entries(str(tmp_path), suites=["demo"], since="2025-01-02")
+    assert [e.created_at[:10] for e in since] == ["2025-01-02", "2025-01-03"]
+    assert read_entries(str(tmp_path / "nothing-yet")) == []
+
+
+def test_history_tables_for_analysis() -> None:
+    history = load_history(str(V1))
+    runs, verdicts = history.runs, history.verdicts
+    assert len(runs) == sum(len(e.records) for e in history.entries)
+    assert len(verdicts) == sum(len(e.verdicts) for e in history.entries)
+    assert {"suite", "created_at", "scenario", "model", "outcome", "tools"} <= set(runs.columns)
+    assert {"suite", "created_at", "scenario", "model", "metric", "verdict", "q"} <= set(
+        verdicts.columns
+    )
+
+
+@pytest.fixture
+def v1_copy(tmp_path: Path) -> Path:
+    shutil.copytree(V1, tmp_path / "h")
+    return tmp_path / "h"
+
+
+def _rewrite(path: Path, change: object) -> None:
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    change(data)  # type: ignore[operator]
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+
+
+def test_a_truncated_file_is_named(v1_copy: Path) -> None:
+    path = sorted(v1_copy.glob("*/*.gz"))[0]
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(
+        FileFormatError, match=rf"{path.name}: unreadable history file .* move it aside"
+    ):
+        load_history(str(v1_copy))
+
+
+def test_a_file_that_is_not_json_is_named(v1_copy: Path) -> None:
+    path = sorted(v1_copy.glob("*/*.gz"))[0]
+    path.write_bytes(gzip.compress(b"{not json"))
+    with pytest.raises(FileFormatError, match=rf"{path.name}: not valid JSON at line 1"):
+        load_history(str(v1_copy))
+
+
+def test_an_unknown_format_version_says_what_to_do(v1_copy: Path) -> None:
+    path = sorted(v1_copy.glob("*/*.gz"))[0]
+    _rewrite(path, lambda d: d.update(format_version=2))
+    with pytest.raises(
+        FileFormatError, match=r"unsupported history format_version 2 .* upgrade evalrunner"
+    ):
+        load_history(str(v1_copy))
+
+
+def test_a_bad_field_is_named(v1_copy: Path) -> None:
+    path = sorted(v1_copy.glob("*/*.gz"))[-1]
+    _rewrite(path, lambda d: d["verdicts"][0].update(verdict="maybe"))
+    with pytest.raises(FileFormatError, match=rf"{path.name}: verdicts\.0\.verdict: "):
+        load_history(str(v1_copy))
+
+
+def test_a_cell_key_without_a_model_is_named(v1_copy: Path) -> None:
+    path = sorted(v1_copy.glob("*/*.gz"))[-1]
+    _rewrite(path, lambda d: d.update(typical={"no-model-here": {}}))
+    with pytest.raises(FileFormatError, match=r"typical\.no-model-here.*'scenario\|model'"):
+        load_history(str(v1_copy))
+
+
+def test_a_location_fsspec_cannot_open_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="history location 'nosuchscheme://x' cannot be used"):
+        load_history("nosuchscheme://x")

@@ -1,0 +1,61 @@
+"""The HTML page: its sections and flagged scenarios' evidence."""
+
+from __future__ import annotations
+
+import re
+
+from report_pages import latest_gating, worst
+
+from evalrunner.report._history import History
+
+
+def test_html_has_every_section(history: History, html: str) -> None:
+    for text in (
+        "Latest night",
+        "Skips, infra errors and crashes",
+        "Tokens</b> per night",
+        "Runs record tokens, not cost",
+        "Top skip reasons",
+        "Top infra-error reasons",
+        "Evidence, night of",
+        "Tool sequences: baseline vs latest night",
+        "Trajectory diff: typical baseline run vs typical run of the latest night",
+        "Behaviour changed:",
+    ):
+        assert text in html, text
+    assert (
+        html.count("<svg") > 4 * 2 * 5
+    )  # a chart per gating metric and scenario x model, at least
+    nights = len({e.created_at for e in history.entries})
+    assert f'aria-label="success_rate over {nights} nights"' in html
+    assert "<script" not in html  # the page needs no script at all
+    assert "http://" not in html and "https://" not in html  # nothing to fetch
+
+
+def test_flagged_scenarios_show_evidence_and_open(history: History, html: str) -> None:
+    flagged = [key for key, rows in latest_gating(history).items() if worst(rows) == "regression"]
+    scenario, model = flagged[0]
+    section = re.search(
+        rf'<details class="key regression" id="[\w-]+" open>\s*<summary>.*?<span class="scn">{scenario}</span> '
+        rf'<span class="mdl">{re.escape(model)}</span>(.*?)(?=<details class="key|</section>)',
+        html,
+        re.S,
+    )
+    assert section, "a flagged scenario's section is open"
+    body = section.group(1)
+    for column in (
+        "Baseline",
+        "Night",
+        "Effect",
+        '<th class="r">p</th>',
+        '<th class="r">q</th>',
+        "Margin",
+        "Test",
+    ):
+        assert column in body
+    assert "binomial exact" in body  # the test that decided a rate
+    assert "Behaviour changed:" in body
+
+
+def test_inconclusive_rows_say_what_would_resolve_them(html: str) -> None:
+    assert re.search(r"MDE [\d.]+; (\d+ night runs|baseline too small)", html)

@@ -1,0 +1,44 @@
+"""JUnit XML: a failure per gating regression, skipped when nothing was decided, well-formed whatever the names."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from report_pages import EVIL_MODEL, latest_gating
+
+from evalrunner.report._history import History
+from evalrunner.report._junit import render_junit
+from evalrunner.stats._results import FAILING
+
+
+def test_junit_counts_and_failures(history: History) -> None:
+    root = ET.fromstring(render_junit(history))
+    latest = latest_gating(history)
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(latest) == int(root.get("tests", "-1"))
+    failing = {key for key, rows in latest.items() if any(r.verdict == "regression" for r in rows)}
+    skipped = {
+        key for key, rows in latest.items() if all(r.verdict == "inconclusive" for r in rows)
+    }
+    assert failing
+    assert int(root.get("failures", "-1")) == len(failing)
+    assert int(root.get("skipped", "-1")) == len(skipped)
+    for case in cases:
+        suite, scenario = case.get("classname", "").split(".", 1)
+        key = (scenario, case.get("name", ""))
+        assert suite == "demo"
+        failure = case.find("failure")
+        assert (failure is not None) == (key in failing)
+        assert (case.find("skipped") is not None) == (key in skipped)
+        if failure is not None:
+            regressed = [r.metric for r in latest[key] if r.verdict in FAILING]
+            assert failure.get("message") == "regression in " + ", ".join(regressed)
+            assert "q " in (failure.text or "")
+
+
+def test_junit_escapes_hostile_text(hostile_model: History) -> None:
+    text = render_junit(hostile_model)
+    assert "<script" not in text
+    root = ET.fromstring(text)  # well-formed, control character and all
+    names = {case.get("name") for case in root.iter("testcase")}
+    assert names == {EVIL_MODEL.replace("\x07", "\ufffd")}

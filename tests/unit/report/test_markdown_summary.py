@@ -1,0 +1,38 @@
+"""The Markdown summary: one row per scenario x model with its verdict, the regressions, escaping."""
+
+from __future__ import annotations
+
+import re
+
+from history_factory import HOSTILE
+from report_pages import latest_gating, worst
+
+from evalrunner.report._history import History
+from evalrunner.report._markdown import md, render_markdown
+
+
+def test_markdown_table_and_regressions(history: History) -> None:
+    text = render_markdown(history)
+    expected = {key: worst(rows) for key, rows in latest_gating(history).items()}
+    rows = [line for line in text.splitlines() if line.startswith("| scenario-")]
+    assert len(rows) == len(expected)
+    for line in rows:
+        cols = [c.strip() for c in line.strip("|").split(" | ")]
+        assert len(cols) == 6
+        assert cols[2].split()[-1] == expected[(cols[0], cols[1])]
+    regressions = text.split("### Regressions", 1)[1]
+    assert "q " in regressions and "[" in regressions and "margin" in regressions
+
+
+def test_markdown_escapes_pipes_and_html(hostile: History, hostile_model: History) -> None:
+    assert "<" not in md(HOSTILE) and ">" not in md(HOSTILE)
+    assert md("a|b") == "a\\|b"
+    assert md("<b>x</b>\nnext") == "&lt;b&gt;x&lt;/b&gt; next"
+    assert md("**bold** _it_ [link](x)") == "\\*\\*bold\\*\\* \\_it\\_ \\[link\\](x)"
+    for history in (hostile, hostile_model):
+        text = render_markdown(history, title="night | <b>report</b>")
+        assert "<" not in text
+        for line in text.splitlines():
+            if line.startswith("| "):
+                assert len(re.findall(r"(?<!\\)\|", line)) == 7  # six columns, no stray separators
+    assert "evil\\|&lt;script&gt;" in render_markdown(hostile_model)

@@ -1,0 +1,89 @@
+"""What a report covers: suites, models and a time window; the latest night per scenario x model."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from history_factory import build_entries, history_from_entries
+
+from evalrunner.errors import ConfigError
+from evalrunner.live._record import CellKey
+from evalrunner.report._history import History
+from evalrunner.report._html import render_html
+from evalrunner.report._junit import render_junit
+from evalrunner.report._markdown import render_markdown
+from evalrunner.report._select import select
+
+
+def test_selection_by_model_suite_and_window(history: History) -> None:
+    other = build_entries(nights=2, scenarios=1, suite="other-suite", seed=3)
+    both = history_from_entries([*history.entries, *other])
+    assert "other-suite" in render_html(both)
+    only_demo = render_html(both, suites=["demo"])
+    assert "other-suite" not in only_demo and 'Suite <span class="name">demo</span>' in only_demo
+
+    one_model = render_html(history, models=["openai/gpt-4o-mini"])
+    assert "openai/gpt-4o-mini" in one_model and "anthropic/claude-3-5-haiku" not in one_model
+
+    # Nights are 2025-01-01 .. 2025-01-06 at 02:00 UTC; a date-only "until" includes its day.
+    window = render_html(history, since="2025-01-02", until="2025-01-04")
+    assert "Latest night 2025-01-04 02:00 UTC · 3 nights" in window
+    assert 'aria-label="success_rate over 3 nights"' in window
+    assert "No runs yet" in render_html(history, since="2030-01-01")
+    with pytest.raises(ConfigError, match="not an ISO 8601"):
+        render_html(history, since="last tuesday")
+
+
+def test_window_bounds_are_times_in_utc() -> None:
+    history = history_from_entries(build_entries(nights=4, scenarios=1))  # 02:00 UTC nightly
+
+    def nights(since: str | None = None, until: str | None = None) -> list[str]:
+        return [n.created_at[:10] for n in select(history, since=since, until=until)[0].nights]
+
+    assert nights(until="2025-01-02T02:00:00Z") == ["2025-01-01", "2025-01-02"]  # inclusive
+    assert nights(until="2025-01-02T01:59:59") == ["2025-01-01"]  # naive times are UTC
+    assert nights(since="2025-01-03T03:00:00+01:00") == ["2025-01-03", "2025-01-04"]
+    assert nights(since="2025-01-02", until="2025-01-02") == ["2025-01-02"]
+
+
+def test_a_cell_missing_from_the_latest_night_shows_its_own_latest_night() -> None:
+    entries = build_entries(nights=3, scenarios=2, regressed=())
+    last = entries[-1]
+    entries[-1] = last.model_copy(
+        update={
+            "records": [r for r in last.records if r.scenario != "scenario-01"],
+            "verdicts": [v for v in last.verdicts if v.scenario != "scenario-01"],
+        }
+    )
+    history = history_from_entries(entries)
+    [suite] = select(history)
+    stale = CellKey("scenario-01", "openai/gpt-4o-mini")
+    assert suite.latest[stale].created_at == entries[1].created_at
+    assert suite.night.created_at == entries[2].created_at
+    assert "(as of 2025-01-02 02:00 UTC)" in render_markdown(history)
+    assert '<span class="stale">as of 2025-01-02</span>' in render_html(history)
+
+
+def test_models_outside_the_selection_leave_no_nights() -> None:
+    entries = build_entries(nights=2, scenarios=1, models=2)
+    only_second = [
+        entries[0].model_copy(
+            update={
+                "records": [r for r in entries[0].records if r.model == "openai/gpt-4o-mini"],
+                "verdicts": [v for v in entries[0].verdicts if v.model == "openai/gpt-4o-mini"],
+            }
+        ),
+        entries[1],
+    ]
+    [suite] = select(history_from_entries(only_second), models=["anthropic/claude-3-5-haiku"])
+    assert [n.created_at for n in suite.nights] == [entries[1].created_at]
+
+
+def test_empty_history_gives_a_clear_page() -> None:
+    empty = History([])
+    page = render_html(empty)
+    assert "No runs yet" in page and "<svg" not in page
+    assert "No runs yet" in render_markdown(empty)
+    root = ET.fromstring(render_junit(empty))
+    assert root.get("tests") == "0" and len(root) == 0
