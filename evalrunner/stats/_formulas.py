@@ -75,13 +75,10 @@ def newcombe_diff(
 
     Returns ``(difference, low, high)``; built from the two Wilson intervals.
     """
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson(k1, n1, confidence)
-    l2, u2 = wilson(k2, n2, confidence)
-    diff = p1 - p2
-    low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-    high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return diff, max(-1.0, low), min(1.0, high)
+    if n1 <= 0 or not 0 <= k1 <= n1:
+        raise ValueError(f"newcombe_diff needs 0 <= k1 <= n1 and n1 > 0, got k1={k1}, n1={n1}")
+    low, high = newcombe_arrays(np.array([float(k1)]), n1, k2, n2, confidence)
+    return k1 / n1 - k2 / n2, float(low[0]), float(high[0])
 
 
 def newcombe_arrays(
