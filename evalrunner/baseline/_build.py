@@ -8,7 +8,6 @@ from pathlib import Path
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._file import (
-    DEFAULT_WINDOW,
     Baseline,
     Night,
     baseline_path,
@@ -18,7 +17,7 @@ from evalrunner.baseline._file import (
 )
 from evalrunner.errors import BaselineMismatch
 from evalrunner.live._record import CellKey
-from evalrunner.live._results import ResultsDir, group_records, records_frame
+from evalrunner.live._results import ResultsDir, group_records
 from evalrunner.live._settings import ResolvedScenario, Suite
 
 __all__ = ["build_baselines"]
@@ -52,10 +51,10 @@ def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list
     return found
 
 
-def _pooled(
-    path: Path, cell: CellKey, fingerprint: str, nights: list[Night], *, append: bool, window: int
+def _accepted(
+    path: Path, cell: CellKey, fingerprint: str, nights: list[Night], *, append: bool
 ) -> list[Night]:
-    """Tonight's nights, after the existing file's with ``append``, the last ``window`` kept."""
+    """Tonight's nights, after the existing file's with ``append``; every accepted night is kept."""
     if append and path.exists():
         old = load_baseline(path)
         if old.fingerprint != fingerprint or old.model != cell.model:
@@ -64,14 +63,14 @@ def _pooled(
             )
         seen = {(n.started_at, n.source) for n in nights}
         nights = [n for n in old.nights if (n.started_at, n.source) not in seen] + nights
-    return sorted(nights, key=lambda n: n.started_at)[-window:]
+    return sorted(nights, key=lambda n: n.started_at)
 
 
 def _baseline(
-    scenario: ResolvedScenario, cell: CellKey, nights: list[Night], latest: _Found, window: int
+    scenario: ResolvedScenario, cell: CellKey, nights: list[Night], latest: _Found
 ) -> Baseline:
     from evalrunner import __version__
-    from evalrunner.stats._stats import summarize
+    from evalrunner.stats._summary import summarize
 
     records = [r for n in nights for r in n.records]
     return Baseline(
@@ -81,9 +80,8 @@ def _baseline(
         fingerprint=scenario.fingerprint,
         created_at=iso_now(),
         evalrunner_version=__version__,
-        window=window,
         nights=nights,
-        summary=summarize(records_frame(records)),
+        summary=summarize(records).model_dump(mode="json", exclude_none=True),
         typical=typical_trajectory(
             latest.results, latest.night.records, scenario.normalize_config()
         ),
@@ -95,13 +93,13 @@ def build_baselines(
     sources: Sequence[Path],
     root: Path,
     *,
-    window: int = DEFAULT_WINDOW,
     append: bool = False,
 ) -> list[Path]:
-    """Write baselines from results directories (each one night); return the files written.
+    """Write baselines from results directories (each one accepted night); return the files written.
 
-    With ``append`` the nights are pooled onto the existing baseline, keeping the
-    last ``window`` nights; a baseline of another configuration is refused.
+    With ``append`` the nights are accepted into the existing baseline (all of its
+    nights are kept: baselines are anchored, never rolled); a baseline of another
+    configuration is refused.
     Every file is checked before any is written: a refusal leaves them all as they were.
     """
     scenarios = {s.id: s for s in suite.scenarios}
@@ -117,15 +115,10 @@ def build_baselines(
                     f"{suite.path or suite.name} now has; run it again before making it the baseline"
                 )
         path = baseline_path(root, suite.name, cell.scenario, cell.model)
-        nights = _pooled(
-            path,
-            cell,
-            scenario.fingerprint,
-            [each.night for each in found],
-            append=append,
-            window=window,
+        nights = _accepted(
+            path, cell, scenario.fingerprint, [each.night for each in found], append=append
         )
-        pending.append((path, _baseline(scenario, cell, nights, found[-1], window)))
+        pending.append((path, _baseline(scenario, cell, nights, found[-1])))
     for path, baseline in pending:
         save_baseline(path, baseline)
     return [path for path, _ in pending]

@@ -1,8 +1,11 @@
 """Comparing runs: tonight with the committed baselines, or one results directory with another.
 
 Both read and pair records here and make one statistics call,
-:func:`compare_night`, for the whole night, so the multiple-comparison
-correction spans every scenario x model compared.
+:func:`evalrunner.stats.compare_night`, for the whole night, so the
+multiple-comparison correction spans every scenario x model compared. A
+baseline's accepted nights stay separate (the engine treats nights as clusters),
+and the evidence accumulated since the baseline was accepted comes in from the
+history and goes back out with the results.
 """
 
 from __future__ import annotations
@@ -15,14 +18,14 @@ from typing import TYPE_CHECKING
 from evalrunner.baseline._file import Baseline, baseline_path, load_baseline
 from evalrunner.live._endpoints import LOCAL
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.live._results import group_records, records_frame
+from evalrunner.live._results import group_records
 from evalrunner.live._settings import Suite
-from evalrunner.stats._metrics import REGISTRY
 from evalrunner.stats._tolerance import Tolerance
 
 LATENCY = "latency_s"
 
 if TYPE_CHECKING:
+    from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._results import MetricResult
 
 __all__ = ["CellPair", "Comparison", "compare_night", "compare_records", "compare_with_baselines"]
@@ -30,60 +33,71 @@ __all__ = ["CellPair", "Comparison", "compare_night", "compare_records", "compar
 
 @dataclass(frozen=True)
 class CellPair:
-    """One scenario x model to compare: reference runs, candidate runs, and how strictly."""
+    """One scenario x model to compare: reference nights, candidate runs, and how strictly."""
 
     cell: CellKey
     """The name results carry (for two models compared, ``model`` reads 'a -> b')."""
-    baseline: Sequence[RunRecord]
+    nights: Sequence[Sequence[RunRecord]]
+    """The reference's nights, oldest first (a results directory is one night)."""
     night: Sequence[RunRecord]
     tolerance: Tolerance
+    anchor: str = ""
+    """Identifies the accepted baseline: accumulated evidence resets when it changes."""
+    evidence: EvidenceState | None = None
+    """The evidence accumulated against ``anchor`` before tonight (from the history)."""
 
     @property
-    def metrics(self) -> list[str] | None:
-        """The metrics compared (None: all). Latency against the embedded model is left out
-        unless the tolerance gates it: a CPU server on a shared machine times the machine."""
+    def drops_latency(self) -> bool:
+        """Latency against the embedded model is left out unless the tolerance gates it: a
+        CPU server on a shared machine times the machine."""
         on_local = LOCAL in (self.cell.model, *self.cell.model.split(" -> "))
-        if not on_local or self.tolerance.is_gating(LATENCY):
-            return None
-        return [m.name for m in REGISTRY if m.name != LATENCY]
-
-
-def compare_night(pairs: Sequence[CellPair], *, seed: int = 0) -> list[MetricResult]:
-    """Every pair's metric results, then the verdicts, corrected across all pairs together.
-
-    Pure statistics (``compare_scenario`` per pair, then ``finalize``); its
-    home is the stats package, which will provide this signature.
-    """
-    from evalrunner.stats._stats import compare_scenario, finalize
-
-    raw: list[MetricResult] = []
-    for pair in pairs:
-        raw += compare_scenario(
-            records_frame(list(pair.baseline)),
-            records_frame(list(pair.night)),
-            tolerance=pair.tolerance,
-            scenario=pair.cell.scenario,
-            model=pair.cell.model,
-            seed=seed,
-            metrics=pair.metrics,
-        )
-    return finalize(raw, {pair.cell.scenario: pair.tolerance for pair in pairs})
+        return on_local and not self.tolerance.is_gating(LATENCY)
 
 
 @dataclass
 class Comparison:
-    """Tonight against the baselines: metric results plus why some pairs were not compared."""
+    """Tonight against the baselines: metric results, evidence to keep, and notes.
+
+    ``notes`` say why some pairs were not compared, and which baselines are too
+    young to gate (one line each)."""
 
     results: list[MetricResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     baselines: dict[CellKey, Baseline] = field(default_factory=dict)
+    evidence: dict[CellKey, EvidenceState] = field(default_factory=dict)
+    """Each compared cell's evidence after tonight: the history stores it for tomorrow."""
 
     @property
     def regressions(self) -> list[MetricResult]:
         """Gating metrics that fail the night (a regression, or a two-sided change)."""
-        from evalrunner.stats._results import FAILING
+        return [r for r in self.results if r.fails_night]
 
-        return [r for r in self.results if r.gating and r.verdict in FAILING]
+
+def compare_night(pairs: Sequence[CellPair]) -> Comparison:
+    """Every pair's metric results and evidence; verdicts corrected across all pairs together."""
+    from evalrunner.stats._night import CellNight
+    from evalrunner.stats._night import compare_night as compare_cells
+    from evalrunner.stats._reference import CellBaseline
+
+    cells = [
+        CellNight(
+            CellBaseline(p.cell, p.tolerance, [list(n) for n in p.nights], p.anchor),
+            list(p.night),
+            p.evidence,
+        )
+        for p in pairs
+    ]
+    night = compare_cells(cells)
+    dropped = {p.cell for p in pairs if p.drops_latency}
+    return Comparison(
+        results=[
+            r
+            for r in night.results
+            if not (r.metric == LATENCY and CellKey(r.scenario, r.model) in dropped)
+        ],
+        notes=night.notes,
+        evidence={c.key: c.evidence for c in night.cells},
+    )
 
 
 def _usable_baseline(
@@ -113,16 +127,17 @@ def compare_with_baselines(
     root: Path,
     *,
     fingerprints: Mapping[str, str] | None = None,
-    seed: int = 0,
+    evidence: Mapping[CellKey, EvidenceState] | None = None,
 ) -> Comparison:
     """Compare each scenario x model of tonight with its baseline file under ``root``.
 
     ``fingerprints`` (scenario id -> fingerprint, from the results manifest)
     say what configuration tonight's runs used; by default the suite's.
+    ``evidence``: each cell's accumulated evidence from the history's latest entry
+    (a state for another anchor is ignored: the baseline was accepted anew).
     """
-    comparison = Comparison()
+    notes, baselines, pairs = [], {}, []
     scenarios = {s.id: s for s in suite.scenarios}
-    pairs = []
     for cell, night in group_records(records).items():
         scenario = scenarios.get(cell.scenario)
         if scenario is None:
@@ -130,34 +145,47 @@ def compare_with_baselines(
         fingerprint = (fingerprints or {}).get(cell.scenario) or scenario.fingerprint
         baseline, why_not = _usable_baseline(root, suite.name, cell, fingerprint)
         if baseline is None:
-            comparison.notes.append(why_not)
+            notes.append(why_not)
             continue
-        comparison.baselines[cell] = baseline
-        pairs.append(CellPair(cell, baseline.records, night, scenario.tolerance))
-    comparison.results = compare_night(pairs, seed=seed)
+        baselines[cell] = baseline
+        pairs.append(
+            CellPair(
+                cell,
+                [n.records for n in baseline.nights],
+                night,
+                scenario.tolerance,
+                baseline.anchor,
+                (evidence or {}).get(cell),
+            )
+        )
+    comparison = compare_night(pairs)
+    comparison.notes[:0] = notes
+    comparison.baselines = baselines
     return comparison
 
 
 def compare_records(
-    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], *, seed: int = 0
+    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]
 ) -> list[MetricResult]:
     """Compare two record sets scenario by scenario (``evalrunner compare A B``), default tolerances.
 
-    Cells pair by scenario and model; when none match (A/B of a model swap),
-    by scenario alone, each result's model reading 'a -> b'.
+    Each side is one night, and A is taken as a baseline old enough to gate: the
+    user chose it. Cells pair by scenario and model; when none match (A/B of a model
+    swap), by scenario alone, each result's model reading 'a -> b'.
     """
     a, b = group_records(baseline), group_records(candidate)
-    pairs = [CellPair(cell, a[cell], b[cell], Tolerance()) for cell in sorted(a.keys() & b.keys())]
+    tolerance = Tolerance(min_baseline_nights=1)
+    pairs = [CellPair(cell, [a[cell]], b[cell], tolerance) for cell in sorted(a.keys() & b.keys())]
     if not pairs:
         b_by_scenario = {cell.scenario: cell for cell in b}
         pairs = [
             CellPair(
                 CellKey(cell.scenario, f"{cell.model} -> {b_by_scenario[cell.scenario].model}"),
-                a[cell],
+                [a[cell]],
                 b[b_by_scenario[cell.scenario]],
-                Tolerance(),
+                tolerance,
             )
             for cell in sorted(a)
             if cell.scenario in b_by_scenario
         ]
-    return compare_night(pairs, seed=seed)
+    return compare_night(pairs).results

@@ -1,9 +1,14 @@
 """Baseline files: committed raw per-run records of accepted nights.
 
 One file per scenario and model, ``baselines/<suite>/<scenario>--<model>.json``:
-reviewable JSON holding every pooled run (so any statistic can be recomputed
+reviewable JSON holding every accepted run (so any statistic can be recomputed
 or swapped later), grouped by the night it came from, plus a short summary.
-Pooling the last K accepted nights makes the baseline more precise over time.
+
+A baseline is anchored: it holds the nights someone accepted with
+``evalrunner baseline`` and nothing else, never rolled forward by a nightly run
+(a rolling window would absorb a slow regression into its own reference).
+Accepting nights changes its :attr:`Baseline.anchor`, which resets the evidence
+accumulated against it.
 """
 
 from __future__ import annotations
@@ -66,7 +71,9 @@ class Baseline(BaseModel):
     created_at: str = Field(description="When this file was last written (ISO 8601 UTC).")
     evalrunner_version: str = Field(description="evalrunner version that wrote it.")
     window: int = Field(
-        default=DEFAULT_WINDOW, ge=1, description="Nights kept when pooling (rolling window)."
+        default=DEFAULT_WINDOW,
+        ge=1,
+        description="Unused; kept so files from before baselines were anchored still load.",
     )
     nights: list[Night] = Field(description="Pooled nights, oldest first.")
     summary: dict[str, Any] = Field(
@@ -79,6 +86,16 @@ class Baseline(BaseModel):
     @property
     def records(self) -> list[RunRecord]:
         return [r for night in self.nights for r in night.records]
+
+    @property
+    def anchor(self) -> str:
+        """Names exactly the accepted nights (and configuration): accumulated evidence is
+        measured against it and resets when nights are accepted into or out of it."""
+        import hashlib
+
+        accepted = sorted(f"{n.started_at}|{n.source}" for n in self.nights)
+        text = "\n".join([self.fingerprint, self.model, *accepted])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def baseline_path(root: Path, suite: str, scenario: str, model: str) -> Path:

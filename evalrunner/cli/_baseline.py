@@ -57,11 +57,18 @@ def _run_for_baseline(
 @_options.models("litellm model string when running; 'local' = embedded model.")
 @_options.scenarios("Only these scenario ids when running.")
 @_options.out("Results directory for the run.")
-@_options.positive("--window", 5, "Nights kept when pooling.")
+@click.option(
+    "--window",
+    type=int,
+    default=None,
+    hidden=True,
+    help="Removed: baselines are anchored (every accepted night is kept).",
+)
 @click.option(
     "--append",
     is_flag=True,
-    help="Pool onto the existing baselines (rolling window) instead of replacing them.",
+    help="Accept these nights into the existing baselines (all their nights are kept) "
+    "instead of replacing them. Either way the accumulated evidence starts again.",
 )
 @_options.baselines_dir()
 @_options.suites_dir
@@ -72,14 +79,26 @@ def baseline(
     models: tuple[str, ...],
     scenarios: tuple[str, ...],
     out: Path | None,
-    window: int,
+    window: int | None,
     append: bool,
     baselines_dir: Path,
     suites_dir: Path,
 ) -> None:
-    """Write baselines/<suite>/<scenario>--<model>.json from a live run or existing results."""
+    """Accept nights as the baselines/<suite>/<scenario>--<model>.json files, from a live run
+    or existing results (one directory per night).
+
+    Baselines are anchored: only this command changes them, and a nightly run never
+    rolls them forward. A scenario gates once its baseline has the tolerance's
+    min_baseline_nights (default 3) accepted nights.
+    """
+    if window is not None:
+        raise click.UsageError(
+            "--window is gone: baselines are anchored, never rolled (a rolling window absorbs "
+            "a slow regression into its own reference); accept nights on purpose with "
+            "--from DIR [--from DIR ...] [--append], and rebuild without --append to start afresh"
+        )
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
-    for path in build_baselines(suite, list(sources), baselines_dir, window=window, append=append):
+    for path in build_baselines(suite, list(sources), baselines_dir, append=append):
         click.echo(f"wrote {path}")

@@ -35,10 +35,11 @@ def print_run(result: LiveResult) -> None:
     report = result.report
     if report.resumed_skipped:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
+    what = "adaptive" if report.adaptive is None or report.adaptive.adaptive else "escalation"
     for note in report.adaptive_notes:
-        click.echo(f"adaptive: {note}", err=True)
+        click.echo(f"{what}: {note}", err=True)
     if report.adaptive is not None:
-        click.echo(f"adaptive: {report.adaptive.line()}", err=True)
+        click.echo(f"{what}: {report.adaptive.line()}", err=True)
     rows = summary_rows(report.records, measured=result.outage is None)
     click.echo(format_table(rows, SUMMARY_COLUMNS))
     if result.comparison is not None:
@@ -82,10 +83,13 @@ def print_run(result: LiveResult) -> None:
 @click.option(
     "--adaptive",
     is_flag=True,
-    help="Run in batches; stop each scenario once its gating verdicts are settled.",
+    help="Look at each scenario after half its runs and stop it there when nothing looks "
+    "suspicious (a scenario with a baseline; suspicious ones still escalate).",
 )
-@_options.positive("--batch", None, "Batch size for --adaptive.", shown=5)
-@_options.positive("--max-runs", None, "Most runs per scenario for --adaptive.", shown=20)
+@_options.positive("--batch", None, "Runs per escalation look with --adaptive.", shown=5)
+@_options.positive(
+    "--max-runs", None, "Runs each scenario is planned for with --adaptive (its N).", shown=20
+)
 @click.option(
     "--outage-share",
     type=click.FloatRange(min=0, max=1, min_open=True),

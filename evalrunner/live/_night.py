@@ -19,28 +19,27 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
-from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
+from evalrunner.baseline._file import load_baselines, typical_trajectory
 from evalrunner.errors import EvalrunnerError
 from evalrunner.live._endpoints import EndpointPool, Notify
-from evalrunner.live._plan import MIN_RUNS, Adaptive, ScenarioPlan, StopRule
+from evalrunner.live._plan import MIN_RUNS, Adaptive, CellBudget, ScenarioPlan
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.live._results import AdaptiveSettings, group_records, records_frame
+from evalrunner.live._results import AdaptiveSettings, group_records
 from evalrunner.live._runner import Night, RunReport, open_night, run_night
 from evalrunner.live._settings import Suite
+
+if TYPE_CHECKING:
+    from evalrunner.stats._evidence_state import EvidenceState
 
 __all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "Outage", "outage_of", "run_live"]
 
 DEFAULT_BASELINES = Path("baselines")
 DEFAULT_OUTAGE_SHARE = 0.5
 """A night with more than this share of infra_error runs is an outage."""
-
-STOPPED = "more runs could hardly flag a regression (its verdict may still read inconclusive)"
-"""What an adaptive stop means: the fixed-N test at --max-runs could hardly still flag the
-cell (futility), not that the cell was found fine."""
 
 
 @dataclass(frozen=True)
@@ -83,42 +82,75 @@ class LiveResult:
         return bool(self.comparison and self.comparison.regressions)
 
 
-def _stop_rule(
-    plans: Sequence[ScenarioPlan], baselines: Mapping[CellKey, Baseline], batch: int, min_runs: int
-) -> StopRule:
-    """--adaptive's rule: stop a cell once its fixed-N test can hardly still flag anything."""
-    from evalrunner.stats._stats import adaptive_plan
+def _sequential(
+    suite: Suite,
+    plans: Sequence[ScenarioPlan],
+    root: Path,
+    settings: AdaptiveSettings | None,
+    evidence: Mapping[CellKey, EvidenceState],
+    fingerprints: Mapping[str, str],
+) -> Adaptive | None:
+    """The statistics' planner for tonight: escalation of suspicious cells (every night with
+    baselines), and with ``--adaptive`` the early look that stops unremarkable cells.
 
-    frames = {cell: records_frame(b.records) for cell, b in baselines.items()}
-    tolerances = {plan.scenario.id: plan.scenario.tolerance for plan in plans}
+    One look rule per night: :func:`evalrunner.stats.decide` on the cell's runs so far,
+    against its anchored baseline (fitted once, across the suite, as the comparison
+    after the runs fits it). Cells without a usable baseline run their N.
+    """
+    import math
 
-    def stop(cell: CellKey, records: Sequence[RunRecord], cap: int) -> str | None:
-        decision = adaptive_plan(
-            frames[cell],
-            records_frame(list(records)),
-            tolerance=tolerances[cell.scenario],
-            max_n=cap,
-            batch=batch,
-            min_n=min_runs,
-            # ~36-47% fewer runs at equal power (docs/calibration.md).
-            method="predictive",
-        )
-        return STOPPED if decision.settled else None
+    from evalrunner.stats._reference import CellBaseline, fit_references
+    from evalrunner.stats._sequential import Budget, decide
 
-    return stop
-
-
-def _adaptive(
-    suite: Suite, plans: Sequence[ScenarioPlan], root: Path, settings: AdaptiveSettings
-) -> Adaptive:
     cells = [cell for plan in plans for cell in plan.cells()]
-    baselines = load_baselines(root, suite.name, cells)
+    scenarios = {plan.scenario.id: plan.scenario for plan in plans}
+    baselines = {
+        cell: b
+        for cell, b in load_baselines(root, suite.name, cells).items()
+        if b.model == cell.model
+        and b.fingerprint
+        == (fingerprints.get(cell.scenario) or scenarios[cell.scenario].fingerprint)
+    }
+    if not baselines:
+        return None
+    refs = fit_references(
+        [
+            CellBaseline(
+                cell, scenarios[cell.scenario].tolerance, [n.records for n in b.nights], b.anchor
+            )
+            for cell, b in baselines.items()
+        ]
+    )
+    budgets = {}
+    for cell in baselines:
+        scenario = scenarios[cell.scenario]
+        # --adaptive plans each cell for --max-runs (its N) and may stop it at half of that.
+        runs = settings.max_runs if settings is not None else scenario.runs
+        budgets[cell] = Budget.of(
+            scenario.tolerance,
+            runs,
+            cells=len(cells),
+            adaptive=settings is not None,
+            batch=settings.batch if settings else None,
+        )
+    if settings is None and all(b.max_runs <= b.runs for b in budgets.values()):
+        return None  # escalation off everywhere (escalate_to: 1): a fixed plan
+
+    def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
+        step = decide(refs[cell], records, budgets[cell], evidence.get(cell))
+        return (step.more if step.action == "continue" else 0), step.reason
+
     return Adaptive(
-        stop=_stop_rule(plans, baselines, settings.batch, MIN_RUNS),
+        stop=lambda cell, records, cap: None,
         stoppable=frozenset(baselines),
-        batch=settings.batch,
-        max_runs=settings.max_runs,
+        batch=settings.batch
+        if settings
+        else max(1, math.ceil(max(b.runs for b in budgets.values()) / 2)),
+        max_runs=settings.max_runs if settings else max(b.max_runs for b in budgets.values()),
         min_runs=MIN_RUNS,
+        look=look,
+        budgets={cell: CellBudget(b.first_look, b.runs, b.max_runs) for cell, b in budgets.items()},
+        adaptive=settings is not None,
     )
 
 
@@ -170,11 +202,26 @@ def run_live(
         if baselines_dir is not None:
             # A broken baseline should stop us before the night's runs are spent, not after.
             load_baselines(baselines_dir, suite.name, cells)
+        # Escalation needs the baselines; --adaptive without them still runs in batches.
         adaptive_cfg = (
-            _adaptive(suite, night.plans, baselines_dir or DEFAULT_BASELINES, night.adaptive)
-            if night.adaptive is not None
+            _sequential(
+                suite,
+                night.plans,
+                baselines_dir,
+                night.adaptive,
+                _evidence_so_far(suite.name, history),
+                night.manifest.scenarios,
+            )
+            if baselines_dir is not None
             else None
         )
+        if adaptive_cfg is None and night.adaptive is not None:
+            adaptive_cfg = Adaptive(
+                stop=lambda cell, records, cap: None,
+                stoppable=frozenset(),
+                batch=night.adaptive.batch,
+                max_runs=night.adaptive.max_runs,
+            )
         with EndpointPool(notify=say) as pool:
             report = asyncio.run(
                 run_night(
@@ -199,7 +246,11 @@ def _after_the_runs(
     if result.outage is None and baselines_dir is not None:
         try:
             result.comparison = compare_with_baselines(
-                night.suite, records, baselines_dir, fingerprints=night.manifest.scenarios
+                night.suite,
+                records,
+                baselines_dir,
+                fingerprints=night.manifest.scenarios,
+                evidence=_evidence_so_far(night.suite.name, history),
             )
         except EvalrunnerError as exc:
             result.problems.append(f"not compared with baselines: {exc}")
@@ -216,6 +267,15 @@ def _after_the_runs(
         result.problems.append(f"history not written to {history}: {exc}")
         return
     night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
+
+
+def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
+    """Each cell's evidence accumulated before tonight (none without a history)."""
+    from evalrunner.report._history import exists, latest_evidence, read_entries
+
+    if history is None or not exists(history):
+        return {}
+    return latest_evidence(read_entries(history, suites=[suite]))
 
 
 def _append_history(night: Night, new: list[RunRecord], result: LiveResult, root: str) -> str:
@@ -244,5 +304,6 @@ def _append_history(night: Night, new: list[RunRecord], result: LiveResult, root
         typical=typical,
         baseline_typical={cell: b.typical for cell, b in baselines.items() if b.typical},
         outage=result.outage is not None,
+        evidence=comparison.evidence if comparison else {},
     )
     return append(entry, root)

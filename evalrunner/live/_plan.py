@@ -25,8 +25,10 @@ __all__ = [
     "MIN_RUNS",
     "Adaptive",
     "AdaptivePlanner",
+    "CellBudget",
     "FixedPlanner",
     "Job",
+    "LookRule",
     "Planner",
     "ScenarioPlan",
     "StopRule",
@@ -233,6 +235,19 @@ StopRule = Callable[[CellKey, Sequence[RunRecord], int], str | None]
 """``(cell, its finished records, its cap) -> reason``: asked after each batch for every
 open cell the rule can stop; a reason (str) settles the cell, None asks for another batch."""
 
+LookRule = Callable[[CellKey, Sequence[RunRecord]], tuple[int, str]]
+"""``(cell, its finished records) -> (runs to add now, why)``: the statistics' planner
+(:func:`evalrunner.stats.decide`) asked after each batch; 0 settles the cell."""
+
+
+@dataclass(frozen=True)
+class CellBudget:
+    """One cell's runs under a :data:`LookRule`: before its first look, its N, and at most."""
+
+    first: int
+    runs: int
+    cap: int
+
 
 MIN_RUNS = 5
 """Runs every adaptive cell makes before its stop rule is first asked."""
@@ -248,6 +263,13 @@ class Adaptive:
     batch: int = 5
     max_runs: int = 20
     min_runs: int = MIN_RUNS
+    look: LookRule | None = None
+    """When set, it replaces ``stop`` and ``batch``: it says how many runs each look adds
+    (escalation and adaptive stopping as the statistics plan them)."""
+    budgets: Mapping[CellKey, CellBudget] = field(default_factory=dict)
+    """With ``look``: each stoppable cell's first look and cap."""
+    adaptive: bool = True
+    """False: the night's plan is fixed (every cell gets its N) and only escalation adds runs."""
 
     @property
     def settings(self) -> AdaptiveSettings:
@@ -263,6 +285,12 @@ class _Lane:
     cap: int
     next: int = 0
     settled: bool = False
+    first: int = 0
+    """Runs before the first look (0: the planner's batch rule)."""
+    runs: int = 0
+    """The N the cell is planned for (escalation goes beyond it, adaptive stops short)."""
+    pending: int = 0
+    """Runs the last look asked for."""
 
     @property
     def key(self) -> CellKey:
@@ -286,8 +314,18 @@ class AdaptiveSummary:
     stopped: int
     """Cells the stop rule stopped before their cap."""
     cells: int
+    escalated: int = 0
+    """Cells that ran past their first look's runs because a look found them suspicious."""
+    adaptive: bool = True
+    """False: a fixed plan that only escalation changed."""
 
     def line(self) -> str:
+        if not self.adaptive:
+            return (
+                f"made {self.made} runs ({self.made - self.fixed:+d} on the fixed plan's "
+                f"{self.fixed}); {self.escalated} of {self.cells} scenario x model cells "
+                "escalated because they looked suspicious"
+            )
         return (
             f"made {self.made} runs, {self.maximum - self.made} fewer than the {self.maximum} "
             f"allowed; {self.stopped} of {self.cells} scenario x model cells stopped early "
@@ -314,11 +352,15 @@ class AdaptivePlanner:
             for model in plan.models:
                 lane = _Lane(plan.scenario, endpoints[model], adaptive.max_runs)
                 planner.fixed += plan.scenario.runs
+                budget = adaptive.budgets.get(lane.key)
+                if adaptive.look is not None and budget is not None:
+                    lane.cap, lane.first, lane.runs = budget.cap, budget.first, budget.runs
                 if lane.key not in adaptive.stoppable:
                     lane.cap = plan.scenario.runs
-                    planner.notes.append(
-                        f"{lane.key.token()}: no baseline, runs the full {lane.cap}"
-                    )
+                    if adaptive.adaptive:
+                        planner.notes.append(
+                            f"{lane.key.token()}: no baseline, runs the full {lane.cap}"
+                        )
                 planner.lanes.append(lane)
         return planner
 
@@ -328,8 +370,12 @@ class AdaptivePlanner:
             made=len(self.planned),
             maximum=sum(lane.cap for lane in self.lanes),
             fixed=self.fixed,
-            stopped=sum(lane.settled for lane in self.lanes),
+            stopped=sum(lane.settled and lane.next < lane.cap for lane in self.lanes)
+            if self.adaptive.look is not None
+            else sum(lane.settled for lane in self.lanes),
             cells=len(self.lanes),
+            escalated=sum(bool(lane.runs) and lane.next > lane.runs for lane in self.lanes),
+            adaptive=self.adaptive.adaptive,
         )
 
     def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
@@ -337,11 +383,8 @@ class AdaptivePlanner:
             self._settle(group_records(finished))
         batch: list[Job] = []
         for lane in self.lanes:
-            size = (
-                self.adaptive.batch
-                if lane.next
-                else max(self.adaptive.batch, self.adaptive.min_runs)
-            )
+            size = self._size(lane)
+            lane.pending = 0
             while lane.open and size > 0:
                 batch.append(Job(lane.scenario, lane.endpoint, lane.next))
                 lane.next += 1
@@ -349,7 +392,19 @@ class AdaptivePlanner:
         self.planned += batch
         return batch
 
+    def _size(self, lane: _Lane) -> int:
+        if self.adaptive.look is not None and lane.key in self.adaptive.stoppable:
+            return lane.pending if lane.next else lane.first
+        if lane.key not in self.adaptive.stoppable and not self.adaptive.adaptive:
+            return lane.cap if not lane.next else 0
+        return (
+            self.adaptive.batch if lane.next else max(self.adaptive.batch, self.adaptive.min_runs)
+        )
+
     def _settle(self, by_cell: Mapping[CellKey, Sequence[RunRecord]]) -> None:
+        if self.adaptive.look is not None:
+            self._look(self.adaptive.look, by_cell)
+            return
         for lane in self.lanes:
             if not lane.open or lane.key not in self.adaptive.stoppable:
                 continue
@@ -358,4 +413,20 @@ class AdaptivePlanner:
                 lane.settled = True
                 self.notes.append(
                     f"{lane.key.token()}: stopped after {lane.next} of at most {lane.cap} runs: {reason}"
+                )
+
+    def _look(self, look: LookRule, by_cell: Mapping[CellKey, Sequence[RunRecord]]) -> None:
+        for lane in self.lanes:
+            if not lane.open or lane.key not in self.adaptive.stoppable:
+                continue
+            more, why = look(lane.key, by_cell.get(lane.key, []))
+            if more > 0:
+                lane.pending = min(more, lane.cap - lane.next)
+                if lane.next >= lane.runs:
+                    self.notes.append(f"{lane.key.token()}: escalating, {why}")
+                continue
+            lane.settled = True
+            if self.adaptive.adaptive and lane.next < lane.runs:
+                self.notes.append(
+                    f"{lane.key.token()}: stopped after {lane.next} of at most {lane.cap} runs: {why}"
                 )

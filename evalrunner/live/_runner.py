@@ -388,7 +388,8 @@ async def run_night(
     The thread pools it needs are its own, shut down before it returns; the
     event loop's default executor is left alone.
     """
-    if (adaptive is None) != (night.adaptive is None):
+    # A fixed plan may still take an Adaptive: escalation (adaptive.adaptive False) adds runs.
+    if (adaptive is None or not adaptive.adaptive) != (night.adaptive is None):
         raise ConfigError(
             f"{night.results.root}: the plan is {'adaptive' if night.adaptive else 'fixed'}; "
             "pass the matching Adaptive (run_live does)"

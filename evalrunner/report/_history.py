@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import gzip
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,6 +37,7 @@ from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import Manifest
+from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._results import MetricResult
 
 if TYPE_CHECKING:
@@ -109,13 +111,22 @@ class HistoryEntry(BaseModel):
         description="The night was an outage (too many infra_error runs): no verdicts were "
         "computed, and its rates describe the endpoints, not the agent. Written only when true.",
     )
+    evidence: dict[Cell, EvidenceState] = Field(
+        default_factory=dict,
+        description="'scenario|model' -> the evidence accumulated against the cell's accepted "
+        "baseline, after this night; the next night continues from it (a new anchor restarts "
+        "it). Written only when there is some.",
+    )
 
     @model_serializer(mode="wrap")
-    def _omit_no_outage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Older entries never had the field: an entry without an outage is written as they were.
+    def _omit_defaults_older_entries_lack(
+        self, handler: SerializerFunctionWrapHandler
+    ) -> dict[str, Any]:
+        # Older entries never had these fields: without them an entry is written as they were.
         data: dict[str, Any] = handler(self)
-        if not data.get("outage"):
-            data.pop("outage", None)
+        for name in ("outage", "evidence"):
+            if not data.get(name):
+                data.pop(name, None)
         return data
 
 
@@ -260,6 +271,15 @@ def read_entries(
             continue
         entries.append(entry)
     return sorted(entries, key=lambda e: e.created_at)
+
+
+def latest_evidence(entries: Sequence[HistoryEntry]) -> dict[CellKey, EvidenceState]:
+    """Each cell's evidence from the newest entry that has some (an outage night has none)."""
+    found: dict[CellKey, EvidenceState] = {}
+    for entry in sorted(entries, key=lambda e: e.created_at, reverse=True):
+        for cell, state in entry.evidence.items():
+            found.setdefault(cell, state)
+    return found
 
 
 def load_history(

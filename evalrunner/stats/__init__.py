@@ -22,7 +22,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalrunner.stats._evidence import EvidenceState, MetricEvidence
+    from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
     from evalrunner.stats._formulas import (
         cliffs_delta,
         newcombe_diff,
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from evalrunner.stats._verdict import finalize
 
 _WHERE: dict[str, str] = {
-    "EvidenceState": "evalrunner.stats._evidence",
-    "MetricEvidence": "evalrunner.stats._evidence",
+    "EvidenceState": "evalrunner.stats._evidence_state",
+    "MetricEvidence": "evalrunner.stats._evidence_state",
     "cliffs_delta": "evalrunner.stats._formulas",
     "newcombe_diff": "evalrunner.stats._formulas",
     "normalize_answer": "evalrunner.stats._formulas",

@@ -26,51 +26,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
 from scipy import special
 
+from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._metrics import Direction
 from evalrunner.stats._power import to_effect, to_test_scale
 from evalrunner.stats._reference import MetricReference
 
-EVIDENCE_FORMAT_VERSION = 1
 _LOG_CAP = 690.0
-
-
-class MetricEvidence(BaseModel):
-    """What one metric's evidence keeps between nights."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    nights: int = Field(default=0, description="Nights accumulated.")
-    weight: float = Field(
-        default=0.0, description="Sum of the nights' weights (1 / variance of a night's mean)."
-    )
-    weighted_sum: float = Field(
-        default=0.0, description="Sum of weight x night mean, on the metric's test scale."
-    )
-    e_value: float = Field(default=1.0, description="The e-value after the last night.")
-
-
-class EvidenceState(BaseModel):
-    """One cell's accumulated evidence since its baseline was anchored (history stores it)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    format_version: int = Field(
-        default=EVIDENCE_FORMAT_VERSION, description="Evidence state format version."
-    )
-    anchor: str = Field(description="The baseline this evidence is measured against.")
-    nights: int = Field(default=0, description="Nights accumulated since the anchor.")
-    metrics: dict[str, MetricEvidence] = Field(
-        default_factory=dict, description="Per metric (test-scale sums)."
-    )
-
-    def e_value(self, metric: str) -> float:
-        found = self.metrics.get(metric)
-        return 1.0 if found is None else found.e_value
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,8 @@ from typing import Any
 
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.stats import _binary, _counts, _logs, _paths
-from evalrunner.stats._evidence import (
-    Accumulated,
-    EvidenceState,
-    add_night,
-    start,
-    threshold,
-)
+from evalrunner.stats._evidence import Accumulated, add_night, start, threshold
+from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._metrics import EFFECT_LABELS, Kind

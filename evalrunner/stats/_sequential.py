@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evalrunner.live._record import RunRecord
-from evalrunner.stats._evidence import EvidenceState, threshold
+from evalrunner.stats._evidence import threshold
+from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._night import measure

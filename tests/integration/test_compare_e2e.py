@@ -90,7 +90,9 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("e2e")
-    make_suite(root, SUITE, TAGS)
+    # One accepted night gates here (the default asks for 3; test_escalation_e2e.py covers
+    # a baseline too young to gate): these tests are about what a gating comparison says.
+    make_suite(root, SUITE, TAGS, tolerance={"min_baseline_nights": 1})
     world = World(dict(BASELINE), seed=1)
     with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
         mp.chdir(
@@ -150,15 +152,22 @@ def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: 
         ("format", "skip_rate"),  # 0 -> 0.35, malformed_tool_arguments
     }
     by_key = {(r["scenario"], r["metric"]): r for r in rows}
-    assert by_key[("capital", "success_rate")]["baseline (N)"] == "0.967 (30)"
-    assert by_key[("capital", "success_rate")]["tonight (N)"] == "0.45 (20)"
-    assert by_key[("format", "skip_rate")]["tonight (N)"] == "0.35 (20)"
+    assert by_key[("capital", "success_rate")]["baseline (N)"].endswith("(30)")
+    # Suspicious after its 20 runs, capital was escalated (up to 3 x 20) before the verdict.
+    tonight = by_key[("capital", "success_rate")]["tonight (N)"]
+    assert 20 < int(tonight.split("(")[1].rstrip(")")) <= 60, tonight
+    assert re.search(
+        r"^escalation: capital\|openai/fake: escalating, after 20 runs ", changed.stderr, re.M
+    )
+    assert re.search(
+        r"^escalation: made \d+ runs \(\+\d+ on the fixed plan's 80\)", changed.stderr, re.M
+    )
     # The malformed runs are skipped, not failed: tool paths of the valid runs did not move.
     assert by_key[("format", "tool_sequence")]["verdict"] in ("ok", "inconclusive")
     assert all(
         r["verdict"] != "REGRESSION" for r in rows if r["scenario"] in ("steady", "hopeless")
     )
-    assert "malformed_tool_arguments x7" in changed.stdout  # the summary's top skip reason
+    assert re.search(r"malformed_tool_arguments x\d+", changed.stdout)  # the top skip reason
     # The night went into the history, verdicts included.
     history = f"history: {lab.history / SUITE}/"
     assert history in changed.stderr
@@ -224,10 +233,10 @@ def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
     assert summary is not None, result.stderr
     counts = runs_of(lab.root / "adaptive-same")
     made, fewer, allowed = map(int, summary.groups())
-    assert (made, allowed) == (sum(counts.values()), 20 * len(TAGS))
+    assert (made, allowed) == (sum(counts.values()), 60 * len(TAGS))  # N 20, escalation to 3N
     assert fewer == allowed - made > 0
     stopped = re.findall(
-        r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) of at most 20 runs",
+        r"^adaptive: (\w+)\|openai/fake: stopped after (\d+) of at most 60 runs",
         result.stderr,
         re.M,
     )
@@ -235,12 +244,13 @@ def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
     assert counts["steady"] < 20  # never errs: every gating metric settles early
     # Never passes: its success rate cannot drop, so it must not hold the scenario to max N.
     assert counts["hopeless"] < 20
-    assert all(n % 5 == 0 and 5 <= n <= 20 for n in counts.values())  # whole batches
+    # Looks at half of N (10), at N (20), then every batch of 5: whole batches.
+    assert all(n == 10 or (n >= 20 and n % 5 == 0) for n in counts.values()), counts
     rows = gating(verdict_table(result.stdout))
     assert flagged(rows) == set()
-    # A stop claims only what it means (futility), whatever the verdicts say.
+    # A stop claims only what it means (nothing suspicious yet), whatever the verdicts say.
     assert "fine" not in result.stderr
-    assert all(line.endswith("(its verdict may still read inconclusive)") for line in stops(result))
+    assert all("nothing suspicious after 10 runs" in line for line in stops(result))
     # The manifest lists exactly the runs made: the table, compare and baselines read those.
     manifest = ResultsDir(lab.root / "adaptive-same").read_manifest()
     assert len(manifest.run_ids or []) == made and manifest.adaptive is not None
@@ -263,7 +273,7 @@ def test_adaptive_still_flags_a_changed_scenario(lab: Lab) -> None:
         verdict_table(result.stdout)
     )
     assert (
-        runs_of(lab.root / "adaptive-changed")["capital"] == 20
+        runs_of(lab.root / "adaptive-changed")["capital"] >= 20
     )  # a regressing scenario is never cut short
     assert "capital|openai/fake: stopped" not in result.stderr
 
