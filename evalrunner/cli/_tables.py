@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import group_records
-from evalrunner.stats._metrics import metric, sequence_label
+from evalrunner.stats._metrics import DEFAULT_GATING, metric, sequence_label
 from evalrunner.stats._results import FAILING
 
 if TYPE_CHECKING:
@@ -132,10 +132,17 @@ VERDICT_COLUMNS = verdict_columns("baseline", "tonight")
 def verdict_rows(
     results: Sequence[MetricResult], *, all_metrics: bool = False
 ) -> list[dict[str, Any]]:
-    """Gating metrics always; diagnostics only when flagged (or with ``all_metrics``)."""
+    """Gating metrics always; diagnostics only when flagged (or with ``all_metrics``).
+
+    A cell whose baseline is too young to gate has no gating metric: its rows are the
+    metrics that gate by default, marked "(young)", so what it would say still shows.
+    """
+    gating_cells = {(r.scenario, r.model) for r in results if r.gating}
     rows = []
     for r in results:
-        if not (all_metrics or r.gating or r.verdict in (*FAILING, "improvement")):
+        young = (r.scenario, r.model) not in gating_cells and r.baseline_nights > 0
+        shown = r.gating or (young and r.metric in DEFAULT_GATING)
+        if not (all_metrics or shown or r.verdict in (*FAILING, "improvement")):
             continue
         hint = ""
         if r.verdict == "inconclusive" and r.mde is not None:
@@ -146,7 +153,7 @@ def verdict_rows(
             {
                 "scenario": r.scenario,
                 "model": r.model,
-                "metric": r.metric + ("" if r.gating else " (diag)"),
+                "metric": r.metric + ("" if r.gating else " (young)" if young else " (diag)"),
                 "verdict": r.verdict.upper() if r.verdict in FAILING else r.verdict,
                 "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
                 "night": f"{_num(r.night_estimate)} ({r.night_n})",

@@ -206,30 +206,38 @@ def test_baseline_file_format(lab: Lab, where: Path) -> None:
     assert steady["pass_hat_k"] == steady["pass_at_k"] == {"1": 1.0, "3": 1.0, "5": 1.0}
 
 
-def test_rolling_window_keeps_the_last_nights(lab: Lab, where: Path) -> None:
+def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
+    lab: Lab, where: Path
+) -> None:
     nights = [str(lab.root / f"night{i}") for i in (1, 2, 3)]
-    assert baseline_cmd(lab, where, "--from", nights[0], "--window", "2").exit_code == 0
+    assert baseline_cmd(lab, where, "--from", nights[0]).exit_code == 0
+    anchors = {load_baseline(file_of(where, "capital")).anchor}
     for source in nights[1:]:
-        result = baseline_cmd(lab, where, "--from", source, "--append", "--window", "2")
+        result = baseline_cmd(lab, where, "--from", source, "--append")
         assert result.exit_code == 0, result.output
+        anchors.add(load_baseline(file_of(where, "capital")).anchor)
+    assert len(anchors) == 3  # each acceptance is a new anchor: accumulated evidence restarts
     for tag in TAGS:
         baseline = load_baseline(file_of(where, tag))
-        assert [n.source for n in baseline.nights] == nights[1:]
-        assert baseline.window == 2 and len(baseline.records) == 8
-        assert (
-            baseline.summary["n"] == 8
-        )  # the summary is of the pooled runs, not of the last night
-        assert [len(n.records) for n in baseline.nights] == [4, 4]
+        assert [n.source for n in baseline.nights] == nights  # nothing rolled out
+        assert len(baseline.records) == 12
+        assert baseline.summary["n"] == 12  # the summary is of every accepted run
+        assert [len(n.records) for n in baseline.nights] == [4, 4, 4]
 
-    # Appending a night that is already pooled does not count it twice.
-    assert baseline_cmd(lab, where, "--from", nights[2], "--append", "--window", "2").exit_code == 0
-    assert [n.source for n in load_baseline(file_of(where, "capital")).nights] == nights[1:]
+    # Accepting a night that is already in does not count it twice, nor move the anchor.
+    before = load_baseline(file_of(where, "capital")).anchor
+    assert baseline_cmd(lab, where, "--from", nights[2], "--append").exit_code == 0
+    after = load_baseline(file_of(where, "capital"))
+    assert [n.source for n in after.nights] == nights and after.anchor == before
 
-    # Without --append the file is replaced; several --from at once pool with the same window.
-    result = baseline_cmd(lab, where, *[a for s in nights for a in ("--from", s)], "--window", "2")
-    assert result.exit_code == 0, result.output
-    assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[1:]
+    # Without --append the file is replaced by exactly the nights given.
     assert baseline_cmd(lab, where, "--from", nights[0]).exit_code == 0
+    assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[:1]
+
+    # The rolling window is gone, with a line that says why and what to do instead.
+    result = baseline_cmd(lab, where, "--from", nights[1], "--append", "--window", "2")
+    assert result.exit_code == 2
+    assert "--window is gone: baselines are anchored" in result.output
     assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[:1]
 
 
@@ -326,6 +334,7 @@ def test_a_baseline_of_another_configuration_is_not_compared(
     fingerprint = ResultsDir(tmp_path / "out").read_manifest().scenarios["capital"]
     assert fingerprint != old
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    notes = [line for line in notes if "too young to gate" not in line]  # one-night baselines
     assert notes == [
         f"note: capital [openai/fake]: not compared, the scenario's configuration changed since "
         f"{file_of(where, 'capital')} was recorded (fingerprint {old} -> {fingerprint}); "
