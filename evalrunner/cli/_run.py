@@ -38,8 +38,9 @@ def print_run(result: LiveResult) -> None:
     what = "adaptive" if report.adaptive is None or report.adaptive.adaptive else "escalation"
     for note in report.adaptive_notes:
         click.echo(f"{what}: {note}", err=True)
-    if report.adaptive is not None:
-        click.echo(f"{what}: {report.adaptive.line()}", err=True)
+    summary = report.adaptive
+    if summary is not None and (summary.adaptive or summary.escalated):
+        click.echo(f"{what}: {summary.line()}", err=True)
     rows = summary_rows(report.records, measured=result.outage is None)
     click.echo(format_table(rows, SUMMARY_COLUMNS))
     if result.comparison is not None:

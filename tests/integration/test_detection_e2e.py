@@ -1,0 +1,128 @@
+"""End to end through ``evalrunner``: a multi-scenario suite against an anchored baseline.
+
+Six scenarios, a baseline accepted from three nights of 10 runs (the default
+minimum), then nights where one scenario changes blatantly (two lookups instead
+of one, and mostly wrong answers). The night fails on that scenario alone, the
+changed scenario is escalated past its 10 runs, the history keeps the evidence
+accumulated per cell, and accepting a new baseline restarts it. A baseline of one
+night says in one line that it is too young to gate, and fails nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from baseline_agents import (
+    DOUBLE_LOOKUP_WRONG,
+    GOOD,
+    World,
+    evalrunner,
+    flagged,
+    make_suite,
+    verdict_table,
+)
+from click.testing import Result
+from fake_endpoint import FakeEndpoint
+
+from evalrunner.live._record import CellKey
+from evalrunner.report._history import read_entries
+
+SUITE = "detect"
+TAGS = tuple(f"s{i}" for i in range(6))
+CHANGED = "s3"
+CELL = CellKey(CHANGED, "openai/fake")
+
+
+@dataclass
+class Lab:
+    ep: FakeEndpoint
+    world: World
+    root: Path
+
+    def cli(self, *args: str) -> Result:
+        return evalrunner(self.ep, *args, "--suite", SUITE, "--suites-dir", str(self.root))
+
+    def night(self, out: str, seed: int, baselines: str, *extra: str, changed: bool) -> Result:
+        self.world.set(seed, **{CHANGED: DOUBLE_LOOKUP_WRONG if changed else GOOD})
+        return self.cli(
+            "run",
+            "--out",
+            str(self.root / out),
+            "--baselines",
+            str(self.root / baselines),
+            *extra,
+        )
+
+    def accept(self, baselines: str, *nights: str) -> None:
+        sources = [a for n in nights for a in ("--from", str(self.root / n))]
+        made = self.cli("baseline", *sources, "--baselines", str(self.root / baselines))
+        assert made.exit_code == 0, made.output
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("detect")
+    make_suite(root, SUITE, TAGS, runs=10)
+    world = World(dict.fromkeys(TAGS, GOOD), seed=1)
+    with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)  # relative defaults land here, never in the repository
+        lab = Lab(ep, world, root)
+        for i in (1, 2, 3):
+            world.set(10 + i)
+            done = lab.cli("run", "--out", str(root / f"n{i}"), "--no-history", "--no-compare")
+            assert done.exit_code == 0, done.output
+        lab.accept("mature", "n1", "n2", "n3")
+        lab.accept("young", "n1")
+        yield lab
+
+
+def test_a_blatant_change_in_one_scenario_of_six_fails_the_night_on_that_scenario(
+    lab: Lab,
+) -> None:
+    history = str(lab.root / "history")
+    result = lab.night("c1", 21, "mature", "--history", history, changed=True)
+    assert result.exit_code == 1, result.output
+    failing = flagged(verdict_table(result.stdout))
+    assert {(CHANGED, "tool_sequence"), (CHANGED, "step_count")} <= failing
+    assert {scenario for scenario, _ in failing} == {CHANGED}
+    # Suspicious after its 10 runs, the scenario got more (up to 3 x 10) before the verdict.
+    assert re.search(
+        rf"^escalation: {CHANGED}\|openai/fake: escalating, after 10 runs", result.stderr, re.M
+    )
+    assert "too young" not in result.stderr
+    # The evidence accumulated against the anchor is in the history, per cell and metric.
+    [entry] = read_entries(history, suites=[SUITE])
+    state = entry.evidence[CELL]
+    assert state.nights == 1 and state.metrics["tool_sequence"].e_value > 1
+    assert {v.evidence_nights for v in entry.verdicts if v.metric == "tool_sequence"} == {1}
+
+    # A second night adds to it; accepting a new baseline starts it again.
+    again = lab.night("c2", 22, "mature", "--history", history, changed=True)
+    assert again.exit_code == 1, again.output
+    latest = read_entries(history, suites=[SUITE])[-1]
+    assert latest.evidence[CELL].nights == 2
+    assert latest.evidence[CELL].anchor == state.anchor
+    lab.accept("mature", "n1", "n2", "c2")
+    fresh = lab.night("c3", 23, "mature", "--history", history, changed=True)
+    newest = read_entries(history, suites=[SUITE])[-1]
+    assert newest.evidence[CELL].anchor != state.anchor, fresh.output
+    assert newest.evidence[CELL].nights == 1
+
+
+def test_a_baseline_too_young_to_gate_says_so_in_one_line_and_fails_nothing(lab: Lab) -> None:
+    result = lab.night("y1", 31, "young", "--no-history", changed=True)
+    assert result.exit_code == 0, result.output
+    young = [line for line in result.stderr.splitlines() if "too young to gate" in line]
+    assert len(young) == len(TAGS)
+    assert (
+        f"note: {CHANGED} [openai/fake]: baseline too young to gate (1 night of 10 runs; "
+        "3 needed): compared and reported, not gating; accept 2 more nights into it"
+    ) in young
+    # Still compared and shown: the would-be gating rows, marked (young).
+    rows = verdict_table(result.stdout)
+    assert {r["metric"] for r in rows if r["scenario"] == CHANGED} >= {"tool_sequence (young)"}
+    assert "escalat" not in result.stderr  # a young baseline is not escalated (and no line says so)
