@@ -16,6 +16,7 @@ from evalrunner.cli._baseline import baseline
 from evalrunner.cli._boundary import ErrorBoundary
 from evalrunner.cli._compare import compare
 from evalrunner.cli._list import list_cmd
+from evalrunner.cli._plan import plan_cmd
 from evalrunner.cli._report import report
 from evalrunner.cli._run import run
 from evalrunner.cli._serve import serve_local
@@ -43,5 +44,5 @@ def main() -> None:
         sys.path.insert(0, os.getcwd())
 
 
-for _command in (list_cmd, validate, run, baseline, compare, report, serve_local, proxy):
+for _command in (list_cmd, validate, run, baseline, plan_cmd, compare, report, serve_local, proxy):
     main.add_command(_command)

@@ -1,0 +1,82 @@
+"""``evalrunner plan``: runs per scenario for 80 % power, MDEs and cost, from the baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner.cli import _options
+from evalrunner.cli._tables import format_table
+from evalrunner.live import load_suite_by_name
+
+COLUMNS = (
+    ("scenario", "scenario"),
+    ("model", "model"),
+    ("metric", "metric"),
+    ("margin", "margin"),
+    ("mde_runs", "MDE at runs"),
+    ("mde_budget", "MDE at budget"),
+    ("needed", "runs for margin"),
+    ("note", "note"),
+)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+@click.command("plan")
+@_options.suite_name
+@_options.runs("Runs per scenario to plan for (default: each scenario's).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Most runs per scenario a night may spend (default: runs x the tolerance's escalate_to).",
+)
+@_options.baselines_dir("Baselines to plan against.")
+@_options.suites_dir
+def plan_cmd(
+    suite_name: str, runs: int | None, budget: int | None, baselines_dir: Path, suites_dir: Path
+) -> None:
+    """Print, per gating metric, the change a night detects with 80 % power (MDE) and the runs
+    a change of the margin needs, at the level the verdicts use (BH over the suite's gating
+    tests and the margin rule), plus the nightly cost and the margins out of reach."""
+    from evalrunner.baseline._plan import plan_suite
+
+    suite = load_suite_by_name(suite_name, suites_dir)
+    found = plan_suite(suite, baselines_dir, runs=runs, budget=budget)
+    for note in found.notes:
+        click.echo(f"note: {note}", err=True)
+    plan = found.plan
+    if plan is None:
+        raise click.UsageError(
+            f"suite {suite.name!r} has no usable baseline under {baselines_dir}; "
+            f"accept nights first: evalrunner baseline --suite {suite.name}"
+        )
+    rows = []
+    for cell in plan.cells:
+        young = "" if cell.gating else f"too young to gate ({cell.baseline_nights} nights)"
+        for m in cell.metrics:
+            rows.append(
+                {
+                    "scenario": cell.scenario,
+                    "model": cell.model,
+                    "metric": m.metric,
+                    "margin": _num(m.margin),
+                    "mde_runs": f"{_num(m.mde_at_runs)} ({cell.runs})",
+                    "mde_budget": f"{_num(m.mde_at_budget)} ({cell.budget})",
+                    "needed": m.runs_for_margin or "none (needs a larger baseline)",
+                    "note": young or ("" if m.attainable else "out of reach at the budget"),
+                }
+            )
+    click.echo(format_table(rows, COLUMNS))
+    click.echo(
+        f"\nlevel a lone change must reach: p <= {plan.level:.2g}; "
+        f"runs a night: {plan.runs_now} now, {plan.runs_planned} planned; "
+        f"model calls {plan.calls_now:.0f} -> {plan.calls_planned:.0f}; "
+        f"tokens {plan.tokens_now:.0f} -> {plan.tokens_planned:.0f}"
+    )
+    for line in plan.unattainable:
+        click.echo(f"unattainable: {line}")
