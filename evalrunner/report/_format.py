@@ -74,3 +74,15 @@ def evidence_line(r: MetricResult) -> str:
         f"p {fmt(r.p)}, q {fmt(r.q)}, margin {margin(r)}, baseline {fmt(r.baseline_estimate)} "
         f"(n {r.baseline_n}), night {fmt(r.night_estimate)} (n {r.night_n}), {r.test or 'no test'}"
     )
+
+
+def accumulated(r: MetricResult) -> str:
+    """The evidence accumulated since the baseline was accepted, in one phrase ('' if none):
+    'e 42 of 300 over 6 nights, change -0.07 [-0.11, -0.03]'; 'flagged' when it flagged."""
+    if r.evidence is None or not r.evidence_nights:
+        return ""
+    limit = f" of {fmt(r.evidence_threshold)}" if r.evidence_threshold else ""
+    nights = f"{r.evidence_nights} night{'s' * (r.evidence_nights != 1)}"
+    change = f", change {fmt(r.evidence_effect)} {interval(r.evidence_ci)}".rstrip()
+    flagged = "; flagged by the accumulated evidence" if r.flagged_by == "evidence" else ""
+    return f"e {fmt(r.evidence)}{limit} over {nights}{change}{flagged}"

@@ -10,7 +10,15 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from evalrunner.report._format import effect_label, fmt, interval, margin, pct, short_time
+from evalrunner.report._format import (
+    accumulated,
+    effect_label,
+    fmt,
+    interval,
+    margin,
+    pct,
+    short_time,
+)
 from evalrunner.report._history import History
 from evalrunner.report._select import SuiteSelection, select
 from evalrunner.report._verdicts import NO_BASELINE, VERDICT_ORDER, VERDICT_TEXT, counted, severity
@@ -19,6 +27,7 @@ from evalrunner.stats._results import FAILING
 
 _MARKS = {
     "regression": "🔴",
+    "changed": "🟠",
     "improvement": "🔵",
     "inconclusive": "⚪",
     "ok": "🟢",
@@ -78,7 +87,25 @@ def _suite(suite: SuiteSelection) -> list[str]:
             f"| {pct(v.success)} | {v.n_text} | {pct(v.skip)} |"
         )
     regressions = [line for v in views for line in _regressions(v)]
-    return [*lines, "", "### Regressions", "", *(regressions or ["None."]), ""]
+    building = [line for v in views for line in _building(v)]
+    out = [*lines, "", "### Regressions", "", *(regressions or ["None."]), ""]
+    if building:
+        out += ["### Evidence building up since the baseline", "", *building, ""]
+    return out
+
+
+def _building(v: CellView) -> list[str]:
+    """Gating metrics not failing tonight whose accumulated evidence is halfway (in log terms)
+    to its threshold: a slow change the nights add up to, before it flags."""
+    return [
+        f"- **{md(v.scenario)}** · {md(v.model)} · {md(r.metric)}: {accumulated(r)}"
+        for r in v.results
+        if r.gating
+        and r.verdict not in FAILING
+        and r.evidence is not None
+        and r.evidence_threshold
+        and r.evidence >= r.evidence_threshold**0.5
+    ]
 
 
 def _regressions(v: CellView) -> list[str]:
@@ -89,6 +116,7 @@ def _regressions(v: CellView) -> list[str]:
         f"{md(effect_label(r))} {fmt(r.effect)} {interval(r.effect_ci)}, q {fmt(r.q)}, "
         f"margin {margin(r)}; baseline {fmt(r.baseline_estimate)} (n {r.baseline_n}) → "
         f"night {fmt(r.night_estimate)} (n {r.night_n})"
+        + (f"; since the baseline: {accumulated(r)}" if accumulated(r) else "")
         for r in regressed
         if r.gating
     ]

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.report._charts import ChartView, SuiteCharts, metric_chart, suite_charts
-from evalrunner.report._format import day, effect_label, fmt, interval, margin, pct, short_time
+from evalrunner.report._format import (
+    accumulated,
+    day,
+    effect_label,
+    fmt,
+    interval,
+    margin,
+    pct,
+    short_time,
+)
 from evalrunner.report._select import Night, SuiteSelection
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, VERDICT_ORDER, safe_verdict, severity
 from evalrunner.stats._metrics import rank, sequence_label
@@ -152,6 +161,8 @@ class EvidenceRow:
     note: str
     day: str = ""
     """The night, in the flag table."""
+    since: str = ""
+    """Evidence accumulated since the baseline was accepted (:func:`accumulated`)."""
 
     @classmethod
     def of(cls, r: MetricResult, day: str = "") -> EvidenceRow:
@@ -186,6 +197,7 @@ class EvidenceRow:
             test=r.test,
             note=r.note or "",
             day=day,
+            since=accumulated(r),
         )
 
 

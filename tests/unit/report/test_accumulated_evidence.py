@@ -1,0 +1,63 @@
+"""The evidence accumulated since a baseline was accepted: stored per entry, shown per metric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from history_factory import build_entries, history_from_entries, write_history
+
+from evalrunner.live._record import CellKey
+from evalrunner.report._history import HistoryEntry, latest_evidence, load_history
+from evalrunner.report._html import render_html
+from evalrunner.report._markdown import render_markdown
+from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
+
+
+def _with_evidence(entry: HistoryEntry, e_value: float) -> HistoryEntry:
+    """The entry with its gating success_rate results carrying accumulated evidence."""
+    verdicts = [
+        v.model_copy(
+            update={
+                "evidence": e_value,
+                "evidence_threshold": 400.0,
+                "evidence_nights": 6,
+                "evidence_effect": -0.07,
+                "evidence_ci": (-0.11, -0.03),
+            }
+        )
+        if v.metric == "success_rate"
+        else v
+        for v in entry.verdicts
+    ]
+    cells = {CellKey(v.scenario, v.model) for v in verdicts}
+    state = EvidenceState(
+        anchor="a1", nights=6, metrics={"success_rate": MetricEvidence(nights=6, e_value=e_value)}
+    )
+    return entry.model_copy(update={"verdicts": verdicts, "evidence": dict.fromkeys(cells, state)})
+
+
+def test_entries_keep_their_evidence_and_the_newest_per_cell_is_found(tmp_path: Path) -> None:
+    first, second = build_entries(nights=2, scenarios=2)
+    entries = [_with_evidence(first, 3.0), second.model_copy(update={"evidence": {}})]
+    write_history(str(tmp_path), entries)
+    loaded = load_history(str(tmp_path)).entries
+    assert loaded == entries
+    # The newest entry has none (an outage night, say): the one before it still counts.
+    found = latest_evidence(loaded)
+    assert found and all(s.metrics["success_rate"].e_value == 3.0 for s in found.values())
+    # Entries without evidence are written as they were before the field existed.
+    assert "evidence" not in second.model_dump(mode="json")
+
+
+def test_the_report_and_summary_show_the_evidence_since_the_baseline() -> None:
+    [entry] = build_entries(nights=1, scenarios=1)
+    history = history_from_entries([_with_evidence(entry, 40.0)])
+    page = render_html(history, generated_at="x")
+    assert "Since the baseline" in page
+    assert "e 40 of 400 over 6 nights, change \u22120.07 [\u22120.11, \u22120.03]" in page
+    summary = render_markdown(history)
+    # 40 >= sqrt(400): halfway to flagging, in log terms.
+    assert "### Evidence building up since the baseline" in summary
+    assert "success_rate: e 40 of 400 over 6 nights" in summary
+    quiet = render_markdown(history_from_entries([_with_evidence(entry, 2.0)]))
+    assert "Evidence building up" not in quiet
