@@ -126,3 +126,20 @@ def test_a_baseline_too_young_to_gate_says_so_in_one_line_and_fails_nothing(lab:
     rows = verdict_table(result.stdout)
     assert {r["metric"] for r in rows if r["scenario"] == CHANGED} >= {"tool_sequence (young)"}
     assert "escalat" not in result.stderr  # a young baseline is not escalated (and no line says so)
+
+
+def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None:
+    result = lab.cli("plan", "--baselines", str(lab.root / "mature"))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "scenario", "model", "metric", "margin", "MDE", "at", "runs", "MDE", "at", "budget",
+        "runs", "for", "margin", "note",
+    ]  # fmt: skip
+    rows = [line for line in lines[2:] if line.startswith("s")]
+    assert len(rows) == len(TAGS) * 5  # every gating metric of every scenario
+    assert all("(10)" in row and "(30)" in row for row in rows)  # at N and at 3N
+    # Bonferroni-like level of a lone change among 6 x 5 gating tests at q 0.05.
+    assert re.search(r"p <= 0\.0017; runs a night: 60 now", result.stdout)
+    none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
+    assert none.exit_code == 2 and "has no usable baseline" in none.output

@@ -15,6 +15,7 @@ from evalrunner.live._plan import (
     Adaptive,
     AdaptivePlanner,
     AdaptiveSummary,
+    CellBudget,
     FixedPlanner,
     ScenarioPlan,
     choose,
@@ -103,3 +104,40 @@ def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> No
     assert planner.summary == AdaptiveSummary(made=25, maximum=30, fixed=40, stopped=1, cells=2)
     assert planner.notes[-1] == "tool-chain|a/x: stopped after 5 of at most 10 runs: settled"
     assert len(planner.planned) == 25 and len({j.run_id for j in planner.planned}) == 25
+
+
+def test_a_look_rule_escalates_a_fixed_plan_where_it_says_and_nowhere_else(suite: Suite) -> None:
+    """Escalation on a fixed plan: each cell gets its N, then as many more as the rule asks."""
+    watched = CellKey("tool-chain", "a/x")
+    asked: list[int] = []
+
+    def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
+        asked.append(len(records))
+        return (3, "suspicious") if len(records) < 9 else (0, "nothing suspicious")
+
+    plans = [ScenarioPlan(suite.scenarios[1].model_copy(update={"runs": 4}), ("a/x", "b/y"))]
+    rule = Adaptive(
+        lambda cell, records, cap: None,
+        frozenset({watched}),
+        look=look,
+        budgets={watched: CellBudget(first=4, runs=4, cap=12)},
+        adaptive=False,
+    )
+    planner = AdaptivePlanner.of(plans, ENDPOINTS, rule)
+    finished: list[RunRecord] = []
+    sizes = []
+    while batch := planner.next_batch(finished):
+        sizes.append((sum(j.key.cell == watched for j in batch), len(batch)))
+        finished += [record(job.key.cell, job.index) for job in batch]
+    # Both cells get their 4 at once; then only the watched one grows, 3 at a time to 10,
+    # and the rule (not the cap of 12) stops it.
+    assert sizes == [(4, 8), (3, 3), (3, 3)]
+    assert asked == [4, 7, 10]
+    summary = planner.summary
+    assert (summary.made, summary.fixed, summary.escalated, summary.adaptive) == (14, 8, 1, False)
+    assert summary.line().startswith("made 14 runs (+6 on the fixed plan's 8); 1 of 2")
+    assert [n for n in planner.notes if "escalating" in n] == [
+        "tool-chain|a/x: escalating, suspicious",
+        "tool-chain|a/x: escalating, suspicious",
+    ]
+    assert not any("no baseline" in n for n in planner.notes)  # a fixed plan says nothing

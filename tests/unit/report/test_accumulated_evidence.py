@@ -58,6 +58,7 @@ def test_the_report_and_summary_show_the_evidence_since_the_baseline() -> None:
     summary = render_markdown(history)
     # 40 >= sqrt(400): halfway to flagging, in log terms.
     assert "### Evidence building up since the baseline" in summary
-    assert "success_rate: e 40 of 400 over 6 nights" in summary
+    building = summary.split("### Evidence building up since the baseline")[1]
+    assert "success\\_rate: e 40 of 400 over 6 nights" in building
     quiet = render_markdown(history_from_entries([_with_evidence(entry, 2.0)]))
     assert "Evidence building up" not in quiet
