@@ -18,6 +18,7 @@ from evalrunner.cli._tables import (
 )
 from evalrunner.live import LiveResult, load_suite_by_name, run_live
 from evalrunner.live._night import DEFAULT_OUTAGE_SHARE
+from evalrunner.live._runner import RunReport
 
 
 def default_out(suite: str) -> Path:
@@ -29,18 +30,23 @@ def notice(text: str) -> None:
     click.echo(text, err=True)
 
 
+def _print_sequential(report: RunReport) -> None:
+    """What --adaptive and escalation did: per cell, then in one line."""
+    summary = report.adaptive
+    what = "adaptive" if summary is None or summary.adaptive else "escalation"
+    for note in report.adaptive_notes:
+        click.echo(f"{what}: {note}", err=True)
+    if summary is not None and (summary.adaptive or summary.escalated):
+        click.echo(f"{what}: {summary.line()}", err=True)
+
+
 def print_run(result: LiveResult) -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last."""
     report = result.report
     if report.resumed_skipped:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
-    what = "adaptive" if report.adaptive is None or report.adaptive.adaptive else "escalation"
-    for note in report.adaptive_notes:
-        click.echo(f"{what}: {note}", err=True)
-    summary = report.adaptive
-    if summary is not None and (summary.adaptive or summary.escalated):
-        click.echo(f"{what}: {summary.line()}", err=True)
+    _print_sequential(report)
     rows = summary_rows(report.records, measured=result.outage is None)
     click.echo(format_table(rows, SUMMARY_COLUMNS))
     if result.comparison is not None:

@@ -142,26 +142,27 @@ def verdict_rows(
     for r in results:
         young = (r.scenario, r.model) not in gating_cells and r.baseline_nights > 0
         shown = r.gating or (young and r.metric in DEFAULT_GATING)
-        if not (all_metrics or shown or r.verdict in (*FAILING, "improvement")):
-            continue
-        hint = ""
-        if r.verdict == "inconclusive" and r.mde is not None:
-            hint = f"MDE {_num(r.mde)}" + (
-                f", ~{r.runs_needed} runs to settle" if r.runs_needed else ""
-            )
-        rows.append(
-            {
-                "scenario": r.scenario,
-                "model": r.model,
-                "metric": r.metric + ("" if r.gating else " (young)" if young else " (diag)"),
-                "verdict": r.verdict.upper() if r.verdict in FAILING else r.verdict,
-                "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
-                "night": f"{_num(r.night_estimate)} ({r.night_n})",
-                "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
-                # An improvement was judged in the good direction: show that q.
-                "q": _num(r.q_improvement if r.verdict == "improvement" else r.q),
-                "margin": _num(r.margin),
-                "hint": _short(hint or (r.note or "")),
-            }
-        )
+        if all_metrics or shown or r.verdict in (*FAILING, "improvement"):
+            rows.append(_verdict_row(r, young))
     return rows
+
+
+def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
+    hint = ""
+    if r.verdict == "inconclusive" and r.mde is not None:
+        hint = f"MDE {_num(r.mde)}" + (
+            f", ~{r.runs_needed} runs to settle" if r.runs_needed else ""
+        )
+    return {
+        "scenario": r.scenario,
+        "model": r.model,
+        "metric": r.metric + ("" if r.gating else " (young)" if young else " (diag)"),
+        "verdict": r.verdict.upper() if r.verdict in FAILING else r.verdict,
+        "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
+        "night": f"{_num(r.night_estimate)} ({r.night_n})",
+        "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
+        # An improvement was judged in the good direction: show that q.
+        "q": _num(r.q_improvement if r.verdict == "improvement" else r.q),
+        "margin": _num(r.margin),
+        "hint": _short(hint or (r.note or "")),
+    }

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, TextIO
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
-from evalrunner.baseline._file import load_baselines, typical_trajectory
+from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
 from evalrunner.errors import EvalrunnerError
 from evalrunner.live._endpoints import EndpointPool, Notify
 from evalrunner.live._plan import MIN_RUNS, Adaptive, CellBudget, ScenarioPlan
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import AdaptiveSettings, group_records
 from evalrunner.live._runner import Night, RunReport, open_night, run_night
-from evalrunner.live._settings import Suite
+from evalrunner.live._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
@@ -82,6 +82,21 @@ class LiveResult:
         return bool(self.comparison and self.comparison.regressions)
 
 
+def _fitting(
+    found: Mapping[CellKey, Baseline],
+    scenarios: Mapping[str, ResolvedScenario],
+    fingerprints: Mapping[str, str],
+) -> dict[CellKey, Baseline]:
+    """The baselines tonight's runs will be compared with (same model and configuration)."""
+    return {
+        cell: b
+        for cell, b in found.items()
+        if b.model == cell.model
+        and b.fingerprint
+        == (fingerprints.get(cell.scenario) or scenarios[cell.scenario].fingerprint)
+    }
+
+
 def _sequential(
     suite: Suite,
     plans: Sequence[ScenarioPlan],
@@ -97,20 +112,12 @@ def _sequential(
     against its anchored baseline (fitted once, across the suite, as the comparison
     after the runs fits it). Cells without a usable baseline run their N.
     """
-    import math
-
     from evalrunner.stats._reference import CellBaseline, fit_references
     from evalrunner.stats._sequential import Budget, decide
 
     cells = [cell for plan in plans for cell in plan.cells()]
     scenarios = {plan.scenario.id: plan.scenario for plan in plans}
-    baselines = {
-        cell: b
-        for cell, b in load_baselines(root, suite.name, cells).items()
-        if b.model == cell.model
-        and b.fingerprint
-        == (fingerprints.get(cell.scenario) or scenarios[cell.scenario].fingerprint)
-    }
+    baselines = _fitting(load_baselines(root, suite.name, cells), scenarios, fingerprints)
     if not baselines:
         return None
     refs = fit_references(
@@ -125,10 +132,9 @@ def _sequential(
     for cell in baselines:
         scenario = scenarios[cell.scenario]
         # --adaptive plans each cell for --max-runs (its N) and may stop it at half of that.
-        runs = settings.max_runs if settings is not None else scenario.runs
         budgets[cell] = Budget.of(
             scenario.tolerance,
-            runs,
+            settings.max_runs if settings is not None else scenario.runs,
             cells=len(cells),
             adaptive=settings is not None,
             batch=settings.batch if settings else None,
@@ -140,13 +146,14 @@ def _sequential(
         step = decide(refs[cell], records, budgets[cell], evidence.get(cell))
         return (step.more if step.action == "continue" else 0), step.reason
 
+    # batch and max_runs only matter for the manifest of an --adaptive night: with a look
+    # rule every cell with a baseline runs by its budget, the others their N.
+    recorded = settings or AdaptiveSettings()
     return Adaptive(
         stop=lambda cell, records, cap: None,
         stoppable=frozenset(baselines),
-        batch=settings.batch
-        if settings
-        else max(1, math.ceil(max(b.runs for b in budgets.values()) / 2)),
-        max_runs=settings.max_runs if settings else max(b.max_runs for b in budgets.values()),
+        batch=recorded.batch,
+        max_runs=recorded.max_runs,
         min_runs=MIN_RUNS,
         look=look,
         budgets={cell: CellBudget(b.first_look, b.runs, b.max_runs) for cell, b in budgets.items()},
