@@ -864,13 +864,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only", default="", help=f"comma-separated tables of: {', '.join(TABLES)}"
     )
+    parser.add_argument("--nights", type=int, default=None, help="nights per row, 5-scenario suites")
+    parser.add_argument("--big-nights", type=int, default=None, help="nights per row, 50-scenario")
+    parser.add_argument("--seasons", type=int, default=None, help="sequences per season row")
     args = parser.parse_args(argv)
     cfg = Config(
         seed=args.seed,
         jobs=args.jobs,
-        small=60 if args.quick else 300,
-        big=12 if args.quick else 50,
-        seasons=20 if args.quick else 100,
+        small=args.nights or (60 if args.quick else 300),
+        big=args.big_nights or (12 if args.quick else 50),
+        seasons=args.seasons or (20 if args.quick else 100),
         aa_seasons=6 if args.quick else 40,
         quick=args.quick,
     )
