@@ -864,7 +864,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only", default="", help=f"comma-separated tables of: {', '.join(TABLES)}"
     )
-    parser.add_argument("--nights", type=int, default=None, help="nights per row, 5-scenario suites")
+    parser.add_argument(
+        "--nights", type=int, default=None, help="nights per row, 5-scenario suites"
+    )
     parser.add_argument("--big-nights", type=int, default=None, help="nights per row, 50-scenario")
     parser.add_argument("--seasons", type=int, default=None, help="sequences per season row")
     args = parser.parse_args(argv)

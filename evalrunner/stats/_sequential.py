@@ -43,7 +43,7 @@ from evalrunner.stats._night import measure
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
-from evalrunner.stats._stats import Tolerance
+from evalrunner.stats._tolerance import Tolerance
 
 PROMISE_ENTER = 0.1
 """At N: escalate when a gating metric would be flagged at the cap with this chance. Lenient:

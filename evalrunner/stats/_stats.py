@@ -2,8 +2,8 @@
 
 The statistics live in the modules named in ``evalrunner/stats/__init__.py`` and
 :class:`Tolerance` in ``_tolerance.py``; this module keeps thin bridges
-(:func:`compare_scenario`, :func:`finalize`, :func:`adaptive_plan`,
-:func:`summarize`) for callers outside the package that still pass DataFrames.
+(:func:`compare_scenario`, :func:`finalize`, :func:`summarize`) for callers outside
+the package that still pass DataFrames (tests/support/history_factory.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 # ---------------------------------------------------------------------------
 # Bridges for callers outside the package that still pass DataFrames (the live
@@ -39,10 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG_OFFSETS",
-    "AdaptivePlan",
     "MetricResult",
     "Tolerance",
-    "adaptive_plan",
     "cliffs_delta",
     "compare_scenario",
     "finalize",
@@ -149,46 +147,3 @@ def js_distance(
     from scipy.spatial.distance import jensenshannon
 
     return float(jensenshannon(p_counts, q_counts, base=2))
-
-
-class AdaptivePlan(BaseModel):
-    """Bridge result for the runner's ``--adaptive`` loop."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    settled: bool
-    runs_done: int
-    max_n: int
-    next_batch: int
-    reason: str
-
-
-def adaptive_plan(
-    baseline: pd.DataFrame,
-    night: pd.DataFrame,
-    *,
-    tolerance: Tolerance | None = None,
-    max_n: int = 20,
-    batch: int = 5,
-    min_n: int = 5,
-    method: str = "predictive",
-) -> AdaptivePlan:
-    """Bridge to :func:`evalrunner.stats._sequential.decide` (adaptive, no escalation)."""
-    from evalrunner.live._record import CellKey
-    from evalrunner.stats._reference import CellBaseline, fit_references
-    from evalrunner.stats._sequential import Budget, decide
-
-    del method
-    key = CellKey("", "")
-    cell = CellBaseline(key, _one_night(tolerance), [_records(baseline)], "bridge")
-    done = _records(night)
-    budget = Budget(runs=max_n, max_runs=max_n, batch=batch, adaptive=True)
-    step = decide(fit_references([cell])[key], done, budget)
-    settled = step.action == "stop" and len(done) >= min(min_n, max_n)
-    return AdaptivePlan(
-        settled=settled,
-        runs_done=len(done),
-        max_n=max_n,
-        next_batch=0 if settled else max(0, min(batch, max_n - len(done))),
-        reason=step.reason,
-    )

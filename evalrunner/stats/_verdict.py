@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from evalrunner.stats._formulas import bh
 from evalrunner.stats._results import FlagSource, MetricResult, Verdict
-from evalrunner.stats._stats import Tolerance
+from evalrunner.stats._tolerance import Tolerance
 
 _EPS = 1e-12
 

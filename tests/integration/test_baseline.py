@@ -32,7 +32,7 @@ from evalrunner.baseline._file import (
 from evalrunner.live._loader import load_suite
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
-from evalrunner.stats._stats import pass_at_k, pass_hat_k, wilson
+from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
 
 SUITE = "pool"
 TAGS = ("capital", "steady")

@@ -7,7 +7,7 @@ import pytest
 
 from evalrunner.errors import FileFormatError
 from evalrunner.live._record import RunRecord
-from evalrunner.stats._stats import adaptive_plan, compare_scenario, finalize, summarize
+from evalrunner.stats._stats import compare_scenario, finalize, summarize
 
 from .conftest import RunsMaker
 
@@ -32,14 +32,6 @@ def test_compare_scenario_treats_the_frame_as_one_gating_night(runs: RunsMaker) 
 def test_frames_without_outcomes_are_refused() -> None:
     with pytest.raises(FileFormatError, match="outcome"):
         compare_scenario(pd.DataFrame({"x": [1]}), pd.DataFrame({"x": [1]}))
-
-
-def test_adaptive_plan_settles_an_unchanged_cell_at_half_n(runs: RunsMaker) -> None:
-    base = _frame(runs(40, passed=36, steps=(3, 4, 5, 4)))
-    settled = adaptive_plan(base, _frame(runs(10, passed=9, steps=(3, 4, 5, 4))), max_n=20, batch=5)
-    assert settled.settled and settled.next_batch == 0
-    early = adaptive_plan(base, _frame(runs(5, passed=5)), max_n=20, batch=5)
-    assert not early.settled and early.next_batch == 5
 
 
 def test_summarize_bridge_is_the_baseline_file_dict(runs: RunsMaker) -> None:
