@@ -152,7 +152,10 @@ def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: 
         ("format", "skip_rate"),  # 0 -> 0.35, malformed_tool_arguments
     }
     by_key = {(r["scenario"], r["metric"]): r for r in rows}
-    assert by_key[("capital", "success_rate")]["baseline (N)"].endswith("(30)")
+    # 30 baseline runs; a run that outlives timeout_s on a loaded machine is infra, excluded.
+    assert re.fullmatch(
+        r"0\.9\d* \((29|30|2[5-8])\)", by_key[("capital", "success_rate")]["baseline (N)"]
+    )
     # Suspicious after its 20 runs, capital was escalated (up to 3 x 20) before the verdict.
     tonight = by_key[("capital", "success_rate")]["tonight (N)"]
     assert 20 < int(tonight.split("(")[1].rstrip(")")) <= 60, tonight
