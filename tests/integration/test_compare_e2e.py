@@ -154,7 +154,7 @@ def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: 
     by_key = {(r["scenario"], r["metric"]): r for r in rows}
     # 30 baseline runs; a run that outlives timeout_s on a loaded machine is infra, excluded.
     assert re.fullmatch(
-        r"0\.9\d* \((29|30|2[5-8])\)", by_key[("capital", "success_rate")]["baseline (N)"]
+        r"(0\.9\d*|1) \((2[5-9]|30)\)", by_key[("capital", "success_rate")]["baseline (N)"]
     )
     # Suspicious after its 20 runs, capital was escalated (up to 3 x 20) before the verdict.
     tonight = by_key[("capital", "success_rate")]["tonight (N)"]
