@@ -524,6 +524,8 @@ class Config:
     aa_seasons: int
     quick: bool
     lines: list[str] = field(default_factory=list)
+    suites: tuple[str, ...] = ()
+    """Only these suite labels ('5x1', '50x3') in the power table; empty: all."""
 
     def nights(self, suite: Suite) -> int:
         return self.small if suite.scenarios <= 5 else self.big
@@ -604,7 +606,7 @@ def power_table(cfg: Config) -> None:
     cfg.emit("| change | suite | endpoint | nights | escalation | cell fails | runs | fixed N |")
     cfg.emit("|---|---|---|---|---|---|---|---|")
     for change in CHANGES:
-        for suite in SUITES:
+        for suite in [s for s in SUITES if not cfg.suites or s.label in cfg.suites]:
             for drift in (False, True) if suite.models == 1 else (False,):
                 got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED))
                 n = len(got)
@@ -869,6 +871,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--big-nights", type=int, default=None, help="nights per row, 50-scenario")
     parser.add_argument("--seasons", type=int, default=None, help="sequences per season row")
+    parser.add_argument("--suites", default="", help="power table: only these, e.g. 5x1,50x3")
     args = parser.parse_args(argv)
     cfg = Config(
         seed=args.seed,
@@ -878,6 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seasons=args.seasons or (20 if args.quick else 100),
         aa_seasons=6 if args.quick else 40,
         quick=args.quick,
+        suites=tuple(t for t in args.suites.split(",") if t),
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
