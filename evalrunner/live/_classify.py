@@ -7,9 +7,16 @@ tonight, so rates compare):
    caught it), or the run hit its timeout. The reason names what happened
    (status, timeout, reset), the endpoint and its message.
 2. ``crashed``: agent or tool code raised something else.
-3. ``skipped``: the model could not produce usable output (the weak-model
+3. ``infra_error`` with a reason starting ``no model calls``: the run ended
+   without a single model call evalrunner saw. It measured nothing about the
+   model's behaviour: almost always the agent reached its model around capture
+   (an SDK client, a ``from litellm import completion`` bound early, a cache),
+   or a command agent ignored the proxy's base URL. Counted with infrastructure
+   faults (out of the behaviour statistics, and a night of them is an outage),
+   never as ``failed``.
+4. ``skipped``: the model could not produce usable output (the weak-model
    classes of ``SkipRules``; each can be turned off per suite).
-4. ``passed`` / ``failed``: the scenario's checks held or not.
+5. ``passed`` / ``failed``: the scenario's checks held or not.
 """
 
 from __future__ import annotations
@@ -23,7 +30,14 @@ from evalrunner.live._checks import evaluate_checks
 from evalrunner.live._record import Outcome
 from evalrunner.live._schema import Checks, SkipRules
 
-__all__ = ["Classification", "classify", "weak_model_failure"]
+__all__ = ["NO_MODEL_CALLS", "Classification", "classify", "weak_model_failure"]
+
+NO_MODEL_CALLS = (
+    "no model calls: the run ended without one model call through capture; the agent "
+    "reached its model around it (an SDK client or `from litellm import completion` in "
+    "process: run it through the capture proxy, docs/proxy.md), or a command agent ignored "
+    "OPENAI_BASE_URL / ANTHROPIC_BASE_URL"
+)
 
 
 class Classification(NamedTuple):
@@ -98,11 +112,13 @@ def classify(
     infra_error: BaseException | None,
     timed_out: float | None = None,
     infra_reason: str | None = None,
+    model_calls: int | None = None,
 ) -> Classification:
     """Decide one run's outcome from its trajectory and what happened around it.
 
     ``infra_reason`` describes ``infra_error`` (or, for a run that timed out,
     the last endpoint fault it met) as the transport saw it, endpoint included.
+    ``model_calls`` (sub-agents included; None: unknown) of 0 is rule 3.
     """
     if timed_out is not None:
         reason = f"run timed out after {timed_out:g} s"
@@ -117,6 +133,8 @@ def classify(
         if is_infra_error(error):
             return Classification("infra_error", describe_fault(error), {})
         return Classification("crashed", describe(error), {})
+    if model_calls == 0:
+        return Classification("infra_error", NO_MODEL_CALLS, {})
     weak = weak_model_failure(trajectory, final_answer, offered_tools, skip_rules)
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})
