@@ -117,6 +117,13 @@ async def _communicate(
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+def _with_no_proxy(env: dict[str, str], host: str) -> dict[str, str]:
+    """The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls."""
+    for key in ("NO_PROXY", "no_proxy"):
+        env[key] = ",".join(h for h in (env.get(key, ""), host, "localhost") if h)
+    return env
+
+
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -148,7 +155,7 @@ class CommandAgents:
         proxy = await self._server(ep)
         run_id = job.run_id
         proxy.open_run(run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id)
-        env = {**os.environ, **sc.env, **proxy.run_env(run_id)}
+        env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
         timed_out = False
         returncode: int | None = None
         out = err = ""

@@ -442,8 +442,8 @@ class ScenarioFields(BaseModel):
 
     @field_validator("agent")
     @classmethod
-    def _agent_format(cls, value: str) -> str:
-        if _AGENT_RE.fullmatch(value):
+    def _agent_format(cls, value: str | None) -> str | None:
+        if value is None or _AGENT_RE.fullmatch(value):
             return value
         hint = ""
         if ":" not in value and "." in value:
@@ -468,7 +468,9 @@ class ScenarioFields(BaseModel):
                 if getattr(self, name):
                     raise located(f"{name} applies only to command agents; remove it", name)
         elif not self.command[0].strip():
-            raise located("the program (first item) is empty; name the program to run", "command", 0)
+            raise located(
+                "the program (first item) is empty; name the program to run", "command", 0
+            )
         return self
 
     @field_validator("input")

@@ -223,7 +223,9 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
     program = argv[0]
     base = Path(cwd) if cwd is not None else Path.cwd()
     found = (
-        (base / program).is_file() if ("/" in program or os.sep in program) else shutil.which(program)
+        (base / program).is_file()
+        if ("/" in program or os.sep in program)
+        else shutil.which(program)
     )
     if not found:
         raise ConfigError(
