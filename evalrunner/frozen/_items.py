@@ -31,7 +31,7 @@ from evalrunner.frozen._session import state
 from evalrunner.live._results import model_slug
 
 if TYPE_CHECKING:
-    from evalrunner.proxy._upstream import Upstream
+    from evalrunner.live._endpoints import Endpoint
 
 
 def _flag(config: pytest.Config, option: str, env: str) -> bool:
@@ -59,17 +59,15 @@ def _frozen(item: pytest.Item, fn: Callable[..., Any], *args: Any, **opts: Any) 
 def _proxied(
     item: pytest.Item, agent: ProxiedAgent, model: str | None, **opts: Any
 ) -> FrozenOutcome:
-    """Run a proxied agent in frozen mode for ``item`` (the upstream only when recording)."""
+    """Run a proxied agent in frozen mode for ``item`` (the endpoint only when recording)."""
 
-    def upstream() -> Upstream:
+    def endpoint() -> Endpoint:
         from evalrunner.live._endpoints import requested_models
-        from evalrunner.proxy._upstream import Upstream
 
-        chosen = model or requested_models((), None)[0]
-        return Upstream.from_endpoint(state(item.config).endpoint(chosen))
+        return state(item.config).endpoint(model or requested_models((), None)[0])
 
     return _judged(
-        item, lambda **common: run_frozen_proxied(agent, upstream=upstream, **common, **opts), opts
+        item, lambda **common: run_frozen_proxied(agent, endpoint=endpoint, **common, **opts), opts
     )
 
 

@@ -45,6 +45,7 @@ from evalrunner.frozen._run import (
 )
 
 if TYPE_CHECKING:
+    from evalrunner.live._endpoints import Endpoint
     from evalrunner.proxy._runs import ProxyRunResult
     from evalrunner.proxy._upstream import Upstream
 
@@ -209,7 +210,7 @@ def run_frozen_proxied(
     *,
     golden_path: Path,
     mode: Mode = "check",
-    upstream: Callable[[], Upstream] | None = None,
+    endpoint: Callable[[], Endpoint] | None = None,
     config: NormalizeConfig = DEFAULT_CONFIG,
     update_cmd: str = "pytest --golden-update",
     record_cmd: str = "pytest --golden-record",
@@ -218,14 +219,16 @@ def run_frozen_proxied(
 ) -> FrozenOutcome:
     """Run ``agent`` through the capture proxy in frozen mode against ``golden_path``.
 
-    ``upstream`` gives the live model for ``record`` mode (called only then).
+    ``endpoint`` gives the live model for ``record`` mode (called only then).
     """
     run = _ProxiedRun(agent, golden_path, config, update_cmd, record_cmd, strict, name)
     try:
         if mode == "record":
-            if upstream is None:
+            if endpoint is None:
                 raise ConfigError("recording through the proxy needs an upstream model")
-            return _record(run, pinned(upstream()))
+            from evalrunner.proxy._upstream import Upstream
+
+            return _record(run, pinned(Upstream.from_endpoint(endpoint())))
         return _replayed(run, update=mode == "update")
     except _Stop as stop:
         return stop.outcome

@@ -47,6 +47,10 @@ class CommandFailed(Exception):
     """A command agent exited non-zero or was killed by a signal (the run crashed)."""
 
 
+class UpstreamRefused(Exception):
+    """The model endpoint refused one of the command's requests (it got an HTTP error)."""
+
+
 def command_argv(command: Sequence[str], task: str) -> list[str]:
     """The argv to run: ``{task}`` in any argument becomes the scenario's input."""
     return [arg.replace("{task}", task) for arg in command]
@@ -173,6 +177,10 @@ class CommandAgents:
             error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")
         else:
             error = _exit_problem(returncode, err)
+            if error is not None and result.upstream_errors:
+                # What the model's endpoint refused (e.g. the context window) is why
+                # the command gave up: the classifier reads the cause chain.
+                error.__cause__ = UpstreamRefused(result.upstream_errors[-1])
         return CaptureResult(
             trajectory=result.trajectory,
             output=None if error is not None else final_answer(out),

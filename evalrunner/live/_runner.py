@@ -30,7 +30,7 @@ from evalrunner.core._normalize import normalize
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._shape import shape
 from evalrunner.errors import ConfigError
-from evalrunner.live._classify import classify
+from evalrunner.live._classify import classify, tools_disagreement
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._context import RunContext
 from evalrunner.live._endpoints import (
@@ -95,6 +95,11 @@ class Progress:
             return "?"
         remaining = (time.monotonic() - self.started) / self.done * (self.total - self.done)
         return f"{remaining:.0f}s"
+
+    def note(self, text: str) -> None:
+        """A line about the night (not a run), once."""
+        self.stream.write(("\n" if self.tty else "") + f"note: {text}\n")
+        self.stream.flush()
 
     def update(self, record: RunRecord) -> None:
         self.done += 1
@@ -214,6 +219,7 @@ class _Executor:
         self.per_endpoint: dict[str, asyncio.Semaphore] = {}
         self.agents = _ThreadPerRun()
         self.commands = CommandAgents()  # scenarios with command:, through one capture proxy
+        self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
@@ -249,6 +255,10 @@ class _Executor:
                     executor=self.agents,
                 )
             record = _record(job, res, started, time.monotonic() - t0)
+            disagreement = tools_disagreement(res.trajectory, sc.tools)
+            if disagreement and sc.id not in self.noted:
+                self.noted.add(sc.id)
+                self.progress.note(f"scenario {sc.id}: {disagreement}")
             await asyncio.get_running_loop().run_in_executor(
                 self.writer, self.results.write_run, record, res.trajectory
             )
