@@ -23,9 +23,9 @@ def test_only_the_allowed_loopback_port_is_reachable() -> None:
             with pytest.raises(NetworkBlocked):
                 socket.create_connection(("127.0.0.1", other.port), timeout=1)
         assert len(guard.blocks) == 1 and str(other.port) in guard.blocks[0].target
-        with block_network():  # the allowance ended with its guard
-            with pytest.raises(NetworkBlocked):
-                socket.create_connection(("127.0.0.1", allowed.port), timeout=1)
+        # The allowance ended with its guard.
+        with block_network(), pytest.raises(NetworkBlocked):
+            socket.create_connection(("127.0.0.1", allowed.port), timeout=1)
 
 
 def test_non_loopback_addresses_cannot_be_allowed() -> None:
