@@ -36,6 +36,7 @@ from evalrunner.frozen._network import block_network, describe_blocks
 from evalrunner.frozen._run import (
     NO_CALLS_HINT,
     FrozenOutcome,
+    Judging,
     Mode,
     _Stop,
     _write,
@@ -163,14 +164,10 @@ class AgentFailed(Exception):
 
 
 @dataclass(frozen=True)
-class _ProxiedRun:
+class _ProxiedRun(Judging):
+    """The agent, run through the capture proxy."""
+
     agent: ProxiedAgent
-    golden_path: Path
-    config: NormalizeConfig
-    update_cmd: str
-    record_cmd: str
-    strict: bool
-    name: str
 
     @property
     def recording(self) -> Path:
@@ -221,7 +218,7 @@ def run_frozen_proxied(
 
     ``endpoint`` gives the live model for ``record`` mode (called only then).
     """
-    run = _ProxiedRun(agent, golden_path, config, update_cmd, record_cmd, strict, name)
+    run = _ProxiedRun(golden_path, config, update_cmd, record_cmd, strict, name, agent)
     try:
         if mode == "record":
             if endpoint is None:

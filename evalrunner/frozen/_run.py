@@ -68,18 +68,24 @@ def _normalized(trajectory: dict[str, Any], config: NormalizeConfig) -> dict[str
 
 
 @dataclass(frozen=True)
-class _Run:
-    """The agent call and how to report on it (what every mode needs)."""
+class Judging:
+    """Where a frozen run's golden is and how to report on it (what every mode needs)."""
 
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    name: str
     golden_path: Path
     config: NormalizeConfig
     update_cmd: str
     record_cmd: str
     strict: bool
+    name: str
+
+
+@dataclass(frozen=True)
+class _Run(Judging):
+    """The agent call, in process under capture."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
 
     @property
     def script_path(self) -> Path:
@@ -114,7 +120,7 @@ def run_frozen(
     **kwargs: Any,
 ) -> FrozenOutcome:
     """Run ``fn(*args, **kwargs)`` in frozen mode against ``golden_path``."""
-    run = _Run(fn, args, kwargs, name, golden_path, config, update_cmd, record_cmd, strict)
+    run = _Run(golden_path, config, update_cmd, record_cmd, strict, name, fn, args, kwargs)
     try:
         return _MODES[mode](run)
     except _Stop as stop:
