@@ -174,3 +174,38 @@ def test_a_command_whose_program_is_missing_fails_before_any_run(tmp_path: Path)
     with pytest.raises(ConfigError, match=r"command: program 'no-such-program-xyz' not found"):
         run(tmp_path, "http://127.0.0.1:9", [bad])
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_command_agents_get_baselines_and_verdicts_like_any_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baseline_agents import evalrunner, verdict_table
+
+    monkeypatch.chdir(tmp_path)  # relative defaults (reports/, history) land here
+    write_suite(tmp_path, "cmdbase", [py_command("openai")], timeout_s=30, concurrency=4)
+    common = ["--suite", "cmdbase", "--suites-dir", str(tmp_path)]
+    where = ["--baselines", str(tmp_path / "baselines")]
+
+    def forgetful(body: dict[str, Any], n: int) -> Any:  # the model stops using the tool
+        from fake_endpoint import Reply
+
+        return Reply("Capitals: no idea.")
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        base = evalrunner(ep, "run", *common, "--out", "base", "--runs", "8", "--no-history")
+        assert base.exit_code == 0, base.output
+        built = evalrunner(ep, "baseline", *common, "--from", "base", *where)
+        assert built.exit_code == 0, built.output
+        same = evalrunner(
+            ep, "run", *common, "--out", "same", "--runs", "8", *where, "--no-history"
+        )
+    assert same.exit_code == 0, same.output
+    rows = verdict_table(same.stdout)
+    assert rows and all(r["verdict"] != "REGRESSION" for r in rows)
+    with FakeEndpoint(responder=forgetful) as ep:
+        changed = evalrunner(
+            ep, "run", *common, "--out", "changed", "--runs", "8", *where, "--no-history"
+        )
+    assert changed.exit_code != 0
+    regressed = {r["metric"] for r in verdict_table(changed.stdout) if r["verdict"] == "REGRESSION"}
+    assert "success_rate" in regressed, changed.stdout
