@@ -66,18 +66,22 @@ def test_pydantic_ai_agent_runs_live_in_a_suite(tmp_path: Path) -> None:
         "command": [sys.executable, str(SUPPORT / "framework_agents.py"), "{task}"],
         "env": {"PYTHONPATH": str(SUPPORT)},
         "input": TASK,
-        "tools": ["lookup"],
+        # The suite lists a tool the agent does not offer: judged by what it offered, noted once.
+        "tools": ["lookup", "search"],
         "checks": {"answer_contains": ["Paris", "Tokyo"], "tools_used": ["lookup"]},
     }
     suite = load_suite(write_suite(tmp_path / "suites", "fw", [scenario], runs=3, timeout_s=60))
+    progress = io.StringIO()
     with FakeEndpoint(responder=content_responder) as ep:
         report = asyncio.run(
             run_suite(
-                suite,
-                out=tmp_path / "out",
-                pool=fake_pool(ep.api_base),
-                progress_stream=io.StringIO(),
+                suite, out=tmp_path / "out", pool=fake_pool(ep.api_base), progress_stream=progress
             )
         )
     assert [(r.outcome, r.reason) for r in report.records] == [("passed", None)] * 3
+    notes = [line for line in progress.getvalue().splitlines() if line.startswith("note:")]
+    assert notes == [
+        "note: scenario pydantic-ai: tools: lists lookup, search, the agent offered lookup "
+        "(not offered by the agent: search); unknown_tool is judged against what the agent offered"
+    ]
     assert all(r.tools == ["lookup", "lookup"] and r.llm_calls == 2 for r in report.records)
