@@ -81,7 +81,7 @@ def context_window_exceeded(exc: BaseException) -> BaseException | None:
     litellm raises ``ContextWindowExceededError``; frameworks wrap it (smolagents'
     ``AgentGenerationError``), providers say it in words ("maximum context length").
     """
-    for current in _chain(exc):
+    for current in reversed(_chain(exc)):  # the innermost says it best
         if "ContextWindowExceeded" in type(current).__name__ or _CONTEXT_WINDOW.search(
             str(current)
         ):

@@ -209,3 +209,14 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
     assert changed.exit_code != 0
     regressed = {r["metric"] for r in verdict_table(changed.stdout) if r["verdict"] == "REGRESSION"}
     assert "success_rate" in regressed, changed.stdout
+
+
+def test_a_command_that_gives_up_on_a_context_window_refusal_is_skipped(tmp_path: Path) -> None:
+    too_long = "This model's maximum context length is 2048 tokens; your messages used 9000"
+    with FakeEndpoint(default=Fault("400", message=too_long)) as ep:
+        report = run(tmp_path, ep.api_base, [py_command("openai")], runs=1)
+        assert len(ep.requests) == 1  # a refusal is the model's answer: not retried
+    ((outcome, reason),) = outcomes(report)["openai"]
+    assert outcome == "skipped"
+    assert reason is not None and reason.startswith("context_window_exceeded: ")
+    assert "maximum context length" in reason
