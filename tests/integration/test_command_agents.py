@@ -145,16 +145,29 @@ def test_exit_codes_timeouts_and_missing_calls_each_get_their_outcome(tmp_path: 
     assert report.crashes and "the agent broke" in report.crashes[0][1]
 
 
-def test_an_upstream_that_stays_down_is_infra_error_not_a_crash(tmp_path: Path) -> None:
-    # The agent gets a 503 from the proxy after its retries and exits 1: the proxy's
+@pytest.mark.parametrize(
+    ("fault", "kind", "shown"),
+    [
+        (Fault("503"), "openai", "HTTP 503"),
+        (Fault("429", retry_after=0.01), "anthropic", "HTTP 429"),
+        (Fault("reset"), "openai-async", "connection"),
+        (Fault("truncated_stream"), "openai-streamed", ""),
+    ],
+    ids=["503", "429", "reset", "truncated-stream"],
+)
+def test_an_upstream_that_stays_down_is_infra_error_not_a_crash(
+    tmp_path: Path, fault: Fault, kind: str, shown: str
+) -> None:
+    # The agent gets an error from the proxy after its retries and exits 1: the proxy's
     # view (an infrastructure fault) decides, not the exit code.
-    with FakeEndpoint(default=Fault("503")) as ep:
-        report = run(tmp_path, ep.api_base, [py_command("openai")], runs=2)
+    with FakeEndpoint(default=fault) as ep:
+        report = run(tmp_path, ep.api_base, [py_command(kind)], runs=1)
         attempts = len(ep.requests)
-    found = outcomes(report)
-    assert [o for o, _ in found["openai"]] == ["infra_error", "infra_error"]
-    assert all(reason and "503" in reason for _, reason in found["openai"])
-    assert attempts == 2 * 3  # the suite's retry policy: 3 attempts per run, no SDK retries on top
+    ((outcome, reason),) = outcomes(report)[kind]
+    assert outcome == "infra_error", reason
+    assert reason is not None and shown in reason, reason
+    assert not report.crashes
+    assert attempts == 3  # the suite's retry policy: 3 attempts, no SDK retries on top
 
 
 def test_secrets_in_the_task_and_the_upstream_key_never_reach_the_results(tmp_path: Path) -> None:
