@@ -67,6 +67,28 @@ class RetrySettings(Protocol):
     request_timeout_s: float
 
 
+_CONTEXT_WINDOW = re.compile(
+    r"context[ _-]?(?:window|length)[ _-]?exceeded|maximum context length|"
+    r"exceeds? (?:the )?(?:model'?s? )?context (?:window|length)|context_length_exceeded|"
+    r"prompt is too long",
+    re.IGNORECASE,
+)
+
+
+def context_window_exceeded(exc: BaseException) -> BaseException | None:
+    """The error in ``exc``'s cause chain saying the model's context window was overrun, or None.
+
+    litellm raises ``ContextWindowExceededError``; frameworks wrap it (smolagents'
+    ``AgentGenerationError``), providers say it in words ("maximum context length").
+    """
+    for current in reversed(_chain(exc)):  # the innermost says it best
+        if "ContextWindowExceeded" in type(current).__name__ or _CONTEXT_WINDOW.search(
+            str(current)
+        ):
+            return current
+    return None
+
+
 def is_infra_error(exc: BaseException) -> bool:
     """True for endpoint faults: rate limits, 5xx, timeouts, resets, malformed responses."""
     seen: set[int] = set()

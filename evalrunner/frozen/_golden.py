@@ -73,5 +73,5 @@ def script_path_for(golden: Path) -> Path:
 
 
 def is_script(path: Path) -> bool:
-    """A recording (``*.llm.json``), not a golden."""
-    return path.name.endswith(".llm.json")
+    """A recording (``*.llm.json``, or the capture proxy's ``*.proxy.json``), not a golden."""
+    return path.name.endswith((".llm.json", ".proxy.json"))

@@ -8,9 +8,9 @@ the test with its message; the hooks that wire them into pytest are in
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,9 +20,18 @@ from evalrunner.core._scope import CaptureResult
 from evalrunner.core._shape import shape
 from evalrunner.errors import EvalrunnerError
 from evalrunner.frozen._golden import golden_path_for, golden_path_for_test, module_golden_dir
+from evalrunner.frozen._proxied import (
+    ProxiedAgent,
+    call_with_env,
+    command_agent,
+    run_frozen_proxied,
+)
 from evalrunner.frozen._run import FrozenOutcome, Mode, run_frozen
 from evalrunner.frozen._session import state
 from evalrunner.live._results import model_slug
+
+if TYPE_CHECKING:
+    from evalrunner.live._endpoints import Endpoint
 
 
 def _flag(config: pytest.Config, option: str, env: str) -> bool:
@@ -44,17 +53,35 @@ def _safe(name: str) -> str:
 
 def _frozen(item: pytest.Item, fn: Callable[..., Any], *args: Any, **opts: Any) -> FrozenOutcome:
     """Run ``fn`` in frozen mode for ``item``; a failed check raises GoldenMismatch."""
+    return _judged(item, lambda **common: run_frozen(fn, *args, **common, **opts), opts)
+
+
+def _proxied(
+    item: pytest.Item, agent: ProxiedAgent, model: str | None, **opts: Any
+) -> FrozenOutcome:
+    """Run a proxied agent in frozen mode for ``item`` (the endpoint only when recording)."""
+
+    def endpoint() -> Endpoint:
+        from evalrunner.live._endpoints import requested_models
+
+        return state(item.config).endpoint(model or requested_models((), None)[0])
+
+    return _judged(
+        item, lambda **common: run_frozen_proxied(agent, endpoint=endpoint, **common, **opts), opts
+    )
+
+
+def _judged(
+    item: pytest.Item, run: Callable[..., FrozenOutcome], opts: dict[str, Any]
+) -> FrozenOutcome:
     run_mode = mode(item.config)
     session = state(item.config)
     session.ran_test(opts["golden_path"])
-    outcome = run_frozen(
-        fn,
-        *args,
+    outcome = run(
         mode=run_mode,
         update_cmd=f'pytest --golden-update "{item.nodeid}"',
         record_cmd=f'pytest --golden-record "{item.nodeid}"',
         strict=bool(item.config.getoption("--golden-strict")),
-        **opts,
     )
     if not outcome.ok:
         raise GoldenMismatch(outcome.message)
@@ -89,15 +116,60 @@ class GoldenChecker:
         **kwargs: Any,
     ) -> CaptureResult:
         """Run ``agent(*args, **kwargs)`` in frozen mode; fail the test on any behavioural change."""
+        node = self._request.node
+        path = self.path(name)
+        return self._checked(
+            lambda: _frozen(node, agent, *args, golden_path=path, config=config, **kwargs)
+        )
+
+    def proxied(
+        self,
+        agent: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        config: NormalizeConfig = DEFAULT_CONFIG,
+        model: str | None = None,
+        **kwargs: Any,
+    ) -> CaptureResult:
+        """Run ``agent(*args, **kwargs)`` in process through the capture proxy, in frozen mode.
+
+        For agents on provider SDKs (openai, anthropic, frameworks on them):
+        ``OPENAI_BASE_URL``, ``OPENAI_API_BASE``, ``ANTHROPIC_BASE_URL`` and a dummy key
+        point at the proxy while the agent runs, so SDK clients created inside it
+        are captured. Replay is strict and offline; ``--golden-record`` records
+        from ``model`` (default: ``EVALRUNNER_MODEL``, else the embedded model).
+        """
+        return self._proxy(call_with_env(agent, *args, **kwargs), name, config, model)
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float = 300.0,
+        name: str | None = None,
+        config: NormalizeConfig = DEFAULT_CONFIG,
+        model: str | None = None,
+    ) -> CaptureResult:
+        """Run a subprocess agent (any language) through the capture proxy, in frozen mode.
+
+        The final answer is read from stdout as for suite ``command:`` scenarios
+        (``result.output``); a non-zero exit fails the test with its stderr.
+        """
+        agent = command_agent(argv, env=env, cwd=cwd, timeout=timeout)
+        return self._proxy(agent, name, config, model)
+
+    def _proxy(
+        self, agent: ProxiedAgent, name: str | None, config: NormalizeConfig, model: str | None
+    ) -> CaptureResult:
+        node = self._request.node
+        path = self.path(name)
+        return self._checked(lambda: _proxied(node, agent, model, golden_path=path, config=config))
+
+    def _checked(self, run: Callable[[], FrozenOutcome]) -> CaptureResult:
         try:
-            outcome = _frozen(
-                self._request.node,
-                agent,
-                *args,
-                golden_path=self.path(name),
-                config=config,
-                **kwargs,
-            )
+            outcome = run()
         except (EvalrunnerError, GoldenMismatch) as exc:
             message = str(exc)
         else:
@@ -141,6 +213,9 @@ class ScenarioItem(pytest.Item):
         resolved = self.scenario  # resolved once, when the suite was loaded
         agent = resolved.load_agent()  # a bad agent fails before any endpoint starts
         model = requested_models((), resolved.models)[0]
+        if resolved.command is not None:
+            self._check(self._run_command(model))
+            return
         if mode(self.config) == "record":
             endpoint = state(self.config).endpoint(model)
         else:  # replay never reaches an endpoint; only the model string is needed
@@ -157,6 +232,20 @@ class ScenarioItem(pytest.Item):
         )
         assert outcome.result is not None
         self._check(outcome.result)
+
+    def _run_command(self, model: str) -> CaptureResult:
+        """A ``command:`` scenario, through the capture proxy (its recording: ``.proxy.json``)."""
+        from evalrunner.live._command import command_argv
+
+        sc = self.scenario
+        agent = command_agent(
+            command_argv(sc.command, sc.input), env=sc.env, cwd=sc.cwd, timeout=sc.timeout_s
+        )
+        outcome = _proxied(
+            self, agent, model, golden_path=self.golden, config=sc.normalize_config(), name=sc.id
+        )
+        assert outcome.result is not None
+        return outcome.result
 
     def _check(self, result: CaptureResult) -> None:
         """The scenario's checks, on the run that matched its golden (or was just recorded)."""

@@ -109,6 +109,10 @@ class _State:
         self.saved_env: dict[str, str | None] | None = None
         self.saved_methods: list[tuple[type, str, Any]] = []
         self.pid = os.getpid()
+        # Loopback addresses the replay itself serves from (evalrunner's capture proxy
+        # in replay mode): the run may reach them, and its children bypass the
+        # refusing proxy for their hosts.
+        self.allowed: set[tuple[str, int]] = set()
 
 
 _state = _State()
@@ -116,10 +120,15 @@ _state = _State()
 
 class block_network:
     """Context manager: network access from this process (and, by proxy, its children)
-    raises NetworkBlocked and is recorded in ``blocks``."""
+    raises NetworkBlocked and is recorded in ``blocks``.
 
-    def __init__(self) -> None:
+    ``allow``: loopback ``(host, port)`` pairs the run may reach, for the capture
+    proxy answering it from a recording; anything else stays blocked.
+    """
+
+    def __init__(self, allow: tuple[tuple[str, int], ...] = ()) -> None:
         self.blocks: list[Block] = []
+        self.allow = tuple(a for a in allow if _is_loopback(a))
         self._lock = threading.Lock()
 
     def record(self, block: Block) -> None:
@@ -131,11 +140,13 @@ class block_network:
             if not _state.guards:
                 _open()
             _state.guards.append(self)
+            _state.allowed.update(self.allow)
         return self
 
     def __exit__(self, *exc: object) -> None:
         with _state.lock:
             _state.guards.remove(self)
+            _state.allowed = {a for g in _state.guards for a in g.allow}
             if not _state.guards:
                 _close()
 
@@ -219,8 +230,13 @@ def _set_proxy_env(env: MutableMapping[Any, Any], url: str) -> None:
     binary = any(isinstance(k, bytes) for k in env)
     for key in _PROXY_VARS:
         env[key.encode() if binary else key] = url.encode() if binary else url
+    # Only the replay's own loopback servers bypass the refusing proxy.
+    hosts = ",".join(sorted({host for host, _ in _state.allowed}))
     for key in _NO_PROXY_VARS:
-        env.pop(key.encode() if binary else key, None)
+        if hosts:
+            env[key.encode() if binary else key] = hosts.encode() if binary else hosts
+        else:
+            env.pop(key.encode() if binary else key, None)
 
 
 # --- send guards ----------------------------------------------------------------------------
@@ -285,6 +301,8 @@ def _check(layer: str, target: Any) -> None:
     thread = threading.current_thread()
     proxy = _state.proxy
     if proxy is not None and thread is proxy.thread:
+        return
+    if isinstance(target, tuple) and (_host(target), target[1]) in _state.allowed:
         return
     bystander = thread in _state.bystanders
     if bystander and _is_loopback(target):
@@ -421,11 +439,13 @@ def describe_blocks(blocks: list[Block]) -> str:
             "capture: call models as `litellm.completion(...)` through the module (a "
             "`from litellm import completion` bound before evalrunner wrapped litellm skips "
             "capture), or record and replay an agent built on a provider SDK through the "
-            "capture proxy (`evalrunner proxy`). Re-recording cannot help: the call never "
-            "reaches the recording."
+            "capture proxy (`evalrunner proxy`): in pytest `golden_trajectory.proxied(agent, "
+            "...)` or `golden_trajectory.command([...])`, with the SDK client created inside "
+            "the agent. Re-recording cannot help: the call never reaches the recording."
         )
     return text + (
         "A tool, a library or a child process talked to the outside: fake it in the test, "
         "or, if it is a model call through another client, run the agent through the "
-        "capture proxy (`evalrunner proxy`)."
+        "capture proxy (`evalrunner proxy`): in pytest `golden_trajectory.proxied(...)` or "
+        "`golden_trajectory.command([...])`."
     )

@@ -34,6 +34,13 @@ from evalrunner.frozen._script import Script
 
 Mode = Literal["check", "update", "record"]
 
+NO_CALLS_HINT = (
+    "Capture sees litellm.completion/acompletion called through the module; an agent on a "
+    "provider SDK (openai, anthropic, a framework on them) or `from litellm import "
+    "completion` bound before capture bypasses it. Run such an agent through the capture "
+    "proxy: golden_trajectory.proxied(fn, ...) or golden_trajectory.command([...])."
+)
+
 # Endpoint answers that mean "no model behind this call", not model behaviour.
 _ENDPOINT_REFUSALS = frozenset(
     {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError"}
@@ -61,18 +68,24 @@ def _normalized(trajectory: dict[str, Any], config: NormalizeConfig) -> dict[str
 
 
 @dataclass(frozen=True)
-class _Run:
-    """The agent call and how to report on it (what every mode needs)."""
+class Judging:
+    """Where a frozen run's golden is and how to report on it (what every mode needs)."""
 
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    name: str
     golden_path: Path
     config: NormalizeConfig
     update_cmd: str
     record_cmd: str
     strict: bool
+    name: str
+
+
+@dataclass(frozen=True)
+class _Run(Judging):
+    """The agent call, in process under capture."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
 
     @property
     def script_path(self) -> Path:
@@ -107,7 +120,7 @@ def run_frozen(
     **kwargs: Any,
 ) -> FrozenOutcome:
     """Run ``fn(*args, **kwargs)`` in frozen mode against ``golden_path``."""
-    run = _Run(fn, args, kwargs, name, golden_path, config, update_cmd, record_cmd, strict)
+    run = _Run(golden_path, config, update_cmd, record_cmd, strict, name, fn, args, kwargs)
     try:
         return _MODES[mode](run)
     except _Stop as stop:
@@ -128,6 +141,13 @@ def _record(run: _Run) -> FrozenOutcome:
             False,
             f"recording failed, nothing written: the model endpoint failed ({what[:300]})",
         )
+    if not recorder.script.entries:
+        # An empty recording and golden would pass forever while testing nothing.
+        return FrozenOutcome(
+            False,
+            "recording failed, nothing written: the agent made no model call that capture "
+            "saw. " + NO_CALLS_HINT,
+        )
     return _write(run.golden_path, run.script_path, result, run.config, recorder.script)
 
 
@@ -138,18 +158,7 @@ def _update(run: _Run) -> FrozenOutcome:
     notes = _notes(run, replayer)
     if run.strict and replayer.unused:
         raise _Stop(_outcome(False, notes.strip(), replayer))
-    try:
-        old = Golden.load(run.golden_path) if run.golden_path.exists() else None
-    except FileFormatError:
-        old = None  # an unreadable golden is exactly what --golden-update replaces
-    out = _write(run.golden_path, None, result, run.config, None)
-    if old is not None:
-        moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, run.config)))
-        out.deltas = moved
-        out.message = f"updated {run.golden_path}: {summary(moved)}"
-    else:
-        out.message = f"created {run.golden_path}"
-    out.message += notes
+    out = rewrite_golden(run.golden_path, result, run.config, notes)
     out.replay_mismatches = replayer.mismatches
     out.unused_recorded = replayer.unused_entries()
     return out
@@ -158,24 +167,60 @@ def _update(run: _Run) -> FrozenOutcome:
 def _check(run: _Run) -> FrozenOutcome:
     """Replay the recording strictly offline; fail on any behavioural delta from the golden."""
     _require_script(run)
-    golden = _golden_to_check(run)
+    golden = golden_to_check(run.golden_path, run.update_cmd)
     result, replayer = _replay(run)
-    normalized = _normalized(result.trajectory, run.config)
-    # Compare against the golden's trajectory, not its stored shape: a
-    # hand-edited shape must not hide a change.
-    deltas = diff_shapes(shape(golden.trajectory), shape(normalized))
     notes = _notes(run, replayer)
+    deltas, message = compare_with_golden(
+        golden, result, run.golden_path, run.config, run.update_cmd, notes
+    )
     if not deltas:
         # Under --golden-strict a recorded call the run did not use fails it.
         ok = not (run.strict and replayer.unused)
         return _outcome(ok, notes.strip(), replayer, result=result)
+    return _outcome(False, message, replayer, deltas, result=result)
+
+
+def rewrite_golden(
+    golden_path: Path, result: CaptureResult, config: NormalizeConfig, notes: str
+) -> FrozenOutcome:
+    """--golden-update: write the golden from a replayed run; the message says what moved."""
+    try:
+        old = Golden.load(golden_path) if golden_path.exists() else None
+    except FileFormatError:
+        old = None  # an unreadable golden is exactly what --golden-update replaces
+    out = _write(golden_path, None, result, config, None)
+    if old is not None:
+        moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, config)))
+        out.deltas = moved
+        out.message = f"updated {golden_path}: {summary(moved)}"
+    else:
+        out.message = f"created {golden_path}"
+    out.message += notes
+    return out
+
+
+def compare_with_golden(
+    golden: Golden,
+    result: CaptureResult,
+    golden_path: Path,
+    config: NormalizeConfig,
+    update_cmd: str,
+    notes: str,
+) -> tuple[list[Delta], str]:
+    """The behavioural deltas from the golden, and the failure message when there are any."""
+    normalized = _normalized(result.trajectory, config)
+    # Compare against the golden's trajectory, not its stored shape: a
+    # hand-edited shape must not hide a change.
+    deltas = diff_shapes(shape(golden.trajectory), shape(normalized))
+    if not deltas:
+        return deltas, ""
     message = (
-        f"{run.golden_path}: {summary(deltas)}\n\n"
+        f"{golden_path}: {summary(deltas)}\n\n"
         + render(golden.trajectory, normalized, deltas)
         + notes
-        + f"\n\nIf this change is intended, update the golden with:\n  {run.update_cmd}"
+        + f"\n\nIf this change is intended, update the golden with:\n  {update_cmd}"
     )
-    return _outcome(False, message, replayer, deltas, result=result)
+    return deltas, message
 
 
 def _notes(run: _Run, replayer: Replayer) -> str:
@@ -234,21 +279,22 @@ def _require_script(run: _Run) -> None:
         )
 
 
-def _golden_to_check(run: _Run) -> Golden:
-    if not run.golden_path.exists():
+def golden_to_check(golden_path: Path, update_cmd: str) -> Golden:
+    """The golden a check compares with; a missing or outdated one stops the run, saying how to fix it."""
+    if not golden_path.exists():
         raise _Stop(
             FrozenOutcome(
                 False,
-                f"no golden at {run.golden_path}; create it from the recording with:\n  {run.update_cmd}",
+                f"no golden at {golden_path}; create it from the recording with:\n  {update_cmd}",
             )
         )
-    golden = Golden.load(run.golden_path)
+    golden = Golden.load(golden_path)
     if golden.schema_version != SCHEMA_VERSION:
         raise _Stop(
             FrozenOutcome(
                 False,
-                f"{run.golden_path}: golden recorded under {golden.schema_version}, running {SCHEMA_VERSION}; "
-                f"re-record it with:\n  {run.update_cmd}",
+                f"{golden_path}: golden recorded under {golden.schema_version}, running {SCHEMA_VERSION}; "
+                f"re-record it with:\n  {update_cmd}",
             )
         )
     return golden

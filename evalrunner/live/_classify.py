@@ -6,24 +6,54 @@ tonight, so rates compare):
 1. ``infra_error``: an endpoint fault survived its retries (even if the agent
    caught it), or the run hit its timeout. The reason names what happened
    (status, timeout, reset), the endpoint and its message.
-2. ``crashed``: agent or tool code raised something else.
-3. ``skipped``: the model could not produce usable output (the weak-model
+2. ``skipped`` (``context_window_exceeded``): the model overran its context
+   window, also when a framework wrapped that error in its own (the cause
+   chain is walked): weak-model output, not a crash. Always a skip (it is not
+   one of ``SkipRules``, whose fields every baseline fingerprint hashes).
+   ``crashed``: agent or tool code raised something else.
+3. ``infra_error`` with a reason starting ``no model calls``: the run ended
+   without a single model call evalrunner saw. It measured nothing about the
+   model's behaviour: almost always the agent reached its model around capture
+   (an SDK client, a ``from litellm import completion`` bound early, a cache),
+   or a command agent ignored the proxy's base URL. Counted with infrastructure
+   faults (out of the behaviour statistics, and a night of them is an outage),
+   never as ``failed``.
+4. ``skipped``: the model could not produce usable output (the weak-model
    classes of ``SkipRules``; each can be turned off per suite).
-4. ``passed`` / ``failed``: the scenario's checks held or not.
+5. ``passed`` / ``failed``: the scenario's checks held or not.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from evalrunner.core._faults import describe, describe_fault, is_infra_error
+from evalrunner.core._faults import (
+    context_window_exceeded,
+    describe,
+    describe_fault,
+    is_infra_error,
+)
 from evalrunner.live._checks import evaluate_checks
 from evalrunner.live._record import Outcome
 from evalrunner.live._schema import Checks, SkipRules
 
-__all__ = ["Classification", "classify", "weak_model_failure"]
+__all__ = [
+    "NO_MODEL_CALLS",
+    "Classification",
+    "classify",
+    "offered_tool_names",
+    "tools_disagreement",
+    "weak_model_failure",
+]
+
+NO_MODEL_CALLS = (
+    "no model calls: the run ended without one model call through capture; the agent "
+    "reached its model around it (an SDK client or `from litellm import completion` in "
+    "process: run it through the capture proxy, docs/proxy.md), or a command agent ignored "
+    "OPENAI_BASE_URL / ANTHROPIC_BASE_URL"
+)
 
 
 class Classification(NamedTuple):
@@ -34,22 +64,57 @@ class Classification(NamedTuple):
     checks: dict[str, bool]
 
 
-def _agent_steps(traj: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for step in traj.get("steps") or []:
-        if step.get("source") == "agent":
-            yield step
-    for sub in traj.get("subagent_trajectories") or []:
-        yield from _agent_steps(sub)
+def offered_tool_names(trajectory: Mapping[str, Any]) -> list[str] | None:
+    """The tools the agent offered its model (``agent.tool_definitions``); None if none recorded."""
+    definitions = (trajectory.get("agent") or {}).get("tool_definitions")
+    if not definitions:
+        return None
+    names = []
+    for definition in definitions:
+        if isinstance(definition, Mapping):
+            function = definition.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else definition.get("name")
+            if isinstance(name, str):
+                names.append(name)
+    return names or None
 
 
-def _tool_call_failure(trajectory: Mapping[str, Any], offered_tools: Sequence[str]) -> str | None:
-    """A malformed or unknown tool call anywhere, sub-agents included."""
-    for step in _agent_steps(trajectory):
+def tools_disagreement(trajectory: Mapping[str, Any], suite_tools: Sequence[str]) -> str | None:
+    """Why the suite's ``tools:`` differ from what the agent offered (None: they agree)."""
+    offered = offered_tool_names(trajectory)
+    if offered is None or not suite_tools or set(offered) == set(suite_tools):
+        return None
+    missing = sorted(set(suite_tools) - set(offered))
+    extra = sorted(set(offered) - set(suite_tools))
+    parts = ([f"not offered by the agent: {', '.join(missing)}"] if missing else []) + (
+        [f"offered but not listed: {', '.join(extra)}"] if extra else []
+    )
+    return (
+        f"tools: lists {', '.join(suite_tools)}, the agent offered {', '.join(offered)} "
+        f"({'; '.join(parts)}); unknown_tool is judged against what the agent offered"
+    )
+
+
+def _tool_call_failure(trajectory: Mapping[str, Any], suite_tools: Sequence[str]) -> str | None:
+    """A malformed or unknown tool call anywhere, sub-agents included.
+
+    A call is unknown when its tool was not among those the (sub-)agent offered
+    its model (``tool_definitions``); the suite's ``tools:`` list stands in only
+    when the trajectory records no definitions.
+    """
+    offered = offered_tool_names(trajectory) or list(suite_tools)
+    for step in trajectory.get("steps") or []:
+        if step.get("source") != "agent":
+            continue
         for call in step.get("tool_calls") or []:
             if (call.get("extra") or {}).get("invalid_arguments"):
                 return "malformed_tool_arguments"
-            if offered_tools and call.get("function_name") not in offered_tools:
+            if offered and call.get("function_name") not in offered:
                 return "unknown_tool"
+    for sub in trajectory.get("subagent_trajectories") or []:
+        found = _tool_call_failure(sub, suite_tools)
+        if found is not None:
+            return found
     return None
 
 
@@ -98,11 +163,13 @@ def classify(
     infra_error: BaseException | None,
     timed_out: float | None = None,
     infra_reason: str | None = None,
+    model_calls: int | None = None,
 ) -> Classification:
     """Decide one run's outcome from its trajectory and what happened around it.
 
     ``infra_reason`` describes ``infra_error`` (or, for a run that timed out,
     the last endpoint fault it met) as the transport saw it, endpoint included.
+    ``model_calls`` (sub-agents included; None: unknown) of 0 is rule 3.
     """
     if timed_out is not None:
         reason = f"run timed out after {timed_out:g} s"
@@ -116,7 +183,12 @@ def classify(
     if error is not None:
         if is_infra_error(error):
             return Classification("infra_error", describe_fault(error), {})
+        overrun = context_window_exceeded(error)
+        if overrun is not None:
+            return Classification("skipped", f"context_window_exceeded: {describe(overrun)}", {})
         return Classification("crashed", describe(error), {})
+    if model_calls == 0:
+        return Classification("infra_error", NO_MODEL_CALLS, {})
     weak = weak_model_failure(trajectory, final_answer, offered_tools, skip_rules)
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})

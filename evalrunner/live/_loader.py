@@ -401,7 +401,8 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             f"rename the file to {spec.name}{file.suffix or '.yaml'} or set name: {file.stem}",
         )
     origins = [
-        f"{shown}:{report.line(('scenarios', i, 'agent'))}: scenarios[{i}] (id '{entry.id}')"
+        f"{shown}:{report.line(('scenarios', i, 'agent' if entry.command is None else 'command'))}: "
+        f"scenarios[{i}] (id '{entry.id}')"
         for i, entry in enumerate(spec.scenarios)
     ]
     return resolve_suite(spec, path=file, origins=origins)

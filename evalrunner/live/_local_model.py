@@ -137,6 +137,7 @@ class LocalModelServer:
         n_threads: int | None = None,
         startup_timeout: float = 60.0,
         seed: int | None = None,
+        port: int | None = None,
     ) -> None:
         self.model_path = model_path
         # The server derives every request's sampling seed from this one, so a fixed
@@ -152,6 +153,9 @@ class LocalModelServer:
         self.n_threads = n_threads
         self.startup_timeout = startup_timeout
         self.startup_seconds: float | None = None
+        # None picks a free port; a fixed one (serve-local --port) lets a base URL be
+        # written down once (EVALRUNNER_API_BASE) instead of copied from each start.
+        self.port = port
         self._proc: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._log_dir: Path | None = None
@@ -201,7 +205,8 @@ class LocalModelServer:
                 # A port picked free can be taken before the server binds it: retry.
                 for attempt in range(3):
                     self._spawn(model_path)
-                    if self._wait_ready(started, last_attempt=attempt == 2):
+                    last = attempt == 2 or self.port is not None  # a fixed port stays taken
+                    if self._wait_ready(started, last_attempt=last):
                         break
             except EndpointError:
                 self._kill()  # keep the log: the error message points at it
@@ -239,7 +244,7 @@ class LocalModelServer:
         if self._log_dir is None:
             self._log_dir = Path(tempfile.mkdtemp(prefix="evalrunner-llama-"))
         log_path = self._log_dir / "server.log"
-        self._port = _free_port()
+        self._port = self.port or _free_port()
         args = [
             sys.executable,
             "-c",

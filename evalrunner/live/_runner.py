@@ -30,7 +30,8 @@ from evalrunner.core._normalize import normalize
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._shape import shape
 from evalrunner.errors import ConfigError
-from evalrunner.live._classify import classify
+from evalrunner.live._classify import classify, tools_disagreement
+from evalrunner.live._command import CommandAgents
 from evalrunner.live._context import RunContext
 from evalrunner.live._endpoints import (
     Endpoint,
@@ -95,6 +96,11 @@ class Progress:
         remaining = (time.monotonic() - self.started) / self.done * (self.total - self.done)
         return f"{remaining:.0f}s"
 
+    def note(self, text: str) -> None:
+        """A line about the night (not a run), once."""
+        self.stream.write(("\n" if self.tty else "") + f"note: {text}\n")
+        self.stream.flush()
+
     def update(self, record: RunRecord) -> None:
         self.done += 1
         self.counts[record.outcome] += 1
@@ -137,6 +143,7 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         infra_error=infra.final_error if infra else None,
         timed_out=sc.timeout_s if res.timed_out else None,
         infra_reason=reason,
+        model_calls=sh.llm_calls,
     )
     return RunRecord(
         run_id=job.run_id,
@@ -211,11 +218,14 @@ class _Executor:
         self.semaphore = asyncio.Semaphore(limit)
         self.per_endpoint: dict[str, asyncio.Semaphore] = {}
         self.agents = _ThreadPerRun()
+        self.commands = CommandAgents()  # scenarios with command:, through one capture proxy
+        self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
         self.writer.shutdown(wait=True)
+        self.commands.close()
 
     def _endpoint_slot(self, endpoint: Endpoint) -> contextlib.AbstractAsyncContextManager[Any]:
         if endpoint.max_concurrency is None:
@@ -232,16 +242,23 @@ class _Executor:
             sc = job.scenario
             started = iso_now()
             t0 = time.monotonic()
-            res = await arun_captured(
-                sc.load_agent(),
-                sc.input,
-                RunContext.for_scenario(sc, job.endpoint),
-                name=sc.id,
-                retry=sc.retry,
-                timeout=sc.timeout_s,
-                executor=self.agents,
-            )
+            if sc.command is not None:
+                res = await self.commands.run(job)
+            else:
+                res = await arun_captured(
+                    sc.load_agent(),
+                    sc.input,
+                    RunContext.for_scenario(sc, job.endpoint),
+                    name=sc.id,
+                    retry=sc.retry,
+                    timeout=sc.timeout_s,
+                    executor=self.agents,
+                )
             record = _record(job, res, started, time.monotonic() - t0)
+            disagreement = tools_disagreement(res.trajectory, sc.tools)
+            if disagreement and sc.id not in self.noted:
+                self.noted.add(sc.id)
+                self.progress.note(f"scenario {sc.id}: {disagreement}")
             await asyncio.get_running_loop().run_in_executor(
                 self.writer, self.results.write_run, record, res.trajectory
             )

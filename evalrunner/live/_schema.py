@@ -398,8 +398,28 @@ class ScenarioFields(BaseModel):
         description="Identifier unique within the suite: lowercase letters, digits, '_' and '-'."
     )
     description: str = Field(default="", description="What the scenario exercises, for people.")
-    agent: str = Field(
-        description="Import path of the agent callable, 'package.module:callable'.",
+    agent: str | None = Field(
+        default=None,
+        description="Import path of the agent callable, 'package.module:callable'; "
+        "give this or command.",
+    )
+    command: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="A subprocess agent, any language, instead of agent: its argv, e.g. "
+        "['node', 'agent.mjs', '{task}'] ('{task}' becomes the input). It runs with "
+        "OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL and a dummy key pointing at "
+        "evalrunner's capture proxy; its final answer is the last stdout line, or the last "
+        'line {"final_answer": ...}. Bounded by timeout_s.',
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra environment variables for command (the proxy's variables win).",
+    )
+    cwd: str | None = Field(
+        default=None,
+        description="Working directory of command, relative to where evalrunner runs; "
+        "default: that directory.",
     )
     input: str = Field(description="The user task given to the agent.")
     tools: UniqueToolNames = Field(
@@ -422,8 +442,8 @@ class ScenarioFields(BaseModel):
 
     @field_validator("agent")
     @classmethod
-    def _agent_format(cls, value: str) -> str:
-        if _AGENT_RE.fullmatch(value):
+    def _agent_format(cls, value: str | None) -> str | None:
+        if value is None or _AGENT_RE.fullmatch(value):
             return value
         hint = ""
         if ":" not in value and "." in value:
@@ -433,6 +453,25 @@ class ScenarioFields(BaseModel):
             f"{value!r} is not an import path; write 'package.module:callable', "
             f"e.g. 'evalrunner.examples:direct_answer'{hint}"
         )
+
+    @model_validator(mode="after")
+    def _agent_or_command(self) -> ScenarioFields:
+        if self.agent is None and self.command is None:
+            raise located(
+                "needs an agent: give agent: 'package.module:callable' or command: [argv, ...]",
+                "agent",
+            )
+        if self.agent is not None and self.command is not None:
+            raise located("give agent or command, not both; remove one", "command")
+        if self.command is None:
+            for name in ("env", "cwd"):
+                if getattr(self, name):
+                    raise located(f"{name} applies only to command agents; remove it", name)
+        elif not self.command[0].strip():
+            raise located(
+                "the program (first item) is empty; name the program to run", "command", 0
+            )
+        return self
 
     @field_validator("input")
     @classmethod

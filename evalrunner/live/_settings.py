@@ -13,6 +13,8 @@ import difflib
 import hashlib
 import importlib
 import json
+import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,9 @@ __all__ = [
 FINGERPRINTED_FIELDS: frozenset[str] = frozenset(
     {
         "agent",
+        "command",
+        "env",
+        "cwd",
         "input",
         "tools",
         "checks",
@@ -52,6 +57,9 @@ FINGERPRINTED_FIELDS: frozenset[str] = frozenset(
     }
 )
 """ResolvedScenario fields that decide whether a baseline still describes the scenario."""
+_OMITTED_WHEN_UNSET = ("command", "env", "cwd")
+"""Fields added after format 1's first baselines: left out of the hash when unset, so
+every fingerprint taken before they existed still holds."""
 
 UNFINGERPRINTED_FIELDS: frozenset[str] = frozenset(
     {
@@ -123,8 +131,15 @@ class ResolvedScenario(RunSettings, ScenarioFields):
         return self._normalize
 
     def load_agent(self) -> Callable[..., Any]:
-        """Import the agent callable; a ConfigError names the file, scenario and field if that fails."""
+        """Import the agent callable; a ConfigError names the file, scenario and field if that fails.
+
+        A command scenario has no callable: this checks that its program can be
+        found (and its cwd exists) and returns a callable that says so if called.
+        """
         where = self.origin or f"scenario '{self.id}'"
+        if self.command is not None:
+            return _check_command(self.command, self.cwd, f"{where}.command")
+        assert self.agent is not None  # the schema requires one of the two
         return _import_agent(self.agent, f"{where}.agent")
 
 
@@ -132,6 +147,8 @@ def _fingerprint(scenario: ResolvedScenario) -> str:
     payload: dict[str, Any] = {"fingerprint_version": _FINGERPRINT_VERSION}
     for name in sorted(FINGERPRINTED_FIELDS):
         value = getattr(scenario, name)
+        if name in _OMITTED_WHEN_UNSET and not value:
+            continue
         if name == "checks":
             # Unset checks are omitted so adding a new kind of check later keeps old fingerprints.
             payload[name] = scenario.checks.model_dump(mode="json", exclude_defaults=True)
@@ -197,6 +214,29 @@ def resolve_suite(
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable[..., Any]:
+    """A command's program must exist before the night starts (a typo costs one line)."""
+    if cwd is not None and not Path(cwd).is_dir():
+        raise ConfigError(f"{where}: cwd {cwd!r} is not a directory (relative to {Path.cwd()})")
+    program = argv[0]
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    found = (
+        (base / program).is_file()
+        if ("/" in program or os.sep in program)
+        else shutil.which(program)
+    )
+    if not found:
+        raise ConfigError(
+            f"{where}: program {program!r} not found (on PATH, or relative to {base}); "
+            "install it or give its path"
+        )
+
+    def command_agent(*args: Any, **kwargs: Any) -> Any:
+        raise ConfigError(f"{where}: a command agent runs as a subprocess, not as a callable")
+
+    return command_agent
 
 
 def _import_agent(spec: str, where: str) -> Callable[..., Any]:

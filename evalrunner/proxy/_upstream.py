@@ -37,6 +37,7 @@ from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.errors import ConfigError
 from evalrunner.live._endpoints import LOCAL, Endpoint
+from evalrunner.live._local_model import MODEL_ALIAS
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ class Upstream:
             endpoint.model,
             api_base=endpoint.api_base,
             api_key=endpoint.api_key,
-            llama_cpp=endpoint.label == LOCAL,
+            # The embedded model, started here or by `serve-local` (its model alias).
+            llama_cpp=endpoint.label == LOCAL or endpoint.model == f"openai/{MODEL_ALIAS}",
             label=endpoint.label,
             direct=direct,
         )

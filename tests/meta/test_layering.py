@@ -11,6 +11,9 @@
 
 ``live._night`` (``run_live``: run, then compare, then append to the history) is
 the one orchestrator inside live and may import what a whole night needs.
+``live._command`` runs a scenario's ``command:`` under the capture proxy, the
+one place live reaches up to it (lazily: the proxy uses live's endpoints);
+``frozen._proxied`` runs SDK and command agents in frozen mode through it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "frozen": PLUMBING | {"core", "frozen", "live"},
     "live": PLUMBING | {"core", "live", "stats._metrics", "stats._tolerance"},
     "live._night": PLUMBING | {"core", "live", "stats", "baseline", "report"},
+    "live._command": PLUMBING | {"core", "live", "proxy"},
+    "frozen._proxied": PLUMBING | {"core", "frozen", "live", "proxy"},
     "stats": PLUMBING | {"stats", "live._record"},
     "baseline": PLUMBING | {"core", "live", "stats", "baseline"},
     "report": PLUMBING | {"core", "live", "stats", "baseline", "report"},
@@ -44,8 +49,8 @@ def _layer(path: Path) -> str:
         if name in PLUMBING or name == "__init__":
             return "plumbing" if name != "__init__" else "top"
         return "examples"  # examples.py, reference_agent.py: agents, at the edge
-    if parts[:2] == ("live", "_night"):
-        return "live._night"
+    if parts[:2] in (("live", "_night"), ("live", "_command"), ("frozen", "_proxied")):
+        return ".".join(parts[:2])
     return parts[0]
 
 

@@ -1,0 +1,322 @@
+"""Frozen mode for agents capture cannot see in process: through the capture proxy.
+
+An agent on a provider SDK (openai, anthropic, a framework on top of them) or
+in another language reaches its model through a base URL. Here it gets the
+proxy's: a callable runs with the base-URL environment set in this process
+(SDK clients created inside read it), a command runs as a child process with
+it. The recording is the proxy's (``<golden stem>.proxy.json`` next to the
+golden); the golden is the same normalised trajectory as for litellm agents.
+
+- ``check``: the proxy replays strictly and offline; the network is blocked
+  for the run except the proxy's own loopback port; a request with no
+  recording fails the test with the proxy's message (which field differed).
+- ``update``: replay, rewrite the golden, report what moved.
+- ``record``: forward to the live model, write recording and golden; a run
+  with no model call, or one whose endpoint failed, writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
+from evalrunner.core._scope import CaptureResult
+from evalrunner.errors import ConfigError
+from evalrunner.frozen._network import block_network, describe_blocks
+from evalrunner.frozen._run import (
+    NO_CALLS_HINT,
+    FrozenOutcome,
+    Judging,
+    Mode,
+    _Stop,
+    _write,
+    compare_with_golden,
+    golden_to_check,
+    rewrite_golden,
+)
+
+if TYPE_CHECKING:
+    from evalrunner.live._endpoints import Endpoint
+    from evalrunner.proxy._runs import ProxyRunResult
+    from evalrunner.proxy._upstream import Upstream
+
+__all__ = [
+    "ProxiedAgent",
+    "call_with_env",
+    "command_agent",
+    "proxy_recording_path",
+    "run_frozen_proxied",
+]
+
+RUN_ID = "golden"
+ProxiedAgent = Callable[[Mapping[str, str]], Any]
+"""Runs the agent with the proxy's environment (base URLs, dummy key); returns its output."""
+
+_ENV_LOCK = threading.Lock()  # os.environ is the process's: one proxied in-process run at a time
+
+
+def proxy_recording_path(golden: Path) -> Path:
+    """`foo.json` -> `foo.proxy.json`, next to the golden."""
+    return golden.with_name(golden.stem + ".proxy.json")
+
+
+@contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    with _ENV_LOCK:
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def call_with_env(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ProxiedAgent:
+    """An in-process agent: ``fn(*args, **kwargs)`` with the base-URL environment set.
+
+    SDK clients read ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` when they are
+    created, so create them inside ``fn``, not at import time.
+    """
+
+    def run(env: Mapping[str, str]) -> Any:
+        # Keys the process already has stay: the proxy (in this process) forwards
+        # with them, and it never lets the agent's key through anyway.
+        env = {k: v for k, v in env.items() if not (k.endswith("_API_KEY") and k in os.environ)}
+        with _environment(env):
+            if inspect.iscoroutinefunction(fn):
+                return asyncio.run(fn(*args, **kwargs))
+            return fn(*args, **kwargs)
+
+    return run
+
+
+def command_agent(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = 300.0,
+) -> ProxiedAgent:
+    """A subprocess agent: its final answer is read from stdout as in live runs."""
+    from evalrunner.live._command import final_answer, stderr_tail
+
+    def run(proxy_env: Mapping[str, str]) -> Any:
+        full = {**os.environ, **(env or {}), **proxy_env}
+        for key in ("NO_PROXY", "no_proxy"):  # the proxy is on loopback
+            full[key] = ",".join(h for h in (full.get(key, ""), "127.0.0.1", "localhost") if h)
+        try:
+            done = subprocess.run(
+                list(argv), env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise AgentFailed(
+                f"command {list(argv)!r} ran past its timeout of {timeout:g} s"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+        if done.returncode != 0:
+            tail = stderr_tail(done.stderr) or "no stderr"
+            raise AgentFailed(f"command exited with status {done.returncode}; stderr: {tail}")
+        return final_answer(done.stdout)
+
+    return run
+
+
+def pinned(upstream: Upstream) -> Upstream:
+    """The upstream with its base URL fixed now, before the run points the environment at the proxy.
+
+    litellm reads ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` for OpenAI and
+    Anthropic models without an ``api_base``; an in-process agent's run sets
+    them to the proxy, which would then forward to itself.
+    """
+    if upstream.api_base is not None:
+        return upstream
+    model = upstream.model
+    if model.startswith("anthropic/") or model.startswith("claude"):
+        base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    elif model.startswith("openai/") or "/" not in model:
+        base = (
+            os.environ.get("OPENAI_BASE_URL")
+            or os.environ.get("OPENAI_API_BASE")
+            or "https://api.openai.com/v1"
+        )
+    else:
+        return upstream
+    return dataclasses.replace(upstream, api_base=base)
+
+
+class AgentFailed(Exception):
+    """A proxied agent did not finish (non-zero exit, timeout, exception)."""
+
+
+@dataclass(frozen=True)
+class _ProxiedRun(Judging):
+    """The agent, run through the capture proxy."""
+
+    agent: ProxiedAgent
+
+    @property
+    def recording(self) -> Path:
+        return proxy_recording_path(self.golden_path)
+
+    def run(
+        self, mode: str, upstream: Upstream | None
+    ) -> tuple[ProxyRunResult, Any, BaseException | None, block_network | None]:
+        from evalrunner.proxy._server import ProxyServer
+
+        server = ProxyServer(
+            "replay" if mode == "replay" else "record",
+            self.recording.parent,
+            upstream,
+            name=self.name,
+        )
+        with server:
+            server.open_run(RUN_ID, recording=self.recording)
+            env = server.run_env(RUN_ID)
+            guard = block_network(allow=(("127.0.0.1", server.port),)) if mode == "replay" else None
+            output: Any = None
+            error: BaseException | None = None
+            try:
+                if guard is not None:
+                    with guard:
+                        output = self.agent(env)
+                else:
+                    output = self.agent(env)
+            except Exception as exc:  # the agent's failure; judged below with the proxy's view
+                error = exc
+            result = server.finish_run(RUN_ID)
+        return result, output, error, guard
+
+
+def run_frozen_proxied(
+    agent: ProxiedAgent,
+    *,
+    golden_path: Path,
+    mode: Mode = "check",
+    endpoint: Callable[[], Endpoint] | None = None,
+    config: NormalizeConfig = DEFAULT_CONFIG,
+    update_cmd: str = "pytest --golden-update",
+    record_cmd: str = "pytest --golden-record",
+    strict: bool = False,
+    name: str = "agent",
+) -> FrozenOutcome:
+    """Run ``agent`` through the capture proxy in frozen mode against ``golden_path``.
+
+    ``endpoint`` gives the live model for ``record`` mode (called only then).
+    """
+    run = _ProxiedRun(golden_path, config, update_cmd, record_cmd, strict, name, agent)
+    try:
+        if mode == "record":
+            if endpoint is None:
+                raise ConfigError("recording through the proxy needs an upstream model")
+            from evalrunner.proxy._upstream import Upstream
+
+            return _record(run, pinned(Upstream.from_endpoint(endpoint())))
+        return _replayed(run, update=mode == "update")
+    except _Stop as stop:
+        return stop.outcome
+
+
+def _result(proxied: ProxyRunResult, output: Any, error: BaseException | None) -> CaptureResult:
+    return CaptureResult(
+        trajectory=proxied.trajectory,
+        output=output,
+        error=error,
+        replay_errors=list(proxied.replay_errors),
+        infra=proxied.infra,
+    )
+
+
+def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
+    proxied, output, error, _ = run.run("record", upstream)
+    nothing = "recording failed, nothing written"
+    if proxied.infra_error is not None:
+        raise _Stop(
+            FrozenOutcome(
+                False, f"{nothing}: the model endpoint failed ({proxied.infra.final_reason})"
+            )
+        )
+    if proxied.model_calls == 0:
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"{nothing}: the agent made no model call through the capture proxy. It must "
+                "create its SDK client inside the run (the base URL is read from "
+                "OPENAI_BASE_URL / ANTHROPIC_BASE_URL when the client is created) and not "
+                f"pass its own base_url. {NO_CALLS_HINT}"
+                + (f" The agent failed: {error}" if error is not None else ""),
+            )
+        )
+    if error is not None:
+        raise _Stop(
+            FrozenOutcome(False, f"{nothing}: the agent failed: {type(error).__name__}: {error}")
+        )
+    assert proxied.recording_path is not None
+    out = _write(run.golden_path, None, _result(proxied, output, None), run.config, None)
+    out.written.insert(0, proxied.recording_path)
+    out.message = f"wrote {', '.join(map(str, out.written))}"
+    return out
+
+
+def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
+    if not run.recording.exists():
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"no recorded model responses at {run.recording}; record them (needs the live "
+                f"model) with:\n  {run.record_cmd}",
+            )
+        )
+    golden = None if update else golden_to_check(run.golden_path, run.update_cmd)
+    proxied, output, error, guard = run.run("replay", None)
+    if guard is not None and guard.blocks:
+        raise _Stop(FrozenOutcome(False, describe_blocks(guard.blocks)))
+    if proxied.replay_errors:
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"{len(proxied.replay_errors)} model call(s) had no recorded response:\n"
+                + "\n".join(proxied.replay_errors),
+                replay_mismatches=list(proxied.replay_errors),
+            )
+        )
+    if error is not None:
+        raise _Stop(
+            FrozenOutcome(False, f"the replayed agent failed: {type(error).__name__}: {error}")
+        )
+    result = _result(proxied, output, None)
+    unused = list(proxied.unused_recorded)
+    notes = (
+        f"\n{len(unused)} recorded model call(s) of {run.recording} were not used:\n  "
+        + "\n  ".join(unused)
+        + f"\nIf the agent changed on purpose, re-record with:\n  {run.record_cmd}"
+        if unused
+        else ""
+    )
+    if update:
+        out = rewrite_golden(run.golden_path, result, run.config, notes)
+        out.unused_recorded = unused
+        return out
+    assert golden is not None
+    deltas, message = compare_with_golden(
+        golden, result, run.golden_path, run.config, run.update_cmd, notes
+    )
+    if not deltas:
+        return FrozenOutcome(
+            not (run.strict and unused), notes.strip(), result=result, unused_recorded=unused
+        )
+    return FrozenOutcome(False, message, deltas, result=result, unused_recorded=unused)

@@ -1,0 +1,197 @@
+"""Subprocess agents: a scenario's ``command:`` run under the capture proxy.
+
+Any agent in any language reaches its model through a base URL. The night
+starts one capture proxy (pass-through: forward and capture, record nothing)
+when its first command run begins; each run gets its own base URL
+(``/runs/<run-id>/v1``), so concurrent runs never mix. The command runs with
+``OPENAI_BASE_URL``, ``OPENAI_API_BASE``, ``ANTHROPIC_BASE_URL`` and a dummy
+key pointing there; the proxy forwards each call to the run's endpoint under
+the suite's retry policy, and the trajectory is the proxy's.
+
+How a command run ends becomes a :class:`~evalrunner.core._scope.CaptureResult`,
+so the rest of the runner (classification, checks, run files) is the one
+in-process agents use:
+
+- an upstream fault the proxy's retries did not cure: ``infra.final_error``
+  (``infra_error``), whatever the command did with the error it got;
+- the run's ``timeout_s`` passed: the process group is killed (``timed_out``);
+- a non-zero exit or a signal: ``error`` is :class:`CommandFailed` with the
+  tail of stderr (``crashed``);
+- otherwise the final answer is read from stdout (:func:`final_answer`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from evalrunner.core._scope import CaptureResult
+
+if TYPE_CHECKING:
+    from evalrunner.live._endpoints import Endpoint
+    from evalrunner.live._plan import Job
+    from evalrunner.proxy._server import ProxyServer
+
+__all__ = ["CommandAgents", "CommandFailed", "command_argv", "final_answer", "stderr_tail"]
+
+FINAL_ANSWER_KEY = "final_answer"
+STDERR_TAIL_CHARS = 2000
+
+
+class CommandFailed(Exception):
+    """A command agent exited non-zero or was killed by a signal (the run crashed)."""
+
+
+class UpstreamRefused(Exception):
+    """The model endpoint refused one of the command's requests (it got an HTTP error)."""
+
+
+def command_argv(command: Sequence[str], task: str) -> list[str]:
+    """The argv to run: ``{task}`` in any argument becomes the scenario's input."""
+    return [arg.replace("{task}", task) for arg in command]
+
+
+def final_answer(stdout: str) -> str | None:
+    """The answer a command printed.
+
+    The last stdout line that is a JSON object with a ``final_answer`` key wins
+    (its value: a string, or null for "gave up"); without one, the last
+    non-empty line. No output at all is no final answer.
+    """
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if not line.startswith("{"):
+            continue
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and FINAL_ANSWER_KEY in parsed:
+            value = parsed[FINAL_ANSWER_KEY]
+            return value if isinstance(value, str) or value is None else json.dumps(value)
+    return lines[-1] if lines else None
+
+
+def stderr_tail(stderr: str, limit: int = STDERR_TAIL_CHARS) -> str:
+    text = stderr.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def _exit_problem(returncode: int, stderr: str) -> CommandFailed | None:
+    if returncode == 0:
+        return None
+    if returncode < 0:
+        try:
+            what = f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            what = f"was killed by signal {-returncode}"
+    else:
+        what = f"exited with status {returncode}"
+    tail = stderr_tail(stderr)
+    return CommandFailed(f"command {what}" + (f"; stderr: {tail}" if tail else "; no stderr"))
+
+
+async def _communicate(
+    argv: list[str], env: Mapping[str, str], cwd: str | None, timeout: float
+) -> tuple[int | None, str, str]:
+    """Run to the end or the timeout (returncode None: killed, with its whole process group)."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        start_new_session=True,  # its own process group: a timeout kills its children too
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        _kill(proc.pid)
+        await proc.wait()
+        return None, "", ""
+    except asyncio.CancelledError:  # the night was interrupted: leave nothing running
+        _kill(proc.pid)
+        raise
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _with_no_proxy(env: dict[str, str], host: str) -> dict[str, str]:
+    """The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls."""
+    for key in ("NO_PROXY", "no_proxy"):
+        env[key] = ",".join(h for h in (env.get(key, ""), host, "localhost") if h)
+    return env
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class CommandAgents:
+    """The subprocess agents of one night, all through one capture proxy (started lazily)."""
+
+    def __init__(self) -> None:
+        self._proxy: ProxyServer | None = None
+        self._starting = asyncio.Lock()
+
+    async def _server(self, endpoint: Endpoint) -> ProxyServer:
+        from evalrunner.proxy._server import ProxyServer
+        from evalrunner.proxy._upstream import Upstream
+
+        async with self._starting:
+            if self._proxy is None:
+                proxy = ProxyServer("passthrough", upstream=Upstream.from_endpoint(endpoint))
+                self._proxy = await asyncio.to_thread(proxy.start)
+        return self._proxy
+
+    async def run(self, job: Job) -> CaptureResult:
+        """One run of a command scenario: the process, its proxied calls, how it ended."""
+        from evalrunner.proxy._upstream import Upstream
+
+        sc, ep = job.scenario, job.endpoint
+        assert sc.command is not None
+        proxy = await self._server(ep)
+        run_id = job.run_id
+        proxy.open_run(run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id)
+        env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
+        timed_out = False
+        returncode: int | None = None
+        out = err = ""
+        try:
+            returncode, out, err = await _communicate(
+                command_argv(sc.command, sc.input), env, sc.cwd, sc.timeout_s
+            )
+        except OSError as exc:  # could not start it at all (removed since the night began)
+            err = f"cannot start {sc.command[0]!r}: {exc.strerror or exc}"
+            returncode = 127
+        finally:
+            result = await asyncio.to_thread(proxy.finish_run, run_id)
+        if returncode is None:
+            timed_out = True
+            error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")
+        else:
+            error = _exit_problem(returncode, err)
+            if error is not None and result.upstream_errors:
+                # What the model's endpoint refused (e.g. the context window) is why
+                # the command gave up: the classifier reads the cause chain.
+                error.__cause__ = UpstreamRefused(result.upstream_errors[-1])
+        return CaptureResult(
+            trajectory=result.trajectory,
+            output=None if error is not None else final_answer(out),
+            error=error,
+            traceback=stderr_tail(err) if error is not None else None,
+            replay_errors=result.replay_errors,
+            infra=result.infra,
+            timed_out=timed_out,
+        )
+
+    def close(self) -> None:
+        if self._proxy is not None:
+            self._proxy.stop()
+            self._proxy = None

@@ -1,0 +1,235 @@
+"""Scenarios with ``command:``: subprocess agents on the official SDKs (Python and Node.js)
+run live in a suite through one capture proxy per night, against a loopback fake endpoint.
+
+Each run's trajectory is the proxy's; the outcome comes from the process's
+exit, its stdout and the proxy's view of the upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_endpoint import FakeEndpoint, Fault
+from paths import REPO
+from runner_agents import FAKE_KEY, fake_pool, write_suite
+from sdk_agents import content_responder
+
+from evalrunner.live._loader import load_suite
+from evalrunner.live._runner import RunReport, run_suite
+
+SUPPORT = REPO / "tests" / "support"
+NODE_AGENT = REPO / "examples" / "node_agent" / "agent.mjs"
+TASK = "Capitals of: France, Japan"
+CHECKS = {"answer_contains": ["Paris", "Tokyo"], "tools_used": ["lookup"]}
+SECRET = "sk-proj-SECRETabcdef0123456789abcdef"
+
+
+def py_command(kind: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": kind,
+        "command": [sys.executable, str(SUPPORT / "sdk_agent_main.py"), kind, "{task}"],
+        "env": {"PYTHONPATH": str(SUPPORT)},
+        "input": TASK,
+        "tools": ["lookup"],
+        "checks": CHECKS,
+        **extra,
+    }
+
+
+def node_available() -> bool:
+    return shutil.which("node") is not None and (NODE_AGENT.parent / "node_modules").is_dir()
+
+
+needs_node = pytest.mark.skipif(
+    not node_available(),
+    reason="node or examples/node_agent/node_modules missing: run `npm ci --prefix examples/node_agent`",
+)
+
+
+def run(
+    tmp_path: Path, api_base: str, scenarios: list[dict[str, Any]], **settings: Any
+) -> RunReport:
+    # A Python process importing two SDKs takes a second or more on a loaded machine.
+    settings.setdefault("timeout_s", 30)
+    suite = load_suite(write_suite(tmp_path / "suites", "cmd", scenarios, **settings))
+    return asyncio.run(
+        run_suite(
+            suite,
+            out=tmp_path / "out",
+            pool=fake_pool(api_base),
+            progress_stream=io.StringIO(),
+        )
+    )
+
+
+def outcomes(report: RunReport) -> dict[str, list[tuple[str, str | None]]]:
+    found: dict[str, list[tuple[str, str | None]]] = {}
+    for r in sorted(report.records, key=lambda r: r.run_id):
+        found.setdefault(r.scenario, []).append((r.outcome, r.reason))
+    return found
+
+
+SDK_KINDS = [
+    "openai",
+    "openai-streamed",
+    "openai-async",
+    "openai-async-streamed",
+    "anthropic",
+    "anthropic-streamed",
+]
+
+
+def test_sdk_command_agents_run_n_times_and_pass_with_the_proxys_trajectory(
+    tmp_path: Path,
+) -> None:
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, [py_command(k) for k in SDK_KINDS], runs=2)
+    found = outcomes(report)
+    assert set(found) == set(SDK_KINDS)
+    for kind in SDK_KINDS:
+        assert found[kind] == [("passed", None)] * 2, kind
+    for record in report.records:
+        # Task -> parallel lookups -> answer: two model calls, two tool calls, every run.
+        assert (record.llm_calls, record.tool_calls, record.tools) == (2, 2, ["lookup", "lookup"])
+        assert record.final_answer == "Capitals: Paris, Tokyo."
+    # Two runs per scenario through one proxy, none mixed: 2 upstream calls each.
+    assert len(ep.requests) == 2 * 2 * len(SDK_KINDS)
+    runs = sorted((tmp_path / "out" / "runs").rglob("*.json"))
+    trajectory = json.loads(runs[0].read_text(encoding="utf-8"))
+    assert "trajectory" in trajectory or "steps" in json.dumps(trajectory)
+
+
+@needs_node
+def test_node_agent_on_the_openai_npm_package_runs_live_in_a_suite(tmp_path: Path) -> None:
+    node = {
+        "id": "node",
+        "command": ["node", str(NODE_AGENT), "{task}"],
+        "input": TASK,
+        "tools": ["lookup"],
+        "checks": CHECKS,
+    }
+    streamed = {**node, "id": "node-streamed", "env": {"AGENT_STREAM": "1"}}
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, [node, streamed], runs=2, timeout_s=30)
+    found = outcomes(report)
+    assert found == {"node": [("passed", None)] * 2, "node-streamed": [("passed", None)] * 2}
+    assert all(r.tools == ["lookup", "lookup"] for r in report.records)
+
+
+def test_exit_codes_timeouts_and_missing_calls_each_get_their_outcome(tmp_path: Path) -> None:
+    scenarios = [
+        py_command("crash"),
+        py_command("hang", timeout_s=3),
+        py_command("no-calls", checks={"answer_contains": ["Paris"]}),
+        py_command("plain-last-line"),
+    ]
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, scenarios, timeout_s=20)
+    found = outcomes(report)
+    (crash,) = found["crash"]
+    assert crash[0] == "crashed"
+    assert crash[1] is not None and "exited with status 3" in crash[1]
+    assert "ValueError: the agent broke" in crash[1]  # the tail of stderr
+    assert found["hang"] == [("infra_error", "run timed out after 3 s")]
+    (none,) = found["no-calls"]
+    assert none[0] == "infra_error" and none[1] is not None
+    assert none[1].startswith("no model calls")
+    assert found["plain-last-line"] == [("passed", None)]  # the last stdout line is the answer
+    assert report.crashes and "the agent broke" in report.crashes[0][1]
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "shown"),
+    [
+        (Fault("503"), "openai", "HTTP 503"),
+        (Fault("429", retry_after=0.01), "anthropic", "HTTP 429"),
+        (Fault("reset"), "openai-async", "connection"),
+        (Fault("truncated_stream"), "openai-streamed", ""),
+    ],
+    ids=["503", "429", "reset", "truncated-stream"],
+)
+def test_an_upstream_that_stays_down_is_infra_error_not_a_crash(
+    tmp_path: Path, fault: Fault, kind: str, shown: str
+) -> None:
+    # The agent gets an error from the proxy after its retries and exits 1: the proxy's
+    # view (an infrastructure fault) decides, not the exit code.
+    with FakeEndpoint(default=fault) as ep:
+        report = run(tmp_path, ep.api_base, [py_command(kind)], runs=1)
+        attempts = len(ep.requests)
+    ((outcome, reason),) = outcomes(report)[kind]
+    assert outcome == "infra_error", reason
+    assert reason is not None and shown in reason, reason
+    assert not report.crashes
+    assert attempts == 3  # the suite's retry policy: 3 attempts, no SDK retries on top
+
+
+def test_secrets_in_the_task_and_the_upstream_key_never_reach_the_results(tmp_path: Path) -> None:
+    scenario = py_command("openai", input=f"Capitals of: France, Japan. token={SECRET}")
+    with FakeEndpoint(responder=content_responder) as ep:
+        run(tmp_path, ep.api_base, [scenario], runs=1)
+        headers = ep.headers
+    assert headers and all(FAKE_KEY in h.get("authorization", "") for h in headers)
+    written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").rglob("*.json"))
+    assert written and SECRET not in written and FAKE_KEY not in written
+
+
+def test_a_command_whose_program_is_missing_fails_before_any_run(tmp_path: Path) -> None:
+    from evalrunner.errors import ConfigError
+
+    bad = {**py_command("openai"), "command": ["no-such-program-xyz", "{task}"]}
+    with pytest.raises(ConfigError, match=r"command: program 'no-such-program-xyz' not found"):
+        run(tmp_path, "http://127.0.0.1:9", [bad])
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_command_agents_get_baselines_and_verdicts_like_any_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baseline_agents import evalrunner, verdict_table
+
+    monkeypatch.chdir(tmp_path)  # relative defaults (reports/, history) land here
+    write_suite(tmp_path, "cmdbase", [py_command("openai")], timeout_s=30, concurrency=4)
+    common = ["--suite", "cmdbase", "--suites-dir", str(tmp_path)]
+    where = ["--baselines", str(tmp_path / "baselines")]
+
+    def forgetful(body: dict[str, Any], n: int) -> Any:  # the model stops using the tool
+        from fake_endpoint import Reply
+
+        return Reply("Capitals: no idea.")
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        base = evalrunner(ep, "run", *common, "--out", "base", "--runs", "8", "--no-history")
+        assert base.exit_code == 0, base.output
+        built = evalrunner(ep, "baseline", *common, "--from", "base", *where)
+        assert built.exit_code == 0, built.output
+        same = evalrunner(
+            ep, "run", *common, "--out", "same", "--runs", "8", *where, "--no-history"
+        )
+    assert same.exit_code == 0, same.output
+    rows = verdict_table(same.stdout)
+    assert rows and all(r["verdict"] != "REGRESSION" for r in rows)
+    with FakeEndpoint(responder=forgetful) as ep:
+        changed = evalrunner(
+            ep, "run", *common, "--out", "changed", "--runs", "8", *where, "--no-history"
+        )
+    assert changed.exit_code != 0
+    regressed = {r["metric"] for r in verdict_table(changed.stdout) if r["verdict"] == "REGRESSION"}
+    assert "success_rate" in regressed, changed.stdout
+
+
+def test_a_command_that_gives_up_on_a_context_window_refusal_is_skipped(tmp_path: Path) -> None:
+    too_long = "This model's maximum context length is 2048 tokens; your messages used 9000"
+    with FakeEndpoint(default=Fault("400", message=too_long)) as ep:
+        report = run(tmp_path, ep.api_base, [py_command("openai")], runs=1)
+        assert len(ep.requests) == 1  # a refusal is the model's answer: not retried
+    ((outcome, reason),) = outcomes(report)["openai"]
+    assert outcome == "skipped"
+    assert reason is not None and reason.startswith("context_window_exceeded: ")
+    assert "maximum context length" in reason

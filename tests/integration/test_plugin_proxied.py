@@ -1,0 +1,216 @@
+"""Frozen mode for agents on provider SDKs and in other languages, through the capture proxy,
+with pytester: ``golden_trajectory.proxied(fn, ...)`` (the official OpenAI SDK, sync
+and async, streamed and not; the Anthropic SDK) and ``golden_trajectory.command([...])``
+(a Python script on the SDK, and a Node.js agent on the ``openai`` npm package), plus a
+frozen suite scenario with ``command:``.
+
+Recorded from the loopback fake endpoint with ``--golden-record``, replayed
+offline three times (goldens unchanged), broken (a changed system prompt: the
+message names the field), and never written when the agent made no model call.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from fake_endpoint import FakeEndpoint, Reply
+from paths import REPO
+from sdk_agents import content_responder
+
+from evalrunner.core._scope import install
+
+install()
+
+pytest_plugins = ["pytester"]
+
+SUPPORT = REPO / "tests" / "support"
+NODE_AGENT = REPO / "examples" / "node_agent" / "agent.mjs"
+HAS_NODE = shutil.which("node") is not None and (NODE_AGENT.parent / "node_modules").is_dir()
+
+TESTS = f"""
+import asyncio
+import os
+import sys
+
+import pytest
+import sdk_agents
+
+TASK = "Capitals of: France, Japan"
+SUPPORT = {str(SUPPORT)!r}
+NODE_AGENT = {str(NODE_AGENT)!r}
+
+
+def system():
+    return os.environ.get("DEMO_SYSTEM", sdk_agents.SYSTEM)
+
+
+def sync_agent(task, stream=False):
+    # The SDK client is created inside the run: it reads OPENAI_BASE_URL then.
+    return sdk_agents.openai_agent(os.environ, task, stream=stream, system=system())
+
+
+async def async_agent(task):
+    return await sdk_agents.openai_agent_async(os.environ, task, stream=True)
+
+
+def test_openai_sync(golden_trajectory):
+    assert golden_trajectory.proxied(sync_agent, TASK).output == "Capitals: Paris, Tokyo."
+
+
+def test_openai_sync_streamed(golden_trajectory):
+    assert golden_trajectory.proxied(sync_agent, TASK, stream=True).output == "Capitals: Paris, Tokyo."
+
+
+def test_openai_async_streamed(golden_trajectory):
+    assert golden_trajectory.proxied(async_agent, TASK).output == "Capitals: Paris, Tokyo."
+
+
+def test_anthropic(golden_trajectory):
+    result = golden_trajectory.proxied(sdk_agents.anthropic_agent, os.environ, TASK)
+    assert "Paris" in result.output
+
+
+def test_python_command(golden_trajectory):
+    argv = [sys.executable, os.path.join(SUPPORT, "sdk_agent_main.py"), "openai-async", TASK]
+    result = golden_trajectory.command(argv, env={{"PYTHONPATH": SUPPORT}})
+    assert result.output == "Capitals: Paris, Tokyo."
+
+
+@pytest.mark.skipif(not {HAS_NODE}, reason="npm ci --prefix examples/node_agent")
+def test_node_command(golden_trajectory):
+    result = golden_trajectory.command(["node", NODE_AGENT, TASK], env={{"AGENT_STREAM": "1"}})
+    assert result.output == "Capitals: Paris, Tokyo."
+"""
+
+SUITE = f"""
+format_version: 1
+name: demo
+models: [openai/fake]
+scenarios:
+  - id: node-capitals
+    command: [{sys.executable!r}, {str(SUPPORT / "sdk_agent_main.py")!r}, anthropic, "{{task}}"]
+    env: {{PYTHONPATH: {str(SUPPORT)!r}}}
+    input: "Capitals of: France, Japan"
+    tools: [lookup]
+    checks: {{answer_contains: [Paris], tools_used: [lookup]}}
+    tags: [frozen]
+"""
+
+NAMES = [
+    "test_openai_sync",
+    "test_openai_sync_streamed",
+    "test_openai_async_streamed",
+    "test_anthropic",
+    "test_python_command",
+] + (["test_node_command"] if HAS_NODE else [])
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+@pytest.fixture
+def demo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("DEMO_SYSTEM", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    pytester.makepyfile(test_demo=TESTS)
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "demo.yaml").write_text(SUITE, encoding="utf-8")
+    return pytester.path / "__goldens__" / "test_demo"
+
+
+def goldens(directory: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(directory.rglob("*.json"))}
+
+
+def test_sdk_and_command_agents_record_replay_three_times_then_break(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    total = len(NAMES) + 1  # the suite's frozen command scenario
+    with FakeEndpoint(responder=content_responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        result = run(pytester, "--golden-record")
+        upstream_calls = len(ep.requests)
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    result.assert_outcomes(passed=total, skipped=0 if HAS_NODE else 1)
+    assert upstream_calls == 2 * total
+    assert sorted(p.name for p in demo.iterdir()) == sorted(
+        [f"{t}.json" for t in NAMES] + [f"{t}.proxy.json" for t in NAMES]
+    )
+    scenario = pytester.path / "suites" / "goldens" / "demo"
+    assert sorted(p.name for p in scenario.iterdir()) == [
+        "node-capitals.json",
+        "node-capitals.proxy.json",
+    ]
+    written = goldens(pytester.path)
+    golden = json.loads(written["test_openai_sync.json"])
+    assert golden["shape"]["tools"] == ["lookup", "lookup"] and golden["shape"]["llm_calls"] == 2
+    # Neither the upstream key nor the proxy's dummy key is in any file.
+    assert not any("sk-upstream" in text or "dummy-key" in text for text in written.values())
+
+    # Three offline replays (no upstream at all), goldens untouched, nothing reported unused.
+    for _ in range(3):
+        result = run(pytester)
+        result.assert_outcomes(passed=total, skipped=0 if HAS_NODE else 1)
+        assert goldens(pytester.path) == written
+        assert "unused goldens" not in result.stdout.str()
+    # --golden-update from the recordings rewrites identical goldens.
+    run(pytester, "--golden-update").assert_outcomes(passed=total, skipped=0 if HAS_NODE else 1)
+    assert goldens(pytester.path) == written
+
+    # The agent changed: its requests no longer match; the message names the field.
+    monkeypatch.setenv("DEMO_SYSTEM", "You answer in French.")
+    result = run(pytester, "-k", "test_openai_sync and not streamed")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "model call 1 has no recorded response" in text
+    assert "system message" in text and "French" in text
+    assert "--golden-update" not in text.split("short test summary")[0].split("no recorded")[1]
+
+
+def test_golden_record_writes_nothing_when_no_model_call_was_seen(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An SDK agent given its own base URL bypasses the proxy; a litellm-less agent
+    # bypasses capture: both must fail --golden-record, leaving no empty golden.
+    pytester.makepyfile(
+        test_bypass="""
+import os
+
+import openai
+
+
+def bypassing(task):
+    client = openai.OpenAI(base_url=os.environ["DEMO_DIRECT"], api_key="sk-x")
+    return client.chat.completions.create(model="m", messages=[{"role": "user", "content": task}]).choices[0].message.content
+
+
+def test_proxied_bypass(golden_trajectory):
+    golden_trajectory.proxied(bypassing, "hi")
+
+
+def test_capture_bypass(golden_trajectory):
+    golden_trajectory(bypassing, "hi")
+"""
+    )
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        monkeypatch.setenv("DEMO_DIRECT", ep.api_base)
+        result = run(pytester, "--golden-record")
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    assert text.count("recording failed, nothing written") == 2
+    assert "no model call through the capture proxy" in text
+    assert "golden_trajectory.proxied" in text
+    assert not (pytester.path / "__goldens__").exists() or not list(
+        (pytester.path / "__goldens__").rglob("*.json")
+    )
