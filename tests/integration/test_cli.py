@@ -233,12 +233,10 @@ def test_run_with_an_unknown_scenario_lists_the_scenarios(suites: Path) -> None:
 
 PROBE = textwrap.dedent(
     """
-    import json, sys, time
-    t0 = time.perf_counter()
+    import json, sys
     import evalrunner
     after_package = sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))
     from evalrunner.cli._main import main
-    imported = time.perf_counter() - t0
     for args in (["--help"], *([name, "--help"] for name in main.commands)):
         try:
             main(args, standalone_mode=False)
@@ -248,7 +246,6 @@ PROBE = textwrap.dedent(
         "after_package": after_package,
         "after_help": sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY)),
         "commands": sorted(main.commands),
-        "import_s": imported,
     }))
     """
 )
@@ -266,7 +263,6 @@ def test_import_and_help_do_not_load_litellm() -> None:
     assert probe["after_package"] == [], "`import evalrunner` loads heavy modules"
     assert probe["after_help"] == [], "`evalrunner [CMD] --help` loads heavy modules"
     assert {"list", "validate", "run"} <= set(probe["commands"])
-    assert probe["import_s"] < 2.0  # litellm alone takes several seconds here
 
 
 def test_console_script_help_and_version() -> None:
