@@ -40,7 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         "--in-memory", action="store_true", help="skip writing and loading history files"
     )
     parser.add_argument("--keep", type=Path, help="write the HTML report here")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="write version 1 history (one gzipped JSON document per night) to compare with Parquet",
+    )
     args = parser.parse_args(argv)
+
+    took: dict[str, tuple[float, float]] = {}
 
     def timed(label: str, fn, *a, **kw):  # type: ignore[no-untyped-def]
         # CPU time as well as wall time: on a shared machine the wall clock mostly measures the neighbours.
@@ -48,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         value = fn(*a, **kw)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(f"{label:<22} {wall:8.2f} s  (CPU {cpu:.2f} s)", flush=True)
+        took[label] = wall, cpu
         return value
 
     print(
@@ -69,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = Path(tempfile.mkdtemp(prefix="bench-report-"))
         try:
-            timed("write history files", write_history, str(root), entries)
-            size = sum(p.stat().st_size for p in root.rglob("*.json*"))
-            print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} files")
+            timed("write history files", write_history, str(root), entries, parquet=not args.json)
+            size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+            kind = "JSON" if args.json else "Parquet"
+            print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} {kind} files")
             del entries
             history = timed("load_history", load_history, str(root))
         finally:
@@ -80,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     results = sum(len(e.verdicts) for e in history.entries)
     print(f"{'runs / metric results':<22} {runs} / {results}")
     html = timed("render_html", render_html, history)
+    if "load_history" in took:
+        wall, cpu = (took["load_history"][i] + took["render_html"][i] for i in (0, 1))
+        print(f"{'load + render_html':<22} {wall:8.2f} s  (CPU {cpu:.2f} s; target: under 5 s)")
     print(f"{'HTML size':<22} {len(html.encode()) / 1e6:8.2f} MB")
     markdown = timed("render_markdown", render_markdown, history)
     print(f"{'Markdown size':<22} {len(markdown.encode()) / 1e3:8.1f} kB")

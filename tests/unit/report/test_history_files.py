@@ -68,7 +68,7 @@ def test_append_writes_one_file_per_night_that_reads_back_equal(tmp_path: Path) 
     entries = build_entries(nights=2, scenarios=1)
     paths = write_history(str(tmp_path), entries)
     assert [Path(p).parent.name for p in paths] == ["demo", "demo"]
-    assert all(p.endswith(".json.gz") for p in paths) and len(set(paths)) == 2
+    assert all(p.endswith(".parquet") for p in paths) and len(set(paths)) == 2
     assert read_entries(str(tmp_path)) == entries
 
 
