@@ -84,7 +84,12 @@ def _schema(model: type[BaseModel], prefix: str) -> tuple[list[tuple[str, str]],
 def _arrow(kind: str) -> pa.DataType:
     import pyarrow as pa
 
-    return {"string": pa.string(), "bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64()}[kind]
+    return {
+        "string": pa.string(),
+        "bool": pa.bool_(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+    }[kind]
 
 
 def to_parquet(entry_model: type[BaseModel], data: Mapping[str, Any]) -> bytes:
@@ -122,7 +127,7 @@ def to_parquet(entry_model: type[BaseModel], data: Mapping[str, Any]) -> bytes:
         groups.append((name, columns))
     sink = io.BytesIO()
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
-        for name, columns in groups:
+        for _name, columns in groups:
             length = len(next(iter(columns.values()))) if columns else 0
             full = {col: columns.get(col, [None] * length) for col, _ in fields}
             writer.write_table(pa.table(full, schema=schema), row_group_size=max(length, 1))
@@ -160,7 +165,9 @@ def read_parquet(entry_model: type[M], raw: bytes, where: str) -> M:
     tables = table_fields(entry_model)
     stored: dict[str, Any] = layout.get("tables", {})
     if pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(tables):
-        raise _unreadable(where, ValueError(f"tables {sorted(stored)} in {pf.num_row_groups} row groups"))
+        raise _unreadable(
+            where, ValueError(f"tables {sorted(stored)} in {pf.num_row_groups} row groups")
+        )
     try:
         [head] = pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
         entry = entry_model.model_validate_json(head)

@@ -33,10 +33,10 @@ from pydantic import (
 
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
-from evalrunner.report._columnar import read_parquet, to_parquet
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import Manifest
+from evalrunner.report._columnar import read_parquet, to_parquet
 from evalrunner.stats._stats import MetricResult
 
 if TYPE_CHECKING:
@@ -282,7 +282,9 @@ def read_entries(
         return []
     top = base.rstrip("/")
     dirs = [f"{top}/{s}" for s in suites] if suites else [f"{top}/*"]
-    paths = [p for d in dirs for ext in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{ext}")]
+    paths = [
+        p for d in dirs for ext in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{ext}")
+    ]
     floor = _stamp(since) if since else ""
     entries = []
     for path in sorted(paths):
