@@ -27,6 +27,7 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.errors import EvalrunnerError
 from evalrunner.live._endpoints import EndpointPool, Notify
 from evalrunner.live._plan import MIN_RUNS, Adaptive, ScenarioPlan, StopRule
+from evalrunner.live._ray import open_executor
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import AdaptiveSettings, group_records, records_frame
 from evalrunner.live._runner import Night, RunReport, open_night, run_night
@@ -143,12 +144,16 @@ def run_live(
     outage_share: float = DEFAULT_OUTAGE_SHARE,
     progress_stream: TextIO | None = None,
     notify: Notify | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
     ``resume`` continues the plan recorded in ``out``'s manifest (options given
     again must agree with it). ``notify`` hears one-line notices (where the
     results go, the embedded model starting, a concurrency cap); default stderr.
+    ``executor``: where the runs execute, 'local' (this process) or 'ray'
+    (``ray_address``, else ``RAY_ADDRESS``, else a local Ray; see :mod:`evalrunner.live._ray`).
     """
     say = notify or _to_stderr
     if history is not None:
@@ -175,7 +180,10 @@ def run_live(
             if night.adaptive is not None
             else None
         )
-        with EndpointPool(notify=say) as pool:
+        with (
+            EndpointPool(notify=say) as pool,
+            open_executor(executor, suite.spec.rate_limits, ray_address=ray_address) as jobs,
+        ):
             report = asyncio.run(
                 run_night(
                     night,
@@ -184,6 +192,7 @@ def run_live(
                     progress_stream=progress_stream,
                     adaptive=adaptive_cfg,
                     notify=say,
+                    executor=jobs,
                 )
             )
         result = LiveResult(report, outage=outage_of(report.records, outage_share))
