@@ -115,6 +115,9 @@ class _Worker:
     """One worker process: runs jobs concurrently in its event loop."""
 
     def __init__(self, limits: Mapping[str, RateLimit], limiter: Any) -> None:
+        from evalrunner._litellm import import_litellm
+
+        import_litellm()  # seconds, paid when the worker starts rather than by its first run
         self.limits = dict(limits)
         self.limiter = _RemoteLimiter(limiter) if limiter is not None else None
         self.agents = _ThreadPerRun()
