@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", type=Path, help="write the HTML report here")
     parser.add_argument(
-        "--json",
+        "--compare-json",
         action="store_true",
-        help="write version 1 history (one gzipped JSON document per night) to compare with Parquet",
+        help="also write and load version 1 history (one gzipped JSON document per night), side by side",
     )
     args = parser.parse_args(argv)
 
@@ -77,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = Path(tempfile.mkdtemp(prefix="bench-report-"))
         try:
-            timed("write history files", write_history, str(root), entries, parquet=not args.json)
-            size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-            kind = "JSON" if args.json else "Parquet"
-            print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} {kind} files")
+            if args.compare_json:
+                timed("write JSON history", write_history, str(root / "json"), entries, parquet=False)
+            timed("write history files", write_history, str(root / "parquet"), entries)
+            for kind in ("parquet", "json") if args.compare_json else ("parquet",):
+                size = sum(p.stat().st_size for p in (root / kind).rglob("*") if p.is_file())
+                print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} {kind} files")
             del entries
-            history = timed("load_history", load_history, str(root))
+            if args.compare_json:
+                old = timed("load_history (JSON)", load_history, str(root / "json"))
+                del old
+            history = timed("load_history", load_history, str(root / "parquet"))
         finally:
             shutil.rmtree(root, ignore_errors=True)
     runs = sum(len(e.records) for e in history.entries)
