@@ -78,11 +78,15 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tempfile.mkdtemp(prefix="bench-report-"))
         try:
             if args.compare_json:
-                timed("write JSON history", write_history, str(root / "json"), entries, parquet=False)
+                timed(
+                    "write JSON history", write_history, str(root / "json"), entries, parquet=False
+                )
             timed("write history files", write_history, str(root / "parquet"), entries)
             for kind in ("parquet", "json") if args.compare_json else ("parquet",):
                 size = sum(p.stat().st_size for p in (root / kind).rglob("*") if p.is_file())
-                print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} {kind} files")
+                print(
+                    f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} {kind} files"
+                )
             del entries
             if args.compare_json:
                 old = timed("load_history (JSON)", load_history, str(root / "json"))
