@@ -30,9 +30,10 @@ from evalrunner.live._schema import RateLimit
 
 __all__ = ["HEADROOM", "LimitGate", "Limiter", "LocalLimiter", "Schedule", "estimate_tokens"]
 
-HEADROOM = 0.98
+HEADROOM = 0.96
 """Share of a limit the schedule aims at: requests reach the provider with some jitter
-(network, scheduling), and a strict provider counts them on arrival."""
+(the event loop, litellm, the network), and a strict provider counts them on arrival.
+4 % of a one-minute window is 2.4 s of jitter absorbed."""
 DEFAULT_REFUSAL_WAIT_S = 1.0
 """How long a model is held back after a 429 that did not say (no Retry-After)."""
 

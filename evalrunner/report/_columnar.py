@@ -66,7 +66,8 @@ def _plain(annotation: object) -> str | None:
     if get_origin(annotation) is Literal:
         values = get_args(annotation)
         return "string" if all(isinstance(v, str) for v in values) else None
-    return {str: "string", bool: "bool", int: "int64", float: "float64"}.get(annotation)  # type: ignore[call-overload]
+    kinds: dict[object, str] = {str: "string", bool: "bool", int: "int64", float: "float64"}
+    return kinds.get(annotation)
 
 
 def _schema(model: type[BaseModel], prefix: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -101,9 +102,9 @@ def to_parquet(entry_model: type[BaseModel], data: Mapping[str, Any]) -> bytes:
     layout: dict[str, Any] = {"format_version": COLUMNAR_FORMAT_VERSION, "tables": {}}
     fields: list[tuple[str, str]] = [(f"{ENTRY}.json", "string")]
     for name, model in tables.items():
-        columns, json_columns = _schema(model, name)
-        fields += columns
-        layout["tables"][name] = {"json_columns": json_columns}
+        typed, as_json = _schema(model, name)
+        fields += typed
+        layout["tables"][name] = {"json_columns": as_json}
     schema = pa.schema(
         [(col, _arrow(kind)) for col, kind in fields], metadata={META_KEY: json.dumps(layout)}
     )
@@ -113,18 +114,22 @@ def to_parquet(entry_model: type[BaseModel], data: Mapping[str, Any]) -> bytes:
         (ENTRY, {f"{ENTRY}.json": [json.dumps(head, separators=(",", ":"), sort_keys=True)]})
     ]
     for name in tables:
-        json_columns = set(layout["tables"][name]["json_columns"])
+        encoded = set(layout["tables"][name]["json_columns"])
         rows: list[Row] = list(data.get(name) or [])
-        columns = {
-            f"{name}.{field}": [
-                json.dumps(r.get(field), separators=(",", ":"), sort_keys=True)
-                if field in json_columns
-                else r.get(field)
-                for r in rows
-            ]
-            for field in tables[name].model_fields
-        }
-        groups.append((name, columns))
+        groups.append(
+            (
+                name,
+                {
+                    f"{name}.{field}": [
+                        json.dumps(r.get(field), separators=(",", ":"), sort_keys=True)
+                        if field in encoded
+                        else r.get(field)
+                        for r in rows
+                    ]
+                    for field in tables[name].model_fields
+                },
+            )
+        )
     sink = io.BytesIO()
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
         for _name, columns in groups:
@@ -156,7 +161,9 @@ def read_parquet(entry_model: type[M], raw: bytes, where: str) -> M:
         layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise _unreadable(where, exc) from None
-    version = layout.get("format_version") if isinstance(layout, dict) else None
+    if not isinstance(layout, dict):
+        layout = {}
+    version = layout.get("format_version")
     if version != COLUMNAR_FORMAT_VERSION:
         raise FileFormatError(
             f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
@@ -180,7 +187,8 @@ def read_parquet(entry_model: type[M], raw: bytes, where: str) -> M:
 
 @functools.cache
 def _column_adapter(model: type[BaseModel], field: str) -> TypeAdapter[list[Any]]:
-    return TypeAdapter(list[model.model_fields[field].annotation])  # type: ignore[name-defined]
+    item: Any = model.model_fields[field].annotation
+    return TypeAdapter(list[item])
 
 
 def _pylist(column: Any) -> list[Any]:
