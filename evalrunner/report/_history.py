@@ -270,6 +270,17 @@ def _read(fs: Any, path: str) -> HistoryEntry:
     return _parse(text, path)
 
 
+def _paths(fs: Any, base: str, suites: list[str] | None, since: str | None) -> list[str]:
+    """History files under ``base`` of ``suites``, minus those named for a night before ``since``."""
+    top = base.rstrip("/")
+    dirs = [f"{top}/{s}" for s in suites] if suites else [f"{top}/*"]
+    paths = [p for d in dirs for x in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{x}")]
+    floor = _stamp(since) if since else ""
+    return sorted(
+        p for p in paths if not (floor and _night_of(p)[:8].isdigit() and _night_of(p) < floor)
+    )
+
+
 def read_entries(
     root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
 ) -> list[HistoryEntry]:
@@ -281,12 +292,6 @@ def read_entries(
     fs, base = open_root(root)
     if not fs.exists(base):
         return []
-    top = base.rstrip("/")
-    dirs = [f"{top}/{s}" for s in suites] if suites else [f"{top}/*"]
-    paths = [
-        p for d in dirs for ext in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{ext}")
-    ]
-    floor = _stamp(since) if since else ""
     entries = []
     # A year of nights is ~500,000 records and results, none in a reference cycle: the
     # cyclic collector, run again and again over them while they load, would take longer
@@ -294,16 +299,10 @@ def read_entries(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for path in sorted(paths):
-            night = _night_of(path)
-            if floor and night[:8].isdigit() and night < floor:
-                continue  # named for a night before ``since``: not opened
+        for path in _paths(fs, base, suites, since):
             entry = _read(fs, path)
-            if suites and entry.suite not in suites:
-                continue
-            if since and entry.created_at < since:
-                continue
-            entries.append(entry)
+            if (not suites or entry.suite in suites) and (not since or entry.created_at >= since):
+                entries.append(entry)
     finally:
         if collecting:
             gc.enable()
