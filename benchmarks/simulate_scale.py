@@ -10,8 +10,8 @@ taking a lognormal latency (median, p95) plus ``tool`` seconds; ``prompt`` and
 
     wall = max(worker bound, rpm bound, tpm bound) + the longest run
     worker bound = runs x mean run time / (workers x per-worker)
-    rpm bound    = max over models of requests / (rpm x 0.98 headroom)
-    tpm bound    = max over models of tokens / (tpm x 0.98 headroom)
+    rpm bound    = max over models of requests / (rpm x HEADROOM)
+    tpm bound    = max over models of tokens / (tpm x HEADROOM)
 
 The mean run time and the longest run come from sampling the latency
 distribution (seeded). History size per year is measured, not assumed: one
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+from evalrunner.live._limits import HEADROOM
 
-HEADROOM = 0.98  # evalrunner.live._limits.HEADROOM
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 
 def run_times(calls: int, median: float, p95: float, tool: float, n: int, seed: int) -> np.ndarray:
