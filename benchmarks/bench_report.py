@@ -17,6 +17,7 @@ writing them, loading them, rendering HTML, Markdown and JUnit.
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import sys
 import tempfile
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 old = timed("load_history (JSON)", load_history, str(root / "json"))
                 del old
             history = timed("load_history", load_history, str(root / "parquet"))
+            gc.freeze()  # as `evalrunner report` does after loading (cli/_report.py)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     runs = sum(len(e.records) for e in history.entries)
