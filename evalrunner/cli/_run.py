@@ -18,7 +18,7 @@ from evalrunner.cli._tables import (
 )
 from evalrunner.live import LiveResult, load_suite_by_name, run_live
 from evalrunner.live._night import DEFAULT_OUTAGE_SHARE
-from evalrunner.live._ray import EXECUTORS
+from evalrunner.live._ray import DEFAULT_WORKERS, EXECUTORS
 
 
 def default_out(suite: str) -> Path:
@@ -106,6 +106,7 @@ def print_run(result: LiveResult) -> None:
     envvar="RAY_ADDRESS",
     help="Ray cluster for --executor ray (ray://head:10001, auto); default: a local Ray.",
 )
+@_options.positive("--ray-workers", DEFAULT_WORKERS, "Worker processes for --executor ray.")
 @_options.gate("Exit 1 when a gating metric regressed.")
 @click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
 @_options.suites_dir
@@ -127,6 +128,7 @@ def run(
     outage_share: float,
     executor: str,
     ray_address: str | None,
+    ray_workers: int,
     gate: bool,
     fail_on_failure: bool,
     suites_dir: Path,
@@ -160,6 +162,7 @@ def run(
             notify=notice,
             executor=executor,
             ray_address=ray_address,
+            ray_workers=ray_workers,
         )
     print_run(result)
     _exit.exit_with(_exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure))

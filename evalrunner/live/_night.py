@@ -27,7 +27,7 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.errors import EvalrunnerError
 from evalrunner.live._endpoints import EndpointPool, Notify
 from evalrunner.live._plan import MIN_RUNS, Adaptive, ScenarioPlan, StopRule
-from evalrunner.live._ray import open_executor
+from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import AdaptiveSettings, group_records, records_frame
 from evalrunner.live._runner import Night, RunReport, open_night, run_night
@@ -146,6 +146,7 @@ def run_live(
     notify: Notify | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    ray_workers: int = DEFAULT_WORKERS,
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
@@ -153,7 +154,8 @@ def run_live(
     again must agree with it). ``notify`` hears one-line notices (where the
     results go, the embedded model starting, a concurrency cap); default stderr.
     ``executor``: where the runs execute, 'local' (this process) or 'ray'
-    (``ray_address``, else ``RAY_ADDRESS``, else a local Ray; see :mod:`evalrunner.live._ray`).
+    (``ray_address``, else ``RAY_ADDRESS``, else a local Ray; ``ray_workers`` worker
+    processes; see :mod:`evalrunner.live._ray`).
     """
     say = notify or _to_stderr
     if history is not None:
@@ -182,7 +184,9 @@ def run_live(
         )
         with (
             EndpointPool(notify=say) as pool,
-            open_executor(executor, suite.spec.rate_limits, ray_address=ray_address) as jobs,
+            open_executor(
+                executor, suite.spec.rate_limits, ray_address=ray_address, ray_workers=ray_workers
+            ) as jobs,
         ):
             report = asyncio.run(
                 run_night(

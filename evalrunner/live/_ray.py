@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalrunner._clock import iso_now
+from evalrunner._redact import redact_text
 from evalrunner.errors import ConfigError
 from evalrunner.live._limits import Schedule
 from evalrunner.live._plan import Job
@@ -49,6 +50,8 @@ __all__ = ["EXECUTORS", "WORKER_LOST", "RayExecutor", "lost_run", "open_executor
 EXECUTORS = ("local", "ray")
 
 WORKER_LOST = "worker lost"
+DEFAULT_WORKERS = 4
+"""Worker processes when not told: each runs many jobs at a time."""
 RESTARTS = 3
 """How often Ray restarts a dead worker, and reruns each of its jobs, before giving up."""
 
@@ -73,7 +76,9 @@ def lost_run(job: Job, exc: BaseException) -> JobResult:
         model=job.endpoint.label,
         index=job.index,
         outcome="infra_error",
-        reason=f"{WORKER_LOST}: {type(exc).__name__}" + (f": {detail}" if detail else ""),
+        reason=redact_text(
+            f"{WORKER_LOST}: {type(exc).__name__}" + (f": {detail}" if detail else "")
+        ),
         started_at=iso_now(),
     )
     return JobResult(record, {})
@@ -153,7 +158,7 @@ class RayExecutor:
         limits: Mapping[str, RateLimit] | None = None,
         *,
         address: str | None = None,
-        workers: int = 4,
+        workers: int = DEFAULT_WORKERS,
         runtime_env: Mapping[str, Any] | None = None,
     ) -> None:
         ray = _ray()
@@ -207,13 +212,19 @@ class RayExecutor:
 
 @contextlib.contextmanager
 def open_executor(
-    kind: str, limits: Mapping[str, RateLimit], *, ray_address: str | None = None
+    kind: str,
+    limits: Mapping[str, RateLimit],
+    *,
+    ray_address: str | None = None,
+    ray_workers: int = DEFAULT_WORKERS,
 ) -> Iterator[JobExecutor]:
     """The executor named ``kind`` ('local' or 'ray'), closed when the block ends."""
     if kind not in EXECUTORS:
         raise ConfigError(f"unknown executor {kind!r}; use one of: {', '.join(EXECUTORS)}")
     executor: JobExecutor = (
-        LocalExecutor(limits) if kind == "local" else RayExecutor(limits, address=ray_address)
+        LocalExecutor(limits)
+        if kind == "local"
+        else RayExecutor(limits, address=ray_address, workers=ray_workers)
     )
     try:
         yield executor
