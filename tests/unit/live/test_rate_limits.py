@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from evalrunner.live._limits import HEADROOM, Schedule, estimate_tokens
@@ -18,7 +20,7 @@ def starts(schedule: Schedule, count: int, tokens: int = 0, now: float = 0.0) ->
 def test_requests_are_spread_so_no_minute_holds_more_than_rpm() -> None:
     times = starts(Schedule({M: RateLimit(rpm=60)}), 200)
     assert times[0] == 0.0
-    gaps = {round(b - a, 6) for a, b in zip(times, times[1:], strict=False)}
+    gaps = {round(b - a, 6) for a, b in itertools.pairwise(times)}
     assert gaps == {round(1 / HEADROOM, 6)}
     assert max(sum(t <= s < t + 60 for s in times) for t in times) <= 60
 
