@@ -17,6 +17,7 @@ writing them, loading them, rendering HTML, Markdown and JUnit.
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import sys
 import tempfile
@@ -40,7 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         "--in-memory", action="store_true", help="skip writing and loading history files"
     )
     parser.add_argument("--keep", type=Path, help="write the HTML report here")
+    parser.add_argument(
+        "--compare-json",
+        action="store_true",
+        help="also write and load version 1 history (one gzipped JSON document per night), side by side",
+    )
     args = parser.parse_args(argv)
+
+    took: dict[str, tuple[float, float]] = {}
 
     def timed(label: str, fn, *a, **kw):  # type: ignore[no-untyped-def]
         # CPU time as well as wall time: on a shared machine the wall clock mostly measures the neighbours.
@@ -48,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         value = fn(*a, **kw)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(f"{label:<22} {wall:8.2f} s  (CPU {cpu:.2f} s)", flush=True)
+        took[label] = wall, cpu
         return value
 
     print(
@@ -69,17 +78,31 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = Path(tempfile.mkdtemp(prefix="bench-report-"))
         try:
-            timed("write history files", write_history, str(root), entries)
-            size = sum(p.stat().st_size for p in root.rglob("*.json*"))
-            print(f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} files")
+            if args.compare_json:
+                timed(
+                    "write JSON history", write_history, str(root / "json"), entries, parquet=False
+                )
+            timed("write history files", write_history, str(root / "parquet"), entries)
+            for kind in ("parquet", "json") if args.compare_json else ("parquet",):
+                size = sum(p.stat().st_size for p in (root / kind).rglob("*") if p.is_file())
+                print(
+                    f"{'history on disk':<22} {size / 1e6:8.1f} MB in {len(entries)} {kind} files"
+                )
             del entries
-            history = timed("load_history", load_history, str(root))
+            if args.compare_json:
+                old = timed("load_history (JSON)", load_history, str(root / "json"))
+                del old
+            history = timed("load_history", load_history, str(root / "parquet"))
+            gc.freeze()  # as `evalrunner report` does after loading (cli/_report.py)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     runs = sum(len(e.records) for e in history.entries)
     results = sum(len(e.verdicts) for e in history.entries)
     print(f"{'runs / metric results':<22} {runs} / {results}")
     html = timed("render_html", render_html, history)
+    if "load_history" in took:
+        wall, cpu = (took["load_history"][i] + took["render_html"][i] for i in (0, 1))
+        print(f"{'load + render_html':<22} {wall:8.2f} s  (CPU {cpu:.2f} s; target: under 5 s)")
     print(f"{'HTML size':<22} {len(html.encode()) / 1e6:8.2f} MB")
     markdown = timed("render_markdown", render_markdown, history)
     print(f"{'Markdown size':<22} {len(markdown.encode()) / 1e3:8.1f} kB")

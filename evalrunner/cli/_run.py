@@ -18,6 +18,7 @@ from evalrunner.cli._tables import (
 )
 from evalrunner.live import LiveResult, load_suite_by_name, run_live
 from evalrunner.live._night import DEFAULT_OUTAGE_SHARE
+from evalrunner.live._ray import DEFAULT_WORKERS, EXECUTORS
 from evalrunner.live._runner import RunReport
 
 
@@ -104,6 +105,19 @@ def print_run(result: LiveResult) -> None:
     show_default=True,
     help="A night with more than this share of infra_error runs is an outage (exit 3).",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="Where runs execute: this process, or a Ray cluster (pip install 'evalrunner[ray]').",
+)
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    help="Ray cluster for --executor ray (ray://head:10001, auto); default: a local Ray.",
+)
+@_options.positive("--ray-workers", DEFAULT_WORKERS, "Worker processes for --executor ray.")
 @_options.gate("Exit 1 when a gating metric regressed.")
 @click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
 @_options.suites_dir
@@ -123,6 +137,9 @@ def run(
     batch: int | None,
     max_runs: int | None,
     outage_share: float,
+    executor: str,
+    ray_address: str | None,
+    ray_workers: int,
     gate: bool,
     fail_on_failure: bool,
     suites_dir: Path,
@@ -154,6 +171,9 @@ def run(
             max_runs=max_runs,
             outage_share=outage_share,
             notify=notice,
+            executor=executor,
+            ray_address=ray_address,
+            ray_workers=ray_workers,
         )
     print_run(result)
     _exit.exit_with(_exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure))

@@ -148,6 +148,8 @@ class InfraLog:
         """``time.monotonic()`` by which the run must be over; no attempt is allowed past it."""
         self.last_timeout: float | None = None
         """The timeout the latest attempt was given (for the reasons)."""
+        self.rate_wait_s = 0.0
+        """Seconds the run's calls waited for a shared rate limit (not the endpoint's latency)."""
         self._rng = random.Random(seed)
         self._ended = threading.Event()
         self._lock = threading.Lock()

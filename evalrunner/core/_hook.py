@@ -24,9 +24,9 @@ from typing import Any, Literal, Protocol
 
 from evalrunner._litellm import import_litellm
 from evalrunner._redact import register_secret
-from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label
+from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label, retry_after
 from evalrunner.core._response import record_from_response
-from evalrunner.core._transport import Answer, Request
+from evalrunner.core._transport import Answer, Gate, Request
 
 Entry = Literal["completion", "acompletion"]
 
@@ -108,17 +108,24 @@ def install(route: Callable[[], Caller | None]) -> None:
 class LiteLLMTransport:
     """Live calls through litellm, retried under ``infra``'s policy (ours is the only retry layer)."""
 
-    def __init__(self, infra: InfraLog | None = None) -> None:
+    def __init__(self, infra: InfraLog | None = None, gate: Gate | None = None) -> None:
         self.infra = infra if infra is not None else InfraLog(None)
+        self.gate = gate
 
     def complete(self, request: Request) -> Answer:
         stream = self._prepare(request)
 
         def fetch() -> Answer:
-            response = original("completion")(**self._attempt(request))
-            # A stream is read to its end inside the retry loop, so a fault
-            # mid-stream (truncated, malformed event) is retried like any other.
-            return self._answer(request, list(response) if stream else response)
+            if self.gate is not None:
+                self.infra.rate_wait_s += self.gate.admit(request)
+            try:
+                response = original("completion")(**self._attempt(request))
+                # A stream is read to its end inside the retry loop, so a fault
+                # mid-stream (truncated, malformed event) is retried like any other.
+                return self._answer(request, list(response) if stream else response)
+            except Exception as exc:
+                self._refused(request, exc)
+                raise
 
         return self.infra.call(fetch, _endpoint(request))
 
@@ -127,10 +134,20 @@ class LiteLLMTransport:
         self.infra.track(asyncio.current_task())
 
         async def fetch() -> Answer:
-            response = await original("acompletion")(**self._attempt(request))
-            return self._answer(request, [c async for c in response] if stream else response)
+            if self.gate is not None:
+                self.infra.rate_wait_s += await self.gate.aadmit(request)
+            try:
+                response = await original("acompletion")(**self._attempt(request))
+                return self._answer(request, [c async for c in response] if stream else response)
+            except Exception as exc:
+                self._refused(request, exc)
+                raise
 
         return await self.infra.acall(fetch, _endpoint(request))
+
+    def _refused(self, request: Request, exc: Exception) -> None:
+        if self.gate is not None and getattr(exc, "status_code", None) == 429:
+            self.gate.refused(request, retry_after(exc))
 
     def finish(self, error: BaseException | None) -> list[str]:
         return []

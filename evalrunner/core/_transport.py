@@ -63,6 +63,27 @@ class Transport(Protocol):
         ...
 
 
+class Gate(Protocol):
+    """Admission for live calls: a rate limiter shared by every run of a night.
+
+    The live transport asks before every attempt (retries included) and says
+    when an attempt was refused with 429, so the gate can hold back every run
+    against that model, not only the one that was refused.
+    """
+
+    def admit(self, request: Request) -> float:
+        """Block until ``request`` may be sent; the seconds waited."""
+        ...
+
+    async def aadmit(self, request: Request) -> float:
+        """The same, without blocking the event loop."""
+        ...
+
+    def refused(self, request: Request, retry_after: float | None) -> None:
+        """An attempt of ``request`` was answered 429 (``retry_after``: what the server asked)."""
+        ...
+
+
 class TransportSource(Protocol):
     """What ``capture(replay=..., recorder=...)`` accepts: frozen's Replayer and Recorder."""
 

@@ -13,6 +13,7 @@ from evalrunner.live._runner import RunReport, run_suite
 from evalrunner.live._schema import (
     Checks,
     Mask,
+    RateLimit,
     RetryPolicy,
     RunSettings,
     ScenarioSpec,
@@ -33,6 +34,7 @@ __all__ = [
     "LiveResult",
     "Mask",
     "Outcome",
+    "RateLimit",
     "ResolvedScenario",
     "ResultsDir",
     "RetryPolicy",

@@ -27,6 +27,7 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.errors import EvalrunnerError
 from evalrunner.live._endpoints import EndpointPool, Notify
 from evalrunner.live._plan import MIN_RUNS, Adaptive, CellBudget, ScenarioPlan
+from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import AdaptiveSettings, group_records
 from evalrunner.live._runner import Night, RunReport, open_night, run_night
@@ -182,12 +183,18 @@ def run_live(
     outage_share: float = DEFAULT_OUTAGE_SHARE,
     progress_stream: TextIO | None = None,
     notify: Notify | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    ray_workers: int = DEFAULT_WORKERS,
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
     ``resume`` continues the plan recorded in ``out``'s manifest (options given
     again must agree with it). ``notify`` hears one-line notices (where the
     results go, the embedded model starting, a concurrency cap); default stderr.
+    ``executor``: where the runs execute, 'local' (this process) or 'ray'
+    (``ray_address``, else ``RAY_ADDRESS``, else a local Ray; ``ray_workers`` worker
+    processes; see :mod:`evalrunner.live._ray`).
     """
     say = notify or _to_stderr
     if history is not None:
@@ -229,7 +236,12 @@ def run_live(
                 batch=night.adaptive.batch,
                 max_runs=night.adaptive.max_runs,
             )
-        with EndpointPool(notify=say) as pool:
+        with (
+            EndpointPool(notify=say) as pool,
+            open_executor(
+                executor, suite.spec.rate_limits, ray_address=ray_address, ray_workers=ray_workers
+            ) as jobs,
+        ):
             report = asyncio.run(
                 run_night(
                     night,
@@ -238,6 +250,7 @@ def run_live(
                     progress_stream=progress_stream,
                     adaptive=adaptive_cfg,
                     notify=say,
+                    executor=jobs,
                 )
             )
         result = LiveResult(report, outage=outage_of(report.records, outage_share))

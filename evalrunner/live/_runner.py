@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TextIO, TypeVar
+from typing import Any, ParamSpec, Protocol, TextIO, TypeVar
 
 from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
+from evalrunner.core._faults import InfraLog
+from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._normalize import normalize
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._shape import shape
@@ -40,6 +43,7 @@ from evalrunner.live._endpoints import (
     check_model,
     check_requested_models,
 )
+from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
 from evalrunner.live._plan import (
     Adaptive,
     AdaptivePlanner,
@@ -55,9 +59,21 @@ from evalrunner.live._plan import (
 )
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, claim
+from evalrunner.live._schema import RateLimit
 from evalrunner.live._settings import Suite
 
-__all__ = ["Night", "Progress", "RunReport", "open_night", "run_night", "run_suite"]
+__all__ = [
+    "JobExecutor",
+    "JobResult",
+    "LocalExecutor",
+    "Night",
+    "Progress",
+    "RunReport",
+    "execute_job",
+    "open_night",
+    "run_night",
+    "run_suite",
+]
 
 WRITERS = 4
 """Threads writing run files; a write (fsync included) takes milliseconds."""
@@ -89,6 +105,7 @@ class Progress:
         self.done = 0
         self.counts: Counter[str] = Counter()
         self.started = time.monotonic()
+        self.rate_wait_s = 0.0
 
     def _eta(self) -> str:
         if not self.done:
@@ -101,13 +118,16 @@ class Progress:
         self.stream.write(("\n" if self.tty else "") + f"note: {text}\n")
         self.stream.flush()
 
-    def update(self, record: RunRecord) -> None:
+    def update(self, record: RunRecord, rate_wait_s: float = 0.0) -> None:
         self.done += 1
         self.counts[record.outcome] += 1
+        self.rate_wait_s += rate_wait_s
         c = self.counts
+        # Time runs spent waiting for a shared rate limit: the night is provider-bound, not slow.
+        waited = f" rate-limit wait {self.rate_wait_s:.0f}s" if self.rate_wait_s else ""
         status = (
             f"[{self.done}/{self.total}] passed {c['passed']} failed {c['failed']} skipped {c['skipped']} "
-            f"infra {c['infra_error']} crashed {c['crashed']} eta {self._eta()}"
+            f"infra {c['infra_error']} crashed {c['crashed']}{waited} eta {self._eta()}"
         )
         if self.tty:
             self.stream.write("\r" + status + " " * 4)
@@ -204,28 +224,110 @@ class _ThreadPerRun(Executor):
         return future
 
 
-class _Executor:
-    """Runs jobs, at most `limit` at a time (fewer against an endpoint that serves fewer).
+@dataclass(frozen=True)
+class JobResult:
+    """What executing one job gives back: the driver writes it, as for every executor."""
+
+    record: RunRecord
+    trajectory: dict[str, Any]
+    traceback: str | None = None
+    """The crash's traceback, when the run crashed."""
+    rate_wait_s: float = 0.0
+    """Seconds the run's calls waited for a shared rate limit (not in its latency)."""
+
+
+class JobExecutor(Protocol):
+    """Where jobs run: this process (:class:`LocalExecutor`) or a Ray cluster.
+
+    The driver (:func:`run_night`) plans, bounds the concurrency, writes every
+    result and keeps the manifest; an executor only turns a job into a result.
+    It never raises for a run that went wrong: that is the record's outcome.
+    """
+
+    async def execute(self, job: Job) -> JobResult:
+        """Run ``job`` and return its record and trajectory."""
+        ...
+
+    def close(self) -> None:
+        """Release what the executor holds (worker processes, threads)."""
+        ...
+
+
+async def execute_job(
+    job: Job,
+    agents: Executor,
+    commands: CommandAgents,
+    limiter: Limiter | None,
+    limits: Mapping[str, RateLimit],
+) -> JobResult:
+    """One run, captured and classified (no file written): what every executor calls.
+
+    ``commands`` runs scenarios given as ``command:`` under its capture proxy;
+    their calls go through the proxy's own retries, not the shared rate limit.
+    """
+    sc = job.scenario
+    infra = InfraLog(sc.retry)
+    transport = LiteLLMTransport(infra, gate_for(limiter, limits, job.endpoint.label))
+    started = iso_now()
+    t0 = time.monotonic()
+    if sc.command is not None:
+        res = await commands.run(job)
+    else:
+        res = await arun_captured(
+            sc.load_agent(),
+            sc.input,
+            RunContext.for_scenario(sc, job.endpoint),
+            name=sc.id,
+            transport=transport,
+            timeout=sc.timeout_s,
+            executor=agents,
+        )
+    # Waiting for the shared rate limit is the night's throughput, not the agent's latency.
+    latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s)
+    record = _record(job, res, started, latency)
+    tb = res.traceback if record.outcome == "crashed" else None
+    return JobResult(record, res.trajectory, tb, round(infra.rate_wait_s, 3))
+
+
+class LocalExecutor:
+    """Runs jobs in this process's event loop (sync agents in threads of their own)."""
+
+    def __init__(self, limits: Mapping[str, RateLimit] | None = None) -> None:
+        self.limits = dict(limits or {})
+        self.limiter = LocalLimiter(self.limits) if self.limits else None
+        self.agents = _ThreadPerRun()
+        self.commands = CommandAgents()  # scenarios with command:, through one capture proxy
+
+    async def execute(self, job: Job) -> JobResult:
+        return await execute_job(job, self.agents, self.commands, self.limiter, self.limits)
+
+    def close(self) -> None:
+        self.commands.close()
+
+
+class _Driver:
+    """Hands jobs to an executor, at most `limit` at a time (fewer against an endpoint that
+    serves fewer), and writes each result as it comes back.
 
     Run files are written in a pool of their own: off the event loop, because
     the atomic write (fsync included) takes milliseconds during which no async
     agent would make progress.
     """
 
-    def __init__(self, results: ResultsDir, progress: Progress, limit: int) -> None:
+    def __init__(
+        self, results: ResultsDir, progress: Progress, limit: int, executor: JobExecutor
+    ) -> None:
         self.results = results
         self.progress = progress
         self.semaphore = asyncio.Semaphore(limit)
         self.per_endpoint: dict[str, asyncio.Semaphore] = {}
-        self.agents = _ThreadPerRun()
-        self.commands = CommandAgents()  # scenarios with command:, through one capture proxy
+        self.executor = executor
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
         self.writer.shutdown(wait=True)
-        self.commands.close()
 
     def _endpoint_slot(self, endpoint: Endpoint) -> contextlib.AbstractAsyncContextManager[Any]:
         if endpoint.max_concurrency is None:
@@ -235,35 +337,21 @@ class _Executor:
         return self.per_endpoint[endpoint.label]
 
     async def run(self, job: Job) -> tuple[RunRecord, str | None]:
-        """One run, recorded and written; the traceback too if it crashed."""
+        """One run, executed and written; the traceback too if it crashed."""
         # The endpoint's slot first: a run waiting for the local server holds no
         # slot a run against another endpoint could use.
         async with self._endpoint_slot(job.endpoint), self.semaphore:
+            result = await self.executor.execute(job)
             sc = job.scenario
-            started = iso_now()
-            t0 = time.monotonic()
-            if sc.command is not None:
-                res = await self.commands.run(job)
-            else:
-                res = await arun_captured(
-                    sc.load_agent(),
-                    sc.input,
-                    RunContext.for_scenario(sc, job.endpoint),
-                    name=sc.id,
-                    retry=sc.retry,
-                    timeout=sc.timeout_s,
-                    executor=self.agents,
-                )
-            record = _record(job, res, started, time.monotonic() - t0)
-            disagreement = tools_disagreement(res.trajectory, sc.tools)
+            disagreement = tools_disagreement(result.trajectory, sc.tools)
             if disagreement and sc.id not in self.noted:
                 self.noted.add(sc.id)
                 self.progress.note(f"scenario {sc.id}: {disagreement}")
             await asyncio.get_running_loop().run_in_executor(
-                self.writer, self.results.write_run, record, res.trajectory
+                self.writer, self.results.write_run, result.record, result.trajectory
             )
-            self.progress.update(record)
-            return record, (res.traceback if record.outcome == "crashed" else None)
+            self.progress.update(result.record, result.rate_wait_s)
+            return result.record, result.traceback
 
 
 # -- the night: claimed, planned, checked -----------------------------------------------------
@@ -364,7 +452,7 @@ def open_night(
         yield Night(suite, results, plans, manifest, settings, previous)
 
 
-async def _execute(night: Night, planner: Planner, executor: _Executor, report: RunReport) -> None:
+async def _execute(night: Night, planner: Planner, driver: _Driver, report: RunReport) -> None:
     """Every batch the planner gives, minus the runs a resumed directory holds."""
     finished = {r.run_id: r for r in night.previous}
     batch = planner.next_batch([])
@@ -373,13 +461,22 @@ async def _execute(night: Night, planner: Planner, executor: _Executor, report: 
         night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
         todo = [job for job in batch if job.run_id not in finished]
         report.resumed_skipped += len(batch) - len(todo)
-        executor.progress.total += len(todo)
-        for done in asyncio.as_completed([executor.run(job) for job in todo]):
+        driver.progress.total += len(todo)
+        for done in asyncio.as_completed([driver.run(job) for job in todo]):
             record, tb = await done
             finished[record.run_id] = record
             if tb:
                 report.crashes.append((record.run_id, tb))
         batch = planner.next_batch(list(finished.values()))
+
+
+def _limited(endpoint: Endpoint, suite: Suite) -> Endpoint:
+    """The endpoint with its model's ``rate_limits`` max_concurrency, where the suite sets one."""
+    limit = suite.spec.rate_limits.get(endpoint.label)
+    if limit is None or limit.max_concurrency is None:
+        return endpoint
+    caps = [c for c in (endpoint.max_concurrency, limit.max_concurrency) if c is not None]
+    return dataclasses.replace(endpoint, max_concurrency=min(caps))
 
 
 def _capped(endpoints: Sequence[Endpoint], limit: int, notify: Notify) -> None:
@@ -399,11 +496,13 @@ async def run_night(
     progress_stream: TextIO | None = None,
     adaptive: Adaptive | None = None,
     notify: Notify | None = None,
+    executor: JobExecutor | None = None,
 ) -> RunReport:
     """Execute ``night``'s plan; write each run as it finishes; return the night's records.
 
-    The thread pools it needs are its own, shut down before it returns; the
-    event loop's default executor is left alone.
+    Jobs run in ``executor`` (default: a :class:`LocalExecutor`, this process); the
+    caller closes an executor it passed. The thread pools this needs are its own,
+    shut down before it returns; the event loop's default executor is left alone.
     """
     # A fixed plan may still take an Adaptive: escalation (adaptive.adaptive False) adds runs.
     if (adaptive is None or not adaptive.adaptive) != (night.adaptive is None):
@@ -412,7 +511,7 @@ async def run_night(
             "pass the matching Adaptive (run_live does)"
         )
     say = notify or (lambda text: None)
-    endpoints = {m: pool.resolve(m) for m in night.labels}
+    endpoints = {m: _limited(pool.resolve(m), night.suite) for m in night.labels}
     night.save()
     say(f"suite {night.suite.name}: results in {night.results.root}")
     planner: Planner = (
@@ -423,12 +522,13 @@ async def run_night(
     limit = concurrency or night.suite.concurrency
     _capped(list(endpoints.values()), limit, say)
     report = RunReport(out=night.results.root, records=[])
-    executor = _Executor(night.results, Progress(0, progress_stream), limit)
+    executor = executor or LocalExecutor(night.suite.spec.rate_limits)
+    driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
     try:
         try:
-            await _execute(night, planner, executor, report)
+            await _execute(night, planner, driver, report)
         finally:
-            executor.close()
+            driver.close()
     except BaseException:
         # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
         night.save(status="interrupted", ended_at=iso_now())
@@ -452,6 +552,7 @@ async def run_suite(
     pool: EndpointPool,
     progress_stream: TextIO | None = None,
     adaptive: Adaptive | None = None,
+    executor: JobExecutor | None = None,
 ) -> RunReport:
     """Run the suite into ``out`` (:func:`open_night`, then :func:`run_night`)."""
     settings = adaptive.settings if adaptive is not None else None
@@ -472,4 +573,5 @@ async def run_suite(
             concurrency=concurrency,
             progress_stream=progress_stream,
             adaptive=adaptive,
+            executor=executor,
         )

@@ -492,6 +492,22 @@ class ScenarioSpec(RunSettings, ScenarioFields):
     """One entry of ``scenarios:``: a task for an agent; settings it sets override the suite's."""
 
 
+class RateLimit(BaseModel):
+    """A provider's limits for one model, shared by every run of a night (and every Ray worker)."""
+
+    model_config = _CONFIG
+
+    rpm: int | None = Field(default=None, ge=1, description="Requests per minute.")
+    tpm: int | None = Field(
+        default=None,
+        ge=1,
+        description="Tokens per minute (prompt estimated as characters / 4, plus max_tokens).",
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, description="Runs against this model at the same time."
+    )
+
+
 class _SuiteHeader(BaseModel):
     """The fields a suite file starts with (first in field order, and so in messages)."""
 
@@ -523,6 +539,11 @@ class SuiteSpec(RunSettings, _SuiteHeader):
     retry: RetryPolicy = Field(
         default_factory=RetryPolicy,
         description="Retry policy for failing model calls, for every scenario.",
+    )
+    rate_limits: dict[str, RateLimit] = Field(
+        default_factory=dict,
+        description="Model string -> its provider's limits ({rpm, tpm, max_concurrency}), "
+        "kept by one limiter shared by the whole night.",
     )
     scenarios: list[ScenarioSpec] = Field(
         min_length=1, description="The scenarios to run: at least one, with unique ids."

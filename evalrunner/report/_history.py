@@ -15,6 +15,7 @@ through dicts.
 from __future__ import annotations
 
 import functools
+import gc
 import gzip
 import secrets
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import Manifest
+from evalrunner.report._columnar import read_parquet, to_parquet
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._results import MetricResult
 
@@ -195,13 +197,29 @@ def check_writable(root: str) -> None:
         remove_dirs(created)
 
 
-def append(entry: HistoryEntry, root: str = DEFAULT_ROOT) -> str:
-    """Write ``entry`` as a new file under ``root``; return its URL/path."""
-    stamp = entry.created_at.replace(":", "").replace("-", "")
+def _stamp(created_at: str) -> str:
+    return created_at.replace(":", "").replace("-", "")
+
+
+def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = True) -> str:
+    """Write ``entry`` as a new file under ``root``; return its URL/path.
+
+    Parquet (see :mod:`evalrunner.report._columnar`) unless ``parquet`` is false
+    (the version 1 format: one gzipped JSON document, for readers that predate Parquet).
+    The entry is validated again after redaction, so nothing unreadable is written.
+    """
     fs, base = open_root(root)
-    path = f"{base.rstrip('/')}/{entry.suite}/{stamp}-{secrets.token_hex(4)}.json.gz"
+    data = validate_model(
+        HistoryEntry, redact(entry.model_dump(mode="json")), f"history entry of {entry.suite}"
+    ).model_dump(mode="json")
+    name = f"{_stamp(entry.created_at)}-{secrets.token_hex(4)}"
+    if parquet:
+        path = f"{base.rstrip('/')}/{entry.suite}/{name}.parquet"
+        payload = to_parquet(HistoryEntry, data)
+    else:
+        path = f"{base.rstrip('/')}/{entry.suite}/{name}.json.gz"
+        payload = gzip.compress(canonical(data).encode(), mtime=0)
     fs.makedirs(f"{base.rstrip('/')}/{entry.suite}", exist_ok=True)
-    payload = gzip.compress(canonical(redact(entry.model_dump(mode="json"))).encode(), mtime=0)
     tmp = path + ".tmp"
     with fs.open(tmp, "wb") as fh:
         fh.write(payload)
@@ -246,30 +264,59 @@ class History:
         )
 
 
+def _night_of(path: str) -> str:
+    """The 'YYYYMMDDTHHMMSS' stamp a file name starts with ('' if it has none)."""
+    return path.rsplit("/", 1)[-1].split("-", 1)[0]
+
+
+def _read(fs: Any, path: str) -> HistoryEntry:
+    try:
+        with fs.open(path, "rb") as fh:
+            raw = fh.read()
+        if path.endswith(".parquet"):
+            return read_parquet(HistoryEntry, raw, path)
+        text = gzip.decompress(raw) if path.endswith(".gz") else raw
+    except (OSError, EOFError) as exc:
+        raise FileFormatError(f"{path}: unreadable history file ({exc}); move it aside") from None
+    return _parse(text, path)
+
+
+def _paths(fs: Any, base: str, suites: list[str] | None, since: str | None) -> list[str]:
+    """History files under ``base`` of ``suites``, minus those named for a night before ``since``."""
+    top = base.rstrip("/")
+    dirs = [f"{top}/{s}" for s in suites] if suites else [f"{top}/*"]
+    paths = [p for d in dirs for x in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{x}")]
+    floor = _stamp(since) if since else ""
+    return sorted(
+        p for p in paths if not (floor and _night_of(p)[:8].isdigit() and _night_of(p) < floor)
+    )
+
+
 def read_entries(
     root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
 ) -> list[HistoryEntry]:
-    """Every entry under ``root`` (of ``suites``, written at or after ``since``), oldest first."""
+    """Every entry under ``root`` (of ``suites``, written at or after ``since``), oldest first.
+
+    Files are chosen by their names (``<suite>/<stamp>-...``) before any is opened,
+    so a report of one suite or the last month reads only those nights.
+    """
     fs, base = open_root(root)
     if not fs.exists(base):
         return []
     entries = []
-    paths = fs.glob(f"{base.rstrip('/')}/*/*.json") + fs.glob(f"{base.rstrip('/')}/*/*.json.gz")
-    for path in sorted(paths):
-        try:
-            with fs.open(path, "rb") as fh:
-                raw = fh.read()
-            text = gzip.decompress(raw) if path.endswith(".gz") else raw
-        except (OSError, EOFError) as exc:
-            raise FileFormatError(
-                f"{path}: unreadable history file ({exc}); move it aside"
-            ) from None
-        entry = _parse(text, path)
-        if suites and entry.suite not in suites:
-            continue
-        if since and entry.created_at < since:
-            continue
-        entries.append(entry)
+    # A year of nights is ~500,000 records and results, none in a reference cycle: the
+    # cyclic collector, run again and again over them while they load, would take longer
+    # than loading them (~40 % of the time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path in _paths(fs, base, suites, since):
+            entry = _read(fs, path)
+            if (not suites or entry.suite in suites) and (not since or entry.created_at >= since):
+                entries.append(entry)
+    finally:
+        if collecting:
+            gc.enable()
     return sorted(entries, key=lambda e: e.created_at)
 
 

@@ -197,7 +197,7 @@ def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] 
     None when everything asked for is there, so an empty report is never written silently.
     """
     if not history.entries:
-        return "holds no history files (<suite>/*.json.gz, written by 'evalrunner run')"
+        return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
     known_suites = sorted({e.suite for e in history.entries})
     for suite in suites:
         if suite not in known_suites:

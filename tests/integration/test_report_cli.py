@@ -56,7 +56,7 @@ def test_report_says_what_it_did_not_find_instead_of_writing_an_empty_report(
         ),
         ("--history", str(tmp_path / "empty")): (
             f"error: history location '{tmp_path / 'empty'}': holds no history files "
-            "(<suite>/*.json.gz, written by 'evalrunner run')"
+            "(<suite>/*.parquet, written by 'evalrunner run')"
         ),
         ("--history", str(root), "--suite", "demoo"): (
             f"error: history location '{root}': no history of suite 'demoo'; did you mean "

@@ -74,7 +74,7 @@ def test_the_main_commands_default_outputs_are_ignored_by_git() -> None:
     the README's first command must not dirty the checkout."""
     outputs = [
         "results/example-20261130T020000Z/manifest.json",
-        "reports/history/example/20261130T020000Z-0a1b2c3d.json.gz",
+        "reports/history/example/20261130T020000Z-0a1b2c3d.parquet",
         "reports/out/report.html",
     ]
     proc = subprocess.run(

@@ -130,6 +130,8 @@ class FakeEndpoint:
         latency: float = 0.0,
         models: Sequence[str] = ("fake",),
         seed: int | None = None,
+        rpm: int | None = None,
+        rpm_window_s: float = 60.0,
     ) -> None:
         self._script: list[Entry] = list(script)
         self.responder = responder
@@ -144,6 +146,12 @@ class FakeEndpoint:
         self.abandoned_after: list[
             float
         ] = []  # hung requests the client gave up on: seconds waited
+        # A provider's rate limit: at most rpm * window / 60 requests in any window of
+        # ``rpm_window_s`` seconds; one more is answered 429 with Retry-After.
+        self.rpm = rpm
+        self.rpm_window_s = rpm_window_s
+        self.accepted_at: list[float] = []  # time.monotonic() of each request let through
+        self.rate_limited = 0  # requests answered 429 for going over rpm
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
@@ -203,11 +211,26 @@ class FakeEndpoint:
         with self._lock:
             return len(self._script)
 
+    def _over_rpm(self) -> Fault | None:
+        """A 429 when one more request would go over ``rpm`` (call with the lock held)."""
+        if self.rpm is None:
+            return None
+        now = time.monotonic()
+        window = [t for t in self.accepted_at[-self.rpm :] if t > now - self.rpm_window_s]
+        if len(window) >= self.rpm * self.rpm_window_s / 60.0:
+            self.rate_limited += 1
+            return Fault("429", retry_after=round(window[0] + self.rpm_window_s - now, 3))
+        self.accepted_at.append(now)
+        return None
+
     def _next_entry(self, body: dict[str, Any], headers: dict[str, str]) -> Entry:
         with self._lock:
             n = len(self.requests)
             self.requests.append(body)
             self.headers.append(headers)
+            refused = self._over_rpm()
+            if refused is not None:
+                return refused
             scripted = self._script.pop(0) if self._script else None
         if scripted is not None:
             return scripted

@@ -580,6 +580,6 @@ def make_history(**kwargs: Any) -> History:
     return history_from_entries(build_entries(**kwargs))
 
 
-def write_history(root: str, entries: Sequence[HistoryEntry]) -> list[str]:
-    """Append every entry under ``root`` as ``evalrunner run`` would."""
-    return [append(entry, root) for entry in entries]
+def write_history(root: str, entries: Sequence[HistoryEntry], *, parquet: bool = True) -> list[str]:
+    """Append every entry under ``root`` as ``evalrunner run`` would (``parquet=False``: version 1 JSON)."""
+    return [append(entry, root, parquet=parquet) for entry in entries]

@@ -17,6 +17,7 @@ MODELS: list[type[BaseModel]] = [
     live.RunSettings,
     live.Checks,
     live.RetryPolicy,
+    live.RateLimit,
     live.SkipRules,
     live.Mask,
     Tolerance,

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 from history_factory import build_entries, history_from_entries, write_history
+from pydantic import BaseModel
 
 from evalrunner._jsonio import canonical
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.live._record import CellKey
 from evalrunner.live._results import Manifest
+from evalrunner.report._columnar import META_KEY, read_parquet, to_parquet
 from evalrunner.report._history import (
     BaselineSummary,
     load_history,
@@ -75,7 +77,7 @@ def test_append_writes_one_file_per_night_that_reads_back_equal(tmp_path: Path) 
     entries = build_entries(nights=2, scenarios=1)
     paths = write_history(str(tmp_path), entries)
     assert [Path(p).parent.name for p in paths] == ["demo", "demo"]
-    assert all(p.endswith(".json.gz") for p in paths) and len(set(paths)) == 2
+    assert all(p.endswith(".parquet") for p in paths) and len(set(paths)) == 2
     assert read_entries(str(tmp_path)) == entries
 
 
@@ -173,3 +175,77 @@ def test_a_cell_key_without_a_model_is_named(v1_copy: Path) -> None:
 def test_a_location_fsspec_cannot_open_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="history location 'nosuchscheme://x' cannot be used"):
         load_history("nosuchscheme://x")
+
+
+class _Row(BaseModel):
+    name: str
+    count: int
+    share: float | None = None
+    tags: list[str] = []
+    interval: tuple[float, float] | None = None
+
+
+class _Entry(BaseModel):
+    title: str
+    notes: dict[str, str] = {}
+    rows: list[_Row]
+
+
+class _RowWithMore(_Row):
+    added: int = 7
+
+
+class _EntryWithMore(_Entry):
+    rows: list[_RowWithMore]  # type: ignore[assignment]
+
+
+def test_parquet_columns_follow_the_models() -> None:
+    """Plain fields become typed columns, nested ones JSON; a field a file predates reads as
+    its default, so fields added to records or verdicts need no change to the format."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    rows = [
+        _Row(name="a", count=1, share=0.5, tags=["x"], interval=(0.1, 0.2)),
+        _Row(name="b", count=2),
+    ]
+    entry = _Entry(title="t", notes={"k": "v"}, rows=rows)
+    raw = to_parquet(_Entry, entry.model_dump(mode="json"))
+    assert read_parquet(_Entry, raw, "f") == entry
+    schema = pq.ParquetFile(io.BytesIO(raw)).schema_arrow
+    assert str(schema.field("rows.count").type) == "int64"
+    assert str(schema.field("rows.share").type) == "double"
+    newer = read_parquet(_EntryWithMore, raw, "f")
+    assert [r.added for r in newer.rows] == [7, 7]
+    assert newer.rows[0].interval == (0.1, 0.2)
+
+
+def test_a_damaged_parquet_file_fails_in_one_line(tmp_path: Path) -> None:
+    [path] = write_history(str(tmp_path), build_entries(nights=1, scenarios=1))
+    raw = Path(path).read_bytes()
+    Path(path).write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(FileFormatError) as info:
+        read_entries(str(tmp_path))
+    message = str(info.value)
+    assert "\n" not in message and path in message and "unreadable history file" in message
+
+
+def test_a_parquet_file_of_another_format_version_is_refused(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "demo").mkdir()
+    path = tmp_path / "demo" / "20250101T000000Z-00000000.parquet"
+    table = pa.table({"x": [1]}).replace_schema_metadata({META_KEY: b'{"format_version": 99}'})
+    pq.write_table(table, path)
+    with pytest.raises(FileFormatError, match="unsupported history format_version 99"):
+        read_entries(str(tmp_path))
+
+
+def test_json_history_and_parquet_history_load_together(tmp_path: Path) -> None:
+    entries = build_entries(nights=2, scenarios=1)
+    write_history(str(tmp_path), entries[:1], parquet=False)
+    write_history(str(tmp_path), entries[1:])
+    assert sorted(p.suffix for p in (tmp_path / "demo").iterdir()) == [".gz", ".parquet"]
+    assert read_entries(str(tmp_path)) == entries

@@ -1,0 +1,244 @@
+"""The executors side by side, and the shared rate limiter under a provider that enforces rpm.
+
+Part 1: N runs x 3 model calls (the async tool-chain agent of bench_runner.py)
+at the same concurrency against a loopback endpoint (child process) that
+answers after 200 ms: with the local executor, with ``--executor ray`` (a local
+Ray, 4 worker processes), and bare ``litellm.acompletion`` x 3 (litellm's own
+floor). Ideal: ceil(N / concurrency) x 3 x 0.2 s. Targets: Ray <= 1.25 x ideal;
+local <= 1.15 x the litellm floor.
+
+Part 2: a suite with ``rate_limits: {openai/fake: {rpm: R}}`` on Ray with 4
+workers, against an endpoint that answers 429 (with Retry-After) to any
+request over R in any minute (``--rpm-window`` counts over another window,
+scaled). Prints the accepted request rate as a share of R
+(target: within 5 %) and the 429s (target: none).
+
+    python benchmarks/bench_scale.py                          # 1,000 runs, concurrency 32
+    python benchmarks/bench_scale.py --runs 200 --rpm-runs 100 # a quicker look
+    python benchmarks/bench_scale.py --skip-ray               # part 1, local lines only
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import math
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+HERE = Path(__file__).resolve().parent
+SUPPORT = HERE.parent / "tests" / "support"
+sys.path[:0] = [str(HERE), str(SUPPORT)]
+
+from bench_runner import (  # noqa: E402 - after the path setup
+    CALLS,
+    KEY,
+    MODEL,
+    TASK,
+    TOOLS,
+    bare_async_line,
+    respond,
+    warm_up,
+)
+
+LATENCY = 0.2
+RAY_TARGET, LOCAL_TARGET, RATE_TOLERANCE = 1.25, 1.15, 0.05
+
+
+def _serve(conn: Any, latency: float, rpm: int | None, window: float) -> None:
+    from fake_endpoint import FakeEndpoint
+
+    with FakeEndpoint(responder=respond, latency=latency, rpm=rpm, rpm_window_s=window) as ep:
+        conn.send(ep.api_base)
+        conn.recv()  # until the parent says stop
+        conn.send((len(ep.requests), list(ep.accepted_at), ep.rate_limited))
+
+
+class Endpoint:
+    """The fake endpoint in a child process (its threads do not compete for our GIL)."""
+
+    def __init__(self, latency: float, rpm: int | None = None, window: float = 60.0) -> None:
+        ctx = mp.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, latency, rpm, window), daemon=True)
+        self.proc.start()
+        self.api_base: str = self.conn.recv()
+
+    def close(self) -> tuple[int, list[float], int]:
+        self.conn.send("stop")
+        served: tuple[int, list[float], int] = self.conn.recv()
+        self.proc.join(5)
+        return served
+
+
+def night(
+    api_base: str, runs: int, concurrency: int, executor: Any, rpm: int | None = None
+) -> float:
+    """One night of the async tool-chain suite; its wall time (every run must pass)."""
+    import yaml
+
+    from evalrunner.live._endpoints import Endpoint as Ep
+    from evalrunner.live._endpoints import EndpointPool
+    from evalrunner.live._loader import load_suite
+    from evalrunner.live._runner import run_suite
+
+    class Pool(EndpointPool):
+        def resolve(self, model: str) -> Ep:
+            return Ep(label=model, model=model, api_base=api_base, api_key=KEY)
+
+    doc: dict[str, Any] = {
+        "format_version": 1,
+        "name": "bench",
+        "models": [MODEL],
+        "runs": runs,
+        "concurrency": concurrency,
+        "timeout_s": 600,
+        "retry": {"max_attempts": 8},
+        "scenarios": [
+            {
+                "id": "tool_chain",
+                "agent": "bench_runner:athree_calls",
+                "input": TASK,
+                "tools": list(TOOLS),
+                "checks": {"tools_in_order": list(TOOLS), "answer_contains": ["14"]},
+            }
+        ],
+    }
+    if rpm is not None:
+        doc["rate_limits"] = {MODEL: {"rpm": rpm}}
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        (Path(tmp) / "bench.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        suite = load_suite(Path(tmp) / "bench.yaml")
+        t0 = time.perf_counter()
+        report = asyncio.run(
+            run_suite(
+                suite,
+                out=Path(tmp) / "out",
+                pool=Pool(),
+                progress_stream=io.StringIO(),
+                executor=executor,
+            )
+        )
+        wall = time.perf_counter() - t0
+    outcomes = {r.outcome for r in report.records}
+    assert len(report.records) == runs and outcomes == {"passed"}, outcomes
+    return wall
+
+
+def ray_workers(rpm: int | None = None) -> Any:
+    """4 Ray workers, started and with litellm imported (what a night pays once, not timed)."""
+    from evalrunner.live._ray import RayExecutor
+    from evalrunner.live._schema import RateLimit
+
+    limits = {MODEL: RateLimit(rpm=rpm)} if rpm else {}
+    executor = RayExecutor(limits, workers=4)
+    t0 = time.perf_counter()
+    executor.worker_pids()
+    print(f"4 Ray workers ready in {time.perf_counter() - t0:.1f} s (not counted)")
+    return executor
+
+
+def start_ray() -> float:
+    """A local Ray whose workers import this directory's agents; seconds it took."""
+    import ray
+
+    paths = [str(HERE.parent), str(HERE), str(SUPPORT), os.environ.get("PYTHONPATH", "")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    t0 = time.perf_counter()
+    ray.init(include_dashboard=False, log_to_driver=False)
+    return time.perf_counter() - t0
+
+
+def part1(runs: int, concurrency: int, skip_ray: bool) -> None:
+    ideal = math.ceil(runs / concurrency) * CALLS * LATENCY
+    endpoint = Endpoint(LATENCY)
+    lines: dict[str, float] = {}
+    try:
+        warm_up(endpoint.api_base)
+        lines["bare litellm.acompletion x3 (floor)"] = bare_async_line(
+            endpoint.api_base, runs, concurrency
+        )
+        from evalrunner.live._runner import LocalExecutor
+
+        lines["local executor"] = night(endpoint.api_base, runs, concurrency, LocalExecutor())
+        if not skip_ray:
+            took = start_ray()
+            print(f"ray.init: {took:.1f} s (not counted)")
+            executor = ray_workers()
+            try:
+                night(endpoint.api_base, concurrency, concurrency, executor)  # first use
+                lines["ray executor, 4 workers"] = night(
+                    endpoint.api_base, runs, concurrency, executor
+                )
+            finally:
+                executor.close()
+    finally:
+        served = endpoint.close()[0]
+    print(
+        f"\n{runs} runs x {CALLS} calls, concurrency {concurrency}, endpoint latency "
+        f"{LATENCY * 1000:.0f} ms, {os.cpu_count()} CPUs; requests served: {served}"
+    )
+    print(f"ideal: ceil({runs}/{concurrency}) x {CALLS} x {LATENCY:g} s = {ideal:.2f} s\n")
+    print(f"{'line':<38} {'wall s':>7} {'/ideal':>7}")
+    for name, wall in lines.items():
+        print(f"{name:<38} {wall:7.2f} {wall / ideal:7.2f}")
+    floor = lines["bare litellm.acompletion x3 (floor)"]
+    print(
+        f"\nlocal / litellm floor = {lines['local executor'] / floor:.2f} (target <= {LOCAL_TARGET})"
+    )
+    if "ray executor, 4 workers" in lines:
+        ray_ratio = lines["ray executor, 4 workers"] / ideal
+        print(f"ray / ideal = {ray_ratio:.2f} (target <= {RAY_TARGET})")
+
+
+def part2(runs: int, rpm: int, window: float) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        start_ray()
+    executor = ray_workers(rpm)
+    endpoint = Endpoint(LATENCY, rpm=rpm, window=window)
+    try:
+        wall = night(endpoint.api_base, runs, 32, executor, rpm=rpm)
+    finally:
+        served, accepted, refused = endpoint.close()
+        executor.close()
+    # The rate over the night's steady part: from the first accepted request to the last.
+    span = accepted[-1] - accepted[0]
+    rate = (len(accepted) - 1) / span * 60.0
+    print(
+        f"\nrpm {rpm} (endpoint counts it over {window:g} s windows), {runs} runs x {CALLS} calls "
+        f"on Ray, 4 workers, concurrency 32: {wall:.1f} s"
+    )
+    print(
+        f"requests accepted: {len(accepted)} of {served}; 429s: {refused} (target 0); "
+        f"rate {rate:.1f}/min = {rate / rpm:.3f} of the limit (target within {RATE_TOLERANCE:.0%})"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--rpm", type=int, default=600)
+    parser.add_argument(
+        "--rpm-window", type=float, default=60.0, help="seconds the endpoint counts over"
+    )
+    parser.add_argument("--rpm-runs", type=int, default=300, help="0: skip part 2")
+    args = parser.parse_args()
+    part1(args.runs, args.concurrency, args.skip_ray)
+    if args.rpm_runs and not args.skip_ray:
+        part2(args.rpm_runs, args.rpm, args.rpm_window)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

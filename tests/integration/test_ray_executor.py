@@ -1,0 +1,160 @@
+"""`--executor ray` on a real local Ray (2 CPUs, no dashboard), against the fake endpoint.
+
+A night on Ray gives the same records and verdicts as the local executor; a
+worker killed mid-run loses no run; a driver killed mid-night leaves a
+directory that ``--resume`` finishes exactly. One Ray instance serves the
+session (starting one takes ~13 s here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_endpoint import FakeEndpoint
+from night_process import planned, respond, start, stop, suite_file, wait_for_runs
+from paths import REPO
+from runner_agents import FAKE_KEY, fake_pool
+
+from evalrunner.baseline._build import build_baselines
+from evalrunner.baseline._compare import compare_with_baselines
+from evalrunner.live._loader import load_suite
+from evalrunner.live._ray import WORKER_LOST, RayExecutor
+from evalrunner.live._record import RunRecord
+from evalrunner.live._results import ResultsDir
+from evalrunner.live._runner import JobExecutor, LocalExecutor, run_suite
+
+ray = pytest.importorskip("ray")  # the `ray` extra; .ci/run installs it, so these run in CI
+
+pytestmark = pytest.mark.ray
+
+MACHINE_FIELDS = {"latency_s", "started_at"}
+"""What measures the machine rather than the agent: differs between any two nights."""
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """A local Ray for the session; its workers import the test agents (tests/support)."""
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    # Workers are started by Ray's raylet with its environment: PYTHONPATH (evalrunner and
+    # the test agents) and the fake key, as a cluster's runtime_env would give them.
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(REPO), support, os.environ.get("PYTHONPATH", "")]),
+        "OPENAI_API_KEY": FAKE_KEY,
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    yield str(context.address_info["gcs_address"])
+    ray.shutdown()
+
+
+def _night(
+    tmp_path: Path, ep: FakeEndpoint, out: str, executor: JobExecutor, **settings: Any
+) -> list[RunRecord]:
+    suite = load_suite(suite_file(tmp_path, **settings))
+    report = asyncio.run(
+        run_suite(suite, out=tmp_path / out, pool=fake_pool(ep.api_base), executor=executor)
+    )
+    return report.records
+
+
+def _comparable(records: list[RunRecord]) -> list[dict[str, Any]]:
+    return sorted(
+        (r.model_dump(exclude=MACHINE_FIELDS) for r in records), key=lambda r: r["run_id"]
+    )
+
+
+def test_a_night_on_ray_gives_the_local_records_and_verdicts(
+    tmp_path: Path, ray_address: str
+) -> None:
+    with FakeEndpoint(responder=respond) as ep:
+        local = _night(tmp_path, ep, "local", LocalExecutor(), concurrency=4)
+        executor = RayExecutor(workers=2)
+        try:
+            on_ray = _night(tmp_path, ep, "ray", executor, concurrency=4)
+        finally:
+            executor.close()
+    assert {r.run_id for r in on_ray} == planned()
+    assert _comparable(on_ray) == _comparable(local)
+    assert {r.outcome for r in on_ray} == {"passed"}
+
+    suite = load_suite(suite_file(tmp_path))
+    build_baselines(suite, [tmp_path / "local"], tmp_path / "baselines")
+    verdicts = [
+        sorted(
+            (v.scenario, v.metric, v.verdict)
+            for v in compare_with_baselines(suite, records, tmp_path / "baselines").results
+            if v.metric != "latency_s"  # the machine's, not the agent's
+        )
+        for records in (local, on_ray)
+    ]
+    assert verdicts[0] and verdicts[0] == verdicts[1]
+
+
+def test_a_worker_killed_mid_run_loses_no_run(tmp_path: Path, ray_address: str) -> None:
+    out = tmp_path / "out"
+    with FakeEndpoint(responder=respond, latency=0.3) as ep:
+        executor = RayExecutor(workers=2)
+        victim = executor.worker_pids()[0]
+
+        async def night() -> list[RunRecord]:
+            suite = load_suite(suite_file(tmp_path, concurrency=6))
+            task = asyncio.create_task(
+                run_suite(suite, out=out, pool=fake_pool(ep.api_base), executor=executor)
+            )
+            while len(ResultsDir(out).run_files()) < 3:  # some runs done, others in flight
+                await asyncio.sleep(0.05)
+            os.kill(victim, signal.SIGKILL)
+            return (await task).records
+
+        try:
+            records = asyncio.run(night())
+            survivors = executor.worker_pids()
+        finally:
+            executor.close()
+    assert victim not in survivors  # Ray restarted the killed worker
+    assert {r.run_id for r in records} == planned()
+    assert {r.outcome for r in records} <= {"passed", "infra_error"}
+    lost = [r for r in records if r.outcome == "infra_error"]
+    assert all(r.reason and r.reason.startswith(WORKER_LOST) for r in lost)
+
+
+def test_resume_after_the_driver_is_killed(tmp_path: Path, ray_address: str) -> None:
+    out = tmp_path / "out"
+    suite_file(tmp_path)
+    with FakeEndpoint(responder=respond, latency=0.2) as ep:
+        args = ("--suite", "resumable", "--out", str(out), "--no-history", "--no-compare")
+        proc = start(ep, tmp_path, *args, "--executor", "ray", "--ray-address", ray_address)
+        wait_for_runs(proc, out, 4)
+        stop(proc, signal.SIGKILL)
+        before = {p: p.read_bytes() for p in ResultsDir(out).run_files()}
+        assert 4 <= len(before) < len(planned()), "the kill came too late to test anything"
+
+        suite = load_suite(tmp_path / "resumable.yaml")
+        executor = RayExecutor(workers=2)
+        try:
+            report = asyncio.run(
+                run_suite(
+                    suite, out=out, resume=True, pool=fake_pool(ep.api_base), executor=executor
+                )
+            )
+        finally:
+            executor.close()
+    ids = [r.run_id for r in report.records]
+    assert sorted(ids) == sorted(planned())  # each planned run once
+    assert all(before[p] == p.read_bytes() for p in before)  # finished runs untouched
+    assert report.resumed_skipped == len(before)
