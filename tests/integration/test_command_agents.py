@@ -195,7 +195,14 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
     from baseline_agents import evalrunner, verdict_table
 
     monkeypatch.chdir(tmp_path)  # relative defaults (reports/, history) land here
-    write_suite(tmp_path, "cmdbase", [py_command("openai")], timeout_s=30, concurrency=4)
+    write_suite(
+        tmp_path,
+        "cmdbase",
+        [py_command("openai")],
+        timeout_s=30,
+        concurrency=4,
+        tolerance={"min_baseline_nights": 1},  # one night's baseline gates here
+    )
     common = ["--suite", "cmdbase", "--suites-dir", str(tmp_path)]
     where = ["--baselines", str(tmp_path / "baselines")]
 
