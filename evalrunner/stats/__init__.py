@@ -18,10 +18,10 @@ has the design and its measured error rates):
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+import importlib as _importlib
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
     from evalrunner.stats._formulas import (
         cliffs_delta,
@@ -115,4 +115,4 @@ def __getattr__(name: str) -> object:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'evalrunner.stats' has no attribute {name!r}")
-    return getattr(importlib.import_module(where), name)
+    return getattr(_importlib.import_module(where), name)
