@@ -522,6 +522,7 @@ async def run_night(
     limit = concurrency or night.suite.concurrency
     _capped(list(endpoints.values()), limit, say)
     report = RunReport(out=night.results.root, records=[])
+    owned = executor is None  # one we start, we close (its command agents' proxy included)
     executor = executor or LocalExecutor(night.suite.spec.rate_limits)
     driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
     try:
@@ -529,6 +530,8 @@ async def run_night(
             await _execute(night, planner, driver, report)
         finally:
             driver.close()
+            if owned:
+                executor.close()
     except BaseException:
         # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
         night.save(status="interrupted", ended_at=iso_now())
