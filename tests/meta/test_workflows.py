@@ -36,7 +36,7 @@ def test_ci_runs_on_prs_and_pushes_without_secrets() -> None:
     text = (WORKFLOWS / "ci.yml").read_text()
     assert "secrets." not in text
     commands = _commands(ci)
-    for expected in ("ruff check", "mypy", "pytest", "pip install -e '.[dev]'"):
+    for expected in ("ruff check", "mypy", "pytest", "pip install -e '.[dev,proxy]'"):
         assert expected in commands
 
 
