@@ -23,9 +23,9 @@ import functools
 import io
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -145,44 +145,94 @@ def _unreadable(where: str, exc: BaseException) -> FileFormatError:
 
 
 def read_parquet(entry_model: type[M], raw: bytes, where: str) -> M:
-    """The entry a Parquet history file holds.
+    """The entry a Parquet history file holds, every row of every table built.
 
-    Checks the format version and the layout; a damaged file is one FileFormatError.
     The rows were validated when written, so they are not validated again (that
     is what made a year of JSON history take 24 s to load): plain columns are
     taken as Arrow gives them, JSON columns are parsed and typed column by column.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    return ColumnarFile(entry_model, raw, where).entry()
 
-    try:
-        pf = pq.ParquetFile(io.BytesIO(raw))
-        meta = pf.schema_arrow.metadata or {}
-        layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise _unreadable(where, exc) from None
-    if not isinstance(layout, dict):
-        layout = {}
-    version = layout.get("format_version")
-    if version != COLUMNAR_FORMAT_VERSION:
-        raise FileFormatError(
-            f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
-            f"{COLUMNAR_FORMAT_VERSION} in Parquet files); upgrade evalrunner, or move the file aside"
-        )
-    tables = table_fields(entry_model)
-    stored: dict[str, Any] = layout.get("tables", {})
-    if pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(tables):
-        raise _unreadable(
-            where, ValueError(f"tables {sorted(stored)} in {pf.num_row_groups} row groups")
-        )
-    try:
-        [head] = pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
-        entry = entry_model.model_validate_json(head)
-        for i, name in enumerate(stored, start=1):
-            entry.__dict__[name] = _rows(pf, i, name, tables[name])
-    except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-        raise _unreadable(where, exc) from None
-    return entry
+
+class ColumnarFile(Generic[M]):
+    """One Parquet history file, opened: its head at once, columns and rows on demand.
+
+    Opening checks the format version and the layout; a damaged file is one
+    FileFormatError, then or on a later read. A report over a year of nights
+    reads a few columns of each night (:meth:`column`) and builds rows
+    (:meth:`rows`) only for the nights and results it shows in full.
+    """
+
+    def __init__(self, entry_model: type[M], raw: bytes, where: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.where = where
+        self.tables = table_fields(entry_model)
+        try:
+            self._pf = pq.ParquetFile(io.BytesIO(raw))
+            meta = self._pf.schema_arrow.metadata or {}
+            layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _unreadable(where, exc) from None
+        if not isinstance(layout, dict):
+            layout = {}
+        version = layout.get("format_version")
+        if version != COLUMNAR_FORMAT_VERSION:
+            raise FileFormatError(
+                f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
+                f"{COLUMNAR_FORMAT_VERSION} in Parquet files); upgrade evalrunner, or move the file aside"
+            )
+        stored: dict[str, Any] = layout.get("tables", {})
+        if self._pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(self.tables):
+            raise _unreadable(
+                where, ValueError(f"tables {sorted(stored)} in {self._pf.num_row_groups} row groups")
+            )
+        self._groups = {name: i for i, name in enumerate(stored, start=1)}
+        self._names = set(self._pf.schema_arrow.names)
+        try:
+            [head] = self._pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
+            self.head = entry_model.model_validate_json(head)
+        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+            raise _unreadable(where, exc) from None
+
+    def entry(self) -> M:
+        """The whole entry: the head with every table's rows."""
+        entry = self.head.model_copy()
+        for name in self._groups:
+            entry.__dict__[name] = self.rows(name)
+        return entry
+
+    def column(self, table: str, field: str) -> list[Any]:
+        """One field of a table's rows as Python values (JSON ones parsed, not typed)."""
+        import pyarrow as pa
+
+        model = self.tables[table]
+        name = f"{table}.{field}"
+        if table not in self._groups:
+            return []
+        if name not in self._names:  # a field this file predates: its default, as validation gives
+            length = self._pf.metadata.row_group(self._groups[table]).num_rows
+            return [model.model_fields[field].get_default(call_default_factory=True)] * length
+        try:
+            column = self._pf.read_row_group(self._groups[table], columns=[name]).column(0)
+            values = _pylist(column)
+            if _plain(model.model_fields[field].annotation) is None:
+                return list(json.loads("[" + ",".join(values) + "]"))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _unreadable(self.where, exc) from None
+        return values
+
+    def rows(self, table: str, indices: Sequence[int] | None = None) -> list[BaseModel]:
+        """A table's rows (those at ``indices``, in that order) as model instances."""
+        import pyarrow as pa
+
+        if table not in self._groups:
+            return []
+        try:
+            return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
+        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+            raise _unreadable(self.where, exc) from None
 
 
 @functools.cache
@@ -206,12 +256,16 @@ def _pylist(column: Any) -> list[Any]:
     return values
 
 
-def _rows(pf: Any, group: int, name: str, model: type[BaseModel]) -> list[BaseModel]:
-    """The rows of one table as ``model`` instances, built without validating them again."""
+def _rows(
+    pf: Any, group: int, name: str, model: type[BaseModel], indices: Sequence[int] | None
+) -> list[BaseModel]:
+    """The rows of one table (those at ``indices``) as ``model`` instances, not validated again."""
     prefix = f"{name}."
     present = {c[len(prefix) :]: c for c in pf.schema_arrow.names if c.startswith(prefix)}
     fields = [f for f in model.model_fields if f in present]
     table = pf.read_row_group(group, columns=[present[f] for f in fields])
+    if indices is not None:
+        table = table.take(list(indices))
     values = []
     for field, column in zip(fields, table.columns, strict=True):
         if _plain(model.model_fields[field].annotation) is None:

@@ -12,17 +12,24 @@ it holds runs or results of the selected models.
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import difflib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from evalrunner import _clock as clock
 from evalrunner.errors import ConfigError
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.report._history import BaselineSummary, History, HistoryEntry, Trajectory
+from evalrunner.report._history import (
+    BaselineSummary,
+    History,
+    HistoryEntry,
+    Source,
+    Trajectory,
+)
 from evalrunner.stats._results import MetricResult
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
@@ -62,20 +69,95 @@ def _first(values: Sequence[T | None]) -> T | None:
 
 
 @dataclass
+class _Part:
+    """The rows one entry contributes to a night: its kept records and results."""
+
+    source: Source
+    records: list[int]
+    results: list[int]
+
+
+@dataclass
 class Night:
-    """One suite's entries written at one time, with the selected models' records and results."""
+    """One suite's entries written at one time, with the selected models' records and results.
+
+    The rows stay in their files until asked for: ``record_column``/``result_column``
+    read one field of every row (what trend charts and counts need over a year of
+    nights), ``records``/``results`` build the rows (what the latest night shows).
+    """
 
     created_at: str
     when: _dt.datetime
-    entries: list[HistoryEntry] = field(default_factory=list)
-    records: list[RunRecord] = field(default_factory=list)
-    results: list[MetricResult] = field(default_factory=list)
+    parts: list[_Part] = field(default_factory=list)
+
+    @property
+    def entries(self) -> list[HistoryEntry]:
+        """The night's entries without their records and results (manifest, baselines, trajectories)."""
+        return [p.source.head for p in self.parts]
+
+    @functools.cached_property
+    def _columns(self) -> dict[tuple[str, str], list[Any]]:
+        return {}
+
+    def _column(self, table: str, fieldname: str) -> list[Any]:
+        key = (table, fieldname)
+        if key not in self._columns:
+            values = []
+            for p in self.parts:
+                column = p.source.column(table, fieldname)
+                values += [column[i] for i in (p.records if table == "records" else p.results)]
+            self._columns[key] = values
+        return self._columns[key]
+
+    def record_column(self, fieldname: str) -> list[Any]:
+        """One field of each of the night's records, in order."""
+        return self._column("records", fieldname)
+
+    def result_column(self, fieldname: str) -> list[Any]:
+        """One field of each of the night's metric results, in order."""
+        return self._column("verdicts", fieldname)
+
+    @property
+    def record_count(self) -> int:
+        return sum(len(p.records) for p in self.parts)
+
+    @property
+    def result_count(self) -> int:
+        return sum(len(p.results) for p in self.parts)
+
+    def result_rows(self, positions: Sequence[int]) -> list[MetricResult]:
+        """The metric results at ``positions`` (in :meth:`result_column` order), built."""
+        wanted: list[tuple[int, int, int]] = []  # (part, row in its file, position asked)
+        offset = 0
+        bounds = []
+        for p in self.parts:
+            bounds.append(offset)
+            offset += len(p.results)
+        for k, pos in enumerate(positions):
+            part = bisect.bisect_right(bounds, pos) - 1
+            wanted.append((part, self.parts[part].results[pos - bounds[part]], k))
+        out: list[MetricResult | None] = [None] * len(positions)
+        for part, p in enumerate(self.parts):
+            mine = [(row, k) for q, row, k in wanted if q == part]
+            if mine:
+                built = p.source.rows("verdicts", [row for row, _ in mine])
+                for (_, k), r in zip(mine, built, strict=True):
+                    out[k] = r
+        return [r for r in out if r is not None]
+
+    @functools.cached_property
+    def records(self) -> list[RunRecord]:
+        return [r for p in self.parts for r in p.source.rows("records", p.records)]
+
+    @functools.cached_property
+    def results(self) -> list[MetricResult]:
+        return [r for p in self.parts for r in p.source.rows("verdicts", p.results)]
 
     @functools.cached_property
     def cells(self) -> set[CellKey]:
         """Every scenario x model with a record or a result this night."""
-        pairs = {(r.scenario, r.model) for r in self.records}
-        pairs.update((r.scenario, r.model) for r in self.results)
+        pairs = set(zip(self.record_column("scenario"), self.record_column("model"), strict=True))
+        pairs.update(zip(self.result_column("scenario"), self.result_column("model"), strict=True))
         return {CellKey(scenario, model) for scenario, model in pairs}
 
     @functools.cached_property
@@ -140,18 +222,22 @@ def _nights(history: History, wanted: _Wanted) -> list[Night]:
     """
     nights: dict[tuple[str, str], Night] = {}
     seen: set[tuple[str, str, str]] = set()
-    for entry in sorted(history.entries, key=lambda e: e.created_at):
+    for source in sorted(history.sources, key=lambda s: s.head.created_at):
+        entry = source.head
         t = when(entry.created_at)
         if not wanted.night(entry.suite, t):
             continue
         night = nights.setdefault((entry.suite, entry.created_at), Night(entry.created_at, t))
-        night.entries.append(entry)
-        for r in entry.records:
-            key = (entry.suite, entry.manifest.started_at, r.run_id)
-            if key not in seen and wanted.model(r.model):
+        records = []
+        run_ids, models = source.column("records", "run_id"), source.column("records", "model")
+        for i, (run_id, model) in enumerate(zip(run_ids, models, strict=True)):
+            key = (entry.suite, entry.manifest.started_at, run_id)
+            if key not in seen and wanted.model(model):
                 seen.add(key)
-                night.records.append(r)
-        night.results += [r for r in entry.verdicts if wanted.model(r.model)]
+                records.append(i)
+        models = source.column("verdicts", "model")
+        results = [i for i, model in enumerate(models) if wanted.model(model)]
+        night.parts.append(_Part(source, records, results))
     return list(nights.values())
 
 
@@ -175,7 +261,7 @@ def select(
     )
     by_suite: dict[str, list[Night]] = {}
     for night in _nights(history, wanted):
-        if night.records or night.results:
+        if night.record_count or night.result_count:
             by_suite.setdefault(night.entries[0].suite, []).append(night)
     out = []
     for suite in sorted(by_suite):
@@ -196,14 +282,14 @@ def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] 
 
     None when everything asked for is there, so an empty report is never written silently.
     """
-    if not history.entries:
+    if not history.sources:
         return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
-    known_suites = sorted({e.suite for e in history.entries})
+    known_suites = sorted({s.head.suite for s in history.sources})
     for suite in suites:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
-    wanted = [e for e in history.entries if not suites or e.suite in suites]
-    known_models = sorted({r.model for e in wanted for r in e.records})
+    wanted = [s for s in history.sources if not suites or s.head.suite in suites]
+    known_models = sorted({m for s in wanted for m in s.column("records", "model")})
     for model in models:
         if model not in known_models:
             return _not_in("model", model, known_models)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.report._charts import ChartView, SuiteCharts, metric_chart, suite_charts
+from evalrunner.report._charts import ChartView, Points, SuiteCharts, metric_chart, suite_charts
 from evalrunner.report._format import (
     accumulated,
     day,
@@ -291,7 +291,7 @@ def _detail(
     v: CellView,
     anchor: str,
     charted: list[str],
-    series: dict[tuple[str, str, str], list[tuple[Night, MetricResult]]],
+    series: dict[tuple[str, str, str], Points],
     flagged: list[tuple[Night, MetricResult]],
     span: Sequence[Night],
 ) -> CellDetail:
@@ -328,15 +328,23 @@ def _charted(v: CellView, diagnostics: Sequence[str]) -> list[str]:
 
 def _series(
     suite: SuiteSelection, charted: dict[CellKey, list[str]]
-) -> dict[tuple[str, str, str], list[tuple[Night, MetricResult]]]:
+) -> dict[tuple[str, str, str], Points]:
     """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
     wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
-    series: dict[tuple[str, str, str], list[tuple[Night, MetricResult]]] = {}
+    series: dict[tuple[str, str, str], Points] = {}
     for night in suite.nights:
-        for r in night.results:
-            key = (r.scenario, r.model, r.metric)
+        keys = zip(
+            night.result_column("scenario"),
+            night.result_column("model"),
+            night.result_column("metric"),
+            strict=True,
+        )
+        for i, key in enumerate(keys):
             if key in wanted:
-                series.setdefault(key, []).append((night, r))
+                if key not in series:
+                    series[key] = Points([], [])
+                series[key].nights.append(night)
+                series[key].rows.append(i)
     return series
 
 
@@ -344,9 +352,9 @@ def _flags(suite: SuiteSelection) -> dict[CellKey, list[tuple[Night, MetricResul
     """Scenario x model -> its flagged results in the window, newest night first."""
     flags: dict[CellKey, list[tuple[Night, MetricResult]]] = {}
     for night in reversed(suite.nights):
-        for r in night.results:
-            if r.verdict in FLAGGED:
-                flags.setdefault(CellKey(r.scenario, r.model), []).append((night, r))
+        verdicts = night.result_column("verdict")
+        for r in night.result_rows([i for i, v in enumerate(verdicts) if v in FLAGGED]):
+            flags.setdefault(CellKey(r.scenario, r.model), []).append((night, r))
     return flags
 
 
@@ -419,16 +427,22 @@ def _diff(v: CellView) -> tuple[list[tuple[str, str]], str]:
 
 def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
     """The suite's most common reasons for ``outcome`` over the window, with the latest night's count."""
-    by_reason: dict[str, list[tuple[Night, RunRecord]]] = {}
+    by_reason: dict[str, list[tuple[Night, str]]] = {}  # reason -> (night, scenario) of each run
     for night in suite.nights:
-        for r in night.records:
-            if r.outcome == outcome:
-                text = "(no reason given)" if r.reason is None else r.reason
-                by_reason.setdefault(text, []).append((night, r))
+        rows = zip(
+            night.record_column("outcome"),
+            night.record_column("reason"),
+            night.record_column("scenario"),
+            strict=True,
+        )
+        for got, reason, scenario in rows:
+            if got == outcome:
+                text = "(no reason given)" if reason is None else reason
+                by_reason.setdefault(text, []).append((night, scenario))
     total = sum(len(rows) for rows in by_reason.values())
     ranked = sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))
 
-    def latest(rows: Iterable[tuple[Night, RunRecord]]) -> int:
+    def latest(rows: Iterable[tuple[Night, str]]) -> int:
         return sum(night is suite.night for night, _ in rows)
 
     out = [
@@ -437,7 +451,7 @@ def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
             count=str(len(rows)),
             share=pct(len(rows) / total),
             latest=str(latest(rows)),
-            scenarios=str(len({r.scenario for _, r in rows})),
+            scenarios=str(len({scenario for _, scenario in rows})),
             last_seen=day(max((night for night, _ in rows), key=lambda n: n.when).created_at),
         )
         for text, rows in ranked[:_MAX_REASONS]
