@@ -11,6 +11,7 @@ not in the metric's units. A new metric of a known kind needs nothing here.
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from evalrunner.report._format import day, effect_label, fmt, interval
+from evalrunner.report._format import day, fmt, interval
 from evalrunner.report._select import Night
 from evalrunner.report._svg import (
     Flag,
@@ -31,8 +32,7 @@ from evalrunner.report._svg import (
     trend_svg,
 )
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
-from evalrunner.stats._metrics import Kind
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metrics import EFFECT_LABELS, Kind
 
 _MAX_POINTS = 90
 """Longer series are drawn in runs of nights, about _TARGET_POINTS points per chart."""
@@ -126,23 +126,36 @@ def _intervals(values: Sequence[tuple[float, float] | None]) -> tuple[FloatArray
     )
 
 
+CHART_FIELDS = (
+    *("kind", "verdict", "margin", "effect", "effect_ci", "effect_label", "q"),
+    *("night_estimate", "night_ci", "baseline_estimate"),
+)
+"""The fields of a metric result a trend chart reads at every night."""
+
+
 @dataclass(frozen=True)
 class Points:
     """One metric of one scenario x model over nights, oldest first.
 
-    Each point is a night and the result's position in it: the chart reads a few
-    fields of every point (:meth:`values`) and builds only the flagged results.
+    The chart reads a few fields of every point (:data:`CHART_FIELDS`), never the
+    whole results: over a year of nights, building them would take seconds.
     """
 
     nights: list[Night]
-    rows: list[int]
+    columns: dict[str, list[Any]]
+
+    @classmethod
+    def gather(
+        cls, rows: list[int], nights: list[Night], columns: dict[str, list[Any]]
+    ) -> Points:
+        """The points at ``rows`` of the flat ``nights`` and ``columns`` (one item per result)."""
+        pick = operator.itemgetter(*rows)
+        if len(rows) == 1:  # itemgetter of one index gives the item, not a tuple
+            return cls([nights[rows[0]]], {k: [v[rows[0]]] for k, v in columns.items()})
+        return cls(list(pick(nights)), {k: list(pick(v)) for k, v in columns.items()})
 
     def values(self, fieldname: str) -> list[Any]:
-        return [n.result_column(fieldname)[i] for n, i in zip(self.nights, self.rows, strict=True)]
-
-    def result(self, k: int) -> MetricResult:
-        [r] = self.nights[k].result_rows([self.rows[k]])
-        return r
+        return self.columns[fieldname]
 
 
 def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
@@ -152,7 +165,7 @@ def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
             _floats(points.values("effect")),
             _intervals(points.values("effect_ci")),
         )
-        base = np.zeros(len(points.rows))
+        base = np.zeros(len(points.nights))
     else:
         est, (low, high) = (
             _floats(points.values("night_estimate")),
@@ -163,11 +176,17 @@ def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
     return Trend(frac, est, low, high, base, band_low, band_high)
 
 
-def _tip(created_at: str, r: MetricResult) -> str:
+def _tip(points: Points, i: int) -> str:
+    """The tooltip of a flagged point: what the flag table says of it, in one line."""
+
+    def value(name: str) -> Any:
+        return points.columns[name][i]
+
+    label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
     return (
-        f"{day(created_at)} {safe_verdict(r.verdict)}: baseline {fmt(r.baseline_estimate)} → night "
-        f"{fmt(r.night_estimate)}; {effect_label(r)} "
-        f"{fmt(r.effect)} {interval(r.effect_ci)}; q {fmt(r.q)}"
+        f"{day(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
+        f"{fmt(value('baseline_estimate'))} → night {fmt(value('night_estimate'))}; {label} "
+        f"{fmt(value('effect'))} {interval(value('effect_ci'))}; q {fmt(value('q'))}"
     )
 
 
@@ -189,7 +208,7 @@ def metric_chart(metric: str, points: Points, span: Sequence[Night], latest: Nig
             float(frac[i]),
             float(trend.est[i]),
             safe_verdict(v),
-            _tip(points.nights[i].created_at, points.result(i)),
+            _tip(points, i),
         )
         for i, v in enumerate(verdicts)
         if v in FLAGGED

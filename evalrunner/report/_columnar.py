@@ -93,13 +93,21 @@ def _arrow(kind: str) -> pa.DataType:
     }[kind]
 
 
-def to_parquet(entry_model: type[BaseModel], data: Mapping[str, Any]) -> bytes:
-    """One validated, JSON-mode entry dump as Parquet bytes (see the module docs)."""
+def to_parquet(
+    entry_model: type[BaseModel], data: Mapping[str, Any], keys: Mapping[str, str] | None = None
+) -> bytes:
+    """One validated, JSON-mode entry dump as Parquet bytes (see the module docs).
+
+    ``keys`` (a few short texts of the head, e.g. the suite and the night) go into
+    the file's metadata, so a reader that needs only those skips parsing the head.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = table_fields(entry_model)
     layout: dict[str, Any] = {"format_version": COLUMNAR_FORMAT_VERSION, "tables": {}}
+    if keys:
+        layout["keys"] = dict(keys)
     fields: list[tuple[str, str]] = [(f"{ENTRY}.json", "string")]
     for name, model in tables.items():
         typed, as_json = _schema(model, name)
@@ -171,7 +179,8 @@ class ColumnarFile(Generic[M]):
         self.tables = table_fields(entry_model)
         try:
             self._pf = pq.ParquetFile(io.BytesIO(raw))
-            meta = self._pf.schema_arrow.metadata or {}
+            schema = self._pf.schema_arrow
+            meta = schema.metadata or {}
             layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(where, exc) from None
@@ -188,13 +197,24 @@ class ColumnarFile(Generic[M]):
             raise _unreadable(
                 where, ValueError(f"tables {sorted(stored)} in {self._pf.num_row_groups} row groups")
             )
+        self._model = entry_model
         self._groups = {name: i for i, name in enumerate(stored, start=1)}
-        self._names = set(self._pf.schema_arrow.names)
+        self._names = set(schema.names)
+        self._cache: dict[tuple[str, str], list[Any]] = {}
+        keys = layout.get("keys")
+        self.keys: dict[str, str] = keys if isinstance(keys, dict) else {}
+        """The head's texts written to the metadata (empty in files written before them)."""
+
+    @functools.cached_property
+    def head(self) -> M:
+        """The entry without its tables' rows, parsed on first use."""
+        import pyarrow as pa
+
         try:
             [head] = self._pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
-            self.head = entry_model.model_validate_json(head)
+            return self._model.model_validate_json(head)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-            raise _unreadable(where, exc) from None
+            raise _unreadable(self.where, exc) from None
 
     def entry(self) -> M:
         """The whole entry: the head with every table's rows."""
@@ -205,23 +225,39 @@ class ColumnarFile(Generic[M]):
 
     def column(self, table: str, field: str) -> list[Any]:
         """One field of a table's rows as Python values (JSON ones parsed, not typed)."""
+        if (table, field) not in self._cache:
+            self.preload(table, [field])
+        return self._cache[(table, field)]
+
+    def preload(self, table: str, fields: Sequence[str]) -> None:
+        """Read these fields of a table in one go (one call per column costs ~1 ms)."""
         import pyarrow as pa
 
         model = self.tables[table]
-        name = f"{table}.{field}"
-        if table not in self._groups:
-            return []
-        if name not in self._names:  # a field this file predates: its default, as validation gives
-            length = self._pf.metadata.row_group(self._groups[table]).num_rows
-            return [model.model_fields[field].get_default(call_default_factory=True)] * length
+        group = self._groups.get(table)
+        fields = [f for f in fields if (table, f) not in self._cache]
+        if group is None:
+            self._cache.update({(table, f): [] for f in fields})
+            return
+        names = {f: f"{table}.{f}" for f in fields if f"{table}.{f}" in self._names}
         try:
-            column = self._pf.read_row_group(self._groups[table], columns=[name]).column(0)
-            values = _pylist(column)
-            if _plain(model.model_fields[field].annotation) is None:
-                return list(json.loads("[" + ",".join(values) + "]"))
+            read = self._pf.read_row_group(group, columns=list(names.values())) if names else None
+            for f in fields:
+                if f not in names:  # a field this file predates: its default, as validation gives
+                    length = self._pf.metadata.row_group(group).num_rows
+                    default = model.model_fields[f].get_default(call_default_factory=True)
+                    self._cache[(table, f)] = [default] * length
+                    continue
+                assert read is not None
+                column = read.column(names[f])
+                if _plain(model.model_fields[f].annotation) is not None:
+                    self._cache[(table, f)] = _pylist(column)
+                else:
+                    self._cache[(table, f)] = _pairs(column) or list(
+                        json.loads("[" + ",".join(_pylist(column)) + "]")
+                    )
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
-        return values
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[BaseModel]:
         """A table's rows (those at ``indices``, in that order) as model instances."""
@@ -233,6 +269,30 @@ class ColumnarFile(Generic[M]):
             return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+def _pairs(column: Any) -> list[Any] | None:
+    """A JSON column of number pairs or nulls ('[0.1,0.2]', 'null': intervals) as pairs, parsed
+    by Arrow; None when it holds anything else. json.loads of a year of intervals takes seconds."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        null = pc.equal(column, "null")
+        text = pc.if_else(null, "[0,0]", column)
+        if not pc.all(pc.and_(pc.starts_with(text, "["), pc.ends_with(text, "]"))).as_py():
+            return None
+        parts = pc.split_pattern(pc.utf8_slice_codeunits(text, 1, -1), ",")
+        if not pc.all(pc.equal(pc.list_value_length(parts), 2)).as_py():
+            return None
+        flat = pc.cast(pc.list_flatten(parts), pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowException:  # not numbers
+        return None
+    pairs: list[Any] = list(zip(flat[0::2].tolist(), flat[1::2].tolist(), strict=True))
+    for i in np.flatnonzero(null.to_numpy(zero_copy_only=False)).tolist():
+        pairs[i] = None
+    return pairs
 
 
 @functools.cache

@@ -214,7 +214,8 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
     name = f"{_stamp(entry.created_at)}-{secrets.token_hex(4)}"
     if parquet:
         path = f"{base.rstrip('/')}/{entry.suite}/{name}.parquet"
-        payload = to_parquet(HistoryEntry, data)
+        keys = {"suite": entry.suite, "created_at": entry.created_at}
+        payload = to_parquet(HistoryEntry, data, {**keys, "started_at": entry.manifest.started_at})
     else:
         path = f"{base.rstrip('/')}/{entry.suite}/{name}.json.gz"
         payload = gzip.compress(canonical(data).encode(), mtime=0)
@@ -229,12 +230,26 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
 class Source(Protocol):
     """One history entry as the report reads it: its head at once, its tables on demand.
 
-    ``head`` is the entry without its tables (``records`` and ``verdicts`` may be
-    empty); :meth:`column` gives one field of a table's rows, :meth:`rows` the
-    rows themselves, :meth:`entry` the whole entry.
+    ``suite``, ``created_at`` and ``started_at`` (the manifest's) are known without
+    parsing anything else; ``head`` is the entry without its tables (``records``
+    and ``verdicts`` may be empty); :meth:`column` gives one field of a table's
+    rows (:meth:`preload` reads several at once), :meth:`rows` the rows
+    themselves, :meth:`entry` the whole entry.
     """
 
-    head: HistoryEntry
+    @property
+    def suite(self) -> str: ...
+
+    @property
+    def created_at(self) -> str: ...
+
+    @property
+    def started_at(self) -> str: ...
+
+    @property
+    def head(self) -> HistoryEntry: ...
+
+    def preload(self, table: str, fields: Sequence[str]) -> None: ...
 
     def column(self, table: str, field: str) -> list[Any]: ...
 
@@ -248,6 +263,11 @@ class InMemory:
 
     def __init__(self, entry: HistoryEntry) -> None:
         self.head = entry
+        self.suite, self.created_at = entry.suite, entry.created_at
+        self.started_at = entry.manifest.started_at
+
+    def preload(self, table: str, fields: Sequence[str]) -> None:
+        pass
 
     def column(self, table: str, field: str) -> list[Any]:
         return [getattr(row, field) for row in getattr(self.head, table)]
@@ -258,6 +278,41 @@ class InMemory:
 
     def entry(self) -> HistoryEntry:
         return self.head
+
+
+_KEYS = ("suite", "created_at", "started_at")
+"""The head's texts a Parquet file carries in its metadata: all a night needs to be placed."""
+
+
+class InParquet:
+    """A Parquet history file as a :class:`Source`: its head parsed only when asked for."""
+
+    def __init__(self, raw: bytes, where: str) -> None:
+        self.file = ColumnarFile(HistoryEntry, raw, where)
+        keys = self.file.keys
+        if all(isinstance(keys.get(k), str) for k in _KEYS):
+            self.suite, self.created_at = keys["suite"], keys["created_at"]
+            self.started_at = keys["started_at"]
+        else:  # written before the metadata carried them
+            head = self.file.head
+            self.suite, self.created_at = head.suite, head.created_at
+            self.started_at = head.manifest.started_at
+
+    @property
+    def head(self) -> HistoryEntry:
+        return self.file.head
+
+    def preload(self, table: str, fields: Sequence[str]) -> None:
+        self.file.preload(table, fields)
+
+    def column(self, table: str, field: str) -> list[Any]:
+        return self.file.column(table, field)
+
+    def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
+        return self.file.rows(table, indices)
+
+    def entry(self) -> HistoryEntry:
+        return self.file.entry()
 
 
 class History:
@@ -321,7 +376,7 @@ def _open(fs: Any, path: str) -> Source:
         with fs.open(path, "rb") as fh:
             raw = fh.read()
         if path.endswith(".parquet"):
-            return ColumnarFile(HistoryEntry, raw, path)
+            return InParquet(raw, path)
         text = gzip.decompress(raw) if path.endswith(".gz") else raw
     except (OSError, EOFError) as exc:
         raise FileFormatError(f"{path}: unreadable history file ({exc}); move it aside") from None
@@ -366,13 +421,14 @@ def open_sources(
     try:
         for path in _paths(fs, base, suites, since):
             source = _open(fs, path)
-            head = source.head
-            if (not suites or head.suite in suites) and (not since or head.created_at >= since):
+            if (not suites or source.suite in suites) and (
+                not since or source.created_at >= since
+            ):
                 sources.append(source)
     finally:
         if collecting:
             gc.enable()
-    return sorted(sources, key=lambda s: s.head.created_at)
+    return sorted(sources, key=lambda s: s.created_at)
 
 
 def latest_evidence(entries: Sequence[HistoryEntry]) -> dict[CellKey, EvidenceState]:

@@ -105,7 +105,9 @@ class Night:
             values = []
             for p in self.parts:
                 column = p.source.column(table, fieldname)
-                values += [column[i] for i in (p.records if table == "records" else p.results)]
+                rows = p.records if table == "records" else p.results
+                # rows are ascending: as many as the column holds means all of them
+                values += column if len(rows) == len(column) else [column[i] for i in rows]
             self._columns[key] = values
         return self._columns[key]
 
@@ -213,6 +215,30 @@ class _Wanted:
         return self.models is None or name in self.models
 
 
+RECORD_COLUMNS = ("run_id", "scenario", "model", "outcome", "reason", "prompt_tokens", "completion_tokens")
+"""What the report reads of every record of every night (the rest only of the nights it shows in full)."""
+RESULT_COLUMNS = (
+    *("scenario", "model", "metric", "kind", "verdict", "margin", "effect", "effect_ci"),
+    *("effect_label", "q", "night_estimate", "night_ci", "baseline_estimate"),
+)
+"""What the report reads of every metric result of every night (trend charts, flags)."""
+
+
+def _kept(source: Source, wanted: _Wanted, seen: dict[tuple[str, str], set[str]]) -> list[int]:
+    """The source's records of wanted models not already held by an earlier entry."""
+    run_ids, models = source.column("records", "run_id"), source.column("records", "model")
+    held = seen.setdefault((source.suite, source.started_at), set())
+    if wanted.models is None and held.isdisjoint(run_ids) and len(set(run_ids)) == len(run_ids):
+        held.update(run_ids)  # the usual night: every run new, every model wanted
+        return list(range(len(run_ids)))
+    kept = []
+    for i, (run_id, model) in enumerate(zip(run_ids, models, strict=True)):
+        if run_id not in held and wanted.model(model):
+            held.add(run_id)
+            kept.append(i)
+    return kept
+
+
 def _nights(history: History, wanted: _Wanted) -> list[Night]:
     """The wanted entries grouped by suite and ``created_at``, in order of writing time.
 
@@ -221,23 +247,20 @@ def _nights(history: History, wanted: _Wanted) -> list[Night]:
     first entry that holds a run keeps it.
     """
     nights: dict[tuple[str, str], Night] = {}
-    seen: set[tuple[str, str, str]] = set()
-    for source in sorted(history.sources, key=lambda s: s.head.created_at):
-        entry = source.head
-        t = when(entry.created_at)
-        if not wanted.night(entry.suite, t):
+    seen: dict[tuple[str, str], set[str]] = {}
+    for source in sorted(history.sources, key=lambda s: s.created_at):
+        t = when(source.created_at)
+        if not wanted.night(source.suite, t):
             continue
-        night = nights.setdefault((entry.suite, entry.created_at), Night(entry.created_at, t))
-        records = []
-        run_ids, models = source.column("records", "run_id"), source.column("records", "model")
-        for i, (run_id, model) in enumerate(zip(run_ids, models, strict=True)):
-            key = (entry.suite, entry.manifest.started_at, run_id)
-            if key not in seen and wanted.model(model):
-                seen.add(key)
-                records.append(i)
+        source.preload("records", RECORD_COLUMNS)
+        source.preload("verdicts", RESULT_COLUMNS)
+        night = nights.setdefault((source.suite, source.created_at), Night(source.created_at, t))
         models = source.column("verdicts", "model")
-        results = [i for i, model in enumerate(models) if wanted.model(model)]
-        night.parts.append(_Part(source, records, results))
+        if wanted.models is None:
+            results = list(range(len(models)))
+        else:
+            results = [i for i, model in enumerate(models) if model in wanted.models]
+        night.parts.append(_Part(source, _kept(source, wanted, seen), results))
     return list(nights.values())
 
 
@@ -262,7 +285,7 @@ def select(
     by_suite: dict[str, list[Night]] = {}
     for night in _nights(history, wanted):
         if night.record_count or night.result_count:
-            by_suite.setdefault(night.entries[0].suite, []).append(night)
+            by_suite.setdefault(night.parts[0].source.suite, []).append(night)
     out = []
     for suite in sorted(by_suite):
         ordered = sorted(by_suite[suite], key=lambda n: (n.when, n.created_at))
@@ -284,11 +307,11 @@ def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] 
     """
     if not history.sources:
         return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
-    known_suites = sorted({s.head.suite for s in history.sources})
+    known_suites = sorted({s.suite for s in history.sources})
     for suite in suites:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
-    wanted = [s for s in history.sources if not suites or s.head.suite in suites]
+    wanted = [s for s in history.sources if not suites or s.suite in suites]
     known_models = sorted({m for s in wanted for m in s.column("records", "model")})
     for model in models:
         if model not in known_models:

@@ -12,9 +12,17 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.report._charts import ChartView, Points, SuiteCharts, metric_chart, suite_charts
+from evalrunner.report._charts import (
+    CHART_FIELDS,
+    ChartView,
+    Points,
+    SuiteCharts,
+    metric_chart,
+    suite_charts,
+)
 from evalrunner.report._format import (
     accumulated,
     day,
@@ -264,7 +272,7 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
     series = _series(suite, charted)
     flags = _flags(suite)
     details = [
-        _detail(v, f"s{index}-k{n}", charted[v.cell], series, flags.get(v.cell, []), suite.nights)
+        _detail(v, f"s{index}-k{n}", charted[v.cell], series, flags.get(v.cell, _Flags([], 0)), suite.nights)
         for n, v in enumerate(views)
     ]
     models = sorted({v.model for v in views})
@@ -292,7 +300,7 @@ def _detail(
     anchor: str,
     charted: list[str],
     series: dict[tuple[str, str, str], Points],
-    flagged: list[tuple[Night, MetricResult]],
+    flagged: _Flags,
     span: Sequence[Night],
 ) -> CellDetail:
     """The section of ``v``: charts over the suite's nights ``span``, evidence, flags, bars, diff."""
@@ -309,8 +317,8 @@ def _detail(
         ],
         evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if s],
         more_evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if not s],
-        flags=[EvidenceRow.of(r, day(night.created_at)) for night, r in flagged[:_MAX_FLAG_ROWS]],
-        flags_more=max(0, len(flagged) - _MAX_FLAG_ROWS),
+        flags=[EvidenceRow.of(r, day(night.created_at)) for night, r in flagged.shown],
+        flags_more=flagged.total - len(flagged.shown),
         sequences=sequences,
         sequences_note=sequences_note,
         diff_lines=diff_lines,
@@ -331,7 +339,9 @@ def _series(
 ) -> dict[tuple[str, str, str], Points]:
     """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
     wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
-    series: dict[tuple[str, str, str], Points] = {}
+    hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the suite's results, in order
+    nights: list[Night] = []  # the night of each row
+    columns: dict[str, list[Any]] = {name: [] for name in CHART_FIELDS}
     for night in suite.nights:
         keys = zip(
             night.result_column("scenario"),
@@ -339,23 +349,54 @@ def _series(
             night.result_column("metric"),
             strict=True,
         )
+        offset = len(nights)
         for i, key in enumerate(keys):
             if key in wanted:
-                if key not in series:
-                    series[key] = Points([], [])
-                series[key].nights.append(night)
-                series[key].rows.append(i)
-    return series
+                hits.setdefault(key, []).append(offset + i)
+        nights += [night] * night.result_count
+        for name, values in columns.items():
+            values += night.result_column(name)
+    return {key: Points.gather(rows, nights, columns) for key, rows in hits.items()}
 
 
-def _flags(suite: SuiteSelection) -> dict[CellKey, list[tuple[Night, MetricResult]]]:
-    """Scenario x model -> its flagged results in the window, newest night first."""
-    flags: dict[CellKey, list[tuple[Night, MetricResult]]] = {}
+@dataclass(frozen=True)
+class _Flags:
+    """A scenario x model's flagged results in the window: the newest built, how many in all."""
+
+    shown: list[tuple[Night, MetricResult]]
+    total: int
+
+
+def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
+    """Scenario x model -> its flagged results in the window, newest night first.
+
+    Only the results the flag table lists (_MAX_FLAG_ROWS per scenario x model)
+    are built; the others are counted from their verdicts.
+    """
+    found: dict[CellKey, list[tuple[Night, int]]] = {}
     for night in reversed(suite.nights):
-        verdicts = night.result_column("verdict")
-        for r in night.result_rows([i for i, v in enumerate(verdicts) if v in FLAGGED]):
-            flags.setdefault(CellKey(r.scenario, r.model), []).append((night, r))
-    return flags
+        rows = zip(
+            night.result_column("scenario"),
+            night.result_column("model"),
+            night.result_column("verdict"),
+            strict=True,
+        )
+        for i, (scenario, model, verdict) in enumerate(rows):
+            if verdict in FLAGGED:
+                found.setdefault(CellKey(scenario, model), []).append((night, i))
+    wanted: dict[int, tuple[Night, list[int]]] = {}  # id(night) -> the night, its rows to build
+    for points in found.values():
+        for night, i in points[:_MAX_FLAG_ROWS]:
+            wanted.setdefault(id(night), (night, []))[1].append(i)
+    built: dict[tuple[int, int], MetricResult] = {}
+    for key, (night, rows) in wanted.items():
+        built.update({(key, i): r for i, r in zip(rows, night.result_rows(rows), strict=True)})
+    return {
+        cell: _Flags(
+            [(night, built[(id(night), i)]) for night, i in points[:_MAX_FLAG_ROWS]], len(points)
+        )
+        for cell, points in found.items()
+    }
 
 
 def _baseline_sequences(v: CellView) -> tuple[dict[str, float], str]:
