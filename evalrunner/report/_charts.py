@@ -10,6 +10,7 @@ not in the metric's units. A new metric of a known kind needs nothing here.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections import Counter
@@ -133,29 +134,37 @@ CHART_FIELDS = (
 """The fields of a metric result a trend chart reads at every night."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Points:
     """One metric of one scenario x model over nights, oldest first.
 
-    The chart reads a few fields of every point (:data:`CHART_FIELDS`), never the
-    whole results: over a year of nights, building them would take seconds.
+    The chart reads a few fields of every point (of :data:`CHART_FIELDS`), never
+    the whole results: over a year of nights, building them would take seconds.
+    ``rows`` index the suite's flat ``all_nights`` and ``all_columns`` (one item
+    per metric result of the suite); a field's values are gathered when first read.
     """
 
-    nights: list[Night]
-    columns: dict[str, list[Any]]
+    rows: list[int]
+    all_nights: list[Night]
+    all_columns: dict[str, list[Any]]
 
-    @classmethod
-    def gather(
-        cls, rows: list[int], nights: list[Night], columns: dict[str, list[Any]]
-    ) -> Points:
-        """The points at ``rows`` of the flat ``nights`` and ``columns`` (one item per result)."""
-        pick = operator.itemgetter(*rows)
-        if len(rows) == 1:  # itemgetter of one index gives the item, not a tuple
-            return cls([nights[rows[0]]], {k: [v[rows[0]]] for k, v in columns.items()})
-        return cls(list(pick(nights)), {k: list(pick(v)) for k, v in columns.items()})
+    def _pick(self, values: list[Any]) -> list[Any]:
+        if len(self.rows) == 1:  # itemgetter of one index gives the item, not a tuple
+            return [values[self.rows[0]]]
+        return list(operator.itemgetter(*self.rows)(values))
+
+    @functools.cached_property
+    def nights(self) -> list[Night]:
+        return self._pick(self.all_nights)
+
+    @functools.cached_property
+    def _gathered(self) -> dict[str, list[Any]]:
+        return {}
 
     def values(self, fieldname: str) -> list[Any]:
-        return self.columns[fieldname]
+        if fieldname not in self._gathered:
+            self._gathered[fieldname] = self._pick(self.all_columns[fieldname])
+        return self._gathered[fieldname]
 
 
 def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
@@ -180,7 +189,7 @@ def _tip(points: Points, i: int) -> str:
     """The tooltip of a flagged point: what the flag table says of it, in one line."""
 
     def value(name: str) -> Any:
-        return points.columns[name][i]
+        return points.values(name)[i]
 
     label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
     return (
@@ -199,9 +208,7 @@ def metric_chart(metric: str, points: Points, span: Sequence[Night], latest: Nig
     verdicts: list[str] = points.values("verdict")
     # The kind stored with the newest result decides how the whole series reads.
     style = _BY_KIND[points.values("kind")[-1]]
-    frac = fractions(
-        [n.when.timestamp() for n in span], [n.when.timestamp() for n in points.nights]
-    )
+    frac = fractions([n.stamp for n in span], [n.stamp for n in points.nights])
     trend = _trend(style, points, frac)
     flags = [
         Flag(

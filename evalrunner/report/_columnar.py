@@ -253,8 +253,10 @@ class ColumnarFile(Generic[M]):
                 if _plain(model.model_fields[f].annotation) is not None:
                     self._cache[(table, f)] = _pylist(column)
                 else:
-                    self._cache[(table, f)] = _pairs(column) or list(
-                        json.loads("[" + ",".join(_pylist(column)) + "]")
+                    texts = _pylist(column)
+                    pairs = _pairs(texts)
+                    self._cache[(table, f)] = (
+                        pairs if pairs is not None else json.loads("[" + ",".join(texts) + "]")
                     )
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
@@ -271,27 +273,28 @@ class ColumnarFile(Generic[M]):
             raise _unreadable(self.where, exc) from None
 
 
-def _pairs(column: Any) -> list[Any] | None:
-    """A JSON column of number pairs or nulls ('[0.1,0.2]', 'null': intervals) as pairs, parsed
-    by Arrow; None when it holds anything else. json.loads of a year of intervals takes seconds."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        null = pc.equal(column, "null")
-        text = pc.if_else(null, "[0,0]", column)
-        if not pc.all(pc.and_(pc.starts_with(text, "["), pc.ends_with(text, "]"))).as_py():
+def _pairs(texts: list[str]) -> list[Any] | None:
+    """A JSON column of number pairs or nulls ('[0.1,0.2]', 'null': intervals) as pairs, or
+    None when it holds anything else: json.loads of a year of intervals takes seconds."""
+    inner = []
+    for text in texts:
+        if text == "null":
+            inner.append("nan,nan")
+        elif text[:1] == "[" and text[-1:] == "]":
+            inner.append(text[1:-1])
+        else:
             return None
-        parts = pc.split_pattern(pc.utf8_slice_codeunits(text, 1, -1), ",")
-        if not pc.all(pc.equal(pc.list_value_length(parts), 2)).as_py():
-            return None
-        flat = pc.cast(pc.list_flatten(parts), pa.float64()).to_numpy(zero_copy_only=False)
-    except pa.ArrowException:  # not numbers
+    numbers = ",".join(inner).split(",") if inner else []
+    if len(numbers) != 2 * len(texts):
         return None
-    pairs: list[Any] = list(zip(flat[0::2].tolist(), flat[1::2].tolist(), strict=True))
-    for i in np.flatnonzero(null.to_numpy(zero_copy_only=False)).tolist():
-        pairs[i] = None
+    try:
+        flat = [float(x) for x in numbers]  # JSON's NaN and Infinity read as json.loads reads them
+    except ValueError:
+        return None
+    pairs: list[Any] = list(zip(flat[0::2], flat[1::2], strict=True))
+    for i, text in enumerate(texts):
+        if text == "null":
+            pairs[i] = None
     return pairs
 
 

@@ -90,6 +90,11 @@ class Night:
     when: _dt.datetime
     parts: list[_Part] = field(default_factory=list)
 
+    @functools.cached_property
+    def stamp(self) -> float:
+        """``when`` as a POSIX timestamp (charts place nights by it)."""
+        return self.when.timestamp()
+
     @property
     def entries(self) -> list[HistoryEntry]:
         """The night's entries without their records and results (manifest, baselines, trajectories)."""

@@ -356,7 +356,7 @@ def _series(
         nights += [night] * night.result_count
         for name, values in columns.items():
             values += night.result_column(name)
-    return {key: Points.gather(rows, nights, columns) for key, rows in hits.items()}
+    return {key: Points(rows, nights, columns) for key, rows in hits.items()}
 
 
 @dataclass(frozen=True)
