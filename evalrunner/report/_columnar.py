@@ -195,7 +195,8 @@ class ColumnarFile(Generic[M]):
         stored: dict[str, Any] = layout.get("tables", {})
         if self._pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(self.tables):
             raise _unreadable(
-                where, ValueError(f"tables {sorted(stored)} in {self._pf.num_row_groups} row groups")
+                where,
+                ValueError(f"tables {sorted(stored)} in {self._pf.num_row_groups} row groups"),
             )
         self._model = entry_model
         self._groups = {name: i for i, name in enumerate(stored, start=1)}

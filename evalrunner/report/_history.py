@@ -421,9 +421,7 @@ def open_sources(
     try:
         for path in _paths(fs, base, suites, since):
             source = _open(fs, path)
-            if (not suites or source.suite in suites) and (
-                not since or source.created_at >= since
-            ):
+            if (not suites or source.suite in suites) and (not since or source.created_at >= since):
                 sources.append(source)
     finally:
         if collecting:

@@ -220,7 +220,15 @@ class _Wanted:
         return self.models is None or name in self.models
 
 
-RECORD_COLUMNS = ("run_id", "scenario", "model", "outcome", "reason", "prompt_tokens", "completion_tokens")
+RECORD_COLUMNS = (
+    "run_id",
+    "scenario",
+    "model",
+    "outcome",
+    "reason",
+    "prompt_tokens",
+    "completion_tokens",
+)
 """What the report reads of every record of every night (the rest only of the nights it shows in full)."""
 RESULT_COLUMNS = (
     *("scenario", "model", "metric", "kind", "verdict", "margin", "effect", "effect_ci"),

@@ -272,7 +272,14 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
     series = _series(suite, charted)
     flags = _flags(suite)
     details = [
-        _detail(v, f"s{index}-k{n}", charted[v.cell], series, flags.get(v.cell, _Flags([], 0)), suite.nights)
+        _detail(
+            v,
+            f"s{index}-k{n}",
+            charted[v.cell],
+            series,
+            flags.get(v.cell, _Flags([], 0)),
+            suite.nights,
+        )
         for n, v in enumerate(views)
     ]
     models = sorted({v.model for v in views})
@@ -389,8 +396,9 @@ def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
         for night, i in points[:_MAX_FLAG_ROWS]:
             wanted.setdefault(id(night), (night, []))[1].append(i)
     built: dict[tuple[int, int], MetricResult] = {}
-    for key, (night, rows) in wanted.items():
-        built.update({(key, i): r for i, r in zip(rows, night.result_rows(rows), strict=True)})
+    for key, (night, positions) in wanted.items():
+        results = night.result_rows(positions)
+        built.update({(key, i): r for i, r in zip(positions, results, strict=True)})
     return {
         cell: _Flags(
             [(night, built[(id(night), i)]) for night, i in points[:_MAX_FLAG_ROWS]], len(points)
