@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
+from evalrunner.report._columnar import parsed
 from evalrunner.report._format import day, fmt, interval
 from evalrunner.report._select import Night
 from evalrunner.report._svg import (
@@ -132,6 +133,8 @@ CHART_FIELDS = (
     *("night_estimate", "night_ci", "baseline_estimate"),
 )
 """The fields of a metric result a trend chart reads at every night."""
+INTERVALS = ("effect_ci", "night_ci")
+"""Of those, the ones read as JSON text (:meth:`Night.result_texts`) and parsed when charted."""
 
 
 @dataclass
@@ -163,7 +166,9 @@ class Points:
 
     def values(self, fieldname: str) -> list[Any]:
         if fieldname not in self._gathered:
-            self._gathered[fieldname] = self._pick(self.all_columns[fieldname])
+            values = self._pick(self.all_columns[fieldname])
+            # Intervals are gathered as JSON text: a chart parses only its points' and kind's.
+            self._gathered[fieldname] = parsed(values) if fieldname in INTERVALS else values
         return self._gathered[fieldname]
 
 

@@ -202,6 +202,7 @@ class ColumnarFile(Generic[M]):
         self._groups = {name: i for i, name in enumerate(stored, start=1)}
         self._names = set(schema.names)
         self._cache: dict[tuple[str, str], list[Any]] = {}
+        self._texts: dict[tuple[str, str], list[str]] = {}  # JSON columns not parsed yet
         keys = layout.get("keys")
         self.keys: dict[str, str] = keys if isinstance(keys, dict) else {}
         """The head's texts written to the metadata (empty in files written before them)."""
@@ -228,7 +229,15 @@ class ColumnarFile(Generic[M]):
         """One field of a table's rows as Python values (JSON ones parsed, not typed)."""
         if (table, field) not in self._cache:
             self.preload(table, [field])
+        if (table, field) in self._texts:
+            self._cache[(table, field)] = parsed(self._texts.pop((table, field)))
         return self._cache[(table, field)]
+
+    def texts(self, table: str, field: str) -> list[Any]:
+        """Like :meth:`column`, but a JSON field as its JSON texts, for :func:`parsed` later."""
+        if (table, field) not in self._cache:
+            self.preload(table, [field])
+        return self._texts.get((table, field), self._cache[(table, field)])
 
     def preload(self, table: str, fields: Sequence[str]) -> None:
         """Read these fields of a table in one go (one call per column costs ~1 ms)."""
@@ -253,12 +262,9 @@ class ColumnarFile(Generic[M]):
                 column = read.column(names[f])
                 if _plain(model.model_fields[f].annotation) is not None:
                     self._cache[(table, f)] = _pylist(column)
-                else:
-                    texts = _pylist(column)
-                    pairs = _pairs(texts)
-                    self._cache[(table, f)] = (
-                        pairs if pairs is not None else json.loads("[" + ",".join(texts) + "]")
-                    )
+                else:  # parsed when first asked for: a report parses few of them
+                    self._cache[(table, f)] = []
+                    self._texts[(table, f)] = _pylist(column)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
 
@@ -272,6 +278,26 @@ class ColumnarFile(Generic[M]):
             return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+def parsed(values: list[Any]) -> list[Any]:
+    """The JSON texts among ``values`` parsed (intervals quickly); other values, parsed already, kept.
+
+    For fields whose parsed values are never text (intervals, lists, dicts).
+    """
+    at = [i for i, v in enumerate(values) if isinstance(v, str)]
+    if not at:
+        return values
+    texts = [values[i] for i in at]
+    done = _pairs(texts)
+    if done is None:
+        done = json.loads("[" + ",".join(texts) + "]")
+    if len(at) == len(values):
+        return done
+    out = list(values)
+    for i, value in zip(at, done, strict=True):
+        out[i] = value
+    return out
 
 
 def _pairs(texts: list[str]) -> list[Any] | None:

@@ -234,7 +234,8 @@ class Source(Protocol):
     parsing anything else; ``head`` is the entry without its tables (``records``
     and ``verdicts`` may be empty); :meth:`column` gives one field of a table's
     rows (:meth:`preload` reads several at once), :meth:`rows` the rows
-    themselves, :meth:`entry` the whole entry.
+    themselves, :meth:`entry` the whole entry. :meth:`texts` is :meth:`column`
+    where a JSON field may stay JSON text (``_columnar.parsed`` parses it later).
     """
 
     @property
@@ -252,6 +253,8 @@ class Source(Protocol):
     def preload(self, table: str, fields: Sequence[str]) -> None: ...
 
     def column(self, table: str, field: str) -> list[Any]: ...
+
+    def texts(self, table: str, field: str) -> list[Any]: ...
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]: ...
 
@@ -271,6 +274,9 @@ class InMemory:
 
     def column(self, table: str, field: str) -> list[Any]:
         return [getattr(row, field) for row in getattr(self.head, table)]
+
+    def texts(self, table: str, field: str) -> list[Any]:
+        return self.column(table, field)
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
         items: list[Any] = getattr(self.head, table)
@@ -307,6 +313,9 @@ class InParquet:
 
     def column(self, table: str, field: str) -> list[Any]:
         return self.file.column(table, field)
+
+    def texts(self, table: str, field: str) -> list[Any]:
+        return self.file.texts(table, field)
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
         return self.file.rows(table, indices)

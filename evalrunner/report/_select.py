@@ -104,12 +104,13 @@ class Night:
     def _columns(self) -> dict[tuple[str, str], list[Any]]:
         return {}
 
-    def _column(self, table: str, fieldname: str) -> list[Any]:
-        key = (table, fieldname)
+    def _column(self, table: str, fieldname: str, texts: bool = False) -> list[Any]:
+        key = (table + "/texts" * texts, fieldname)
         if key not in self._columns:
             values = []
             for p in self.parts:
-                column = p.source.column(table, fieldname)
+                read = p.source.texts if texts else p.source.column
+                column = read(table, fieldname)
                 rows = p.records if table == "records" else p.results
                 # rows are ascending: as many as the column holds means all of them
                 values += column if len(rows) == len(column) else [column[i] for i in rows]
@@ -123,6 +124,10 @@ class Night:
     def result_column(self, fieldname: str) -> list[Any]:
         """One field of each of the night's metric results, in order."""
         return self._column("verdicts", fieldname)
+
+    def result_texts(self, fieldname: str) -> list[Any]:
+        """:meth:`result_column`, JSON fields perhaps still as text (``_columnar.parsed``)."""
+        return self._column("verdicts", fieldname, texts=True)
 
     @property
     def record_count(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.report._charts import (
     CHART_FIELDS,
+    INTERVALS,
     ChartView,
     Points,
     SuiteCharts,
@@ -362,7 +363,7 @@ def _series(
                 hits.setdefault(key, []).append(offset + i)
         nights += [night] * night.result_count
         for name, values in columns.items():
-            values += night.result_column(name)
+            values += night.result_texts(name) if name in INTERVALS else night.result_column(name)
     return {key: Points(rows, nights, columns) for key, rows in hits.items()}
 
 
