@@ -96,10 +96,11 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()  # as `evalrunner report` does after loading (cli/_report.py)
         finally:
             shutil.rmtree(root, ignore_errors=True)
-    runs = sum(len(e.records) for e in history.entries)
-    results = sum(len(e.verdicts) for e in history.entries)
-    print(f"{'runs / metric results':<22} {runs} / {results}")
     html = timed("render_html", render_html, history)
+    # Counted from the columns the report read: `history.entries` would build every record.
+    runs = sum(len(s.column("records", "run_id")) for s in history.sources)
+    results = sum(len(s.column("verdicts", "metric")) for s in history.sources)
+    print(f"{'runs / metric results':<22} {runs} / {results}")
     if "load_history" in took:
         wall, cpu = (took["load_history"][i] + took["render_html"][i] for i in (0, 1))
         print(f"{'load + render_html':<22} {wall:8.2f} s  (CPU {cpu:.2f} s; target: under 5 s)")

@@ -10,14 +10,19 @@ not in the metric's units. A new metric of a known kind needs nothing here.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from markupsafe import Markup
 
-from evalrunner.report._format import day, effect_label, fmt, interval
+from evalrunner.report._columnar import parsed
+from evalrunner.report._format import day, fmt, interval
 from evalrunner.report._select import Night
 from evalrunner.report._svg import (
     Flag,
@@ -29,8 +34,7 @@ from evalrunner.report._svg import (
     trend_svg,
 )
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
-from evalrunner.stats._metrics import Kind
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metrics import EFFECT_LABELS, Kind
 
 _MAX_POINTS = 90
 """Longer series are drawn in runs of nights, about _TARGET_POINTS points per chart."""
@@ -124,61 +128,112 @@ def _intervals(values: Sequence[tuple[float, float] | None]) -> tuple[FloatArray
     )
 
 
-def _trend(style: _KindChart, results: Sequence[MetricResult], frac: FloatArray) -> Trend:
-    margin = _floats([r.margin for r in results])
+CHART_FIELDS = (
+    *("kind", "verdict", "margin", "effect", "effect_ci", "effect_label", "q"),
+    *("night_estimate", "night_ci", "baseline_estimate"),
+)
+"""The fields of a metric result a trend chart reads at every night."""
+INTERVALS = ("effect_ci", "night_ci")
+"""Of those, the ones read as JSON text (:meth:`Night.result_texts`) and parsed when charted."""
+
+
+@dataclass
+class Points:
+    """One metric of one scenario x model over nights, oldest first.
+
+    The chart reads a few fields of every point (of :data:`CHART_FIELDS`), never
+    the whole results: over a year of nights, building them would take seconds.
+    ``rows`` index the suite's flat ``all_nights`` and ``all_columns`` (one item
+    per metric result of the suite); a field's values are gathered when first read.
+    """
+
+    rows: list[int]
+    all_nights: list[Night]
+    all_columns: dict[str, list[Any]]
+
+    def _pick(self, values: list[Any]) -> list[Any]:
+        if len(self.rows) == 1:  # itemgetter of one index gives the item, not a tuple
+            return [values[self.rows[0]]]
+        return list(operator.itemgetter(*self.rows)(values))
+
+    @functools.cached_property
+    def nights(self) -> list[Night]:
+        return self._pick(self.all_nights)
+
+    @functools.cached_property
+    def _gathered(self) -> dict[str, list[Any]]:
+        return {}
+
+    def values(self, fieldname: str) -> list[Any]:
+        if fieldname not in self._gathered:
+            values = self._pick(self.all_columns[fieldname])
+            # Intervals are gathered as JSON text: a chart parses only its points' and kind's.
+            self._gathered[fieldname] = parsed(values) if fieldname in INTERVALS else values
+        return self._gathered[fieldname]
+
+
+def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
+    margin = _floats(points.values("margin"))
     if style.effect:
         est, (low, high) = (
-            _floats([r.effect for r in results]),
-            _intervals([r.effect_ci for r in results]),
+            _floats(points.values("effect")),
+            _intervals(points.values("effect_ci")),
         )
-        base = np.zeros(len(results))
+        base = np.zeros(len(points.nights))
     else:
         est, (low, high) = (
-            _floats([r.night_estimate for r in results]),
-            _intervals([r.night_ci for r in results]),
+            _floats(points.values("night_estimate")),
+            _intervals(points.values("night_ci")),
         )
-        base = _floats([r.baseline_estimate for r in results])
+        base = _floats(points.values("baseline_estimate"))
     band_low, band_high = style.band(base, margin)
     return Trend(frac, est, low, high, base, band_low, band_high)
 
 
-def _tip(created_at: str, r: MetricResult) -> str:
+def _tip(points: Points, i: int) -> str:
+    """The tooltip of a flagged point: what the flag table says of it, in one line."""
+
+    def value(name: str) -> Any:
+        return points.values(name)[i]
+
+    label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
     return (
-        f"{day(created_at)} {safe_verdict(r.verdict)}: baseline {fmt(r.baseline_estimate)} → night "
-        f"{fmt(r.night_estimate)}; {effect_label(r)} "
-        f"{fmt(r.effect)} {interval(r.effect_ci)}; q {fmt(r.q)}"
+        f"{day(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
+        f"{fmt(value('baseline_estimate'))} → night {fmt(value('night_estimate'))}; {label} "
+        f"{fmt(value('effect'))} {interval(value('effect_ci'))}; q {fmt(value('q'))}"
     )
 
 
-def metric_chart(
-    metric: str, points: Sequence[tuple[Night, MetricResult]], span: Sequence[Night], latest: Night
-) -> ChartView:
+def metric_chart(metric: str, points: Points, span: Sequence[Night], latest: Night) -> ChartView:
     """One metric's trend over the suite's nights ``span``; ``points`` oldest first.
 
     ``latest`` is the scenario x model's latest night: the chart's badge shows
     the verdict of that night, or "no baseline" when the metric was not compared then.
     """
-    results = [r for _, r in points]
+    verdicts: list[str] = points.values("verdict")
     # The kind stored with the newest result decides how the whole series reads.
-    style = _BY_KIND[results[-1].kind]
-    frac = fractions([n.when.timestamp() for n in span], [n.when.timestamp() for n, _ in points])
-    trend = _trend(style, results, frac)
+    style = _BY_KIND[points.values("kind")[-1]]
+    frac = fractions([n.stamp for n in span], [n.stamp for n in points.nights])
+    trend = _trend(style, points, frac)
     flags = [
         Flag(
-            float(frac[i]), float(trend.est[i]), safe_verdict(r.verdict), _tip(night.created_at, r)
+            float(frac[i]),
+            float(trend.est[i]),
+            safe_verdict(v),
+            _tip(points, i),
         )
-        for i, (night, r) in enumerate(points)
-        if r.verdict in FLAGGED
+        for i, v in enumerate(verdicts)
+        if v in FLAGGED
     ]
     axis, y_range = style.axis, style.y_range(trend)
-    if len(points) > _MAX_POINTS:
+    if len(verdicts) > _MAX_POINTS:
         # A year of noisy nights drawn one by one is a grey wall: draw each run of
         # `size` nights as its median with the range of its nightly values.
-        size = math.ceil(len(points) / _TARGET_POINTS)
+        size = math.ceil(len(verdicts) / _TARGET_POINTS)
         trend = trend.bucketed(size)
         axis += f"; each point: median of {size} nights, bar: their range"
     svg = trend_svg(
-        label=f"{metric} over {len(points)} nights",
+        label=f"{metric} over {len(verdicts)} nights",
         trend=trend,
         y_range=y_range,
         fmt=style.fmt,
@@ -186,7 +241,7 @@ def metric_chart(
         first=day(span[0].created_at),
         last=day(span[-1].created_at),
     )
-    verdict = safe_verdict(results[-1].verdict) if points[-1][0] is latest else NO_BASELINE
+    verdict = safe_verdict(verdicts[-1]) if points.nights[-1] is latest else NO_BASELINE
     return ChartView(metric=metric, axis=axis, verdict=verdict, svg=svg)
 
 
@@ -203,18 +258,18 @@ def _sums(nights: Sequence[Night]) -> dict[str, FloatArray]:
         k: [] for k in ("attempted", "infra_error", "skipped", "crashed", "prompt", "completion")
     }
     for night in nights:
-        records = night.records
-        columns["attempted"].append(len(records))
+        outcomes = Counter(night.record_column("outcome"))
+        columns["attempted"].append(night.record_count)
         for outcome in ("infra_error", "skipped", "crashed"):
-            columns[outcome].append(sum(r.outcome == outcome for r in records))
-        columns["prompt"].append(sum(r.prompt_tokens for r in records))
-        columns["completion"].append(sum(r.completion_tokens for r in records))
+            columns[outcome].append(outcomes[outcome])
+        columns["prompt"].append(sum(night.record_column("prompt_tokens")))
+        columns["completion"].append(sum(night.record_column("completion_tokens")))
     return {k: np.array(v, dtype=float) for k, v in columns.items()}
 
 
 def suite_charts(nights: Sequence[Night]) -> SuiteCharts:
     """Skip, infra-error and crash rates per night; prompt and completion tokens per night."""
-    ran = [n for n in nights if n.records]
+    ran = [n for n in nights if n.record_count]
     if not ran:
         return SuiteCharts(None, None, "")
     sums = _sums(ran)

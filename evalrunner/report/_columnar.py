@@ -23,9 +23,9 @@ import functools
 import io
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -93,13 +93,21 @@ def _arrow(kind: str) -> pa.DataType:
     }[kind]
 
 
-def to_parquet(entry_model: type[BaseModel], data: Mapping[str, Any]) -> bytes:
-    """One validated, JSON-mode entry dump as Parquet bytes (see the module docs)."""
+def to_parquet(
+    entry_model: type[BaseModel], data: Mapping[str, Any], keys: Mapping[str, str] | None = None
+) -> bytes:
+    """One validated, JSON-mode entry dump as Parquet bytes (see the module docs).
+
+    ``keys`` (a few short texts of the head, e.g. the suite and the night) go into
+    the file's metadata, so a reader that needs only those skips parsing the head.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = table_fields(entry_model)
     layout: dict[str, Any] = {"format_version": COLUMNAR_FORMAT_VERSION, "tables": {}}
+    if keys:
+        layout["keys"] = dict(keys)
     fields: list[tuple[str, str]] = [(f"{ENTRY}.json", "string")]
     for name, model in tables.items():
         typed, as_json = _schema(model, name)
@@ -145,44 +153,176 @@ def _unreadable(where: str, exc: BaseException) -> FileFormatError:
 
 
 def read_parquet(entry_model: type[M], raw: bytes, where: str) -> M:
-    """The entry a Parquet history file holds.
+    """The entry a Parquet history file holds, every row of every table built.
 
-    Checks the format version and the layout; a damaged file is one FileFormatError.
     The rows were validated when written, so they are not validated again (that
     is what made a year of JSON history take 24 s to load): plain columns are
     taken as Arrow gives them, JSON columns are parsed and typed column by column.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    return ColumnarFile(entry_model, raw, where).entry()
 
+
+class ColumnarFile(Generic[M]):
+    """One Parquet history file, opened: its head at once, columns and rows on demand.
+
+    Opening checks the format version and the layout; a damaged file is one
+    FileFormatError, then or on a later read. A report over a year of nights
+    reads a few columns of each night (:meth:`column`) and builds rows
+    (:meth:`rows`) only for the nights and results it shows in full.
+    """
+
+    def __init__(self, entry_model: type[M], raw: bytes, where: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.where = where
+        self.tables = table_fields(entry_model)
+        try:
+            self._pf = pq.ParquetFile(io.BytesIO(raw))
+            schema = self._pf.schema_arrow
+            meta = schema.metadata or {}
+            layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _unreadable(where, exc) from None
+        if not isinstance(layout, dict):
+            layout = {}
+        version = layout.get("format_version")
+        if version != COLUMNAR_FORMAT_VERSION:
+            raise FileFormatError(
+                f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
+                f"{COLUMNAR_FORMAT_VERSION} in Parquet files); upgrade evalrunner, or move the file aside"
+            )
+        stored: dict[str, Any] = layout.get("tables", {})
+        if self._pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(self.tables):
+            raise _unreadable(
+                where,
+                ValueError(f"tables {sorted(stored)} in {self._pf.num_row_groups} row groups"),
+            )
+        self._model = entry_model
+        self._groups = {name: i for i, name in enumerate(stored, start=1)}
+        self._names = set(schema.names)
+        self._cache: dict[tuple[str, str], list[Any]] = {}
+        self._texts: dict[tuple[str, str], list[str]] = {}  # JSON columns not parsed yet
+        keys = layout.get("keys")
+        self.keys: dict[str, str] = keys if isinstance(keys, dict) else {}
+        """The head's texts written to the metadata (empty in files written before them)."""
+
+    @functools.cached_property
+    def head(self) -> M:
+        """The entry without its tables' rows, parsed on first use."""
+        import pyarrow as pa
+
+        try:
+            [head] = self._pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
+            return self._model.model_validate_json(head)
+        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+            raise _unreadable(self.where, exc) from None
+
+    def entry(self) -> M:
+        """The whole entry: the head with every table's rows."""
+        entry = self.head.model_copy()
+        for name in self._groups:
+            entry.__dict__[name] = self.rows(name)
+        return entry
+
+    def column(self, table: str, field: str) -> list[Any]:
+        """One field of a table's rows as Python values (JSON ones parsed, not typed)."""
+        if (table, field) not in self._cache:
+            self.preload(table, [field])
+        if (table, field) in self._texts:
+            self._cache[(table, field)] = parsed(self._texts.pop((table, field)))
+        return self._cache[(table, field)]
+
+    def texts(self, table: str, field: str) -> list[Any]:
+        """Like :meth:`column`, but a JSON field as its JSON texts, for :func:`parsed` later."""
+        if (table, field) not in self._cache:
+            self.preload(table, [field])
+        return self._texts.get((table, field), self._cache[(table, field)])
+
+    def preload(self, table: str, fields: Sequence[str]) -> None:
+        """Read these fields of a table in one go (one call per column costs ~1 ms)."""
+        import pyarrow as pa
+
+        model = self.tables[table]
+        group = self._groups.get(table)
+        fields = [f for f in fields if (table, f) not in self._cache]
+        if group is None:
+            self._cache.update({(table, f): [] for f in fields})
+            return
+        names = {f: f"{table}.{f}" for f in fields if f"{table}.{f}" in self._names}
+        try:
+            read = self._pf.read_row_group(group, columns=list(names.values())) if names else None
+            for f in fields:
+                if f not in names:  # a field this file predates: its default, as validation gives
+                    length = self._pf.metadata.row_group(group).num_rows
+                    default = model.model_fields[f].get_default(call_default_factory=True)
+                    self._cache[(table, f)] = [default] * length
+                    continue
+                assert read is not None
+                column = read.column(names[f])
+                if _plain(model.model_fields[f].annotation) is not None:
+                    self._cache[(table, f)] = _pylist(column)
+                else:  # parsed when first asked for: a report parses few of them
+                    self._cache[(table, f)] = []
+                    self._texts[(table, f)] = _pylist(column)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _unreadable(self.where, exc) from None
+
+    def rows(self, table: str, indices: Sequence[int] | None = None) -> list[BaseModel]:
+        """A table's rows (those at ``indices``, in that order) as model instances."""
+        import pyarrow as pa
+
+        if table not in self._groups:
+            return []
+        try:
+            return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
+        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+            raise _unreadable(self.where, exc) from None
+
+
+def parsed(values: list[Any]) -> list[Any]:
+    """The JSON texts among ``values`` parsed (intervals quickly); other values, parsed already, kept.
+
+    For fields whose parsed values are never text (intervals, lists, dicts).
+    """
+    at = [i for i, v in enumerate(values) if isinstance(v, str)]
+    if not at:
+        return values
+    texts = [values[i] for i in at]
+    done = _pairs(texts)
+    if done is None:
+        done = json.loads("[" + ",".join(texts) + "]")
+    if len(at) == len(values):
+        return done
+    out = list(values)
+    for i, value in zip(at, done, strict=True):
+        out[i] = value
+    return out
+
+
+def _pairs(texts: list[str]) -> list[Any] | None:
+    """A JSON column of number pairs or nulls ('[0.1,0.2]', 'null': intervals) as pairs, or
+    None when it holds anything else: json.loads of a year of intervals takes seconds."""
+    inner = []
+    for text in texts:
+        if text == "null":
+            inner.append("nan,nan")
+        elif text[:1] == "[" and text[-1:] == "]":
+            inner.append(text[1:-1])
+        else:
+            return None
+    numbers = ",".join(inner).split(",") if inner else []
+    if len(numbers) != 2 * len(texts):
+        return None
     try:
-        pf = pq.ParquetFile(io.BytesIO(raw))
-        meta = pf.schema_arrow.metadata or {}
-        layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise _unreadable(where, exc) from None
-    if not isinstance(layout, dict):
-        layout = {}
-    version = layout.get("format_version")
-    if version != COLUMNAR_FORMAT_VERSION:
-        raise FileFormatError(
-            f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
-            f"{COLUMNAR_FORMAT_VERSION} in Parquet files); upgrade evalrunner, or move the file aside"
-        )
-    tables = table_fields(entry_model)
-    stored: dict[str, Any] = layout.get("tables", {})
-    if pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(tables):
-        raise _unreadable(
-            where, ValueError(f"tables {sorted(stored)} in {pf.num_row_groups} row groups")
-        )
-    try:
-        [head] = pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
-        entry = entry_model.model_validate_json(head)
-        for i, name in enumerate(stored, start=1):
-            entry.__dict__[name] = _rows(pf, i, name, tables[name])
-    except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-        raise _unreadable(where, exc) from None
-    return entry
+        flat = [float(x) for x in numbers]  # JSON's NaN and Infinity read as json.loads reads them
+    except ValueError:
+        return None
+    pairs: list[Any] = list(zip(flat[0::2], flat[1::2], strict=True))
+    for i, text in enumerate(texts):
+        if text == "null":
+            pairs[i] = None
+    return pairs
 
 
 @functools.cache
@@ -206,12 +346,16 @@ def _pylist(column: Any) -> list[Any]:
     return values
 
 
-def _rows(pf: Any, group: int, name: str, model: type[BaseModel]) -> list[BaseModel]:
-    """The rows of one table as ``model`` instances, built without validating them again."""
+def _rows(
+    pf: Any, group: int, name: str, model: type[BaseModel], indices: Sequence[int] | None
+) -> list[BaseModel]:
+    """The rows of one table (those at ``indices``) as ``model`` instances, not validated again."""
     prefix = f"{name}."
     present = {c[len(prefix) :]: c for c in pf.schema_arrow.names if c.startswith(prefix)}
     fields = [f for f in model.model_fields if f in present]
     table = pf.read_row_group(group, columns=[present[f] for f in fields])
+    if indices is not None:
+        table = table.take(list(indices))
     values = []
     for field, column in zip(fields, table.columns, strict=True):
         if _plain(model.model_fields[field].annotation) is None:

@@ -19,8 +19,7 @@ import gc
 import gzip
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import (
     BaseModel,
@@ -38,7 +37,7 @@ from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import Manifest
-from evalrunner.report._columnar import read_parquet, to_parquet
+from evalrunner.report._columnar import ColumnarFile, to_parquet
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._results import MetricResult
 
@@ -215,7 +214,8 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
     name = f"{_stamp(entry.created_at)}-{secrets.token_hex(4)}"
     if parquet:
         path = f"{base.rstrip('/')}/{entry.suite}/{name}.parquet"
-        payload = to_parquet(HistoryEntry, data)
+        keys = {"suite": entry.suite, "created_at": entry.created_at}
+        payload = to_parquet(HistoryEntry, data, {**keys, "started_at": entry.manifest.started_at})
     else:
         path = f"{base.rstrip('/')}/{entry.suite}/{name}.json.gz"
         payload = gzip.compress(canonical(data).encode(), mtime=0)
@@ -227,16 +227,126 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
     return path if "://" not in root else f"{root.split('://', 1)[0]}://{path}"
 
 
-@dataclass(frozen=True)
-class History:
-    """Loaded history: the entries, and two flat tables built from them on first use.
+class Source(Protocol):
+    """One history entry as the report reads it: its head at once, its tables on demand.
 
-    The report reads the typed entries; ``runs`` (one row per run) and ``verdicts``
-    (one row per metric result and night) are for analysis in pandas. Both carry
-    ``suite`` and ``created_at`` (the night) columns.
+    ``suite``, ``created_at`` and ``started_at`` (the manifest's) are known without
+    parsing anything else; ``head`` is the entry without its tables (``records``
+    and ``verdicts`` may be empty); :meth:`column` gives one field of a table's
+    rows (:meth:`preload` reads several at once), :meth:`rows` the rows
+    themselves, :meth:`entry` the whole entry. :meth:`texts` is :meth:`column`
+    where a JSON field may stay JSON text (``_columnar.parsed`` parses it later).
     """
 
-    entries: list[HistoryEntry]
+    @property
+    def suite(self) -> str: ...
+
+    @property
+    def created_at(self) -> str: ...
+
+    @property
+    def started_at(self) -> str: ...
+
+    @property
+    def head(self) -> HistoryEntry: ...
+
+    def preload(self, table: str, fields: Sequence[str]) -> None: ...
+
+    def column(self, table: str, field: str) -> list[Any]: ...
+
+    def texts(self, table: str, field: str) -> list[Any]: ...
+
+    def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]: ...
+
+    def entry(self) -> HistoryEntry: ...
+
+
+class InMemory:
+    """An entry already built (written tonight, or read from a JSON file) as a :class:`Source`."""
+
+    def __init__(self, entry: HistoryEntry) -> None:
+        self.head = entry
+        self.suite, self.created_at = entry.suite, entry.created_at
+        self.started_at = entry.manifest.started_at
+
+    def preload(self, table: str, fields: Sequence[str]) -> None:
+        pass
+
+    def column(self, table: str, field: str) -> list[Any]:
+        return [getattr(row, field) for row in getattr(self.head, table)]
+
+    def texts(self, table: str, field: str) -> list[Any]:
+        return self.column(table, field)
+
+    def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
+        items: list[Any] = getattr(self.head, table)
+        return list(items) if indices is None else [items[i] for i in indices]
+
+    def entry(self) -> HistoryEntry:
+        return self.head
+
+
+_KEYS = ("suite", "created_at", "started_at")
+"""The head's texts a Parquet file carries in its metadata: all a night needs to be placed."""
+
+
+class InParquet:
+    """A Parquet history file as a :class:`Source`: its head parsed only when asked for."""
+
+    def __init__(self, raw: bytes, where: str) -> None:
+        self.file = ColumnarFile(HistoryEntry, raw, where)
+        keys = self.file.keys
+        if all(isinstance(keys.get(k), str) for k in _KEYS):
+            self.suite, self.created_at = keys["suite"], keys["created_at"]
+            self.started_at = keys["started_at"]
+        else:  # written before the metadata carried them
+            head = self.file.head
+            self.suite, self.created_at = head.suite, head.created_at
+            self.started_at = head.manifest.started_at
+
+    @property
+    def head(self) -> HistoryEntry:
+        return self.file.head
+
+    def preload(self, table: str, fields: Sequence[str]) -> None:
+        self.file.preload(table, fields)
+
+    def column(self, table: str, field: str) -> list[Any]:
+        return self.file.column(table, field)
+
+    def texts(self, table: str, field: str) -> list[Any]:
+        return self.file.texts(table, field)
+
+    def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
+        return self.file.rows(table, indices)
+
+    def entry(self) -> HistoryEntry:
+        return self.file.entry()
+
+
+class History:
+    """Loaded history: its entries, and two flat tables built from them on first use.
+
+    ``History(entries)`` holds entries already built; :func:`load_history` holds
+    its files opened (``sources``), so a report reads of each night only the
+    columns it needs and builds full records only for the nights it shows in full.
+    ``entries`` builds every entry on first use. ``runs`` (one row per run) and
+    ``verdicts`` (one row per metric result and night) are for analysis in
+    pandas. Both carry ``suite`` and ``created_at`` (the night) columns.
+    """
+
+    def __init__(
+        self, entries: Sequence[HistoryEntry] = (), *, sources: Sequence[Source] | None = None
+    ) -> None:
+        self.sources: list[Source] = (
+            [InMemory(e) for e in entries] if sources is None else list(sources)
+        )
+        if sources is None:
+            self.__dict__["entries"] = list(entries)
+
+    @functools.cached_property
+    def entries(self) -> list[HistoryEntry]:
+        return [s.entry() for s in self.sources]
 
     @functools.cached_property
     def runs(self) -> pd.DataFrame:
@@ -269,16 +379,17 @@ def _night_of(path: str) -> str:
     return path.rsplit("/", 1)[-1].split("-", 1)[0]
 
 
-def _read(fs: Any, path: str) -> HistoryEntry:
+def _open(fs: Any, path: str) -> Source:
+    """A history file as a :class:`Source`: Parquet opened (its tables read on demand), JSON parsed."""
     try:
         with fs.open(path, "rb") as fh:
             raw = fh.read()
         if path.endswith(".parquet"):
-            return read_parquet(HistoryEntry, raw, path)
+            return InParquet(raw, path)
         text = gzip.decompress(raw) if path.endswith(".gz") else raw
     except (OSError, EOFError) as exc:
         raise FileFormatError(f"{path}: unreadable history file ({exc}); move it aside") from None
-    return _parse(text, path)
+    return InMemory(_parse(text, path))
 
 
 def _paths(fs: Any, base: str, suites: list[str] | None, since: str | None) -> list[str]:
@@ -295,7 +406,14 @@ def _paths(fs: Any, base: str, suites: list[str] | None, since: str | None) -> l
 def read_entries(
     root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
 ) -> list[HistoryEntry]:
-    """Every entry under ``root`` (of ``suites``, written at or after ``since``), oldest first.
+    """Every entry under ``root`` (of ``suites``, written at or after ``since``), oldest first."""
+    return [s.entry() for s in open_sources(root, suites=suites, since=since)]
+
+
+def open_sources(
+    root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
+) -> list[Source]:
+    """Every entry under ``root`` (of ``suites``, written at or after ``since``) opened, oldest first.
 
     Files are chosen by their names (``<suite>/<stamp>-...``) before any is opened,
     so a report of one suite or the last month reads only those nights.
@@ -303,21 +421,21 @@ def read_entries(
     fs, base = open_root(root)
     if not fs.exists(base):
         return []
-    entries = []
-    # A year of nights is ~500,000 records and results, none in a reference cycle: the
-    # cyclic collector, run again and again over them while they load, would take longer
-    # than loading them (~40 % of the time).
+    sources = []
+    # A year of JSON nights is ~500,000 records and results, none in a reference cycle:
+    # the cyclic collector, run again and again over them while they load, would take
+    # longer than loading them (~40 % of the time).
     collecting = gc.isenabled()
     gc.disable()
     try:
         for path in _paths(fs, base, suites, since):
-            entry = _read(fs, path)
-            if (not suites or entry.suite in suites) and (not since or entry.created_at >= since):
-                entries.append(entry)
+            source = _open(fs, path)
+            if (not suites or source.suite in suites) and (not since or source.created_at >= since):
+                sources.append(source)
     finally:
         if collecting:
             gc.enable()
-    return sorted(entries, key=lambda e: e.created_at)
+    return sorted(sources, key=lambda s: s.created_at)
 
 
 def latest_evidence(entries: Sequence[HistoryEntry]) -> dict[CellKey, EvidenceState]:
@@ -333,4 +451,4 @@ def load_history(
     root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
 ) -> History:
     """The history under ``root``: its entries, oldest first (see :class:`History`)."""
-    return History(read_entries(root, suites=suites, since=since))
+    return History(sources=open_sources(root, suites=suites, since=since))

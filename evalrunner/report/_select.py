@@ -12,17 +12,24 @@ it holds runs or results of the selected models.
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import difflib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from evalrunner import _clock as clock
 from evalrunner.errors import ConfigError
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.report._history import BaselineSummary, History, HistoryEntry, Trajectory
+from evalrunner.report._history import (
+    BaselineSummary,
+    History,
+    HistoryEntry,
+    Source,
+    Trajectory,
+)
 from evalrunner.stats._results import MetricResult
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
@@ -62,20 +69,107 @@ def _first(values: Sequence[T | None]) -> T | None:
 
 
 @dataclass
+class _Part:
+    """The rows one entry contributes to a night: its kept records and results."""
+
+    source: Source
+    records: list[int]
+    results: list[int]
+
+
+@dataclass
 class Night:
-    """One suite's entries written at one time, with the selected models' records and results."""
+    """One suite's entries written at one time, with the selected models' records and results.
+
+    The rows stay in their files until asked for: ``record_column``/``result_column``
+    read one field of every row (what trend charts and counts need over a year of
+    nights), ``records``/``results`` build the rows (what the latest night shows).
+    """
 
     created_at: str
     when: _dt.datetime
-    entries: list[HistoryEntry] = field(default_factory=list)
-    records: list[RunRecord] = field(default_factory=list)
-    results: list[MetricResult] = field(default_factory=list)
+    parts: list[_Part] = field(default_factory=list)
+
+    @functools.cached_property
+    def stamp(self) -> float:
+        """``when`` as a POSIX timestamp (charts place nights by it)."""
+        return self.when.timestamp()
+
+    @property
+    def entries(self) -> list[HistoryEntry]:
+        """The night's entries without their records and results (manifest, baselines, trajectories)."""
+        return [p.source.head for p in self.parts]
+
+    @functools.cached_property
+    def _columns(self) -> dict[tuple[str, str], list[Any]]:
+        return {}
+
+    def _column(self, table: str, fieldname: str, texts: bool = False) -> list[Any]:
+        key = (table + "/texts" * texts, fieldname)
+        if key not in self._columns:
+            values = []
+            for p in self.parts:
+                read = p.source.texts if texts else p.source.column
+                column = read(table, fieldname)
+                rows = p.records if table == "records" else p.results
+                # rows are ascending: as many as the column holds means all of them
+                values += column if len(rows) == len(column) else [column[i] for i in rows]
+            self._columns[key] = values
+        return self._columns[key]
+
+    def record_column(self, fieldname: str) -> list[Any]:
+        """One field of each of the night's records, in order."""
+        return self._column("records", fieldname)
+
+    def result_column(self, fieldname: str) -> list[Any]:
+        """One field of each of the night's metric results, in order."""
+        return self._column("verdicts", fieldname)
+
+    def result_texts(self, fieldname: str) -> list[Any]:
+        """:meth:`result_column`, JSON fields perhaps still as text (``_columnar.parsed``)."""
+        return self._column("verdicts", fieldname, texts=True)
+
+    @property
+    def record_count(self) -> int:
+        return sum(len(p.records) for p in self.parts)
+
+    @property
+    def result_count(self) -> int:
+        return sum(len(p.results) for p in self.parts)
+
+    def result_rows(self, positions: Sequence[int]) -> list[MetricResult]:
+        """The metric results at ``positions`` (in :meth:`result_column` order), built."""
+        wanted: list[tuple[int, int, int]] = []  # (part, row in its file, position asked)
+        offset = 0
+        bounds = []
+        for p in self.parts:
+            bounds.append(offset)
+            offset += len(p.results)
+        for k, pos in enumerate(positions):
+            part = bisect.bisect_right(bounds, pos) - 1
+            wanted.append((part, self.parts[part].results[pos - bounds[part]], k))
+        out: list[MetricResult | None] = [None] * len(positions)
+        for part, p in enumerate(self.parts):
+            mine = [(row, k) for q, row, k in wanted if q == part]
+            if mine:
+                built = p.source.rows("verdicts", [row for row, _ in mine])
+                for (_, k), r in zip(mine, built, strict=True):
+                    out[k] = r
+        return [r for r in out if r is not None]
+
+    @functools.cached_property
+    def records(self) -> list[RunRecord]:
+        return [r for p in self.parts for r in p.source.rows("records", p.records)]
+
+    @functools.cached_property
+    def results(self) -> list[MetricResult]:
+        return [r for p in self.parts for r in p.source.rows("verdicts", p.results)]
 
     @functools.cached_property
     def cells(self) -> set[CellKey]:
         """Every scenario x model with a record or a result this night."""
-        pairs = {(r.scenario, r.model) for r in self.records}
-        pairs.update((r.scenario, r.model) for r in self.results)
+        pairs = set(zip(self.record_column("scenario"), self.record_column("model"), strict=True))
+        pairs.update(zip(self.result_column("scenario"), self.result_column("model"), strict=True))
         return {CellKey(scenario, model) for scenario, model in pairs}
 
     @functools.cached_property
@@ -131,6 +225,38 @@ class _Wanted:
         return self.models is None or name in self.models
 
 
+RECORD_COLUMNS = (
+    "run_id",
+    "scenario",
+    "model",
+    "outcome",
+    "reason",
+    "prompt_tokens",
+    "completion_tokens",
+)
+"""What the report reads of every record of every night (the rest only of the nights it shows in full)."""
+RESULT_COLUMNS = (
+    *("scenario", "model", "metric", "kind", "verdict", "margin", "effect", "effect_ci"),
+    *("effect_label", "q", "night_estimate", "night_ci", "baseline_estimate"),
+)
+"""What the report reads of every metric result of every night (trend charts, flags)."""
+
+
+def _kept(source: Source, wanted: _Wanted, seen: dict[tuple[str, str], set[str]]) -> list[int]:
+    """The source's records of wanted models not already held by an earlier entry."""
+    run_ids, models = source.column("records", "run_id"), source.column("records", "model")
+    held = seen.setdefault((source.suite, source.started_at), set())
+    if wanted.models is None and held.isdisjoint(run_ids) and len(set(run_ids)) == len(run_ids):
+        held.update(run_ids)  # the usual night: every run new, every model wanted
+        return list(range(len(run_ids)))
+    kept = []
+    for i, (run_id, model) in enumerate(zip(run_ids, models, strict=True)):
+        if run_id not in held and wanted.model(model):
+            held.add(run_id)
+            kept.append(i)
+    return kept
+
+
 def _nights(history: History, wanted: _Wanted) -> list[Night]:
     """The wanted entries grouped by suite and ``created_at``, in order of writing time.
 
@@ -139,19 +265,20 @@ def _nights(history: History, wanted: _Wanted) -> list[Night]:
     first entry that holds a run keeps it.
     """
     nights: dict[tuple[str, str], Night] = {}
-    seen: set[tuple[str, str, str]] = set()
-    for entry in sorted(history.entries, key=lambda e: e.created_at):
-        t = when(entry.created_at)
-        if not wanted.night(entry.suite, t):
+    seen: dict[tuple[str, str], set[str]] = {}
+    for source in sorted(history.sources, key=lambda s: s.created_at):
+        t = when(source.created_at)
+        if not wanted.night(source.suite, t):
             continue
-        night = nights.setdefault((entry.suite, entry.created_at), Night(entry.created_at, t))
-        night.entries.append(entry)
-        for r in entry.records:
-            key = (entry.suite, entry.manifest.started_at, r.run_id)
-            if key not in seen and wanted.model(r.model):
-                seen.add(key)
-                night.records.append(r)
-        night.results += [r for r in entry.verdicts if wanted.model(r.model)]
+        source.preload("records", RECORD_COLUMNS)
+        source.preload("verdicts", RESULT_COLUMNS)
+        night = nights.setdefault((source.suite, source.created_at), Night(source.created_at, t))
+        models = source.column("verdicts", "model")
+        if wanted.models is None:
+            results = list(range(len(models)))
+        else:
+            results = [i for i, model in enumerate(models) if model in wanted.models]
+        night.parts.append(_Part(source, _kept(source, wanted, seen), results))
     return list(nights.values())
 
 
@@ -175,8 +302,8 @@ def select(
     )
     by_suite: dict[str, list[Night]] = {}
     for night in _nights(history, wanted):
-        if night.records or night.results:
-            by_suite.setdefault(night.entries[0].suite, []).append(night)
+        if night.record_count or night.result_count:
+            by_suite.setdefault(night.parts[0].source.suite, []).append(night)
     out = []
     for suite in sorted(by_suite):
         ordered = sorted(by_suite[suite], key=lambda n: (n.when, n.created_at))
@@ -196,14 +323,14 @@ def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] 
 
     None when everything asked for is there, so an empty report is never written silently.
     """
-    if not history.entries:
+    if not history.sources:
         return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
-    known_suites = sorted({e.suite for e in history.entries})
+    known_suites = sorted({s.suite for s in history.sources})
     for suite in suites:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
-    wanted = [e for e in history.entries if not suites or e.suite in suites]
-    known_models = sorted({r.model for e in wanted for r in e.records})
+    wanted = [s for s in history.sources if not suites or s.suite in suites]
+    known_models = sorted({m for s in wanted for m in s.column("records", "model")})
     for model in models:
         if model not in known_models:
             return _not_in("model", model, known_models)

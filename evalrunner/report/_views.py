@@ -12,9 +12,18 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.report._charts import ChartView, SuiteCharts, metric_chart, suite_charts
+from evalrunner.report._charts import (
+    CHART_FIELDS,
+    INTERVALS,
+    ChartView,
+    Points,
+    SuiteCharts,
+    metric_chart,
+    suite_charts,
+)
 from evalrunner.report._format import (
     accumulated,
     day,
@@ -264,7 +273,14 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
     series = _series(suite, charted)
     flags = _flags(suite)
     details = [
-        _detail(v, f"s{index}-k{n}", charted[v.cell], series, flags.get(v.cell, []), suite.nights)
+        _detail(
+            v,
+            f"s{index}-k{n}",
+            charted[v.cell],
+            series,
+            flags.get(v.cell, _Flags([], 0)),
+            suite.nights,
+        )
         for n, v in enumerate(views)
     ]
     models = sorted({v.model for v in views})
@@ -291,8 +307,8 @@ def _detail(
     v: CellView,
     anchor: str,
     charted: list[str],
-    series: dict[tuple[str, str, str], list[tuple[Night, MetricResult]]],
-    flagged: list[tuple[Night, MetricResult]],
+    series: dict[tuple[str, str, str], Points],
+    flagged: _Flags,
     span: Sequence[Night],
 ) -> CellDetail:
     """The section of ``v``: charts over the suite's nights ``span``, evidence, flags, bars, diff."""
@@ -309,8 +325,8 @@ def _detail(
         ],
         evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if s],
         more_evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if not s],
-        flags=[EvidenceRow.of(r, day(night.created_at)) for night, r in flagged[:_MAX_FLAG_ROWS]],
-        flags_more=max(0, len(flagged) - _MAX_FLAG_ROWS),
+        flags=[EvidenceRow.of(r, day(night.created_at)) for night, r in flagged.shown],
+        flags_more=flagged.total - len(flagged.shown),
         sequences=sequences,
         sequences_note=sequences_note,
         diff_lines=diff_lines,
@@ -328,26 +344,68 @@ def _charted(v: CellView, diagnostics: Sequence[str]) -> list[str]:
 
 def _series(
     suite: SuiteSelection, charted: dict[CellKey, list[str]]
-) -> dict[tuple[str, str, str], list[tuple[Night, MetricResult]]]:
+) -> dict[tuple[str, str, str], Points]:
     """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
     wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
-    series: dict[tuple[str, str, str], list[tuple[Night, MetricResult]]] = {}
+    hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the suite's results, in order
+    nights: list[Night] = []  # the night of each row
+    columns: dict[str, list[Any]] = {name: [] for name in CHART_FIELDS}
     for night in suite.nights:
-        for r in night.results:
-            key = (r.scenario, r.model, r.metric)
+        keys = zip(
+            night.result_column("scenario"),
+            night.result_column("model"),
+            night.result_column("metric"),
+            strict=True,
+        )
+        offset = len(nights)
+        for i, key in enumerate(keys):
             if key in wanted:
-                series.setdefault(key, []).append((night, r))
-    return series
+                hits.setdefault(key, []).append(offset + i)
+        nights += [night] * night.result_count
+        for name, values in columns.items():
+            values += night.result_texts(name) if name in INTERVALS else night.result_column(name)
+    return {key: Points(rows, nights, columns) for key, rows in hits.items()}
 
 
-def _flags(suite: SuiteSelection) -> dict[CellKey, list[tuple[Night, MetricResult]]]:
-    """Scenario x model -> its flagged results in the window, newest night first."""
-    flags: dict[CellKey, list[tuple[Night, MetricResult]]] = {}
+@dataclass(frozen=True)
+class _Flags:
+    """A scenario x model's flagged results in the window: the newest built, how many in all."""
+
+    shown: list[tuple[Night, MetricResult]]
+    total: int
+
+
+def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
+    """Scenario x model -> its flagged results in the window, newest night first.
+
+    Only the results the flag table lists (_MAX_FLAG_ROWS per scenario x model)
+    are built; the others are counted from their verdicts.
+    """
+    found: dict[CellKey, list[tuple[Night, int]]] = {}
     for night in reversed(suite.nights):
-        for r in night.results:
-            if r.verdict in FLAGGED:
-                flags.setdefault(CellKey(r.scenario, r.model), []).append((night, r))
-    return flags
+        rows = zip(
+            night.result_column("scenario"),
+            night.result_column("model"),
+            night.result_column("verdict"),
+            strict=True,
+        )
+        for i, (scenario, model, verdict) in enumerate(rows):
+            if verdict in FLAGGED:
+                found.setdefault(CellKey(scenario, model), []).append((night, i))
+    wanted: dict[int, tuple[Night, list[int]]] = {}  # id(night) -> the night, its rows to build
+    for points in found.values():
+        for night, i in points[:_MAX_FLAG_ROWS]:
+            wanted.setdefault(id(night), (night, []))[1].append(i)
+    built: dict[tuple[int, int], MetricResult] = {}
+    for key, (night, positions) in wanted.items():
+        results = night.result_rows(positions)
+        built.update({(key, i): r for i, r in zip(positions, results, strict=True)})
+    return {
+        cell: _Flags(
+            [(night, built[(id(night), i)]) for night, i in points[:_MAX_FLAG_ROWS]], len(points)
+        )
+        for cell, points in found.items()
+    }
 
 
 def _baseline_sequences(v: CellView) -> tuple[dict[str, float], str]:
@@ -419,16 +477,22 @@ def _diff(v: CellView) -> tuple[list[tuple[str, str]], str]:
 
 def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
     """The suite's most common reasons for ``outcome`` over the window, with the latest night's count."""
-    by_reason: dict[str, list[tuple[Night, RunRecord]]] = {}
+    by_reason: dict[str, list[tuple[Night, str]]] = {}  # reason -> (night, scenario) of each run
     for night in suite.nights:
-        for r in night.records:
-            if r.outcome == outcome:
-                text = "(no reason given)" if r.reason is None else r.reason
-                by_reason.setdefault(text, []).append((night, r))
+        rows = zip(
+            night.record_column("outcome"),
+            night.record_column("reason"),
+            night.record_column("scenario"),
+            strict=True,
+        )
+        for got, reason, scenario in rows:
+            if got == outcome:
+                text = "(no reason given)" if reason is None else reason
+                by_reason.setdefault(text, []).append((night, scenario))
     total = sum(len(rows) for rows in by_reason.values())
     ranked = sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))
 
-    def latest(rows: Iterable[tuple[Night, RunRecord]]) -> int:
+    def latest(rows: Iterable[tuple[Night, str]]) -> int:
         return sum(night is suite.night for night, _ in rows)
 
     out = [
@@ -437,7 +501,7 @@ def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
             count=str(len(rows)),
             share=pct(len(rows) / total),
             latest=str(latest(rows)),
-            scenarios=str(len({r.scenario for _, r in rows})),
+            scenarios=str(len({scenario for _, scenario in rows})),
             last_seen=day(max((night for night, _ in rows), key=lambda n: n.when).created_at),
         )
         for text, rows in ranked[:_MAX_REASONS]
