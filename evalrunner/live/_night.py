@@ -291,11 +291,12 @@ def _after_the_runs(
 
 def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
     """Each cell's evidence accumulated before tonight (none without a history)."""
-    from evalrunner.report._history import exists, latest_evidence, read_entries
+    from evalrunner.report._history import exists, latest_evidence, open_sources
 
     if history is None or not exists(history):
         return {}
-    return latest_evidence(read_entries(history, suites=[suite]))
+    # Heads only: the evidence sits there, and a year of run records is not read to find it.
+    return latest_evidence([s.head for s in open_sources(history, suites=[suite])])
 
 
 def _append_history(night: Night, new: list[RunRecord], result: LiveResult, root: str) -> str:
