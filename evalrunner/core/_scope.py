@@ -141,7 +141,8 @@ class CaptureScope:
             with self.parent._lock:
                 self.parent._subagents.append(self.trajectory)
                 self.parent.model_calls += self.model_calls
-        elif self.model_calls == 0 and self.expect_model_calls:
+        elif exc_type is None and self.model_calls == 0 and self.expect_model_calls:
+            # A crash before the first call is the crash's story, not a bypassed capture.
             warnings.warn(no_model_calls_message(self.name), NoModelCallsWarning, stacklevel=2)
 
     async def __aenter__(self) -> CaptureScope:

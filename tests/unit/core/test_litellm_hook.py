@@ -61,7 +61,7 @@ def test_tool_loop_steps_observations_and_strict_atif() -> None:
 
 def test_calls_outside_a_scope_pass_through_uncaptured() -> None:
     with FakeEndpoint([Reply("direct")]) as ep:
-        with capture("unused") as scope:
+        with capture("unused", expect_model_calls=False) as scope:
             pass
         assert ask(ep.api_base) == "direct"
         assert len(ep.requests) == 1

@@ -84,7 +84,10 @@ def test_under_a_policy_the_sdk_retries_are_switched_off() -> None:
 def test_the_transport_calls_litellm_itself_never_the_capture_wrap() -> None:
     # Inside a scope whose own transport has nothing to answer with: a call
     # through the wrap would land there and fail.
-    with FakeEndpoint([Reply("direct")]) as ep, capture("outer", transport=ScriptedTransport()):
+    with (
+        FakeEndpoint([Reply("direct")]) as ep,
+        capture("outer", transport=ScriptedTransport(), expect_model_calls=False),
+    ):
         answer = LiteLLMTransport().complete(_request(ep))
     assert answer.record is not None and answer.record.content == "direct"
 

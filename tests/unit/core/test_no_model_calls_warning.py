@@ -97,3 +97,11 @@ def test_a_warnings_filter_silences_it_too() -> None:
 def test_async_runs_warn_too() -> None:
     with pytest.warns(NoModelCallsWarning):
         asyncio.run(arun_captured(no_calls))
+
+
+def test_an_agent_that_crashes_before_its_first_call_does_not_warn() -> None:
+    # The crash is the story (the run is `crashed` with its traceback), not a bypass.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoModelCallsWarning)
+        with pytest.raises(ZeroDivisionError), capture("agent", transport=scripted()):
+            _ = 1 / 0

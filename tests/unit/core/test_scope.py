@@ -220,7 +220,10 @@ def test_nested_scopes_use_their_parents_transport_and_endpoint_log() -> None:
     (sub,) = res.trajectory["subagent_trajectories"]
     assert sub["steps"][-1]["message"] == "inner"
 
-    with capture("root", retry=None) as root, capture("child", recorder=_Wrapping()) as child:
+    with (
+        capture("root", retry=None, expect_model_calls=False) as root,
+        capture("child", recorder=_Wrapping()) as child,
+    ):
         pass
     assert isinstance(root.transport, LiteLLMTransport)
     assert isinstance(child.transport, _Wrapped)
@@ -253,7 +256,7 @@ def test_a_top_level_scope_goes_live_with_its_retry_policy() -> None:
     from evalrunner.live._schema import RetryPolicy
 
     policy = RetryPolicy(max_attempts=2)
-    with capture(retry=policy) as scope:
+    with capture(retry=policy, expect_model_calls=False) as scope:
         pass
     assert isinstance(scope.transport, LiteLLMTransport)
     assert isinstance(scope.transport.infra, InfraLog) and scope.transport.infra.policy is policy
