@@ -42,6 +42,9 @@ class Endpoint:
     api_key: str | None = field(default=None, repr=False)
     max_concurrency: int | None = None
     """Most runs against it at a time (the embedded server answers one request at a time)."""
+    per_node: bool = False
+    """The embedded model on a Ray cluster: served on every node, and the worker running a
+    job fills in ``api_base`` with its own node's server (None until then)."""
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)  # redacted wherever it shows up (errors, tracebacks)
@@ -129,14 +132,29 @@ def requested_models(
     return env or [LOCAL]
 
 
+ServeLocal = Callable[[Notify], Endpoint]
+"""Serves the embedded model somewhere other than this process (a Ray cluster's nodes)."""
+
+
+def loopback_without_proxy() -> None:
+    """An http_proxy in the environment would swallow calls to a server on loopback."""
+    no_proxy = os.environ.get("NO_PROXY", "")
+    if "127.0.0.1" not in no_proxy:
+        os.environ["NO_PROXY"] = ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p)
+
+
 class EndpointPool:
     """Resolves model strings to endpoints; owns the embedded server if one is needed.
 
     ``notify`` hears what takes a while: starting the embedded model and when it is ready.
+    ``serve_local``: where the embedded model is served when runs happen elsewhere (the
+    executor's :attr:`~evalrunner.live.JobExecutor.serve_local`); default: this process.
     """
 
-    def __init__(self, notify: Notify | None = None) -> None:
+    def __init__(self, notify: Notify | None = None, serve_local: ServeLocal | None = None) -> None:
         self._server: LocalModelServer | None = None
+        self._elsewhere: Endpoint | None = None
+        self.serve_local = serve_local
         self.notify = notify or _no_notice
 
     def resolve(self, model: str) -> Endpoint:
@@ -146,16 +164,14 @@ class EndpointPool:
                 os.environ.get("EVALRUNNER_API_BASE") if model.startswith("openai/") else None
             )
             return Endpoint(label=model, model=model, api_base=api_base or None)
+        if self.serve_local is not None:
+            if self._elsewhere is None:
+                self._elsewhere = self.serve_local(self.notify)
+            return self._elsewhere
         if self._server is None:
             from evalrunner.live._local_model import LocalModelServer
 
-            # An http_proxy in the environment would swallow loopback calls.
-            no_proxy = os.environ.get("NO_PROXY", "")
-            if "127.0.0.1" not in no_proxy:
-                os.environ["NO_PROXY"] = ",".join(
-                    p for p in (no_proxy, "127.0.0.1", "localhost") if p
-                )
-
+            loopback_without_proxy()
             self.notify("starting local model (the embedded SmolLM2-135M) ...")
             self._server = LocalModelServer().start()
             took = self._server.startup_seconds

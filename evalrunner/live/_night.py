@@ -237,10 +237,10 @@ def run_live(
                 max_runs=night.adaptive.max_runs,
             )
         with (
-            EndpointPool(notify=say) as pool,
             open_executor(
                 executor, suite.spec.rate_limits, ray_address=ray_address, ray_workers=ray_workers
             ) as jobs,
+            EndpointPool(notify=say, serve_local=jobs.serve_local) as pool,
         ):
             report = asyncio.run(
                 run_night(

@@ -13,6 +13,12 @@ restarts it and runs its unfinished jobs again (``max_restarts``,
 ``max_task_retries``); a job that still cannot finish ends as ``infra_error``
 with the reason "worker lost: ...", never lost and never ``crashed``.
 
+The embedded model (``local``) is served on every node by a node-pinned actor,
+one server per node, started before the first run; a worker sends its runs to
+its own node's server (on loopback, so nothing is exposed). The driver still
+sends one run at a time to ``local`` (as on one machine: hosted endpoints are
+the normal case at scale); the servers are stopped when the night ends.
+
 The suite's ``rate_limits`` are kept by one limiter actor that every worker
 asks before each model call, so the whole cluster stays within a provider's
 limits. Workers import agents by their suite path: the project must be
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import itertools
 import os
@@ -32,8 +39,9 @@ from typing import Any
 
 from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, EndpointError, EvalrunnerError
 from evalrunner.live._command import CommandAgents
+from evalrunner.live._endpoints import LOCAL, Endpoint, Notify, ServeLocal, loopback_without_proxy
 from evalrunner.live._limits import Schedule
 from evalrunner.live._plan import Job
 from evalrunner.live._record import RunRecord
@@ -70,6 +78,12 @@ def _ray() -> Any:
 def lost_run(job: Job, exc: BaseException) -> JobResult:
     """The record of a job whose worker died more often than Ray retries: infra_error."""
     detail = " ".join(str(exc).split())[:200]
+    return _infra_run(
+        job, f"{WORKER_LOST}: {type(exc).__name__}" + (f": {detail}" if detail else "")
+    )
+
+
+def _infra_run(job: Job, reason: str) -> JobResult:
     record = RunRecord(
         run_id=job.run_id,
         suite=job.scenario.suite,
@@ -77,12 +91,48 @@ def lost_run(job: Job, exc: BaseException) -> JobResult:
         model=job.endpoint.label,
         index=job.index,
         outcome="infra_error",
-        reason=redact_text(
-            f"{WORKER_LOST}: {type(exc).__name__}" + (f": {detail}" if detail else "")
-        ),
+        reason=redact_text(reason),
         started_at=iso_now(),
     )
     return JobResult(record, {})
+
+
+class _NodeModel:
+    """The embedded model's server on one node (an actor pinned there)."""
+
+    def __init__(self) -> None:
+        from evalrunner.live._local_model import LocalModelServer
+
+        loopback_without_proxy()
+        self.server: LocalModelServer | None = None
+        self.error: str | None = None
+        try:
+            self.server = LocalModelServer().start()
+        except EvalrunnerError as exc:  # not installed here, or it would not start: say why
+            self.error = str(exc)
+
+    def api_base(self) -> tuple[str | None, str | None]:
+        """(base URL, None) once serving, or (None, why it is not)."""
+        return (self.server.api_base, None) if self.server is not None else (None, self.error)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
+def _node_model(node_id: str) -> Any:
+    """The handle of ``node_id``'s embedded-model actor, started there if it is not yet."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return (
+        _actor_classes()[2]
+        .options(
+            name=f"evalrunner-local-model-{node_id}",
+            get_if_exists=True,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        )
+        .remote()
+    )
 
 
 class _LimiterActor:
@@ -129,21 +179,40 @@ class _Worker:
         self.agents = _ThreadPerRun()
         self.commands = CommandAgents()
 
+        self._local_base: str | None = None
+
     def pid(self) -> int:
         return os.getpid()
 
     async def run(self, job: Job) -> JobResult:
+        if job.endpoint.per_node:
+            base, error = await self._node_model()
+            if base is None:
+                return _infra_run(job, f"embedded model unavailable on this node: {error}")
+            job = dataclasses.replace(
+                job, endpoint=dataclasses.replace(job.endpoint, api_base=base, per_node=False)
+            )
         return await execute_job(job, self.agents, self.commands, self.limiter, self.limits)
+
+    async def _node_model(self) -> tuple[str | None, str | None]:
+        if self._local_base is not None:
+            return self._local_base, None
+        node = _ray().get_runtime_context().get_node_id()
+        base, error = await _node_model(node).api_base.remote()
+        self._local_base = base
+        return base, error
 
 
 @functools.cache
-def _actor_classes() -> tuple[Any, Any]:
+def _actor_classes() -> tuple[Any, Any, Any]:
     ray = _ray()
     worker = ray.remote(
         num_cpus=0, max_restarts=RESTARTS, max_task_retries=RESTARTS, max_concurrency=1000
     )(_Worker)
     limiter = ray.remote(num_cpus=0, max_restarts=-1)(_LimiterActor)
-    return worker, limiter
+    # No restart: a server that died mid-night turns its node's runs into infra errors.
+    node_model = ray.remote(num_cpus=0, max_restarts=0)(_NodeModel)
+    return worker, limiter, node_model
 
 
 class RayExecutor:
@@ -172,7 +241,8 @@ class RayExecutor:
                 runtime_env=dict(runtime_env) if runtime_env else None,
                 log_to_driver=False,
             )
-        worker_cls, limiter_cls = _actor_classes()
+        worker_cls, limiter_cls, _ = _actor_classes()
+        self.node_models: list[Any] = []
         self.limits = dict(limits or {})
         self.limiter = limiter_cls.remote(self.limits) if self.limits else None
         self.workers = [
@@ -199,6 +269,35 @@ class RayExecutor:
             return lost_run(job, exc)
         return result
 
+    @property
+    def serve_local(self) -> ServeLocal:
+        return self._serve_local
+
+    def _serve_local(self, notify: Notify) -> Endpoint:
+        """Start the embedded model on every live node (before any run) and name it."""
+        from evalrunner.live._local_model import LOCAL_API_KEY, MODEL_ALIAS
+
+        ray = _ray()
+        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        notify(f"starting local model (the embedded SmolLM2-135M) on {len(nodes)} Ray node(s) ...")
+        self.node_models = [_node_model(node) for node in nodes]
+        answers = ray.get([actor.api_base.remote() for actor in self.node_models])
+        failed = [
+            f"node {n}: {error}" for n, (_, error) in zip(nodes, answers, strict=True) if error
+        ]
+        if failed:
+            raise EndpointError(
+                "the embedded model did not start on every Ray node: " + "; ".join(failed)
+            )
+        notify(f"local model ready on {len(nodes)} Ray node(s)")
+        return Endpoint(
+            label=LOCAL,
+            model=f"openai/{MODEL_ALIAS}",
+            api_key=LOCAL_API_KEY,
+            max_concurrency=1,
+            per_node=True,
+        )
+
     def worker_pids(self) -> list[int]:
         """The worker processes' ids (tests kill one to show no run is lost)."""
         ray = _ray()
@@ -206,10 +305,12 @@ class RayExecutor:
 
     def close(self) -> None:
         ray = _ray()
-        for actor in [*self.workers, self.limiter]:
+        with contextlib.suppress(Exception):  # a server's own watchdog stops it if this fails
+            ray.get([actor.stop.remote() for actor in self.node_models], timeout=30)
+        for actor in [*self.workers, self.limiter, *self.node_models]:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
-        self.workers, self.limiter = [], None
+        self.workers, self.limiter, self.node_models = [], None, []
 
 
 @contextlib.contextmanager

@@ -40,6 +40,7 @@ from evalrunner.live._endpoints import (
     Endpoint,
     EndpointPool,
     Notify,
+    ServeLocal,
     check_model,
     check_requested_models,
 )
@@ -252,6 +253,11 @@ class JobExecutor(Protocol):
         """Release what the executor holds (worker processes, threads)."""
         ...
 
+    @property
+    def serve_local(self) -> ServeLocal | None:
+        """Where the embedded model is served for its runs; None: in this process."""
+        ...
+
 
 async def execute_job(
     job: Job,
@@ -303,6 +309,10 @@ class LocalExecutor:
 
     def close(self) -> None:
         self.commands.close()
+
+    @property
+    def serve_local(self) -> ServeLocal | None:
+        return None  # runs happen here, so the pool's own embedded server is theirs
 
 
 class _Driver:

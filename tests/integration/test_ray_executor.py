@@ -1,8 +1,9 @@
 """`--executor ray` on a real local Ray (2 CPUs, no dashboard), against the fake endpoint.
 
 A night on Ray gives the same records and verdicts as the local executor; a
-worker killed mid-run loses no run; a driver killed mid-night leaves a
-directory that ``--resume`` finishes exactly. One Ray instance serves the
+worker killed mid-run loses no run; a driver killed or interrupted mid-night
+leaves a directory that ``--resume`` finishes exactly; the embedded model is
+served on the node by an actor pinned there, and stopped with the night. One Ray instance serves the
 session (starting one takes ~13 s here).
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +22,13 @@ import pytest
 from fake_endpoint import FakeEndpoint
 from night_process import planned, respond, start, stop, suite_file, wait_for_runs
 from paths import REPO
-from runner_agents import FAKE_KEY, fake_pool
+from runner_agents import FAKE_KEY, fake_pool, write_suite
 
 from evalrunner.baseline._build import build_baselines
 from evalrunner.baseline._compare import compare_with_baselines
+from evalrunner.live._endpoints import EndpointPool
 from evalrunner.live._loader import load_suite
+from evalrunner.live._local_model import embedded_model_available
 from evalrunner.live._ray import WORKER_LOST, RayExecutor
 from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
@@ -158,3 +163,80 @@ def test_resume_after_the_driver_is_killed(tmp_path: Path, ray_address: str) -> 
     assert sorted(ids) == sorted(planned())  # each planned run once
     assert all(before[p] == p.read_bytes() for p in before)  # finished runs untouched
     assert report.resumed_skipped == len(before)
+
+
+def test_ctrl_c_on_the_driver_cancels_the_cluster_runs_and_leaves_a_resumable_directory(
+    tmp_path: Path, ray_address: str
+) -> None:
+    out = tmp_path / "out"
+    suite_file(tmp_path)
+    with FakeEndpoint(responder=respond, latency=0.3) as ep:
+        args = ("--suite", "resumable", "--out", str(out), "--no-history", "--no-compare")
+        ray_args = ("--executor", "ray", "--ray-address", ray_address, "--ray-workers", "2")
+        proc = start(ep, tmp_path, *args, *ray_args)
+        wait_for_runs(proc, out, 2)
+        _, stderr = stop(proc, signal.SIGINT)
+        assert proc.returncode == 130, stderr[-3000:]
+        assert "interrupted; finished runs are saved. Resume with:" in stderr
+        assert "Traceback" not in stderr
+        results = ResultsDir(out)
+        assert results.read_manifest().status == "interrupted"
+        done = {p: p.read_bytes() for p in results.run_files()}
+        assert len(done) < len(planned()), "the interrupt came too late to test anything"
+        # Nothing of the night goes on without its driver: no request after a moment's grace.
+        time.sleep(1.0)
+        quiet_from = len(ep.requests)
+        time.sleep(1.0)
+        assert len(ep.requests) == quiet_from
+
+        executor = RayExecutor(workers=2)
+        try:
+            report = asyncio.run(
+                run_suite(
+                    load_suite(tmp_path / "resumable.yaml"),
+                    out=out,
+                    resume=True,
+                    pool=fake_pool(ep.api_base),
+                    executor=executor,
+                )
+            )
+        finally:
+            executor.close()
+    assert sorted(r.run_id for r in report.records) == sorted(planned())
+    assert all(p.read_bytes() == data for p, data in done.items())
+
+
+@pytest.mark.skipif(not embedded_model_available(), reason="needs the `local` extra")
+def test_the_embedded_model_is_served_by_an_actor_on_the_node_that_runs(
+    tmp_path: Path, ray_address: str
+) -> None:
+    scenario = {"id": "s", "agent": "runner_agents:plain_agent", "input": "Capital of France?"}
+    suite = load_suite(write_suite(tmp_path, "lm", [scenario], runs=2, timeout_s=120))
+    said: list[str] = []
+    executor = RayExecutor(workers=2)
+    try:
+        pool = EndpointPool(notify=said.append, serve_local=executor.serve_local)
+        report = asyncio.run(
+            run_suite(suite, out=tmp_path / "out", models=["local"], pool=pool, executor=executor)
+        )
+        node = ray.get_runtime_context().get_node_id()
+        base, error = ray.get(ray.get_actor(f"evalrunner-local-model-{node}").api_base.remote())
+        pool.close()
+    finally:
+        executor.close()
+    assert error is None and base.startswith("http://127.0.0.1:")
+    assert said == [
+        "starting local model (the embedded SmolLM2-135M) on 1 Ray node(s) ...",
+        "local model ready on 1 Ray node(s)",
+    ]
+    # The model answered every run (whatever it said): no infra error, no crash.
+    assert {r.model for r in report.records} == {"local"}
+    assert {r.outcome for r in report.records} <= {"passed", "failed"}, report.records
+    assert all(r.llm_calls >= 1 for r in report.records)
+    # Stopped with the night: the actor is gone, and so is its server.
+    with pytest.raises(ValueError):
+        ray.get_actor(f"evalrunner-local-model-{node}")
+    with pytest.raises(OSError):
+        urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+            f"{base}/models", timeout=2
+        )
