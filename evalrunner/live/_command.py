@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from evalrunner.core._scope import CaptureResult
 
 if TYPE_CHECKING:
+    from evalrunner.core._transport import Gate
     from evalrunner.live._endpoints import Endpoint
     from evalrunner.live._plan import Job
     from evalrunner.proxy._server import ProxyServer
@@ -150,15 +151,21 @@ class CommandAgents:
                 self._proxy = await asyncio.to_thread(proxy.start)
         return self._proxy
 
-    async def run(self, job: Job) -> CaptureResult:
-        """One run of a command scenario: the process, its proxied calls, how it ended."""
+    async def run(self, job: Job, gate: Gate | None = None) -> CaptureResult:
+        """One run of a command scenario: the process, its proxied calls, how it ended.
+
+        ``gate``: the night's shared rate limit for the run's model; the proxy asks
+        it before each call it forwards, as the in-process transport does.
+        """
         from evalrunner.proxy._upstream import Upstream
 
         sc, ep = job.scenario, job.endpoint
         assert sc.command is not None
         proxy = await self._server(ep)
         run_id = job.run_id
-        proxy.open_run(run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id)
+        proxy.open_run(
+            run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id, gate=gate
+        )
         env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
         timed_out = False
         returncode: int | None = None

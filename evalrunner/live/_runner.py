@@ -268,16 +268,18 @@ async def execute_job(
 ) -> JobResult:
     """One run, captured and classified (no file written): what every executor calls.
 
-    ``commands`` runs scenarios given as ``command:`` under its capture proxy;
-    their calls go through the proxy's own retries, not the shared rate limit.
+    ``commands`` runs scenarios given as ``command:`` under its capture proxy,
+    whose retries and shared rate limit are those of in-process runs.
     """
     sc = job.scenario
     infra = InfraLog(sc.retry)
-    transport = LiteLLMTransport(infra, gate_for(limiter, limits, job.endpoint.label))
+    gate = gate_for(limiter, limits, job.endpoint.label)
+    transport = LiteLLMTransport(infra, gate)
     started = iso_now()
     t0 = time.monotonic()
     if sc.command is not None:
-        res = await commands.run(job)
+        res = await commands.run(job, gate)
+        infra = res.infra or infra  # the proxy's log of the run's calls, waits included
     else:
         res = await arun_captured(
             sc.load_agent(),

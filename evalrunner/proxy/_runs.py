@@ -32,6 +32,8 @@ from evalrunner.proxy._upstream import Upstream, forward, upstream_failure
 if TYPE_CHECKING:
     import aiohttp
 
+    from evalrunner.core._transport import Gate
+
 Mode = Literal["record", "replay", "passthrough"]
 
 DEFAULT_RUN = "default"
@@ -126,8 +128,10 @@ class RunState:
         book: ReplayBook | None,
         recording_path: Path | None,
         name: str,
+        gate: Gate | None = None,
     ) -> None:
         self.run_id = run_id
+        self.gate = gate
         self.mode = mode
         self.upstream = upstream
         self.book = book
@@ -191,7 +195,7 @@ class RunState:
             )
         try:
             request, stream = entry.incoming.request, entry.incoming.stream
-            got = await forward(self.upstream, request, stream, self.infra, session)
+            got = await forward(self.upstream, request, stream, self.infra, session, self.gate)
         except Exception as exc:
             error, infra = upstream_failure(exc, self.infra)
             if not is_infra_error(exc) and not isinstance(getattr(exc, "status_code", None), int):

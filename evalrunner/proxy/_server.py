@@ -35,6 +35,7 @@ from evalrunner.proxy._upstream import Upstream
 if TYPE_CHECKING:
     import uvicorn
 
+    from evalrunner.core._transport import Gate
     from evalrunner.live._endpoints import EndpointPool
 
 DUMMY_KEY = "evalrunner-proxy-dummy-key"
@@ -250,12 +251,14 @@ class ProxyServer:
         fingerprint: FingerprintConfig | None = None,
         recording: Path | None = None,
         name: str | None = None,
+        gate: Gate | None = None,
     ) -> str:
         """Start a run afresh (replacing any open one of that id); returns its base URL.
 
         Overrides apply to this run only: its upstream model (a night with two
         models uses one proxy), retry policy, replay fingerprint, recording file
         (default ``<directory>/<run-id>.proxy.json``) and trajectory agent name.
+        ``gate``: the night's shared rate limit for the run's model (live nights).
         A recording that cannot be read raises :class:`FileFormatError`; a
         missing one answers every call with a replay error saying so.
         """
@@ -275,6 +278,7 @@ class ProxyServer:
             book=book,
             recording_path=path,
             name=name or self.name,
+            gate=gate,
         )
         with self._lock:
             self._runs[run_id] = state

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalrunner._litellm import import_litellm
-from evalrunner.core._faults import InfraLog, describe, is_infra_error
+from evalrunner.core._faults import InfraLog, describe, is_infra_error, retry_after
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.errors import ConfigError
 from evalrunner.live._endpoints import LOCAL, Endpoint
@@ -41,7 +41,11 @@ from evalrunner.live._local_model import MODEL_ALIAS
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     import aiohttp
+
+    from evalrunner.core._transport import Gate
 
 # Upstream answers that mean "no model behind this proxy" (a missing provider
 # key, a wrong model name): the proxy's configuration, not the agent's doing.
@@ -224,10 +228,13 @@ async def forward(
     stream: bool,
     infra: InfraLog,
     session: aiohttp.ClientSession | None = None,
+    gate: Gate | None = None,
 ) -> Forwarded:
     """Ask upstream, retrying infrastructure faults; raises what survived the retries.
 
     ``session`` is the proxy's connection pool, used by the direct transport.
+    ``gate``: the night's shared rate limit for this model, asked before every
+    attempt (its wait is added to ``infra.rate_wait_s``) and told of every 429.
     """
     if upstream.llama_cpp and request.tools:
         # llama.cpp refuses to stream with tools (see module doc): ask whole; the
@@ -239,8 +246,27 @@ async def forward(
 
         assert session is not None and upstream.api_base is not None  # checked at construction
         base, key, timeout = upstream.api_base, upstream.api_key, upstream.timeout_s
-        return await infra.acall(lambda: post_chat(session, base, key, kwargs, stream, timeout))
-    return await infra.acall(lambda: _via_litellm(kwargs, stream))
+
+        def send() -> Awaitable[Forwarded]:
+            return post_chat(session, base, key, kwargs, stream, timeout)
+    else:
+
+        def send() -> Awaitable[Forwarded]:
+            return _via_litellm(kwargs, stream)
+
+    if gate is None:
+        return await infra.acall(send)
+
+    async def admitted() -> Forwarded:
+        infra.rate_wait_s += await gate.aadmit(kwargs)
+        try:
+            return await send()
+        except Exception as exc:
+            if getattr(exc, "status_code", None) == 429:
+                gate.refused(kwargs, retry_after(exc))
+            raise
+
+    return await infra.acall(admitted)
 
 
 def _infra_status(exc: BaseException) -> int:
