@@ -1,7 +1,7 @@
 """`--executor ray` on a real local Ray (2 CPUs, no dashboard), against the fake endpoint.
 
-A night on Ray gives the same records and verdicts as the local executor; a
-worker killed mid-run loses no run; a driver killed or interrupted mid-night
+A night on Ray gives the same records and verdicts as the local executor, and an
+adaptive night the same runs and stops; a worker killed mid-run loses no run; a driver killed or interrupted mid-night
 leaves a directory that ``--resume`` finishes exactly; the embedded model is
 served on the node by an actor pinned there, and stopped with the night. One Ray instance serves the
 session (starting one takes ~13 s here).
@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from baseline_agents import evalrunner
 from fake_endpoint import FakeEndpoint
-from night_process import planned, respond, start, stop, suite_file, wait_for_runs
+from night_process import SCENARIOS, planned, respond, start, stop, suite_file, wait_for_runs
 from paths import REPO
 from runner_agents import FAKE_KEY, fake_pool, write_suite
 
@@ -204,6 +205,47 @@ def test_ctrl_c_on_the_driver_cancels_the_cluster_runs_and_leaves_a_resumable_di
             executor.close()
     assert sorted(r.run_id for r in report.records) == sorted(planned())
     assert all(p.read_bytes() == data for p, data in done.items())
+
+
+def test_an_adaptive_night_on_ray_makes_the_runs_the_local_executor_makes(
+    tmp_path: Path, ray_address: str
+) -> None:
+    # Latency on loopback measures the machine (and differs between executors), not the agent.
+    tolerance = {"min_baseline_nights": 1, "margins": {"latency_s": 20.0}}
+    suite_file(tmp_path, runs=10, concurrency=4, tolerance=tolerance)
+    common = ("--suite", "resumable", "--suites-dir", str(tmp_path), "--no-history")
+    baselines = str(tmp_path / "baselines")
+    nights: dict[str, tuple[dict[str, int], list[str]]] = {}
+    with FakeEndpoint(responder=respond) as ep:
+        base = evalrunner(ep, "run", *common, "--out", str(tmp_path / "base"), "--no-compare")
+        assert base.exit_code == 0, base.output
+        built = evalrunner(
+            ep, "baseline", *common[:4], "--from", str(tmp_path / "base"), "--baselines", baselines
+        )
+        assert built.exit_code == 0, built.output
+        for kind in ("local", "ray"):
+            extra = ("--ray-address", ray_address, "--ray-workers", "2") if kind == "ray" else ()
+            out = tmp_path / kind
+            result = evalrunner(
+                ep, "run", *common, "--out", str(out), "--adaptive", "--baselines", baselines,
+                "--executor", kind, *extra,
+            )  # fmt: skip
+            assert result.exit_code == 0, result.output
+            counts: dict[str, int] = {}
+            for record in ResultsDir(out).records():
+                counts[record.scenario] = counts.get(record.scenario, 0) + 1
+            # The decision, not the tie-break among metrics with no chance of a flag.
+            said = [
+                line.split(" (best chance")[0]
+                for line in result.stderr.splitlines()
+                if line.startswith("adaptive:")
+            ]
+            nights[kind] = (counts, said)
+    # Nothing changed, so every cell stops at its first look, on either executor.
+    assert nights["ray"] == nights["local"]
+    counts, said = nights["ray"]
+    assert set(counts) == set(SCENARIOS) and len(set(counts.values())) == 1
+    assert all("stopped after" in line for line in said[:-1]), said
 
 
 @pytest.mark.skipif(not embedded_model_available(), reason="needs the `local` extra")
