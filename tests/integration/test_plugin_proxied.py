@@ -216,3 +216,46 @@ def test_capture_bypass(golden_trajectory):
     assert not (pytester.path / "__goldens__").exists() or not list(
         (pytester.path / "__goldens__").rglob("*.json")
     )
+
+
+def test_a_replay_that_leaves_recorded_calls_unused_fails_and_names_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recorded with two calls; the agent now stops after one. The replay fails (strict by
+    # default) and the message lists the recorded call nobody asked for, and how to re-record.
+    pytester.makepyfile(
+        test_calls="""
+import os
+
+import openai
+
+
+def agent(task):
+    client = openai.OpenAI()  # OPENAI_BASE_URL: the run's proxy
+    for i in range(int(os.environ.get("DEMO_CALLS", "2"))):
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"{task} (step {i})"}]
+        )
+    return "done"
+
+
+def test_calls(golden_trajectory):
+    golden_trajectory.proxied(agent, "hi")
+"""
+    )
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "--golden-record").assert_outcomes(passed=1)
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    run(pytester).assert_outcomes(passed=1)  # offline, both calls used
+
+    monkeypatch.setenv("DEMO_CALLS", "1")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    report = result.stdout.str().split("short test summary info")[0]
+    assert "1 recorded model call(s) of" in report and "were not used" in report
+    assert "test_calls.proxy.json" in report
+    assert "recorded call 2 (1 messages, last user message 'hi (step 1)')" in report
+    assert "If the agent changed on purpose, re-record with:" in report
