@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import re
 import threading
@@ -197,8 +198,9 @@ class InfraLog:
             self._tasks.add(task)
 
     def attempt_timeout(self, asked: object = None) -> object:
-        """The timeout of the next attempt: the policy's per-request timeout, never past the
-        run's deadline, never longer than the agent asked (``asked``, litellm's ``timeout``).
+        """The timeout of the next attempt: the policy's per-request timeout, not past the
+        run's deadline (rounded up to a whole second), never longer than the agent asked
+        (``asked``, litellm's ``timeout``).
 
         Raises RunEnded once the run is over or its deadline has passed.
         """
@@ -213,7 +215,11 @@ class InfraLog:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 raise RunEnded("the run's time is up; the call was not sent")
-            bounds.append(remaining)
+            # Whole seconds, rounded up: litellm keeps one HTTP client per distinct timeout,
+            # so a timeout that differs on every call builds a client (and a connection) per
+            # call; 300 runs x 3 calls at concurrency 32 took 16.5 s instead of 9.8 s so.
+            # The run's own timeout still ends it at its deadline.
+            bounds.append(float(math.ceil(remaining)))
         if not bounds:
             return asked
         self.last_timeout = min(bounds)

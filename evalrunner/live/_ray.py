@@ -34,6 +34,7 @@ import dataclasses
 import functools
 import itertools
 import os
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -170,12 +171,14 @@ class _RemoteLimiter:
 class _Worker:
     """One worker process: runs jobs concurrently in its event loop."""
 
-    def __init__(self, limits: Mapping[str, RateLimit], limiter: Any) -> None:
+    def __init__(self, limits: Mapping[str, RateLimit], limiter: str | None) -> None:
         from evalrunner._litellm import import_litellm
 
         import_litellm()  # seconds, paid when the worker starts rather than by its first run
         self.limits = dict(limits)
-        self.limiter = _RemoteLimiter(limiter) if limiter is not None else None
+        # By name, not by handle: a handle among the constructor's arguments is kept in the
+        # object store, and a restart after losing it would fail (ray-project/ray#53727).
+        self.limiter = _RemoteLimiter(_ray().get_actor(limiter)) if limiter is not None else None
         self.agents = _ThreadPerRun()
         self.commands = CommandAgents()
 
@@ -244,9 +247,10 @@ class RayExecutor:
         worker_cls, limiter_cls, _ = _actor_classes()
         self.node_models: list[Any] = []
         self.limits = dict(limits or {})
-        self.limiter = limiter_cls.remote(self.limits) if self.limits else None
+        name = f"evalrunner-limiter-{uuid.uuid4().hex}" if self.limits else None
+        self.limiter = limiter_cls.options(name=name).remote(self.limits) if name else None
         self.workers = [
-            worker_cls.options(scheduling_strategy="SPREAD").remote(self.limits, self.limiter)
+            worker_cls.options(scheduling_strategy="SPREAD").remote(self.limits, name)
             for _ in range(max(1, workers))
         ]
         self._next = itertools.cycle(range(len(self.workers)))
