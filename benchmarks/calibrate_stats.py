@@ -601,10 +601,15 @@ def power_table(cfg: Config) -> None:
         "for tokens a diagnostic regression), mature baseline, N = 20. `escalation`: up to 3N "
         "runs for suspicious cells (the default); `fixed N`: the same nights without it. "
         "Runs: mean runs the changed cell used with escalation. The cell column counts nights "
-        "the changed cell failed on any gating metric.\n"
+        "the changed cell failed on any gating metric. Misses: nights the change was not "
+        "flagged with escalation, split into those where the cell stopped at N (its first 20 "
+        "runs did not look suspicious) and those where it got more runs and still fell short.\n"
     )
-    cfg.emit("| change | suite | endpoint | nights | escalation | cell fails | runs | fixed N |")
-    cfg.emit("|---|---|---|---|---|---|---|---|")
+    cfg.emit(
+        "| change | suite | endpoint | nights | escalation | cell fails | runs | fixed N "
+        "| misses: stopped at N / escalated |"
+    )
+    cfg.emit("|---|---|---|---|---|---|---|---|---|")
     for change in CHANGES:
         for suite in [s for s in SUITES if not cfg.suites or s.label in cfg.suites]:
             for drift in (False, True) if suite.models == 1 else (False,):
@@ -616,9 +621,12 @@ def power_table(cfg: Config) -> None:
                 cell = sum(x.changed_failed for x in esc)
                 hits_fixed = sum(change.metric in x.changed_metrics for x in fixed)
                 runs = np.mean([x.runs_changed for x in esc])
+                missed = [x for x in esc if change.metric not in x.changed_metrics]
+                early = sum(x.runs_changed <= N for x in missed)
                 cfg.emit(
                     f"| {change.name} | {suite.label} | {'drift' if drift else 'quiet'} | {n} "
-                    f"| {pct(hits, n)} | {pct(cell, n)} | {runs:.0f} | {pct(hits_fixed, n)} |"
+                    f"| {pct(hits, n)} | {pct(cell, n)} | {runs:.0f} | {pct(hits_fixed, n)} "
+                    f"| {early} / {len(missed) - early} |"
                 )
     cfg.emit()
 
