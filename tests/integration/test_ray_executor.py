@@ -3,15 +3,19 @@
 A night on Ray gives the same records and verdicts as the local executor, and an
 adaptive night the same runs and stops; a worker killed mid-run loses no run; a driver killed or interrupted mid-night
 leaves a directory that ``--resume`` finishes exactly; the embedded model is
-served on the node by an actor pinned there, and stopped with the night. One Ray instance serves the
+served on each node by an actor pinned there (two nodes: tests/support/ray_two_nodes.py),
+used by that node's workers, and stopped with the night. One Ray instance serves the
 session (starting one takes ~13 s here).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -282,3 +286,32 @@ def test_the_embedded_model_is_served_by_an_actor_on_the_node_that_runs(
         urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
             f"{base}/models", timeout=2
         )
+
+
+@pytest.mark.skipif(not embedded_model_available(), reason="needs the `local` extra")
+def test_on_two_nodes_each_worker_uses_its_own_nodes_embedded_model(tmp_path: Path) -> None:
+    # Two Ray nodes on this machine (ray.cluster_utils), in a process of its own.
+    support = Path(__file__).resolve().parents[1] / "support"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(support)]),
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run(
+        [sys.executable, str(support / "ray_two_nodes.py"), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    servers, workers = found["servers"], found["workers"]
+    assert len(servers) == 2  # one server per node ...
+    assert all(s["on"] == node for node, s in servers.items())  # ... pinned to that node
+    assert len({s["serves"] for s in servers.values()}) == 2
+    # Each worker that ran a job sent it to its own node's server.
+    used = [w for w in workers if w["used"] is not None]
+    assert used and all(w["used"] == servers[w["on"]]["serves"] for w in used)
+    assert found["outcomes"] and set(found["outcomes"]) <= {"passed", "failed"}
