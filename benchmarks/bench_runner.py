@@ -223,7 +223,10 @@ def _bare_kwargs(api_base: str) -> dict[str, Any]:
     }
 
 
-def bare_async_line(api_base: str, runs: int, concurrency: int) -> float:
+def bare_async_line(
+    api_base: str, runs: int, concurrency: int, timeout: Callable[[], float] | None = None
+) -> float:
+    """Three plain calls per run; ``timeout`` gives each call's timeout (default: one, 60 s)."""
     import litellm
 
     async def main() -> None:
@@ -233,7 +236,10 @@ def bare_async_line(api_base: str, runs: int, concurrency: int) -> float:
             async with sem:
                 messages: list[dict[str, Any]] = [{"role": "user", "content": f"{TASK} ({i})"}]
                 for _ in range(CALLS):
-                    r = await litellm.acompletion(messages=messages, **_bare_kwargs(api_base))
+                    kwargs = _bare_kwargs(api_base)
+                    if timeout is not None:
+                        kwargs["timeout"] = timeout()
+                    r = await litellm.acompletion(messages=messages, **kwargs)
                     messages = [
                         *messages,
                         {"role": "assistant", "content": r.choices[0].message.content or "..."},

@@ -14,44 +14,17 @@ builds a client (and opens a connection) per call.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import random
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
-from bench_runner import CALLS, TASK, _bare_kwargs, warm_up  # noqa: E402 - after the path setup
+from bench_runner import CALLS, bare_async_line, warm_up  # noqa: E402 - after the path setup
 from bench_scale import Endpoint  # noqa: E402
-
-
-def line(api_base: str, runs: int, varying: bool, concurrency: int = 32) -> float:
-    import litellm
-
-    async def main() -> None:
-        sem = asyncio.Semaphore(concurrency)
-
-        async def one(i: int) -> None:
-            async with sem:
-                messages: list[dict[str, Any]] = [{"role": "user", "content": f"{TASK} ({i})"}]
-                for _ in range(CALLS):
-                    kwargs = _bare_kwargs(api_base)
-                    if varying:
-                        kwargs["timeout"] = 60 - random.random()
-                    r = await litellm.acompletion(messages=messages, **kwargs)
-                    reply = r.choices[0].message.content or "..."
-                    messages = [*messages, {"role": "assistant", "content": reply}]
-
-        await asyncio.gather(*(one(i) for i in range(runs)))
-
-    t0 = time.perf_counter()
-    asyncio.run(main())
-    return time.perf_counter() - t0
 
 
 def run() -> int:
@@ -63,8 +36,10 @@ def run() -> int:
         warm_up(endpoint.api_base)
         walls: dict[str, list[float]] = {"one timeout": [], "a timeout per call": []}
         for _ in range(2):
-            walls["one timeout"].append(line(endpoint.api_base, args.runs, False))
-            walls["a timeout per call"].append(line(endpoint.api_base, args.runs, True))
+            walls["one timeout"].append(bare_async_line(endpoint.api_base, args.runs, 32))
+            walls["a timeout per call"].append(
+                bare_async_line(endpoint.api_base, args.runs, 32, lambda: 60 - random.random())
+            )
     finally:
         endpoint.close()
     print(f"\n{args.runs} runs x {CALLS} calls, concurrency 32, 200 ms endpoint")

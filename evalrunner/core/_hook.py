@@ -24,9 +24,9 @@ from typing import Any, Literal, Protocol
 
 from evalrunner._litellm import import_litellm
 from evalrunner._redact import register_secret
-from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label, retry_after
+from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label
 from evalrunner.core._response import record_from_response
-from evalrunner.core._transport import Answer, Gate, Request
+from evalrunner.core._transport import Answer, Gate, Request, athrough_gate, through_gate
 
 Entry = Literal["completion", "acompletion"]
 
@@ -115,39 +115,27 @@ class LiteLLMTransport:
     def complete(self, request: Request) -> Answer:
         stream = self._prepare(request)
 
-        def fetch() -> Answer:
-            if self.gate is not None:
-                self.infra.rate_wait_s += self.gate.admit(request)
-            try:
-                response = original("completion")(**self._attempt(request))
-                # A stream is read to its end inside the retry loop, so a fault
-                # mid-stream (truncated, malformed event) is retried like any other.
-                return self._answer(request, list(response) if stream else response)
-            except Exception as exc:
-                self._refused(request, exc)
-                raise
+        def send() -> Answer:
+            response = original("completion")(**self._attempt(request))
+            # A stream is read to its end inside the retry loop, so a fault
+            # mid-stream (truncated, malformed event) is retried like any other.
+            return self._answer(request, list(response) if stream else response)
 
-        return self.infra.call(fetch, _endpoint(request))
+        return self.infra.call(
+            lambda: through_gate(self.gate, request, self.infra, send), _endpoint(request)
+        )
 
     async def acomplete(self, request: Request) -> Answer:
         stream = self._prepare(request)
         self.infra.track(asyncio.current_task())
 
-        async def fetch() -> Answer:
-            if self.gate is not None:
-                self.infra.rate_wait_s += await self.gate.aadmit(request)
-            try:
-                response = await original("acompletion")(**self._attempt(request))
-                return self._answer(request, [c async for c in response] if stream else response)
-            except Exception as exc:
-                self._refused(request, exc)
-                raise
+        async def send() -> Answer:
+            response = await original("acompletion")(**self._attempt(request))
+            return self._answer(request, [c async for c in response] if stream else response)
 
-        return await self.infra.acall(fetch, _endpoint(request))
-
-    def _refused(self, request: Request, exc: Exception) -> None:
-        if self.gate is not None and getattr(exc, "status_code", None) == 429:
-            self.gate.refused(request, retry_after(exc))
+        return await self.infra.acall(
+            lambda: athrough_gate(self.gate, request, self.infra, send), _endpoint(request)
+        )
 
     def finish(self, error: BaseException | None) -> list[str]:
         return []

@@ -11,10 +11,11 @@ mode's (:mod:`evalrunner.frozen._replay`), reached through
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from evalrunner.core._faults import InfraLog
+from evalrunner.core._faults import InfraLog, retry_after
 from evalrunner.core._response import ResponseRecord
 
 # litellm's keyword arguments for one call. A transport may add to it (retry
@@ -82,6 +83,41 @@ class Gate(Protocol):
     def refused(self, request: Request, retry_after: float | None) -> None:
         """An attempt of ``request`` was answered 429 (``retry_after``: what the server asked)."""
         ...
+
+
+T = TypeVar("T")
+
+
+def _tell_refusal(gate: Gate, request: Request, exc: Exception) -> None:
+    if getattr(exc, "status_code", None) == 429:
+        gate.refused(request, retry_after(exc))
+
+
+def through_gate(gate: Gate | None, request: Request, infra: InfraLog, send: Callable[[], T]) -> T:
+    """One attempt of ``request`` under the shared rate limit: wait to be admitted (the wait
+    goes to ``infra.rate_wait_s``), send, and tell the gate when the answer was a 429."""
+    if gate is None:
+        return send()
+    infra.rate_wait_s += gate.admit(request)
+    try:
+        return send()
+    except Exception as exc:
+        _tell_refusal(gate, request, exc)
+        raise
+
+
+async def athrough_gate(
+    gate: Gate | None, request: Request, infra: InfraLog, send: Callable[[], Awaitable[T]]
+) -> T:
+    """:func:`through_gate` without blocking the event loop."""
+    if gate is None:
+        return await send()
+    infra.rate_wait_s += await gate.aadmit(request)
+    try:
+        return await send()
+    except Exception as exc:
+        _tell_refusal(gate, request, exc)
+        raise
 
 
 class TransportSource(Protocol):

@@ -189,7 +189,7 @@ class _Worker:
 
     async def run(self, job: Job) -> JobResult:
         if job.endpoint.per_node:
-            base, error = await self._node_model()
+            base, error = await self._node_server()
             if base is None:
                 return _infra_run(job, f"embedded model unavailable on this node: {error}")
             job = dataclasses.replace(
@@ -197,7 +197,8 @@ class _Worker:
             )
         return await execute_job(job, self.agents, self.commands, self.limiter, self.limits)
 
-    async def _node_model(self) -> tuple[str | None, str | None]:
+    async def _node_server(self) -> tuple[str | None, str | None]:
+        """This node's embedded-model server: (base URL, None), or (None, why not)."""
         if self._local_base is not None:
             return self._local_base, None
         node = _ray().get_runtime_context().get_node_id()

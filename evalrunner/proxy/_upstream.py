@@ -29,20 +29,20 @@ answer.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalrunner._litellm import import_litellm
-from evalrunner.core._faults import InfraLog, describe, is_infra_error, retry_after
+from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._response import ResponseRecord, record_from_response
+from evalrunner.core._transport import athrough_gate
 from evalrunner.errors import ConfigError
 from evalrunner.live._endpoints import LOCAL, Endpoint
 from evalrunner.live._local_model import MODEL_ALIAS
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     import aiohttp
 
     from evalrunner.core._transport import Gate
@@ -245,28 +245,18 @@ async def forward(
         from evalrunner.proxy._direct import post_chat
 
         assert session is not None and upstream.api_base is not None  # checked at construction
-        base, key, timeout = upstream.api_base, upstream.api_key, upstream.timeout_s
-
-        def send() -> Awaitable[Forwarded]:
-            return post_chat(session, base, key, kwargs, stream, timeout)
+        send = functools.partial(
+            post_chat,
+            session,
+            upstream.api_base,
+            upstream.api_key,
+            kwargs,
+            stream,
+            upstream.timeout_s,
+        )
     else:
-
-        def send() -> Awaitable[Forwarded]:
-            return _via_litellm(kwargs, stream)
-
-    if gate is None:
-        return await infra.acall(send)
-
-    async def admitted() -> Forwarded:
-        infra.rate_wait_s += await gate.aadmit(kwargs)
-        try:
-            return await send()
-        except Exception as exc:
-            if getattr(exc, "status_code", None) == 429:
-                gate.refused(kwargs, retry_after(exc))
-            raise
-
-    return await infra.acall(admitted)
+        send = functools.partial(_via_litellm, kwargs, stream)
+    return await infra.acall(lambda: athrough_gate(gate, kwargs, infra, send))
 
 
 def _infra_status(exc: BaseException) -> int:
