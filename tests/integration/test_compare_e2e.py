@@ -98,7 +98,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         root, SUITE, TAGS, tolerance={"min_baseline_nights": 1, "margins": {"latency_s": 20.0}}
     )
     world = World(dict(BASELINE), seed=1)
-    with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
+    # A fixed endpoint latency keeps run latency mostly the endpoint's, not the machine's load.
+    with FakeEndpoint(responder=world, latency=0.02) as ep, pytest.MonkeyPatch.context() as mp:
         mp.chdir(
             root
         )  # relative defaults (results/, reports/, baselines/) would land here, not in the repo

@@ -220,7 +220,9 @@ def test_an_adaptive_night_on_ray_makes_the_runs_the_local_executor_makes(
     common = ("--suite", "resumable", "--suites-dir", str(tmp_path), "--no-history")
     baselines = str(tmp_path / "baselines")
     nights: dict[str, tuple[dict[str, int], list[str]]] = {}
-    with FakeEndpoint(responder=respond) as ep:
+    shown: dict[str, str] = {}
+    # A fixed endpoint latency: run latency is then mostly the endpoint's, not the load's.
+    with FakeEndpoint(responder=respond, latency=0.05) as ep:
         base = evalrunner(ep, "run", *common, "--out", str(tmp_path / "base"), "--no-compare")
         assert base.exit_code == 0, base.output
         built = evalrunner(
@@ -245,8 +247,9 @@ def test_an_adaptive_night_on_ray_makes_the_runs_the_local_executor_makes(
                 if line.startswith("adaptive:")
             ]
             nights[kind] = (counts, said)
+            shown[kind] = result.stderr
     # Nothing changed, so every cell stops at its first look, on either executor.
-    assert nights["ray"] == nights["local"]
+    assert nights["ray"] == nights["local"], shown
     counts, said = nights["ray"]
     assert set(counts) == set(SCENARIOS) and len(set(counts.values())) == 1
     assert all("stopped after" in line for line in said[:-1]), said
