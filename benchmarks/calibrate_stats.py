@@ -34,7 +34,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -56,6 +56,7 @@ from evalrunner.stats import (
     fit_references,
     wilson,
 )
+from evalrunner.stats._reference import CellReference, Pool
 
 N = 20
 PATHS: tuple[tuple[str, ...], ...] = (
@@ -291,10 +292,14 @@ class Procedure:
     name: str
     tolerance: Tolerance
     adaptive: bool = False
+    told_quiet: bool = False
+    """The tests are told the truth of a quiet endpoint (no night effect) instead of
+    estimating it from the baseline: the ceiling of what estimating it costs."""
 
 
 FIXED = Procedure("fixed N", NO_ESCALATION)
 ESCALATE = Procedure("escalation", TOL)
+TOLD_QUIET = Procedure("escalation, tau^2 = 0 known", TOL, told_quiet=True)
 ADAPTIVE = Procedure("adaptive + escalation", TOL, adaptive=True)
 ADAPTIVE_ONLY = Procedure("adaptive", NO_ESCALATION, adaptive=True)
 
@@ -375,12 +380,40 @@ def _procedure(
 ) -> Night:
     cells = [CellBaseline(k, proc.tolerance, baselines[k], "anchor") for k in keys]
     refs = fit_references(cells)
+    if proc.told_quiet:
+        refs = {k: _told_quiet(r) for k, r in refs.items()}
     tonight = {}
     for k in keys:
         budget = Budget.of(proc.tolerance, N, cells=len(keys), adaptive=proc.adaptive)
         tonight[k] = drive(refs[k], budget, _feeder(pools[k])).records
     result = compare_night([CellNight(c, tonight[c.key]) for c in cells], refs)
     return _summarise(result, keys, tonight)
+
+
+class _NoNightEffect(Mapping[str, Pool]):
+    """Every metric family's suite-wide tau^2 is exactly 0, known without error."""
+
+    ZERO = Pool(tau2=0.0, mean_var=0.0, spread=0.0, icc=0.0)
+
+    def __getitem__(self, key: str) -> Pool:
+        return self.ZERO
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _told_quiet(ref: CellReference) -> CellReference:
+    """``ref`` with tau^2 = 0 for every metric: what the simulation knows and a user cannot.
+
+    Uses the engine's private reference types on purpose: no user can have this
+    reference, it only measures how much power the estimate of tau^2 costs.
+    """
+    quiet = _NoNightEffect()
+    metrics = {name: m.with_pool(quiet.ZERO) for name, m in ref.metrics.items()}
+    return replace(ref, pool=quiet, metrics=metrics)
 
 
 def _feeder(pool: Batch) -> Callable[[int], list[RunRecord]]:
@@ -607,15 +640,23 @@ def power_table(cfg: Config) -> None:
     )
     cfg.emit(
         "| change | suite | endpoint | nights | escalation | cell fails | runs | fixed N "
-        "| misses: stopped at N / escalated |"
+        "| misses: stopped at N / escalated | tau^2 = 0 known |"
     )
-    cfg.emit("|---|---|---|---|---|---|---|---|---|")
+    cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     for change in CHANGES:
         for suite in [s for s in SUITES if not cfg.suites or s.label in cfg.suites]:
             for drift in (False, True) if suite.models == 1 else (False,):
-                got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED))
+                procs = (ESCALATE, FIXED) if drift else (ESCALATE, FIXED, TOLD_QUIET)
+                got = _nights(cfg, suite, change, drift, procs)
                 n = len(got)
                 esc = [g["escalation"] for g in got]
+                told = (
+                    "-"
+                    if drift
+                    else pct(
+                        sum(change.metric in g[TOLD_QUIET.name].changed_metrics for g in got), n
+                    )
+                )
                 fixed = [g["fixed N"] for g in got]
                 hits = sum(change.metric in x.changed_metrics for x in esc)
                 cell = sum(x.changed_failed for x in esc)
@@ -626,9 +667,33 @@ def power_table(cfg: Config) -> None:
                 cfg.emit(
                     f"| {change.name} | {suite.label} | {'drift' if drift else 'quiet'} | {n} "
                     f"| {pct(hits, n)} | {pct(cell, n)} | {runs:.0f} | {pct(hits_fixed, n)} "
-                    f"| {early} / {len(missed) - early} |"
+                    f"| {early} / {len(missed) - early} | {told} |"
                 )
     cfg.emit()
+    cfg.lines.append(_drift_ceiling())
+
+
+def _drift_ceiling() -> str:
+    """The best any test of a 0.9 -> 0.6 success drop can do on the drifting endpoint.
+
+    Normal approximation at the lone change's bar (BH over a 5 x 1 night's gating
+    tests), with the night effect's true variance (the U(-0.10, +0.10) drift) known
+    rather than estimated, 3N runs tonight against a 5 x 20 baseline.
+    """
+    tau2 = 0.2**2 / 12
+    base, changed, nights, runs = 0.9, 0.6, 5, 20
+    baseline_var = base * (1 - base) / (nights * runs) + tau2 / nights
+    gating = 5 * len(GATING)
+    z_bar = float(sps.norm.isf(TOL.fdr_q / gating))
+    out = []
+    for n in (N, 3 * N, 10 * N):
+        spread = math.sqrt(changed * (1 - changed) / n + tau2 + baseline_var)
+        out.append(f"{n} runs {sps.norm.sf(z_bar - (base - changed) / spread):.0%}")
+    return (
+        "ceiling on the drifting endpoint, success 0.9 -> 0.6 in a 5x1 suite (normal "
+        f"approximation, the drift's night variance {tau2:.5f} known, one-sided bar "
+        f"{TOL.fdr_q}/{gating}): " + ", ".join(out)
+    )
 
 
 def blatant_table(cfg: Config) -> None:

@@ -72,9 +72,13 @@ def mde(
         if ref.kind == "binary" and exact:
             value = _binary.mde(ref, n, level_bar, margin_t, level, side)
             found += [] if value is None else [value]
-        else:
+        elif ref.kind == "binary":
             value = _normal_mde(ref, n, level_bar, margin_t, level)
-            found.append(to_effect(ref, value) if ref.kind != "binary" else min(value, 1.0))
+            # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
+            room = ref.estimate if side < 0 else 1.0 - ref.estimate
+            found += [value] if value <= room else []
+        else:
+            found.append(to_effect(ref, _normal_mde(ref, n, level_bar, margin_t, level)))
     return max(found) if found else None
 
 

@@ -11,7 +11,11 @@ calibration uses it). Looks:
 
 A metric is *suspicious* when its raw p is at or below a small floor, or when the
 predictive probability that it is flagged at the end (at N during the adaptive
-look, at the cap after N) is at least the PROMISE_* level of the look and family. Every metric counts,
+look, at the cap after N) is at least the PROMISE_* level of the look and family.
+"Flagged" is judged at Benjamini-Hochberg's step-up bar for the metric's rank
+among the cell's own metrics of its family (k fdr_q / m when k of them have a p at
+most its own): metrics that move together, such as a success rate and the answers
+that go with it, are flagged together at a looser bar than a lone change. Every metric counts,
 gating and diagnostic, so stopping early never skips a diagnostic that was about
 to show something; the accumulated evidence of a gating metric that is halfway
 to its threshold keeps the cell escalating too, so slow changes get more runs.
@@ -39,6 +43,7 @@ from evalrunner.stats._evidence import threshold
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
+from evalrunner.stats._metrics import Kind
 from evalrunner.stats._night import measure
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
@@ -53,8 +58,18 @@ PROMISE_GATING = 0.2
 """...after N, a cell keeps escalating only while a gating metric stays this promising."""
 PROMISE_DIAGNOSTIC = 0.35
 """The same for diagnostics (more of them, so a stricter bar keeps false escalations rare)."""
-PROMISE_ADAPTIVE = 0.2
-"""The adaptive look (half of N): run on to N while some metric would be flagged at N with this chance."""
+PROMISE_ADAPTIVE: dict[Kind, float] = {
+    "binary": 0.1,
+    "categorical": 0.1,
+    "count": 0.4,
+    "continuous": 0.4,
+}
+"""The adaptive look (half of N): run on to N while some metric would be flagged at N with this
+chance, by the metric's kind. Rates and paths move in coarse steps at 10 runs, so their look is
+lenient; counts, tokens and latency say more per run, and an unchanged cell has many of them
+(each one a chance to look promising by luck), so theirs is strict. Chosen by simulation
+(benchmarks/calibrate_stats.py, adaptive table): one threshold of 0.2 for every kind saved 39 %
+of runs and lost 4-6 points on a rate; these save ~40 % and lose at most ~3."""
 FLOOR_REJECTIONS = 10
 """The validity floor covers BH thresholds of up to this many rejections in a family."""
 
@@ -180,33 +195,51 @@ def _looks(
     reference: CellReference, runs: Runs, budget: Budget, done: int, target: int
 ) -> list[_Look]:
     tol = reference.tolerance
-    gating = [c for c in reference.codings(runs) if tol.is_gating(c.metric)]
-    family = {True: max(1, len(gating)), False: max(1, len(reference.codings(runs)) - len(gating))}
-    out = []
-    for coding in reference.codings(runs):
+    measured = []
+    codings = reference.codings(runs)
+    for coding in codings:
         ref = reference.reference(coding)
         found = measure(ref, runs, tol.ci_level)
-        if isinstance(found, str):
-            continue
-        gates = tol.is_gating(coding.metric)
-        bar = tol.fdr_q / (budget.cells * family[gates])
+        if not isinstance(found, str):
+            measured.append((ref, found, tol.is_gating(coding.metric)))
+    gating = sum(tol.is_gating(c.metric) for c in codings)
+    family = {True: max(1, gating), False: max(1, len(codings) - gating)}
+    out = []
+    for ref, found, gates, rank in _ranked(measured):
+        # Benjamini-Hochberg's step-up bar at this metric's rank among the cell's own
+        # metrics of its family: metrics that move together (a success rate and the
+        # answer that goes with it) are flagged together at a looser bar than a lone one.
+        lone = tol.fdr_q / (budget.cells * family[gates])
+        floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone)
         if done < budget.runs:
-            promise = PROMISE_ADAPTIVE
+            promise = PROMISE_ADAPTIVE[ref.kind]
         else:
             promise = (
                 (PROMISE_ENTER if done == budget.runs else PROMISE_GATING)
                 if gates
                 else PROMISE_DIAGNOSTIC
             )
-        out.append(_look(ref, found, bar, tol.fdr_q, done, target, promise))
+        out.append(_look(ref, found, rank * lone, floor, done, target, promise))
     return out
+
+
+def _ranked(
+    measured: Sequence[tuple[MetricReference, Measured, bool]],
+) -> list[tuple[MetricReference, Measured, bool, int]]:
+    """Each metric with its step-up rank: how many of the cell's metrics of its family have
+    a p at most its own (ties share the larger rank, as Benjamini-Hochberg rejects them)."""
+    p = [found.p_values(ref.direction, improvable=False)[0] for ref, found, _ in measured]
+    return [
+        (ref, found, gates, sum(q <= p[i] for j, q in enumerate(p) if measured[j][2] == gates))
+        for i, (ref, found, gates) in enumerate(measured)
+    ]
 
 
 def _look(
     ref: MetricReference,
     m: Measured,
     bar: float,
-    fdr_q: float,
+    floor: float,
     done: int,
     target: int,
     enough: float,
@@ -218,7 +251,6 @@ def _look(
     z = z_upper(p / 2 if ref.direction == "changed" else p)
     final_n = max(m.n, round(m.n * target / max(done, 1)))
     promise = predictive_power(z, 1 / ref.null_var(m.n), 1 / ref.null_var(final_n), side_bar)
-    floor = min(fdr_q, FLOOR_REJECTIONS * bar)
     return _Look(ref.name, p, promise, p <= floor or promise >= enough)
 
 

@@ -86,6 +86,21 @@ def test_a_margin_the_baseline_cannot_resolve_needs_no_number_of_runs(
     assert runs_needed(ref, 0.05 / 5, 0.25, 0.9) is not None
 
 
+def test_a_rate_s_normal_mde_never_exceeds_the_room_the_rate_has(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    # 3 baseline runs, 2 passing: a drop of 0.67 is all there is, and the normal
+    # model's 80 %-power drop at a strict bar is more than that.
+    nights = [runs(3, passed=2, start=3 * i) for i in range(3)]
+    ref = fit_references([cell(nights, []).baseline])[CellKey("s", "m")]
+    success = ref.reference(Coding("success_rate"))
+    assert mde(success, 3, 0.0001, 0.1, 0.9, exact=False) is None
+    assert mde(success, 3, 0.0001, 0.1, 0.9) is None
+    usual = _reference(runs, cell).reference(Coding("success_rate"))
+    found = mde(usual, 20, 0.002, 0.1, 0.9, exact=False)
+    assert found is not None and 0 < found <= usual.estimate
+
+
 def test_the_night_reports_the_bar_it_used(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
     cells = [
         cell(
