@@ -125,13 +125,14 @@ def test_drive_ends_when_the_runner_cannot_run_more(
 def test_metrics_that_move_together_are_judged_at_the_step_up_bar(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
-    # 7 of 10 passing against a 0.9 baseline. When the failed runs also give another
-    # answer, success_rate_valid and final_answer_match fall together: Benjamini-Hochberg
-    # flags both at twice a lone bar, so the look keeps both. When the failed runs still
-    # answer as usual, success_rate_valid falls alone and is not promising enough.
+    # 14 of 20 passing against a 0.9 baseline, in a night of 5 cells. When the failed
+    # runs also give another answer, success_rate_valid and final_answer_match fall
+    # together: Benjamini-Hochberg flags both at twice a lone bar, so the look at N
+    # keeps both. When the failed runs still answer as usual, success_rate_valid falls
+    # alone and is not promising enough at the lone bar.
     ref = _reference(runs, cell)
-    budget = Budget.of(Tolerance(), 20, cells=1, adaptive=True)
-    together = runs(10, passed=7, steps=STEPS)
+    budget = Budget.of(Tolerance(), 20, cells=5)
+    together = runs(20, passed=14, steps=STEPS)
     alone = [r.model_copy(update={"final_answer": "Paris"}) for r in together]
     assert {"success_rate_valid", "final_answer_match"} <= set(
         decide(ref, together, budget).suspicious
