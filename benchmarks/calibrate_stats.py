@@ -558,7 +558,11 @@ class Config:
     quick: bool
     lines: list[str] = field(default_factory=list)
     suites: tuple[str, ...] = ()
-    """Only these suite labels ('5x1', '50x3') in the power table; empty: all."""
+    """Only these suite labels ('5x1', '50x3') in the A/A and power tables; empty: all."""
+
+    def chosen(self, suites: Sequence[Suite]) -> list[Suite]:
+        """The suites of ``--suites`` (all when it is empty)."""
+        return [s for s in suites if not self.suites or s.label in self.suites]
 
     def nights(self, suite: Suite) -> int:
         return self.small if suite.scenarios <= 5 else self.big
@@ -605,7 +609,7 @@ def aa_table(cfg: Config) -> None:
         "| suite | endpoint | nights | mature: failed nights | runs/cell | young: nights with a (non-gating) flag |"
     )
     cfg.emit("|---|---|---|---|---|---|")
-    for suite in SUITES:
+    for suite in cfg.chosen(SUITES):
         for drift in (False, True):
             mature = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,))]
             young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
@@ -644,7 +648,7 @@ def power_table(cfg: Config) -> None:
     )
     cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     for change in CHANGES:
-        for suite in [s for s in SUITES if not cfg.suites or s.label in cfg.suites]:
+        for suite in cfg.chosen(SUITES):
             for drift in (False, True) if suite.models == 1 else (False,):
                 procs = (ESCALATE, FIXED) if drift else (ESCALATE, FIXED, TOLD_QUIET)
                 got = _nights(cfg, suite, change, drift, procs)
@@ -944,7 +948,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--big-nights", type=int, default=None, help="nights per row, 50-scenario")
     parser.add_argument("--seasons", type=int, default=None, help="sequences per season row")
-    parser.add_argument("--suites", default="", help="power table: only these, e.g. 5x1,50x3")
+    parser.add_argument(
+        "--suites", default="", help="A/A and power tables: only these, e.g. 5x1,50x3"
+    )
     args = parser.parse_args(argv)
     cfg = Config(
         seed=args.seed,

@@ -69,7 +69,7 @@ chance, by the metric's kind. Rates and paths move in coarse steps at 10 runs, s
 lenient; counts, tokens and latency say more per run, and an unchanged cell has many of them
 (each one a chance to look promising by luck), so theirs is strict. Chosen by simulation
 (benchmarks/calibrate_stats.py, adaptive table): one threshold of 0.2 for every kind saved 39 %
-of runs and lost 4-6 points on a rate; these save ~40 % and lose at most ~3."""
+of runs and lost 4-6.5 points on a rate; these save ~40 % and lose at most ~3."""
 FLOOR_REJECTIONS = 10
 """The validity floor covers BH thresholds of up to this many rejections in a family."""
 
