@@ -558,7 +558,7 @@ class Config:
     quick: bool
     lines: list[str] = field(default_factory=list)
     suites: tuple[str, ...] = ()
-    """Only these suite labels ('5x1', '50x3') in the A/A and power tables; empty: all."""
+    """Only these suite labels ('5x1', '50x3') in the A/A, power and adaptive tables; empty: all."""
 
     def chosen(self, suites: Sequence[Suite]) -> list[Suite]:
         """The suites of ``--suites`` (all when it is empty)."""
@@ -864,7 +864,7 @@ def adaptive_table(cfg: Config) -> None:
         "where they differ from fixed N by more than 3 points.\n"
     )
     procs = (FIXED, ESCALATE, ADAPTIVE_ONLY, ADAPTIVE)
-    for suite in ADAPTIVE_SUITES:
+    for suite in cfg.chosen(ADAPTIVE_SUITES):
         cfg.emit(f"### {suite.label}\n")
         cfg.emit(
             "| procedure | runs saved, unchanged cells | "
@@ -949,7 +949,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--big-nights", type=int, default=None, help="nights per row, 50-scenario")
     parser.add_argument("--seasons", type=int, default=None, help="sequences per season row")
     parser.add_argument(
-        "--suites", default="", help="A/A and power tables: only these, e.g. 5x1,50x3"
+        "--suites", default="", help="A/A, power and adaptive tables: only these, e.g. 5x1,50x3"
     )
     args = parser.parse_args(argv)
     cfg = Config(
