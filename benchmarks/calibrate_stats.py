@@ -43,6 +43,7 @@ import numpy as np
 from scipy import stats as sps
 
 from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.live._results import AdaptiveSettings
 from evalrunner.stats import (
     Budget,
     CellBaseline,
@@ -384,7 +385,9 @@ def _procedure(
         refs = {k: _told_quiet(r) for k, r in refs.items()}
     tonight = {}
     for k in keys:
-        budget = Budget.of(proc.tolerance, N, cells=len(keys), adaptive=proc.adaptive)
+        # The CLI's budget: with --adaptive its --batch (default 5) spaces the looks up to N.
+        step = AdaptiveSettings().batch if proc.adaptive else None
+        budget = Budget.of(proc.tolerance, N, cells=len(keys), adaptive=proc.adaptive, step=step)
         tonight[k] = drive(refs[k], budget, _feeder(pools[k])).records
     result = compare_night([CellNight(c, tonight[c.key]) for c in cells], refs)
     return _summarise(result, keys, tonight)
@@ -858,8 +861,9 @@ def adaptive_table(cfg: Config) -> None:
     cfg.emit("## --adaptive: runs saved on unchanged scenarios, power kept\n")
     cfg.emit(
         "Same nights for four procedures: fixed N = 20; escalation (default); adaptive "
-        "(first look at 10 runs, stop there if nothing is promising; no escalation); adaptive + "
-        "escalation. Saved: 1 - mean runs per unchanged cell / 20. Power: the change's metric "
+        "(looks at 10 and 15 runs, as the CLI's --batch 5 places them; stop at the first where "
+        "nothing is promising; no escalation); adaptive + escalation (what `--adaptive` does). "
+        "Saved: 1 - mean runs per unchanged cell / 20. Power: the change's metric "
         "flagged, every change in its own set of nights; the changes' other metrics are listed "
         "where they differ from fixed N by more than 3 points.\n"
     )

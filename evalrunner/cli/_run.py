@@ -91,10 +91,13 @@ def print_run(result: LiveResult) -> None:
 @click.option(
     "--adaptive",
     is_flag=True,
-    help="Look at each scenario after half its runs and stop it there when nothing looks "
-    "suspicious (a scenario with a baseline; suspicious ones still escalate).",
+    help="Look at each scenario after half its runs, then every --batch runs, and stop it at "
+    "the first look where nothing looks suspicious (a scenario with a baseline; suspicious "
+    "ones still escalate).",
 )
-@_options.positive("--batch", None, "Runs per escalation look with --adaptive.", shown=5)
+@_options.positive(
+    "--batch", None, "Runs between --adaptive's looks from half of N up to N.", shown=5
+)
 @_options.positive(
     "--max-runs", None, "Runs each scenario is planned for with --adaptive (its N).", shown=20
 )

@@ -69,9 +69,14 @@ class AdaptiveSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    batch: int = Field(default=5, ge=1, description="Runs per batch of each scenario x model.")
+    batch: int = Field(
+        default=5, ge=1, description="Runs between the looks from half of max_runs up to it."
+    )
     max_runs: int = Field(
-        default=20, ge=1, description="Most runs of a scenario x model that has a baseline."
+        default=20,
+        ge=1,
+        description="Runs each scenario x model with a baseline is planned for (its N; "
+        "escalation may go beyond it).",
     )
 
 

@@ -4,8 +4,9 @@ The runner runs a batch of a cell, calls :func:`decide`, and does what it says
 (:func:`drive` is that loop, for callers that can run a cell synchronously; the
 calibration uses it). Looks:
 
-* ``adaptive``: the first look is at half the scenario's runs. If no metric is
-  promising the cell stops there; otherwise it runs to its full N.
+* ``adaptive``: the first look is at half the scenario's runs, and another after
+  each batch up to N. The cell stops at the first look where no metric is
+  promising (a flag at N still likely enough); otherwise it runs on.
 * at N (and after each extra batch): if some metric is suspicious the cell gets
   another batch, up to ``escalate_to`` x N; otherwise it stops.
 
@@ -69,8 +70,15 @@ chance, by the metric's kind. Rates and paths move in coarse steps at 10 runs, s
 lenient; counts, tokens and latency say more per run, and an unchanged cell has many of them
 (each one a chance to look promising by luck), so theirs is strict. Chosen by simulation
 (benchmarks/calibrate_stats.py, adaptive table): in a 5-scenario suite one threshold of 0.2 for
-every kind saved 39 % of runs and lost 4-6.5 points on a rate; these save ~40 % and lose at most
-~3 (in a 50-scenario suite: 46 % saved, up to 5 points lost; docs/calibration.md)."""
+every kind saved 39 % of runs and lost 4-6.5 points on a rate; these (with the later looks'
+bars below) save ~43 % and lose 3-3.5 points (in a 50-scenario suite: 47 % saved, up to 5 points
+lost; docs/calibration.md)."""
+PROMISE_ADAPTIVE_LATER = 0.5
+"""The looks after the first and before N use PROMISE_ADAPTIVE times this. A cell that got
+past the first look had something promising there; halving the bar at the later looks keeps
+more changed cells running to N (and to escalation) while still stopping most unchanged ones.
+Chosen on seed 0's nights (same savings as the first look's bar, 3 more points of power under
+--adaptive with escalation); docs/calibration.md."""
 FLOOR_REJECTIONS = 10
 """The validity floor covers BH thresholds of up to this many rejections in a family."""
 
@@ -84,11 +92,14 @@ class Budget:
     max_runs: int
     """The cap with escalation (``runs`` turns escalation off)."""
     batch: int
-    """Extra runs per escalation look."""
+    """Extra runs per escalation look (after N)."""
     adaptive: bool = False
-    """Look at half of ``runs`` and stop there when nothing is promising."""
+    """Look at half of ``runs`` and every ``step`` runs after it, and stop at the first look
+    where nothing is promising."""
     cells: int = 1
     """Cells compared tonight: sets the level a lone change must reach (BH over the night)."""
+    step: int = 1
+    """With ``adaptive``: runs between the looks from N/2 to N (``--batch``)."""
 
     @classmethod
     def of(
@@ -98,11 +109,18 @@ class Budget:
         *,
         cells: int,
         adaptive: bool = False,
-        batch: int | None = None,
+        step: int | None = None,
     ) -> Budget:
-        """The budget a scenario of ``runs`` runs gets under ``tolerance`` (its escalate_to)."""
+        """The budget a scenario of ``runs`` runs gets under ``tolerance`` (its escalate_to).
+
+        Escalation adds N/2 runs per look with or without ``adaptive``: the escalation the
+        calibration measures is the one every night gets, and each extra look would be
+        another chance to stop a changed cell short of the cap.
+        """
         cap = max(runs, math.floor(runs * tolerance.escalate_to))
-        return cls(runs, cap, batch or max(1, math.ceil(runs / 2)), adaptive, max(1, cells))
+        half = max(1, math.ceil(runs / 2))
+        quarter = max(1, math.ceil(runs / 4))
+        return cls(runs, cap, half, adaptive, max(1, cells), step or quarter)
 
     @property
     def first_look(self) -> int:
@@ -162,7 +180,7 @@ def decide(
             else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
         )
         return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
-    more = target - done if done < budget.runs else min(budget.batch, budget.max_runs - done)
+    more = min(budget.step if done < budget.runs else budget.batch, target - done)
     said = [
         f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep
     ]
@@ -215,7 +233,9 @@ def _looks(
         # The validity floor stays at the lone bar (the error-control argument above).
         floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone[gates])
         if done < budget.runs:
-            promise = PROMISE_ADAPTIVE[ref.kind]
+            promise = PROMISE_ADAPTIVE[ref.kind] * (
+                1.0 if done <= budget.first_look else PROMISE_ADAPTIVE_LATER
+            )
         else:
             promise = (
                 (PROMISE_ENTER if done == budget.runs else PROMISE_GATING)
