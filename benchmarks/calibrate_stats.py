@@ -385,9 +385,9 @@ def _procedure(
         refs = {k: _told_quiet(r) for k, r in refs.items()}
     tonight = {}
     for k in keys:
-        # The CLI's budget: with --adaptive its --batch (default 5) spaces the looks up to N.
-        step = AdaptiveSettings().batch if proc.adaptive else None
-        budget = Budget.of(proc.tolerance, N, cells=len(keys), adaptive=proc.adaptive, step=step)
+        # The CLI's budget: with --adaptive its --batch (default 5) spaces every look after N/2.
+        batch = AdaptiveSettings().batch if proc.adaptive else None
+        budget = Budget.of(proc.tolerance, N, cells=len(keys), adaptive=proc.adaptive, batch=batch)
         tonight[k] = drive(refs[k], budget, _feeder(pools[k])).records
     result = compare_night([CellNight(c, tonight[c.key]) for c in cells], refs)
     return _summarise(result, keys, tonight)

@@ -96,7 +96,7 @@ def print_run(result: LiveResult) -> None:
     "ones still escalate).",
 )
 @_options.positive(
-    "--batch", None, "Runs between --adaptive's looks from half of N up to N.", shown=5
+    "--batch", None, "Runs per look after the first with --adaptive (escalation's too).", shown=5
 )
 @_options.positive(
     "--max-runs", None, "Runs each scenario is planned for with --adaptive (its N).", shown=20

@@ -138,7 +138,7 @@ def _sequential(
             settings.max_runs if settings is not None else scenario.runs,
             cells=len(cells),
             adaptive=settings is not None,
-            step=settings.batch if settings else None,
+            batch=settings.batch if settings else None,
         )
     if settings is None and all(b.max_runs <= b.runs for b in budgets.values()):
         return None  # escalation off everywhere (escalate_to: 1): a fixed plan

@@ -70,7 +70,9 @@ class AdaptiveSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     batch: int = Field(
-        default=5, ge=1, description="Runs between the looks from half of max_runs up to it."
+        default=5,
+        ge=1,
+        description="Runs per look after the first (at half of max_runs), escalation's too.",
     )
     max_runs: int = Field(
         default=20,

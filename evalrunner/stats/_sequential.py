@@ -92,14 +92,13 @@ class Budget:
     max_runs: int
     """The cap with escalation (``runs`` turns escalation off)."""
     batch: int
-    """Extra runs per escalation look (after N)."""
+    """Runs per look after the first: with ``adaptive`` the looks from N/2 up to N, and
+    escalation's extra batches after N."""
     adaptive: bool = False
-    """Look at half of ``runs`` and every ``step`` runs after it, and stop at the first look
+    """Look at half of ``runs`` and every ``batch`` runs after it, and stop at the first look
     where nothing is promising."""
     cells: int = 1
     """Cells compared tonight: sets the level a lone change must reach (BH over the night)."""
-    step: int = 1
-    """With ``adaptive``: runs between the looks from N/2 to N (``--batch``)."""
 
     @classmethod
     def of(
@@ -109,18 +108,11 @@ class Budget:
         *,
         cells: int,
         adaptive: bool = False,
-        step: int | None = None,
+        batch: int | None = None,
     ) -> Budget:
-        """The budget a scenario of ``runs`` runs gets under ``tolerance`` (its escalate_to).
-
-        Escalation adds N/2 runs per look with or without ``adaptive``: the escalation the
-        calibration measures is the one every night gets, and each extra look would be
-        another chance to stop a changed cell short of the cap.
-        """
+        """The budget a scenario of ``runs`` runs gets under ``tolerance`` (its escalate_to)."""
         cap = max(runs, math.floor(runs * tolerance.escalate_to))
-        half = max(1, math.ceil(runs / 2))
-        quarter = max(1, math.ceil(runs / 4))
-        return cls(runs, cap, half, adaptive, max(1, cells), step or quarter)
+        return cls(runs, cap, batch or max(1, math.ceil(runs / 2)), adaptive, max(1, cells))
 
     @property
     def first_look(self) -> int:
@@ -180,7 +172,7 @@ def decide(
             else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
         )
         return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
-    more = min(budget.step if done < budget.runs else budget.batch, target - done)
+    more = min(budget.batch, target - done)
     said = [
         f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep
     ]

@@ -252,8 +252,8 @@ def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
     assert counts["steady"] < 20  # never errs: every gating metric settles early
     # Never passes: its success rate cannot drop, so it must not hold the scenario to max N.
     assert counts["hopeless"] < 20, result.stderr
-    # Looks at half of N (10), every --batch (5) up to N, then escalation's N/2 (10) at a time.
-    assert all(n in (10, 15) or (n >= 20 and n % 10 == 0) for n in counts.values()), counts
+    # Looks at half of N (10), then after every batch of 5: whole batches.
+    assert all(n == 10 or (n >= 15 and n % 5 == 0) for n in counts.values()), counts
     rows = gating(verdict_table(result.stdout))
     assert flagged(rows) == set()
     # A stop claims only what it means (nothing suspicious yet), whatever the verdicts say.

@@ -322,12 +322,13 @@ def test_an_infra_reason_names_the_status_the_endpoint_and_the_message(tmp_path:
         "upstream overloaded, try later"
     )
     # A run whose retries outlast its timeout says what it was retrying (once: "TimeoutError").
-    slow_retries = {"max_attempts": 20, "backoff_s": 0.2, "max_backoff_s": 0.2}
+    # 3 s, not 1: on a loaded machine a 1 s run could time out before its first request.
+    slow_retries = {"max_attempts": 100, "backoff_s": 0.2, "max_backoff_s": 0.2}
     with FakeEndpoint(default=Fault("500", message="disk full")) as ep:
-        record, _, _ = run_one(tmp_path / "slow", ep, "tool_agent", retry=slow_retries, timeout_s=1)
+        record, _, _ = run_one(tmp_path / "slow", ep, "tool_agent", retry=slow_retries, timeout_s=3)
         api_base = ep.api_base
     assert record.outcome == "infra_error"
     assert record.reason == (
-        "run timed out after 1 s; last endpoint fault: "
+        "run timed out after 3 s; last endpoint fault: "
         f"InternalServerError (HTTP 500) from openai/fake at {api_base}: disk full"
     )

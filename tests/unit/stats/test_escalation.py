@@ -43,7 +43,7 @@ def _feeder(runs: RunsMaker, passed_share: float) -> Callable[[int], list[RunRec
 
 
 def test_the_budget_follows_the_tolerance() -> None:
-    assert Budget.of(Tolerance(), 20, cells=5) == Budget(20, 60, 10, False, 5, 5)
+    assert Budget.of(Tolerance(), 20, cells=5) == Budget(20, 60, 10, False, 5)
     assert Budget.of(Tolerance(escalate_to=1), 20, cells=5).max_runs == 20
     assert Budget.of(Tolerance(), 20, cells=5, adaptive=True).first_look == 10
     assert Budget.of(Tolerance(), 20, cells=5).first_look == 20
@@ -121,7 +121,7 @@ def test_adaptive_looks_again_after_every_batch_until_n(
     # --adaptive with --batch 5: looks at 10 and 15 runs, so a cell that looked promising
     # at 10 but not at 15 stops there instead of running its whole N.
     ref = _reference(runs, cell)
-    budget = Budget.of(Tolerance(), 20, cells=1, adaptive=True, step=5)
+    budget = Budget.of(Tolerance(), 20, cells=1, adaptive=True, batch=5)
     first = decide(ref, runs(10, passed=5, steps=STEPS), budget)
     assert (first.action, first.more) == ("continue", 5)
     assert first.reason.endswith(": 5 more (cap 60)")
@@ -138,7 +138,7 @@ def test_later_adaptive_looks_keep_a_cell_the_first_look_s_bar_would_stop(
     # A cell that got past the first look had something promising there: at 15 runs a 7 %
     # chance of a flag at 20 (under the first look's 10 % bar for rates) still runs on.
     ref = _reference(runs, cell)
-    budget = Budget.of(Tolerance(), 20, cells=4, adaptive=True, step=5)
+    budget = Budget.of(Tolerance(), 20, cells=4, adaptive=True, batch=5)
     step = decide(ref, runs(15, passed=10, steps=STEPS), budget)
     assert step.action == "continue" and "success_rate" in step.suspicious
     assert "success_rate (p 0.03, chance of a flag at 20 runs 7%)" in step.reason
