@@ -225,18 +225,19 @@ def _looks(
         # answer that goes with it) are flagged together at a looser bar than a lone one.
         # The validity floor stays at the lone bar (the error-control argument above).
         floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone[gates])
-        if done < budget.runs:
-            promise = PROMISE_ADAPTIVE[ref.kind] * (
-                1.0 if done <= budget.first_look else PROMISE_ADAPTIVE_LATER
-            )
-        else:
-            promise = (
-                (PROMISE_ENTER if done == budget.runs else PROMISE_GATING)
-                if gates
-                else PROMISE_DIAGNOSTIC
-            )
+        promise = _enough(ref.kind, gates, done, budget)
         out.append(_look(ref, found, rank * lone[gates], floor, done, target, promise))
     return out
+
+
+def _enough(kind: Kind, gates: bool, done: int, budget: Budget) -> float:
+    """The chance of a flag at the look's target that keeps a metric's cell running."""
+    if done < budget.runs:  # an adaptive look before N
+        later = done > budget.first_look
+        return PROMISE_ADAPTIVE[kind] * (PROMISE_ADAPTIVE_LATER if later else 1.0)
+    if not gates:
+        return PROMISE_DIAGNOSTIC
+    return PROMISE_ENTER if done == budget.runs else PROMISE_GATING
 
 
 def _ranked(
