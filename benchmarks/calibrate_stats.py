@@ -899,7 +899,7 @@ def _worst_metric_loss(
     for got in per_change:
         metrics = {m for g in got for m in g["fixed N"].changed_metrics}
         for proc in procs[2:]:
-            for m in metrics:
+            for m in sorted(metrics):  # a tie names the same metric in every process
                 fixed = np.mean([m in g["fixed N"].changed_metrics for g in got])
                 other = np.mean([m in g[proc.name].changed_metrics for g in got])
                 if fixed - other > worst[0]:
