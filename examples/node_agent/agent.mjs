@@ -68,7 +68,15 @@ async function main() {
     { role: "user", content: task },
   ];
   for (let turn = 0; turn < 4; turn++) {
-    const message = await ask(client, messages);
+    let message;
+    try {
+      message = await ask(client, messages);
+    } catch (err) {
+      // A conversation grown past the model's context window ends the task, not the agent:
+      // it gives up with no answer, as its contract says. Anything else is a crash.
+      if (err instanceof OpenAI.BadRequestError && /context/i.test(err.message)) break;
+      throw err;
+    }
     if (!message.tool_calls || message.tool_calls.length === 0) {
       console.log(JSON.stringify({ final_answer: message.content }));
       return;
