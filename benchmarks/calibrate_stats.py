@@ -494,11 +494,12 @@ def one_season(task: SeasonTask) -> Season:
         )
         for k in keys
     ]
-    refs = fit_references(cells)
     evidence: dict[CellKey, EvidenceState | None] = dict.fromkeys(keys)
     nightly, accumulated = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
     runs = 0
     for night in range(1, task.nights + 1):
+        # As the CLI does: refitted every night, the nights since the anchor sharpening tau^2.
+        refs = fit_references(cells, evidence)
         tonight = {}
         for i, k in enumerate(keys):
             profile = task.change.apply(night) if i == 0 else profiles[k]

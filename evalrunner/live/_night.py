@@ -127,7 +127,8 @@ def _sequential(
                 cell, scenarios[cell.scenario].tolerance, [n.records for n in b.nights], b.anchor
             )
             for cell, b in baselines.items()
-        ]
+        ],
+        evidence,
     )
     budgets = {}
     for cell in baselines:

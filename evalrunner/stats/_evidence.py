@@ -25,10 +25,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from scipy import special
 
-from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
+from evalrunner.stats._evidence_state import (
+    EVIDENCE_FORMAT_VERSION,
+    EvidenceState,
+    MetricEvidence,
+)
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._metrics import Direction
@@ -60,13 +65,20 @@ def add_night(
     tonight: Mapping[str, tuple[MetricReference, Measured]],
     margins: Mapping[str, float],
     level: float,
+    means: Mapping[str, float],
 ) -> tuple[EvidenceState, dict[str, Accumulated]]:
-    """Tonight added to every metric's evidence; metrics not measured tonight carry over."""
+    """Tonight added to every metric's evidence; metrics not measured tonight carry over.
+
+    ``means``: tonight's mean of each metric on its test scale, for the night-to-night
+    spread (raw, not through the test's tail: that maps tonight through the night effect
+    the spread is there to estimate).
+    """
     metrics = dict(state.metrics)
     out: dict[str, Accumulated] = {}
     for name, (ref, measured) in tonight.items():
         before = metrics.get(name, MetricEvidence())
-        var = ref.within_var(measured.n) + ref.night_var
+        within = ref.within_var(measured.n)
+        var = within + ref.night_var
         # Tonight's estimate as the normal model sees it, through the test's own tail:
         # exact for rates and paths, so three crashes in 60 runs weigh what their p says.
         x = ref.mean + measured.z * math.sqrt(ref.null_var(measured.n))
@@ -76,7 +88,11 @@ def add_night(
         spread = 1.0 / weight + ref.base_var
         e = math.exp(log_e_value(diff, spread, ref.direction, to_test_scale(ref, margins[name])))
         metrics[name] = MetricEvidence(
-            nights=before.nights + 1, weight=weight, weighted_sum=total, e_value=e
+            nights=before.nights + 1,
+            weight=weight,
+            weighted_sum=total,
+            e_value=e,
+            **_pair(before, means[name], within),
         )
         centre = total / weight - (
             ref.mean if ref.kind in ("count", "continuous") else ref.estimate
@@ -91,7 +107,27 @@ def add_night(
             effect=to_effect(ref, centre),
             effect_ci=(low, high),
         )
-    return state.model_copy(update={"nights": state.nights + 1, "metrics": metrics}), out
+    update = {"nights": state.nights + 1, "metrics": metrics}
+    return state.model_copy(update={**update, "format_version": EVIDENCE_FORMAT_VERSION}), out
+
+
+def _pair(before: MetricEvidence, x: float, within: float) -> dict[str, Any]:
+    """Tonight and the last night as one more consecutive pair of the night-to-night spread.
+
+    Differences of consecutive nights, not the spread around the season's mean: a slow
+    trend (what the evidence is there to find) moves a pair by its nightly slope only,
+    and a persistent step enters one pair instead of every night after it.
+    """
+    out: dict[str, Any] = {"last_mean": x, "last_var": within}
+    if before.last_mean is None:
+        return out
+    noise = before.last_var + within
+    return {
+        **out,
+        "pairs": before.pairs + 1,
+        "pair_excess": before.pair_excess + ((x - before.last_mean) ** 2 - noise) / 2,
+        "pair_noise": before.pair_noise + noise / 2,
+    }
 
 
 def log_e_value(diff: float, var: float, direction: Direction, scale: float) -> float:

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["EVIDENCE_FORMAT_VERSION", "EvidenceState", "MetricEvidence"]
 
-EVIDENCE_FORMAT_VERSION = 1
+EVIDENCE_FORMAT_VERSION = 2
+"""2 added the night-to-night spread (``last_mean`` ... ``pair_noise``); a version-1 state
+reads as one with no pairs yet."""
 
 
 class MetricEvidence(BaseModel):
@@ -27,6 +29,25 @@ class MetricEvidence(BaseModel):
         default=0.0, description="Sum of weight x night mean, on the metric's test scale."
     )
     e_value: float = Field(default=1.0, description="The e-value after the last night.")
+    last_mean: float | None = Field(
+        default=None, description="The last night's mean on the test scale (None: no night yet)."
+    )
+    last_var: float = Field(
+        default=0.0,
+        description="Sampling variance of the last night's mean around its own night's truth.",
+    )
+    pairs: int = Field(default=0, description="Consecutive pairs of nights in ``pair_excess``.")
+    pair_excess: float = Field(
+        default=0.0,
+        description=(
+            "Sum over consecutive nights of (difference of means^2 - both sampling variances) / 2: "
+            "pairs x an unbiased estimate of the between-night variance tau^2."
+        ),
+    )
+    pair_noise: float = Field(
+        default=0.0,
+        description="Sum over consecutive nights of the mean of both sampling variances.",
+    )
 
 
 class EvidenceState(BaseModel):

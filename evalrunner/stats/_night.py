@@ -118,10 +118,12 @@ def compare_night(
     diagnostics (another); MDE and runs needed are computed at the level a lone
     change must reach in that family. Evidence accumulates per cell and resets when
     a cell's anchor changes. ``references``: the fit of these cells' baselines
-    (:func:`fit_references`) when the caller already made it for escalation; the
-    same baselines give the same fit.
+    (:func:`fit_references`, given the same evidence) when the caller already made it
+    for escalation; the same baselines and evidence give the same fit.
     """
-    refs = references if references is not None else fit_references([c.baseline for c in cells])
+    refs = references
+    if refs is None:
+        refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = {True: 0, False: 0}
     for c in cells:
@@ -170,8 +172,11 @@ def _cell(
     tonight = Runs.of(c.tonight)
     state = start(c.evidence, ref.anchor)
     measured = {d.ref.name: (d.ref, d.measured) for d in drafts if d.measured is not None}
+    means = {
+        name: ref.scale_mean(ref.coding.values(tonight)) for name, (ref, _) in measured.items()
+    }
     state, accumulated = add_night(
-        state, measured, {name: tol.margin_for(name) for name in measured}, tol.ci_level
+        state, measured, {name: tol.margin_for(name) for name in measured}, tol.ci_level, means
     )
     gating_count = sum(tol.is_gating(d.ref.name) for d in drafts)
     limit = threshold(gating_count, cells, tol.season_alpha)

@@ -27,7 +27,8 @@ than their sampling error says (one endpoint, one drift), less when some cells
 really are more volatile (:func:`pool_tau2`). A cell with fewer than ``min_baseline_nights`` nights is
 compared but does not gate (its baseline is too young to show how much nights
 differ); it uses the suite's tau^2 (or :data:`PRIOR_ICC` when no cell has two
-nights).
+nights). The nights compared since the anchor are a second estimate, which may
+widen what a test uses but never narrow it (:func:`fit_references`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
 from evalrunner.stats._formulas import FloatArray, icc, placements, tie_factor
 from evalrunner.stats._metrics import TOOL_USED, Direction, Kind, metric
 from evalrunner.stats._observe import Coding, Runs, codings, concat
@@ -95,6 +97,9 @@ class MetricReference:
     """Counts: every baseline value, sorted (placements are taken against it)."""
     shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
     """Tool paths: smoothed baseline shares of (usual path, other known path, new path)."""
+    history: tuple[float, float, int] | None = None
+    """Nights compared since the anchor: tau^2 from consecutive nights' differences, a
+    night mean's mean sampling variance, and the number of consecutive pairs."""
 
     @property
     def name(self) -> str:
@@ -120,13 +125,46 @@ class MetricReference:
         """Variance of tonight's mean around the baseline's mean when nothing changed."""
         return self.within_var(n) + self.night_var + self.base_var
 
+    def scale_mean(self, values: FloatArray) -> float:
+        """The mean of per-run values on the test scale (counts: placements among the baseline's)."""
+        if self.kind == "count":
+            values = placements(values, self.sorted_base)
+        return float(values.mean())
+
     def own_tau2(self, at: float | None = None) -> tuple[float, float] | None:
-        """This cell's estimate of tau^2 (unclipped) and its sampling variance, if it has one.
+        """This cell's estimate of tau^2 (unclipped) and its sampling variance, if it has one:
+        the anchor's nights (ANOVA) and the nights compared since (consecutive differences),
+        combined by inverse variance.
 
         The variance is evaluated at rho = ``at`` (the suite's typical rho), not at the
         cell's own estimate: weights that grow as an estimate falls would pull the
         suite's value down.
         """
+        anchor = self._anchor_tau2(at)
+        if self.history is None:
+            return anchor
+        tau2, noise, pairs = self.history
+        rho = (
+            at
+            if at is not None
+            else (anchor[0] / self.run_var if anchor and self.run_var > 0 else 0.0)
+        )
+        level = min(max(rho, 0.0), MAX_ICC) * self.run_var
+        # Consecutive differences d have variance s^2 = 2 (tau^2 + noise); d^2 has variance
+        # 2 s^4 and neighbouring d^2 covary by s^4 / 2, so the mean of (d^2 - noise) / 2
+        # over k pairs has variance 3 (tau^2 + noise)^2 / k (von Neumann's ratio, 2/3 as
+        # efficient as independent nights).
+        found = (tau2, 3 * (level + noise) ** 2 / pairs)
+        if anchor is None:
+            return found
+        w_anchor, w_found = 1 / max(anchor[1], 1e-300), 1 / max(found[1], 1e-300)
+        return (
+            (w_anchor * anchor[0] + w_found * found[0]) / (w_anchor + w_found),
+            1 / (w_anchor + w_found),
+        )
+
+    def _anchor_tau2(self, at: float | None) -> tuple[float, float] | None:
+        """tau^2 from the baseline's own nights (ANOVA) and its sampling variance."""
         if self.own_icc is None or self.night_size < 2:
             return None
         rho, df = self.own_icc
@@ -135,6 +173,15 @@ class MetricReference:
         # Large-sample variance of the ANOVA intraclass correlation (Fisher; Donner 1986).
         var = 2 * (1 - at) ** 2 * (1 + (n - 1) * at) ** 2 / (n * (n - 1) * df)
         return rho * self.run_var, var * self.run_var**2
+
+    def with_history(self, found: MetricEvidence | None) -> MetricReference:
+        """This reference with the nights compared since its anchor (``found``: their state)."""
+        if found is None or found.pairs < 1:
+            return self
+        return replace(
+            self,
+            history=(found.pair_excess / found.pairs, found.pair_noise / found.pairs, found.pairs),
+        )
 
     def with_pool(self, pool: Pool | None) -> MetricReference:
         """This reference with tau^2 from its own nights and the suite's, plus its standard error.
@@ -245,20 +292,42 @@ def family(name: str) -> str:
     return TOOL_USED if name.startswith(TOOL_USED + ":") else name
 
 
-def fit_references(cells: Sequence[CellBaseline]) -> dict[CellKey, CellReference]:
-    """Fit every cell's baseline, pooling the between-night share across cells of a model."""
+def fit_references(
+    cells: Sequence[CellBaseline], evidence: Mapping[CellKey, EvidenceState | None] | None = None
+) -> dict[CellKey, CellReference]:
+    """Fit every cell's baseline, pooling the between-night share across cells of a model.
+
+    ``evidence``: each cell's accumulated state from the history. The nights compared
+    since the same anchor (a state for another anchor is ignored, as the evidence
+    itself is) are a second estimate of tau^2, and a test uses the larger of the two
+    fits: the anchor's nights alone, and with the nights since. Only ever wider: the
+    nights since correct an anchor that saw too little drift, and a quiet season does
+    not narrow a band the anchor's own nights set (that would turn tonight's test,
+    looked at every night of a season, into a steady source of false alarms).
+    """
     nights = {c.key: tuple(Runs.of(night) for night in c.nights) for c in cells}
-    own = {
+    alone = {
         c.key: {
             coding.metric: _fit(coding, nights[c.key]) for coding in codings(concat(nights[c.key]))
         }
         for c in cells
     }
-    pools = _pools(own)
+    taught = {}
+    for c in cells:
+        state = (evidence or {}).get(c.key)
+        since = state.metrics if state is not None and state.anchor == c.anchor else {}
+        taught[c.key] = {
+            name: ref.with_history(since.get(name)) for name, ref in alone[c.key].items()
+        }
+    pools, taught_pools = _pools(alone), _pools(taught)
     out = {}
     for c in cells:
-        pool = pools.get(c.key.model, {})
-        metrics = {name: ref.with_pool(pool.get(family(name))) for name, ref in own[c.key].items()}
+        pool, wider = pools.get(c.key.model, {}), taught_pools.get(c.key.model, {})
+        metrics = {}
+        for name, ref in taught[c.key].items():
+            floor = alone[c.key][name].with_pool(pool.get(family(name))).icc
+            fitted = ref.with_pool(wider.get(family(name)))
+            metrics[name] = fitted if fitted.icc >= floor else replace(fitted, icc=floor)
         out[c.key] = CellReference(c.key, c.tolerance, c.anchor, nights[c.key], pool, metrics)
     return out
 

@@ -35,7 +35,7 @@ def test_the_state_is_json_and_comes_back_the_same(
     state = _night(runs, cell, None, "a1", 16)
     again = EvidenceState.model_validate_json(state.model_dump_json())
     assert again == state
-    assert state.format_version == 1 and state.anchor == "a1" and state.nights == 1
+    assert state.format_version == 2 and state.anchor == "a1" and state.nights == 1
     assert {"success_rate", "step_count", "tool_sequence"} <= set(state.metrics)
 
 

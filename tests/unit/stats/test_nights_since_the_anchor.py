@@ -1,0 +1,122 @@
+"""The nights compared since the anchor teach tonight's test how much nights differ.
+
+Five baseline nights say little about the night-to-night variance tau^2; every night
+compared since adds a consecutive pair to its estimate (the history keeps the sums).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from evalrunner.stats import CellNight, EvidenceState, compare_night
+from evalrunner.stats._evidence_state import EVIDENCE_FORMAT_VERSION
+
+from .conftest import RunsMaker
+
+STEADY = (17, 17, 17, 17, 17)  # anchor nights that happen to agree: tau^2 looks like 0
+
+
+def _season(
+    runs: RunsMaker,
+    cell: Callable[..., CellNight],
+    baseline: Sequence[int],
+    passes: Sequence[int],
+    anchor: str = "a1",
+) -> EvidenceState | None:
+    nights = [runs(20, passed=p) for p in baseline]
+    state = None
+    for p in passes:
+        tonight = runs(20, passed=p)
+        night = cell(nights, tonight, anchor=anchor)
+        state = compare_night([CellNight(night.baseline, tonight, state)]).cells[0].evidence
+    return state
+
+
+def _success(
+    runs: RunsMaker,
+    cell: Callable[..., CellNight],
+    baseline: Sequence[int],
+    passed: int,
+    state: EvidenceState | None,
+) -> tuple[str, float, float]:
+    night = cell([runs(20, passed=p) for p in baseline], runs(20, passed=passed))
+    result = next(
+        r
+        for r in compare_night([CellNight(night.baseline, night.tonight, state)]).results
+        if r.metric == "success_rate"
+    )
+    assert result.p is not None and result.night_share is not None
+    return result.verdict, result.p, result.night_share
+
+
+def test_a_drifting_season_teaches_the_test_what_its_anchor_could_not(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    swinging = _season(runs, cell, STEADY, [20, 13, 19, 14, 20, 12] * 5)
+    verdict, p_alone, share_alone = _success(runs, cell, STEADY, 11, None)
+    assert verdict == "regression"
+    verdict, p_taught, share_taught = _success(runs, cell, STEADY, 11, swinging)
+    assert verdict != "regression"
+    assert share_taught > 5 * share_alone and p_taught > 10 * p_alone
+
+
+def test_a_quiet_season_leaves_the_band_its_anchor_set(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Tonight's test is looked at every night of a season: narrowing its band whenever the
+    nights since happen to agree more than the anchor's would make it cry wolf."""
+    spread = (19, 15, 18, 16, 17)  # anchor nights that differ a little
+    quiet = _season(runs, cell, spread, [17] * 40)
+    assert quiet is not None and quiet.metrics["success_rate"].pair_excess < 0
+    assert _success(runs, cell, spread, 13, quiet) == _success(runs, cell, spread, 13, None)
+
+
+def test_a_season_against_another_anchor_teaches_nothing(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    other = _season(runs, cell, STEADY, [20, 13, 19, 14, 20, 12] * 5, anchor="a0")
+    assert _success(runs, cell, STEADY, 11, other) == _success(runs, cell, STEADY, 11, None)
+
+
+def test_a_step_change_enters_one_pair_not_every_night_after(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Consecutive differences: a persistent change (what the evidence is there to find)
+    must not pass for night-to-night noise and widen the band that would catch it."""
+    step = _season(runs, cell, STEADY, [17] * 10 + [11] * 10)
+    swinging = _season(runs, cell, STEADY, [17, 11] * 10)
+    assert step is not None and swinging is not None
+    tau2_step = step.metrics["success_rate"].pair_excess / step.metrics["success_rate"].pairs
+    tau2_swing = (
+        swinging.metrics["success_rate"].pair_excess / swinging.metrics["success_rate"].pairs
+    )
+    assert step.metrics["success_rate"].pairs == 19
+    # Both seasons' nights spread the same around their mean (half at 17, half at 11).
+    assert tau2_swing > 0.02 and tau2_step < tau2_swing / 10
+
+
+def test_a_version_1_state_reads_as_one_without_pairs(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    old = EvidenceState.model_validate(
+        {
+            "format_version": 1,
+            "anchor": "a1",
+            "nights": 3,
+            "metrics": {
+                "success_rate": {
+                    "nights": 3,
+                    "weight": 900.0,
+                    "weighted_sum": 810.0,
+                    "e_value": 2.0,
+                }
+            },
+        }
+    )
+    assert old.metrics["success_rate"].pairs == 0
+    assert _success(runs, cell, STEADY, 15, old) == _success(runs, cell, STEADY, 15, None)
+    tonight = runs(20, passed=15)
+    night = cell([runs(20, passed=p) for p in STEADY], tonight)
+    after = compare_night([CellNight(night.baseline, tonight, old)]).cells[0].evidence
+    assert after.format_version == EVIDENCE_FORMAT_VERSION == 2
+    assert after.metrics["success_rate"].nights == 4 and after.metrics["success_rate"].pairs == 0
