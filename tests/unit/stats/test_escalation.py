@@ -145,6 +145,20 @@ def test_later_adaptive_looks_keep_a_cell_the_first_look_s_bar_would_stop(
     assert PROMISE_ADAPTIVE["binary"] > 0.07
 
 
+def test_a_big_suite_s_early_looks_keep_a_cell_the_bars_chosen_on_5_cells_would_stop(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    # In 100 cells a lone change must pass a 20 times stricter bar than in 5, so a real
+    # change looks less promising at an early look: 6 of 10 passing has an 8 % chance of a
+    # flag at 20 runs, under the 10 % bar chosen on 5 cells; scaled to the suite, it runs on.
+    ref = _reference(runs, cell)
+    budget = Budget.of(Tolerance(), 20, cells=100, adaptive=True, batch=5)
+    step = decide(ref, runs(10, passed=6, steps=STEPS), budget)
+    assert step.action == "continue" and "success_rate" in step.suspicious
+    assert "success_rate (p 0.025, chance of a flag at 20 runs 8%)" in step.reason
+    assert PROMISE_ADAPTIVE["binary"] > 0.08
+
+
 def test_drive_ends_when_the_runner_cannot_run_more(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
