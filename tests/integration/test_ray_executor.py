@@ -91,18 +91,21 @@ def _comparable(records: list[RunRecord]) -> list[dict[str, Any]]:
 def test_a_night_on_ray_gives_the_local_records_and_verdicts(
     tmp_path: Path, ray_address: str
 ) -> None:
+    # The endpoint answers at once; a generous run timeout keeps a busy machine (workers
+    # starting while other jobs hold the cores) from timing a run out on one side only.
+    settings: dict[str, Any] = {"concurrency": 4, "timeout_s": 60}
     with FakeEndpoint(responder=respond) as ep:
-        local = _night(tmp_path, ep, "local", LocalExecutor(), concurrency=4)
+        local = _night(tmp_path, ep, "local", LocalExecutor(), **settings)
         executor = RayExecutor(workers=2)
         try:
-            on_ray = _night(tmp_path, ep, "ray", executor, concurrency=4)
+            on_ray = _night(tmp_path, ep, "ray", executor, **settings)
         finally:
             executor.close()
     assert {r.run_id for r in on_ray} == planned()
     assert _comparable(on_ray) == _comparable(local)
     assert {r.outcome for r in on_ray} == {"passed"}
 
-    suite = load_suite(suite_file(tmp_path))
+    suite = load_suite(suite_file(tmp_path, **settings))
     build_baselines(suite, [tmp_path / "local"], tmp_path / "baselines")
     verdicts = [
         sorted(
