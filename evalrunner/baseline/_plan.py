@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +12,8 @@ from evalrunner.live._plan import choose
 from evalrunner.live._settings import Suite
 
 if TYPE_CHECKING:
+    from evalrunner.live._record import CellKey
+    from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._planner import Plan
 
 __all__ = ["SuitePlan", "plan_suite"]
@@ -22,13 +25,25 @@ class SuitePlan:
 
     plan: Plan | None
     notes: list[str] = field(default_factory=list)
+    since_anchor: int = 0
+    """Cells planned with nights since their anchor (the rest as for a first night)."""
 
 
 def plan_suite(
-    suite: Suite, root: Path, *, runs: int | None = None, budget: int | None = None
+    suite: Suite,
+    root: Path,
+    *,
+    runs: int | None = None,
+    budget: int | None = None,
+    evidence: Mapping[CellKey, EvidenceState] | None = None,
 ) -> SuitePlan:
     """Runs per scenario for 80 % power on each gating metric, at the level the verdicts use
-    (Benjamini-Hochberg over the suite's gating tests, and the margin rule), and the cost."""
+    (Benjamini-Hochberg over the suite's gating tests, and the margin rule), and the cost.
+
+    ``evidence``: each cell's state from the history; the nights compared since each anchor
+    widen the night-to-night variance as they will in tonight's test (None: none, as for a
+    first night).
+    """
     from evalrunner.stats._planner import plan
     from evalrunner.stats._reference import CellBaseline
 
@@ -48,4 +63,6 @@ def plan_suite(
             cells.append(CellBaseline(cell, chosen.scenario.tolerance, nights, found.anchor))
     if not cells:
         return SuitePlan(None, notes)
-    return SuitePlan(plan(cells, per_scenario, budget=budget), notes)
+    evidence = evidence or {}
+    since = sum((s := evidence.get(c.key)) is not None and s.anchor == c.anchor for c in cells)
+    return SuitePlan(plan(cells, per_scenario, budget=budget, evidence=evidence), notes, since)

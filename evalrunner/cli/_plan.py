@@ -36,20 +36,38 @@ def _num(value: float | None) -> str:
     help="Most runs per scenario a night may spend (default: runs x the tolerance's escalate_to).",
 )
 @_options.baselines_dir("Baselines to plan against.")
+@_options.history
 @_options.suites_dir
 def plan_cmd(
-    suite_name: str, runs: int | None, budget: int | None, baselines_dir: Path, suites_dir: Path
+    suite_name: str,
+    runs: int | None,
+    budget: int | None,
+    baselines_dir: Path,
+    history: str,
+    suites_dir: Path,
 ) -> None:
     """Print, per gating metric, the change a night detects with 80 % power (MDE) and the runs
     a change of the margin needs, at the level the verdicts use (BH over the suite's gating
-    tests and the margin rule), plus the nightly cost and the margins out of reach."""
+    tests and the margin rule), plus the nightly cost and the margins out of reach. The
+    history's nights since each anchor count as tonight's test will count them."""
     from evalrunner.baseline._plan import plan_suite
+    from evalrunner.report._history import evidence_so_far
 
     suite = load_suite_by_name(suite_name, suites_dir)
-    found = plan_suite(suite, baselines_dir, runs=runs, budget=budget)
+    evidence = evidence_so_far(history, suite.name)
+    found = plan_suite(suite, baselines_dir, runs=runs, budget=budget, evidence=evidence)
     for note in found.notes:
         click.echo(f"note: {note}", err=True)
     plan = found.plan
+    if plan is not None and found.since_anchor < len(plan.cells):
+        # Said, not silent: planned without the nights since, a cell can be promised power
+        # that tonight's test, widened by them, will not have.
+        click.echo(
+            f"note: {history} holds no night since the anchor of "
+            f"{len(plan.cells) - found.since_anchor} of {len(plan.cells)} cells: planned from "
+            "their baselines' nights alone, as for a first night",
+            err=True,
+        )
     if plan is None:
         raise click.UsageError(
             f"suite {suite.name!r} has no usable baseline under {baselines_dir}; "

@@ -292,12 +292,9 @@ def _after_the_runs(
 
 def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
     """Each cell's evidence accumulated before tonight (none without a history)."""
-    from evalrunner.report._history import exists, latest_evidence, open_sources
+    from evalrunner.report._history import evidence_so_far
 
-    if history is None or not exists(history):
-        return {}
-    # Heads only: the evidence sits there, and a year of run records is not read to find it.
-    return latest_evidence([s.head for s in open_sources(history, suites=[suite])])
+    return {} if history is None else evidence_so_far(history, suite)
 
 
 def _append_history(night: Night, new: list[RunRecord], result: LiveResult, root: str) -> str:

@@ -447,6 +447,14 @@ def latest_evidence(entries: Sequence[HistoryEntry]) -> dict[CellKey, EvidenceSt
     return found
 
 
+def evidence_so_far(root: str, suite: str) -> dict[CellKey, EvidenceState]:
+    """Each cell of ``suite``'s evidence in the history at ``root`` (none without a history)."""
+    if not exists(root):
+        return {}
+    # Heads only: the evidence sits there, and a year of run records is not read to find it.
+    return latest_evidence([s.head for s in open_sources(root, suites=[suite])])
+
+
 def load_history(
     root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
 ) -> History:

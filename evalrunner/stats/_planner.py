@@ -9,6 +9,10 @@ tokens) is the baseline's mean. A margin is unattainable at the budget when more
 runs than the budget would be needed, and unattainable at any budget when the
 baseline's own uncertainty plus the night-to-night drift already exceed it:
 then only a larger baseline (more accepted nights) helps.
+
+The night-to-night variance is fitted as tonight's test will fit it: from the
+anchor's nights and, given the history's evidence, the nights compared since the
+anchor (which can only widen it), so the plan is for the test a night will run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.live._record import CellKey
+from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._power import MAX_RUNS, mde, runs_needed
 from evalrunner.stats._reference import (
@@ -85,14 +91,16 @@ def plan(
     runs: Mapping[str, int] | int,
     *,
     budget: Mapping[str, int] | int | None = None,
+    evidence: Mapping[CellKey, EvidenceState | None] | None = None,
 ) -> Plan:
     """Runs per scenario needed for 80 % power per gating metric, and what it costs.
 
     ``runs``: the scenario's runs per night now (per scenario id, or one number);
     ``budget``: the most runs per night a scenario may get (default: runs x the
-    tolerance's ``escalate_to``).
+    tolerance's ``escalate_to``); ``evidence``: each cell's state from the history,
+    as the night's comparison gets it (None: planned as for a first night).
     """
-    refs = fit_references(baselines)
+    refs = fit_references(baselines, evidence)
     tests = sum(sum(c.tolerance.is_gating(name) for name in refs[c.key].metrics) for c in baselines)
     fdr = min((c.tolerance.fdr_q for c in baselines), default=0.05)
     level = fdr / max(1, tests)

@@ -143,3 +143,25 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     assert re.search(r"p <= 0\.0017; runs a night: 60 now", result.stdout)
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
+
+
+def test_plan_reads_the_nights_since_the_anchor_from_the_history_and_says_when_there_are_none(
+    lab: Lab,
+) -> None:
+    lab.accept("planned", "n1", "n2", "n3")
+    baselines = ("--baselines", str(lab.root / "planned"))
+    empty = str(lab.root / "no-history")
+    alone = lab.cli("plan", *baselines, "--history", empty)
+    assert alone.exit_code == 0, alone.output
+    assert (
+        f"note: {empty} holds no night since the anchor of 6 of 6 cells: planned from their "
+        "baselines' nights alone, as for a first night"
+    ) in alone.stderr
+    history = str(lab.root / "plan-history")
+    night = lab.night("p1", 41, "planned", "--history", history, changed=False)
+    assert night.exit_code == 0, night.output
+    since = lab.cli("plan", *baselines, "--history", history)
+    assert since.exit_code == 0, since.output
+    assert "holds no night" not in since.stderr
+    # One night since is no pair yet: nothing to widen, the same plan.
+    assert since.stdout == alone.stdout

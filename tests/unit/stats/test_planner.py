@@ -7,8 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from evalrunner.live._record import CellKey
-from evalrunner.stats import CellNight, Tolerance, fit_references, plan
+from evalrunner.stats import CellNight, Tolerance, compare_night, fit_references, plan
 from evalrunner.stats._observe import Coding
+from evalrunner.stats._planner import Plan
 from evalrunner.stats._power import mde
 
 from .conftest import RunsMaker
@@ -71,3 +72,30 @@ def test_margins_out_of_reach_are_named(runs: RunsMaker, cell: Callable[..., Cel
     )
     success = next(m for m in found.cells[0].metrics if m.metric == "success_rate")
     assert not success.attainable
+
+
+def test_the_nights_since_the_anchor_plan_for_the_band_tonight_s_test_will_use(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Anchor nights that happened to agree, then a season that swung: tonight's test widens
+    its band by the nights since (``fit_references`` with the history's evidence), so a plan
+    without them would promise power the night will not have."""
+    tolerance = Tolerance(margins={"success_rate": 0.3})
+    steady = [runs(20, passed=17, start=20 * i) for i in range(5)]
+    state = None
+    for i, passed in enumerate([20, 13, 19, 14, 20, 12] * 5):
+        tonight = runs(20, passed=passed, start=1000 + 20 * i)
+        night = cell(steady, tonight, tolerance=tolerance)
+        state = compare_night([CellNight(night.baseline, tonight, state)]).cells[0].evidence
+    baseline = cell(steady, [], tolerance=tolerance).baseline
+
+    def success(found: Plan) -> tuple[float | None, int | None]:
+        [m] = [m for m in found.cells[0].metrics if m.metric == "success_rate"]
+        return m.mde_at_runs, m.runs_for_margin
+
+    mde_alone, needed_alone = success(plan([baseline], 20))
+    mde_since, needed_since = success(plan([baseline], 20, evidence={baseline.key: state}))
+    assert mde_alone is not None and needed_alone is not None
+    assert mde_since is not None and mde_since > mde_alone + 0.2
+    # Nights that swing +/-0.2 leave a 0.3 margin out of reach at any number of runs tonight.
+    assert needed_since is None
