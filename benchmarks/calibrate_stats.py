@@ -576,7 +576,7 @@ class Config:
 
 
 SUITES = (Suite(5, 1), Suite(5, 3), Suite(50, 1), Suite(50, 3))
-ADAPTIVE_SUITES = (Suite(5, 1), Suite(50, 1))
+ADAPTIVE_SUITES = (Suite(5, 1), Suite(5, 3), Suite(50, 1))
 MATURE, YOUNG = (5, 20), (1, 10)
 
 
