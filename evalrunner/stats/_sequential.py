@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from evalrunner.live._record import RunRecord
@@ -50,6 +50,7 @@ from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
 from evalrunner.stats._tolerance import Tolerance
+from evalrunner.stats._verdict import reaches_margin
 
 PROMISE_ENTER = 0.1
 """At N: escalate when a gating metric would be flagged at the cap with this chance. Lenient:
@@ -233,7 +234,20 @@ def _looks(
         # The validity floor stays at the lone bar (the error-control argument above).
         floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone[gates])
         promise = _enough(ref.kind, gates, done, budget)
-        out.append(_look(ref, found, rank * lone[gates], floor, done, target, promise))
+        look = _look(ref, found, rank * lone[gates], floor, done, target, promise)
+        # A flag needs the interval to reach the margin too, and more runs only narrow it:
+        # a metric whose interval already rules the margin out (a latency 5 % up against a
+        # margin of x1.25) cannot hold its cell, however small its p.
+        if not reaches_margin(
+            ref.kind,
+            ref.direction,
+            tol.margin_for(ref.name),
+            found.effect,
+            found.effect_ci,
+            harmful=True,
+        ):
+            look = replace(look, promise=0.0, suspicious=False)
+        out.append(look)
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evalrunner.stats._formulas import bh
+from evalrunner.stats._metrics import Direction, Kind
 from evalrunner.stats._results import FlagSource, MetricResult, Verdict
 from evalrunner.stats._tolerance import Tolerance
 
@@ -81,14 +82,9 @@ def _at_least(value: float | None, limit: float) -> bool:
     return value is not None and value >= limit
 
 
-def _neutral(result: MetricResult) -> float:
-    return 1.0 if result.kind == "continuous" else 0.0
-
-
-def _beyond(result: MetricResult, value: float, up: bool) -> bool:
-    """Is ``value`` (effect units) a margin or more from no change, upwards / downwards?"""
-    m = result.margin
-    if result.kind == "continuous":
+def _beyond(kind: Kind, m: float, value: float, up: bool) -> bool:
+    """Is ``value`` (effect units) a margin ``m`` or more from no change, upwards / downwards?"""
+    if kind == "continuous":
         return value >= m - _EPS if up else value <= 1 / m + _EPS
     return value >= m - _EPS if up else value <= -m + _EPS
 
@@ -101,21 +97,33 @@ def reaches(
     effect: float | None = None,
 ) -> bool:
     """Does the interval reach the margin on the harmful (or good) side?"""
+    centre = result.effect if effect is None else effect
+    return reaches_margin(
+        result.kind, result.direction, result.margin, centre, interval, harmful=harmful
+    )
+
+
+def reaches_margin(
+    kind: Kind,
+    direction: Direction,
+    margin: float,
+    centre: float | None,
+    interval: tuple[float, float] | None,
+    *,
+    harmful: bool,
+) -> bool:
+    """:func:`reaches` for a metric's parts (an adaptive look has no MetricResult yet)."""
     if interval is None:
         return False
-    centre = result.effect if effect is None else effect
     low, high = interval
-    if result.direction == "changed":
+    if direction == "changed":
         if not harmful or centre is None:
             return False
-        return (
-            _beyond(result, high, True)
-            if centre >= _neutral(result)
-            else _beyond(result, low, False)
-        )
-    harm_up = result.direction == "higher"
+        up = centre >= (1.0 if kind == "continuous" else 0.0)
+        return _beyond(kind, margin, high if up else low, up)
+    harm_up = direction == "higher"
     up = harm_up if harmful else not harm_up
-    return _beyond(result, high if up else low, up)
+    return _beyond(kind, margin, high if up else low, up)
 
 
 def rules_out(result: MetricResult) -> bool:
@@ -124,4 +132,4 @@ def rules_out(result: MetricResult) -> bool:
         return False
     low, high = result.effect_ci
     ups = {"higher": (True,), "lower": (False,)}.get(result.direction, (True, False))
-    return not any(_beyond(result, high if up else low, up) for up in ups)
+    return not any(_beyond(result.kind, result.margin, high if up else low, up) for up in ups)

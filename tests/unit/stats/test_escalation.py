@@ -183,3 +183,30 @@ def test_metrics_that_move_together_are_judged_at_the_step_up_bar(
         decide(ref, together, budget).suspicious
     )
     assert "success_rate_valid" not in decide(ref, alone, budget).suspicious
+
+
+def test_a_metric_whose_interval_rules_out_its_margin_does_not_hold_its_cell(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """The verdict flags a metric only if its interval reaches the margin, and more runs only
+    narrow the interval: a latency 10 % up (p ~ 1e-8) against a margin of x20 is no reason
+    to run on, while the same latency against a margin of x1.05 is."""
+    steady = (0.030, 0.031, 0.032, 0.029, 0.030)
+    slower = tuple(1.1 * x for x in steady)
+
+    def step(margin: float) -> tuple[str, str]:
+        tolerance = Tolerance(margins={"latency_s": margin})
+        baseline = cell(
+            [runs(20, passed=18, steps=STEPS, latency=steady, start=20 * i) for i in range(3)],
+            [],
+            tolerance=tolerance,
+        )
+        ref = fit_references([baseline.baseline])[CellKey("s", "m")]
+        tonight = runs(10, passed=9, steps=STEPS, latency=slower, start=100)
+        found = decide(ref, tonight, Budget.of(tolerance, 20, cells=1, adaptive=True))
+        return found.action, found.reason
+
+    action, reason = step(20.0)
+    assert action == "stop" and "latency_s" not in reason, reason
+    action, reason = step(1.05)
+    assert action == "continue" and "latency_s (p " in reason, reason
