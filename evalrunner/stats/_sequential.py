@@ -12,7 +12,9 @@ calibration uses it). Looks:
 
 A metric is *suspicious* when its raw p is at or below a small floor, or when the
 predictive probability that it is flagged at the end (at N during the adaptive
-look, at the cap after N) is at least the PROMISE_* level of the look and family.
+look, at the cap after N) is at least the PROMISE_* level of the look and family,
+and its interval tonight still reaches the margin on the harmful side (a flag needs
+both, and more runs only narrow the interval).
 "Flagged" is judged at Benjamini-Hochberg's step-up bar for the metric's rank
 among the cell's own metrics of its family (k fdr_q / m when k of them have a p at
 most its own): metrics that move together, such as a success rate and the answers
@@ -29,7 +31,8 @@ up to ten rejections in the family comes from a cell that ran to the cap, where 
 is the ordinary fixed-N p of that many runs: P(reported p <= t) <= t for all such
 t, with no alpha spent on the looks. With more than ten true changes in a night
 the guarantee for the extra ones loosens to 2t. Stopping early (futility) can only
-lower the false-alarm rate.
+lower the false-alarm rate. A metric whose interval rules out its margin may stop a
+cell with its p below the floor: on those runs its verdict cannot be a flag.
 """
 
 from __future__ import annotations
