@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from evalrunner.live._record import RunRecord
@@ -237,20 +237,8 @@ def _looks(
         # The validity floor stays at the lone bar (the error-control argument above).
         floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone[gates])
         promise = _enough(ref.kind, gates, done, budget)
-        look = _look(ref, found, rank * lone[gates], floor, done, target, promise)
-        # A flag needs the interval to reach the margin too, and more runs only narrow it:
-        # a metric whose interval already rules the margin out (a latency 5 % up against a
-        # margin of x1.25) cannot hold its cell, however small its p.
-        if not reaches_margin(
-            ref.kind,
-            ref.direction,
-            tol.margin_for(ref.name),
-            found.effect,
-            found.effect_ci,
-            harmful=True,
-        ):
-            look = replace(look, promise=0.0, suspicious=False)
-        out.append(look)
+        margin = tol.margin_for(ref.name)
+        out.append(_look(ref, found, rank * lone[gates], floor, done, target, promise, margin))
     return out
 
 
@@ -285,8 +273,14 @@ def _look(
     done: int,
     target: int,
     enough: float,
+    margin: float,
 ) -> _Look:
     p, _ = m.p_values(ref.direction, improvable=False)
+    # A flag needs the interval to reach the margin too, and more runs only narrow it:
+    # a metric whose interval already rules the margin out (a latency 5 % up against a
+    # margin of x1.25) cannot hold its cell, however small its p.
+    if not reaches_margin(ref.kind, ref.direction, margin, m.effect, m.effect_ci, harmful=True):
+        return _Look(ref.name, p, 0.0, False)
     # The z the test's own p corresponds to (exact tails for rates and paths: a single
     # crash against a crash-free baseline is not a 2-sigma event).
     side_bar = bar / 2 if ref.direction == "changed" else bar
