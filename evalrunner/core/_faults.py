@@ -233,7 +233,9 @@ class InfraLog:
 
     def _failure(self, attempt: int, exc: Exception, endpoint: str | None) -> float:
         """Seconds to wait before the next attempt; re-raises when giving up."""
-        if not is_infra_error(exc) or self.ended:
+        # A call refused for lack of time is the run's timeout, not the endpoint's fault: it
+        # is neither retried nor recorded, so a timed-out run names the endpoint's last fault.
+        if isinstance(exc, RunEnded) or not is_infra_error(exc) or self.ended:
             raise exc
         reason = describe_fault(exc, endpoint, self.last_timeout)
         self.faults.append(reason)

@@ -326,3 +326,30 @@ def test_a_run_that_ended_refuses_calls_and_stops_retrying(waits: list[float]) -
     with pytest.raises(RunEnded):
         log.attempt_timeout()
     assert is_infra_error(RunEnded())  # a call refused for lack of time is the run's timeout
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_call_refused_for_lack_of_time_is_not_the_endpoint_s_last_fault(
+    waits: list[float], mode: str
+) -> None:
+    """The deadline passes during a backoff: the retry is refused before it is sent, and the
+    timed-out run's reason must still name what the endpoint last did."""
+    log = InfraLog(FAST)
+
+    def refused() -> str:
+        log.deadline = time.monotonic() - 0.1
+        log.attempt_timeout()
+        return "sent"
+
+    fn = Flaky(gateway())
+
+    def call() -> str:
+        return fn() if fn.calls == 0 else refused()
+
+    async def acall() -> str:
+        return call()
+
+    with pytest.raises(RunEnded):
+        log.call(call) if mode == "sync" else asyncio.run(log.acall(acall))
+    assert fn.calls == 1 and len(waits) == 1  # one backoff, then the refused retry, no more
+    assert len(log.faults) == 1 and log.faults[-1].startswith("ConnectionResetError")
