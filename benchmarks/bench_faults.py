@@ -48,12 +48,14 @@ from evalrunner._litellm import prepare  # noqa: E402 - after the path setup
 
 prepare()
 
+from suite_runs import run_suite  # noqa: E402
+
 import evalrunner.live._runner as runner  # noqa: E402
-from evalrunner.live._endpoints import Endpoint, EndpointPool  # noqa: E402
-from evalrunner.live._loader import load_suite  # noqa: E402
+from evalrunner.endpoints._endpoints import Endpoint, EndpointPool  # noqa: E402
 from evalrunner.live._results import ResultsDir  # noqa: E402
-from evalrunner.live._schema import RetryPolicy  # noqa: E402
-from evalrunner.live._settings import Suite  # noqa: E402
+from evalrunner.suite._loader import load_suite  # noqa: E402
+from evalrunner.suite._schema import RetryPolicy  # noqa: E402
+from evalrunner.suite._settings import Suite  # noqa: E402
 
 MODEL = "openai/fake"
 KINDS = ("429", "500", "503", "reset", "hang", "empty_choices", "truncated_stream", "malformed")
@@ -168,7 +170,7 @@ def night(suite: Suite, kind: str, rate: float, runs: int, concurrency: int, wor
     try:
         with FakeEndpoint(responder=injector) as ep:
             report = asyncio.run(
-                runner.run_suite(
+                run_suite(
                     suite,
                     out=out,
                     runs=runs,

@@ -3,7 +3,7 @@
 Default size: a year of nightly runs (365 nights) of a 50-scenario suite, one
 model, 10 runs per scenario per night. The history is synthetic
 (``tests/support/history_factory.py``, fast stand-in statistics) and is written with
-``evalrunner.report._history.append`` to a temporary directory, then loaded back with
+``evalrunner.history._store.append`` to a temporary directory, then loaded back with
 ``load_history`` as ``evalrunner report`` would; ``--in-memory`` skips the files.
 
     python benchmarks/bench_report.py                   # the full year
@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 
 from history_factory import build_entries, history_from_entries, write_history
 
-from evalrunner.report import load_history, render_html, render_junit, render_markdown
+from evalrunner.history import load_history
+from evalrunner.report import render_html, render_junit, render_markdown
 
 
 def main(argv: list[str] | None = None) -> int:

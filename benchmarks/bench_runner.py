@@ -117,7 +117,7 @@ async def athree_calls(task: str, ctx: Any) -> str | None:
 
 
 def _context(api_base: str) -> Any:
-    from evalrunner.live._context import RunContext
+    from evalrunner.suite._contract import RunContext
 
     return RunContext(MODEL, api_base, KEY, 0.8, 6, TOOLS)  # what the runner hands the agent
 
@@ -129,11 +129,11 @@ def runner_line(
     api_base: str, agent: str, runs: int, concurrency: int, profile: bool = False
 ) -> float:
     import yaml
+    from suite_runs import run_suite
 
-    from evalrunner.live._endpoints import Endpoint as Ep
-    from evalrunner.live._endpoints import EndpointPool
-    from evalrunner.live._loader import load_suite
-    from evalrunner.live._runner import run_suite
+    from evalrunner.endpoints._endpoints import Endpoint as Ep
+    from evalrunner.endpoints._endpoints import EndpointPool
+    from evalrunner.suite._loader import load_suite
 
     class Pool(EndpointPool):
         def resolve(self, model: str) -> Ep:

@@ -92,11 +92,11 @@ def night(
 ) -> float:
     """One night of the async tool-chain suite; its wall time (every run must pass)."""
     import yaml
+    from suite_runs import run_suite
 
-    from evalrunner.live._endpoints import Endpoint as Ep
-    from evalrunner.live._endpoints import EndpointPool
-    from evalrunner.live._loader import load_suite
-    from evalrunner.live._runner import run_suite
+    from evalrunner.endpoints._endpoints import Endpoint as Ep
+    from evalrunner.endpoints._endpoints import EndpointPool
+    from evalrunner.suite._loader import load_suite
 
     class Pool(EndpointPool):
         def resolve(self, model: str) -> Ep:
@@ -144,7 +144,7 @@ def night(
 def ray_workers(rpm: int | None = None) -> Any:
     """4 Ray workers, started and with litellm imported (what a night pays once, not timed)."""
     from evalrunner.live._ray import RayExecutor
-    from evalrunner.live._schema import RateLimit
+    from evalrunner.suite._schema import RateLimit
 
     limits = {MODEL: RateLimit(rpm=rpm)} if rpm else {}
     executor = RayExecutor(limits, workers=4)

@@ -42,7 +42,6 @@ from typing import TypeVar
 import numpy as np
 from scipy import stats as sps
 
-from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.stats import (
     Budget,
@@ -51,13 +50,14 @@ from evalrunner.stats import (
     EvidenceState,
     MetricResult,
     NightComparison,
-    Tolerance,
     compare_night,
     drive,
     fit_references,
-    wilson,
 )
+from evalrunner.stats._formulas import wilson
 from evalrunner.stats._reference import CellReference, Pool
+from evalrunner.suite import Tolerance
+from evalrunner.suite._record import CellKey, RunRecord
 
 N = 20
 PATHS: tuple[tuple[str, ...], ...] = (

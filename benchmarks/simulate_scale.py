@@ -50,7 +50,7 @@ def history_bytes(runs: int, cells: int) -> tuple[float, float]:
     """(bytes per run, bytes per scenario x model) of a Parquet history entry, measured."""
     from history_factory import build_entries
 
-    from evalrunner.report._history import append
+    from evalrunner.history._store import append
 
     sizes = []
     with tempfile.TemporaryDirectory(prefix="simulate-scale-") as tmp:

@@ -5,15 +5,16 @@ committed golden in pytest. Live mode: run scenarios N times against live
 models and compare the distributions with committed baselines.
 
 The public API is re-exported here; the packages it comes from are
-``evalrunner.core`` (capture, normalise, shape, diff), ``evalrunner.frozen``
-(record/replay, goldens, the pytest plugin), ``evalrunner.live`` (suites and
-live runs), ``evalrunner.stats``, ``evalrunner.baseline``, ``evalrunner.report``
+listed bottom-up in docs/architecture.md: ``evalrunner.core`` (capture,
+normalise, shape, diff), ``evalrunner.suite`` (suite files, the agent contract,
+run records), ``evalrunner.endpoints``, ``evalrunner.stats``, ``evalrunner.proxy``
+(the capture proxy), ``evalrunner.live`` (executing runs), ``evalrunner.frozen``
+(record/replay, goldens, the pytest plugin), ``evalrunner.history``,
+``evalrunner.baseline``, ``evalrunner.night`` (a whole night), ``evalrunner.report``
 and ``evalrunner.cli``.
 """
 
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
-
+from evalrunner._version import __version__
 from evalrunner.core import (
     CaptureResult,
     Delta,
@@ -40,12 +41,9 @@ from evalrunner.errors import (
     TrajectoryError,
     UserError,
 )
-from evalrunner.live import RunContext, RunRecord, Suite, load_records, load_suite, run_live
-
-try:
-    __version__ = _version("evalrunner")
-except _PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+from evalrunner.live import load_records
+from evalrunner.night import run_live
+from evalrunner.suite import RunContext, RunRecord, Suite, load_suite
 
 __all__ = [
     "CaptureResult",

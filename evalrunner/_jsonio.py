@@ -68,18 +68,23 @@ def load_model(
     model: type[M],
     *,
     what: str,
-    version: int | None,
+    version: int | tuple[int, ...] | None,
     fix: str,
     version_optional: bool = False,
 ) -> M:
-    """Read a versioned JSON file we own into its pydantic model, or fail with one line and the fix."""
+    """Read a versioned JSON file we own into its pydantic model, or fail with one line and the fix.
+
+    ``version``: the format version, or the versions, this release reads (the newest last).
+    """
     data = read_json(path, what)
     if not isinstance(data, dict):
         raise FileFormatError(f"{path}: expected a JSON object; {fix}")
     found = data.get("format_version")
-    if version is not None and found != version and not (version_optional and found is None):
+    versions = (version,) if isinstance(version, int) else version
+    if versions is not None and found not in versions and not (version_optional and found is None):
         raise FileFormatError(
-            f"{path}: {what} format_version {found!r} is not supported (expected {version}); {fix}"
+            f"{path}: {what} format_version {found!r} is not supported "
+            f"(expected {' or '.join(map(str, versions))}); {fix}"
         )
     return validate_model(model, data, path, fix)
 

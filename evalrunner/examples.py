@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 
 from evalrunner.core._scope import capture
-from evalrunner.live._context import RunContext
 from evalrunner.reference_agent import Tool, arun_agent, run_agent, tool
+from evalrunner.suite._contract import RunContext
 
 _CAPITALS = {
     "france": "Paris",

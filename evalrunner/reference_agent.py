@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalrunner.core._scope import record_tool_result
-from evalrunner.live._context import RunContext
+from evalrunner.suite._contract import RunContext
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help. Answer briefly."
 

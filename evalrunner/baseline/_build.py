@@ -8,17 +8,17 @@ from pathlib import Path
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._file import (
+    AcceptedNight,
     Baseline,
-    Night,
     baseline_path,
     load_baseline,
     save_baseline,
     typical_trajectory,
 )
 from evalrunner.errors import BaselineMismatch
-from evalrunner.live._record import CellKey
-from evalrunner.live._results import ResultsDir, group_records
-from evalrunner.live._settings import ResolvedScenario, Suite
+from evalrunner.live._results import ResultsDir
+from evalrunner.suite._record import CellKey, group_records
+from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = ["build_baselines"]
 
@@ -27,7 +27,7 @@ __all__ = ["build_baselines"]
 class _Found:
     """One night's runs of one cell, and where they came from."""
 
-    night: Night
+    night: AcceptedNight
     results: ResultsDir
     fingerprint: str | None
     """The scenario's fingerprint when that night ran (from its manifest)."""
@@ -41,7 +41,7 @@ def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list
         if manifest.suite != suite.name:
             raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
         for cell, records in group_records(results.records()).items():
-            night = Night(
+            night = AcceptedNight(
                 started_at=manifest.started_at,
                 source=str(source),
                 records=sorted(records, key=lambda r: r.index),
@@ -52,8 +52,8 @@ def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list
 
 
 def _accepted(
-    path: Path, cell: CellKey, fingerprint: str, nights: list[Night], *, append: bool
-) -> list[Night]:
+    path: Path, cell: CellKey, fingerprint: str, nights: list[AcceptedNight], *, append: bool
+) -> list[AcceptedNight]:
     """Tonight's nights, after the existing file's with ``append``; every accepted night is kept."""
     if append and path.exists():
         old = load_baseline(path)
@@ -67,9 +67,9 @@ def _accepted(
 
 
 def _baseline(
-    scenario: ResolvedScenario, cell: CellKey, nights: list[Night], latest: _Found
+    scenario: ResolvedScenario, cell: CellKey, nights: list[AcceptedNight], latest: _Found
 ) -> Baseline:
-    from evalrunner import __version__
+    from evalrunner._version import __version__
     from evalrunner.stats._summary import summarize
 
     records = [r for n in nights for r in n.records]

@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import Baseline, baseline_path, load_baseline
-from evalrunner.live._endpoints import LOCAL
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.live._results import group_records
-from evalrunner.live._settings import Suite
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.endpoints._endpoints import LOCAL
+from evalrunner.suite._record import CellKey, RunRecord, group_records
+from evalrunner.suite._settings import Suite
+from evalrunner.suite._tolerance import Tolerance
 
 LATENCY = "latency_s"
 
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
-    from evalrunner.stats._results import MetricResult
+    from evalrunner.stats._metric_result import MetricResult
 
-__all__ = ["CellPair", "Comparison", "compare_night", "compare_records", "compare_with_baselines"]
+__all__ = ["CellPair", "Comparison", "compare_pairs", "compare_records", "compare_with_baselines"]
 
 
 @dataclass(frozen=True)
@@ -73,10 +72,9 @@ class Comparison:
         return [r for r in self.results if r.fails_night]
 
 
-def compare_night(pairs: Sequence[CellPair]) -> Comparison:
+def compare_pairs(pairs: Sequence[CellPair]) -> Comparison:
     """Every pair's metric results and evidence; verdicts corrected across all pairs together."""
-    from evalrunner.stats._night import CellNight
-    from evalrunner.stats._night import compare_night as compare_cells
+    from evalrunner.stats._night import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
 
     cells = [
@@ -87,7 +85,7 @@ def compare_night(pairs: Sequence[CellPair]) -> Comparison:
         )
         for p in pairs
     ]
-    night = compare_cells(cells)
+    night = compare_night(cells)
     dropped = {p.cell for p in pairs if p.drops_latency}
     return Comparison(
         results=[
@@ -158,7 +156,7 @@ def compare_with_baselines(
                 (evidence or {}).get(cell),
             )
         )
-    comparison = compare_night(pairs)
+    comparison = compare_pairs(pairs)
     comparison.notes[:0] = notes
     comparison.baselines = baselines
     return comparison
@@ -188,4 +186,4 @@ def compare_records(
             for cell in sorted(a)
             if cell.scenario in b_by_scenario
         ]
-    return compare_night(pairs).results
+    return compare_pairs(pairs).results

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.live._results import ResultsDir, model_slug
+from evalrunner.live._results import ResultsDir
+from evalrunner.suite._record import CellKey, RunRecord, model_slug
 
 if TYPE_CHECKING:
     from evalrunner.core._normalize import NormalizeConfig
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINE_FORMAT_VERSION",
     "DEFAULT_WINDOW",
+    "AcceptedNight",
     "Baseline",
-    "Night",
     "baseline_path",
     "load_baseline",
     "load_baselines",
@@ -44,7 +44,7 @@ BASELINE_FORMAT_VERSION = 1
 DEFAULT_WINDOW = 5
 
 
-class Night(BaseModel):
+class AcceptedNight(BaseModel):
     """The runs one accepted night contributed."""
 
     model_config = ConfigDict(extra="forbid")
@@ -75,7 +75,7 @@ class Baseline(BaseModel):
         ge=1,
         description="Unused; kept so files from before baselines were anchored still load.",
     )
-    nights: list[Night] = Field(description="Pooled nights, oldest first.")
+    nights: list[AcceptedNight] = Field(description="Pooled nights, oldest first.")
     summary: dict[str, Any] = Field(
         default_factory=dict, description="Rates with intervals, medians, tool sequences."
     )

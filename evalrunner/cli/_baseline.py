@@ -9,7 +9,8 @@ import click
 from evalrunner.baseline import build_baselines
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import default_out, notice, print_run
-from evalrunner.live import Suite, load_suite_by_name, run_live
+from evalrunner.night import run_live
+from evalrunner.suite import Suite, load_suite_by_name
 
 
 def _run_for_baseline(

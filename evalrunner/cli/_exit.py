@@ -35,8 +35,8 @@ import click
 from evalrunner.errors import EvalrunnerError, UserError
 
 if TYPE_CHECKING:
-    from evalrunner.live._night import LiveResult
-    from evalrunner.stats._results import MetricResult
+    from evalrunner.night._night import LiveResult
+    from evalrunner.stats._metric_result import MetricResult
 
 OK = 0
 FAILED = EvalrunnerError.exit_code  # 1
@@ -60,7 +60,7 @@ def run_code(result: LiveResult, *, gate: bool, fail_on_failure: bool) -> int:
 
 def compare_code(results: Sequence[MetricResult], *, gate: bool) -> int:
     """``compare``: a gating metric that regressed from A to B fails, with ``gate``."""
-    from evalrunner.stats._results import FAILING
+    from evalrunner.stats._metric_result import FAILING
 
     regressed = any(r.gating and r.verdict in FAILING for r in results)
     return FAILED if gate and regressed else OK

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from evalrunner.cli import _options
-from evalrunner.live import find_suites, load_suite
+from evalrunner.suite import find_suites, load_suite
 
 
 @click.command("list")

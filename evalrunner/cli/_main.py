@@ -17,11 +17,11 @@ from evalrunner.cli._boundary import ErrorBoundary
 from evalrunner.cli._compare import compare
 from evalrunner.cli._list import list_cmd
 from evalrunner.cli._plan import plan_cmd
+from evalrunner.cli._proxy import proxy
 from evalrunner.cli._report import report
 from evalrunner.cli._run import run
 from evalrunner.cli._serve import serve_local
 from evalrunner.cli._validate import validate
-from evalrunner.proxy._cli import proxy
 
 __all__ = ["main"]
 

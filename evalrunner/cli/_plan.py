@@ -8,7 +8,7 @@ import click
 
 from evalrunner.cli import _options
 from evalrunner.cli._tables import format_table
-from evalrunner.live import load_suite_by_name
+from evalrunner.suite import load_suite_by_name
 
 COLUMNS = (
     ("scenario", "scenario"),
@@ -50,8 +50,8 @@ def plan_cmd(
     a change of the margin needs, at the level the verdicts use (BH over the suite's gating
     tests and the margin rule), plus the nightly cost and the margins out of reach. The
     history's nights since each anchor count as tonight's test will count them."""
-    from evalrunner.baseline._plan import plan_suite
-    from evalrunner.report._history import evidence_so_far
+    from evalrunner.history._store import evidence_so_far
+    from evalrunner.night._plan import plan_suite
 
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)

@@ -39,8 +39,9 @@ def report(
     A history location that does not exist or holds no entries, or a --suite or
     --model it has no runs of, is an error (exit 2), not an empty report.
     """
-    from evalrunner.report import load_history, write_report  # jinja2, fsspec: only when used
-    from evalrunner.report._history import exists
+    from evalrunner.history import load_history  # jinja2, fsspec: only when used
+    from evalrunner.history._store import exists
+    from evalrunner.report import write_report  # jinja2, fsspec: only when used
     from evalrunner.report._select import missing
 
     if not exists(history):

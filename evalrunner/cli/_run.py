@@ -16,10 +16,11 @@ from evalrunner.cli._tables import (
     summary_rows,
     verdict_rows,
 )
-from evalrunner.live import LiveResult, load_suite_by_name, run_live
-from evalrunner.live._night import DEFAULT_OUTAGE_SHARE
 from evalrunner.live._ray import DEFAULT_WORKERS, EXECUTORS
 from evalrunner.live._runner import RunReport
+from evalrunner.night import LiveResult, run_live
+from evalrunner.night._night import DEFAULT_OUTAGE_SHARE
+from evalrunner.suite import load_suite_by_name
 
 
 def default_out(suite: str) -> Path:

@@ -16,7 +16,7 @@ import click
 )
 def serve_local(port: int | None) -> None:
     """Start the embedded model server and print how to reach it; Ctrl-C stops it."""
-    from evalrunner.live._local_model import LocalModelServer  # llama-cpp: only when used
+    from evalrunner.endpoints._local_model import LocalModelServer  # llama-cpp: only when used
 
     with LocalModelServer(port=port) as server:
         click.echo(f"model:    {server.model}")

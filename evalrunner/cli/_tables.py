@@ -6,13 +6,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalrunner.live._record import RunRecord
-from evalrunner.live._results import group_records
-from evalrunner.stats._metrics import DEFAULT_GATING, metric, sequence_label
-from evalrunner.stats._results import FAILING
+from evalrunner.stats._metric_result import FAILING
+from evalrunner.suite._metrics import DEFAULT_GATING, metric, sequence_label
+from evalrunner.suite._record import RunRecord, group_records
 
 if TYPE_CHECKING:
-    from evalrunner.stats._results import MetricResult
+    from evalrunner.stats._metric_result import MetricResult
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from evalrunner.cli import _options
-from evalrunner.live import find_suites, load_suite
-from evalrunner.live._endpoints import check_suite_models
+from evalrunner.endpoints._endpoints import check_suite_models
+from evalrunner.suite import find_suites, load_suite
 
 
 @click.command()

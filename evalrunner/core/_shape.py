@@ -2,7 +2,7 @@
 
 Frozen mode compares a golden's shape with a replay's exactly (plus the content
 hash); live mode turns the same fields into distributions over N runs, so these
-fields are the per-run record (see :mod:`evalrunner.live._record`).
+fields are the per-run record (see :mod:`evalrunner.suite._record`).
 
 Steps marked ``is_copied_context`` (ATIF: context copied from an earlier
 trajectory, e.g. the history a summarisation sub-agent or a continuation

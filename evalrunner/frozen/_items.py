@@ -28,10 +28,10 @@ from evalrunner.frozen._proxied import (
 )
 from evalrunner.frozen._run import FrozenOutcome, Mode, run_frozen
 from evalrunner.frozen._session import state
-from evalrunner.live._results import model_slug
+from evalrunner.suite._record import model_slug
 
 if TYPE_CHECKING:
-    from evalrunner.live._endpoints import Endpoint
+    from evalrunner.endpoints._endpoints import Endpoint
 
 
 def _flag(config: pytest.Config, option: str, env: str) -> bool:
@@ -62,7 +62,7 @@ def _proxied(
     """Run a proxied agent in frozen mode for ``item`` (the endpoint only when recording)."""
 
     def endpoint() -> Endpoint:
-        from evalrunner.live._endpoints import requested_models
+        from evalrunner.endpoints._endpoints import requested_models
 
         return state(item.config).endpoint(model or requested_models((), None)[0])
 
@@ -184,7 +184,7 @@ class SuiteFile(pytest.File):
     """A ``suites/*.yaml`` file: its scenarios tagged ``frozen`` are test items."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from evalrunner.live._loader import load_suite
+        from evalrunner.suite._loader import load_suite
 
         try:
             suite = load_suite(self.path)
@@ -207,8 +207,8 @@ class ScenarioItem(pytest.Item):
         self.golden = golden_path_for(Path(self.path), suite.name, scenario.id)
 
     def runtest(self) -> None:
-        from evalrunner.live._context import RunContext
-        from evalrunner.live._endpoints import Endpoint, requested_models
+        from evalrunner.endpoints._endpoints import Endpoint, requested_models
+        from evalrunner.suite._contract import RunContext
 
         resolved = self.scenario  # resolved once, when the suite was loaded
         agent = resolved.load_agent()  # a bad agent fails before any endpoint starts
@@ -235,7 +235,7 @@ class ScenarioItem(pytest.Item):
 
     def _run_command(self, model: str) -> CaptureResult:
         """A ``command:`` scenario, through the capture proxy (its recording: ``.proxy.json``)."""
-        from evalrunner.live._command import command_argv
+        from evalrunner.suite._contract import command_argv
 
         sc = self.scenario
         agent = command_agent(
@@ -249,7 +249,7 @@ class ScenarioItem(pytest.Item):
 
     def _check(self, result: CaptureResult) -> None:
         """The scenario's checks, on the run that matched its golden (or was just recorded)."""
-        from evalrunner.live._checks import evaluate_checks
+        from evalrunner.suite._checks import evaluate_checks
 
         resolved = self.scenario
         sh = shape(normalize(result.trajectory, resolved.normalize_config()))

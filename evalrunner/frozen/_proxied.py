@@ -46,7 +46,7 @@ from evalrunner.frozen._run import (
 )
 
 if TYPE_CHECKING:
-    from evalrunner.live._endpoints import Endpoint
+    from evalrunner.endpoints._endpoints import Endpoint
     from evalrunner.proxy._runs import ProxyRunResult
     from evalrunner.proxy._upstream import Upstream
 
@@ -112,7 +112,7 @@ def command_agent(
     timeout: float = 300.0,
 ) -> ProxiedAgent:
     """A subprocess agent: its final answer is read from stdout as in live runs."""
-    from evalrunner.live._command import final_answer, stderr_tail
+    from evalrunner.suite._contract import final_answer, stderr_tail
 
     def run(proxy_env: Mapping[str, str]) -> Any:
         full = {**os.environ, **(env or {}), **proxy_env}

@@ -17,65 +17,84 @@ from typing import Any
 
 from evalrunner._redact import redact, redact_text
 from evalrunner.core._faults import InfraLog
+from evalrunner.core._mismatch import Recorded, RequestBook, recorded_label
 from evalrunner.core._response import ResponseRecord, response_from_record, stream_from_record
 from evalrunner.core._transport import Answer, Request, Transport
-from evalrunner.errors import ReplayError, RequestMismatch, ScriptExhausted
+from evalrunner.errors import ReplayError, ScriptExhausted
 from evalrunner.frozen._script import (
     ErrorRecord,
     RequestHint,
     Script,
     ScriptEntry,
     fingerprint_request,
+    format1_fingerprint,
     raise_recorded,
 )
 
 
 class Replayer:
     """Serves recorded responses: the first unused entry with the request's fingerprint,
-    else the next unused one in recorded order (counted as a mismatch).
+    else the next unused one in recorded order (counted as a mismatch, or under
+    ``strict`` raised as :class:`RequestMismatch`).
 
     Fingerprint matching keeps fan-out correct: concurrent sub-agents may ask
-    in a different order than when recorded.
+    in a different order than when recorded. Matching and the mismatch message
+    are the capture proxy's (``core._mismatch.RequestBook``).
     """
 
     def __init__(self, script: Script, *, strict: bool = False, source: str = "script") -> None:
         self.script = script
         self.strict = strict
         self.source = source
-        self.used = [False] * len(script.entries)
+        self.book = RequestBook(
+            [
+                Recorded(
+                    e.request.view,
+                    e.request.fingerprint,
+                    recorded_label(i + 1, e.request.message_count, e.request.last_user_message),
+                )
+                for i, e in enumerate(script.entries)
+            ],
+            source,
+            "pytest --golden-record",
+        )
         self.mismatches: list[str] = []
         self.exhausted: ScriptExhausted | None = None
         self.calls = 0
-        self._lock = threading.Lock()
+        self.asked: dict[int, RequestHint] = {}
+        """Entry index -> the request it answered, where the fingerprints matched."""
+
+    @property
+    def used(self) -> list[bool]:
+        return self.book.used
 
     def next(self, kwargs: Mapping[str, Any]) -> tuple[ResponseRecord, int]:
         """The recorded response for this request and its call number (taken under the lock)."""
-        with self._lock:
+        hint = fingerprint_request(kwargs)
+        fp = hint.fingerprint if self.script.matches_by_view else format1_fingerprint(kwargs)
+        with self.book.lock:
             self.calls += 1
-            return self._next(fingerprint_request(kwargs)), self.calls
+            return self._next(hint, fp), self.calls
 
-    def _next(self, hint: RequestHint) -> ResponseRecord:
+    def _next(self, hint: RequestHint, fp: str) -> ResponseRecord:
         # The caller holds the lock.
+        found = self.book.take(fp)
+        if found is not None:
+            self.asked[found] = hint
+            return self._serve(self.script.entries[found])
         for i, entry in enumerate(self.script.entries):
-            if not self.used[i] and entry.request.fingerprint == hint.fingerprint:
-                self.used[i] = True
-                return self._serve(entry)
-        for i, entry in enumerate(self.script.entries):
-            if not self.used[i] and not entry.request.fingerprint:
-                self.used[i] = True  # hand-written entries match by order
-                return self._serve(entry)
-            if not self.used[i]:
-                msg = (
-                    f"model call {self.calls}: request differs from the recording "
-                    f"(recorded {entry.request.message_count} messages, last user message "
-                    f"{entry.request.last_user_message!r}; now {hint.message_count} messages, "
-                    f"{hint.last_user_message!r})"
-                )
-                self.mismatches.append(msg)
+            if self.used[i]:
+                continue
+            if entry.request.fingerprint:
+                miss = self.book.miss(self.calls, hint.view or {}, fp)
                 if self.strict:
-                    raise RequestMismatch(f"{self.source}: {msg}")
-                self.used[i] = True
-                return self._serve(entry)
+                    raise miss
+                self.mismatches.append(
+                    f"{miss}\n(served {self.book.recorded[i].label} in its place; "
+                    "--golden-strict fails here)"
+                )
+            self.used[i] = True  # hand-written entries (no fingerprint) match by order
+            return self._serve(entry)
         self.exhausted = ScriptExhausted(
             f"{self.source}: the agent made model call {self.calls}, but only "
             f"{len(self.script.entries)} were recorded. The agent now calls the model more "
@@ -89,9 +108,19 @@ class Replayer:
             raise_recorded(entry.error)
         return entry.response or ResponseRecord()
 
+    def upgraded(self) -> Script | None:
+        """A format 1 script rewritten in the current format, from the requests replay saw;
+        None unless every entry answered a request with its fingerprint."""
+        entries = self.script.entries
+        if self.script.matches_by_view or len(self.asked) != len(entries):
+            return None
+        return Script(
+            entries=[e.model_copy(update={"request": self.asked[i]}) for i, e in enumerate(entries)]
+        )
+
     @property
     def unused(self) -> int:
-        return self.used.count(False)
+        return len(self.book.unused())
 
     def unused_entries(self) -> list[str]:
         """Each recorded call no request asked for: its place in the file and what it held."""

@@ -30,7 +30,7 @@ from evalrunner.errors import FileFormatError, ReplayError
 from evalrunner.frozen._golden import Golden, script_path_for
 from evalrunner.frozen._network import block_network, describe_blocks
 from evalrunner.frozen._replay import Recorder, Replayer
-from evalrunner.frozen._script import Script
+from evalrunner.frozen._script import SCRIPT_FORMAT_VERSION, Script
 
 Mode = Literal["check", "update", "record"]
 
@@ -159,6 +159,10 @@ def _update(run: _Run) -> FrozenOutcome:
     if run.strict and replayer.unused:
         raise _Stop(_outcome(False, notes.strip(), replayer))
     out = rewrite_golden(run.golden_path, result, run.config, notes)
+    upgraded = replayer.upgraded()
+    if upgraded is not None:
+        upgraded.save(run.script_path)
+        out.message += f"\nrewrote {run.script_path} in script format {SCRIPT_FORMAT_VERSION}"
     out.replay_mismatches = replayer.mismatches
     out.unused_recorded = replayer.unused_entries()
     return out

@@ -3,8 +3,16 @@
 One canonical, provider-independent record per model response
 (:class:`ResponseRecord`) serves both the script file and the trajectory step
 built from it, so a replay is byte-identical to its own recording. Each entry
-carries a fingerprint of the request it answered (what decides the model's
-answer, nothing that varies between machines).
+carries the request it answered, as the view and fingerprint the capture proxy
+uses too (``core._fingerprint``: what decides the model's answer, nothing that
+varies between machines), so a mismatch names the field that differs.
+
+Why not the proxy's ``.proxy.json``: an in-process call re-raises a Python
+exception and hands back litellm objects, while the proxy re-sends HTTP
+statuses and stream chunks as received; each file keeps what its replay
+re-enacts. Format 1 scripts (a hash of messages, tool names and tool_choice,
+no request view) still replay, matched by that hash; ``pytest --golden-update``
+rewrites them as format 2.
 """
 
 from __future__ import annotations
@@ -18,10 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner._redact import redact, redact_text
+from evalrunner.core._fingerprint import fingerprint, request_view
 from evalrunner.core._normalize import ADDRESS_MASK
 from evalrunner.core._response import ResponseRecord, field_of
 
-SCRIPT_FORMAT_VERSION = 1
+SCRIPT_FORMAT_VERSION = 2
+SCRIPT_FORMAT_VERSIONS = (1, 2)
 
 
 class RequestHint(BaseModel):
@@ -30,11 +40,16 @@ class RequestHint(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fingerprint: str = Field(
-        description="sha256 of the normalised request (messages, tools, tool_choice)."
+        description="Hash of the request view (format 1: of messages, tool names, tool_choice)."
     )
     message_count: int = Field(description="Messages in the request.")
     last_user_message: str | None = Field(
         default=None, description="First 200 characters, redacted."
+    )
+    view: dict[str, Any] | None = Field(
+        default=None,
+        description="What replay matches on, normalised and redacted (format 2; the capture "
+        "proxy's request view).",
     )
 
 
@@ -91,7 +106,7 @@ class Script(BaseModel):
             path,
             cls,
             what="model script",
-            version=SCRIPT_FORMAT_VERSION,
+            version=SCRIPT_FORMAT_VERSIONS,
             fix=f"malformed recording; re-record it with: {record_cmd}",
             version_optional=True,
         )
@@ -99,8 +114,40 @@ class Script(BaseModel):
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json", exclude_none=True))
 
+    @property
+    def matches_by_view(self) -> bool:
+        """Format 2 and later: entries match by the shared request view's fingerprint."""
+        return self.format_version >= 2
+
 
 # --- request fingerprints ---------------------------------------------------------------
+
+
+def _last_user_message(messages: Sequence[Any]) -> str | None:
+    last_user = next(
+        (field_of(m, "content") for m in reversed(messages) if field_of(m, "role") == "user"),
+        None,
+    )
+    if last_user is not None and not isinstance(last_user, str):
+        last_user = canonical(last_user)
+    return redact_text(last_user[:200]) if last_user else None
+
+
+def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
+    """The recorded form of a request: its view and fingerprint (``core._fingerprint``).
+
+    Keys, api_base, headers, timeouts, retries and sampling parameters are left
+    out (they change between machines or draws, not behaviour); tool-call ids
+    are renumbered and object addresses masked.
+    """
+    messages = list(kwargs.get("messages") or [])
+    view = request_view(kwargs)
+    return RequestHint(
+        fingerprint=fingerprint(view),
+        message_count=len(messages),
+        last_user_message=_last_user_message(messages),
+        view=view,
+    )
 
 
 def _content_text(content: Any) -> Any:
@@ -113,15 +160,10 @@ def _content_text(content: Any) -> Any:
     return content
 
 
-def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
-    """Fingerprint what decides the model's answer: messages, tools, tool_choice.
-
-    Keys, api_base, headers, timeouts and retries are left out (they change
-    between machines, not behaviour); object addresses are masked.
-    """
-    messages = list(kwargs.get("messages") or [])
+def format1_fingerprint(kwargs: Mapping[str, Any]) -> str:
+    """The hash format 1 scripts matched on: read them, never written."""
     norm_msgs = []
-    for m in messages:
+    for m in list(kwargs.get("messages") or []):
         m = dict(m) if isinstance(m, Mapping) else {"content": str(m)}
         entry = {"role": m.get("role"), "content": _content_text(m.get("content"))}
         if m.get("tool_calls"):
@@ -137,22 +179,7 @@ def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
         norm_msgs.append(entry)
     tools = [field_of(field_of(t, "function"), "name") for t in kwargs.get("tools") or []]
     payload = {"messages": norm_msgs, "tools": tools, "tool_choice": kwargs.get("tool_choice")}
-    digest = hashlib.sha256(canonical(redact(payload)).encode()).hexdigest()[:16]
-    last_user = next(
-        (
-            m.get("content")
-            for m in reversed(messages)
-            if isinstance(m, Mapping) and m.get("role") == "user"
-        ),
-        None,
-    )
-    if last_user is not None and not isinstance(last_user, str):
-        last_user = canonical(last_user)
-    return RequestHint(
-        fingerprint=digest,
-        message_count=len(messages),
-        last_user_message=redact_text(last_user[:200]) if last_user else None,
-    )
+    return hashlib.sha256(canonical(redact(payload)).encode()).hexdigest()[:16]
 
 
 def responses_from(entries: Sequence[ResponseRecord]) -> Script:

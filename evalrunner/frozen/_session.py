@@ -17,7 +17,7 @@ import pytest
 from evalrunner.frozen._golden import is_script
 
 if TYPE_CHECKING:
-    from evalrunner.live._endpoints import Endpoint, EndpointPool
+    from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
 
 
 @dataclass
@@ -47,7 +47,7 @@ class SessionState:
     def endpoint(self, model: str) -> Endpoint:
         """The live endpoint for ``model`` (starting the embedded model if it is ``local``)."""
         if self.pool is None:
-            from evalrunner.live._endpoints import EndpointPool
+            from evalrunner.endpoints._endpoints import EndpointPool
 
             self.pool = EndpointPool()
         return self.pool.resolve(model)

@@ -35,9 +35,9 @@ from evalrunner.core._faults import (
     describe_fault,
     is_infra_error,
 )
-from evalrunner.live._checks import evaluate_checks
-from evalrunner.live._record import Outcome
-from evalrunner.live._schema import Checks, SkipRules
+from evalrunner.suite._checks import evaluate_checks
+from evalrunner.suite._record import Outcome
+from evalrunner.suite._schema import Checks, SkipRules
 
 __all__ = [
     "NO_MODEL_CALLS",

@@ -24,24 +24,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from evalrunner.core._scope import CaptureResult
+from evalrunner.suite._contract import command_argv, final_answer, stderr_tail
 
 if TYPE_CHECKING:
     from evalrunner.core._transport import Gate
-    from evalrunner.live._endpoints import Endpoint
-    from evalrunner.live._plan import Job
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.live._schedule import Job
     from evalrunner.proxy._server import ProxyServer
 
-__all__ = ["CommandAgents", "CommandFailed", "command_argv", "final_answer", "stderr_tail"]
-
-FINAL_ANSWER_KEY = "final_answer"
-STDERR_TAIL_CHARS = 2000
+__all__ = ["CommandAgents", "CommandFailed"]
 
 
 class CommandFailed(Exception):
@@ -50,37 +47,6 @@ class CommandFailed(Exception):
 
 class UpstreamRefused(Exception):
     """The model endpoint refused one of the command's requests (it got an HTTP error)."""
-
-
-def command_argv(command: Sequence[str], task: str) -> list[str]:
-    """The argv to run: ``{task}`` in any argument becomes the scenario's input."""
-    return [arg.replace("{task}", task) for arg in command]
-
-
-def final_answer(stdout: str) -> str | None:
-    """The answer a command printed.
-
-    The last stdout line that is a JSON object with a ``final_answer`` key wins
-    (its value: a string, or null for "gave up"); without one, the last
-    non-empty line. No output at all is no final answer.
-    """
-    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if not line.startswith("{"):
-            continue
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict) and FINAL_ANSWER_KEY in parsed:
-            value = parsed[FINAL_ANSWER_KEY]
-            return value if isinstance(value, str) or value is None else json.dumps(value)
-    return lines[-1] if lines else None
-
-
-def stderr_tail(stderr: str, limit: int = STDERR_TAIL_CHARS) -> str:
-    text = stderr.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
 
 
 def _exit_problem(returncode: int, stderr: str) -> CommandFailed | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from evalrunner.core._transport import Request
-from evalrunner.live._schema import RateLimit
+from evalrunner.suite._schema import RateLimit
 
 __all__ = ["HEADROOM", "LimitGate", "Limiter", "LocalLimiter", "Schedule", "estimate_tokens"]
 

@@ -40,12 +40,16 @@ from typing import Any
 
 from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
+from evalrunner.endpoints._endpoints import (
+    LOCAL,
+    Endpoint,
+    Notify,
+    ServeLocal,
+    loopback_without_proxy,
+)
 from evalrunner.errors import ConfigError, EndpointError, EvalrunnerError
 from evalrunner.live._command import CommandAgents
-from evalrunner.live._endpoints import LOCAL, Endpoint, Notify, ServeLocal, loopback_without_proxy
 from evalrunner.live._limits import Schedule
-from evalrunner.live._plan import Job
-from evalrunner.live._record import RunRecord
 from evalrunner.live._runner import (
     JobExecutor,
     JobResult,
@@ -53,7 +57,9 @@ from evalrunner.live._runner import (
     _ThreadPerRun,
     execute_job,
 )
-from evalrunner.live._schema import RateLimit
+from evalrunner.live._schedule import Job
+from evalrunner.suite._record import RunRecord
+from evalrunner.suite._schema import RateLimit
 
 __all__ = ["EXECUTORS", "WORKER_LOST", "RayExecutor", "lost_run", "open_executor"]
 
@@ -102,7 +108,7 @@ class _NodeModel:
     """The embedded model's server on one node (an actor pinned there)."""
 
     def __init__(self) -> None:
-        from evalrunner.live._local_model import LocalModelServer
+        from evalrunner.endpoints._local_model import LocalModelServer
 
         loopback_without_proxy()
         self.server: LocalModelServer | None = None
@@ -280,7 +286,7 @@ class RayExecutor:
 
     def _serve_local(self, notify: Notify) -> Endpoint:
         """Start the embedded model on every live node (before any run) and name it."""
-        from evalrunner.live._local_model import LOCAL_API_KEY, MODEL_ALIAS
+        from evalrunner.endpoints._local_model import LOCAL_API_KEY, MODEL_ALIAS
 
         ray = _ray()
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]

@@ -25,10 +25,9 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,7 +42,7 @@ from pydantic import (
 
 from evalrunner._jsonio import read_json, validate_model, write_json
 from evalrunner.errors import ConfigError, FileFormatError
-from evalrunner.live._record import CellKey, RunKey, RunRecord
+from evalrunner.suite._record import RunKey, RunRecord, model_slug
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,10 +52,6 @@ MANIFEST_FORMAT_VERSIONS = (1, 2)
 """Versions read: 1 lacks the plan details and ``run_ids`` (every run file belongs)."""
 RUN_FORMAT_VERSION = 1
 LOCK_NAME = ".lock"
-
-
-def model_slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
 
 
 def run_id(key: RunKey) -> str:
@@ -331,14 +326,6 @@ def _check_fresh(results: ResultsDir) -> None:
         )
 
 
-def group_records(records: Sequence[RunRecord]) -> dict[CellKey, list[RunRecord]]:
-    """Records by scenario x model, the unit every comparison works on, in sorted key order."""
-    groups: dict[CellKey, list[RunRecord]] = {}
-    for record in records:
-        groups.setdefault(record.cell, []).append(record)
-    return dict(sorted(groups.items()))
-
-
 def records_frame(records: list[RunRecord]) -> pd.DataFrame:
     """Records as a DataFrame: one row per run, one column per RunRecord field."""
     import pandas as pd
@@ -350,7 +337,7 @@ def records_frame(records: list[RunRecord]) -> pd.DataFrame:
 def load_records(root: str | Path) -> pd.DataFrame:
     """Load a results directory's per-run records into a pandas DataFrame.
 
-    Columns are the fields of :class:`evalrunner.live._record.RunRecord`
+    Columns are the fields of :class:`evalrunner.suite._record.RunRecord`
     (run_id, suite, scenario, model, index, outcome, reason, step_count,
     llm_calls, tool_calls, tools, subagent_count, crashed, prompt_tokens,
     completion_tokens, final_answer, content_hash, latency_s, attempts,

@@ -2,7 +2,7 @@
 
 run -> trajectory -> normalised -> shape -> outcome -> run file, one run at a
 time under bounded asyncio concurrency. Which runs to make is the planner's
-business (:mod:`evalrunner.live._plan`); this module only executes its
+business (:mod:`evalrunner.live._schedule`); this module only executes its
 batches. :func:`open_night` claims the results directory and settles the plan
 (a resumed night continues its manifest's), checking everything that can be
 checked before the first run; :func:`run_night` executes it. Results land on
@@ -32,11 +32,7 @@ from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._normalize import normalize
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._shape import shape
-from evalrunner.errors import ConfigError
-from evalrunner.live._classify import classify, tools_disagreement
-from evalrunner.live._command import CommandAgents
-from evalrunner.live._context import RunContext
-from evalrunner.live._endpoints import (
+from evalrunner.endpoints._endpoints import (
     Endpoint,
     EndpointPool,
     Notify,
@@ -44,8 +40,12 @@ from evalrunner.live._endpoints import (
     check_model,
     check_requested_models,
 )
+from evalrunner.errors import ConfigError
+from evalrunner.live._classify import classify, tools_disagreement
+from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
-from evalrunner.live._plan import (
+from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, claim
+from evalrunner.live._schedule import (
     Adaptive,
     AdaptivePlanner,
     AdaptiveSummary,
@@ -58,22 +58,21 @@ from evalrunner.live._plan import (
     resumed,
     resumed_adaptive,
 )
-from evalrunner.live._record import RunRecord
-from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, claim
-from evalrunner.live._schema import RateLimit
-from evalrunner.live._settings import Suite
+from evalrunner.suite._contract import RunContext
+from evalrunner.suite._record import RunRecord
+from evalrunner.suite._schema import RateLimit
+from evalrunner.suite._settings import Suite
 
 __all__ = [
     "JobExecutor",
     "JobResult",
     "LocalExecutor",
-    "Night",
+    "OpenNight",
     "Progress",
     "RunReport",
     "execute_job",
     "open_night",
     "run_night",
-    "run_suite",
 ]
 
 WRITERS = 4
@@ -85,7 +84,7 @@ T = TypeVar("T")
 
 @dataclass
 class RunReport:
-    """What one ``run_suite`` call produced."""
+    """What one :func:`run_night` call produced."""
 
     out: Path
     records: list[RunRecord]
@@ -370,7 +369,7 @@ class _Driver:
 
 
 @dataclass
-class Night:
+class OpenNight:
     """A results directory claimed for one night, and the night's plan."""
 
     suite: Suite
@@ -394,7 +393,7 @@ class Night:
 def _manifest(
     suite: Suite, plans: list[ScenarioPlan], labels: list[str], adaptive: AdaptiveSettings | None
 ) -> Manifest:
-    from evalrunner import __version__
+    from evalrunner._version import __version__
 
     return Manifest(
         suite=suite.name,
@@ -421,7 +420,7 @@ def open_night(
     adaptive: bool = False,
     batch: int | None = None,
     max_runs: int | None = None,
-) -> Iterator[Night]:
+) -> Iterator[OpenNight]:
     """Claim ``out`` and settle the night's plan; every check that needs no model runs here.
 
     A fresh night is planned from the suite and the options; a resumed one
@@ -461,10 +460,10 @@ def open_night(
                 }
             )
         previous = results.records() if old is not None else []
-        yield Night(suite, results, plans, manifest, settings, previous)
+        yield OpenNight(suite, results, plans, manifest, settings, previous)
 
 
-async def _execute(night: Night, planner: Planner, driver: _Driver, report: RunReport) -> None:
+async def _execute(night: OpenNight, planner: Planner, driver: _Driver, report: RunReport) -> None:
     """Every batch the planner gives, minus the runs a resumed directory holds."""
     finished = {r.run_id: r for r in night.previous}
     batch = planner.next_batch([])
@@ -501,7 +500,7 @@ def _capped(endpoints: Sequence[Endpoint], limit: int, notify: Notify) -> None:
 
 
 async def run_night(
-    night: Night,
+    night: OpenNight,
     *,
     pool: EndpointPool,
     concurrency: int | None = None,
@@ -553,40 +552,3 @@ async def run_night(
     night.save(status="finished", ended_at=iso_now())
     report.records = night.results.records()
     return report
-
-
-async def run_suite(
-    suite: Suite,
-    *,
-    out: Path,
-    runs: int | None = None,
-    models: Sequence[str] = (),
-    scenario_ids: Sequence[str] = (),
-    concurrency: int | None = None,
-    resume: bool = False,
-    pool: EndpointPool,
-    progress_stream: TextIO | None = None,
-    adaptive: Adaptive | None = None,
-    executor: JobExecutor | None = None,
-) -> RunReport:
-    """Run the suite into ``out`` (:func:`open_night`, then :func:`run_night`)."""
-    settings = adaptive.settings if adaptive is not None else None
-    with open_night(
-        suite,
-        out=out,
-        runs=runs,
-        models=models,
-        scenario_ids=scenario_ids,
-        resume=resume,
-        adaptive=settings is not None,
-        batch=settings.batch if settings else None,
-        max_runs=settings.max_runs if settings else None,
-    ) as night:
-        return await run_night(
-            night,
-            pool=pool,
-            concurrency=concurrency,
-            progress_stream=progress_stream,
-            adaptive=adaptive,
-            executor=executor,
-        )

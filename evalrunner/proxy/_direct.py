@@ -22,9 +22,6 @@ from typing import Any
 
 import aiohttp
 
-from evalrunner.core._response import record_from_response
-from evalrunner.proxy._upstream import Forwarded, record_from_chunks
-
 
 class UpstreamHTTPError(Exception):
     """The upstream answered with an HTTP error (``status_code``, ``headers`` as litellm's)."""
@@ -74,7 +71,8 @@ async def post_chat(
     body: dict[str, Any],
     stream: bool,
     timeout: float = 600.0,
-) -> Forwarded:
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """The chat completion as received, or its stream's chunks when ``stream``."""
     url = api_base.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limit = aiohttp.ClientTimeout(total=timeout)
@@ -84,11 +82,10 @@ async def post_chat(
                 raise _error(resp.status, await resp.text(), resp.headers)
             if stream:
                 lines = [raw.decode().rstrip("\r\n") async for raw in resp.content]
-                chunks = _events(lines)
-                return Forwarded(record_from_chunks(chunks), chunks=chunks)
-            data = json.loads(await resp.read())
+                return _events(lines)
+            data: dict[str, Any] = json.loads(await resp.read())
     except TimeoutError as exc:
         raise UpstreamTimeout(f"no answer within {timeout:g} s") from exc
     except aiohttp.ClientError as exc:
         raise UpstreamConnectionError(str(exc) or type(exc).__name__) from exc
-    return Forwarded(record_from_response(data), body=data)
+    return data

@@ -10,27 +10,27 @@ about the agent, and a replay must not re-enact them.
 Replay serves, for each request, the first unused recorded call with the same
 fingerprint (so identical requests get their answers in recorded order, and
 concurrent fan-out may arrive in any order); a request with none gets a
-:class:`ReplayMiss` whose message names the fields that differ from the
-nearest recorded request.
+:class:`~evalrunner.errors.RequestMismatch` whose message names the fields that
+differ from the nearest recorded request, word for word as in-process replay
+says it (``core._mismatch``).
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
-from evalrunner.core._response import ResponseRecord
-from evalrunner.proxy._fingerprint import (
+from evalrunner.core._fingerprint import (
     DEFAULT_FINGERPRINT,
     FingerprintConfig,
     fingerprint,
     request_view,
 )
-from evalrunner.proxy._mismatch import differences, nearest
+from evalrunner.core._mismatch import Recorded, RequestBook, view_label
+from evalrunner.core._response import ResponseRecord
 from evalrunner.proxy._request import ModelRequest
 
 RECORDING_FORMAT_VERSION = 1
@@ -96,18 +96,7 @@ def recording_path(directory: Path, run_id: str) -> Path:
     return directory / f"{run_id}.proxy.json"
 
 
-class ReplayMiss(Exception):
-    """No recorded call answers this request; the message says why, for the agent's error."""
-
-
-def _describe(call: RecordedCall) -> str:
-    last_user = next((m for m in reversed(call.request.messages) if m.get("role") == "user"), None)
-    text = str((last_user or {}).get("content") or "")
-    preview = text if len(text) <= 60 else text[:59] + "…"
-    return (
-        f"recorded call {call.call} ({len(call.request.messages)} messages, "
-        f"last user message {preview!r})"
-    )
+REDO = "pytest --golden-record, or evalrunner proxy --record DIR"
 
 
 class ReplayBook:
@@ -121,49 +110,23 @@ class ReplayBook:
         missing: bool = False,
     ) -> None:
         self.calls = recording.calls
-        self.source = source
-        self.missing = missing
-        self.views = [request_view(c.request, config) for c in self.calls]
-        self.prints = [fingerprint(v) for v in self.views]
-        self.used = [False] * len(self.calls)
         self.config = config
-        self._lock = threading.Lock()
+        recorded = []
+        for c in self.calls:
+            view = request_view(c.request.replayed_as(), config)
+            recorded.append(Recorded(view, fingerprint(view), view_label(c.call, view)))
+        self.book = RequestBook(recorded, source, REDO, missing=missing)
 
     def take(self, request: ModelRequest, n: int) -> RecordedCall:
-        """The recorded call answering model call ``n``; raises :class:`ReplayMiss`."""
-        view = request_view(request, self.config)
+        """The recorded call answering model call ``n``; raises
+        :class:`~evalrunner.errors.RequestMismatch` naming what differs."""
+        view = request_view(request.replayed_as(), self.config)
         fp = fingerprint(view)
-        with self._lock:
-            for i, recorded in enumerate(self.prints):
-                if recorded == fp and not self.used[i]:
-                    self.used[i] = True
-                    return self.calls[i]
-            raise ReplayMiss(self._explain(n, view, fp))
-
-    def _explain(self, n: int, view: dict[str, Any], fp: str) -> str:
-        head = f"evalrunner proxy replay: model call {n} has no recorded response in {self.source}"
-        redo = (
-            "If the agent changed on purpose, re-record "
-            "(pytest --golden-record, or evalrunner proxy --record DIR)."
-        )
-        if self.missing:
-            return f"{head}: the file does not exist. Record the run first. {redo}"
-        if not self.calls:
-            return f"{head}: nothing was recorded for this run. {redo}"
-        same = [i for i, p in enumerate(self.prints) if p == fp]
-        if same:
-            return (
-                f"{head}: it repeats {_describe(self.calls[same[0]])}, whose {len(same)} "
-                "recorded answer(s) are all used: the agent now makes this request more often "
-                f"than when recorded. {redo}"
-            )
-        best = nearest(view, self.views, self.used)
-        state = "already used" if self.used[best] else "unused"
-        lines = [f"{head}. Nearest: {_describe(self.calls[best])}, {state}; it differs in:"]
-        lines += [f"  - {d}" for d in differences(self.views[best], view)]
-        lines.append(redo)
-        return "\n".join(lines)
+        with self.book.lock:
+            found = self.book.take(fp)
+            if found is None:
+                raise self.book.miss(n, view, fp)
+        return self.calls[found]
 
     def unused(self) -> list[str]:
-        with self._lock:
-            return [_describe(c) for c, used in zip(self.calls, self.used, strict=True) if not used]
+        return [self.book.recorded[i].label for i in self.book.unused()]

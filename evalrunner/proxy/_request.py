@@ -62,6 +62,11 @@ class ModelRequest(BaseModel):
             kwargs["tool_choice"] = self.tool_choice
         return kwargs
 
+    def replayed_as(self) -> dict[str, Any]:
+        """What replay fingerprints (``core._fingerprint.request_view``): the chat
+        keyword arguments and the API the agent spoke."""
+        return {"api": self.api, **self.chat_kwargs()}
+
 
 @dataclass(frozen=True)
 class Incoming:

@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
 from evalrunner.core._response import ResponseRecord, _message_dict
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, RequestMismatch
 from evalrunner.proxy._recording import (
     RecordedCall,
     RecordedError,
     Recording,
     ReplayBook,
-    ReplayMiss,
 )
 from evalrunner.proxy._request import Incoming, ProxyHTTPError
 from evalrunner.proxy._trajectory import CapturedCall, build_trajectory, conversations
@@ -176,7 +175,7 @@ class RunState:
         assert self.book is not None
         try:
             recorded = self.book.take(entry.incoming.request, entry.n)
-        except ReplayMiss as miss:
+        except RequestMismatch as miss:
             with self._lock:
                 self.replay_errors.append(str(miss))
             entry.error = RecordedError(status=400, type="replay_mismatch", message=str(miss))

@@ -25,9 +25,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from evalrunner.core._faults import RetrySettings
+from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT, FingerprintConfig
+from evalrunner.endpoints._endpoints import LOCAL
 from evalrunner.errors import ConfigError
-from evalrunner.live._endpoints import LOCAL
-from evalrunner.proxy._fingerprint import DEFAULT_FINGERPRINT, FingerprintConfig
 from evalrunner.proxy._recording import Recording, ReplayBook, recording_path
 from evalrunner.proxy._runs import DEFAULT_RUN, Mode, ProxyRunResult, RunState, check_run_id
 from evalrunner.proxy._upstream import Upstream
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from evalrunner.core._transport import Gate
-    from evalrunner.live._endpoints import EndpointPool
+    from evalrunner.endpoints._endpoints import EndpointPool
 
 DUMMY_KEY = "evalrunner-proxy-dummy-key"
 
@@ -52,7 +52,7 @@ def is_loopback(host: str) -> bool:
 
 def _default_retry() -> RetrySettings:
     # The live runs' defaults, from the one place they are defined.
-    from evalrunner.live._schema import RetryPolicy
+    from evalrunner.suite._schema import RetryPolicy
 
     return RetryPolicy()
 
@@ -341,7 +341,7 @@ class ProxyServer:
         if upstream is None or upstream.model != LOCAL:
             return upstream
         if self._pool is None:
-            from evalrunner.live._endpoints import EndpointPool
+            from evalrunner.endpoints._endpoints import EndpointPool
 
             self._pool = EndpointPool()
         ep = self._pool.resolve(LOCAL)

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner._jsonio import canonical
+from evalrunner.core._fingerprint import normal_content
 from evalrunner.core._response import ResponseRecord
 from evalrunner.core._steps import TrajectoryBuilder
-from evalrunner.proxy._fingerprint import normal_content
 
 
 @dataclass(frozen=True)

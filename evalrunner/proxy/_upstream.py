@@ -37,9 +37,9 @@ from evalrunner._litellm import import_litellm
 from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.core._transport import athrough_gate
+from evalrunner.endpoints._endpoints import LOCAL, Endpoint
+from evalrunner.endpoints._local_model import MODEL_ALIAS
 from evalrunner.errors import ConfigError
-from evalrunner.live._endpoints import LOCAL, Endpoint
-from evalrunner.live._local_model import MODEL_ALIAS
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
@@ -214,6 +214,20 @@ def record_from_chunks(chunks: list[dict[str, Any]]) -> ResponseRecord:
     return record_from_response({"model": stream.model, "usage": stream.usage, "choices": [choice]})
 
 
+async def _via_direct(
+    upstream: Upstream, session: aiohttp.ClientSession, kwargs: dict[str, Any], stream: bool
+) -> Forwarded:
+    from evalrunner.proxy._direct import post_chat
+
+    assert upstream.api_base is not None  # checked at construction
+    got = await post_chat(
+        session, upstream.api_base, upstream.api_key, kwargs, stream, upstream.timeout_s
+    )
+    if isinstance(got, list):
+        return Forwarded(record_from_chunks(got), chunks=got)
+    return Forwarded(record_from_response(got), body=got)
+
+
 async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
     response = await import_litellm().acompletion(**kwargs)
     if stream:
@@ -242,18 +256,8 @@ async def forward(
         stream = False
     kwargs = _kwargs(upstream, request, stream)
     if upstream.direct:
-        from evalrunner.proxy._direct import post_chat
-
-        assert session is not None and upstream.api_base is not None  # checked at construction
-        send = functools.partial(
-            post_chat,
-            session,
-            upstream.api_base,
-            upstream.api_key,
-            kwargs,
-            stream,
-            upstream.timeout_s,
-        )
+        assert session is not None  # the server opens one for a direct upstream
+        send = functools.partial(_via_direct, upstream, session, kwargs, stream)
     else:
         send = functools.partial(_via_litellm, kwargs, stream)
     return await infra.acall(lambda: athrough_gate(gate, kwargs, infra, send))

@@ -1,7 +1,7 @@
 """What the HTML report charts: each metric's trend, and a suite's outcomes and tokens per night.
 
 A metric is drawn where its tolerance is defined, which depends only on its
-kind (the registry's :data:`~evalrunner.stats._metrics.Kind`): rates and
+kind (the registry's :data:`~evalrunner.suite._metrics.Kind`): rates and
 continuous metrics in their own units (band: baseline +- margin, or baseline
 x [1/margin, margin]); counts and the tool-sequence distribution as their
 effect (Cliff's delta, JS distance) against the margin, because their margin is
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from evalrunner.report._columnar import parsed
+from evalrunner.history._columnar import parsed
 from evalrunner.report._format import day, fmt, interval
-from evalrunner.report._select import Night
+from evalrunner.report._select import SelectedNight
 from evalrunner.report._svg import (
     Flag,
     FloatArray,
@@ -34,7 +34,7 @@ from evalrunner.report._svg import (
     trend_svg,
 )
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
-from evalrunner.stats._metrics import EFFECT_LABELS, Kind
+from evalrunner.suite._metrics import EFFECT_LABELS, Kind
 
 _MAX_POINTS = 90
 """Longer series are drawn in runs of nights, about _TARGET_POINTS points per chart."""
@@ -148,7 +148,7 @@ class Points:
     """
 
     rows: list[int]
-    all_nights: list[Night]
+    all_nights: list[SelectedNight]
     all_columns: dict[str, list[Any]]
 
     def _pick(self, values: list[Any]) -> list[Any]:
@@ -157,7 +157,7 @@ class Points:
         return list(operator.itemgetter(*self.rows)(values))
 
     @functools.cached_property
-    def nights(self) -> list[Night]:
+    def nights(self) -> list[SelectedNight]:
         return self._pick(self.all_nights)
 
     @functools.cached_property
@@ -204,7 +204,9 @@ def _tip(points: Points, i: int) -> str:
     )
 
 
-def metric_chart(metric: str, points: Points, span: Sequence[Night], latest: Night) -> ChartView:
+def metric_chart(
+    metric: str, points: Points, span: Sequence[SelectedNight], latest: SelectedNight
+) -> ChartView:
     """One metric's trend over the suite's nights ``span``; ``points`` oldest first.
 
     ``latest`` is the scenario x model's latest night: the chart's badge shows
@@ -252,7 +254,7 @@ class SuiteCharts:
     token_totals: str
 
 
-def _sums(nights: Sequence[Night]) -> dict[str, FloatArray]:
+def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
     """Per night with runs: runs attempted, infra errors, skips, crashes, prompt and completion tokens."""
     columns: dict[str, list[float]] = {
         k: [] for k in ("attempted", "infra_error", "skipped", "crashed", "prompt", "completion")
@@ -267,7 +269,7 @@ def _sums(nights: Sequence[Night]) -> dict[str, FloatArray]:
     return {k: np.array(v, dtype=float) for k, v in columns.items()}
 
 
-def suite_charts(nights: Sequence[Night]) -> SuiteCharts:
+def suite_charts(nights: Sequence[SelectedNight]) -> SuiteCharts:
     """Skip, infra-error and crash rates per night; prompt and completion tokens per night."""
     ran = [n for n in nights if n.record_count]
     if not ran:

@@ -6,8 +6,8 @@ import math
 
 from evalrunner import _clock as clock
 from evalrunner.report._select import when
-from evalrunner.stats._metrics import EFFECT_LABELS, Kind
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
+from evalrunner.suite._metrics import EFFECT_LABELS, Kind
 
 _MARGIN_PREFIX: dict[Kind, str] = {
     "binary": "±",

@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evalrunner.history._store import History
 from evalrunner.report._format import fmt, now, pct
-from evalrunner.report._history import History
 from evalrunner.report._select import select, selection_text
 from evalrunner.report._verdicts import NO_BASELINE, VERDICT_ORDER, VERDICT_TEXT, verdict_label
 from evalrunner.report._views import suite_view

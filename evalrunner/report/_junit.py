@@ -14,11 +14,11 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
 
+from evalrunner.history._store import History
 from evalrunner.report._format import evidence_line, pct
-from evalrunner.report._history import History
 from evalrunner.report._select import SuiteSelection, select
 from evalrunner.report._views import CellView, cell_views
-from evalrunner.stats._results import FAILING
+from evalrunner.stats._metric_result import FAILING
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _COUNTS = ("tests", "failures", "skipped")

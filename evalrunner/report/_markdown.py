@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from evalrunner.history._store import History
 from evalrunner.report._format import (
     accumulated,
     effect_label,
@@ -19,11 +20,10 @@ from evalrunner.report._format import (
     pct,
     short_time,
 )
-from evalrunner.report._history import History
 from evalrunner.report._select import SuiteSelection, select
 from evalrunner.report._verdicts import NO_BASELINE, VERDICT_ORDER, VERDICT_TEXT, counted, severity
 from evalrunner.report._views import CellView, cell_views
-from evalrunner.stats._results import FAILING
+from evalrunner.stats._metric_result import FAILING
 
 _MARKS = {
     "regression": "🔴",

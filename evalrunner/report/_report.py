@@ -1,6 +1,6 @@
 """Writing the three reports over the run history: HTML, Markdown and JUnit XML.
 
-The renderers are pure (a loaded :class:`~evalrunner.report._history.History`
+The renderers are pure (a loaded :class:`~evalrunner.history._store.History`
 and a selection in, text out); this is the only function that touches the disk.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalrunner._jsonio import write_text_atomic
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown

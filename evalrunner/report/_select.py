@@ -22,15 +22,15 @@ from typing import Any, TypeVar
 
 from evalrunner import _clock as clock
 from evalrunner.errors import ConfigError
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.report._history import (
+from evalrunner.history._store import (
     BaselineSummary,
     History,
     HistoryEntry,
     Source,
     Trajectory,
 )
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
+from evalrunner.suite._record import CellKey, RunRecord
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
 T = TypeVar("T")
@@ -78,7 +78,7 @@ class _Part:
 
 
 @dataclass
-class Night:
+class SelectedNight:
     """One suite's entries written at one time, with the selected models' records and results.
 
     The rows stay in their files until asked for: ``record_column``/``result_column``
@@ -198,11 +198,11 @@ class SuiteSelection:
     """One suite's selected nights, oldest first, and each scenario x model's latest night."""
 
     name: str
-    nights: list[Night]
-    latest: dict[CellKey, Night]
+    nights: list[SelectedNight]
+    latest: dict[CellKey, SelectedNight]
 
     @property
-    def night(self) -> Night:
+    def night(self) -> SelectedNight:
         """The suite's latest night."""
         return self.nights[-1]
 
@@ -257,14 +257,14 @@ def _kept(source: Source, wanted: _Wanted, seen: dict[tuple[str, str], set[str]]
     return kept
 
 
-def _nights(history: History, wanted: _Wanted) -> list[Night]:
+def _nights(history: History, wanted: _Wanted) -> list[SelectedNight]:
     """The wanted entries grouped by suite and ``created_at``, in order of writing time.
 
     A run counts once: entries written by an earlier evalrunner may repeat the
     runs of a resumed results directory (same manifest start, same run id); the
     first entry that holds a run keeps it.
     """
-    nights: dict[tuple[str, str], Night] = {}
+    nights: dict[tuple[str, str], SelectedNight] = {}
     seen: dict[tuple[str, str], set[str]] = {}
     for source in sorted(history.sources, key=lambda s: s.created_at):
         t = when(source.created_at)
@@ -272,7 +272,9 @@ def _nights(history: History, wanted: _Wanted) -> list[Night]:
             continue
         source.preload("records", RECORD_COLUMNS)
         source.preload("verdicts", RESULT_COLUMNS)
-        night = nights.setdefault((source.suite, source.created_at), Night(source.created_at, t))
+        night = nights.setdefault(
+            (source.suite, source.created_at), SelectedNight(source.created_at, t)
+        )
         models = source.column("verdicts", "model")
         if wanted.models is None:
             results = list(range(len(models)))
@@ -300,7 +302,7 @@ def select(
         low=_bound(since, until=False) if since else None,
         high=_bound(until, until=True) if until else None,
     )
-    by_suite: dict[str, list[Night]] = {}
+    by_suite: dict[str, list[SelectedNight]] = {}
     for night in _nights(history, wanted):
         if night.record_count or night.result_count:
             by_suite.setdefault(night.parts[0].source.suite, []).append(night)

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.report._charts import (
     CHART_FIELDS,
     INTERVALS,
@@ -34,10 +33,11 @@ from evalrunner.report._format import (
     pct,
     short_time,
 )
-from evalrunner.report._select import Night, SuiteSelection
+from evalrunner.report._select import SelectedNight, SuiteSelection
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, VERDICT_ORDER, safe_verdict, severity
-from evalrunner.stats._metrics import rank, sequence_label
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
+from evalrunner.suite._metrics import rank, sequence_label
+from evalrunner.suite._record import CellKey, RunRecord
 
 _MAX_FLAG_ROWS = 30
 _MAX_SEQUENCES = 8
@@ -51,7 +51,7 @@ class CellView:
 
     suite: str
     cell: CellKey
-    latest: Night
+    latest: SelectedNight
     stale: bool
     """Its latest night is older than its suite's ("as of ...")."""
     records: list[RunRecord]
@@ -309,7 +309,7 @@ def _detail(
     charted: list[str],
     series: dict[tuple[str, str, str], Points],
     flagged: _Flags,
-    span: Sequence[Night],
+    span: Sequence[SelectedNight],
 ) -> CellDetail:
     """The section of ``v``: charts over the suite's nights ``span``, evidence, flags, bars, diff."""
     shown = [r.gating or r.verdict in FLAGGED for r in v.results]
@@ -348,7 +348,7 @@ def _series(
     """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
     wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
     hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the suite's results, in order
-    nights: list[Night] = []  # the night of each row
+    nights: list[SelectedNight] = []  # the night of each row
     columns: dict[str, list[Any]] = {name: [] for name in CHART_FIELDS}
     for night in suite.nights:
         keys = zip(
@@ -371,7 +371,7 @@ def _series(
 class _Flags:
     """A scenario x model's flagged results in the window: the newest built, how many in all."""
 
-    shown: list[tuple[Night, MetricResult]]
+    shown: list[tuple[SelectedNight, MetricResult]]
     total: int
 
 
@@ -381,7 +381,7 @@ def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
     Only the results the flag table lists (_MAX_FLAG_ROWS per scenario x model)
     are built; the others are counted from their verdicts.
     """
-    found: dict[CellKey, list[tuple[Night, int]]] = {}
+    found: dict[CellKey, list[tuple[SelectedNight, int]]] = {}
     for night in reversed(suite.nights):
         rows = zip(
             night.result_column("scenario"),
@@ -392,7 +392,9 @@ def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
         for i, (scenario, model, verdict) in enumerate(rows):
             if verdict in FLAGGED:
                 found.setdefault(CellKey(scenario, model), []).append((night, i))
-    wanted: dict[int, tuple[Night, list[int]]] = {}  # id(night) -> the night, its rows to build
+    wanted: dict[
+        int, tuple[SelectedNight, list[int]]
+    ] = {}  # id(night) -> the night, its rows to build
     for points in found.values():
         for night, i in points[:_MAX_FLAG_ROWS]:
             wanted.setdefault(id(night), (night, []))[1].append(i)
@@ -477,7 +479,9 @@ def _diff(v: CellView) -> tuple[list[tuple[str, str]], str]:
 
 def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
     """The suite's most common reasons for ``outcome`` over the window, with the latest night's count."""
-    by_reason: dict[str, list[tuple[Night, str]]] = {}  # reason -> (night, scenario) of each run
+    by_reason: dict[
+        str, list[tuple[SelectedNight, str]]
+    ] = {}  # reason -> (night, scenario) of each run
     for night in suite.nights:
         rows = zip(
             night.record_column("outcome"),
@@ -492,7 +496,7 @@ def _reasons(suite: SuiteSelection, outcome: str) -> list[ReasonRow]:
     total = sum(len(rows) for rows in by_reason.values())
     ranked = sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))
 
-    def latest(rows: Iterable[tuple[Night, str]]) -> int:
+    def latest(rows: Iterable[tuple[SelectedNight, str]]) -> int:
         return sum(night is suite.night for night, _ in rows)
 
     out = [

@@ -13,8 +13,8 @@ has the design and its measured error rates):
 * :func:`summarize`: the summary a baseline file shows.
 """
 
-# Lazy: suite loading (and so `import evalrunner`) needs only Tolerance, and the
-# engine's modules load numpy and scipy. Names resolve on first use.
+# Lazy: the engine's modules load numpy and scipy, which a plain `import evalrunner`
+# (and `evalrunner --help`) should not pay for. Names resolve on first use.
 
 from __future__ import annotations
 
@@ -23,32 +23,19 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
-    from evalrunner.stats._formulas import (
-        cliffs_delta,
-        newcombe_diff,
-        normalize_answer,
-        pass_at_k,
-        pass_hat_k,
-        wilson,
-    )
+    from evalrunner.stats._formulas import pass_at_k, pass_hat_k
+    from evalrunner.stats._metric_result import FAILING, MetricResult, Verdict
     from evalrunner.stats._night import CellComparison, CellNight, NightComparison, compare_night
     from evalrunner.stats._planner import CellPlan, MetricPlan, Plan, plan
     from evalrunner.stats._reference import CellBaseline, CellReference, fit_references
-    from evalrunner.stats._results import FAILING, MetricResult, Verdict
     from evalrunner.stats._sequential import Budget, Driven, Step, decide, drive
     from evalrunner.stats._summary import Rate, Summary, summarize
-    from evalrunner.stats._tolerance import Tolerance
-    from evalrunner.stats._verdict import finalize
 
 _WHERE: dict[str, str] = {
     "EvidenceState": "evalrunner.stats._evidence_state",
     "MetricEvidence": "evalrunner.stats._evidence_state",
-    "cliffs_delta": "evalrunner.stats._formulas",
-    "newcombe_diff": "evalrunner.stats._formulas",
-    "normalize_answer": "evalrunner.stats._formulas",
     "pass_at_k": "evalrunner.stats._formulas",
     "pass_hat_k": "evalrunner.stats._formulas",
-    "wilson": "evalrunner.stats._formulas",
     "CellComparison": "evalrunner.stats._night",
     "CellNight": "evalrunner.stats._night",
     "NightComparison": "evalrunner.stats._night",
@@ -60,19 +47,17 @@ _WHERE: dict[str, str] = {
     "CellBaseline": "evalrunner.stats._reference",
     "CellReference": "evalrunner.stats._reference",
     "fit_references": "evalrunner.stats._reference",
-    "FAILING": "evalrunner.stats._results",
-    "MetricResult": "evalrunner.stats._results",
-    "Verdict": "evalrunner.stats._results",
+    "FAILING": "evalrunner.stats._metric_result",
+    "MetricResult": "evalrunner.stats._metric_result",
+    "Verdict": "evalrunner.stats._metric_result",
     "Budget": "evalrunner.stats._sequential",
     "Driven": "evalrunner.stats._sequential",
     "Step": "evalrunner.stats._sequential",
     "decide": "evalrunner.stats._sequential",
     "drive": "evalrunner.stats._sequential",
-    "Tolerance": "evalrunner.stats._tolerance",
     "Rate": "evalrunner.stats._summary",
     "Summary": "evalrunner.stats._summary",
     "summarize": "evalrunner.stats._summary",
-    "finalize": "evalrunner.stats._verdict",
 }
 
 __all__ = [
@@ -93,21 +78,15 @@ __all__ = [
     "Rate",
     "Step",
     "Summary",
-    "Tolerance",
     "Verdict",
-    "cliffs_delta",
     "compare_night",
     "decide",
     "drive",
-    "finalize",
     "fit_references",
-    "newcombe_diff",
-    "normalize_answer",
     "pass_at_k",
     "pass_hat_k",
     "plan",
     "summarize",
-    "wilson",
 ]
 
 

@@ -36,9 +36,9 @@ from evalrunner.stats._evidence_state import (
 )
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
-from evalrunner.stats._metrics import Direction
 from evalrunner.stats._power import to_effect, to_test_scale
 from evalrunner.stats._reference import MetricReference
+from evalrunner.suite._metrics import Direction
 
 _LOG_CAP = 690.0
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from evalrunner.stats._formulas import z_upper
-from evalrunner.stats._metrics import Direction
+from evalrunner.suite._metrics import Direction
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.stats import _binary, _counts, _logs, _paths
 from evalrunner.stats._evidence import Accumulated, add_night, start, threshold
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._measured import Measured
-from evalrunner.stats._metrics import EFFECT_LABELS, Kind
+from evalrunner.stats._metric_result import MetricResult
 from evalrunner.stats._observe import LOG_OFFSETS, Runs
 from evalrunner.stats._power import mde, runs_needed
 from evalrunner.stats._reference import CellBaseline, CellReference, MetricReference, fit_references
-from evalrunner.stats._results import MetricResult
 from evalrunner.stats._verdict import finalize
+from evalrunner.suite._metrics import EFFECT_LABELS, Kind
+from evalrunner.suite._record import CellKey, RunRecord
 
 _MEASURE: dict[Kind, Callable[[MetricReference, FloatArray, float], Measured]] = {
     "binary": _binary.measure,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalrunner.live._record import RunRecord
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.stats._metrics import TOOL_USED, metric
+from evalrunner.suite._metrics import TOOL_USED, metric
+from evalrunner.suite._record import RunRecord
 
 LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
 """Continuous metrics are compared as log(x + offset): one token, ten milliseconds.

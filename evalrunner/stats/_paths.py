@@ -17,8 +17,8 @@ import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, dirmult3_pmf, normal_sf
 from evalrunner.stats._measured import Measured, mid_z, normal_interval
-from evalrunner.stats._metrics import sequence_label
 from evalrunner.stats._reference import MetricReference
+from evalrunner.suite._metrics import sequence_label
 
 EXACT_MAX_N = 300
 """Above this many runs the exact sum (n^2 / 2 splits) gives way to the normal tail."""

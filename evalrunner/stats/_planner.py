@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.live._record import CellKey
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._power import MAX_RUNS, mde, runs_needed
@@ -32,6 +31,7 @@ from evalrunner.stats._reference import (
     MetricReference,
     fit_references,
 )
+from evalrunner.suite._record import CellKey
 
 
 class MetricPlan(BaseModel):

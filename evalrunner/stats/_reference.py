@@ -40,12 +40,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from evalrunner.live._record import CellKey, RunRecord
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
 from evalrunner.stats._formulas import FloatArray, icc, placements, tie_factor
-from evalrunner.stats._metrics import TOOL_USED, Direction, Kind, metric
 from evalrunner.stats._observe import Coding, Runs, codings, concat
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.suite._metrics import TOOL_USED, Direction, Kind, metric
+from evalrunner.suite._record import CellKey, RunRecord
+from evalrunner.suite._tolerance import Tolerance
 
 PRIOR_ICC = 0.05
 """Between-night share of variance assumed when nothing estimates it (no cell has 2+ nights).

@@ -42,18 +42,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evalrunner.live._record import RunRecord
 from evalrunner.stats._evidence import threshold
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
-from evalrunner.stats._metrics import Kind
 from evalrunner.stats._night import measure
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
-from evalrunner.stats._tolerance import Tolerance
 from evalrunner.stats._verdict import reaches_margin
+from evalrunner.suite._metrics import Kind
+from evalrunner.suite._record import RunRecord
+from evalrunner.suite._tolerance import Tolerance
 
 PROMISE_ENTER = 0.1
 """At N: escalate when a gating metric would be flagged at the cap with this chance. Lenient:

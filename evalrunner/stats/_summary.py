@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.live._record import RunRecord
 from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
-from evalrunner.stats._metrics import sequence_label
 from evalrunner.stats._observe import Runs
+from evalrunner.suite._metrics import sequence_label
+from evalrunner.suite._record import RunRecord
 
 _MEDIANS = (
     "step_count",

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evalrunner.stats._formulas import bh
-from evalrunner.stats._metrics import Direction, Kind
-from evalrunner.stats._results import FlagSource, MetricResult, Verdict
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.stats._metric_result import FlagSource, MetricResult, Verdict
+from evalrunner.suite._metrics import Direction, Kind
+from evalrunner.suite._tolerance import Tolerance
 
 _EPS = 1e-12
 
@@ -50,12 +50,12 @@ def finalize(
     final = []
     for i, result in enumerate(results):
         updated = result.model_copy(update={"q": q[i], "q_improvement": q_good[i]})
-        verdict, source = decide(updated, tolerances.get(result.scenario, default).fdr_q)
+        verdict, source = judge(updated, tolerances.get(result.scenario, default).fdr_q)
         final.append(updated.model_copy(update={"verdict": verdict, "flagged_by": source}))
     return final
 
 
-def decide(result: MetricResult, fdr_q: float) -> tuple[Verdict, FlagSource | None]:
+def judge(result: MetricResult, fdr_q: float) -> tuple[Verdict, FlagSource | None]:
     """One metric's verdict from its q values, interval, margin and evidence."""
     if result.effect is None or result.p is None:
         return "inconclusive", None

@@ -29,10 +29,10 @@ from evalrunner.baseline._file import (
     baseline_path,
     load_baseline,
 )
-from evalrunner.live._loader import load_suite
-from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
 from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._record import RunRecord
 
 SUITE = "pool"
 TAGS = ("capital", "steady")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from paths import REPO
 
+from evalrunner.endpoints._endpoints import LOCAL, Endpoint
+from evalrunner.endpoints._local_model import LocalModelServer, embedded_model_available
 from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
-from evalrunner.live._endpoints import LOCAL, Endpoint
-from evalrunner.live._local_model import LocalModelServer, embedded_model_available
 
 NODE_AGENT = REPO / "examples" / "node_agent" / "agent.mjs"
 

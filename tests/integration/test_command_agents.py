@@ -20,9 +20,10 @@ from fake_endpoint import FakeEndpoint, Fault
 from paths import REPO
 from runner_agents import FAKE_KEY, fake_pool, write_suite
 from sdk_agents import content_responder
+from suite_runs import run_suite
 
-from evalrunner.live._loader import load_suite
-from evalrunner.live._runner import RunReport, run_suite
+from evalrunner.live._runner import RunReport
+from evalrunner.suite._loader import load_suite
 
 SUPPORT = REPO / "tests" / "support"
 NODE_AGENT = REPO / "examples" / "node_agent" / "agent.mjs"

@@ -39,9 +39,9 @@ from baseline_agents import (
 from click.testing import Result
 from fake_endpoint import FakeEndpoint
 
+from evalrunner.history._store import read_entries
 from evalrunner.live._results import ResultsDir
-from evalrunner.report._history import read_entries
-from evalrunner.stats._results import FAILING
+from evalrunner.stats._metric_result import FAILING
 
 SUITE = "behaviour"
 TAGS = ("capital", "format", "hopeless", "steady")

@@ -28,8 +28,8 @@ from baseline_agents import (
 from click.testing import Result
 from fake_endpoint import FakeEndpoint
 
-from evalrunner.live._record import CellKey
-from evalrunner.report._history import read_entries
+from evalrunner.history._store import read_entries
+from evalrunner.suite._record import CellKey
 
 SUITE = "detect"
 TAGS = tuple(f"s{i}" for i in range(6))

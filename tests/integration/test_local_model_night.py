@@ -24,7 +24,7 @@ from runner_agents import write_suite
 
 from evalrunner.baseline._compare import compare_records
 from evalrunner.cli._main import main
-from evalrunner.live._record import RunRecord
+from evalrunner.suite._record import RunRecord
 
 
 class StandIn:
@@ -71,7 +71,7 @@ def local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[tupl
     monkeypatch.chdir(tmp_path)
     with FakeEndpoint(responder=respond) as ep:
         StandIn.endpoint = ep
-        monkeypatch.setattr("evalrunner.live._local_model.LocalModelServer", StandIn)
+        monkeypatch.setattr("evalrunner.endpoints._local_model.LocalModelServer", StandIn)
         yield served
 
 

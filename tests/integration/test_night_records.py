@@ -19,8 +19,8 @@ from fake_endpoint import FakeEndpoint
 from night_process import evalrunner, planned, respond, suite_file
 
 from evalrunner.baseline._file import load_baseline
+from evalrunner.history._store import append, load_history, read_entries
 from evalrunner.live._results import ResultsDir, load_records
-from evalrunner.report._history import append, load_history, read_entries
 from evalrunner.report._select import select
 
 

@@ -20,7 +20,7 @@ from fake_endpoint import FakeEndpoint, Fault, Reply
 from night_cli import cli, summary_table
 from runner_agents import write_suite
 
-from evalrunner.report._history import read_entries
+from evalrunner.history._store import read_entries
 
 RUNS = 6
 

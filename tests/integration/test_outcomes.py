@@ -17,12 +17,13 @@ import pytest
 import runner_agents
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from runner_agents import fake_pool, write_suite
+from suite_runs import run_suite
 
-from evalrunner.live._loader import load_suite
-from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._runner import RunReport, run_suite
-from evalrunner.live._schema import SKIP_CLASSES
+from evalrunner.live._runner import RunReport
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._record import RunRecord
+from evalrunner.suite._schema import SKIP_CLASSES
 
 TASK = "What is the capital of France? Use the lookup_capital tool."
 PATTERN = r"^(?![\s\S]*functions\.\w+:)"  # the example suite's invalid_output_pattern

@@ -30,7 +30,7 @@ import os
 
 import litellm
 
-from evalrunner.live._context import RunContext
+from evalrunner.suite._contract import RunContext
 from evalrunner.reference_agent import run_agent, tool
 
 

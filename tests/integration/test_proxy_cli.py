@@ -16,9 +16,9 @@ from fake_endpoint import FakeEndpoint
 from paths import REPO
 from sdk_agents import content_responder, openai_agent
 
-from evalrunner.proxy._cli import proxy
+from evalrunner.cli._proxy import proxy
 
-COMMAND = [sys.executable, "-c", "from evalrunner.proxy._cli import proxy; proxy()"]
+COMMAND = [sys.executable, "-c", "from evalrunner.cli._proxy import proxy; proxy()"]
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

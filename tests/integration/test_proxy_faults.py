@@ -15,8 +15,8 @@ import pytest
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from sdk_agents import anthropic_agent, openai_agent
 
-from evalrunner.live._schema import RetryPolicy
 from evalrunner.proxy import ProxyServer, Upstream
+from evalrunner.suite._schema import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=3, backoff_s=0.01, max_backoff_s=0.05)
 KEY = "upstream-key-for-tests"

@@ -14,7 +14,7 @@ import pytest
 from sdk_agents import CHAT_TOOLS
 
 from evalrunner.core._normalize import normalize
-from evalrunner.live._local_model import embedded_model_available
+from evalrunner.endpoints._local_model import embedded_model_available
 from evalrunner.proxy import ProxyServer, Upstream
 
 pytestmark = [

@@ -18,10 +18,10 @@ from night_process import respond, suite_file
 from paths import REPO
 from runner_agents import FAKE_KEY, fake_pool, write_suite
 from sdk_agents import content_responder
+from suite_runs import run_suite
 
 from evalrunner._litellm import import_litellm
-from evalrunner.live._loader import load_suite
-from evalrunner.live._runner import run_suite
+from evalrunner.suite._loader import load_suite
 
 litellm = import_litellm()
 SUPPORT = REPO / "tests" / "support"

@@ -28,16 +28,17 @@ from fake_endpoint import FakeEndpoint
 from night_process import SCENARIOS, planned, respond, start, stop, suite_file, wait_for_runs
 from paths import REPO
 from runner_agents import FAKE_KEY, fake_pool, write_suite
+from suite_runs import run_suite
 
 from evalrunner.baseline._build import build_baselines
 from evalrunner.baseline._compare import compare_with_baselines
-from evalrunner.live._endpoints import EndpointPool
-from evalrunner.live._loader import load_suite
-from evalrunner.live._local_model import embedded_model_available
+from evalrunner.endpoints._endpoints import EndpointPool
+from evalrunner.endpoints._local_model import embedded_model_available
 from evalrunner.live._ray import WORKER_LOST, RayExecutor
-from evalrunner.live._record import RunRecord
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._runner import JobExecutor, LocalExecutor, run_suite
+from evalrunner.live._runner import JobExecutor, LocalExecutor
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._record import RunRecord
 
 ray = pytest.importorskip("ray")  # the `ray` extra; .ci/run installs it, so these run in CI
 

@@ -32,11 +32,11 @@ from night_process import (
     wait_for_runs,
 )
 from runner_agents import fake_pool
+from suite_runs import run_suite
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._loader import load_suite
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._runner import run_suite
+from evalrunner.suite._loader import load_suite
 
 
 def snapshot(root: Path) -> dict[Path, bytes]:

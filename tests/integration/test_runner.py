@@ -23,13 +23,14 @@ import pytest
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from night_cli import cli, summary_table
 from runner_agents import FAKE_KEY, fake_pool, write_suite
+from suite_runs import run_suite
 
 from evalrunner.errors import ConfigError, FileFormatError
-from evalrunner.live._loader import load_suite
-from evalrunner.live._record import OUTCOMES, RunRecord
 from evalrunner.live._results import ResultsDir, load_records
-from evalrunner.live._runner import RunReport, run_suite
-from evalrunner.live._settings import Suite
+from evalrunner.live._runner import RunReport
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._record import OUTCOMES, RunRecord
+from evalrunner.suite._settings import Suite
 
 SLUG = "openai_fake"  # model_slug("openai/fake")
 

@@ -19,10 +19,11 @@ from typing import Any
 
 from fake_endpoint import FakeEndpoint, Reply
 from runner_agents import fake_pool, write_suite
+from suite_runs import run_suite
 
 import evalrunner.live._runner as runner_module
-from evalrunner.live._loader import load_suite
-from evalrunner.live._runner import RunReport, run_suite
+from evalrunner.live._runner import RunReport
+from evalrunner.suite._loader import load_suite
 
 
 def names(fn: object) -> list[str]:

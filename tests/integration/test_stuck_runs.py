@@ -22,9 +22,10 @@ import pytest
 import runner_agents
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from runner_agents import fake_pool, write_suite
+from suite_runs import run_suite
 
-from evalrunner.live._loader import load_suite
-from evalrunner.live._runner import RunReport, run_suite
+from evalrunner.live._runner import RunReport
+from evalrunner.suite._loader import load_suite
 
 RUN_TIMEOUT = 3.0  # a first litellm call in a fresh thread can take over 1 s on a loaded machine
 # The policy would wait 30 s for a byte: the run's timeout is what ends a hang here.

@@ -16,8 +16,8 @@ import litellm
 
 from evalrunner.core._scope import capture, record_tool_result
 from evalrunner.examples import fanout
-from evalrunner.live._context import RunContext
 from evalrunner.reference_agent import assistant_message
+from evalrunner.suite._contract import RunContext
 
 FAKE_KEY = "sk-fake-not-a-secret"
 

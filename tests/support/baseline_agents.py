@@ -30,8 +30,8 @@ from fake_endpoint import FakeEndpoint, Reply
 from runner_agents import FAKE_KEY, write_suite
 
 from evalrunner.cli._main import main
-from evalrunner.live._context import RunContext
 from evalrunner.reference_agent import AgentResult, run_agent, tool
+from evalrunner.suite._contract import RunContext
 
 _CAPITALS = {"france": "Paris", "japan": "Tokyo"}
 

@@ -1,10 +1,10 @@
 """Synthetic run history for the report tests and ``benchmarks/bench_report.py``.
 
-:func:`build_entries` makes one :class:`~evalrunner.report._history.HistoryEntry` per night
+:func:`build_entries` makes one :class:`~evalrunner.history._store.HistoryEntry` per night
 for S scenarios x M models x N runs, seeded, with plausible outcomes, tools,
 tokens, skip and infra reasons, typical trajectories, baseline summaries and
 per-metric verdicts. Verdicts come either from the real statistics
-(``real_stats=True``: :func:`evalrunner.stats._stats.compare_scenario` + ``finalize``, about
+(``real_stats=True``: :func:`stats_bridges.compare_scenario` + ``finalize``, about
 30 ms per scenario x model, fine for a handful of nights) or from a fast
 normal-approximation stand-in (same fields, verdicts still decided by
 ``stats.finalize``), which makes a year of a 50-scenario suite in seconds.
@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import stats_bridges as stats
 
 from evalrunner import _clock as clock
-from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.history._store import BaselineSummary, History, HistoryEntry, Trajectory, append
 from evalrunner.live._results import Manifest
-from evalrunner.report._history import BaselineSummary, History, HistoryEntry, Trajectory, append
-from evalrunner.stats import _stats as stats
-from evalrunner.stats._metrics import EFFECT_LABELS, sequence_label
+from evalrunner.suite._metrics import EFFECT_LABELS, sequence_label
+from evalrunner.suite._record import CellKey, RunRecord
 
 HOSTILE_SCRIPT = "<script>window.__pwned=1</script>"
 HOSTILE_IMG = '<img src=x onerror="window.__pwned=1">'

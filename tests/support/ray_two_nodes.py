@@ -17,11 +17,11 @@ from typing import Any
 import ray as _ray
 from ray.cluster_utils import Cluster
 from runner_agents import write_suite
+from suite_runs import run_suite
 
-from evalrunner.live._endpoints import EndpointPool
-from evalrunner.live._loader import load_suite
+from evalrunner.endpoints._endpoints import EndpointPool
 from evalrunner.live._ray import RayExecutor
-from evalrunner.live._runner import run_suite
+from evalrunner.suite._loader import load_suite
 
 ray: Any = _ray  # untyped calls, as in evalrunner/live/_ray.py
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._verdicts import VERDICT_ORDER
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
 
 EVIL_MODEL = 'evil|<script>window.__pwned=1</script>"&\x07'
 """A model name that lands in attributes, headers and table cells: markup, quote, ampersand, a control character."""

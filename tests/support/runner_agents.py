@@ -16,8 +16,8 @@ from typing import Any
 import litellm
 
 from evalrunner.examples import TOOLS
-from evalrunner.live._context import RunContext
 from evalrunner.reference_agent import AgentResult, arun_agent, run_agent
+from evalrunner.suite._contract import RunContext
 
 # The fake endpoint is on loopback; a proxy from the environment must not swallow those calls.
 for _var in ("NO_PROXY", "no_proxy"):
@@ -191,7 +191,7 @@ def write_suite(
 
 def fake_pool(api_base: str) -> Any:
     """An EndpointPool that sends every model string to the fake endpoint at ``api_base``."""
-    from evalrunner.live._endpoints import Endpoint, EndpointPool
+    from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
 
     class FakePool(EndpointPool):
         def resolve(self, model: str) -> Endpoint:

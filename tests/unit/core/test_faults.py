@@ -28,7 +28,7 @@ from evalrunner.core._faults import (
     is_infra_error,
     retry_after,
 )
-from evalrunner.live._schema import RetryPolicy
+from evalrunner.suite._schema import RetryPolicy
 
 litellm.suppress_debug_info = True
 

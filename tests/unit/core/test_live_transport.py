@@ -24,7 +24,7 @@ from scripted import ScriptedTransport
 from evalrunner.core._faults import InfraLog, NoUsableChoice, is_infra_error
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._scope import arun_captured, capture, run_captured
-from evalrunner.live._schema import RetryPolicy
+from evalrunner.suite._schema import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=3, backoff_s=0.01, max_backoff_s=0.05)
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]

@@ -253,7 +253,7 @@ class _Wrapping:
 
 
 def test_a_top_level_scope_goes_live_with_its_retry_policy() -> None:
-    from evalrunner.live._schema import RetryPolicy
+    from evalrunner.suite._schema import RetryPolicy
 
     policy = RetryPolicy(max_attempts=2)
     with capture(retry=policy, expect_model_calls=False) as scope:

@@ -21,8 +21,8 @@ from evalrunner.frozen._golden import Golden, script_path_for
 from evalrunner.frozen._replay import Replayer
 from evalrunner.frozen._run import run_frozen
 from evalrunner.frozen._script import Script
-from evalrunner.live._context import RunContext
-from evalrunner.live._loader import load_suite
+from evalrunner.suite._contract import RunContext
+from evalrunner.suite._loader import load_suite
 
 EXAMPLE = REPO / "suites" / "example.yaml"
 GOLDENS = REPO / "suites" / "goldens" / "example"

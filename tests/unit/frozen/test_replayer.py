@@ -13,7 +13,13 @@ from evalrunner.core._response import ResponseRecord
 from evalrunner.core._scope import run_captured
 from evalrunner.errors import RequestMismatch, ScriptExhausted
 from evalrunner.frozen._replay import Recorder, Replayer
-from evalrunner.frozen._script import Script, responses_from
+from evalrunner.frozen._script import (
+    RequestHint,
+    Script,
+    ScriptEntry,
+    format1_fingerprint,
+    responses_from,
+)
 
 
 def _req(question: str, **extra: Any) -> dict[str, Any]:
@@ -40,12 +46,50 @@ def test_unmatched_requests_are_served_in_order_and_counted() -> None:
     assert replayer.next(_req("changed question"))[0].content == "a1"
     (msg,) = replayer.mismatches
     assert msg == (
-        "model call 1: request differs from the recording (recorded 1 messages, last user message "
-        "'q1'; now 1 messages, 'changed question')"
+        "replay: model call 1 has no recorded response in demo.llm.json. Nearest: recorded call 1 "
+        "(1 messages, last user message 'q1'), unused; it differs in:\n"
+        "  - message 1 (user): recorded 'q1', now 'changed question'\n"
+        "If the agent changed on purpose, re-record: pytest --golden-record\n"
+        "(served recorded call 1 (1 messages, last user message 'q1') in its place; "
+        "--golden-strict fails here)"
     )
     strict = Replayer(_script(("q1", "a1")), strict=True, source="demo.llm.json")
-    with pytest.raises(RequestMismatch, match=r"^demo\.llm\.json: model call 1: request differs"):
+    with pytest.raises(RequestMismatch, match=r"^replay: model call 1 has no recorded response"):
         strict.next(_req("changed question"))
+
+
+def _format1(*answers: tuple[str, str]) -> Script:
+    """A script as evalrunner wrote it before the shared request view (format 1)."""
+    return Script(
+        format_version=1,
+        entries=[
+            ScriptEntry(
+                request=RequestHint(
+                    fingerprint=format1_fingerprint(_req(q)), message_count=1, last_user_message=q
+                ),
+                response=ResponseRecord(content=a),
+            )
+            for q, a in answers
+        ],
+    )
+
+
+def test_a_format_1_script_replays_by_its_own_hash_and_upgrades_once_every_entry_matched() -> None:
+    replayer = Replayer(_format1(("q1", "a1"), ("q2", "a2")), strict=True)
+    assert replayer.next(_req("q2"))[0].content == "a2"
+    assert replayer.upgraded() is None  # q1 not asked yet: its request is unknown
+    assert replayer.next(_req("q1"))[0].content == "a1"
+    upgraded = replayer.upgraded()
+    assert upgraded is not None and upgraded.format_version == 2
+    again = Replayer(upgraded, strict=True)
+    assert [again.next(_req(q))[0].content for q in ("q1", "q2")] == ["a1", "a2"]
+    assert again.upgraded() is None  # already current
+
+
+def test_a_format_1_mismatch_says_the_fields_cannot_be_named() -> None:
+    replayer = Replayer(_format1(("q1", "a1")), strict=True, source="old.llm.json")
+    with pytest.raises(RequestMismatch, match="older format that kept no request"):
+        replayer.next(_req("changed"))
 
 
 def test_running_out_of_script_raises() -> None:

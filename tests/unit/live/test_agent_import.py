@@ -8,8 +8,8 @@ import pytest
 from suite_texts import HEAD, SCENARIO
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._loader import load_suite
-from evalrunner.live._settings import ResolvedScenario
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._settings import ResolvedScenario
 
 
 @pytest.fixture

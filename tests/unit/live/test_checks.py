@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from evalrunner.live._checks import evaluate_checks
-from evalrunner.live._schema import Checks
+from evalrunner.suite._checks import evaluate_checks
+from evalrunner.suite._schema import Checks
 
 
 def trajectory(*, failed: bool = False, failed_in_subagent: bool = False) -> dict[str, Any]:

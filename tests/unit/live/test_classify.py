@@ -14,7 +14,7 @@ import pytest
 
 from evalrunner.core._faults import is_infra_error
 from evalrunner.live._classify import Classification, classify, weak_model_failure
-from evalrunner.live._schema import SKIP_CLASSES, Checks, SkipRules
+from evalrunner.suite._schema import SKIP_CLASSES, Checks, SkipRules
 
 TASK = "What is the capital of France? Use the lookup_capital tool."
 PATTERN = r"^(?![\s\S]*functions\.\w+:)"  # the example suite's invalid_output_pattern

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalrunner.live._classify import NO_MODEL_CALLS, classify, tools_disagreement
-from evalrunner.live._schema import Checks, SkipRules
+from evalrunner.suite._schema import Checks, SkipRules
 
 
 def definition(name: str) -> dict[str, Any]:

@@ -10,9 +10,10 @@ import pytest
 from suite_texts import HEAD, SCENARIO
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._command import _exit_problem, command_argv, final_answer
-from evalrunner.live._loader import load_suite
-from evalrunner.live._settings import Suite
+from evalrunner.live._command import _exit_problem
+from evalrunner.suite._contract import command_argv, final_answer
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._settings import Suite
 
 COMMAND = '  - id: a\n    command: [python3, agent.py, "{task}"]\n    input: do it\n'
 

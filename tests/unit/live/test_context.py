@@ -6,9 +6,9 @@ from pathlib import Path
 
 from suite_texts import write_full
 
-from evalrunner.live._context import RunContext
-from evalrunner.live._endpoints import Endpoint
-from evalrunner.live._loader import load_suite
+from evalrunner.endpoints._endpoints import Endpoint
+from evalrunner.suite._contract import RunContext
+from evalrunner.suite._loader import load_suite
 
 
 def test_a_context_carries_the_scenarios_settings_and_the_endpoint(tmp_path: Path) -> None:

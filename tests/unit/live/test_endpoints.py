@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalrunner.endpoints._endpoints import EndpointPool, check_model
 from evalrunner.errors import ConfigError
-from evalrunner.live._endpoints import EndpointPool, check_model
 
 
 def test_api_base_override_applies_to_openai_models_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,7 +66,7 @@ class _Server:
 
 
 def test_the_embedded_model_is_announced_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("evalrunner.live._local_model.LocalModelServer", _Server)
+    monkeypatch.setattr("evalrunner.endpoints._local_model.LocalModelServer", _Server)
     said: list[str] = []
     with EndpointPool(notify=said.append) as pool:
         endpoint = pool.resolve("local")

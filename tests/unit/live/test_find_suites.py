@@ -8,7 +8,7 @@ import pytest
 from suite_texts import one_scenario
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._loader import find_suites, load_suite_by_name
+from evalrunner.suite._loader import find_suites, load_suite_by_name
 
 
 def test_find_and_load_by_name(tmp_path: Path) -> None:

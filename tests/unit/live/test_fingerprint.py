@@ -9,8 +9,8 @@ import pytest
 from paths import REPO
 from suite_texts import FULL, write_full
 
-from evalrunner.live._loader import load_suite
-from evalrunner.live._settings import (
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._settings import (
     FINGERPRINTED_FIELDS,
     UNFINGERPRINTED_FIELDS,
     ResolvedScenario,

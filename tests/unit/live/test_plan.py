@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from suite_texts import write_full
 
+from evalrunner.endpoints._endpoints import Endpoint
 from evalrunner.errors import ConfigError
-from evalrunner.live._endpoints import Endpoint
-from evalrunner.live._loader import load_suite
-from evalrunner.live._plan import (
+from evalrunner.live._schedule import (
     Adaptive,
     AdaptivePlanner,
     AdaptiveSummary,
@@ -20,8 +19,9 @@ from evalrunner.live._plan import (
     ScenarioPlan,
     choose,
 )
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.live._settings import Suite
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._record import CellKey, RunRecord
+from evalrunner.suite._settings import Suite
 
 
 @pytest.fixture

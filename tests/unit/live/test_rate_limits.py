@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from evalrunner.live._limits import HEADROOM, Schedule, estimate_tokens
-from evalrunner.live._schema import RateLimit
+from evalrunner.suite._schema import RateLimit
 
 M = "openai/gpt-4o-mini"
 

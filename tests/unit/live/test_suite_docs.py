@@ -8,20 +8,20 @@ import pytest
 from paths import REPO
 from pydantic import BaseModel
 
-from evalrunner import live
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner import suite as spec
+from evalrunner.suite._tolerance import Tolerance
 
 MODELS: list[type[BaseModel]] = [
-    live.SuiteSpec,
-    live.ScenarioSpec,
-    live.RunSettings,
-    live.Checks,
-    live.RetryPolicy,
-    live.RateLimit,
-    live.SkipRules,
-    live.Mask,
+    spec.SuiteSpec,
+    spec.ScenarioSpec,
+    spec.RunSettings,
+    spec.Checks,
+    spec.RetryPolicy,
+    spec.RateLimit,
+    spec.SkipRules,
+    spec.Mask,
     Tolerance,
-    live.ResolvedScenario,
+    spec.ResolvedScenario,
 ]
 
 
@@ -45,7 +45,7 @@ def test_readme_example_is_a_valid_suite(tmp_path: Path) -> None:
     example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "example.yaml"
     path.write_text(example, encoding="utf-8")
-    suite = live.load_suite(path)
+    suite = spec.load_suite(path)
     assert [s.id for s in suite.scenarios] == [
         "direct_answer",
         "single_tool",
@@ -55,7 +55,7 @@ def test_readme_example_is_a_valid_suite(tmp_path: Path) -> None:
 
 
 def test_readme_names_every_metric_a_tolerance_may_set() -> None:
-    from evalrunner.stats._metrics import REGISTRY
+    from evalrunner.suite._metrics import REGISTRY
 
     readme = (REPO / "suites" / "README.md").read_text(encoding="utf-8")
     section = readme.split("### `tolerance`", 1)[1].split("### Scenario", 1)[0]

@@ -8,7 +8,7 @@ import pytest
 from suite_texts import HEAD, SCENARIO, one_scenario, scenario_with
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._loader import load_suite
+from evalrunner.suite._loader import load_suite
 
 MALFORMED: list[tuple[str, str, str]] = [
     (

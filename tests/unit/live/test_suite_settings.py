@@ -10,12 +10,12 @@ import yaml
 from suite_texts import HEAD, SCENARIO, one_scenario, write_full
 
 from evalrunner.core._normalize import normalize
-from evalrunner.live import _schema, _settings
-from evalrunner.live._loader import load_suite
-from evalrunner.live._schema import RetryPolicy, SkipRules, SuiteSpec
-from evalrunner.live._settings import ResolvedScenario, resolve_suite
-from evalrunner.stats._metrics import DEFAULT_MARGINS
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.suite import _schema, _settings
+from evalrunner.suite._loader import load_suite
+from evalrunner.suite._metrics import DEFAULT_MARGINS
+from evalrunner.suite._schema import RetryPolicy, SkipRules, SuiteSpec
+from evalrunner.suite._settings import ResolvedScenario, resolve_suite
+from evalrunner.suite._tolerance import Tolerance
 
 
 def test_valid_suite_round_trip(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT, fingerprint, request_view
 from evalrunner.proxy._chat import parse_chat
-from evalrunner.proxy._fingerprint import DEFAULT_FINGERPRINT, fingerprint, request_view
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 
@@ -36,7 +36,7 @@ def body(**over: Any) -> dict[str, Any]:
 
 
 def fp(b: dict[str, Any], config: Any = DEFAULT_FINGERPRINT) -> str:
-    return fingerprint(request_view(parse_chat(b).request, config))
+    return fingerprint(request_view(parse_chat(b).request.replayed_as(), config))
 
 
 def test_ids_user_metadata_streaming_and_sampling_do_not_count() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrunner.proxy._mismatch import differences, nearest, text_diff
+from evalrunner.core._mismatch import differences, nearest, text_diff
 
 TOOL = {"name": "lookup", "description": "Find a capital.", "parameters": {"type": "object"}}
 
@@ -35,7 +35,7 @@ def test_each_differing_field_is_named() -> None:
     lines = differences(view(), new)
     assert lines == [
         "system message: recorded 'You are terse.', now 'You are verbose.'",
-        "message count: recorded 2, now 3 (the request now has 1 more, from message 2 (user): 'Quick!')",
+        "message count: recorded 2, now 3 (the request now has 1 more, from message 3 (user): 'Quick!')",
         "tool_choice: recorded (not sent), now 'required'",
         "tools: 'lookup' description: recorded 'Find a capital.', now 'Find any capital.'",
     ]
@@ -50,7 +50,7 @@ def test_added_and_removed_tools_and_roles() -> None:
         ],
     )
     lines = differences(view(), new)
-    assert "message 1 (assistant): role: recorded 'user', now 'assistant'" in lines
+    assert "message 2 (assistant): role: recorded 'user', now 'assistant'" in lines
     assert "tools: added ['search'], removed ['lookup']" in lines
 
 

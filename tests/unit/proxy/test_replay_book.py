@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evalrunner.core._response import ResponseRecord
-from evalrunner.errors import FileFormatError
-from evalrunner.proxy._recording import RecordedCall, Recording, ReplayBook, ReplayMiss
+from evalrunner.errors import FileFormatError, RequestMismatch
+from evalrunner.proxy._recording import RecordedCall, Recording, ReplayBook
 from evalrunner.proxy._request import ModelRequest
 
 
@@ -33,7 +33,7 @@ def test_identical_requests_get_their_answers_in_recorded_order() -> None:
     answers = [book.take(ask("same"), n).response for n in (1, 2)]
     assert [a.content for a in answers if a] == ["first", "second"]
     with pytest.raises(
-        ReplayMiss,
+        RequestMismatch,
         match=r"repeats recorded call 1 \(.*\), whose 2 recorded answer\(s\) are all used",
     ):
         book.take(ask("same"), 3)
@@ -48,13 +48,11 @@ def test_fan_out_may_arrive_in_any_order() -> None:
 
 def test_a_miss_names_the_call_and_the_difference_and_unused_calls_are_listed() -> None:
     book = ReplayBook(recording(("Capital of France?", "Paris")), "rec.json")
-    with pytest.raises(ReplayMiss) as raised:
+    with pytest.raises(RequestMismatch) as raised:
         book.take(ask("Capital of Peru?"), 1)
     text = str(raised.value)
-    assert text.startswith(
-        "evalrunner proxy replay: model call 1 has no recorded response in rec.json"
-    )
-    assert "message 0 (user): recorded 'Capital of France?', now 'Capital of Peru?'" in text
+    assert text.startswith("replay: model call 1 has no recorded response in rec.json")
+    assert "message 1 (user): recorded 'Capital of France?', now 'Capital of Peru?'" in text
     assert book.unused() == ["recorded call 1 (1 messages, last user message 'Capital of France?')"]
 
 

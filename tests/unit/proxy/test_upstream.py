@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from evalrunner.core._faults import InfraLog, is_infra_error, retry_after
+from evalrunner.endpoints._endpoints import Endpoint
 from evalrunner.errors import ConfigError
-from evalrunner.live._endpoints import Endpoint
 from evalrunner.proxy._upstream import (
     TruncatedStream,
     Upstream,

@@ -14,7 +14,7 @@ from fake_endpoint import FakeEndpoint, Fault
 from evalrunner import _redact
 from evalrunner._redact import REDACTED, redact, redact_text
 from evalrunner.core._scope import run_captured
-from evalrunner.live._endpoints import Endpoint
+from evalrunner.endpoints._endpoints import Endpoint
 
 R = REDACTED
 

@@ -6,9 +6,9 @@ import pytest
 from history_factory import build_entries, history_from_entries, make_history
 from report_pages import EVIL_MODEL
 
-from evalrunner.live._record import CellKey
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._html import render_html
+from evalrunner.suite._record import CellKey
 
 NIGHTS = 6
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from history_factory import build_entries, history_from_entries, write_history
 
-from evalrunner.live._record import CellKey
-from evalrunner.report._history import HistoryEntry, latest_evidence, load_history
+from evalrunner.history._store import HistoryEntry, latest_evidence, load_history
 from evalrunner.report._html import render_html
 from evalrunner.report._markdown import render_markdown
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
+from evalrunner.suite._record import CellKey
 
 
 def _with_evidence(entry: HistoryEntry, e_value: float) -> HistoryEntry:

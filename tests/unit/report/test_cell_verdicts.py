@@ -8,14 +8,14 @@ import xml.etree.ElementTree as ET
 from history_factory import build_entries, history_from_entries
 from report_pages import cells, latest_gating, worst
 
-from evalrunner.live._record import RunRecord
+from evalrunner.history._store import History, HistoryEntry
 from evalrunner.live._results import Manifest
-from evalrunner.report._history import History, HistoryEntry
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown
 from evalrunner.report._verdicts import VERDICT_ORDER
-from evalrunner.stats._results import MetricResult, Verdict
+from evalrunner.stats._metric_result import MetricResult, Verdict
+from evalrunner.suite._record import RunRecord
 
 
 def test_overview_colour_is_the_worst_gating_verdict(history: History, html: str) -> None:

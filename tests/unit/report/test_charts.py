@@ -13,7 +13,7 @@ from markupsafe import escape
 from evalrunner.report._charts import _BY_KIND
 from evalrunner.report._html import render_html
 from evalrunner.report._svg import row_medians
-from evalrunner.stats._metrics import REGISTRY, Kind
+from evalrunner.suite._metrics import REGISTRY, Kind
 
 
 def test_each_gating_metric_is_charted_by_its_kind(html: str) -> None:

@@ -7,8 +7,8 @@ import typing
 import pytest
 
 from evalrunner.report._format import _MARGIN_PREFIX, fmt, margin
-from evalrunner.stats._metrics import REGISTRY, Kind
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
+from evalrunner.suite._metrics import REGISTRY, Kind
 
 
 def test_numbers_have_three_significant_digits() -> None:

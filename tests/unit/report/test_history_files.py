@@ -13,17 +13,17 @@ from pydantic import BaseModel
 
 from evalrunner._jsonio import canonical
 from evalrunner.errors import ConfigError, FileFormatError
-from evalrunner.live._record import CellKey
-from evalrunner.live._results import Manifest
-from evalrunner.report._columnar import META_KEY, read_parquet, to_parquet
-from evalrunner.report._history import (
+from evalrunner.history._columnar import META_KEY, read_parquet, to_parquet
+from evalrunner.history._store import (
     BaselineSummary,
     load_history,
     read_entries,
 )
+from evalrunner.live._results import Manifest
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
+from evalrunner.suite._record import CellKey
 
 V1 = Path(__file__).parent / "data" / "history_v1"
 """Two nights written by evalrunner before entries were typed (verdicts and summaries as plain dicts)."""

@@ -6,7 +6,7 @@ import re
 
 from report_pages import latest_gating, worst
 
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 
 
 def test_html_has_every_section(history: History, html: str) -> None:

@@ -6,7 +6,7 @@ import re
 
 from history_factory import HOSTILE_TOOL
 
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._html import render_html
 
 

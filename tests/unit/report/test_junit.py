@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 
 from report_pages import EVIL_MODEL, latest_gating
 
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._junit import render_junit
-from evalrunner.stats._results import FAILING
+from evalrunner.stats._metric_result import FAILING
 
 
 def test_junit_counts_and_failures(history: History) -> None:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from history_factory import build_entries, history_from_entries, write_history
 
-from evalrunner.report import load_history, render_html, render_junit, render_markdown
-from evalrunner.report._columnar import to_parquet
-from evalrunner.report._history import History, HistoryEntry
+from evalrunner.history import load_history
+from evalrunner.history._columnar import to_parquet
+from evalrunner.history._store import History, HistoryEntry
+from evalrunner.report import render_html, render_junit, render_markdown
 
 SELECTIONS: list[dict[str, list[str] | str]] = [
     {},

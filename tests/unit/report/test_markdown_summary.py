@@ -7,7 +7,7 @@ import re
 from history_factory import HOSTILE
 from report_pages import latest_gating, worst
 
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._markdown import md, render_markdown
 
 

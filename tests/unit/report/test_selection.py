@@ -8,12 +8,12 @@ import pytest
 from history_factory import build_entries, history_from_entries
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._record import CellKey
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown
 from evalrunner.report._select import select
+from evalrunner.suite._record import CellKey
 
 
 def test_selection_by_model_suite_and_window(history: History) -> None:

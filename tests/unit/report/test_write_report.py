@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrunner.report._history import History
+from evalrunner.history._store import History
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown
 from evalrunner.report._report import write_report

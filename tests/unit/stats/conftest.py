@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.stats import CellBaseline, CellNight, Tolerance
+from evalrunner.stats import CellBaseline, CellNight
+from evalrunner.suite import Tolerance
+from evalrunner.suite._record import CellKey, RunRecord
 
 Values = int | float | Sequence[int] | Sequence[float]
 

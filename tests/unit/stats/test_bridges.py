@@ -1,13 +1,13 @@
-"""The DataFrame bridges other packages call until they move to compare_night / decide."""
+"""The DataFrame bridges the synthetic history (tests/support/history_factory.py) calls."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
+from stats_bridges import compare_scenario, finalize, summarize
 
 from evalrunner.errors import FileFormatError
-from evalrunner.live._record import RunRecord
-from evalrunner.stats._stats import compare_scenario, finalize, summarize
+from evalrunner.suite._record import RunRecord
 
 from .conftest import RunsMaker
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from evalrunner.stats import CellNight, MetricResult, compare_night
-from evalrunner.stats._metrics import REGISTRY
+from evalrunner.suite._metrics import REGISTRY
 
 from .conftest import RunsMaker
 

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.stats import (
-    Budget,
-    CellNight,
-    CellReference,
-    Tolerance,
-    decide,
-    drive,
-    fit_references,
-)
+from evalrunner.stats import Budget, CellNight, CellReference, decide, drive, fit_references
 from evalrunner.stats._sequential import PROMISE_ADAPTIVE
+from evalrunner.suite import Tolerance
+from evalrunner.suite._record import CellKey, RunRecord
 
 from .conftest import RunsMaker
 

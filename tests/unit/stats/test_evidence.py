@@ -11,7 +11,7 @@ from scipy import stats as sps
 
 from evalrunner.stats import CellNight, EvidenceState, compare_night
 from evalrunner.stats._evidence import log_e_value, threshold
-from evalrunner.stats._metrics import REGISTRY, Direction
+from evalrunner.suite._metrics import REGISTRY, Direction
 
 from .conftest import RunsMaker
 

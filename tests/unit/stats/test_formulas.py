@@ -6,20 +6,17 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from evalrunner.stats import (
-    cliffs_delta,
-    newcombe_diff,
-    normalize_answer,
-    pass_at_k,
-    pass_hat_k,
-    wilson,
-)
+from evalrunner.stats import pass_at_k, pass_hat_k
 from evalrunner.stats._formulas import (
     bh,
+    cliffs_delta,
     dirmult3_pmf,
     icc,
+    newcombe_diff,
+    normalize_answer,
     placements,
     tie_factor,
+    wilson,
     wilson_arrays,
 )
 

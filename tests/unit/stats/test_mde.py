@@ -10,12 +10,12 @@ import pytest
 from scipy import integrate
 from scipy import stats as sps
 
-from evalrunner.live._record import CellKey
 from evalrunner.stats import CellNight, CellReference, compare_night, fit_references
 from evalrunner.stats._binary import effective_baseline, predictive_pmf
 from evalrunner.stats._formulas import newcombe_arrays, z_upper
 from evalrunner.stats._observe import Coding
 from evalrunner.stats._power import mde, runs_needed
+from evalrunner.suite._record import CellKey
 
 from .conftest import RunsMaker
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from evalrunner.stats import CellNight, Tolerance, compare_night
+from evalrunner.stats import CellNight, compare_night
+from evalrunner.suite import Tolerance
 
 from .conftest import RunsMaker
 

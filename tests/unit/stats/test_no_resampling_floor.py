@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from evalrunner.live._record import RunRecord
 from evalrunner.stats import CellNight, compare_night
+from evalrunner.suite._record import RunRecord
 
 from .conftest import RunsMaker
 

@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from evalrunner.live._record import CellKey
-from evalrunner.stats import CellNight, Tolerance, compare_night, fit_references, plan
+from evalrunner.stats import CellNight, compare_night, fit_references, plan
 from evalrunner.stats._observe import Coding
 from evalrunner.stats._planner import Plan
 from evalrunner.stats._power import mde
+from evalrunner.suite import Tolerance
+from evalrunner.suite._record import CellKey
 
 from .conftest import RunsMaker
 

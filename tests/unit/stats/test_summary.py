@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from evalrunner.stats import summarize, wilson
+from evalrunner.stats import summarize
+from evalrunner.stats._formulas import wilson
 
 from .conftest import RunsMaker
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalrunner.stats._metrics import DEFAULT_GATING, DEFAULT_MARGINS
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.suite._metrics import DEFAULT_GATING, DEFAULT_MARGINS
+from evalrunner.suite._tolerance import Tolerance
 
 
 def test_tolerance_merges_margins_over_defaults() -> None:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalrunner.stats import CellNight, MetricResult, compare_night, finalize
+from evalrunner.stats import CellNight, MetricResult, compare_night
+from evalrunner.stats._verdict import finalize
 
 from .conftest import RunsMaker
 

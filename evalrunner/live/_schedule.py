@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from evalrunner.endpoints._endpoints import Endpoint, requested_models
 from evalrunner.errors import ConfigError
-from evalrunner.live._endpoints import Endpoint, requested_models
-from evalrunner.live._record import CellKey, RunKey, RunRecord
-from evalrunner.live._results import AdaptiveSettings, Manifest, group_records, run_id
-from evalrunner.live._settings import ResolvedScenario, Suite
+from evalrunner.live._results import AdaptiveSettings, Manifest, run_id
+from evalrunner.suite._record import CellKey, RunKey, RunRecord, group_records
+from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = [
     "MIN_RUNS",

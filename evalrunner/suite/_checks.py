@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from evalrunner.live._schema import Checks
+from evalrunner.suite._schema import Checks
 
 __all__ = ["evaluate_checks", "failed_tool_results"]
 

@@ -1,4 +1,4 @@
-"""Reading suite files: YAML in, a resolved :class:`~evalrunner.live._settings.Suite` out.
+"""Reading suite files: YAML in, a resolved :class:`~evalrunner.suite._settings.Suite` out.
 
 A suite is one YAML file in ``suites/`` whose stem is the suite's name.
 :func:`load_suite` turns every problem into a one-line
@@ -20,14 +20,14 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from evalrunner.errors import ConfigError
-from evalrunner.live._schema import (
+from evalrunner.suite._schema import (
     FORMAT_VERSION,
     SUPPORTED_FORMAT_VERSIONS,
     ScenarioSpec,
     SuiteSpec,
     version_problem,
 )
-from evalrunner.live._settings import Suite, resolve_suite
+from evalrunner.suite._settings import Suite, resolve_suite
 
 __all__ = ["SUITE_SUFFIXES", "field_line", "find_suites", "load_suite", "load_suite_by_name"]
 

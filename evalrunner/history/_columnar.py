@@ -1,7 +1,7 @@
 """One history entry as one Parquet file: its lists of records as columns, the rest as JSON.
 
 The columns are derived from the pydantic models, not listed here: every field
-of :class:`~evalrunner.report._history.HistoryEntry` that is a list of models
+of :class:`~evalrunner.history._store.HistoryEntry` that is a list of models
 (``records``, ``verdicts``, and whatever list of models a later version adds)
 becomes a table of its own, one row group each, its fields the columns
 (``records.outcome``, ``verdicts.p``, ...). A field of plain type (text,

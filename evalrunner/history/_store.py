@@ -7,7 +7,7 @@ local path (default ``reports/history``) or any fsspec URL (``s3://bucket/h``,
 ``gs://...``, ``memory://...``) so a team can share one history.
 
 An entry is typed all the way down: run records, metric results, the results
-directory's manifest, and cells keyed by :class:`~evalrunner.live._record.CellKey`
+directory's manifest, and cells keyed by :class:`~evalrunner.suite._record.CellKey`
 (written to JSON as its ``'scenario|model'`` token), so readers never pick
 through dicts.
 """
@@ -35,11 +35,11 @@ from pydantic import (
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError
-from evalrunner.live._record import CellKey, RunRecord
+from evalrunner.history._columnar import ColumnarFile, to_parquet
 from evalrunner.live._results import Manifest
-from evalrunner.report._columnar import ColumnarFile, to_parquet
 from evalrunner.stats._evidence_state import EvidenceState
-from evalrunner.stats._results import MetricResult
+from evalrunner.stats._metric_result import MetricResult
+from evalrunner.suite._record import CellKey, RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -203,7 +203,7 @@ def _stamp(created_at: str) -> str:
 def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = True) -> str:
     """Write ``entry`` as a new file under ``root``; return its URL/path.
 
-    Parquet (see :mod:`evalrunner.report._columnar`) unless ``parquet`` is false
+    Parquet (see :mod:`evalrunner.history._columnar`) unless ``parquet`` is false
     (the version 1 format: one gzipped JSON document, for readers that predate Parquet).
     The entry is validated again after redaction, so nothing unreadable is written.
     """

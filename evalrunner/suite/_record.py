@@ -7,6 +7,8 @@ these raw records, so every statistic can be recomputed later.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -92,3 +94,15 @@ class RunRecord(BaseModel):
     @property
     def key(self) -> RunKey:
         return RunKey(self.scenario, self.model, self.index)
+
+
+def model_slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
+
+
+def group_records(records: Sequence[RunRecord]) -> dict[CellKey, list[RunRecord]]:
+    """Records by scenario x model, the unit every comparison works on, in sorted key order."""
+    groups: dict[CellKey, list[RunRecord]] = {}
+    for record in records:
+        groups.setdefault(record.cell, []).append(record)
+    return dict(sorted(groups.items()))

@@ -4,8 +4,8 @@ Every overridable setting is declared once, in :class:`RunSettings`; the suite
 (:class:`SuiteSpec`) and each scenario entry (:class:`ScenarioSpec`) accept
 them, and a scenario overrides the suite only in what it sets
 (:meth:`RunSettings.over`). These models validate; turning a validated file
-into per-scenario settings happens once, in :mod:`evalrunner.live._settings`,
-and reading the YAML with its one-line errors in :mod:`evalrunner.live._loader`.
+into per-scenario settings happens once, in :mod:`evalrunner.suite._settings`,
+and reading the YAML with its one-line errors in :mod:`evalrunner.suite._loader`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.suite._tolerance import Tolerance
 
 __all__ = [
     "FORMAT_VERSION",

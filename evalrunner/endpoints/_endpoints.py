@@ -23,8 +23,8 @@ from evalrunner._redact import register_secret
 from evalrunner.errors import ConfigError
 
 if TYPE_CHECKING:
-    from evalrunner.live._local_model import LocalModelServer
-    from evalrunner.live._settings import Suite
+    from evalrunner.endpoints._local_model import LocalModelServer
+    from evalrunner.suite._settings import Suite
 
 LOCAL = "local"
 
@@ -88,7 +88,7 @@ def check_model(model: str, where: str) -> None:
 
 def check_suite_models(suite: Suite) -> None:
     """Every model a suite file names resolves (``evalrunner validate``)."""
-    from evalrunner.live._loader import field_line
+    from evalrunner.suite._loader import field_line
 
     shown = str(suite.path) if suite.path else suite.name
 
@@ -169,7 +169,7 @@ class EndpointPool:
                 self._elsewhere = self.serve_local(self.notify)
             return self._elsewhere
         if self._server is None:
-            from evalrunner.live._local_model import LocalModelServer
+            from evalrunner.endpoints._local_model import LocalModelServer
 
             loopback_without_proxy()
             self.notify("starting local model (the embedded SmolLM2-135M) ...")

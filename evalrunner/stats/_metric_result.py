@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalrunner.stats._metrics import Direction, Kind
+from evalrunner.suite._metrics import Direction, Kind
 
 Verdict = Literal["regression", "improvement", "changed", "ok", "inconclusive"]
 """``regression``/``improvement``: a significant move beyond the margin in the harmful / good

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, TextIO
 from evalrunner._clock import iso_now
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
 from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
+from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
-from evalrunner.live._endpoints import EndpointPool, Notify
-from evalrunner.live._plan import MIN_RUNS, Adaptive, CellBudget, ScenarioPlan
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
-from evalrunner.live._record import CellKey, RunRecord
-from evalrunner.live._results import AdaptiveSettings, group_records
-from evalrunner.live._runner import Night, RunReport, open_night, run_night
-from evalrunner.live._settings import ResolvedScenario, Suite
+from evalrunner.live._results import AdaptiveSettings
+from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
+from evalrunner.live._schedule import MIN_RUNS, Adaptive, CellBudget, ScenarioPlan
+from evalrunner.suite._record import CellKey, RunRecord, group_records
+from evalrunner.suite._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
@@ -199,7 +199,7 @@ def run_live(
     """
     say = notify or _to_stderr
     if history is not None:
-        from evalrunner.report._history import check_writable
+        from evalrunner.history._store import check_writable
 
         check_writable(history)  # a bad location fails before the night's runs, not after
     with open_night(
@@ -260,7 +260,7 @@ def run_live(
 
 
 def _after_the_runs(
-    night: Night, result: LiveResult, baselines_dir: Path | None, history: str | None
+    night: OpenNight, result: LiveResult, baselines_dir: Path | None, history: str | None
 ) -> None:
     """Compare and append to the history; a failure here is reported, never raised."""
     records = result.report.records
@@ -292,14 +292,14 @@ def _after_the_runs(
 
 def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
     """Each cell's evidence accumulated before tonight (none without a history)."""
-    from evalrunner.report._history import evidence_so_far
+    from evalrunner.history._store import evidence_so_far
 
     return {} if history is None else evidence_so_far(history, suite)
 
 
-def _append_history(night: Night, new: list[RunRecord], result: LiveResult, root: str) -> str:
+def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:
     """One history entry holding the night's runs not yet in the history (each run id once)."""
-    from evalrunner.report._history import BaselineSummary, HistoryEntry, append
+    from evalrunner.history._store import BaselineSummary, HistoryEntry, append
 
     scenarios = {s.id: s for s in night.suite.scenarios}
     typical = {}

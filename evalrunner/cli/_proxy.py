@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
+from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT
 from evalrunner.errors import ConfigError, EvalrunnerError
-from evalrunner.proxy._fingerprint import DEFAULT_FINGERPRINT
 from evalrunner.proxy._runs import Mode, ProxyRunResult
 from evalrunner.proxy._server import ProxyServer
 from evalrunner.proxy._upstream import Upstream

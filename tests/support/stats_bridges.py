@@ -1,9 +1,8 @@
-"""Bridges for callers that still pass DataFrames.
+"""DataFrame bridges to the statistics, for the synthetic history (history_factory.py).
 
-The statistics live in the modules named in ``evalrunner/stats/__init__.py`` and
-:class:`Tolerance` in ``_tolerance.py``; this module keeps thin bridges
-(:func:`compare_scenario`, :func:`finalize`, :func:`summarize`) for callers outside
-the package that still pass DataFrames (tests/support/history_factory.py).
+The package's callers all pass records (``evalrunner.stats``); only the test
+history factory and its benchmark still build DataFrames, so the bridges live
+here with them: :func:`compare_scenario`, :func:`finalize`, :func:`summarize`.
 """
 
 from __future__ import annotations
@@ -13,12 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-# ---------------------------------------------------------------------------
-# Bridges for callers outside the package that still pass DataFrames (the live
-# runner, baseline comparison, tests/support/history_factory.py). They run the new
-# engine with the baseline frame as ONE night and no minimum of nights (those
-# callers have no nights), so they keep gating as before. Delete them once the
-# callers use compare_night / decide / summarize(records).
 from evalrunner.stats._formulas import (
     FloatArray,
     cliffs_delta,
@@ -27,15 +20,15 @@ from evalrunner.stats._formulas import (
     pass_hat_k,
     wilson,
 )
-from evalrunner.stats._metrics import TOOL_USED, Direction, Kind, sequence_label
+from evalrunner.stats._metric_result import MetricResult
 from evalrunner.stats._observe import LOG_OFFSETS
-from evalrunner.stats._results import MetricResult
-from evalrunner.stats._tolerance import Tolerance
+from evalrunner.suite._metrics import TOOL_USED, Direction, Kind
+from evalrunner.suite._tolerance import Tolerance
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalrunner.live._record import RunRecord
+    from evalrunner.suite._record import RunRecord
 
 __all__ = [
     "LOG_OFFSETS",
@@ -52,11 +45,9 @@ __all__ = [
     "wilson",
 ]
 
-_sequence_label = sequence_label
-
 
 def _metric_info(name: str) -> tuple[Kind, Direction]:
-    from evalrunner.stats._metrics import metric
+    from evalrunner.suite._metrics import metric
 
     found = metric(name)
     return found.kind, found.direction
@@ -66,7 +57,7 @@ def _records(frame: pd.DataFrame | None) -> list[RunRecord]:
     import math
 
     from evalrunner.errors import FileFormatError
-    from evalrunner.live._record import RunRecord
+    from evalrunner.suite._record import RunRecord
 
     if frame is None or not len(frame):
         return []
@@ -107,9 +98,9 @@ def compare_scenario(
 ) -> list[MetricResult]:
     """Bridge: one cell, the baseline frame as one night (``seed`` and ``n_resamples`` are
     unused: nothing is resampled)."""
-    from evalrunner.live._record import CellKey
     from evalrunner.stats._night import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
+    from evalrunner.suite._record import CellKey
 
     del seed, n_resamples
     key = CellKey(scenario, model)

@@ -1,7 +1,7 @@
 """A loaded suite: every scenario with its settings decided, once.
 
 :func:`resolve_suite` layers each scenario entry over its suite over the
-defaults (:meth:`~evalrunner.live._schema.RunSettings.over`) when the file is
+defaults (:meth:`~evalrunner.suite._schema.RunSettings.over`) when the file is
 loaded. The result, :class:`ResolvedScenario`, is frozen and carries its
 fingerprint and normaliser settings, computed on creation; the runner, the
 baselines and the history read them and never resolve again.
@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
-from evalrunner.live._schema import (
+from evalrunner.suite._schema import (
     RetryPolicy,
     RunSettings,
     ScenarioFields,

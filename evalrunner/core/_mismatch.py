@@ -1,19 +1,26 @@
-"""Why a replayed request matched no recording: the fields that differ, readably.
+"""Which recorded call answers a replayed request, and why none does: the fields that differ.
 
-Pure functions over two request views (see ``_fingerprint.request_view``).
-Each difference names its field (``system message``, ``tools``,
-``tool_choice``, ``message 3 (tool)``...); long strings are diffed by word,
-or by line when they span lines, so a one-word change in a 4 KB one-line
-system prompt shows as that word with a little context.
+Both replay paths (in process, ``frozen._replay``; through the capture proxy,
+``proxy._recording``) hold a :class:`RequestBook` over their recorded requests'
+views (``_fingerprint.request_view``) and so match by the same fingerprint and
+explain a miss in the same words, as a :class:`~evalrunner.errors.RequestMismatch`.
+Model calls and messages are both counted from 1. Each difference names its
+field (``system message``, ``tools``, ``tool_choice``, ``message 3 (tool)``...);
+long strings are diffed by word, or by line when they span lines, so a one-word
+change in a 4 KB one-line system prompt shows as that word with a little context.
 """
 
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from evalrunner._jsonio import canonical
+from evalrunner.core._fingerprint import fingerprint
+from evalrunner.errors import RequestMismatch
 
 _SHORT = 120  # strings up to this long are shown whole
 _CONTEXT = 6  # words of context around a changed run
@@ -82,10 +89,11 @@ def text_diff(old: Any, new: Any) -> str:
 
 
 def _label(index: int, message: Mapping[str, Any]) -> str:
+    """``index`` counts from 0; the label from 1, like model calls."""
     role = message.get("role")
     if index == 0 and role in ("system", "developer"):
         return "system message"
-    return f"message {index} ({role})"
+    return f"message {index + 1} ({role})"
 
 
 def _message_diff(index: int, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -171,3 +179,93 @@ def nearest(
         range(len(recorded)),
         key=lambda i: (not used[i], *_similarity(recorded[i], new), -i),
     )
+
+
+def recorded_label(number: int, messages: int, last_user: str | None) -> str:
+    """How a recorded call is named in a mismatch: its number (from 1) and what it asked."""
+    text = last_user or ""
+    preview = text if len(text) <= 60 else text[:59] + "…"
+    return f"recorded call {number} ({messages} messages, last user message {preview!r})"
+
+
+def view_label(number: int, view: Mapping[str, Any]) -> str:
+    """:func:`recorded_label` read off a request view."""
+    messages = view.get("messages") or []
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    content = (last_user or {}).get("content")
+    text = content if isinstance(content, str) or content is None else canonical(content)
+    return recorded_label(number, len(messages), text)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded call, as replay matches and names it."""
+
+    view: Mapping[str, Any] | None
+    """Its request view; None where the recording kept none (script format 1)."""
+    fingerprint: str
+    """What a request must hash to; "" for a hand-written entry, which matches by order."""
+    label: str
+    """``recorded call N (...)``, see :func:`recorded_label`."""
+
+
+class RequestBook:
+    """The recorded calls of one run, each answering the first request with its fingerprint.
+
+    Thread-safe: concurrent sub-agents share one book. ``redo`` is the command
+    that re-records, for the messages; ``missing`` says the file does not exist.
+    """
+
+    def __init__(
+        self, recorded: Sequence[Recorded], source: str, redo: str, *, missing: bool = False
+    ) -> None:
+        self.recorded = list(recorded)
+        self.used = [False] * len(self.recorded)
+        self.source = source
+        self.redo = redo
+        self.missing = missing
+        self.lock = threading.Lock()
+
+    def take(self, fp: str) -> int | None:
+        """The first unused call with fingerprint ``fp``, marked used; the caller holds the lock."""
+        for i, rec in enumerate(self.recorded):
+            if not self.used[i] and rec.fingerprint and rec.fingerprint == fp:
+                self.used[i] = True
+                return i
+        return None
+
+    def miss(self, n: int, view: Mapping[str, Any], fp: str | None = None) -> RequestMismatch:
+        """Why model call ``n`` (from 1) has no recorded answer; the caller holds the lock."""
+        fp = fingerprint(view) if fp is None else fp
+        head = f"replay: model call {n} has no recorded response in {self.source}"
+        redo = f"If the agent changed on purpose, re-record: {self.redo}"
+        if self.missing:
+            return RequestMismatch(f"{head}: the file does not exist. Record the run first. {redo}")
+        if not self.recorded:
+            return RequestMismatch(f"{head}: nothing was recorded for this run. {redo}")
+        same = [r for r in self.recorded if r.fingerprint == fp]
+        if same:
+            return RequestMismatch(
+                f"{head}: it repeats {same[0].label}, whose {len(same)} recorded answer(s) are "
+                f"all used: the agent now makes this request more often than when recorded. {redo}"
+            )
+        views = [r.view for r in self.recorded]
+        if any(v is None for v in views):
+            unused = next(
+                (r.label for r, u in zip(self.recorded, self.used, strict=True) if not u), None
+            )
+            return RequestMismatch(
+                f"{head}. The next unused one is {unused or 'none'}; the recording is of an "
+                "older format that kept no request, so the fields that differ cannot be named. "
+                f"{redo}"
+            )
+        best = nearest(view, [v or {} for v in views], self.used)
+        state = "already used" if self.used[best] else "unused"
+        lines = [f"{head}. Nearest: {self.recorded[best].label}, {state}; it differs in:"]
+        lines += [f"  - {d}" for d in differences(views[best] or {}, view)]
+        lines.append(redo)
+        return RequestMismatch("\n".join(lines))
+
+    def unused(self) -> list[int]:
+        with self.lock:
+            return [i for i, used in enumerate(self.used) if not used]

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import baseline_path, load_baseline
-from evalrunner.live._plan import choose
-from evalrunner.live._settings import Suite
+from evalrunner.live._schedule import choose
+from evalrunner.suite._settings import Suite
 
 if TYPE_CHECKING:
-    from evalrunner.live._record import CellKey
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._planner import Plan
+    from evalrunner.suite._record import CellKey
 
 __all__ = ["SuitePlan", "plan_suite"]
 

@@ -6,7 +6,7 @@ sets counts (``model_fields_set``, and the margins it names). The statistics
 use a *complete* one: :meth:`Tolerance.over` layers a partial tolerance over
 a complete one (scenario over suite over ``Tolerance()``), margins metric by
 metric, every other field replaced when set. Metric names are checked against
-the registry (:mod:`evalrunner.stats._metrics`) when the file is validated,
+the registry (:mod:`evalrunner.suite._metrics`) when the file is validated,
 so a misspelt metric fails ``evalrunner validate``, not the night's comparison.
 """
 
@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from evalrunner.stats._metrics import (
+from evalrunner.suite._metrics import (
     DEFAULT_GATING,
     DEFAULT_MARGINS,
     TOOL_USED,

@@ -1,6 +1,8 @@
 """What a replayed request must match: a normalised view of it, and its hash.
 
-The view keeps what decides the model's answer (by default the API spoken,
+One view for both replay paths: the in-process one (``frozen``, litellm's
+keyword arguments) and the capture proxy's (a ``ModelRequest`` in chat form,
+plus the API the agent spoke). The view keeps what decides the model's answer (by default the API spoken,
 messages, tools, ``tool_choice`` and ``response_format``) and drops what
 varies between two identical runs: provider ids (tool-call ids become
 ``call_1``, ``call_2``... in order of appearance), ``user``, ``metadata``,
@@ -23,7 +25,6 @@ from typing import Any
 from evalrunner._jsonio import canonical
 from evalrunner._redact import redact
 from evalrunner.core._normalize import ADDRESS_MASK
-from evalrunner.proxy._request import ModelRequest
 
 DEFAULT_FIELDS = frozenset({"api", "messages", "tools", "tool_choice", "response_format"})
 
@@ -105,21 +106,34 @@ def _masked(value: Any, masks: tuple[tuple[re.Pattern[str], str], ...]) -> Any:
     return value
 
 
+def _plain(value: Any) -> Any:
+    """JSON-like data from what an agent passes litellm (SDK objects, pydantic models, tuples)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _plain(dump())
+    return value
+
+
 def request_view(
-    request: ModelRequest, config: FingerprintConfig = DEFAULT_FINGERPRINT
+    request: Mapping[str, Any], config: FingerprintConfig = DEFAULT_FINGERPRINT
 ) -> dict[str, Any]:
-    """The part of a request replay matches on, normalised, masked and redacted."""
-    flat: dict[str, Any] = {
-        "api": request.api,
-        "messages": request.messages,
-        "tools": request.tools or None,
-        "tool_choice": request.tool_choice,
-        **request.params,
-    }
-    view = {k: v for k, v in flat.items() if k in config.fields and v is not None}
+    """The part of a request replay matches on, normalised, masked and redacted.
+
+    ``request``: chat keyword arguments (``messages``, ``tools``, ``tool_choice``,
+    sampling parameters), with ``api`` where the capture proxy knows it.
+    """
+    flat = {k: _plain(v) for k, v in request.items() if k in config.fields}
+    view = {k: v for k, v in flat.items() if v is not None and not (k == "tools" and v == [])}
     if "messages" in view:
         ids: dict[str, str] = {}
-        view["messages"] = [_message(m, ids) for m in request.messages]
+        view["messages"] = [
+            _message(m if isinstance(m, Mapping) else {"content": str(m)}, ids)
+            for m in view["messages"]
+        ]
     # Redacted like the recording itself, or a prompt holding a secret could
     # never match its own (redacted) recording.
     masked: dict[str, Any] = redact(_masked(view, config.masks))

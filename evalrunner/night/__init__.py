@@ -1,0 +1,10 @@
+"""One night end to end: check everything, run, compare with the baselines, append to the history.
+
+``evalrunner run`` is a thin layer over :func:`run_live`; ``evalrunner plan``
+over :func:`plan_suite`.
+"""
+
+from evalrunner.night._night import LiveResult, run_live
+from evalrunner.night._plan import plan_suite
+
+__all__ = ["LiveResult", "plan_suite", "run_live"]

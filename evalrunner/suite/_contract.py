@@ -1,0 +1,109 @@
+"""The agent contract: what an agent receives besides its input, and how a command answers.
+
+An in-process agent (``agent: pkg.mod:fn``) gets a :class:`RunContext`; a
+``command:`` agent gets its task in its argv (:func:`command_argv`) and prints
+its final answer on stdout (:func:`final_answer`). suites/README.md documents
+both for users; frozen and live mode read them here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from evalrunner.suite._settings import ResolvedScenario
+
+FINAL_ANSWER_KEY = "final_answer"
+STDERR_TAIL_CHARS = 2000
+
+
+class Reachable(Protocol):
+    """What a run needs to know of its endpoint (``evalrunner.endpoints.Endpoint`` is one)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def api_base(self) -> str | None: ...
+    @property
+    def api_key(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Model endpoint and sampling settings for one run.
+
+    Agents pass these to litellm; evalrunner fills them from the suite, the
+    CLI, or the embedded local model. ``api_key`` is never written anywhere.
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.8
+    max_turns: int = 6
+    tools: tuple[str, ...] = ()
+    seed: int | None = None
+    max_tokens: int | None = 256
+
+    @classmethod
+    def for_scenario(cls, scenario: ResolvedScenario, endpoint: Reachable) -> RunContext:
+        """What a run of `scenario` against `endpoint` hands its agent."""
+        return cls(
+            model=endpoint.model,
+            api_base=endpoint.api_base,
+            api_key=endpoint.api_key,
+            temperature=scenario.temperature,
+            max_turns=scenario.max_turns,
+            tools=tuple(scenario.tools),
+        )
+
+    def litellm_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``litellm.completion`` (endpoint and sampling)."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "drop_params": True,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        return kwargs
+
+
+def command_argv(command: Sequence[str], task: str) -> list[str]:
+    """The argv to run: ``{task}`` in any argument becomes the scenario's input."""
+    return [arg.replace("{task}", task) for arg in command]
+
+
+def final_answer(stdout: str) -> str | None:
+    """The answer a command printed.
+
+    The last stdout line that is a JSON object with a ``final_answer`` key wins
+    (its value: a string, or null for "gave up"); without one, the last
+    non-empty line. No output at all is no final answer.
+    """
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if not line.startswith("{"):
+            continue
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and FINAL_ANSWER_KEY in parsed:
+            value = parsed[FINAL_ANSWER_KEY]
+            return value if isinstance(value, str) or value is None else json.dumps(value)
+    return lines[-1] if lines else None
+
+
+def stderr_tail(stderr: str, limit: int = STDERR_TAIL_CHARS) -> str:
+    text = stderr.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
