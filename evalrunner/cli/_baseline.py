@@ -9,7 +9,7 @@ import click
 from evalrunner.baseline import build_baselines
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import default_out, notice, print_run
-from evalrunner.night import run_live
+from evalrunner.night import NightOptions, run_live
 from evalrunner.suite import Suite, load_suite_by_name
 
 
@@ -28,15 +28,15 @@ def _run_for_baseline(
         f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name} --from {out}"
     )
     with _exit.on_interrupt(finish):
-        result = run_live(
-            suite,
+        options = NightOptions(
             out=out,
             runs=runs,
             models=models,
             scenarios=scenarios,
             baselines_dir=None,
-            notify=notice,
+            history=None,
         )
+        result = run_live(suite, options, notify=notice)
     print_run(result)
     code = _exit.run_code(result, gate=False, fail_on_failure=False)
     if result.outage is not None:

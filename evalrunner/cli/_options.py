@@ -9,10 +9,12 @@ from typing import Any, TypeVar
 
 import click
 
+from evalrunner.night._night import NightOptions
+
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
 
-DEFAULT_HISTORY = "reports/history"
+DEFAULT_HISTORY = NightOptions.model_fields["history"].default
 
 suites_dir = click.option(
     "--suites-dir",
@@ -39,7 +41,7 @@ def baselines_dir(help: str | None = None) -> Decorator[Any]:
         "--baselines",
         "baselines_dir",
         type=click.Path(file_okay=False, path_type=Path),
-        default=Path("baselines"),
+        default=NightOptions.model_fields["baselines_dir"].default,
         show_default=True,
         help=help,
     )

@@ -16,11 +16,16 @@ from evalrunner.cli._tables import (
     summary_rows,
     verdict_rows,
 )
-from evalrunner.live._ray import DEFAULT_WORKERS, EXECUTORS
+from evalrunner.live._ray import EXECUTORS
+from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
 from evalrunner.night import LiveResult, run_live
-from evalrunner.night._night import DEFAULT_OUTAGE_SHARE
+from evalrunner.night._night import NightOptions
 from evalrunner.suite import load_suite_by_name
+
+# Every default below is the options model's own, stated once there.
+_NIGHT = NightOptions.model_fields
+_ADAPTIVE = AdaptiveSettings.model_fields
 
 
 def default_out(suite: str) -> Path:
@@ -97,22 +102,28 @@ def print_run(result: LiveResult) -> None:
     "ones still escalate).",
 )
 @_options.positive(
-    "--batch", None, "Runs per look after the first with --adaptive (escalation's too).", shown=5
+    "--batch",
+    None,
+    "Runs per look after the first with --adaptive (escalation's too).",
+    shown=_ADAPTIVE["batch"].default,
 )
 @_options.positive(
-    "--max-runs", None, "Runs each scenario is planned for with --adaptive (its N).", shown=20
+    "--max-runs",
+    None,
+    "Runs each scenario is planned for with --adaptive (its N).",
+    shown=_ADAPTIVE["max_runs"].default,
 )
 @click.option(
     "--outage-share",
     type=click.FloatRange(min=0, max=1, min_open=True),
-    default=DEFAULT_OUTAGE_SHARE,
+    default=_NIGHT["outage_share"].default,
     show_default=True,
     help="A night with more than this share of infra_error runs is an outage (exit 3).",
 )
 @click.option(
     "--executor",
     type=click.Choice(EXECUTORS),
-    default="local",
+    default=_NIGHT["executor"].default,
     show_default=True,
     help="Where runs execute: this process, or a Ray cluster (pip install 'evalrunner[ray]').",
 )
@@ -121,7 +132,9 @@ def print_run(result: LiveResult) -> None:
     envvar="RAY_ADDRESS",
     help="Ray cluster for --executor ray (ray://head:10001, auto); default: a local Ray.",
 )
-@_options.positive("--ray-workers", DEFAULT_WORKERS, "Worker processes for --executor ray.")
+@_options.positive(
+    "--ray-workers", _NIGHT["ray_workers"].default, "Worker processes for --executor ray."
+)
 @_options.gate("Exit 1 when a gating metric regressed.")
 @click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
 @_options.suites_dir
@@ -160,8 +173,7 @@ def run(
     with _exit.on_interrupt(
         f"Resume with:\n  evalrunner run --suite {suite.name} --out {out} --resume"
     ):
-        result = run_live(
-            suite,
+        options = NightOptions(
             out=out,
             runs=runs,
             models=models,
@@ -174,10 +186,10 @@ def run(
             batch=batch,
             max_runs=max_runs,
             outage_share=outage_share,
-            notify=notice,
             executor=executor,
             ray_address=ray_address,
             ray_workers=ray_workers,
         )
+        result = run_live(suite, options, notify=notice)
     print_run(result)
     _exit.exit_with(_exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.stats._metric_result import FAILING
+from evalrunner.stats._summary import CellCounts
 from evalrunner.suite._metrics import DEFAULT_GATING, metric, sequence_label
 from evalrunner.suite._record import RunRecord, group_records
 
@@ -57,7 +58,8 @@ def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list
     """
     rows = []
     for cell, rs in group_records(records).items():
-        outcomes = Counter(r.outcome for r in rs)
+        counts = CellCounts.of(rs)
+        outcomes = counts.outcomes
         skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
         agent_runs = [r for r in rs if r.outcome != "infra_error"]
         valid = agent_runs or rs
@@ -77,22 +79,17 @@ def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list
                 "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid)
                 / len(valid),
                 "top_tools": seqs.most_common(1)[0][0],
-                **_pass_k(len(agent_runs) if measured else 0, outcomes["passed"], 3),
+                **_pass_k(counts.pass_k(3) if measured else None, 3),
             }
         )
     return rows
 
 
-def _pass_k(n: int, passed: int, k: int) -> dict[str, str]:
-    """pass^k (all k tries pass) and pass@k (at least one does), estimated from n runs; reported, not gated."""
-    from evalrunner.stats._formulas import pass_at_k, pass_hat_k
-
-    if n < k:
+def _pass_k(pass_k: tuple[float, float] | None, k: int) -> dict[str, str]:
+    """pass^k and pass@k as the table shows them; reported, not gated."""
+    if pass_k is None:
         return {f"pass_hat_{k}": "-", f"pass_at_{k}": "-"}
-    return {
-        f"pass_hat_{k}": f"{pass_hat_k(n, passed, k):.2f}",
-        f"pass_at_{k}": f"{pass_at_k(n, passed, k):.2f}",
-    }
+    return {f"pass_hat_{k}": f"{pass_k[0]:.2f}", f"pass_at_{k}": f"{pass_k[1]:.2f}"}
 
 
 def _short(text: str, width: int = 60) -> str:

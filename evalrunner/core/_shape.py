@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import canonical
+from evalrunner.core._steps import message_text
 
 
 class Shape(BaseModel):
@@ -70,14 +71,6 @@ def _walk(traj: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         yield from _walk(sub)
 
 
-def _message_text(message: Any) -> str:
-    if isinstance(message, str):
-        return message
-    if isinstance(message, list):  # multimodal ContentPart array: keep the text parts
-        return "".join(p.get("text") or "" for p in message if isinstance(p, dict))
-    return ""
-
-
 @dataclass
 class _Totals:
     """Counts over a trajectory and all its sub-agents."""
@@ -111,7 +104,7 @@ def _final_answer(steps: list[Mapping[str, Any]]) -> str | None:
     """The message of the last agent step that is new work."""
     for step in reversed(steps):
         if step.get("source") == "agent" and not _copied(step):
-            return _message_text(step.get("message"))
+            return message_text(step.get("message"))
     return None
 
 

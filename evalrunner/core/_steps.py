@@ -48,8 +48,11 @@ def message_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content]
-        return "".join(parts)
+        # Text parts (and bare strings) joined; image and other parts carry no text.
+        return "".join(
+            p if isinstance(p, str) else (p.get("text") or "") if isinstance(p, Mapping) else ""
+            for p in content
+        )
     return json.dumps(content, sort_keys=True, default=str)
 
 

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from evalrunner._redact import redact_text
-from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
+from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
-from evalrunner.core._shape import shape
 from evalrunner.errors import EvalrunnerError
 from evalrunner.frozen._golden import golden_path_for, golden_path_for_test, module_golden_dir
 from evalrunner.frozen._proxied import (
@@ -249,14 +248,11 @@ class ScenarioItem(pytest.Item):
 
     def _check(self, result: CaptureResult) -> None:
         """The scenario's checks, on the run that matched its golden (or was just recorded)."""
-        from evalrunner.suite._checks import evaluate_checks
+        from evalrunner.suite._checks import evaluate_checks, judged
 
         resolved = self.scenario
-        sh = shape(normalize(result.trajectory, resolved.normalize_config()))
-        # What the live runner judges: the agent's answer, and tools of sub-agents too.
-        output = getattr(result.output, "answer", result.output)
-        answer = output if isinstance(output, str) or output is None else sh.final_answer
-        tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
+        seen = judged(result, resolved.normalize_config())  # what the live runner judges
+        answer, tools = seen.answer, seen.tools
         held = evaluate_checks(resolved.checks, result.trajectory, answer, tools)
         failed = [name for name, ok in held.items() if not ok]
         if failed:

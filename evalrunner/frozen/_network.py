@@ -26,7 +26,6 @@ sockets are local IPC, not network, and stay open.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import ssl
@@ -39,6 +38,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from evalrunner._net import is_loopback
 from evalrunner._redact import redact_text
 from evalrunner.errors import NetworkBlocked
 from evalrunner.frozen._refusing_proxy import RefusingProxy
@@ -351,16 +351,7 @@ def _host(target: Any) -> str:
 
 
 def _is_loopback(target: Any) -> bool:
-    host = _host(target)
-    # The wildcard addresses mean "this machine" (connecting to 0.0.0.0 reaches loopback).
-    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost", "", "0.0.0.0", "::"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+    return is_loopback(_host(target))
 
 
 def _address(args: tuple[Any, ...]) -> Any:

@@ -29,9 +29,7 @@ from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
 from evalrunner.core._faults import InfraLog
 from evalrunner.core._hook import LiteLLMTransport
-from evalrunner.core._normalize import normalize
 from evalrunner.core._scope import CaptureResult, arun_captured
-from evalrunner.core._shape import shape
 from evalrunner.endpoints._endpoints import (
     Endpoint,
     EndpointPool,
@@ -52,12 +50,14 @@ from evalrunner.live._schedule import (
     FixedPlanner,
     Job,
     Planner,
+    RunOptions,
     ScenarioPlan,
     adaptive_settings,
     choose,
     resumed,
     resumed_adaptive,
 )
+from evalrunner.suite._checks import judged
 from evalrunner.suite._contract import RunContext
 from evalrunner.suite._record import RunRecord
 from evalrunner.suite._schema import RateLimit
@@ -142,10 +142,8 @@ class Progress:
 def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRecord:
     """The run's record: its normalised shape and its one outcome."""
     sc, ep = job.scenario, job.endpoint
-    sh = shape(normalize(res.trajectory, sc.normalize_config()))
-    output = getattr(res.output, "answer", res.output)
-    answer = output if isinstance(output, str) or output is None else sh.final_answer
-    tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
+    run = judged(res, sc.normalize_config())
+    sh, answer, tools = run.shape, run.answer, run.tools
     infra = res.infra
     reason: str | None = None
     if infra is not None and infra.final_error is not None:
@@ -409,18 +407,7 @@ def _manifest(
 
 
 @contextlib.contextmanager
-def open_night(
-    suite: Suite,
-    *,
-    out: Path,
-    runs: int | None = None,
-    models: Sequence[str] = (),
-    scenario_ids: Sequence[str] = (),
-    resume: bool = False,
-    adaptive: bool = False,
-    batch: int | None = None,
-    max_runs: int | None = None,
-) -> Iterator[OpenNight]:
+def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNight]:
     """Claim ``out`` and settle the night's plan; every check that needs no model runs here.
 
     A fresh night is planned from the suite and the options; a resumed one
@@ -429,20 +416,21 @@ def open_night(
     typo costs one line, not a night. The directory stays locked until the
     block ends.
     """
-    with claim(out, resume=resume) as results:
-        old = results.read_manifest() if resume else None
+    with claim(out, resume=options.resume) as results:
+        old = results.read_manifest() if options.resume else None
+        o = options
         if old is None:
-            plans = choose(suite, runs=runs, models=models, scenario_ids=scenario_ids)
-            settings = adaptive_settings(adaptive, batch, max_runs)
+            plans = choose(suite, runs=o.runs, models=o.models, scenario_ids=o.scenarios)
+            settings = adaptive_settings(o.adaptive, o.batch, o.max_runs)
         else:
             where = results.manifest_path
             plans = resumed(
-                suite, old, where=where, runs=runs, models=models, scenario_ids=scenario_ids
+                suite, old, where=where, runs=o.runs, models=o.models, scenario_ids=o.scenarios
             )
-            settings = resumed_adaptive(where, old, adaptive, batch, max_runs)
+            settings = resumed_adaptive(where, old, o.adaptive, o.batch, o.max_runs)
         labels = list(dict.fromkeys(m for plan in plans for m in plan.models))
         if old is None:
-            check_requested_models(suite, models, labels)
+            check_requested_models(suite, options.models, labels)
         else:
             for label in labels:
                 check_model(label, f"{results.manifest_path}: models")

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evalrunner.endpoints._endpoints import Endpoint, requested_models
 from evalrunner.errors import ConfigError
 from evalrunner.live._results import AdaptiveSettings, Manifest, run_id
@@ -30,6 +32,7 @@ __all__ = [
     "Job",
     "LookRule",
     "Planner",
+    "RunOptions",
     "ScenarioPlan",
     "StopRule",
     "choose",
@@ -253,6 +256,35 @@ MIN_RUNS = 5
 """Runs every adaptive cell makes before its stop rule is first asked."""
 
 
+class RunOptions(BaseModel):
+    """Which runs a night makes: what ``evalrunner run`` was asked for.
+
+    ``None`` means "not given": the suite's value on a fresh night, the
+    manifest's on a resumed one (a value given again must agree with it).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runs: int | None = Field(default=None, ge=1, description="Runs per scenario and model.")
+    models: tuple[str, ...] = Field(
+        default=(), description="litellm model strings, or 'local' (default: the suite's)."
+    )
+    scenarios: tuple[str, ...] = Field(default=(), description="Only these scenario ids.")
+    resume: bool = Field(default=False, description="Finish the results directory's night.")
+    adaptive: bool = Field(
+        default=False, description="Look at each scenario in batches and stop it when settled."
+    )
+    batch: int | None = Field(
+        default=None, ge=1, description="Runs per look after the first (escalation's too)."
+    )
+    max_runs: int | None = Field(
+        default=None, ge=1, description="Runs each scenario is planned for with adaptive (N)."
+    )
+
+
+_ADAPTIVE_DEFAULTS = AdaptiveSettings()
+
+
 @dataclass(frozen=True)
 class Adaptive:
     """``--adaptive``: run in batches, stop a cell once ``stop`` says it is settled."""
@@ -260,8 +292,8 @@ class Adaptive:
     stop: StopRule
     stoppable: frozenset[CellKey]
     """Cells ``stop`` can judge (those with a baseline); the others run their full ``runs``."""
-    batch: int = 5
-    max_runs: int = 20
+    batch: int = _ADAPTIVE_DEFAULTS.batch
+    max_runs: int = _ADAPTIVE_DEFAULTS.max_runs
     min_runs: int = MIN_RUNS
     look: LookRule | None = None
     """When set, it replaces ``stop`` and ``batch``: it says how many runs each look adds

@@ -4,7 +4,7 @@
 over :func:`plan_suite`.
 """
 
-from evalrunner.night._night import LiveResult, run_live
+from evalrunner.night._night import LiveResult, NightOptions, run_live
 from evalrunner.night._plan import plan_suite
 
-__all__ = ["LiveResult", "plan_suite", "run_live"]
+__all__ = ["LiveResult", "NightOptions", "plan_suite", "run_live"]

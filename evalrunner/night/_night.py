@@ -19,24 +19,27 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
+
+from pydantic import Field
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
 from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
+from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
-from evalrunner.live._schedule import MIN_RUNS, Adaptive, CellBudget, ScenarioPlan
+from evalrunner.live._schedule import MIN_RUNS, Adaptive, CellBudget, RunOptions, ScenarioPlan
 from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
 
-__all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "Outage", "outage_of", "run_live"]
+__all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "NightOptions", "Outage", "outage_of", "run_live"]
 
 DEFAULT_BASELINES = Path("baselines")
 DEFAULT_OUTAGE_SHARE = 0.5
@@ -167,52 +170,58 @@ def _to_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+class NightOptions(RunOptions):
+    """Everything ``evalrunner run`` decides about a night; the CLI's defaults are these."""
+
+    out: Path = Field(description="The results directory (claimed for the night).")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="Runs at the same time (default: the suite's)."
+    )
+    baselines_dir: Path | None = Field(
+        default=DEFAULT_BASELINES, description="Baselines to compare with; None: no comparison."
+    )
+    history: str | None = Field(
+        default=DEFAULT_HISTORY, description="History location; None: not appended to."
+    )
+    outage_share: float = Field(
+        default=DEFAULT_OUTAGE_SHARE,
+        gt=0,
+        le=1,
+        description="A night with more than this share of infra_error runs is an outage.",
+    )
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="Where runs execute: this process, or a Ray cluster."
+    )
+    ray_address: str | None = Field(
+        default=None, description="Ray cluster (default: RAY_ADDRESS, else a local Ray)."
+    )
+    ray_workers: int = Field(
+        default=DEFAULT_WORKERS, ge=1, description="Worker processes for the Ray executor."
+    )
+
+
 def run_live(
     suite: Suite,
+    options: NightOptions,
     *,
-    out: Path,
-    runs: int | None = None,
-    models: tuple[str, ...] = (),
-    scenarios: tuple[str, ...] = (),
-    concurrency: int | None = None,
-    resume: bool = False,
-    baselines_dir: Path | None = DEFAULT_BASELINES,
-    history: str | None = None,
-    adaptive: bool = False,
-    batch: int | None = None,
-    max_runs: int | None = None,
-    outage_share: float = DEFAULT_OUTAGE_SHARE,
     progress_stream: TextIO | None = None,
     notify: Notify | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
-    ray_workers: int = DEFAULT_WORKERS,
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
-    ``resume`` continues the plan recorded in ``out``'s manifest (options given
-    again must agree with it). ``notify`` hears one-line notices (where the
-    results go, the embedded model starting, a concurrency cap); default stderr.
-    ``executor``: where the runs execute, 'local' (this process) or 'ray'
-    (``ray_address``, else ``RAY_ADDRESS``, else a local Ray; ``ray_workers`` worker
-    processes; see :mod:`evalrunner.live._ray`).
+    ``options.resume`` continues the plan recorded in ``options.out``'s manifest
+    (options given again must agree with it). ``notify`` hears one-line notices
+    (where the results go, the embedded model starting, a concurrency cap);
+    default stderr. ``options.executor``: where the runs execute, 'local' (this
+    process) or 'ray' (see :mod:`evalrunner.live._ray`).
     """
     say = notify or _to_stderr
+    history, baselines_dir = options.history, options.baselines_dir
     if history is not None:
         from evalrunner.history._store import check_writable
 
         check_writable(history)  # a bad location fails before the night's runs, not after
-    with open_night(
-        suite,
-        out=out,
-        runs=runs,
-        models=models,
-        scenario_ids=scenarios,
-        resume=resume,
-        adaptive=adaptive,
-        batch=batch,
-        max_runs=max_runs,
-    ) as night:
+    with open_night(suite, options.out, options) as night:
         cells = [c for plan in night.plans for c in plan.cells()]
         if baselines_dir is not None:
             # A broken baseline should stop us before the night's runs are spent, not after.
@@ -239,7 +248,10 @@ def run_live(
             )
         with (
             open_executor(
-                executor, suite.spec.rate_limits, ray_address=ray_address, ray_workers=ray_workers
+                options.executor,
+                suite.spec.rate_limits,
+                ray_address=options.ray_address,
+                ray_workers=options.ray_workers,
             ) as jobs,
             EndpointPool(notify=say, serve_local=jobs.serve_local) as pool,
         ):
@@ -247,14 +259,14 @@ def run_live(
                 run_night(
                     night,
                     pool=pool,
-                    concurrency=concurrency,
+                    concurrency=options.concurrency,
                     progress_stream=progress_stream,
                     adaptive=adaptive_cfg,
                     notify=say,
                     executor=jobs,
                 )
             )
-        result = LiveResult(report, outage=outage_of(report.records, outage_share))
+        result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
         _after_the_runs(night, result, baselines_dir, history)
     return result
 

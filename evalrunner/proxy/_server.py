@@ -16,7 +16,6 @@ their API key that way, so agents get the token as their key).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 import threading
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from evalrunner._net import is_loopback
 from evalrunner.core._faults import RetrySettings
 from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT, FingerprintConfig
 from evalrunner.endpoints._endpoints import LOCAL
@@ -39,15 +39,6 @@ if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import EndpointPool
 
 DUMMY_KEY = "evalrunner-proxy-dummy-key"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _default_retry() -> RetrySettings:
@@ -85,7 +76,7 @@ class ProxyServer:
             raise ConfigError(f"proxy mode {mode!r}: use record, replay or passthrough")
         if mode != "passthrough" and directory is None:
             raise ConfigError(f"proxy {mode} mode needs a directory for its recordings")
-        if not is_loopback(host):
+        if not is_loopback(host, listening=True):
             if not allow_remote:
                 raise ConfigError(
                     f"proxy host {host!r} is not loopback: pass --allow-remote (allow_remote=True) "

@@ -36,6 +36,7 @@ from evalrunner.report._format import (
 from evalrunner.report._select import SelectedNight, SuiteSelection
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, VERDICT_ORDER, safe_verdict, severity
 from evalrunner.stats._metric_result import MetricResult
+from evalrunner.stats._summary import CellCounts
 from evalrunner.suite._metrics import rank, sequence_label
 from evalrunner.suite._record import CellKey, RunRecord
 
@@ -60,7 +61,7 @@ class CellView:
     verdict: str
     counts: dict[str, int]
     """Gating verdict -> how many gating metrics have it."""
-    outcomes: Counter[str]
+    by_outcome: CellCounts
 
     @property
     def scenario(self) -> str:
@@ -80,11 +81,11 @@ class CellView:
 
     @property
     def infra(self) -> int:
-        return self.outcomes["infra_error"]
+        return self.by_outcome.infra
 
     @property
     def crashed(self) -> int:
-        return self.outcomes["crashed"]
+        return self.by_outcome.outcomes["crashed"]
 
     @property
     def latency(self) -> float:
@@ -92,7 +93,7 @@ class CellView:
 
     @property
     def n(self) -> int:
-        return self.attempted - self.infra
+        return self.by_outcome.n
 
     @property
     def n_text(self) -> str:
@@ -100,11 +101,11 @@ class CellView:
 
     @property
     def success(self) -> float | None:
-        return self.outcomes["passed"] / self.n if self.n else None
+        return self.by_outcome.rate("passed")
 
     @property
     def skip(self) -> float | None:
-        return self.outcomes["skipped"] / self.n if self.n else None
+        return self.by_outcome.rate("skipped")
 
     @property
     def flagged(self) -> bool:
@@ -136,7 +137,7 @@ def cell_views(suite: SuiteSelection) -> list[CellView]:
                 results=results,
                 verdict=min(gating, key=severity) if gating else NO_BASELINE,
                 counts=dict(Counter(gating)),
-                outcomes=Counter(r.outcome for r in records),
+                by_outcome=CellCounts.of(records),
             )
         )
     return views

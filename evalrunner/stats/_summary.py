@@ -1,9 +1,16 @@
-"""A short summary of one cell's runs, for baseline files (reviewers read it in diffs)."""
+"""One cell's runs summed up: the counts every table reads, and the summary baseline files show.
+
+:class:`CellCounts` is the one rule for a cell's n (infra errors left out:
+they are the endpoint's), its success and skip rates and pass^k / pass@k; the
+terminal tables, the report and :func:`summarize` (baseline files, which
+reviewers read in diffs) all read them here.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +28,44 @@ _MEDIANS = (
     "completion_tokens",
     "latency_s",
 )
+
+
+@dataclass(frozen=True)
+class CellCounts:
+    """A cell's runs counted by outcome."""
+
+    outcomes: Counter[str]
+
+    @classmethod
+    def of(cls, records: Iterable[RunRecord]) -> CellCounts:
+        return cls(Counter(r.outcome for r in records))
+
+    @property
+    def attempted(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def infra(self) -> int:
+        return self.outcomes["infra_error"]
+
+    @property
+    def n(self) -> int:
+        """Runs that measured the agent: infra errors are the endpoint's."""
+        return self.attempted - self.infra
+
+    @property
+    def passed(self) -> int:
+        return self.outcomes["passed"]
+
+    def rate(self, outcome: str) -> float | None:
+        """The share of the ``n`` runs with this outcome (None with no such run)."""
+        return self.outcomes[outcome] / self.n if self.n else None
+
+    def pass_k(self, k: int) -> tuple[float, float] | None:
+        """pass^k (all k tries pass) and pass@k (at least one does); None below k runs."""
+        if self.n < k:
+            return None
+        return pass_hat_k(self.n, self.passed, k), pass_at_k(self.n, self.passed, k)
 
 
 class Rate(BaseModel):
@@ -58,16 +103,17 @@ class Summary(BaseModel):
 def summarize(records: Sequence[RunRecord]) -> Summary:
     """The summary a baseline file shows for these runs."""
     runs = Runs.of(records)
+    counts = CellCounts.of(records)
     n_valid = len(runs.valid)
-    passed = runs.count("passed")
+    passed = counts.passed
     medians = {
         column: float(np.median(runs.valid_numbers(column))) if n_valid else None
         for column in _MEDIANS
     }
     sequences = runs.valid_tools()
-    counts = Counter(sequence_label(seq) for seq in sequences)
-    top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:10]
-    ks = [k for k in (1, 3, 5) if k <= runs.n]
+    paths = Counter(sequence_label(seq) for seq in sequences)
+    top = sorted(paths.items(), key=lambda item: (-item[1], item[0]))[:10]
+    by_k = {str(k): p for k in (1, 3, 5) if (p := counts.pass_k(k)) is not None}
     return Summary(
         n=runs.n,
         n_valid=n_valid,
@@ -80,6 +126,6 @@ def summarize(records: Sequence[RunRecord]) -> Summary:
         },
         medians=medians,
         tool_sequences={label: count / len(sequences) for label, count in top},
-        pass_hat_k={str(k): pass_hat_k(runs.n, passed, k) for k in ks} if ks else None,
-        pass_at_k={str(k): pass_at_k(runs.n, passed, k) for k in ks} if ks else None,
+        pass_hat_k={k: hat for k, (hat, _) in by_k.items()} or None,
+        pass_at_k={k: at for k, (_, at) in by_k.items()} or None,
     )

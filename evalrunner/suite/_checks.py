@@ -4,11 +4,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from evalrunner.suite._schema import Checks
 
-__all__ = ["evaluate_checks", "failed_tool_results"]
+if TYPE_CHECKING:
+    from evalrunner.core._normalize import NormalizeConfig
+    from evalrunner.core._scope import CaptureResult
+    from evalrunner.core._shape import Shape
+
+__all__ = ["Judged", "evaluate_checks", "failed_tool_results", "judged"]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What a scenario's checks and a run's outcome judge: the same in frozen and live mode."""
+
+    shape: Shape
+    """The normalised trajectory's shape."""
+    answer: str | None
+    """The agent's answer: what it returned (or its ``.answer``) when that is text or None,
+    else the trajectory's final message."""
+    tools: list[str]
+    """Every tool called, the sub-agents' after the agent's own."""
+
+
+def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
+    """The shape, answer and tools of one captured run."""
+    from evalrunner.core._normalize import normalize
+    from evalrunner.core._shape import shape
+
+    sh = shape(normalize(result.trajectory, config))
+    output = getattr(result.output, "answer", result.output)
+    answer = output if isinstance(output, str) or output is None else sh.final_answer
+    tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
+    return Judged(sh, answer, tools)
 
 
 def failed_tool_results(trajectory: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from evalrunner.endpoints._endpoints import EndpointPool
 from evalrunner.live._runner import JobExecutor, RunReport, open_night, run_night
-from evalrunner.live._schedule import Adaptive
+from evalrunner.live._schedule import Adaptive, RunOptions
 from evalrunner.suite._settings import Suite
 
 
@@ -35,17 +35,16 @@ async def run_suite(
     """Run the suite into ``out`` (:func:`open_night`, then :func:`run_night`)."""
     # An escalation-only Adaptive runs a fixed plan: only an adaptive one plans in batches.
     settings = adaptive.settings if adaptive is not None and adaptive.adaptive else None
-    with open_night(
-        suite,
-        out=out,
+    options = RunOptions(
         runs=runs,
-        models=models,
-        scenario_ids=scenario_ids,
+        models=tuple(models),
+        scenarios=tuple(scenario_ids),
         resume=resume,
         adaptive=settings is not None,
         batch=settings.batch if settings else None,
         max_runs=settings.max_runs if settings else None,
-    ) as night:
+    )
+    with open_night(suite, out, options) as night:
         return await run_night(
             night,
             pool=pool,

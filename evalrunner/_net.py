@@ -1,0 +1,33 @@
+"""Which addresses are this machine's own: one rule for the network guard and the proxy.
+
+Connecting and listening read the any-address differently, so the caller says
+which it asks about: a connection to ``0.0.0.0`` or ``::`` reaches this
+machine's loopback, while a listener bound to it accepts every interface.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+_ANY = frozenset({"", "0.0.0.0", "::"})
+
+
+def is_loopback(host: str, *, listening: bool = False) -> bool:
+    """Whether ``host`` (a name or address, IPv6 with or without brackets or a zone) is loopback.
+
+    ``listening``: the host is a listener's bind address, so the any-address is
+    not loopback (it listens on every interface); for a connection it is.
+    IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``) count as their IPv4 address.
+    """
+    host = host.strip("[]").lower()
+    if host in _NAMES:
+        return True
+    if host in _ANY:
+        return not listening
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
