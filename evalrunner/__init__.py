@@ -42,7 +42,7 @@ from evalrunner.errors import (
     UserError,
 )
 from evalrunner.live import load_records
-from evalrunner.night import run_live
+from evalrunner.night import NightOptions, run_live
 from evalrunner.suite import RunContext, RunRecord, Suite, load_suite
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "Delta",
     "EvalrunnerError",
     "NetworkBlocked",
+    "NightOptions",
     "NormalizeConfig",
     "ReplayError",
     "RequestMismatch",

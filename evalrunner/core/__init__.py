@@ -11,50 +11,27 @@ from evalrunner.core._atif import TrajectoryWarning
 from evalrunner.core._atif import load as load_trajectory
 from evalrunner.core._atif import validate as validate_trajectory
 from evalrunner.core._diff import Delta, diff, render, summary
-from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
-from evalrunner.core._hook import LiteLLMTransport
-from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
-from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
+from evalrunner.core._normalize import NormalizeConfig, normalize
 from evalrunner.core._scope import (
     CaptureResult,
-    CaptureScope,
     arun_captured,
     capture,
-    current,
     record_tool_result,
     run_captured,
 )
 from evalrunner.core._shape import Shape, shape
-from evalrunner.core._steps import SCHEMA_VERSION, TrajectoryBuilder
-from evalrunner.core._transport import Answer, Request, Transport, TransportSource
 from evalrunner.core._warnings import NoModelCallsWarning
 
 __all__ = [
-    "DEFAULT_CONFIG",
-    "SCHEMA_VERSION",
-    "Answer",
     "CaptureResult",
-    "CaptureScope",
     "Delta",
-    "InfraLog",
-    "LiteLLMTransport",
     "NoModelCallsWarning",
     "NormalizeConfig",
-    "Request",
-    "ResponseRecord",
-    "RetrySettings",
     "Shape",
-    "ToolCallRecord",
-    "TrajectoryBuilder",
     "TrajectoryWarning",
-    "Transport",
-    "TransportSource",
-    "Usage",
     "arun_captured",
     "capture",
-    "current",
     "diff",
-    "is_infra_error",
     "load_trajectory",
     "normalize",
     "record_tool_result",

@@ -6,32 +6,20 @@ function. :class:`Replayer` and :class:`Recorder` plug into
 ``evalrunner.core.capture(replay=..., recorder=...)``.
 """
 
-from evalrunner.frozen._golden import (
-    GOLDEN_DIR,
-    Golden,
-    golden_path_for,
-    golden_path_for_test,
-    script_path_for,
-)
+from evalrunner.frozen._golden import Golden, golden_path_for, script_path_for
 from evalrunner.frozen._network import block_network
-from evalrunner.frozen._replay import Recorder, RecordingTransport, Replayer, ReplayTransport
-from evalrunner.frozen._run import FrozenOutcome, Mode, run_frozen
-from evalrunner.frozen._script import Script, fingerprint_request, responses_from
+from evalrunner.frozen._replay import Recorder, Replayer
+from evalrunner.frozen._run import FrozenOutcome, run_frozen
+from evalrunner.frozen._script import Script, responses_from
 
 __all__ = [
-    "GOLDEN_DIR",
     "FrozenOutcome",
     "Golden",
-    "Mode",
     "Recorder",
-    "RecordingTransport",
-    "ReplayTransport",
     "Replayer",
     "Script",
     "block_network",
-    "fingerprint_request",
     "golden_path_for",
-    "golden_path_for_test",
     "responses_from",
     "run_frozen",
     "script_path_for",

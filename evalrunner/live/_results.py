@@ -204,9 +204,9 @@ class ResultsDir:
 
 # -- claiming a directory for writing -----------------------------------------------------
 
-_held: dict[str, tuple[int, int]] = {}
-"""Locks this process holds: real path -> (file descriptor, depth). Re-entering is allowed,
-so run_live and the run_suite it calls can both hold the directory."""
+_held: dict[str, int] = {}
+"""Locks this process holds: real path -> file descriptor. A second claim of the same
+directory from this process is refused like any other writer's."""
 _held_lock = threading.Lock()
 
 
@@ -222,9 +222,9 @@ def _acquire(root: Path) -> str:
     key = os.path.realpath(root)
     with _held_lock:
         if key in _held:
-            fd, depth = _held[key]
-            _held[key] = (fd, depth + 1)
-            return key
+            raise ConfigError(
+                f"{root} is being written by this process already; choose another --out"
+            )
         fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -239,18 +239,13 @@ def _acquire(root: Path) -> str:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        _held[key] = (fd, 1)
+        _held[key] = fd
         return key
 
 
 def _release(key: str) -> None:
     with _held_lock:
-        fd, depth = _held[key]
-        if depth > 1:
-            _held[key] = (fd, depth - 1)
-            return
-        del _held[key]
-        os.close(fd)  # releases the lock; the file stays (removing it would race a new locker)
+        os.close(_held.pop(key))  # releases the lock; the file stays (removing it would race a new locker)
 
 
 def make_writable_dir(root: Path, *, what: str, fix: str) -> list[Path]:

@@ -22,32 +22,28 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
+    from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._formulas import pass_at_k, pass_hat_k
-    from evalrunner.stats._metric_result import FAILING, MetricResult, Verdict
+    from evalrunner.stats._metric_result import MetricResult, Verdict
     from evalrunner.stats._night import CellComparison, CellNight, NightComparison, compare_night
-    from evalrunner.stats._planner import CellPlan, MetricPlan, Plan, plan
+    from evalrunner.stats._planner import Plan, plan
     from evalrunner.stats._reference import CellBaseline, CellReference, fit_references
     from evalrunner.stats._sequential import Budget, Driven, Step, decide, drive
-    from evalrunner.stats._summary import Rate, Summary, summarize
+    from evalrunner.stats._summary import Summary, summarize
 
 _WHERE: dict[str, str] = {
     "EvidenceState": "evalrunner.stats._evidence_state",
-    "MetricEvidence": "evalrunner.stats._evidence_state",
     "pass_at_k": "evalrunner.stats._formulas",
     "pass_hat_k": "evalrunner.stats._formulas",
     "CellComparison": "evalrunner.stats._night",
     "CellNight": "evalrunner.stats._night",
     "NightComparison": "evalrunner.stats._night",
     "compare_night": "evalrunner.stats._night",
-    "CellPlan": "evalrunner.stats._planner",
-    "MetricPlan": "evalrunner.stats._planner",
     "Plan": "evalrunner.stats._planner",
     "plan": "evalrunner.stats._planner",
     "CellBaseline": "evalrunner.stats._reference",
     "CellReference": "evalrunner.stats._reference",
     "fit_references": "evalrunner.stats._reference",
-    "FAILING": "evalrunner.stats._metric_result",
     "MetricResult": "evalrunner.stats._metric_result",
     "Verdict": "evalrunner.stats._metric_result",
     "Budget": "evalrunner.stats._sequential",
@@ -55,27 +51,21 @@ _WHERE: dict[str, str] = {
     "Step": "evalrunner.stats._sequential",
     "decide": "evalrunner.stats._sequential",
     "drive": "evalrunner.stats._sequential",
-    "Rate": "evalrunner.stats._summary",
     "Summary": "evalrunner.stats._summary",
     "summarize": "evalrunner.stats._summary",
 }
 
 __all__ = [
-    "FAILING",
     "Budget",
     "CellBaseline",
     "CellComparison",
     "CellNight",
-    "CellPlan",
     "CellReference",
     "Driven",
     "EvidenceState",
-    "MetricEvidence",
-    "MetricPlan",
     "MetricResult",
     "NightComparison",
     "Plan",
-    "Rate",
     "Step",
     "Summary",
     "Verdict",

@@ -49,7 +49,7 @@ def test_a_changed_task_names_the_message_index(tmp_path: Path) -> None:
             openai_agent(proxy.run_env("agent"), "Capitals of: France, Peru", system=LONG_SYSTEM)
         result = proxy.finish_run("agent")
     assert (
-        "message 1 (user): recorded 'Capitals of: France, Japan', now 'Capitals of: France, Peru'"
+        "message 2 (user): recorded 'Capitals of: France, Japan', now 'Capitals of: France, Peru'"
         in (raised.value.message)
     )
     assert result.model_calls == 1 and len(result.replay_errors) == 1

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from evalrunner.stats import pass_at_k, pass_hat_k
 from evalrunner.stats._formulas import (
     bh,
     cliffs_delta,
@@ -14,6 +13,8 @@ from evalrunner.stats._formulas import (
     icc,
     newcombe_diff,
     normalize_answer,
+    pass_at_k,
+    pass_hat_k,
     placements,
     tie_factor,
     wilson,
