@@ -239,32 +239,37 @@ class RequestBook:
         fp = fingerprint(view) if fp is None else fp
         head = f"replay: model call {n} has no recorded response in {self.source}"
         redo = f"If the agent changed on purpose, re-record: {self.redo}"
+        return RequestMismatch(f"{head}{self._reason(view, fp)}{redo}")
+
+    def _reason(self, view: Mapping[str, Any], fp: str) -> str:
         if self.missing:
-            return RequestMismatch(f"{head}: the file does not exist. Record the run first. {redo}")
+            return ": the file does not exist. Record the run first. "
         if not self.recorded:
-            return RequestMismatch(f"{head}: nothing was recorded for this run. {redo}")
+            return ": nothing was recorded for this run. "
         same = [r for r in self.recorded if r.fingerprint == fp]
         if same:
-            return RequestMismatch(
-                f"{head}: it repeats {same[0].label}, whose {len(same)} recorded answer(s) are "
-                f"all used: the agent now makes this request more often than when recorded. {redo}"
+            return (
+                f": it repeats {same[0].label}, whose {len(same)} recorded answer(s) are all "
+                "used: the agent now makes this request more often than when recorded. "
             )
         views = [r.view for r in self.recorded]
         if any(v is None for v in views):
-            unused = next(
-                (r.label for r, u in zip(self.recorded, self.used, strict=True) if not u), None
-            )
-            return RequestMismatch(
-                f"{head}. The next unused one is {unused or 'none'}; the recording is of an "
-                "older format that kept no request, so the fields that differ cannot be named. "
-                f"{redo}"
-            )
-        best = nearest(view, [v or {} for v in views], self.used)
+            return self._unnamed()
+        return self._nearest(view, [v or {} for v in views])
+
+    def _unnamed(self) -> str:
+        unused = [r.label for r, used in zip(self.recorded, self.used, strict=True) if not used]
+        return (
+            f". The next unused one is {unused[0] if unused else 'none'}; the recording is of an "
+            "older format that kept no request, so the fields that differ cannot be named. "
+        )
+
+    def _nearest(self, view: Mapping[str, Any], views: Sequence[Mapping[str, Any]]) -> str:
+        best = nearest(view, views, self.used)
         state = "already used" if self.used[best] else "unused"
-        lines = [f"{head}. Nearest: {self.recorded[best].label}, {state}; it differs in:"]
-        lines += [f"  - {d}" for d in differences(views[best] or {}, view)]
-        lines.append(redo)
-        return RequestMismatch("\n".join(lines))
+        lines = [f". Nearest: {self.recorded[best].label}, {state}; it differs in:"]
+        lines += [f"  - {d}" for d in differences(views[best], view)]
+        return "\n".join(lines) + "\n"
 
     def unused(self) -> list[int]:
         with self.lock:

@@ -245,7 +245,9 @@ def _acquire(root: Path) -> str:
 
 def _release(key: str) -> None:
     with _held_lock:
-        os.close(_held.pop(key))  # releases the lock; the file stays (removing it would race a new locker)
+        os.close(
+            _held.pop(key)
+        )  # releases the lock; the file stays (removing it would race a new locker)
 
 
 def make_writable_dir(root: Path, *, what: str, fix: str) -> list[Path]:

@@ -10,11 +10,14 @@ import types
 import pytest
 from paths import REPO
 
-PACKAGES = ["evalrunner"] + sorted(
-    f"evalrunner.{p.name}"
-    for p in (REPO / "evalrunner").iterdir()
-    if (p / "__init__.py").exists()
-)
+PACKAGES = [
+    "evalrunner",
+    *sorted(
+        f"evalrunner.{p.name}"
+        for p in (REPO / "evalrunner").iterdir()
+        if (p / "__init__.py").exists()
+    ),
+]
 
 
 def _readme_api() -> dict[str, set[str]]:
