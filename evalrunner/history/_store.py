@@ -1,8 +1,8 @@
-"""Run history: one immutable JSON file per `evalrunner run`, never rewritten.
+"""Run history: one immutable file per `evalrunner run`, never rewritten.
 
-Files are named ``<root>/<suite>/<UTC time>-<random>.json.gz`` (compact JSON,
-gzipped: a night of a 50-scenario suite is ~1.5 MB as pretty JSON), so concurrent
-writers (several CI machines) and git merges cannot conflict. ``root`` is a
+Files are named ``<root>/<suite>/<UTC time>-<random>.parquet`` (columnar, see
+``_columnar``; older histories' ``.json.gz`` files, gzipped JSON, still read), so
+concurrent writers (several CI machines) and git merges cannot conflict. ``root`` is a
 local path (default ``reports/history``) or any fsspec URL (``s3://bucket/h``,
 ``gs://...``, ``memory://...``) so a team can share one history.
 

@@ -1,6 +1,6 @@
 """Provider rate limits shared by every run of a night.
 
-:class:`Schedule` is the bookkeeping, pure and clocked from outside: per model,
+:class:`Pacer` is the bookkeeping, pure and clocked from outside: per model,
 the earliest time the next request may go (one for requests per minute, one
 for tokens per minute). A request reserves the next free slot and is told how
 long to wait for it; requests are spread evenly, so no window of a minute
@@ -8,7 +8,7 @@ holds more than the limit. A 429 pushes the model's next slot past the
 server's Retry-After: every run against that model waits, not only the one
 that was refused.
 
-One :class:`Schedule` serves the whole night: in one process behind a lock
+One :class:`Pacer` serves the whole night: in one process behind a lock
 (:class:`LocalLimiter`), across a Ray cluster inside one actor
 (:mod:`evalrunner.live._ray`). Each run's calls reach it through a
 :class:`LimitGate`, the live transport's :class:`~evalrunner.core._transport.Gate`;
@@ -28,7 +28,7 @@ from typing import Protocol
 from evalrunner.core._transport import Request
 from evalrunner.suite._schema import RateLimit
 
-__all__ = ["HEADROOM", "LimitGate", "Limiter", "LocalLimiter", "Schedule", "estimate_tokens"]
+__all__ = ["HEADROOM", "LimitGate", "Limiter", "LocalLimiter", "Pacer", "estimate_tokens"]
 
 HEADROOM = 0.96
 """Share of a limit the schedule aims at: requests reach the provider with some jitter
@@ -51,7 +51,7 @@ class _Slots:
 
 
 @dataclass
-class Schedule:
+class Pacer:
     """When each model's next request may go. ``now`` is any monotonic clock, in seconds."""
 
     limits: Mapping[str, RateLimit]
@@ -98,7 +98,7 @@ class LocalLimiter:
     """The schedule in this process, behind a lock (sync agents call from their own threads)."""
 
     def __init__(self, limits: Mapping[str, RateLimit]) -> None:
-        self.schedule = Schedule(dict(limits))
+        self.schedule = Pacer(dict(limits))
         self._lock = threading.Lock()
 
     def reserve(self, model: str, tokens: int) -> float:

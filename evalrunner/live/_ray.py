@@ -49,7 +49,7 @@ from evalrunner.endpoints._endpoints import (
 )
 from evalrunner.errors import ConfigError, EndpointError, EvalrunnerError
 from evalrunner.live._command import CommandAgents
-from evalrunner.live._limits import Schedule
+from evalrunner.live._limits import Pacer
 from evalrunner.live._runner import (
     JobExecutor,
     JobResult,
@@ -143,13 +143,13 @@ def _node_model(node_id: str) -> Any:
 
 
 class _LimiterActor:
-    """The night's :class:`~evalrunner.live._limits.Schedule`, one for the whole cluster."""
+    """The night's :class:`~evalrunner.live._limits.Pacer`, one for the whole cluster."""
 
     def __init__(self, limits: Mapping[str, RateLimit]) -> None:
         import time
 
         self._now = time.monotonic
-        self.schedule = Schedule(dict(limits))
+        self.schedule = Pacer(dict(limits))
 
     def reserve(self, model: str, tokens: int) -> float:
         return self.schedule.reserve(model, tokens, self._now())

@@ -454,7 +454,7 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
 async def _execute(night: OpenNight, planner: Planner, driver: _Driver, report: RunReport) -> None:
     """Every batch the planner gives, minus the runs a resumed directory holds."""
     finished = {r.run_id: r for r in night.previous}
-    batch = planner.next_batch([])
+    batch = planner.next_jobs([])
     while batch:
         # The manifest lists a batch's runs before they start: they belong to the night.
         night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
@@ -466,7 +466,7 @@ async def _execute(night: OpenNight, planner: Planner, driver: _Driver, report: 
             finished[record.run_id] = record
             if tb:
                 report.crashes.append((record.run_id, tb))
-        batch = planner.next_batch(list(finished.values()))
+        batch = planner.next_jobs(list(finished.values()))
 
 
 def _limited(endpoint: Endpoint, suite: Suite) -> Endpoint:

@@ -206,7 +206,7 @@ class Planner(Protocol):
         """Every job planned so far (including those a resumed directory already holds)."""
         ...
 
-    def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
+    def next_jobs(self, finished: Sequence[RunRecord]) -> list[Job]:
         """The next jobs, given every record finished so far; [] when done."""
         ...
 
@@ -227,7 +227,7 @@ class FixedPlanner:
     def planned(self) -> list[Job]:
         return list(self._jobs)
 
-    def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
+    def next_jobs(self, finished: Sequence[RunRecord]) -> list[Job]:
         if self._given:
             return []
         self._given = True
@@ -410,7 +410,7 @@ class AdaptivePlanner:
             adaptive=self.adaptive.adaptive,
         )
 
-    def next_batch(self, finished: Sequence[RunRecord]) -> list[Job]:
+    def next_jobs(self, finished: Sequence[RunRecord]) -> list[Job]:
         if self.planned:  # a batch ran: ask about every open cell first
             self._settle(group_records(finished))
         batch: list[Job] = []

@@ -1,8 +1,8 @@
 """The metric registry: every metric the statistics compute, defined once.
 
 Adding a metric touches this table and the function that computes it; the
-suite validator (metric names in ``tolerance:``), the verdict tables, the
-report's ordering and labels and the calibration script all read it.
+suite validator (metric names in ``tolerance:``), the statistics, the verdict
+tables and the report's ordering and labels all read it.
 """
 
 from __future__ import annotations
