@@ -63,7 +63,7 @@ def test_choose_applies_the_cli_overrides(suite: Suite) -> None:
 def test_the_fixed_planner_plans_every_run_once(suite: Suite) -> None:
     plans = choose(suite, runs=2, models=["a/x", "b/y"])
     planner = FixedPlanner(plans, ENDPOINTS)
-    batch = planner.next_batch([])
+    batch = planner.next_jobs([])
     assert [job.run_id for job in batch] == [
         f"{sid}/{m}/{i}"
         for sid in ("direct_answer", "tool-chain")
@@ -71,7 +71,7 @@ def test_the_fixed_planner_plans_every_run_once(suite: Suite) -> None:
         for i in (0, 1)
     ]
     assert planner.planned == batch
-    assert planner.next_batch([record(job.key.cell, job.index) for job in batch]) == []
+    assert planner.next_jobs([record(job.key.cell, job.index) for job in batch]) == []
 
 
 def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> None:
@@ -89,7 +89,7 @@ def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> No
     assert planner.notes == ["tool-chain|b/y: no baseline, runs the full 20"]
     finished: list[RunRecord] = []
     sizes = []
-    while batch := planner.next_batch(finished):
+    while batch := planner.next_jobs(finished):
         sizes.append(
             {cell: sum(j.key.cell == cell for j in batch) for cell in {j.key.cell for j in batch}}
         )
@@ -126,7 +126,7 @@ def test_a_look_rule_escalates_a_fixed_plan_where_it_says_and_nowhere_else(suite
     planner = AdaptivePlanner.of(plans, ENDPOINTS, rule)
     finished: list[RunRecord] = []
     sizes = []
-    while batch := planner.next_batch(finished):
+    while batch := planner.next_jobs(finished):
         sizes.append((sum(j.key.cell == watched for j in batch), len(batch)))
         finished += [record(job.key.cell, job.index) for job in batch]
     # Both cells get their 4 at once; then only the watched one grows, 3 at a time to 10,
