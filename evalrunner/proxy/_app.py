@@ -46,7 +46,7 @@ _NO_RETRY = {"x-should-retry": "false"}
 _SSE = "text/event-stream"
 
 
-class Runs(Protocol):
+class RunLookup(Protocol):
     """What the app needs from the server: a run by id (opened on first use)."""
 
     def run_for_request(self, run_id: str) -> RunState: ...
@@ -112,7 +112,7 @@ def _token_ok(request: Request, token: str | None) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def build_app(runs: Runs, token: str | None) -> Starlette:
+def build_app(runs: RunLookup, token: str | None) -> Starlette:
     """The ASGI app; ``token`` (when set) must come as a bearer token or ``x-api-key``."""
 
     def guarded(api: Api, handler: Callable[[Request, Api], Awaitable[Response]]) -> Any:
