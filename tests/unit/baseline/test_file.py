@@ -1,0 +1,113 @@
+"""Baseline files: where each cell's file lives, what a saved one loads back as, which
+files are refused, and which run stands for the baseline's typical trajectory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalrunner.baseline._file import (
+    AcceptedNight,
+    Baseline,
+    baseline_path,
+    load_baseline,
+    load_baselines,
+    save_baseline,
+    typical_run,
+)
+from evalrunner.errors import FileFormatError
+from evalrunner.suite._record import CellKey, Outcome, RunRecord
+
+
+def run(index: int, outcome: Outcome, tools: tuple[str, ...], steps: int) -> RunRecord:
+    return RunRecord(
+        run_id=f"capital/m/{index}",
+        suite="demo",
+        scenario="capital",
+        model="m",
+        index=index,
+        outcome=outcome,
+        tools=list(tools),
+        step_count=steps,
+    )
+
+
+def baseline(*sources: str, model: str = "m") -> Baseline:
+    return Baseline(
+        suite="demo",
+        scenario="capital",
+        model=model,
+        fingerprint="0123456789abcdef",
+        created_at="2025-01-03T02:00:00Z",
+        evalrunner_version="0.0.0",
+        nights=[
+            AcceptedNight(
+                started_at=f"2025-01-0{n + 1}T02:00:00Z",
+                source=source,
+                records=[run(2 * n, "passed", ("lookup",), 2), run(2 * n + 1, "failed", (), 1)],
+            )
+            for n, source in enumerate(sources)
+        ],
+        summary={"success_rate": 0.5},
+    )
+
+
+def test_a_baseline_lives_under_its_suite_named_by_scenario_and_model_slug() -> None:
+    path = baseline_path(Path("baselines"), "demo", "capital", "openai/gpt-4o mini")
+    assert path == Path("baselines/demo/capital--openai_gpt-4o_mini.json")
+    # A model name with nothing file-safe in it still gets a file name.
+    assert baseline_path(Path("b"), "demo", "capital", "//").name == "capital--model.json"
+
+
+def test_a_saved_baseline_loads_back_equal(tmp_path: Path) -> None:
+    saved = baseline("results/night1", "results/night2")
+    path = baseline_path(tmp_path, "demo", "capital", "m")
+    save_baseline(path, saved)
+    loaded = load_baseline(path)
+    assert loaded == saved
+    assert loaded.anchor == saved.anchor
+    assert [r.run_id for r in loaded.records] == [f"capital/m/{i}" for i in range(4)]
+
+
+def test_the_anchor_changes_with_the_accepted_nights_only() -> None:
+    one, two = baseline("results/night1"), baseline("results/night1", "results/night2")
+    assert one.anchor != two.anchor
+    assert len(one.anchor) == 16
+    later = one.model_copy(update={"created_at": "2026-01-01T00:00:00Z", "summary": {}})
+    assert later.anchor == one.anchor
+
+
+def test_load_baselines_returns_the_cells_that_have_a_file(tmp_path: Path) -> None:
+    save_baseline(baseline_path(tmp_path, "demo", "capital", "m"), baseline("results/night1"))
+    found = load_baselines(tmp_path, "demo", [CellKey("capital", "m"), CellKey("capital", "other")])
+    assert list(found) == [CellKey("capital", "m")]
+    assert found[CellKey("capital", "m")].nights[0].source == "results/night1"
+
+
+def test_a_baseline_of_another_format_version_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "capital--m.json"
+    path.write_text('{"format_version": 2}', encoding="utf-8")
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baseline(path)
+    assert str(excinfo.value) == (
+        f"{path}: baseline format_version 2 is not supported (expected 1); "
+        "rebuild it with 'evalrunner baseline'"
+    )
+
+
+def test_the_typical_run_takes_the_modal_path_and_prefers_a_passed_run() -> None:
+    records = [
+        run(0, "passed", ("lookup", "answer"), 3),
+        run(1, "failed", ("lookup",), 2),
+        run(2, "passed", ("lookup",), 2),
+        run(3, "passed", ("lookup",), 2),
+        # Infra errors are the endpoint's: their path, however common, is not the agent's.
+        *(run(4 + i, "infra_error", (), 0) for i in range(5)),
+    ]
+    typical = typical_run(records)
+    assert typical is not None and typical.index == 2
+
+
+def test_runs_that_all_ended_in_infra_errors_have_no_typical_run() -> None:
+    assert typical_run([run(0, "infra_error", (), 0), run(1, "infra_error", (), 0)]) is None
