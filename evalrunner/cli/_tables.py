@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.stats._metric_result import FAILING
-from evalrunner.stats._summary import CellCounts
 from evalrunner.suite._metrics import DEFAULT_GATING, metric, sequence_label
 from evalrunner.suite._record import RunRecord, group_records
 
@@ -56,6 +55,8 @@ def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list
     pass^k and pass@k count the runs that measured the agent (infra errors are
     the endpoint's); ``measured=False`` (an outage) leaves them out altogether.
     """
+    from evalrunner.stats._summary import CellCounts  # numpy and scipy: not for --help
+
     rows = []
     for cell, rs in group_records(records).items():
         counts = CellCounts.of(rs)
