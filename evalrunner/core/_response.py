@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner._litellm import import_litellm
+
 FinishReason = Literal["stop", "tool_calls", "length", "error"]
 
 
@@ -129,7 +131,7 @@ def _usage_dict(rec: ResponseRecord) -> dict[str, int]:
 
 def response_from_record(rec: ResponseRecord, n: int) -> Any:
     """A litellm ModelResponse carrying exactly the recorded response."""
-    from litellm import ModelResponse
+    ModelResponse = import_litellm().ModelResponse
 
     return ModelResponse(
         id=f"replay-{n}",
@@ -141,6 +143,7 @@ def response_from_record(rec: ResponseRecord, n: int) -> Any:
 
 def stream_from_record(rec: ResponseRecord, n: int) -> list[Any]:
     """The recorded response as streaming chunks (text first, then calls, finish and usage)."""
+    import_litellm()  # its settings first: the first import of litellm may be this one
     from litellm.types.utils import Delta, ModelResponseStream, StreamingChoices
 
     first = ModelResponseStream(

@@ -22,9 +22,14 @@ from typing import Any
 
 import pytest
 
+from evalrunner._litellm import prepare
 from evalrunner.frozen import _session
 from evalrunner.frozen._golden import script_path_for
 from evalrunner.frozen._items import GoldenChecker, SuiteFile, golden_dir
+
+# pytest imports its plugins before any test module: litellm's settings are in
+# place before an agent module (or a replay) first imports litellm.
+prepare()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
