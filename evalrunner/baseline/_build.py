@@ -43,7 +43,8 @@ def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list
         for cell, records in group_records(results.records()).items():
             night = AcceptedNight(
                 started_at=manifest.started_at,
-                source=str(source),
+                # Its name, not its path: a committed file holds no one machine's paths.
+                source=Path(source).resolve().name,
                 records=sorted(records, key=lambda r: r.index),
             )
             fingerprint = manifest.scenarios.get(cell.scenario)
@@ -111,7 +112,7 @@ def build_baselines(
         for each in found:  # every night pooled, not only the latest
             if each.fingerprint is not None and each.fingerprint != scenario.fingerprint:
                 raise BaselineMismatch(
-                    f"{each.night.source}: scenario {cell.scenario!r} ran with another configuration than "
+                    f"{each.results.root}: scenario {cell.scenario!r} ran with another configuration than "
                     f"{suite.path or suite.name} now has; run it again before making it the baseline"
                 )
         path = baseline_path(root, suite.name, cell.scenario, cell.model)

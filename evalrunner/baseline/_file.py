@@ -50,7 +50,9 @@ class AcceptedNight(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     started_at: str = Field(description="When that night's run started (ISO 8601 UTC).")
-    source: str = Field(description="Results directory the runs came from.")
+    source: str = Field(
+        description="Name of the results directory the runs came from (older files: its path)."
+    )
     records: list[RunRecord] = Field(description="Raw per-run records.")
 
 
