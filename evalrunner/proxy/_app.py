@@ -177,6 +177,19 @@ def build_app(runs: RunLookup, token: str | None) -> Starlette:
                 Route(base + "/models", guarded(CHAT, models), methods=["GET"]),
             ]
 
+    async def unserved(request: Request, exc: Exception) -> Response:
+        # Every answer in the calling API's own error format, a path we do not serve too.
+        status = getattr(exc, "status_code", 404)
+        api = ANTHROPIC if "/messages" in request.url.path else CHAT
+        message = (
+            f"evalrunner proxy: {request.method} {request.url.path} is not served; it serves "
+            f"POST {{base}}/chat/completions, /responses and /messages, and GET {{base}}/models "
+            "(embeddings, legacy completions, stored responses and token counts are not "
+            "captured)"
+        )
+        kind = "not_found_error" if status == 404 else "invalid_request_error"
+        return _json(api.error(status, kind, message), status, _NO_RETRY)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # One connection pool per server, on its event loop (the direct transport's).
@@ -184,4 +197,6 @@ def build_app(runs: RunLookup, token: str | None) -> Starlette:
             app.state.session = session
             yield
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers={404: unserved, 405: unserved}
+    )
