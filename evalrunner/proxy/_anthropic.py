@@ -8,9 +8,11 @@ in older ones, ``llms.anthropic.messages.adapters`` in 1.110) and carries
 hooks, interceptors and tool-name rewriting we would have to undo. Requests
 therefore reach every upstream as one chat completion, like the other APIs.
 
-Not carried: ``thinking`` and ``redacted_thinking`` blocks, ``cache_control``,
-``top_k``, server tools (web search, code execution), ``is_error`` on tool
-results (the content is kept), citations.
+Refused with a 400 naming it: the ``thinking`` setting (it changes the
+answer and a chat request cannot carry it). Not carried: ``thinking`` and
+``redacted_thinking`` blocks in the history, ``cache_control`` (a caching hint:
+the answer is the same), ``top_k``, server tools (web search, code execution),
+``is_error`` on tool results (the content is kept), citations.
 """
 
 from __future__ import annotations
@@ -150,6 +152,12 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 def parse_anthropic(body: Any) -> Incoming:
     """An Anthropic ``POST /v1/messages`` body, as a chat request."""
     body = require_object(body)
+    if body.get("thinking") and (body["thinking"] or {}).get("type") != "disabled":
+        # It changes the answer, and a chat request cannot carry it: never drop it silently.
+        raise bad_request(
+            "'thinking' (extended thinking) is not supported by the evalrunner proxy: its "
+            "budget would be dropped, and a change to it could never fail a frozen test"
+        )
     messages = _messages(body)
     params: dict[str, Any] = {
         k: body[k] for k in ("max_tokens", "temperature", "top_p") if body.get(k) is not None

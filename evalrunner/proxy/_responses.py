@@ -149,6 +149,11 @@ def _params(body: Mapping[str, Any]) -> dict[str, Any]:
 def parse_responses(body: Any, history: History) -> Incoming:
     """A Responses API body, as a chat request; ``history`` resolves ``previous_response_id``."""
     body = require_object(body)
+    if body.get("background"):
+        raise bad_request(
+            "'background' is not supported by the evalrunner proxy (it answers each request "
+            "as it comes; stored responses cannot be polled)"
+        )
     messages: list[dict[str, Any]] = []
     previous = body.get("previous_response_id")
     if previous:
