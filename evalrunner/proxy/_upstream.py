@@ -30,6 +30,7 @@ answer.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,10 @@ _REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFound
 _TIMEOUTS = frozenset(
     {"Timeout", "APITimeoutError", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
 )
+
+
+KEYLESS = "evalrunner-no-key"
+"""The key sent to a keyless OpenAI-compatible upstream (never a secret)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,18 @@ class Upstream:
     @property
     def name(self) -> str:
         return self.label or self.model
+
+    @property
+    def keyless(self) -> bool:
+        """An OpenAI-compatible server of the user's own with no key anywhere: litellm's
+        OpenAI client refuses to send without one, so it gets :data:`KEYLESS` (such a
+        server ignores it; a hosted one would refuse it, as it would no key)."""
+        return (
+            self.api_base is not None
+            and self.model.startswith("openai/")
+            and not self.api_key
+            and not os.environ.get("OPENAI_API_KEY")
+        )
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, *, direct: bool = False) -> Upstream:
@@ -144,8 +161,8 @@ def _kwargs(upstream: Upstream, request: ModelRequest, stream: bool) -> dict[str
     else:
         if upstream.api_base:
             kwargs["api_base"] = upstream.api_base
-        if upstream.api_key:
-            kwargs["api_key"] = upstream.api_key
+        if upstream.api_key or upstream.keyless:
+            kwargs["api_key"] = upstream.api_key or KEYLESS
     if stream:
         kwargs.update(stream=True, stream_options={"include_usage": True})
     return kwargs
