@@ -102,6 +102,11 @@ def read_json(path: Path, what: str = "file") -> Any:
         raise FileFormatError(f"{path}: {what} not found") from None
     except OSError as exc:
         raise FileFormatError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(
+            f"{path}: {what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8 JSON"
+        ) from None
     return parse_json(text, path)
 
 
@@ -111,6 +116,11 @@ def parse_json(
     """``json.loads``, with a decoding failure as one line naming ``where``, line and column."""
     try:
         return json.loads(text)
+    except UnicodeDecodeError as exc:  # bytes in another encoding
+        raise error(
+            f"{where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8 JSON"
+        ) from None
     except json.JSONDecodeError as exc:
         raise error(
             f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"

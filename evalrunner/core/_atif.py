@@ -167,6 +167,7 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     if not strict:
         doc = _repair(doc, label, "$")
     validate(doc, label)
+    _numbers_not_text(doc, label, "$", repair=not strict)
     return doc
 
 
@@ -243,6 +244,39 @@ def _repair(doc: dict[str, Any], label: str, path: str) -> dict[str, Any]:
             for i, s in enumerate(subs)
         ]
     return doc
+
+
+_COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")
+_TOTALS = (
+    "total_prompt_tokens",
+    "total_completion_tokens",
+    "total_cached_tokens",
+    "total_cost_usd",
+    "total_steps",
+)
+
+
+def _numbers_not_text(doc: dict[str, Any], label: str, path: str, *, repair: bool) -> None:
+    """Token counts and costs written as text ("12"): pydantic's lax validation lets them
+    through, and every sum over them would fail later. Read as numbers with a warning
+    (lenient), or refused naming the field (strict)."""
+    places: list[tuple[Any, tuple[str, ...], str]] = [
+        (doc.get("final_metrics"), _TOTALS, f"{path}.final_metrics")
+    ]
+    for i, step in enumerate(doc.get("steps") or []):
+        places.append((step.get("metrics"), _COUNTS, f"{path}.steps[{i}].metrics"))
+    for where, keys, at in places:
+        for key in keys if isinstance(where, dict) else ():
+            value = where.get(key)
+            if not isinstance(value, str):
+                continue
+            number = float(value)  # validation passed: it is numeric text
+            if not repair:
+                raise TrajectoryError(f"{label}: {at}.{key}: a number written as text {value!r}")
+            where[key] = int(number) if number.is_integer() and "cost" not in key else number
+            _warn(label, f"{at}.{key}", f"number written as text {value!r} read as a number")
+    for i, sub in enumerate(doc.get("subagent_trajectories") or []):
+        _numbers_not_text(sub, label, f"{path}.subagent_trajectories[{i}]", repair=repair)
 
 
 def _repair_step(step: dict[str, Any], label: str, path: str) -> None:

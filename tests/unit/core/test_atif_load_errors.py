@@ -4,11 +4,12 @@ furthest into the value, not pydantic's first branch."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalrunner.core._atif import load
+from evalrunner.core._atif import TrajectoryWarning, load
 from evalrunner.errors import TrajectoryError
 
 
@@ -74,3 +75,29 @@ def test_observation_content_errors_name_the_result() -> None:
         "trajectory: $.steps[0].observation.results[0].content[0]: Value error, "
         "ContentPart of type 'audio' requires `source`"
     )
+
+
+def test_a_token_count_written_as_text_is_read_as_a_number_or_refused_when_strict() -> None:
+    from evalrunner.core import shape
+
+    text_count = doc(
+        {"source": "user", "message": "hi"},
+        {"source": "agent", "message": "hello", "metrics": {"prompt_tokens": "12"}},
+    )
+    assert error(text_count, strict=True) == (
+        "trajectory: $.steps[1].metrics.prompt_tokens: a number written as text '12'"
+    )
+    with pytest.warns(TrajectoryWarning, match="number written as text '12' read as a number"):
+        loaded = load(text_count)
+    assert loaded["steps"][1]["metrics"]["prompt_tokens"] == 12
+    assert shape(loaded).prompt_tokens == 12  # sums work on what was loaded
+
+
+def test_a_file_that_is_not_utf_8_fails_in_one_line_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "utf16.json"
+    path.write_bytes('{"schema_version": "ATIF-v1.8"}'.encode("utf-16"))
+    with pytest.raises(TrajectoryError) as info:
+        load(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: trajectory is not UTF-8 text (byte 0xff at offset 0)")
+    assert "\n" not in message

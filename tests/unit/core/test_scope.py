@@ -161,10 +161,15 @@ def test_record_tool_result_outside_a_scope_does_nothing() -> None:
 def test_concurrent_subagents_under_gather_become_subagent_trajectories() -> None:
     transport = ScriptedTransport(*(ResponseRecord(content=f"answer {n}") for n in range(4)))
 
+    finished = [asyncio.Event() for _ in range(3)]
+
     async def worker(n: int) -> str:
         async with capture(f"worker-{n}"):
-            await asyncio.sleep(0.001 * (3 - n))  # finish in reverse order
-            return await aask_model(f"task {n}")
+            if n < 2:  # finish in reverse order, whatever the machine's load
+                await finished[n + 1].wait()
+            answer = await aask_model(f"task {n}")
+        finished[n].set()
+        return answer
 
     async def agent() -> list[str]:
         answers = await asyncio.gather(*(worker(n) for n in range(3)))
