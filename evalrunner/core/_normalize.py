@@ -29,7 +29,11 @@ DEFAULT_VOLATILE_KEYS: frozenset[str] = frozenset(
         "sessionId",
         "*SessionId",
         "timestamp",
+        # Provider response ids under any name: `generation_id`, `parent_generation_id`, ...
         "generation_id",
+        "*_generation_id",
+        "generationId",
+        "*GenerationId",
         "cost_usd",
         "total_cost_usd",
         # Token ids and logprobs change with every sample and bloat goldens.

@@ -237,6 +237,17 @@ def test_runs_differing_only_in_ids_and_timestamps_have_no_deltas() -> None:
     assert shape(na) == shape(nb)
 
 
+def test_generation_ids_under_any_name_are_volatile() -> None:
+    doc = build(2)
+    doc["steps"][1]["extra"] = {
+        "generation_id": "g1",
+        "parent_generation_id": "g0",
+        "previousGenerationId": "g-1",
+        "generations": 2,  # not an id: behaviour, kept
+    }
+    assert normalize(doc)["steps"][1]["extra"] == {"generations": 2}
+
+
 def test_volatile_keys_are_gone_at_every_level_and_behaviour_is_kept() -> None:
     norm = normalize(build(3, nested=True))
     keys = _keys(norm)
