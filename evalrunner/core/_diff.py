@@ -256,9 +256,10 @@ def render(
     """
     lines = ["Behaviour changed:"] + [f"  {d}" for d in deltas]
     body: list[str] = []
-    steps = _Budget(max_lines)
-    for block, budget in _blocks(golden, actual, "$", 4, steps, max(1, max_lines // 4)):
+    budgets = _Budgets(max_lines, max(1, max_lines // 4))
+    for block, budget in _blocks(golden, actual, "$", 4, budgets):
         block.emit(body, budget, context)
+    body += [b.summary(block.what) for block, b in budgets.spent()]
     if body:
         lines += ["", "--- golden", "+++ actual", *body]
     return "\n".join(lines)
@@ -267,6 +268,35 @@ def render(
 class _Budget:
     def __init__(self, lines: int) -> None:
         self.left = lines
+        # Changed items past the budget, by where they are: one line at the end says it.
+        self.hidden: dict[str, int] = {}
+
+    def summary(self, what: str) -> str:
+        count = sum(self.hidden.values())
+        where = (
+            f" in {next(iter(self.hidden))}"
+            if len(self.hidden) == 1
+            else f" in {len(self.hidden)} places"
+        )
+        return f"... {count} more changed {what}{where} not shown"
+
+
+class _Budgets:
+    """One budget per kind of block, shared by the whole tree: a thousand changed
+    sub-agents cost what one does, not a thousand budgets."""
+
+    def __init__(self, steps: int, block: int) -> None:
+        self.block = block
+        self.by_kind: dict[str, tuple[_Block, _Budget]] = {}
+        self.steps = steps
+
+    def of(self, kind: str, block: _Block) -> _Budget:
+        size = self.steps if kind == "steps" else self.block
+        return self.by_kind.setdefault(kind, (block, _Budget(size)))[1]
+
+    def spent(self) -> list[tuple[_Block, _Budget]]:
+        """The budgets that ran out before their blocks did (with a block of their kind)."""
+        return [(block, b) for block, b in self.by_kind.values() if b.hidden]
 
 
 class _Hunk(NamedTuple):
@@ -300,13 +330,14 @@ class _Block(NamedTuple):
     build: a hunk is diffed only when there is budget left to show it."""
 
     what: str
+    where: str
     hunks: list[_Hunk]
 
     def emit(self, out: list[str], budget: _Budget, context: int) -> None:
         for shown, hunk in enumerate(self.hunks):
             if budget.left <= 0:
-                left = len(self.hunks) - shown
-                out.append(f"... {left} more changed {self.what} not shown")
+                hidden = budget.hidden.get(self.where, 0)
+                budget.hidden[self.where] = hidden + len(self.hunks) - shown
                 return
             lines = hunk.lines(context)
             out.extend(lines[: budget.left])
@@ -320,23 +351,26 @@ def _blocks(
     actual: Mapping[str, Any],
     path: str,
     indent: int,
-    steps: _Budget,
-    block_lines: int,
+    budgets: _Budgets,
 ) -> Iterator[tuple[_Block, _Budget]]:
     """The changed blocks of a trajectory, in the order they are shown."""
     g_steps, a_steps = golden.get("steps") or [], actual.get("steps") or []
     step_hunks = _list_hunks(f"{path}.steps", g_steps, a_steps, indent, steps=True)
-    yield _Block(f"steps in {path}.steps", step_hunks), steps
+    block = _Block("steps", f"{path}.steps", step_hunks)
+    yield block, budgets.of("steps", block)
     g_subs = golden.get("subagent_trajectories") or []
     a_subs = actual.get("subagent_trajectories") or []
     for i in range(max(len(g_subs), len(a_subs))):
         sub = f"{path}.subagent_trajectories[{i}]"
         if i < len(g_subs) and i < len(a_subs):
-            yield from _blocks(g_subs[i], a_subs[i], sub, indent + 4, steps, block_lines)
+            yield from _blocks(g_subs[i], a_subs[i], sub, indent + 4, budgets)
         else:
             g_sub = g_subs[i] if i < len(g_subs) else _ABSENT
             a_sub = a_subs[i] if i < len(a_subs) else _ABSENT
-            yield _Block("sub-agents", [_Hunk(sub, g_sub, a_sub, indent)]), _Budget(block_lines)
+            block = _Block(
+                "sub-agents", f"{path}.subagent_trajectories", [_Hunk(sub, g_sub, a_sub, indent)]
+            )
+            yield block, budgets.of("sub-agents", block)
     for key, g, a in _other_blocks(golden, actual):
         if g != a:
             hunks = (
@@ -344,7 +378,8 @@ def _blocks(
                 if isinstance(g, list) and isinstance(a, list)
                 else [_Hunk(f"{path}.{key}", g, a, indent - 2)]
             )
-            yield _Block(f"items in {path}.{key}", hunks), _Budget(block_lines)
+            block = _Block("items", f"{path}.{key}", hunks)
+            yield block, budgets.of(f"items of {key}", block)
 
 
 def _other_blocks(

@@ -191,3 +191,24 @@ def test_subagent_steps_are_diffed_step_by_step_too() -> None:
     golden, actual = numbered(parent), numbered(changed)
     text = render(golden, actual, diff(golden, actual))
     assert hunks(text) == ["@@ $.subagent_trajectories[0].steps[7] removed -1,27 +0,0 @@"]
+
+
+@pytest.mark.parametrize("changed", [1, 1000])
+def test_a_thousand_changed_sub_agents_cost_the_lines_one_does(changed: int) -> None:
+    def tree(word: str) -> dict[str, Any]:
+        doc = normalize(raw(1))
+        doc["subagent_trajectories"] = [
+            {**normalize(raw(1)), "agent": {"name": f"worker-{i}", "extra": {"note": word}}}
+            for i in range(changed)
+        ]
+        for sub in doc["subagent_trajectories"]:
+            sub["steps"][-1]["message"] = word
+        return doc
+
+    text = render(tree("before"), tree("after"), [], max_lines=200)
+    lines = text.splitlines()
+    # The steps' budget, then one block budget per kind of block, whatever the count.
+    assert len(lines) <= 200 + 2 * 50 + 10, len(lines)
+    if changed > 1:
+        hidden = [line for line in lines if line.startswith("... ") and "not shown" in line]
+        assert any("more changed steps in" in line and "places" in line for line in hidden)
