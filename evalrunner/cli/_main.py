@@ -21,6 +21,7 @@ from evalrunner.cli._proxy import proxy
 from evalrunner.cli._report import report
 from evalrunner.cli._run import run
 from evalrunner.cli._serve import serve_local
+from evalrunner.cli._trajectory import diff_cmd, show
 from evalrunner.cli._validate import validate
 
 __all__ = ["main"]
@@ -44,5 +45,17 @@ def main() -> None:
         sys.path.insert(0, os.getcwd())
 
 
-for _command in (list_cmd, validate, run, baseline, plan_cmd, compare, report, serve_local, proxy):
+for _command in (
+    list_cmd,
+    validate,
+    run,
+    baseline,
+    plan_cmd,
+    compare,
+    report,
+    serve_local,
+    proxy,
+    show,
+    diff_cmd,
+):
     main.add_command(_command)

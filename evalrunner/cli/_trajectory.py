@@ -1,0 +1,74 @@
+"""``evalrunner show`` and ``evalrunner diff``: ATIF files from any tool, read like goldens.
+
+Both load leniently (known deviations of other producers are repaired, each
+repair said on stderr as a warning), normalise, and shape, exactly as frozen
+mode does; ``diff`` exits 1 when the behaviour differs, so it fits a script.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evalrunner._jsonio import dumps
+from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
+
+
+def _load(path: Path, strict: bool) -> dict[str, Any]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = load_trajectory(path, strict=strict)
+    for warning in caught:
+        click.echo(f"warning: {warning.message}", err=True)
+    return normalize(doc)
+
+
+def _lines(sh: Shape) -> list[str]:
+    answer = sh.final_answer if sh.final_answer is None else repr(sh.final_answer[:200])
+    return [
+        f"steps       {sh.step_count}",
+        f"model calls {sh.llm_calls}",
+        f"tool calls  {sh.tool_calls}  {' > '.join(sh.tools) or '(no tools)'}",
+        f"sub-agents  {sh.subagent_count}",
+        f"tokens      {sh.prompt_tokens} prompt, {sh.completion_tokens} completion",
+        f"crashed     {'yes' if sh.crashed else 'no'}",
+        f"answer      {answer}",
+    ]
+
+
+_STRICT = click.option(
+    "--strict", is_flag=True, help="Refuse deviations from ATIF v1.8 instead of repairing them."
+)
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.command()
+@click.argument("file", type=_FILE)
+@_STRICT
+@click.option("--json", "as_json", is_flag=True, help="Print the normalised trajectory instead.")
+def show(file: Path, strict: bool, as_json: bool) -> None:
+    """What an ATIF trajectory file did: steps, model and tool calls, tokens, answer."""
+    doc = _load(file, strict)
+    if as_json:
+        click.echo(dumps(doc), nl=False)
+        return
+    click.echo("\n".join(_lines(shape(doc))))
+
+
+@click.command(name="diff")
+@click.argument("golden", type=_FILE)
+@click.argument("actual", type=_FILE)
+@_STRICT
+def diff_cmd(golden: Path, actual: Path, strict: bool) -> None:
+    """Compare two ATIF trajectory files as a golden test would; exit 1 when behaviour differs."""
+    before, after = _load(golden, strict), _load(actual, strict)
+    deltas = diff(before, after)
+    if not deltas:
+        click.echo("no behavioural change")
+        return
+    click.echo(f"{golden} -> {actual}: {summary(deltas)}\n")
+    click.echo(render(before, after, deltas))
+    raise SystemExit(1)

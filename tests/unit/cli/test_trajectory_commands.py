@@ -1,0 +1,74 @@
+"""``evalrunner show`` and ``evalrunner diff`` read ATIF files from any producer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from evalrunner.cli import main
+
+
+def atif(*tools: str, tokens: Any = 10) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [{"source": "user", "message": "Capital of France?"}]
+    for i, tool in enumerate(tools):
+        steps.append(
+            {
+                "source": "agent",
+                "message": "",
+                "model_name": "m",
+                "tool_calls": [{"tool_call_id": f"c{i}", "function_name": tool, "arguments": {}}],
+                "observation": {"results": [{"source_call_id": f"c{i}", "content": "Paris"}]},
+                "metrics": {"prompt_tokens": tokens, "completion_tokens": 2},
+            }
+        )
+    steps.append({"source": "agent", "message": "Paris", "model_name": "m"})
+    return {
+        "schema_version": "ATIF-v1.8",
+        "session_id": "s-1",
+        "agent": {"name": "other-tool", "version": "1"},
+        "steps": [{"step_id": i, **s} for i, s in enumerate(steps, start=1)],
+    }
+
+
+def write(path: Path, doc: dict[str, Any]) -> str:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return str(path)
+
+
+def test_show_prints_what_the_run_did(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["show", write(tmp_path / "a.json", atif("lookup"))])
+    assert result.exit_code == 0, result.output
+    assert "tool calls  1  lookup" in result.output
+    assert "answer      'Paris'" in result.output
+
+
+def test_diff_exits_1_naming_the_change_and_0_when_the_behaviour_is_the_same(
+    tmp_path: Path,
+) -> None:
+    one = write(tmp_path / "one.json", atif("lookup"))
+    two = write(tmp_path / "two.json", atif("lookup", "lookup"))
+    changed = CliRunner().invoke(main, ["diff", one, two])
+    assert changed.exit_code == 1
+    assert "tools: (lookup,) -> (lookup, lookup)" in changed.output
+    assert "--- golden" in changed.output
+    same = CliRunner().invoke(main, ["diff", one, write(tmp_path / "copy.json", atif("lookup"))])
+    assert same.exit_code == 0 and "no behavioural change" in same.output
+
+
+def test_a_repaired_deviation_is_a_warning_and_a_bad_file_one_line_exit_2(
+    tmp_path: Path,
+) -> None:
+    text_tokens = write(tmp_path / "t.json", atif("lookup", tokens="12"))
+    shown = CliRunner().invoke(main, ["show", text_tokens])
+    assert shown.exit_code == 0
+    assert "warning: " in shown.output and "number written as text '12'" in shown.output
+    strict = CliRunner().invoke(main, ["show", "--strict", text_tokens])
+    assert strict.exit_code == 2 and strict.output.startswith("error: ")
+    utf16 = tmp_path / "u.json"
+    utf16.write_bytes(json.dumps(atif()).encode("utf-16"))
+    bad = CliRunner().invoke(main, ["show", str(utf16)])
+    assert bad.exit_code == 2
+    assert bad.output.count("\n") == 1 and "is not UTF-8 text" in bad.output
