@@ -161,6 +161,11 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         raise TrajectoryError(
             f"{label}: expected an ATIF dict, JSON text, path or atif model, got {type(source).__name__}"
         )
+    if isinstance(doc, list) and doc and all(isinstance(t, dict) for t in doc):
+        raise TrajectoryError(
+            f"{label}: $: a JSON array of {len(doc)} trajectories, not one; load each "
+            "element (load_trajectory(element)) or write one trajectory per file"
+        )
     if not isinstance(doc, dict):
         raise TrajectoryError(f"{label}: $: expected a JSON object, got {type(doc).__name__}")
     doc = _check_versions(doc, label, "$", repair=not strict)

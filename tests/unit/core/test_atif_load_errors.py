@@ -101,3 +101,16 @@ def test_a_file_that_is_not_utf_8_fails_in_one_line_naming_it(tmp_path: Path) ->
     message = str(info.value)
     assert message.startswith(f"{path}: trajectory is not UTF-8 text (byte 0xff at offset 0)")
     assert "\n" not in message
+
+
+def test_a_file_holding_an_array_of_trajectories_says_so_and_how_to_load_them(
+    tmp_path: Path,
+) -> None:
+    many = tmp_path / "many.json"
+    many.write_text('[{"schema_version": "ATIF-v1.8"}, {"schema_version": "ATIF-v1.8"}]')
+    with pytest.raises(TrajectoryError) as info:
+        load(many)
+    assert str(info.value) == (
+        f"{many}: $: a JSON array of 2 trajectories, not one; load each element "
+        "(load_trajectory(element)) or write one trajectory per file"
+    )
