@@ -15,6 +15,7 @@ from evalrunner._litellm import prepare
 from evalrunner.cli._baseline import baseline
 from evalrunner.cli._boundary import ErrorBoundary
 from evalrunner.cli._compare import compare
+from evalrunner.cli._init import init
 from evalrunner.cli._list import list_cmd
 from evalrunner.cli._plan import plan_cmd
 from evalrunner.cli._proxy import proxy
@@ -46,6 +47,7 @@ def main() -> None:
 
 
 for _command in (
+    init,
     list_cmd,
     validate,
     run,

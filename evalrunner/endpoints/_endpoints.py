@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from evalrunner.suite._settings import Suite
 
 LOCAL = "local"
+KEYLESS = "evalrunner-no-key"
+"""The key sent to a keyless OpenAI-compatible server of the user's own (llama.cpp, vLLM, a
+gateway): litellm's OpenAI client refuses to send without one; such a server ignores it.
+Never a secret."""
 
 Notify = Callable[[str], None]
 """Where one-line notices go (the CLI: stderr)."""
@@ -163,7 +167,13 @@ class EndpointPool:
             api_base = (
                 os.environ.get("EVALRUNNER_API_BASE") if model.startswith("openai/") else None
             )
-            return Endpoint(label=model, model=model, api_base=api_base or None)
+            keyless = api_base and not os.environ.get("OPENAI_API_KEY")
+            return Endpoint(
+                label=model,
+                model=model,
+                api_base=api_base or None,
+                api_key=KEYLESS if keyless else None,
+            )
         if self.serve_local is not None:
             if self._elsewhere is None:
                 self._elsewhere = self.serve_local(self.notify)

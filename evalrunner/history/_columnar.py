@@ -350,6 +350,8 @@ def _rows(
     pf: Any, group: int, name: str, model: type[BaseModel], indices: Sequence[int] | None
 ) -> list[BaseModel]:
     """The rows of one table (those at ``indices``) as ``model`` instances, not validated again."""
+    if indices is not None and not indices:
+        return []  # (pyarrow cannot take an empty, hence untyped, list of indices)
     prefix = f"{name}."
     present = {c[len(prefix) :]: c for c in pf.schema_arrow.names if c.startswith(prefix)}
     fields = [f for f in model.model_fields if f in present]

@@ -38,7 +38,7 @@ from evalrunner._litellm import import_litellm
 from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.core._transport import athrough_gate
-from evalrunner.endpoints._endpoints import LOCAL, Endpoint
+from evalrunner.endpoints._endpoints import KEYLESS, LOCAL, Endpoint
 from evalrunner.endpoints._local_model import MODEL_ALIAS
 from evalrunner.errors import ConfigError
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
@@ -54,10 +54,6 @@ _REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFound
 _TIMEOUTS = frozenset(
     {"Timeout", "APITimeoutError", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
 )
-
-
-KEYLESS = "evalrunner-no-key"
-"""The key sent to a keyless OpenAI-compatible upstream (never a secret)."""
 
 
 @dataclass(frozen=True)

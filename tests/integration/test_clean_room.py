@@ -10,66 +10,12 @@ The model is the loopback fake endpoint.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
-import pytest
+from clean_room import run_in
 from fake_endpoint import FakeEndpoint, Reply
-from paths import REPO
 
-
-@pytest.fixture(scope="session")
-def wheel_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This checkout's wheel, unpacked: what ``pip install <wheel>`` puts in site-packages."""
-    source = tmp_path_factory.mktemp("source")
-    tracked = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
-    ).stdout.decode()
-    for name in filter(None, tracked.split("\0")):
-        if (REPO / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, source / name)
-    wheels = tmp_path_factory.mktemp("wheels")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "-w",
-            str(wheels),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = wheels.glob("evalrunner-*.whl")
-    site = tmp_path_factory.mktemp("site")
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    return site
-
-
-def run_in(project: Path, site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in ``project``, in a scrubbed environment plus ``env``."""
-    scrubbed = {"PATH": os.environ["PATH"], "HOME": str(project), "PYTHONPATH": str(site)}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=project,
-        env={**scrubbed, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
+PYTEST = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 ONE_TEST = """
 def agent(t):
@@ -90,6 +36,7 @@ def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
         recorded = run_in(
             tmp_path,
             wheel_site,
+            *PYTEST,
             "--golden-record",
             EVALRUNNER_MODEL="openai/fake",
             EVALRUNNER_API_BASE=ep.api_base,
@@ -98,6 +45,6 @@ def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
     assert (tmp_path / "__goldens__" / "test_min" / "test_min.proxy.json").is_file()
     # Offline and with nothing exported, replay passes, and again (no background fetch).
     for _ in range(2):
-        replayed = run_in(tmp_path, wheel_site)
+        replayed = run_in(tmp_path, wheel_site, *PYTEST)
         assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr[-2000:]
         assert "1 passed" in replayed.stdout

@@ -91,6 +91,37 @@ def test_workflows_pass_the_zizmor_audit() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def _zizmor() -> str:
+    zizmor = Path(sys.executable).with_name("zizmor")
+    found = str(zizmor) if zizmor.exists() else shutil.which("zizmor")
+    if found is None:
+        pytest.skip("zizmor is not installed (pip install -e '.[dev]')")
+    return found
+
+
+def test_the_action_and_the_workflows_init_writes_pass_the_audit(tmp_path: Path) -> None:
+    """What a team adopts is held to the same audit as our own workflows (with the action
+    pinned to a commit, as `evalrunner init --action OWNER/REPO@COMMIT` writes it)."""
+    from evalrunner.cli._init import scaffold
+
+    pinned = "evalrunner/evalrunner@" + "0" * 40
+    for agent in ("litellm", "command"):
+        for path, text in scaffold(tmp_path / agent, "agent", agent, pinned).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        workflows = tmp_path / agent / ".github" / "workflows"
+        proc = subprocess.run(
+            [_zizmor(), "--offline", "--no-progress", str(workflows), str(REPO / "action.yml")],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (REPO / "action.yml").read_text()
+    for ref, comment in re.findall(r"uses:\s*(\S+)(.*)", text):
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref
+        assert re.search(r"# v\d+\.\d+\.\d+", comment), ref
+
+
 def test_readme_documents_the_commands_the_workflows_use() -> None:
     readme = (REPO / "README.md").read_text()
     for command in (

@@ -81,6 +81,18 @@ def test_append_writes_one_file_per_night_that_reads_back_equal(tmp_path: Path) 
     assert read_entries(str(tmp_path)) == entries
 
 
+def test_a_night_with_no_verdicts_reads_back_and_renders(tmp_path: Path) -> None:
+    # A first night: no baseline yet, so no metric results at all (an empty table).
+    [entry] = build_entries(nights=1, scenarios=1)
+    first = entry.model_copy(update={"verdicts": []})
+    write_history(str(tmp_path), [first])
+    loaded = load_history(str(tmp_path))
+    assert render_html(loaded, generated_at="x") == render_html(
+        history_from_entries([first]), generated_at="x"
+    )
+    assert "demo" in render_junit(loaded)
+
+
 def test_plain_json_files_load_too(tmp_path: Path) -> None:
     [entry] = build_entries(nights=1, scenarios=1)
     (tmp_path / "demo").mkdir()

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install evalrunner from the action's own checkout (with the embedded model for
+# a night), then the project under test, so its agents import.
+set -euo pipefail
+python -m pip install -q --upgrade pip
+if [ "$MODE" = night ]; then
+  python -m pip install -q "$EVALRUNNER_SRC[local]"
+else
+  python -m pip install -q "$EVALRUNNER_SRC"
+fi
+if [ -n "${INSTALL:-}" ]; then
+  bash -c "$INSTALL"
+elif [ -f pyproject.toml ] || [ -f setup.py ]; then
+  python -m pip install -q -e .
+fi

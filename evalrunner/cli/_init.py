@@ -1,0 +1,84 @@
+"""``evalrunner init``: a suite, a first agent and the two workflows, in the project at hand.
+
+Writes only files that do not exist yet (``--force`` overwrites); every file it
+would write is named before anything is written, so a refusal leaves the
+project as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from evalrunner.errors import ConfigError
+
+ACTION = "evalrunner/evalrunner@main"
+"""What the workflows use: the action at the root of evalrunner's repository."""
+
+_AGENT_FILE = "evalrunner_agent.py"
+_AGENT_LINES = {
+    "litellm": "    agent: evalrunner_agent:answer",
+    "command": f'    command: [python, {_AGENT_FILE}, "{{task}}"]',
+}
+
+
+def _template(name: str) -> str:
+    return (resources.files("evalrunner.cli") / "templates" / name).read_text(encoding="utf-8")
+
+
+def scaffold(root: Path, suite: str, agent: str, action: str = ACTION) -> dict[Path, str]:
+    """Every file ``init`` writes, by path, with its text (nothing is written here)."""
+    suite_text = _template("suite.yaml.tmpl").format(name=suite, agent_line=_AGENT_LINES[agent])
+    return {
+        root / "suites" / f"{suite}.yaml": suite_text,
+        root / _AGENT_FILE: _template(f"agent_{agent}.py.tmpl"),
+        root / ".github" / "workflows" / "evalrunner-pr.yml": _template("pr.yml.tmpl").format(
+            action=action
+        ),
+        root / ".github" / "workflows" / "evalrunner-nightly.yml": _template(
+            "nightly.yml.tmpl"
+        ).format(action=action, name=suite),
+    }
+
+
+@click.command()
+@click.option(
+    "--agent",
+    type=click.Choice(sorted(_AGENT_LINES)),
+    default="litellm",
+    show_default=True,
+    help="How the first scenario runs its agent: a Python function on litellm, or any "
+    "command (an SDK, another language) through the capture proxy.",
+)
+@click.option("--suite", "suite_name", default="agent", show_default=True, help="Suite name.")
+@click.option("--force", is_flag=True, help="Overwrite files that exist.")
+@click.option(
+    "--action", default=ACTION, show_default=True, help="The GitHub Action the workflows use."
+)
+def init(agent: str, suite_name: str, force: bool, action: str) -> None:
+    """Scaffold evalrunner into this project: a suite, a first agent, PR and nightly workflows."""
+    files = scaffold(Path.cwd(), suite_name, agent, action)
+    existing = [p for p in files if p.exists()]
+    if existing and not force:
+        names = ", ".join(str(p.relative_to(Path.cwd())) for p in existing)
+        raise ConfigError(f"{names} already exist(s); nothing written (--force overwrites)")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {path.relative_to(Path.cwd())}")
+    click.echo(
+        "\nNext:\n"
+        f"  1. Point {_AGENT_FILE} at your agent (or write its scenarios in suites/{suite_name}.yaml).\n"
+        f"  2. evalrunner validate && evalrunner run --suite {suite_name} --runs 5\n"
+        "  3. pytest suites --golden-record   (records the frozen scenarios once; commit them)\n"
+        f"  4. evalrunner baseline --suite {suite_name} --runs 20   (commit baselines/)\n"
+        "  5. Commit .github/workflows/: PRs replay the frozen scenarios, nights run live."
+    )
+    if not re.search(r"@[0-9a-f]{40}$", action):
+        click.echo(
+            f"\nThe workflows use {action}: pin it to a commit before you rely on it "
+            "(evalrunner init --force --action OWNER/REPO@COMMIT)."
+        )

@@ -1,0 +1,191 @@
+"""A team adopts evalrunner in its own repository: ``evalrunner init``, then the scaffolded
+workflows' steps (the action's scripts) run locally and produce what GitHub would show.
+
+From a fresh git repository outside this one, with the built wheel and a scrubbed
+environment; the model is the loopback fake endpoint, the "remote" a bare
+repository on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from clean_room import run_in
+from fake_endpoint import FakeEndpoint, Reply
+from paths import REPO
+
+ACTION = REPO / "action"
+
+
+def capital_agent(body: dict[str, Any], n: int) -> Reply:
+    """A model that looks the capital up, then answers with the tool's result."""
+    messages = body.get("messages") or []
+    if messages and messages[-1].get("role") == "tool":
+        return Reply(f"The capital is {messages[-1]['content']}.")
+    return Reply(None, tool_calls=[("lookup_capital", json.dumps({"country": "France"}))])
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def fresh_repo(path: Path) -> Path:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "team@example.invalid")
+    git(path, "config", "user.name", "team")
+    return path
+
+
+def step_env(repo: Path, **env: str) -> dict[str, str]:
+    """What a composite step's scripts read: the inputs, and GitHub's files."""
+    return {
+        "EVALRUNNER_SRC": str(REPO),
+        "GITHUB_STEP_SUMMARY": str(repo / "step-summary.md"),
+        "GITHUB_OUTPUT": str(repo / "github-output"),
+        **env,
+    }
+
+
+def test_init_scaffolds_a_suite_an_agent_and_workflows_that_use_the_action(
+    wheel_site: Path, tmp_path: Path
+) -> None:
+    repo = fresh_repo(tmp_path / "team")
+    done = run_in(repo, wheel_site, "evalrunner", "init")
+    assert done.returncode == 0, done.stderr
+    for name in (
+        "suites/agent.yaml",
+        "evalrunner_agent.py",
+        ".github/workflows/evalrunner-pr.yml",
+        ".github/workflows/evalrunner-nightly.yml",
+    ):
+        assert (repo / name).is_file(), name
+    nightly = yaml.safe_load((repo / ".github/workflows/evalrunner-nightly.yml").read_text())
+    (step,) = [s for s in nightly["jobs"]["night"]["steps"] if "with" in s and "mode" in s["with"]]
+    assert step["with"]["mode"] == "night" and step["with"]["suite"] == "agent"
+    assert nightly["concurrency"]["group"] == "evalrunner-nightly"  # one night at a time
+    # The action the workflows use has every input they pass.
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    assert set(step["with"]) <= set(action["inputs"])
+    assert run_in(repo, wheel_site, "evalrunner", "validate").returncode == 0
+    again = run_in(repo, wheel_site, "evalrunner", "init")
+    assert again.returncode == 2 and "already exist" in again.stderr  # nothing overwritten
+
+
+def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_and_comment(
+    wheel_site: Path, tmp_path: Path
+) -> None:
+    repo = fresh_repo(tmp_path / "team")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    assert run_in(repo, wheel_site, "evalrunner", "init").returncode == 0
+    with FakeEndpoint(responder=capital_agent) as ep:
+        model = {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": ep.api_base}
+        recorded = run_in(
+            repo, wheel_site, "python", "-m", "pytest", "suites", "--golden-record", **model
+        )
+        assert recorded.returncode == 0, recorded.stdout[-2000:]
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "evalrunner: first suite")
+        git(repo, "remote", "add", "origin", str(remote))
+        git(repo, "push", "-q", "origin", "main")
+
+        # The PR workflow: the frozen subset replays offline; summary and comment say so.
+        frozen = run_in(
+            repo,
+            wheel_site,
+            "bash",
+            str(ACTION / "run.sh"),
+            **step_env(repo, MODE="frozen", PATHS="suites"),
+        )
+        assert frozen.returncode == 0, frozen.stderr
+        comment = (repo / "evalrunner-out" / "comment.md").read_text()
+        assert "no behavioural change" in comment and "1 passed, 0 failed" in comment
+        assert (repo / "step-summary.md").read_text() == comment
+        assert (repo / "github-output").read_text().strip() == "exit=0"
+
+        # A change to the agent's behaviour fails the PR check, and the comment names it.
+        agent = repo / "evalrunner_agent.py"
+        working = agent.read_text()
+        agent.write_text(working.replace("range(ctx.max_turns)", "range(1)"))
+        changed = run_in(
+            repo,
+            wheel_site,
+            "bash",
+            str(ACTION / "run.sh"),
+            **step_env(repo, MODE="frozen", PATHS="suites"),
+        )
+        assert changed.returncode == 0  # the step itself goes on; the last step fails the job
+        comment = (repo / "evalrunner-out" / "comment.md").read_text()
+        assert "behaviour changed" in comment and "0 passed, 1 failed" in comment
+        assert "llm_calls" in comment
+        assert (repo / "github-output").read_text().splitlines()[-1] == "exit=1"
+        agent.write_text(working)
+
+        # The nightly workflow: a live night, its report, the history pushed to the branch.
+        night_env = step_env(
+            repo,
+            MODE="night",
+            SUITE="agent",
+            RUNS="2",
+            MODEL="openai/fake",
+            HISTORY_BRANCH="evalrunner-history",
+        )
+        night = run_in(repo, wheel_site, "bash", str(ACTION / "run.sh"), **night_env, **model)
+    assert night.returncode == 0, night.stderr[-3000:]
+    out = repo / "evalrunner-out"
+    assert (out / "report" / "report.html").is_file()
+    assert "agent" in (out / "comment.md").read_text()
+    assert (repo / "github-output").read_text().splitlines()[-1] == "exit=0"
+    pushed = run_in(
+        repo,
+        wheel_site,
+        "bash",
+        str(ACTION / "push_history.sh"),
+        HISTORY_REMOTE=str(remote),
+        SUITE="agent",
+    )
+    assert pushed.returncode == 0, pushed.stderr
+    files = git(remote, "ls-tree", "-r", "--name-only", "evalrunner-history")
+    assert files.count("reports/history/agent/") == 1
+
+    # Another suite's night won the race to the branch: the push is refused once, then retried.
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        '#!/bin/sh\n[ -f "$GIT_DIR/raced" ] && exit 0\ntouch "$GIT_DIR/raced"\nexit 1\n'
+    )
+    hook.chmod(0o755)
+    for old in (out / "new-history").rglob("*.parquet"):
+        old.rename(old.with_name("later-" + old.name))
+    again = run_in(
+        repo,
+        wheel_site,
+        "bash",
+        str(ACTION / "push_history.sh"),
+        HISTORY_REMOTE=str(remote),
+        SUITE="agent",
+    )
+    assert again.returncode == 0, again.stderr
+    assert "(attempt 2)" in again.stdout
+    files = git(remote, "ls-tree", "-r", "--name-only", "evalrunner-history")
+    assert files.count("reports/history/agent/") == 2
+
+
+def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path: Path) -> None:
+    repo = fresh_repo(tmp_path / "team")
+    assert run_in(repo, wheel_site, "evalrunner", "init", "--agent", "command").returncode == 0
+    with FakeEndpoint(responder=capital_agent) as ep:
+        model = {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": ep.api_base}
+        recorded = run_in(
+            repo, wheel_site, "python", "-m", "pytest", "suites", "--golden-record", **model
+        )
+        assert recorded.returncode == 0, recorded.stdout[-2000:]
+    env = step_env(repo, MODE="frozen", PATHS="suites")
+    frozen = run_in(repo, wheel_site, "bash", str(ACTION / "run.sh"), **env)
+    assert frozen.returncode == 0, frozen.stderr
+    assert "1 passed, 0 failed" in (repo / "evalrunner-out" / "comment.md").read_text()
