@@ -37,7 +37,7 @@ def _run_for_baseline(
             history=None,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result)
+    print_run(result, suite.name)
     code = _exit.run_code(result, gate=False, fail_on_failure=False)
     if result.outage is not None:
         # No baseline from an outage: it would describe the endpoint, not the agent.

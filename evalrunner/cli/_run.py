@@ -21,7 +21,7 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
-from evalrunner.suite import load_suite_by_name
+from evalrunner.suite import OUTCOMES, load_suite_by_name
 
 # Every default below is the options model's own, stated once there.
 _NIGHT = NightOptions.model_fields
@@ -47,7 +47,41 @@ def _print_sequential(report: RunReport) -> None:
         click.echo(f"{what}: {summary.line()}", err=True)
 
 
-def print_run(result: LiveResult) -> None:
+def night_line(result: LiveResult, suite: str) -> str:
+    """What the night found, in one line, and the command to run next."""
+    from collections import Counter
+
+    report = result.report
+    counts = Counter(r.outcome for r in report.records)
+    runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+    head = f"night: {len(report.records)} runs ({runs or 'none'})"
+    if result.outage is not None:
+        return f"{head}; an outage, so nothing was compared. Next: check the model endpoint."
+    comparison = result.comparison
+    if comparison is None:
+        return f"{head}."
+    if not comparison.results:
+        return (
+            f"{head}; no baselines yet, so nothing was compared. Next, to make this night the "
+            f"baseline: evalrunner baseline --suite {suite} --from {report.out}"
+        )
+    flagged = sorted({f"{r.scenario} {r.metric}" for r in comparison.regressions})
+    if flagged:
+        return (
+            f"{head}; flagged: {', '.join(flagged)}. Next: evalrunner report, and if the change "
+            f"is intended: evalrunner baseline --suite {suite} --from {report.out} --append"
+        )
+    open_ = sum(r.verdict == "inconclusive" for r in comparison.results if r.gating)
+    more = (
+        f" ({open_} gating metrics inconclusive: `evalrunner plan --suite {suite}` says how "
+        "many runs would settle them)"
+        if open_
+        else ""
+    )
+    return f"{head}; nothing flagged against the baselines{more}."
+
+
+def print_run(result: LiveResult, suite: str) -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last."""
     report = result.report
@@ -69,6 +103,7 @@ def print_run(result: LiveResult) -> None:
         click.echo(f"history: {result.history_note}", err=True)
     for rid, tb in report.crashes:
         click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
+    click.echo(night_line(result, suite), err=True)
     if result.outage is not None:
         click.echo(result.outage.line(), err=True)
     for problem in result.problems:
@@ -191,5 +226,5 @@ def run(
             ray_workers=ray_workers,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result)
+    print_run(result, suite.name)
     _exit.exit_with(_exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure))

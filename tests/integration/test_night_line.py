@@ -1,0 +1,59 @@
+"""`evalrunner run` ends with one line: what the night found and the command to run next."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fake_endpoint import FakeEndpoint, Reply
+from night_cli import cli
+from runner_agents import write_suite
+
+from evalrunner.cli._main import main
+
+SCENARIO = {
+    "id": "s",
+    "agent": "runner_agents:timed_agent",
+    "input": "Capital of France?",
+    "checks": {"answer_contains": ["Paris"]},
+}
+
+
+def night_line(stderr: str) -> str:
+    (line,) = [x for x in stderr.splitlines() if x.startswith("night: ")]
+    return line
+
+
+def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=12, tolerance={"min_baseline_nights": 1})
+    answer = {"text": "Paris."}
+
+    def respond(body: dict[str, Any], n: int) -> Reply:
+        return Reply(answer["text"])
+
+    def night(out: str) -> str:
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", out, "--no-history")
+        return night_line(result.stderr)
+
+    with FakeEndpoint(responder=respond) as ep:
+        first = night("n1")
+        assert first == (
+            "night: 12 runs (12 passed); no baselines yet, so nothing was compared. Next, to "
+            "make this night the baseline: evalrunner baseline --suite capitals --from n1"
+        )
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        assert night("n2").startswith("night: 12 runs (12 passed); nothing flagged")
+        answer["text"] = "Lima."  # the agent now gets it wrong every time
+        flagged = night("n3")
+    # Escalation added runs before it flagged: the count is the night's, whatever it came to.
+    assert re.match(r"night: (\d+) runs \(\1 failed\); flagged: s success_rate", flagged)
+    assert flagged.endswith("evalrunner baseline --suite capitals --from n3 --append")
