@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from clean_room import run_in
 from fake_endpoint import FakeEndpoint, Reply
 
@@ -25,6 +26,65 @@ def agent(t):
 def test_min(golden_trajectory):
     assert golden_trajectory.proxied(agent, "hi").output
 """
+
+
+LITELLM_TEST = """
+import os
+
+import litellm
+
+
+def agent(task):
+    reply = litellm.completion(
+        model="openai/fake",
+        api_base=os.environ.get("DEMO_API_BASE", "http://127.0.0.1:9/v1"),
+        api_key="sk-demo-0000000000000000",
+        messages=[{"role": "user", "content": task}],
+    )
+    return reply.choices[0].message.content
+
+
+def test_litellm(golden_trajectory):
+    assert golden_trajectory(agent, "hi").output == "hello there"
+"""
+
+COMMAND_TEST = '''
+import sys
+
+AGENT = """
+import sys
+from openai import OpenAI
+reply = OpenAI().chat.completions.create(model="m", messages=[{"role": "user", "content": sys.argv[1]}])
+print(reply.choices[0].message.content)
+"""
+
+
+def test_command(golden_trajectory, tmp_path):
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    assert golden_trajectory.command([sys.executable, str(script), "hi"]).output == "hello there"
+'''
+
+
+@pytest.mark.parametrize("text", [LITELLM_TEST, COMMAND_TEST], ids=["litellm", "command"])
+def test_in_process_and_command_goldens_record_then_replay_in_a_plain_environment(
+    wheel_site: Path, tmp_path: Path, text: str
+) -> None:
+    (tmp_path / "test_agent.py").write_text(text, encoding="utf-8")
+    with FakeEndpoint(responder=lambda body, n: Reply("hello there")) as ep:
+        recorded = run_in(
+            tmp_path,
+            wheel_site,
+            *PYTEST,
+            "--golden-record",
+            DEMO_API_BASE=ep.api_base,
+            EVALRUNNER_MODEL="openai/fake",
+            EVALRUNNER_API_BASE=ep.api_base,
+        )
+        assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+    replayed = run_in(tmp_path, wheel_site, *PYTEST)
+    assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr[-2000:]
+    assert "1 passed" in replayed.stdout
 
 
 def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
