@@ -142,15 +142,14 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
     assert (out / "report" / "report.html").is_file()
     assert "agent" in (out / "comment.md").read_text()
     assert (repo / "github-output").read_text().splitlines()[-1] == "exit=0"
-    pushed = run_in(
-        repo,
-        wheel_site,
-        "bash",
-        str(ACTION / "push_history.sh"),
-        HISTORY_REMOTE=str(remote),
-        SUITE="agent",
-    )
-    assert pushed.returncode == 0, pushed.stderr
+
+    def push() -> subprocess.CompletedProcess[str]:
+        script = str(ACTION / "push_history.sh")
+        done = run_in(repo, wheel_site, "bash", script, HISTORY_REMOTE=str(remote), SUITE="agent")
+        assert done.returncode == 0, done.stderr
+        return done
+
+    push()
     files = git(remote, "ls-tree", "-r", "--name-only", "evalrunner-history")
     assert files.count("reports/history/agent/") == 1
 
@@ -162,16 +161,7 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
     hook.chmod(0o755)
     for old in (out / "new-history").rglob("*.parquet"):
         old.rename(old.with_name("later-" + old.name))
-    again = run_in(
-        repo,
-        wheel_site,
-        "bash",
-        str(ACTION / "push_history.sh"),
-        HISTORY_REMOTE=str(remote),
-        SUITE="agent",
-    )
-    assert again.returncode == 0, again.stderr
-    assert "(attempt 2)" in again.stdout
+    assert "(attempt 2)" in push().stdout
     files = git(remote, "ls-tree", "-r", "--name-only", "evalrunner-history")
     assert files.count("reports/history/agent/") == 2
 

@@ -66,25 +66,35 @@ def test_command(golden_trajectory, tmp_path):
 '''
 
 
-@pytest.mark.parametrize("text", [LITELLM_TEST, COMMAND_TEST], ids=["litellm", "command"])
-def test_in_process_and_command_goldens_record_then_replay_in_a_plain_environment(
-    wheel_site: Path, tmp_path: Path, text: str
-) -> None:
-    (tmp_path / "test_agent.py").write_text(text, encoding="utf-8")
+def record(project: Path, site: Path) -> None:
+    """``pytest --golden-record`` against the fake endpoint, with what a user would export."""
     with FakeEndpoint(responder=lambda body, n: Reply("hello there")) as ep:
         recorded = run_in(
-            tmp_path,
-            wheel_site,
+            project,
+            site,
             *PYTEST,
             "--golden-record",
             DEMO_API_BASE=ep.api_base,
             EVALRUNNER_MODEL="openai/fake",
             EVALRUNNER_API_BASE=ep.api_base,
         )
-        assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
-    replayed = run_in(tmp_path, wheel_site, *PYTEST)
+    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+
+
+def replay(project: Path, site: Path) -> None:
+    """Plain ``pytest``: offline, nothing exported."""
+    replayed = run_in(project, site, *PYTEST)
     assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr[-2000:]
     assert "1 passed" in replayed.stdout
+
+
+@pytest.mark.parametrize("text", [LITELLM_TEST, COMMAND_TEST], ids=["litellm", "command"])
+def test_in_process_and_command_goldens_record_then_replay_in_a_plain_environment(
+    wheel_site: Path, tmp_path: Path, text: str
+) -> None:
+    (tmp_path / "test_agent.py").write_text(text, encoding="utf-8")
+    record(tmp_path, wheel_site)
+    replay(tmp_path, wheel_site)
 
 
 def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
@@ -92,19 +102,8 @@ def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
 ) -> None:
     # The issue's project: an OpenAI SDK agent with its client made inside the run.
     (tmp_path / "test_min.py").write_text(ONE_TEST, encoding="utf-8")
-    with FakeEndpoint(responder=lambda body, n: Reply("hello there")) as ep:
-        recorded = run_in(
-            tmp_path,
-            wheel_site,
-            *PYTEST,
-            "--golden-record",
-            EVALRUNNER_MODEL="openai/fake",
-            EVALRUNNER_API_BASE=ep.api_base,
-        )
-        assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+    record(tmp_path, wheel_site)
     assert (tmp_path / "__goldens__" / "test_min" / "test_min.proxy.json").is_file()
     # Offline and with nothing exported, replay passes, and again (no background fetch).
-    for _ in range(2):
-        replayed = run_in(tmp_path, wheel_site, *PYTEST)
-        assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr[-2000:]
-        assert "1 passed" in replayed.stdout
+    replay(tmp_path, wheel_site)
+    replay(tmp_path, wheel_site)
