@@ -165,6 +165,15 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
     files = git(remote, "ls-tree", "-r", "--name-only", "evalrunner-history")
     assert files.count("reports/history/agent/") == 2
 
+    # `accept`: the night becomes the suite's baseline on a branch of its own, for a PR.
+    accept = str(ACTION / "accept.sh")
+    accepted = run_in(repo, wheel_site, "bash", accept, SUITE="agent", EVALRUNNER_DRY_RUN="1")
+    assert accepted.returncode == 0, accepted.stderr
+    assert git(repo, "branch", "--show-current").strip() == "evalrunner/baseline-agent-local"
+    committed = git(repo, "show", "--name-only", "--format=%s", "HEAD")
+    assert committed.startswith("baseline: accept night local of agent")
+    assert "baselines/agent/first--openai_fake.json" in committed
+
 
 def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path: Path) -> None:
     repo = fresh_repo(tmp_path / "team")
