@@ -22,7 +22,7 @@ import numpy as np
 from markupsafe import Markup
 
 from evalrunner.history._columnar import parsed
-from evalrunner.report._format import day, fmt, interval
+from evalrunner.report._format import fmt, interval, short_time, span_ends
 from evalrunner.report._select import SelectedNight
 from evalrunner.report._svg import (
     Flag,
@@ -198,7 +198,7 @@ def _tip(points: Points, i: int) -> str:
 
     label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
     return (
-        f"{day(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
+        f"{short_time(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
         f"{fmt(value('baseline_estimate'))} → night {fmt(value('night_estimate'))}; {label} "
         f"{fmt(value('effect'))} {interval(value('effect_ci'))}; q {fmt(value('q'))}"
     )
@@ -228,6 +228,7 @@ def metric_chart(
         if v in FLAGGED
     ]
     axis, y_range = style.axis, style.y_range(trend)
+    first, last = span_ends(span[0].created_at, span[-1].created_at)
     if len(verdicts) > _MAX_POINTS:
         # A year of noisy nights drawn one by one is a grey wall: draw each run of
         # `size` nights as its median with the range of its nightly values.
@@ -240,8 +241,8 @@ def metric_chart(
         y_range=y_range,
         fmt=style.fmt,
         flags=flags,
-        first=day(span[0].created_at),
-        last=day(span[-1].created_at),
+        first=first,
+        last=last,
     )
     verdict = safe_verdict(verdicts[-1]) if points.nights[-1] is latest else NO_BASELINE
     return ChartView(metric=metric, axis=axis, verdict=verdict, svg=svg)
@@ -283,7 +284,7 @@ def suite_charts(nights: Sequence[SelectedNight]) -> SuiteCharts:
         skip_rate = np.where(valid > 0, sums["skipped"] / np.maximum(valid, 1), np.nan)
         crash_rate = np.where(valid > 0, sums["crashed"] / np.maximum(valid, 1), np.nan)
     peak = np.nanmax(np.concatenate([infra_rate, skip_rate, crash_rate, [0.0]]))
-    first, last = day(nights[0].created_at), day(nights[-1].created_at)
+    first, last = span_ends(nights[0].created_at, nights[-1].created_at)
     outcomes = series_svg(
         label="skip, infra-error and crash rates per night",
         frac=frac,

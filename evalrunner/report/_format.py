@@ -63,6 +63,14 @@ def day(created_at: str) -> str:
     return created_at[:10] if t.year == 1 else t.strftime("%Y-%m-%d")
 
 
+def span_ends(first: str, last: str) -> tuple[str, str]:
+    """A chart's axis ends: the days, or the times when every night fell on one day
+    (four nights of one day would otherwise read as one)."""
+    if first != last and day(first) == day(last) and when(first).year != 1:
+        return when(first).strftime("%Y-%m-%d %H:%M"), when(last).strftime("%H:%M UTC")
+    return day(first), day(last)
+
+
 def now() -> str:
     return short_time(clock.iso_now())
 

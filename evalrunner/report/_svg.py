@@ -167,6 +167,9 @@ def _band_path(xs: npt.NDArray[np.int64], low: FloatArray, high: FloatArray) -> 
     return "".join(out)
 
 
+_DOTTED = 120  # nights up to which each is drawn as a dot too
+
+
 def _estimates(plot: _Plot, xs: npt.NDArray[np.int64], trend: Trend) -> list[str]:
     """Interval bars, the estimate line and (for up to 120 points) its dots."""
     parts = []
@@ -180,7 +183,7 @@ def _estimates(plot: _Plot, xs: npt.NDArray[np.int64], trend: Trend) -> list[str
         parts.append(f'<path class="err" d="{"".join(bars)}"/>')
     if line := _line_path(xs, y_est):
         parts.append(f'<path class="est" d="{line}"/>')
-        if len(xs) <= 120:
+        if len(xs) <= _DOTTED:
             dots = "".join(
                 f"M{xs[i]} {int(y_est[i])}h0" for i in range(len(xs)) if not math.isnan(y_est[i])
             )
@@ -238,8 +241,15 @@ def series_svg(
     parts = plot.open(label, wide=True)
     parts += plot.frame((0.0, y_high / 2, y_high), fmt)
     for n, values in enumerate(series):
-        if line := _line_path(xs, plot.ys(values)):
+        ys = plot.ys(values)
+        if line := _line_path(xs, ys):
             parts.append(f'<path class="s{n}" d="{line}"/>')
+        if len(xs) <= _DOTTED:  # a line of one night draws nothing: every night gets a dot
+            dots = "".join(
+                f"M{xs[i]} {int(ys[i])}h0" for i in range(len(xs)) if not math.isnan(ys[i])
+            )
+            if dots:
+                parts.append(f'<path class="s{n} sdot" d="{dots}"/>')
     parts += plot.close(first, last)
     return Markup("".join(parts))
 

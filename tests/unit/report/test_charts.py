@@ -50,3 +50,21 @@ def test_row_medians_are_numpys_nanmedian() -> None:
             warnings.simplefilter("ignore", RuntimeWarning)
             expected = np.nanmedian(values, axis=1)
         assert np.array_equal(row_medians(values), expected, equal_nan=True)
+
+
+def test_a_one_night_chart_draws_that_night() -> None:
+    import numpy as np
+
+    from evalrunner.report._svg import series_svg
+
+    svg = series_svg(
+        label="outcomes",
+        frac=np.array([0.5]),
+        series=[np.array([3.0]), np.array([1.0])],
+        y_high=4.0,
+        fmt="num",
+        first="2026-12-01",
+        last="2026-12-01",
+    )
+    # A line through one point draws nothing; each series' night is a dot.
+    assert svg.count('class="s0 sdot"') == 1 and svg.count('class="s1 sdot"') == 1

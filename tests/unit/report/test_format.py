@@ -48,3 +48,12 @@ def test_a_margin_reads_in_its_kinds_terms(name: str, text: str) -> None:
 
 def test_every_kind_has_a_margin_text() -> None:
     assert set(_MARGIN_PREFIX) == set(typing.get_args(Kind))
+
+
+def test_a_chart_of_nights_of_one_day_tells_them_apart_by_time() -> None:
+    from evalrunner.report._format import span_ends
+
+    same_day = span_ends("2026-12-01T03:17:00Z", "2026-12-01T15:40:09Z")
+    assert same_day == ("2026-12-01 03:17", "15:40 UTC")
+    assert span_ends("2026-11-30T03:17:00Z", "2026-12-01T03:17:00Z") == ("2026-11-30", "2026-12-01")
+    assert span_ends("2026-12-01T03:17:00Z", "2026-12-01T03:17:00Z") == ("2026-12-01", "2026-12-01")
