@@ -161,6 +161,16 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         raise TrajectoryError(
             f"{label}: expected an ATIF dict, JSON text, path or atif model, got {type(source).__name__}"
         )
+    _check_one_document(doc, label)
+    doc = _check_versions(doc, label, "$", repair=not strict)
+    if not strict:
+        doc = _repair(doc, label, "$")
+    validate(doc, label)
+    _numbers_not_text(doc, label, "$", repair=not strict)
+    return doc
+
+
+def _check_one_document(doc: Any, label: str) -> None:
     if isinstance(doc, list) and doc and all(isinstance(t, dict) for t in doc):
         raise TrajectoryError(
             f"{label}: $: a JSON array of {len(doc)} trajectories, not one; load each "
@@ -168,12 +178,6 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         )
     if not isinstance(doc, dict):
         raise TrajectoryError(f"{label}: $: expected a JSON object, got {type(doc).__name__}")
-    doc = _check_versions(doc, label, "$", repair=not strict)
-    if not strict:
-        doc = _repair(doc, label, "$")
-    validate(doc, label)
-    _numbers_not_text(doc, label, "$", repair=not strict)
-    return doc
 
 
 def _is_json_text(text: str) -> bool:
