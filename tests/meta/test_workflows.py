@@ -57,7 +57,7 @@ def test_nightly_has_schedule_dispatch_inputs_and_documented_commands() -> None:
 
 
 def test_only_the_history_job_can_write_and_no_checkout_keeps_its_token() -> None:
-    for name in ("ci.yml", "nightly.yml"):
+    for name in ("ci.yml", "nightly.yml", "release.yml"):
         workflow = _load(name)
         assert workflow["permissions"] in ({}, {"contents": "read"}), name
         for job_name, job in workflow["jobs"].items():
@@ -69,7 +69,7 @@ def test_only_the_history_job_can_write_and_no_checkout_keeps_its_token() -> Non
 
 
 def test_every_action_is_pinned_to_a_commit_hash() -> None:
-    for name in ("ci.yml", "nightly.yml"):
+    for name in ("ci.yml", "nightly.yml", "release.yml"):
         text = (WORKFLOWS / name).read_text()
         uses = re.findall(r"uses:\s*(\S+)(.*)", text)
         assert uses, name
@@ -89,6 +89,14 @@ def test_workflows_pass_the_zizmor_audit() -> None:
         [found, "--offline", "--no-progress", str(WORKFLOWS)], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_release_builds_the_wheel_and_uses_it_from_a_clean_environment() -> None:
+    release = _load("release.yml")
+    assert release["on"]["push"]["tags"] == ["v*"] and "workflow_dispatch" in release["on"]
+    commands = _commands(release)
+    assert "python -m build" in commands
+    assert "env -i" in commands and "evalrunner init" in commands
 
 
 def _zizmor() -> str:
