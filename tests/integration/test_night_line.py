@@ -51,7 +51,8 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
             main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
         )
         assert made.exit_code == 0, made.output
-        assert night("n2").startswith("night: 12 runs (12 passed); nothing flagged")
+        # The same night again: nothing flagged (a loaded machine's latency may escalate it).
+        assert re.match(r"night: (\d+) runs \(\1 passed\); nothing flagged", night("n2"))
         answer["text"] = "Lima."  # the agent now gets it wrong every time
         flagged = night("n3")
     # Escalation added runs before it flagged: the count is the night's, whatever it came to.
