@@ -32,6 +32,16 @@ KEYLESS = "evalrunner-no-key"
 gateway): litellm's OpenAI client refuses to send without one; such a server ignores it.
 Never a secret."""
 
+
+def api_key_for(model: str, api_base: str | None, api_key: str | None = None) -> str | None:
+    """The key to send: ``api_key``; else, for an ``openai/`` model at a server of the user's
+    own with no ``OPENAI_API_KEY`` either, :data:`KEYLESS`; else None (litellm finds it)."""
+    if api_key:
+        return api_key
+    keyless = api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY")
+    return KEYLESS if keyless else None
+
+
 Notify = Callable[[str], None]
 """Where one-line notices go (the CLI: stderr)."""
 
@@ -167,12 +177,9 @@ class EndpointPool:
             api_base = (
                 os.environ.get("EVALRUNNER_API_BASE") if model.startswith("openai/") else None
             )
-            keyless = api_base and not os.environ.get("OPENAI_API_KEY")
+            api_base = api_base or None
             return Endpoint(
-                label=model,
-                model=model,
-                api_base=api_base or None,
-                api_key=KEYLESS if keyless else None,
+                label=model, model=model, api_base=api_base, api_key=api_key_for(model, api_base)
             )
         if self.serve_local is not None:
             if self._elsewhere is None:

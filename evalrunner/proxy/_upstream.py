@@ -30,7 +30,6 @@ answer.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,7 @@ from evalrunner._litellm import import_litellm
 from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.core._transport import athrough_gate
-from evalrunner.endpoints._endpoints import KEYLESS, LOCAL, Endpoint
+from evalrunner.endpoints._endpoints import LOCAL, Endpoint, api_key_for
 from evalrunner.endpoints._local_model import MODEL_ALIAS
 from evalrunner.errors import ConfigError
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
@@ -83,18 +82,6 @@ class Upstream:
     @property
     def name(self) -> str:
         return self.label or self.model
-
-    @property
-    def keyless(self) -> bool:
-        """An OpenAI-compatible server of the user's own with no key anywhere: litellm's
-        OpenAI client refuses to send without one, so it gets :data:`KEYLESS` (such a
-        server ignores it; a hosted one would refuse it, as it would no key)."""
-        return (
-            self.api_base is not None
-            and self.model.startswith("openai/")
-            and not self.api_key
-            and not os.environ.get("OPENAI_API_KEY")
-        )
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, *, direct: bool = False) -> Upstream:
@@ -157,8 +144,8 @@ def _kwargs(upstream: Upstream, request: ModelRequest, stream: bool) -> dict[str
     else:
         if upstream.api_base:
             kwargs["api_base"] = upstream.api_base
-        if upstream.api_key or upstream.keyless:
-            kwargs["api_key"] = upstream.api_key or KEYLESS
+        if api_key := api_key_for(upstream.model, upstream.api_base, upstream.api_key):
+            kwargs["api_key"] = api_key
     if stream:
         kwargs.update(stream=True, stream_options={"include_usage": True})
     return kwargs

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalrunner.core._normalize import NormalizeConfig, normalize
+from evalrunner.core._shape import Shape, shape
 from evalrunner.suite._schema import Checks
 
 if TYPE_CHECKING:
-    from evalrunner.core._normalize import NormalizeConfig
     from evalrunner.core._scope import CaptureResult
-    from evalrunner.core._shape import Shape
 
 __all__ = ["Judged", "evaluate_checks", "failed_tool_results", "judged"]
 
@@ -32,9 +32,6 @@ class Judged:
 
 def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
     """The shape, answer and tools of one captured run."""
-    from evalrunner.core._normalize import normalize
-    from evalrunner.core._shape import shape
-
     sh = shape(normalize(result.trajectory, config))
     output = getattr(result.output, "answer", result.output)
     answer = output if isinstance(output, str) or output is None else sh.final_answer
