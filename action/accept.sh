@@ -14,7 +14,7 @@ if [ "${EVALRUNNER_DRY_RUN:-}" = 1 ]; then
   git show --stat --oneline HEAD
   exit 0
 fi
-header="AUTHORIZATION: basic $(printf 'x-access-token:%s' "$GH_TOKEN" | base64 -w0)"
-git -c http.extraheader="$header" push -q "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY" "$branch"
+source "$(dirname "$0")/auth.sh"
+git "${auth[@]}" push -q "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY" "$branch"
 gh pr create --head "$branch" --title "evalrunner: accept night ${GITHUB_RUN_ID:-} of $SUITE as baseline" \
   --body "Appends the night's runs to the $SUITE baselines. Review the summary diffs before merging."

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Commit tonight's history file to the history branch. Nights of several suites
 # may push at once: a push that lost the race fetches again and retries (files
-# have unique names, so there is never a conflict). The token goes in a header
-# for these commands only; it is never written to .git/config.
+# have unique names, so there is never a conflict).
 set -euo pipefail
 new=$(pwd)/evalrunner-out/new-history
 if [ ! -d "$new" ] || [ -z "$(ls -A "$new")" ]; then
@@ -11,11 +10,7 @@ if [ ! -d "$new" ] || [ -z "$(ls -A "$new")" ]; then
 fi
 branch=${HISTORY_BRANCH:-evalrunner-history}
 remote=${HISTORY_REMOTE:-${GITHUB_SERVER_URL:-}/${GITHUB_REPOSITORY:-}}
-auth=()
-if [ -n "${GH_TOKEN:-}" ]; then
-  header="AUTHORIZATION: basic $(printf 'x-access-token:%s' "$GH_TOKEN" | base64 -w0)"
-  auth=(-c "http.extraheader=$header")
-fi
+source "$(dirname "$0")/auth.sh"
 for attempt in 1 2 3 4 5; do
   work=$(mktemp -d)
   git init -q "$work"

@@ -22,10 +22,7 @@ case "$MODE" in
     history=history/reports/history
     mkdir -p "$history"
     # The whole history, so the evidence accumulated since the baseline carries on.
-    auth=()
-    if [ -n "${GH_TOKEN:-}" ]; then  # checkouts keep no credentials: a private repo needs it
-      auth=(-c "http.extraheader=AUTHORIZATION: basic $(printf 'x-access-token:%s' "$GH_TOKEN" | base64 -w0)")
-    fi
+    source "$EVALRUNNER_SRC/action/auth.sh"  # a private repo's history needs the token
     if git "${auth[@]}" fetch -q --depth 1 origin "${HISTORY_BRANCH:-evalrunner-history}" 2>/dev/null; then
       git archive FETCH_HEAD reports/history 2>/dev/null | tar -x -C history || true
     fi
