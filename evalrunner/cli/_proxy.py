@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT
+from evalrunner.endpoints._endpoints import check_model
 from evalrunner.errors import ConfigError, EvalrunnerError
 from evalrunner.proxy._runs import Mode, ProxyRunResult
 from evalrunner.proxy._server import ProxyServer
@@ -25,6 +26,10 @@ def _mode(record: Path | None, replay: Path | None) -> tuple[Mode, Path | None]:
     if record:
         return "record", record
     if replay:
+        if not replay.is_dir():
+            raise ConfigError(
+                f"--replay {replay}: no such directory; record into it first with --record"
+            )
         return "replay", replay
     return "passthrough", None
 
@@ -34,6 +39,8 @@ def _upstream(
 ) -> Upstream | None:
     if model is None:
         return None
+    if not llama_cpp:
+        check_model(model, "--model")
     key = None
     if key_env:
         key = os.environ.get(key_env)
@@ -77,7 +84,11 @@ def _report(result: ProxyRunResult) -> str:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option(
-    "--port", default=8787, show_default=True, help="Port to listen on (0: any free one)."
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8787,
+    show_default=True,
+    help="Port to listen on (0: any free one).",
 )
 @click.option(
     "--token",
@@ -142,6 +153,8 @@ def _serve(server: ProxyServer, mode: Mode, directory: Path | None) -> None:
         click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.model_name('default')}")
         click.echo(f"base URL: {server.base_url}/v1   per run: {server.base_url}/runs/<run-id>/v1")
         for name, value in server.run_env().items():
+            if not name.endswith(("_BASE_URL", "_API_BASE", "_API_KEY")):
+                continue  # per-run settings (an empty cache directory) are for runs it starts
             shown = "<your --token>" if server.token and value == server.token else value
             click.echo(f"export {name}={shown}")
         click.echo("Ctrl-C to stop.")

@@ -42,8 +42,9 @@ def report(
     from evalrunner.history import load_history  # jinja2, fsspec: only when used
     from evalrunner.history._store import exists
     from evalrunner.report import write_report  # jinja2, fsspec: only when used
-    from evalrunner.report._select import missing
+    from evalrunner.report._select import check_window, missing
 
+    check_window(since, until)
     if not exists(history):
         raise ConfigError(
             f"history location {history!r} does not exist; pass --history with the location "

@@ -141,11 +141,13 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     deviations are repaired with a :class:`TrajectoryWarning`.
     """
     label = name or "trajectory"
+    file: Path | None = None  # where the document came from: its links are relative to it
     if isinstance(source, BaseModel):
         doc = source.model_dump(mode="json", exclude_none=True)
     elif isinstance(source, Path):
         label = name or str(source)
         doc = _read(source, str(source), "trajectory not found")
+        file = source
     elif isinstance(source, str) and _is_json_text(source):
         doc = parse_json(source, label, TrajectoryError)
     elif isinstance(source, str):
@@ -155,6 +157,7 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         doc = _read(
             Path(source), _shown(source), "no such file (a str is a path unless it starts with '{')"
         )
+        file = Path(source)
     elif isinstance(source, dict):
         doc = copy.deepcopy(source)
     else:
@@ -167,7 +170,100 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         doc = _repair(doc, label, "$")
     validate(doc, label)
     _numbers_not_text(doc, label, "$", repair=not strict)
+    _warn_copied_context_after_work(doc, label, "$")
+    if file is not None:
+        _follow_files(doc, file, label, strict, {file.resolve()})
     return doc
+
+
+def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) -> None:
+    """Copied context belongs at the start of a continuation; marked later, it is a
+    producer's own work that every count would silently drop."""
+    steps = [s for s in doc.get("steps") or [] if isinstance(s, dict)]
+    began = next((i for i, s in enumerate(steps) if s.get("is_copied_context") is not True), None)
+    late = [
+        i
+        for i, s in enumerate(steps)
+        if began is not None and i > began and s.get("is_copied_context") is True
+    ]
+    if late:
+        _warn(
+            label,
+            f"{path}.steps[{late[0]}]",
+            f"{len(late)} step(s) marked is_copied_context after the trajectory's own steps "
+            "began; ATIF copies context at the start of a continuation, so these are left "
+            "out of step, call and token counts as copies: if they are this run's own work, "
+            "the producer marks them wrongly",
+        )
+    for i, sub in enumerate(doc.get("subagent_trajectories") or []):
+        if isinstance(sub, dict):
+            _warn_copied_context_after_work(sub, label, f"{path}.subagent_trajectories[{i}]")
+
+
+def _follow_files(
+    doc: dict[str, Any], file: Path, label: str, strict: bool, seen: set[Path]
+) -> None:
+    """Bring in what the document keeps in other files: sub-agents referenced by
+    ``trajectory_path`` and the continuation named by ``continued_trajectory_ref``
+    (both relative to ``file``). A link that cannot be followed is a warning: the
+    counts then cover this file alone."""
+    embedded = {s.get("trajectory_id") for s in doc.get("subagent_trajectories") or []}
+    for step in doc.get("steps") or []:
+        for res in (step.get("observation") or {}).get("results") or []:
+            for ref in res.get("subagent_trajectory_ref") or []:
+                where = ref.get("trajectory_path")
+                if not where or ref.get("trajectory_id") in embedded - {None}:
+                    continue
+                sub = _linked(file, where, "trajectory_path", label, strict, seen)
+                if sub is not None:
+                    ref["trajectory_id"] = sub.setdefault("trajectory_id", where)
+                    embedded.add(ref["trajectory_id"])
+                    doc.setdefault("subagent_trajectories", []).append(sub)
+    where = doc.get("continued_trajectory_ref")
+    if isinstance(where, str) and where:
+        rest = _linked(file, where, "continued_trajectory_ref", label, strict, seen)
+        if rest is not None:
+            _append(doc, rest)
+
+
+def _linked(
+    file: Path, where: str, field: str, label: str, strict: bool, seen: set[Path]
+) -> dict[str, Any] | None:
+    target = Path(where) if Path(where).is_absolute() else file.parent / where
+    why = None
+    if "://" in where:
+        why = "not a local file, not followed"
+    elif target.resolve() in seen:
+        why = "links back to a file already read, not followed again"
+    elif not target.is_file():
+        why = f"no such file next to {file.name}"
+    if why is not None:
+        _warn(label, field, f"{where!r}: {why}; the counts cover what was read")
+        return None
+    seen.add(target.resolve())
+    doc = load(target, strict=strict)  # validated and repaired on its own terms
+    _follow_files(doc, target, str(target), strict, seen)
+    return doc
+
+
+def _append(doc: dict[str, Any], rest: dict[str, Any]) -> None:
+    """One trajectory from a file and its continuation: steps numbered on, sub-agents
+    and final totals added up."""
+    for step in rest.get("steps") or []:
+        doc["steps"].append({**step, "step_id": len(doc["steps"]) + 1})
+    doc.setdefault("subagent_trajectories", []).extend(rest.get("subagent_trajectories") or [])
+    if not doc["subagent_trajectories"]:
+        del doc["subagent_trajectories"]
+    mine, theirs = doc.get("final_metrics"), rest.get("final_metrics")
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key in _TOTALS:
+            if isinstance(mine.get(key), int | float) and isinstance(theirs.get(key), int | float):
+                mine[key] += theirs[key]
+    elif isinstance(theirs, dict):
+        doc["final_metrics"] = dict(theirs)
+    doc.pop("continued_trajectory_ref", None)
+    if "continued_trajectory_ref" in rest:
+        doc["continued_trajectory_ref"] = rest["continued_trajectory_ref"]
 
 
 def _check_one_document(doc: Any, label: str) -> None:

@@ -248,13 +248,13 @@ class ScenarioItem(pytest.Item):
 
     def _check(self, result: CaptureResult) -> None:
         """The scenario's checks, on the run that matched its golden (or was just recorded)."""
-        from evalrunner.suite._checks import evaluate_checks, judged
+        from evalrunner.suite._checks import evaluate_checks, failed_checks, judged
 
         resolved = self.scenario
         seen = judged(result, resolved.normalize_config())  # what the live runner judges
         answer, tools = seen.answer, seen.tools
         held = evaluate_checks(resolved.checks, result.trajectory, answer, tools)
-        failed = [name for name, ok in held.items() if not ok]
+        failed = failed_checks(held, tools)
         if failed:
             shown = redact_text(answer) if answer else answer  # this goes to the terminal
             run = "was recorded" if mode(self.config) == "record" else "matches its golden"

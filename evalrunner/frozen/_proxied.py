@@ -42,6 +42,7 @@ from evalrunner.frozen._run import (
     _write,
     compare_with_golden,
     golden_to_check,
+    no_calls_cause,
     rewrite_golden,
 )
 
@@ -319,4 +320,5 @@ def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
         return FrozenOutcome(
             not (run.strict and unused), notes.strip(), result=result, unused_recorded=unused
         )
-    return FrozenOutcome(False, message, deltas, result=result, unused_recorded=unused)
+    cause = no_calls_cause(proxied.model_calls, len(unused))
+    return FrozenOutcome(False, cause + message, deltas, result=result, unused_recorded=unused)

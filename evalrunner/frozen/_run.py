@@ -38,8 +38,27 @@ NO_CALLS_HINT = (
     "Capture sees litellm.completion/acompletion called through the module; an agent on a "
     "provider SDK (openai, anthropic, a framework on them) or `from litellm import "
     "completion` bound before capture bypasses it. Run such an agent through the capture "
-    "proxy: golden_trajectory.proxied(fn, ...) or golden_trajectory.command([...])."
+    "proxy: golden_trajectory.proxied(fn, ...) or golden_trajectory.command([...]). A "
+    "response cache (dspy's ~/.dspy_cache, a LangChain or HTTP cache) also answers without "
+    "a model call: turn it off for runs (docs/proxy.md)."
 )
+
+
+def no_calls_cause(made: int, recorded: int) -> str:
+    """The likely cause, first in the message, when a replay made no call the recording holds.
+
+    Without it the failure reads as a behaviour change ("llm_calls 3 -> 0")
+    while the agent's model calls never reached evalrunner at all.
+    """
+    if made or not recorded:
+        return ""
+    return (
+        f"the agent made no model call, while the recording holds {recorded}: a response "
+        "cache answered it (dspy's ~/.dspy_cache, a LangChain or HTTP cache: turn it off "
+        "for runs, docs/proxy.md), or its client was created before the run and bypassed "
+        "evalrunner.\n"
+    )
+
 
 # Endpoint answers that mean "no model behind this call", not model behaviour.
 _ENDPOINT_REFUSALS = frozenset(
@@ -181,7 +200,8 @@ def _check(run: _Run) -> FrozenOutcome:
         # Under --golden-strict a recorded call the run did not use fails it.
         ok = not (run.strict and replayer.unused)
         return _outcome(ok, notes.strip(), replayer, result=result)
-    return _outcome(False, message, replayer, deltas, result=result)
+    cause = no_calls_cause(replayer.calls, len(replayer.script.entries))
+    return _outcome(False, cause + message, replayer, deltas, result=result)
 
 
 def rewrite_golden(

@@ -35,7 +35,7 @@ from evalrunner.core._faults import (
     describe_fault,
     is_infra_error,
 )
-from evalrunner.suite._checks import evaluate_checks
+from evalrunner.suite._checks import evaluate_checks, failed_checks
 from evalrunner.suite._record import Outcome
 from evalrunner.suite._schema import Checks, SkipRules
 
@@ -51,8 +51,9 @@ __all__ = [
 NO_MODEL_CALLS = (
     "no model calls: the run ended without one model call through capture; the agent "
     "reached its model around it (an SDK client or `from litellm import completion` in "
-    "process: run it through the capture proxy, docs/proxy.md), or a command agent ignored "
-    "OPENAI_BASE_URL / ANTHROPIC_BASE_URL"
+    "process: run it through the capture proxy, docs/proxy.md), a command agent ignored "
+    "OPENAI_BASE_URL / ANTHROPIC_BASE_URL, or a response cache answered (dspy's "
+    "~/.dspy_cache, a LangChain or HTTP cache: turn it off for runs)"
 )
 
 
@@ -193,7 +194,7 @@ def classify(
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
-    failed = [name for name, held in results.items() if not held]
+    failed = failed_checks(results, tools)
     if weak is not None:
         failed.insert(0, weak)
     if failed:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -102,6 +103,7 @@ class ProxyServer:
         self._pool: EndpointPool | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._caches: tempfile.TemporaryDirectory[str] | None = None
         if mode != "replay" and upstream is None:
             raise ConfigError(f"proxy {mode} mode needs an upstream model (--model)")
 
@@ -170,6 +172,9 @@ class ProxyServer:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        if self._caches is not None:
+            self._caches.cleanup()
+            self._caches = None
 
     def __enter__(self) -> ProxyServer:
         return self.start()
@@ -210,11 +215,16 @@ class ProxyServer:
         return f"{self.base_url}/runs/{run_id}/v1"
 
     def run_env(self, run_id: str = DEFAULT_RUN) -> dict[str, str]:
-        """Environment for a subprocess agent: base URLs for both SDK families, and a key.
+        """Environment for a subprocess agent: base URLs for both SDK families, a key, no caches.
 
         The key is the proxy's token when it has one, else a dummy: provider
         keys never leave the proxy. ``ANTHROPIC_BASE_URL`` has no ``/v1``: the
         Anthropic SDKs add ``/v1/messages`` themselves.
+
+        Frameworks that answer from a disk cache or report elsewhere would make a
+        run that measures nothing, or reach the network after it: dspy gets an
+        empty cache directory of its own for each call (a cached answer is no
+        model call), and the OpenAI Agents SDK's trace export is turned off.
         """
         url = self.run_url(run_id)
         key = self.token or DUMMY_KEY
@@ -224,7 +234,15 @@ class ProxyServer:
             "ANTHROPIC_BASE_URL": url.removesuffix("/v1"),
             "OPENAI_API_KEY": key,
             "ANTHROPIC_API_KEY": key,
+            "DSPY_CACHEDIR": self._empty_cache_dir(),
+            "OPENAI_AGENTS_DISABLE_TRACING": "1",
         }
+
+    def _empty_cache_dir(self) -> str:
+        with self._lock:
+            if self._caches is None:
+                self._caches = tempfile.TemporaryDirectory(prefix="evalrunner-proxy-caches-")
+            return tempfile.mkdtemp(dir=self._caches.name)
 
     def recording_path(self, run_id: str) -> Path:
         if self.directory is None:

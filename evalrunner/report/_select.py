@@ -57,6 +57,19 @@ def _bound(text: str, *, until: bool) -> _dt.datetime:
     return value
 
 
+def check_window(since: str | None, until: str | None) -> None:
+    """Refuse a window that is not a date or time, or that ends before it starts.
+
+    Either would otherwise give an empty report, which reads as "no runs".
+    """
+    low = _bound(since, until=False) if since else None
+    high = _bound(until, until=True) if until else None
+    if low is not None and high is not None and low >= high:
+        raise ConfigError(
+            f"--since {since} is not before --until {until}: that window holds no night; swap them"
+        )
+
+
 def _by_cell(items: Sequence[T], cell: Callable[[T], CellKey]) -> dict[CellKey, list[T]]:
     out: dict[CellKey, list[T]] = {}
     for item in items:

@@ -14,7 +14,7 @@ from evalrunner.suite._schema import Checks
 if TYPE_CHECKING:
     from evalrunner.core._scope import CaptureResult
 
-__all__ = ["Judged", "evaluate_checks", "failed_tool_results", "judged"]
+__all__ = ["Judged", "evaluate_checks", "failed_checks", "failed_tool_results", "judged"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,23 @@ def evaluate_checks(
     if checks.all_tools_succeeded:
         results["all_tools_succeeded"] = next(failed_tool_results(trajectory), None) is None
     return results
+
+
+_TOOL_CHECKS = ("tools_used:", "tools_in_order:")
+NO_STRUCTURED_TOOL_CALLS = (
+    "(no structured tool call in the run: an agent that writes its tool calls as text, "
+    "as dspy ReAct does, shows none; docs/proxy.md, text-protocol agents)"
+)
+
+
+def failed_checks(results: Mapping[str, bool], tools: Sequence[str]) -> list[str]:
+    """The names of the checks that failed, and why a tool check may have, when it can tell.
+
+    A tool check failing on a run with no tool call at all is the one place a
+    check misleads: the agent may well have used its tools, through a protocol
+    evalrunner cannot see.
+    """
+    failed = [name for name, held in results.items() if not held]
+    if not tools and any(name.startswith(_TOOL_CHECKS) for name in failed):
+        failed.append(NO_STRUCTURED_TOOL_CALLS)
+    return failed

@@ -1,0 +1,49 @@
+"""Bad arguments to any command: one line naming what is wrong and the fix, exit 2, no
+traceback, nothing started. One row per case; add a row for each new refusal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# (arguments, a phrase the one line must hold). {tmp} is a fresh directory.
+CASES = [
+    (["proxy", "--port", "99999", "--replay", "{tmp}"], "99999 is not in the range 0<=x<=65535"),
+    (["proxy", "--replay", "{tmp}/nosuchdir"], "no such directory"),
+    (["proxy", "--model", "opena/gpt-4o-mini"], "did you mean 'openai'"),
+    (
+        ["report", "--since", "2030-01-01", "--until", "2020-01-01", "--history", "{tmp}"],
+        "is not before --until",
+    ),
+    (["report", "--since", "yesterday", "--history", "{tmp}"], "not an ISO 8601 date"),
+    (["validate", "{tmp}/binary.yaml"], "not UTF-8 text"),
+    (["serve-local", "--port", "70000"], "70000 is not in the range"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"), CASES, ids=[" ".join(a[:3]).replace("{tmp}", "") for a, _ in CASES]
+)
+def test_a_bad_argument_is_one_line_and_exit_2(tmp_path: Path, args: list[str], said: str) -> None:
+    (tmp_path / "binary.yaml").write_bytes(bytes(range(256)))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    # A process of its own, as a user runs it: a server that started anyway would
+    # hang here until the timeout instead of passing.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUNNER_")}
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("evalrunner")), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert said in lines[-1], lines
+    assert len([line for line in lines if line.startswith(("error:", "Error:"))]) == 1

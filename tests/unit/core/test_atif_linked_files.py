@@ -1,0 +1,116 @@
+"""Trajectories other tools spread over files load whole: sub-agents referenced by
+``trajectory_path`` and a ``continued_trajectory_ref`` continuation are read from
+beside the file; a link that cannot be followed is a warning, never silence. And
+steps marked ``is_copied_context`` after a trajectory's own work began are said."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalrunner.core import load_trajectory, normalize, shape
+from evalrunner.core._atif import TrajectoryWarning
+
+DATA = Path(__file__).parent / "data"
+
+
+def _traj(steps: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "schema_version": "ATIF-v1.7",
+        "session_id": "s",
+        "agent": {"name": "a", "version": "1"},
+        "steps": [{"step_id": i + 1, **s} for i, s in enumerate(steps)],
+        **extra,
+    }
+
+
+def _agent(text: str, **extra: Any) -> dict[str, Any]:
+    return {"source": "agent", "message": text, "metrics": {"prompt_tokens": 10}, **extra}
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def _load(path: Path) -> tuple[dict[str, Any], list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = load_trajectory(path)
+    return doc, [str(w.message) for w in caught if issubclass(w.category, TrajectoryWarning)]
+
+
+def test_a_continuation_file_is_appended_and_its_copied_context_not_counted(
+    tmp_path: Path,
+) -> None:
+    first = _traj(
+        [{"source": "user", "message": "task"}, _agent("step one")],
+        continued_trajectory_ref="part2.json",
+        final_metrics={"total_prompt_tokens": 10},
+    )
+    _write(tmp_path / "part2.json", json.loads((DATA / "continuation.json").read_text()))
+    doc, said = _load(_write(tmp_path / "part1.json", first))
+    assert said == []
+    assert [s["step_id"] for s in doc["steps"]] == list(range(1, 8))
+    assert "continued_trajectory_ref" not in doc
+    assert doc["final_metrics"]["total_prompt_tokens"] == 10 + 1460
+    sh = shape(normalize(doc))
+    # part1's agent step and part2's two own steps; part2's three copied steps are not work.
+    assert sh.llm_calls == 3 and sh.tools == ("bash_command",)
+    assert sh.prompt_tokens == 10 + 700 + 760
+
+
+def test_a_sub_agent_in_its_own_file_is_read_in(tmp_path: Path) -> None:
+    (tmp_path / "subs").mkdir()
+    _write(tmp_path / "subs" / "child.json", _traj([_agent("child work")]))
+    ref = {"trajectory_path": "subs/child.json", "session_id": "child-run"}
+    parent = _traj(
+        [
+            _agent(
+                "delegating",
+                tool_calls=[{"tool_call_id": "c1", "function_name": "delegate", "arguments": {}}],
+                observation={
+                    "results": [{"source_call_id": "c1", "subagent_trajectory_ref": [ref]}]
+                },
+            )
+        ]
+    )
+    doc, said = _load(_write(tmp_path / "parent.json", parent))
+    assert said == []
+    assert [s["steps"][0]["message"] for s in doc["subagent_trajectories"]] == ["child work"]
+    assert shape(normalize(doc)).subagent_count == 1
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("missing.json", "no such file next to parent.json"),
+        ("s3://bucket/x.json", "not a local file"),
+        ("parent.json", "links back to a file already read"),
+    ],
+)
+def test_a_link_that_cannot_be_followed_is_a_warning_naming_it(
+    tmp_path: Path, where: str, said: str
+) -> None:
+    doc, warned = _load(
+        _write(tmp_path / "parent.json", _traj([_agent("x")], continued_trajectory_ref=where))
+    )
+    assert len(doc["steps"]) == 1
+    assert len(warned) == 1 and where in warned[0] and said in warned[0]
+    assert "continued_trajectory_ref" in warned[0]
+
+
+def test_copied_context_after_the_run_s_own_steps_began_is_a_warning() -> None:
+    late = _traj([_agent("own"), _agent("copied?", is_copied_context=True)])
+    with pytest.warns(TrajectoryWarning, match=r"\$\.steps\[1\]: 1 step\(s\) marked is_copied"):
+        load_trajectory(late)
+
+
+def test_copied_context_at_the_start_of_a_continuation_is_not_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_trajectory(DATA / "continuation.json")
