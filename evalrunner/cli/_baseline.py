@@ -27,7 +27,7 @@ def _run_for_baseline(
         f"Finish them with:\n  evalrunner run --suite {suite.name} --out {out} --resume "
         f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name} --from {out}"
     )
-    with _exit.on_interrupt(finish):
+    with _exit.on_interrupt(finish, out):
         options = NightOptions(
             out=out,
             runs=runs,

@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -93,11 +94,13 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 
 @contextmanager
-def on_interrupt(how_to_finish: str) -> Iterator[None]:
+def on_interrupt(how_to_finish: str, out: Path | None = None) -> Iterator[None]:
     """Ctrl-C or SIGTERM during runs: say how to finish them and exit 130 (143 for SIGTERM).
 
     Either stops the runs the same way: the runs in flight are abandoned, the
-    finished ones stay on disk, and the manifest says ``interrupted``.
+    finished ones stay on disk, and the manifest says ``interrupted``. With
+    ``out``, an interrupt before its manifest was written says nothing was run
+    instead of offering a resume that would find nothing to resume.
     """
     try:
         with _sigterm_interrupts():
@@ -108,5 +111,8 @@ def on_interrupt(how_to_finish: str) -> Iterator[None]:
             if isinstance(exc, Terminated)
             else ("interrupted", INTERRUPTED)
         )
-        click.echo(f"\n{what}; finished runs are saved. {how_to_finish}", err=True)
+        if out is not None and not (out / "manifest.json").exists():
+            click.echo(f"\n{what} before any run started; nothing was run.", err=True)
+        else:
+            click.echo(f"\n{what}; finished runs are saved. {how_to_finish}", err=True)
         sys.exit(code)

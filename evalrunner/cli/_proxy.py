@@ -14,7 +14,8 @@ from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT
 from evalrunner.endpoints._endpoints import check_model
 from evalrunner.errors import ConfigError, EvalrunnerError
 from evalrunner.proxy._runs import Mode, ProxyRunResult
-from evalrunner.proxy._server import ProxyServer
+from evalrunner._net import is_loopback
+from evalrunner.proxy._server import ProxyServer, new_token
 from evalrunner.proxy._upstream import Upstream
 
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -93,7 +94,10 @@ def _report(result: ProxyRunResult) -> str:
 @click.option(
     "--token",
     envvar="EVALRUNNER_PROXY_TOKEN",
-    help="Bearer token every request must carry (env EVALRUNNER_PROXY_TOKEN).",
+    help=(
+        "Bearer token every request must carry (env EVALRUNNER_PROXY_TOKEN). Default on "
+        "loopback: a new one each start, printed as the agents' API key."
+    ),
 )
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
 @click.option(
@@ -107,6 +111,13 @@ def _report(result: ProxyRunResult) -> str:
     multiple=True,
     metavar="FIELD",
     help="Do not match FIELD on replay (e.g. tools).",
+)
+@click.option(
+    "--max-body-mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=32,
+    show_default=True,
+    help="Largest request body accepted, in MiB; a bigger one gets 413.",
 )
 def proxy(
     record_dir: Path | None,
@@ -122,6 +133,7 @@ def proxy(
     allow_remote: bool,
     match_include: tuple[str, ...],
     match_ignore: tuple[str, ...],
+    max_body_mb: float,
 ) -> None:
     """Serve OpenAI and Anthropic APIs for any agent: record, replay or capture its model calls.
 
@@ -130,6 +142,11 @@ def proxy(
     """
     try:
         mode, directory = _mode(record_dir, replay_dir)
+        # Without --token, a token of its own for this start (printed below as the
+        # agents' API key); beyond loopback the user must choose one (ProxyServer says so).
+        chosen = token is not None
+        if not chosen and is_loopback(host, listening=True):
+            token = new_token()
         server = ProxyServer(
             mode,
             directory,
@@ -139,15 +156,16 @@ def proxy(
             token=token,
             allow_remote=allow_remote,
             fingerprint=DEFAULT_FINGERPRINT.extended(match_include, match_ignore),
+            max_body_bytes=int(max_body_mb * 1024 * 1024),
         )
-        _serve(server, mode, directory)
+        _serve(server, mode, directory, chosen)
     except EvalrunnerError as exc:
         # The same one line and exit code as every other evalrunner command.
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
 
 
-def _serve(server: ProxyServer, mode: Mode, directory: Path | None) -> None:
+def _serve(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool) -> None:
     with server:
         where = f" ({directory})" if directory else ""
         click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.model_name('default')}")
@@ -155,7 +173,8 @@ def _serve(server: ProxyServer, mode: Mode, directory: Path | None) -> None:
         for name, value in server.run_env().items():
             if not name.endswith(("_BASE_URL", "_API_BASE", "_API_KEY")):
                 continue  # per-run settings (an empty cache directory) are for runs it starts
-            shown = "<your --token>" if server.token and value == server.token else value
+            # A token the user chose is theirs to know; one made for this start is shown.
+            shown = "<your --token>" if token_chosen and value == server.token else value
             click.echo(f"export {name}={shown}")
         click.echo("Ctrl-C to stop.")
         # A CI job or supervisor stops with SIGTERM: write the recordings then too.

@@ -206,7 +206,7 @@ def run(
         raise click.UsageError("--resume needs --out DIR (the directory to finish)")
     out = out or default_out(suite.name)
     with _exit.on_interrupt(
-        f"Resume with:\n  evalrunner run --suite {suite.name} --out {out} --resume"
+        f"Resume with:\n  evalrunner run --suite {suite.name} --out {out} --resume", out
     ):
         options = NightOptions(
             out=out,

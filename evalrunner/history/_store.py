@@ -14,6 +14,7 @@ through dicts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import gzip
@@ -221,9 +222,17 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
         payload = gzip.compress(canonical(data).encode(), mtime=0)
     fs.makedirs(f"{base.rstrip('/')}/{entry.suite}", exist_ok=True)
     tmp = path + ".tmp"
-    with fs.open(tmp, "wb") as fh:
-        fh.write(payload)
-    fs.mv(tmp, path)
+    try:
+        with fs.open(tmp, "wb") as fh:
+            fh.write(payload)
+        fs.mv(tmp, path)
+    except BaseException:
+        # A full disk, a lost connection, an interrupt: no half-written file stays
+        # behind for a later reader to trip on.
+        with contextlib.suppress(Exception):
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        raise
     return path if "://" not in root else f"{root.split('://', 1)[0]}://{path}"
 
 

@@ -108,12 +108,14 @@ class CommandAgents:
         self._starting = asyncio.Lock()
 
     async def _server(self, endpoint: Endpoint) -> ProxyServer:
-        from evalrunner.proxy._server import ProxyServer
+        from evalrunner.proxy._server import ProxyServer, new_token
         from evalrunner.proxy._upstream import Upstream
 
         async with self._starting:
             if self._proxy is None:
-                proxy = ProxyServer("passthrough", upstream=Upstream.from_endpoint(endpoint))
+                proxy = ProxyServer(
+                    "passthrough", upstream=Upstream.from_endpoint(endpoint), token=new_token()
+                )
                 self._proxy = await asyncio.to_thread(proxy.start)
         return self._proxy
 

@@ -43,6 +43,8 @@ from evalrunner.proxy._runs import DEFAULT_RUN, Answer, RunState
 from evalrunner.proxy._sse import encode
 
 _NO_RETRY = {"x-should-retry": "false"}
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest request body the proxy reads (images in base64 included); more is a 413."""
 _SSE = "text/event-stream"
 
 
@@ -112,8 +114,30 @@ def _token_ok(request: Request, token: str | None) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def build_app(runs: RunLookup, token: str | None) -> Starlette:
-    """The ASGI app; ``token`` (when set) must come as a bearer token or ``x-api-key``."""
+async def _body(request: Request, limit: int) -> bytes:
+    too_big = ProxyHTTPError(
+        413,
+        "request_too_large",
+        f"request body over the proxy's limit of {limit} bytes (evalrunner proxy --max-body-mb)",
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES) -> Starlette:
+    """The ASGI app; ``token`` (when set) must come as a bearer token or ``x-api-key``.
+
+    A body over ``max_body`` bytes is refused before it is all read, so a stray
+    upload cannot grow the proxy's memory.
+    """
 
     def guarded(api: Api, handler: Callable[[Request, Api], Awaitable[Response]]) -> Any:
         async def endpoint(request: Request) -> Response:
@@ -129,10 +153,15 @@ def build_app(runs: RunLookup, token: str | None) -> Starlette:
 
     async def call(request: Request, api: Api) -> Response:
         run = _run(request)
+        raw = await _body(request, max_body)
         try:
-            body = json.loads(await request.body() or b"null")
+            body = json.loads(raw or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ProxyHTTPError(400, "invalid_request_error", f"body is not JSON: {exc}") from None
+        except RecursionError:
+            raise ProxyHTTPError(
+                400, "invalid_request_error", "body is JSON nested too deeply to read"
+            ) from None
         incoming = api.parse(body, run)
         answer = await run.call(incoming, request.app.state.session)
         return api.render(answer, incoming)

@@ -16,6 +16,7 @@ their API key that way, so agents get the token as their key).
 from __future__ import annotations
 
 import asyncio
+import secrets
 import socket
 import tempfile
 import threading
@@ -40,6 +41,13 @@ if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import EndpointPool
 
 DUMMY_KEY = "evalrunner-proxy-dummy-key"
+
+
+def new_token() -> str:
+    """A fresh per-start token: what the proxy a night starts, and ``evalrunner proxy``
+    without ``--token``, require of every request. Agents get it as their API key, so
+    another local user on a shared runner cannot spend the upstream key through it."""
+    return f"evalrunner-{secrets.token_urlsafe(24)}"
 
 
 def _default_retry() -> RetrySettings:
@@ -72,6 +80,7 @@ class ProxyServer:
         retry: RetrySettings | None = None,
         fingerprint: FingerprintConfig = DEFAULT_FINGERPRINT,
         name: str = "agent",
+        max_body_bytes: int | None = None,
     ) -> None:
         if mode not in ("record", "replay", "passthrough"):
             raise ConfigError(f"proxy mode {mode!r}: use record, replay or passthrough")
@@ -96,6 +105,7 @@ class ProxyServer:
         self.retry = retry if retry is not None else _default_retry()
         self.fingerprint = fingerprint
         self.name = name
+        self.max_body_bytes = max_body_bytes
         self._upstream = upstream
         self._runs: dict[str, RunState] = {}
         self._finished: set[str] = set()
@@ -116,7 +126,7 @@ class ProxyServer:
         try:
             import uvicorn
 
-            from evalrunner.proxy._app import build_app
+            from evalrunner.proxy._app import MAX_BODY_BYTES, build_app
         except ImportError as exc:
             raise ConfigError(
                 f"the proxy needs starlette and uvicorn ({exc}); pip install 'evalrunner[proxy]'"
@@ -137,7 +147,7 @@ class ProxyServer:
             ) from None
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
-            build_app(self, self.token),
+            build_app(self, self.token, self.max_body_bytes or MAX_BODY_BYTES),
             log_config=None,  # leave the host process's logging alone
             log_level="warning",
             access_log=False,

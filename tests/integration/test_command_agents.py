@@ -241,3 +241,26 @@ def test_a_command_that_gives_up_on_a_context_window_refusal_is_skipped(tmp_path
     assert outcome == "skipped"
     assert reason is not None and reason.startswith("context_window_exceeded: ")
     assert "maximum context length" in reason
+
+
+def test_the_nights_proxy_answers_only_requests_that_carry_its_token(tmp_path: Path) -> None:
+    # Another local user (here: a request without the agent's key) gets 401, not the
+    # upstream; the agent itself, which sends the key it was handed, is served.
+    probe = (
+        "import json, os, urllib.error, urllib.request\n"
+        "url = os.environ['OPENAI_BASE_URL'] + '/chat/completions'\n"
+        "body = json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+        "def status(headers):\n"
+        "    request = urllib.request.Request(url, body.encode(), {**headers, 'Content-Type': 'application/json'})\n"
+        "    try:\n"
+        "        return urllib.request.urlopen(request).status\n"
+        "    except urllib.error.HTTPError as err:\n"
+        "        return err.code\n"
+        "key = os.environ['OPENAI_API_KEY']\n"
+        "print(status({}), status({'Authorization': 'Bearer wrong'}), status({'Authorization': 'Bearer ' + key}))\n"
+    )
+    scenario = {"id": "probe", "command": [sys.executable, "-c", probe], "input": "x"}
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, [scenario], runs=1)
+    (record,) = report.records
+    assert record.final_answer == "401 401 200", record.reason

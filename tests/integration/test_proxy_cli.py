@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from fake_endpoint import FakeEndpoint
@@ -40,7 +41,16 @@ def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals)
             exports = dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
             assert openai_agent(exports, "hello") == "echo: hello"
             assert exports["ANTHROPIC_BASE_URL"] + "/v1" == exports["OPENAI_BASE_URL"]
-            assert exports["OPENAI_API_KEY"] == "evalrunner-proxy-dummy-key"
+            # A token of this start's own, handed to agents as their key; nothing else gets in.
+            token = exports["OPENAI_API_KEY"]
+            assert token.startswith("evalrunner-") and len(token) > 30
+            assert exports["ANTHROPIC_API_KEY"] == token
+            url = exports["OPENAI_BASE_URL"] + "/chat/completions"
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            for headers in ({}, {"Authorization": "Bearer evalrunner-guess"}):
+                refused = httpx.post(url, json=body, headers=headers)
+                assert refused.status_code == 401
+                assert "bearer token" in refused.json()["error"]["message"]
         finally:
             proc.send_signal(stop)
             out, err = proc.communicate(timeout=30)

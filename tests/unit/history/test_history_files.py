@@ -261,3 +261,24 @@ def test_json_history_and_parquet_history_load_together(tmp_path: Path) -> None:
     write_history(str(tmp_path), entries[1:])
     assert sorted(p.suffix for p in (tmp_path / "demo").iterdir()) == [".gz", ".parquet"]
     assert read_entries(str(tmp_path)) == entries
+
+
+def test_a_write_that_fails_half_way_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk under --history: the night says so in one line (the CLI's job);
+    # the history directory must not keep a half-written *.tmp for later readers.
+    import errno
+
+    from fsspec.implementations.local import LocalFileOpener
+
+    real = LocalFileOpener.write
+
+    def full(self: LocalFileOpener, data: bytes) -> int:
+        real(self, bytes(data)[:100])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(LocalFileOpener, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        write_history(str(tmp_path), build_entries(nights=1, scenarios=1))
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
