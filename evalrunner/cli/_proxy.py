@@ -10,11 +10,11 @@ from pathlib import Path
 
 import click
 
+from evalrunner._net import is_loopback
 from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT
 from evalrunner.endpoints._endpoints import check_model
 from evalrunner.errors import ConfigError, EvalrunnerError
 from evalrunner.proxy._runs import Mode, ProxyRunResult
-from evalrunner._net import is_loopback
 from evalrunner.proxy._server import ProxyServer, new_token
 from evalrunner.proxy._upstream import Upstream
 
