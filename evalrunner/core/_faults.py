@@ -292,6 +292,7 @@ _PREFIX = re.compile(
 _REPEATS = (" Original exception:", " Error_str:", ", Received response -")
 
 _CHAIN_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("NoCallReachedProxy",), "went around the capture proxy"),
     (("NoUsableChoice", "EndpointFault"), "no usable choice"),
     (("ReadTimeout", "ConnectTimeout", "APITimeoutError", "TimeoutError", "Timeout"), "timeout"),
     (("JSONDecodeError",), "malformed response"),

@@ -171,6 +171,10 @@ class LiteLLMTransport:
         """The answer to one attempt; an answer without a usable choice is an endpoint fault."""
         whole = response
         if request.get("stream"):
+            if not any(map(_from_the_model, response)):
+                # litellm makes one empty "stop" chunk of a body it could not read as
+                # events (a gateway's 200 with an error object): no answer, not an empty one.
+                raise NoUsableChoice("the endpoint's stream carried no answer from the model")
             whole = import_litellm().stream_chunk_builder(
                 response, messages=list(request.get("messages") or [])
             )
@@ -178,6 +182,16 @@ class LiteLLMTransport:
             kind = "stream" if request.get("stream") else "response"
             raise NoUsableChoice(f"the endpoint's {kind} holds no choice to read an answer from")
         return Answer(response, record_from_response(whole), getattr(whole, "id", None))
+
+
+def _from_the_model(chunk: Any) -> bool:
+    """Whether a stream chunk carries anything a model sent: a role, text or a call."""
+    for choice in getattr(chunk, "choices", None) or []:
+        delta = getattr(choice, "delta", None)
+        fields = ("role", "content", "tool_calls", "function_call")
+        if any(getattr(delta, name, None) is not None for name in fields):
+            return True
+    return getattr(chunk, "usage", None) is not None
 
 
 def _endpoint(request: Request) -> str:

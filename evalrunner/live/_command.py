@@ -25,10 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
 from evalrunner.suite._contract import command_argv, final_answer, stderr_tail
 
@@ -43,6 +45,34 @@ __all__ = ["CommandAgents", "CommandFailed"]
 
 class CommandFailed(Exception):
     """A command agent exited non-zero or was killed by a signal (the run crashed)."""
+
+
+class NoCallReachedProxy(EndpointFault):
+    """A command that failed connecting somewhere while no call of it reached the proxy:
+    its client went around the proxy (a base URL written into the agent), so the run
+    measured nothing of the model; counted with infrastructure faults, not as a crash."""
+
+
+# What SDKs and runtimes print when a connection fails (Python, Node.js, curl).
+_CONNECTION_FAILED = re.compile(
+    r"APIConnectionError|ConnectError|ConnectionError|Connection (?:error|refused)|"
+    r"getaddrinfo|Name or service not known|nodename nor servname|Could not resolve host|"
+    r"ENOTFOUND|ECONNREFUSED|EAI_AGAIN|Failed to establish a new connection",
+    re.IGNORECASE,
+)
+
+
+def _went_around_the_proxy(problem: CommandFailed, calls: int, stderr: str) -> BaseException:
+    said = [line.strip() for line in stderr.splitlines() if _CONNECTION_FAILED.search(line)]
+    if calls or not said:
+        return problem  # its own bug, before any call: a crash, which is behaviour
+    fault = NoCallReachedProxy(
+        "no model calls: no model call reached the capture proxy; is the agent's base URL "
+        "hard-coded instead of read from OPENAI_BASE_URL / ANTHROPIC_BASE_URL? It failed "
+        f"to connect: {said[-1][:120]}"
+    )
+    fault.__cause__ = problem
+    return fault
 
 
 class UpstreamRefused(Exception):
@@ -152,6 +182,8 @@ class CommandAgents:
             error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")
         else:
             error = _exit_problem(returncode, err)
+            if error is not None:
+                error = _went_around_the_proxy(error, result.model_calls, err)
             if error is not None and result.upstream_errors:
                 # What the model's endpoint refused (e.g. the context window) is why
                 # the command gave up: the classifier reads the cause chain.

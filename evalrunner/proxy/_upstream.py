@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalrunner._litellm import import_litellm
-from evalrunner.core._faults import InfraLog, describe, is_infra_error
+from evalrunner.core._faults import InfraLog, NoUsableChoice, describe, is_infra_error
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.core._transport import athrough_gate
 from evalrunner.endpoints._endpoints import LOCAL, Endpoint, api_key_for
@@ -225,7 +225,7 @@ async def _via_direct(
     )
     if isinstance(got, list):
         return Forwarded(record_from_chunks(got), chunks=got)
-    return Forwarded(record_from_response(got), body=got)
+    return Forwarded(record_from_response(_with_a_choice(got)), body=got)
 
 
 async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
@@ -233,7 +233,16 @@ async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
     if stream:
         chunks = [c.model_dump(exclude_none=True) async for c in response]
         return Forwarded(record_from_chunks(chunks), chunks=chunks)
-    return Forwarded(record_from_response(response), body=response.model_dump(exclude_none=True))
+    body = _with_a_choice(response.model_dump(exclude_none=True))
+    return Forwarded(record_from_response(response), body=body)
+
+
+def _with_a_choice(body: dict[str, Any]) -> dict[str, Any]:
+    """The body, if it holds a choice: one without is an endpoint fault, retried like
+    in process, never passed on for the agent to index ``choices[0]`` of."""
+    if not body.get("choices"):
+        raise NoUsableChoice("the upstream response holds no choice to read an answer from")
+    return body
 
 
 async def forward(

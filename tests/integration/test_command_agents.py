@@ -264,3 +264,29 @@ def test_the_nights_proxy_answers_only_requests_that_carry_its_token(tmp_path: P
         report = run(tmp_path, ep.api_base, [scenario], runs=1)
     (record,) = report.records
     assert record.final_answer == "401 401 200", record.reason
+
+
+def test_a_command_that_goes_around_the_proxy_is_infra_error_naming_the_base_url(
+    tmp_path: Path,
+) -> None:
+    # Its base URL written into the agent: the proxy sees no call and the SDK fails to
+    # connect. The run measured nothing of the model, so it is no crash of the agent's.
+    around = (
+        "import openai\n"
+        "client = openai.OpenAI(base_url='http://127.0.0.1:9/v1', api_key='k', max_retries=0)\n"
+        "client.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'hi'}])\n"
+    )
+    own_bug = "raise ValueError('the agent broke before calling anything')"
+    scenarios = [
+        {"id": "around", "command": [sys.executable, "-c", around], "input": "x"},
+        {"id": "own-bug", "command": [sys.executable, "-c", own_bug], "input": "x"},
+    ]
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, scenarios, runs=1)
+        assert ep.requests == []
+    found = outcomes(report)
+    ((outcome, reason),) = found["around"]
+    assert outcome == "infra_error" and reason is not None
+    assert "no model call reached the capture proxy" in reason
+    assert "base URL hard-coded" in reason and "APIConnectionError" in reason
+    assert found["own-bug"][0][0] == "crashed"  # an agent's own crash stays behaviour

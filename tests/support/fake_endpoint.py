@@ -17,8 +17,10 @@ off before ``[DONE]``, or half a JSON body when not streaming), ``"hang"``
 (nothing is ever sent: the handler waits until the client gives up or the
 endpoint stops), ``"stall_stream"`` (a stream starts, then nothing more is
 sent, as ``"hang"``), ``"stream_error"`` (a stream starts, then an ``error``
-event arrives mid-stream) and ``"empty_choices"`` (a 200 whose ``choices``
-list is empty; when streaming, chunks without choices).
+event arrives mid-stream), ``"empty_choices"`` (a 200 whose ``choices``
+list is empty; when streaming, chunks without choices) and ``"error_body"`` (a
+200 whose body is an ``error`` object, as some gateways send; when streaming,
+a stream whose only event is that error).
 
 ``abandoned`` counts the hung requests whose client closed the connection,
 and ``abandoned_after`` holds how long each one waited first, so tests can see
@@ -71,6 +73,7 @@ SPECIAL_FAULTS = (
     "stall_stream",
     "stream_error",
     "empty_choices",
+    "error_body",
 )
 FaultKind = str
 """An HTTP status code as text ("429", "503"), or one of :data:`SPECIAL_FAULTS`."""
@@ -439,6 +442,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_stream_error(body)
         elif kind == "empty_choices":
             self._send_empty_choices(body)
+        elif kind == "error_body":
+            self._send_error_body(body)
         else:
             headers = {}
             if fault.retry_after is not None:
@@ -568,6 +573,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunk(f"data: {json.dumps(error)}\n\n".encode())
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
+
+    def _send_error_body(self, body: dict[str, Any]) -> None:
+        """A 200 that carries an error object instead of a completion, as JSON even when a
+        stream was asked for (a gateway's answer): a client reads no event from it."""
+        error = {"error": {"message": "upstream overloaded", "type": "server_error", "code": 503}}
+        self._send_json(200, error)
 
     def _send_empty_choices(self, body: dict[str, Any]) -> None:
         """A 200 without a single choice: nothing the agent could read an answer from."""

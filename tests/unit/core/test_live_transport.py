@@ -228,6 +228,30 @@ def test_a_response_without_a_choice_is_retried_then_an_endpoint_fault(mode: str
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stream_answered_with_an_error_body_is_retried_then_an_endpoint_fault(
+    mode: str,
+) -> None:
+    # A gateway's 200 with a JSON error object where a stream was asked for: litellm
+    # makes one empty "stop" chunk of it, which used to read as the model's empty answer.
+    with FakeEndpoint([Fault("error_body")], default=Reply("Paris.")) as ep:
+        res = run_plain(mode, ep.api_base, stream=True)
+        assert ep.hits[CHAT] == 2
+    assert (res.error, res.output, res.infra.max_attempts_used) == (None, "Paris.", 2)
+    with FakeEndpoint(default=Fault("error_body")) as ep:
+        res = run_plain(mode, ep.api_base, stream=True)
+        assert ep.hits[CHAT] == PATIENT.max_attempts
+    assert isinstance(res.error, NoUsableChoice) and is_infra_error(res.error)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stream_with_an_empty_answer_from_the_model_is_its_answer(mode: str) -> None:
+    with FakeEndpoint(default=Reply("")) as ep:
+        res = run_plain(mode, ep.api_base, stream=True)
+        assert ep.hits[CHAT] == 1
+    assert (res.error, res.output) == (None, "")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize(("kind", "stream"), [("hang", False), ("stall_stream", True)])
 def test_a_hung_request_is_abandoned_after_the_request_timeout_and_retried(
     mode: str, kind: str, stream: bool
