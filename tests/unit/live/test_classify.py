@@ -14,6 +14,7 @@ import pytest
 
 from evalrunner.core._faults import is_infra_error
 from evalrunner.live._classify import Classification, classify, weak_model_failure
+from evalrunner.suite._checks import NO_STRUCTURED_TOOL_CALLS
 from evalrunner.suite._schema import SKIP_CLASSES, Checks, SkipRules
 
 TASK = "What is the capital of France? Use the lookup_capital tool."
@@ -141,7 +142,10 @@ def test_a_clean_run_passes_or_fails_on_its_checks() -> None:
         checks=Checks(answer_contains=["Paris"], tools_used=["lookup_capital"]),
     )
     assert v.outcome == "failed"
-    assert v.reason == "answer_contains:Paris; tools_used:lookup_capital"
+    # No tool call at all: the reason adds why a tool check may fail for a working agent.
+    assert v.reason == (
+        "answer_contains:Paris; tools_used:lookup_capital; " + NO_STRUCTURED_TOOL_CALLS
+    )
 
 
 def test_no_weak_class_without_a_reason() -> None:
