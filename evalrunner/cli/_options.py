@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from evalrunner.night._night import NightOptions
+from evalrunner.suite._schema import MAX_RUNS
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
@@ -48,7 +49,7 @@ def baselines_dir(help: str | None = None) -> Decorator[Any]:
 
 
 def runs(help: str) -> Decorator[Any]:
-    return click.option("--runs", "-n", type=click.IntRange(min=1), help=help)
+    return click.option("--runs", "-n", type=click.IntRange(min=1, max=MAX_RUNS), help=help)
 
 
 def models(help: str) -> Decorator[Any]:

@@ -155,6 +155,11 @@ class InfraLog:
         self._ended = threading.Event()
         self._lock = threading.Lock()
         self._tasks: set[asyncio.Task[object]] = set()
+        # Calls under way (attempts, backoffs, rate-limit waits), and whether one was
+        # cut off or still under way when the run ended: who held a timed-out run.
+        self._in_flight = 0
+        self._cut_off = False
+        self._busy_at_close: bool | None = None
 
     @property
     def attempts(self) -> int:
@@ -174,6 +179,9 @@ class InfraLog:
         both after the run was recorded (and against a one-request-at-a-time local
         server, at the cost of the next run).
         """
+        with self._lock:
+            if self._busy_at_close is None:
+                self._busy_at_close = self._in_flight > 0 or self._cut_off
         self._ended.set()
         with self._lock:
             tasks, self._tasks = list(self._tasks), set()
@@ -188,6 +196,25 @@ class InfraLog:
             # a RuntimeError says that loop is closed, so nothing runs there any more.
             with contextlib.suppress(RuntimeError):
                 task.get_loop().call_soon_threadsafe(task.cancel)
+
+    @property
+    def waiting_on_endpoint(self) -> bool:
+        """Whether a model call was under way when the run ended (or is now, while it runs).
+
+        A run that timed out with none was held by the agent's own code.
+        """
+        if self._busy_at_close is not None:
+            return self._busy_at_close
+        return self._in_flight > 0 or self._cut_off
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def _leave(self, cut_off: bool = False) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._cut_off = self._cut_off or cut_off
 
     def track(self, task: asyncio.Task[object] | None) -> None:
         """Remember an async task making this run's calls, to cancel it when the run ends."""
@@ -252,28 +279,40 @@ class InfraLog:
 
     def call(self, fn: Callable[[], T], endpoint: str | None = None) -> T:
         """``fn()`` under the retry policy; ``endpoint`` names where it goes, for the reasons."""
-        attempt = 1
-        while True:
-            try:
-                result = fn()
-            except Exception as exc:
-                self._sleep(self._failure(attempt, exc, endpoint))
-                attempt += 1
-                continue
-            self._note_attempt(attempt)
-            return result
+        self._enter()
+        try:
+            attempt = 1
+            while True:
+                try:
+                    result = fn()
+                except Exception as exc:
+                    self._sleep(self._failure(attempt, exc, endpoint))
+                    attempt += 1
+                    continue
+                self._note_attempt(attempt)
+                return result
+        finally:
+            self._leave()
 
     async def acall(self, fn: Callable[[], Awaitable[T]], endpoint: str | None = None) -> T:
-        attempt = 1
-        while True:
-            try:
-                result = await fn()
-            except Exception as exc:
-                await asyncio.sleep(self._failure(attempt, exc, endpoint))
-                attempt += 1
-                continue
-            self._note_attempt(attempt)
-            return result
+        self._enter()
+        cut_off = False
+        try:
+            attempt = 1
+            while True:
+                try:
+                    result = await fn()
+                except Exception as exc:
+                    await asyncio.sleep(self._failure(attempt, exc, endpoint))
+                    attempt += 1
+                    continue
+                self._note_attempt(attempt)
+                return result
+        except asyncio.CancelledError:
+            cut_off = True  # the run's timeout (or its end) stopped this call mid-way
+            raise
+        finally:
+            self._leave(cut_off)
 
 
 def describe(exc: BaseException) -> str:

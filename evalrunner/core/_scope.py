@@ -279,7 +279,19 @@ def run_captured(
             output = fn(*args, **kwargs)
     except Exception as exc:  # the agent's crash is part of the trajectory
         error = exc
+    except SystemExit as exc:
+        error = AgentExited.of(exc)
     return _result(scope, output, error)
+
+
+class AgentExited(Exception):
+    """The agent called ``sys.exit()``: its run crashed; the night (or test session) goes on."""
+
+    @classmethod
+    def of(cls, exc: SystemExit) -> AgentExited:
+        crash = cls(f"the agent called sys.exit({exc.code!r})")
+        crash.__cause__ = exc
+        return crash
 
 
 async def arun_captured(
@@ -332,5 +344,7 @@ async def arun_captured(
                 output = await call()
     except Exception as exc:
         error = exc
+    except SystemExit as exc:
+        error = AgentExited.of(exc)
     # RunEnded: a call found the deadline passed a moment before the timeout fired.
     return _result(scope, output, error, limit.expired() or isinstance(error, RunEnded))

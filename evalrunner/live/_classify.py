@@ -4,8 +4,11 @@ Deterministic rules, applied in this order (the same for baseline nights and
 tonight, so rates compare):
 
 1. ``infra_error``: an endpoint fault survived its retries (even if the agent
-   caught it), or the run hit its timeout. The reason names what happened
-   (status, timeout, reset), the endpoint and its message.
+   caught it), or the run hit its timeout while a model call was under way.
+   The reason names what happened (status, timeout, reset), the endpoint and
+   its message. A run that hit its timeout with no model call under way was
+   held by the agent's own code (a loop, a slow tool): ``crashed``, "timed out
+   in the agent".
 2. ``skipped`` (``context_window_exceeded``): the model overran its context
    window, also when a framework wrapped that error in its own (the cause
    chain is walked): weak-model output, not a crash. Always a skip (it is not
@@ -165,13 +168,23 @@ def classify(
     timed_out: float | None = None,
     infra_reason: str | None = None,
     model_calls: int | None = None,
+    in_agent_code: bool = False,
 ) -> Classification:
     """Decide one run's outcome from its trajectory and what happened around it.
 
     ``infra_reason`` describes ``infra_error`` (or, for a run that timed out,
     the last endpoint fault it met) as the transport saw it, endpoint included.
     ``model_calls`` (sub-agents included; None: unknown) of 0 is rule 3.
+    ``in_agent_code``: a timed-out run had no model call under way (``crashed``).
     """
+    if timed_out is not None and in_agent_code:
+        # No model call was under way: the agent's own code (a loop, a tool) held the
+        # run, which is its behaviour, not the endpoint's fault.
+        return Classification(
+            "crashed",
+            f"timed out in the agent after {timed_out:g} s (no model call was under way)",
+            {},
+        )
     if timed_out is not None:
         reason = f"run timed out after {timed_out:g} s"
         return Classification(

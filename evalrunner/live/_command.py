@@ -177,6 +177,7 @@ class CommandAgents:
             returncode = 127
         finally:
             result = await asyncio.to_thread(proxy.finish_run, run_id)
+            result.infra.close()  # fixes whether a call was under way as the run ended
         if returncode is None:
             timed_out = True
             error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")

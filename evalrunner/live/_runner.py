@@ -162,6 +162,7 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         timed_out=sc.timeout_s if res.timed_out else None,
         infra_reason=reason,
         model_calls=sh.llm_calls,
+        in_agent_code=infra is not None and not infra.waiting_on_endpoint,
     )
     return RunRecord(
         run_id=job.run_id,

@@ -63,6 +63,8 @@ _AGENT_RE = re.compile(rf"{_DOTTED}:{_DOTTED}")
 # Strict: YAML already yields real ints/bools/floats, so "5" or `yes` where a
 # number is expected is a mistake worth naming rather than coercing.
 _CONFIG = ConfigDict(extra="forbid", strict=True)
+MAX_RUNS = 10_000
+"""The most runs per scenario and model one night takes (suite files and --runs)."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -341,7 +343,15 @@ class RunSettings(BaseModel):
         default_factory=list,
         description="litellm model strings to run against; empty means the embedded local model.",
     )
-    runs: int = Field(default=5, ge=1, description="Runs per scenario and model.")
+    runs: int = Field(
+        default=5,
+        ge=1,
+        le=MAX_RUNS,
+        description=(
+            "Runs per scenario and model, at most 10,000 (a night plans and tracks every "
+            "run; more is a typo, or a job for several nights)."
+        ),
+    )
     timeout_s: float = Field(
         default=120.0, gt=0, allow_inf_nan=False, description="Per-run timeout in seconds."
     )

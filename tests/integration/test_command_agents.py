@@ -138,7 +138,10 @@ def test_exit_codes_timeouts_and_missing_calls_each_get_their_outcome(tmp_path: 
     assert crash[0] == "crashed"
     assert crash[1] is not None and "exited with status 3" in crash[1]
     assert "ValueError: the agent broke" in crash[1]  # the tail of stderr
-    assert found["hang"] == [("infra_error", "run timed out after 3 s")]
+    # It answered, then slept in its own code: the timeout is the agent's.
+    assert found["hang"] == [
+        ("crashed", "timed out in the agent after 3 s (no model call was under way)")
+    ]
     (none,) = found["no-calls"]
     assert none[0] == "infra_error" and none[1] is not None
     assert none[1].startswith("no model calls")

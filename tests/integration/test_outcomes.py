@@ -232,6 +232,21 @@ def test_a_run_past_its_timeout_is_infra_error(tmp_path: Path, agent: str) -> No
     assert record.latency_s < 1.0 and report.crashes == []
 
 
+@pytest.mark.parametrize("agent", ["looping_agent", "alooping_agent"])
+def test_a_run_held_past_its_timeout_by_the_agent_s_own_code_is_crashed(
+    tmp_path: Path, agent: str
+) -> None:
+    # The model answered; then the agent's loop never ended. Its timeout is its own,
+    # not the endpoint's: crashed, never infra_error (which a night counts as an outage).
+    with FakeEndpoint(default=Reply("Paris.")) as ep:
+        record, _, _ = run_one(tmp_path, ep, agent, timeout_s=0.4)
+    assert (record.outcome, record.reason) == (
+        "crashed",
+        "timed out in the agent after 0.4 s (no model call was under way)",
+    )
+    assert record.llm_calls == 1
+
+
 @pytest.mark.parametrize(
     ("agent", "kind"),
     [

@@ -402,3 +402,30 @@ def test_exit_2_for_config_errors_with_one_line(tmp_path: Path, endpoint: FakeEn
     result = cli(endpoint, tmp_path, "--suite", "ok", "--runs", "0")
     assert result.exit_code == 2
     assert endpoint.requests == []  # none of these reached a model
+
+
+def test_an_agent_that_calls_sys_exit_crashes_its_run_and_the_night_goes_on(
+    tmp_path: Path, endpoint: FakeEndpoint
+) -> None:
+    # sys.exit(3) in agent code used to end the whole night as an "outage" (exit 3).
+    scenarios = [
+        scenario("exit", "exiting_agent"),
+        scenario("aexit", "aexiting_agent"),
+        scenario("pass", "tool_agent"),
+    ]
+    write_suite(tmp_path, "exits", scenarios, runs=2)
+    result = cli(endpoint, tmp_path, "--suite", "exits", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output  # crashes, as any crashing agent's night
+    assert "never retrieved" not in result.stderr and "outage" not in result.stderr
+    check_results_dir(tmp_path / "out", planned_ids(["exit", "aexit", "pass"], 2))
+    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
+    found = {(r["scenario"], r["outcome"], r["reason"]) for r in records}
+    assert found == {
+        ("exit", "crashed", "AgentExited: the agent called sys.exit(3)"),
+        ("aexit", "crashed", "AgentExited: the agent called sys.exit('fatal: config missing')"),
+        ("pass", "passed", None),
+    }
+
+
+def read(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8"))["record"])

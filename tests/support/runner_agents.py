@@ -7,8 +7,11 @@ the endpoint answers (tests/fake_endpoint.py) decides how a run ends.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -150,6 +153,32 @@ def crashing_agent(task: str, ctx: RunContext) -> str | None:
     """Calls the model, then fails the way agent code does."""
     answer = timed_agent(task, ctx)
     raise ValueError(f"tool exploded after the model said {answer!r}")
+
+
+def looping_agent(task: str, ctx: RunContext) -> str | None:
+    """Calls the model once, then spins in its own code past any run timeout."""
+    timed_agent(task, ctx)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    return "never in time"
+
+
+async def alooping_agent(task: str, ctx: RunContext) -> str | None:
+    await athree_calls(task, ctx)
+    await asyncio.sleep(3)
+    return "never in time"
+
+
+def exiting_agent(task: str, ctx: RunContext) -> str | None:
+    """Calls the model, then ends the process the way a script's main() does."""
+    timed_agent(task, ctx)
+    sys.exit(3)
+
+
+async def aexiting_agent(task: str, ctx: RunContext) -> str | None:
+    await athree_calls(task, ctx)
+    sys.exit("fatal: config missing")
 
 
 def leaky_crashing_agent(task: str, ctx: RunContext) -> str | None:
