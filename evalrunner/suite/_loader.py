@@ -284,6 +284,13 @@ def _missing(loc: Loc, ctx: Mapping[str, Any], value: Any) -> Explained:
     about = f" ({_first_sentence(info)})" if info is not None and info.description else ""
     if name == "format_version":
         about = f"; add 'format_version: {FORMAT_VERSION}' at the top of the file"
+    elif isinstance(value, Mapping):
+        # A misspelt key is reported missing first; name the spelling that was there.
+        known = model.model_fields if model is not None else {}
+        strays = [k for k in value if isinstance(k, str) and k not in known]
+        close = difflib.get_close_matches(name, strays, n=1, cutoff=0.6)
+        if close:
+            about += f"; did you mean {name!r} where it says {close[0]!r}?"
     return loc[:-1], f"missing required field {name!r}{about}", loc[:-1]
 
 
@@ -353,6 +360,11 @@ def _read(file: Path, shown: str) -> str:
     try:
         return file.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if file.is_symlink():
+            raise ConfigError(
+                f"{shown}: a link to {os.readlink(file)}, which does not exist; "
+                "point it at a suite file or remove it"
+            ) from None
         try:
             nearby = sorted(find_suites(file.parent))
         except ConfigError:
@@ -446,6 +458,10 @@ def load_suite_by_name(name: str, root: str | os.PathLike[str] = "suites") -> Su
     if name in suites:
         return load_suite(suites[name])
     shown = os.fspath(root)
+    for suffix in SUITE_SUFFIXES:
+        there = Path(root) / f"{name}{suffix}"
+        if there.is_symlink() or there.is_dir():
+            return load_suite(there)  # says what the path is instead of "no suite"
     if not suites:
         state = "does not exist" if not Path(root).is_dir() else "has no suite files"
         raise ConfigError(f"no suite named {name!r}: {shown}/ {state}; create {shown}/{name}.yaml")

@@ -22,7 +22,17 @@ CASES = [
     (["report", "--since", "yesterday", "--history", "{tmp}"], "not an ISO 8601 date"),
     (["validate", "{tmp}/binary.yaml"], "not UTF-8 text"),
     (["serve-local", "--port", "70000"], "70000 is not in the range"),
+    (["validate", "{tmp}/suites/typo.yaml"], "did you mean 'input' where it says 'inptu'?"),
+    (["validate", "{tmp}/suites/huge.yaml"], "runs: must be at most 10000, got 1000000000"),
+    (
+        ["run", "--suite", "huge", "--runs", "100000000"],
+        "100000000 is not in the range 1<=x<=10000",
+    ),
+    (["run", "--suite", "dir", "--suites-dir", "{tmp}/suites"], "is a directory, not a suite"),
+    (["run", "--suite", "link", "--suites-dir", "{tmp}/suites"], "which does not exist"),
 ]
+
+SCENARIO = "scenarios:\n  - id: a\n    agent: evalrunner.examples:direct_answer\n"
 
 
 @pytest.mark.parametrize(
@@ -30,6 +40,14 @@ CASES = [
 )
 def test_a_bad_argument_is_one_line_and_exit_2(tmp_path: Path, args: list[str], said: str) -> None:
     (tmp_path / "binary.yaml").write_bytes(bytes(range(256)))
+    suites = tmp_path / "suites"
+    (suites / "dir.yaml").mkdir(parents=True)
+    (suites / "link.yaml").symlink_to(tmp_path / "gone.yaml")
+    head = "format_version: 1\nname: {}\n"
+    (suites / "typo.yaml").write_text(head.format("typo") + SCENARIO + "    inptu: hi\n")
+    (suites / "huge.yaml").write_text(
+        head.format("huge") + "runs: 1000000000\n" + SCENARIO + "    input: hi\n"
+    )
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
     # A process of its own, as a user runs it: a server that started anyway would
     # hang here until the timeout instead of passing.
@@ -47,3 +65,25 @@ def test_a_bad_argument_is_one_line_and_exit_2(tmp_path: Path, args: list[str], 
     assert "Traceback" not in done.stderr
     assert said in lines[-1], lines
     assert len([line for line in lines if line.startswith(("error:", "Error:"))]) == 1
+
+
+def test_serve_local_on_a_busy_port_is_one_line_naming_it(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("evalrunner")), "serve-local", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == [
+        f"error: port {port} on 127.0.0.1 is in use (Address already in use); pick another "
+        "--port, or leave it out for a free one"
+    ]
