@@ -98,6 +98,23 @@ def baseline(
             "a slow regression into its own reference); accept nights on purpose with "
             "--from DIR [--from DIR ...] [--append], and rebuild without --append to start afresh"
         )
+    if sources:
+        # These shape a live run; with --from nothing runs, so they would be ignored.
+        given = [
+            name
+            for name, value in (
+                ("--runs", runs),
+                ("--model", models),
+                ("--scenario", scenarios),
+                ("--out", out),
+            )
+            if value
+        ]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} shape a live run, and --from builds from existing "
+                "results: drop them, or drop --from to run"
+            )
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)

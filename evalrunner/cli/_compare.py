@@ -20,8 +20,12 @@ from evalrunner.live import ResultsDir
 def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> None:
     """Compare two results directories: A is the reference, B the candidate."""
     a, b = ResultsDir(results_a), ResultsDir(results_b)
-    for each in (a, b):
-        each.read_manifest()  # not a results directory: one line, exit 2
+    first, second = (each.read_manifest() for each in (a, b))  # not results: one line, exit 2
+    if first.suite != second.suite:
+        raise click.UsageError(
+            f"A holds suite {first.suite!r} and B suite {second.suite!r}: compare two runs "
+            "of one suite"
+        )
     results = compare_records(a.records(), b.records())
     if not results:
         raise click.UsageError("the two directories share no scenario")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from evalrunner import _clock as clock
 from evalrunner._redact import redact_text
@@ -201,6 +202,11 @@ def run(
     With --resume, the directory's own plan (scenarios, models, runs, --adaptive)
     is continued; options given again must agree with it.
     """
+    given = click.get_current_context().get_parameter_source
+    if no_history and given("history") is ParameterSource.COMMANDLINE:
+        raise click.UsageError("--history and --no-history exclude each other; pick one")
+    if ray_address is not None and executor != "ray":
+        raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
     suite = load_suite_by_name(suite_name, suites_dir)
     if resume and out is None:
         raise click.UsageError("--resume needs --out DIR (the directory to finish)")

@@ -18,7 +18,9 @@ own baselines/ and reports/ are never touched (conftest.py checks the worktree).
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,3 +375,14 @@ def test_compare_dirs_without_a_common_scenario_is_a_usage_error(lab: Lab) -> No
     assert [line for line in missing.stderr.splitlines() if line] == [
         f"error: {lab.root / 'manifest.json'}: results manifest not found"
     ]
+
+
+def test_compare_of_two_suites_is_a_usage_error_naming_both(lab: Lab, tmp_path: Path) -> None:
+    other = tmp_path / "other-suite"
+    shutil.copytree(lab.root / "base", other)
+    manifest = json.loads((other / "manifest.json").read_text(encoding="utf-8"))
+    manifest["suite"] = "another"
+    (other / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = evalrunner(lab.ep, "compare", str(lab.root / "base"), str(other))
+    assert result.exit_code == 2
+    assert f"A holds suite {SUITE!r} and B suite 'another'" in result.output
