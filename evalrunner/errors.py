@@ -65,3 +65,11 @@ class NetworkBlocked(ReplayError):
 
 class EndpointError(EvalrunnerError):
     """A live model endpoint failed even after retries."""
+
+
+class EvalrunnerWarning(UserWarning):
+    """Something a command went on past and says so on one line (``warning: ...``)."""
+
+
+class SkippedHistoryFile(EvalrunnerWarning):
+    """A history file that could not be read was left out; the nights go on without it."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+import warnings
 from typing import Any
 
 import click
 
-from evalrunner.errors import EvalrunnerError
+from evalrunner.errors import EvalrunnerError, EvalrunnerWarning
 
 
 class ErrorBoundary(click.Group):
@@ -19,7 +21,19 @@ class ErrorBoundary(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", EvalrunnerWarning)
+                default = warnings.showwarning
+                warnings.showwarning = functools.partial(_show, default)
+                return super().invoke(ctx)
         except EvalrunnerError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
+
+
+def _show(default: Any, message: Warning | str, category: type[Warning], *args: Any) -> None:
+    """Our own warnings as ``warning: <message>`` lines; anyone else's as Python shows them."""
+    if issubclass(category, EvalrunnerWarning):
+        click.echo(f"warning: {message}", err=True)
+    else:
+        default(message, category, *args)

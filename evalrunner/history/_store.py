@@ -19,6 +19,7 @@ import functools
 import gc
 import gzip
 import secrets
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -35,7 +36,7 @@ from pydantic import (
 
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
-from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
 from evalrunner.history._columnar import ColumnarFile, to_parquet
 from evalrunner.live._results import Manifest
 from evalrunner.stats._evidence_state import EvidenceState
@@ -350,6 +351,8 @@ class History:
         self.sources: list[Source] = (
             [InMemory(e) for e in entries] if sources is None else list(sources)
         )
+        self.skipped: list[str] = []
+        """History files that could not be read and were left out, one line each."""
         if sources is None:
             self.__dict__["entries"] = list(entries)
 
@@ -438,7 +441,13 @@ def open_sources(
     gc.disable()
     try:
         for path in _paths(fs, base, suites, since):
-            source = _open(fs, path)
+            try:
+                source = _open(fs, path)
+            except FileFormatError as exc:
+                # One bad file must not stop every later night, plan and report: leave it
+                # out, say so, and let the user move it aside at leisure.
+                warnings.warn(f"{exc.args[0]} (left out)", SkippedHistoryFile, stacklevel=2)
+                continue
             if (not suites or source.suite in suites) and (not since or source.created_at >= since):
                 sources.append(source)
     finally:
@@ -467,5 +476,16 @@ def evidence_so_far(root: str, suite: str) -> dict[CellKey, EvidenceState]:
 def load_history(
     root: str = DEFAULT_ROOT, *, suites: list[str] | None = None, since: str | None = None
 ) -> History:
-    """The history under ``root``: its entries, oldest first (see :class:`History`)."""
-    return History(sources=open_sources(root, suites=suites, since=since))
+    """The history under ``root``: its entries, oldest first (see :class:`History`).
+
+    Files that could not be read are warned about and listed in ``History.skipped``.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedHistoryFile)
+        sources = open_sources(root, suites=suites, since=since)
+    skipped = [str(w.message) for w in caught if issubclass(w.category, SkippedHistoryFile)]
+    for w in caught:  # said again to whoever listens (the CLI prints them)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    history = History(sources=sources)
+    history.skipped = skipped
+    return history

@@ -53,6 +53,7 @@ def render_html(
             suites=views,
             totals=Counter(d.cell.verdict for v in views for d in v.details),
             verdict_order=(*VERDICT_ORDER, NO_BASELINE),
+            skipped=history.skipped,
         )
     )
 

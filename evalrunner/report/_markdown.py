@@ -55,6 +55,8 @@ def render_markdown(
     """A compact summary of the latest night per suite, for ``$GITHUB_STEP_SUMMARY``."""
     selected = select(history, suites, models, since, until)
     lines = [f"# {md(title)}", ""]
+    lines += [f"Left out, unreadable: {md(line)}" for line in history.skipped]
+    lines += [""] if history.skipped else []
     if not selected:
         lines.append("No runs yet" + (" in the selected window." if since or until else "."))
     for suite in selected:

@@ -73,3 +73,22 @@ def test_report_says_what_it_did_not_find_instead_of_writing_an_empty_report(
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(expected), lines
         assert not out.exists()  # no empty report
+
+
+def test_an_unreadable_history_file_is_left_out_with_a_warning_and_the_report_says_so(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "history"
+    paths = write_history(str(root), build_entries(nights=3, scenarios=1))
+    bad = Path(paths[1])
+    bad.write_bytes(b"not parquet at all")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", "--history", str(root), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and str(bad) in warned[0] and "(left out)" in warned[0]
+    assert "Traceback" not in result.output
+    summary = (out / "summary.md").read_text(encoding="utf-8").replace("\\_", "_")
+    assert f"Left out, unreadable: {bad}" in summary  # (Markdown escapes the underscores)
+    assert "Left out, unreadable:" in (out / "report.html").read_text(encoding="utf-8")
+    assert bad.exists()

@@ -12,7 +12,7 @@ from history_factory import build_entries, history_from_entries, write_history
 from pydantic import BaseModel
 
 from evalrunner._jsonio import canonical
-from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
 from evalrunner.history._columnar import META_KEY, read_parquet, to_parquet
 from evalrunner.history._store import (
     BaselineSummary,
@@ -145,43 +145,47 @@ def _rewrite(path: Path, change: object) -> None:
     path.write_bytes(gzip.compress(json.dumps(data).encode()))
 
 
+def _left_out(root: Path, path: Path, said: str) -> None:
+    """A file that cannot be read is left out with one warning naming it and why: every
+    later night, plan and report goes on without it (the report lists it)."""
+    before = len(list(root.rglob("*.*z*"))) + len(list(root.rglob("*.parquet")))
+    with pytest.warns(SkippedHistoryFile, match=said) as caught:
+        history = load_history(str(root))
+    (line,) = [str(w.message) for w in caught if w.category is SkippedHistoryFile]
+    assert "\n" not in line and str(path) in line
+    assert history.skipped == [line]
+    assert len(history.sources) == before - 1
+    assert path.exists()  # nothing deleted: moving it aside is the user's call
+
+
 def test_a_truncated_file_is_named(v1_copy: Path) -> None:
     path = sorted(v1_copy.glob("*/*.gz"))[0]
     path.write_bytes(path.read_bytes()[:100])
-    with pytest.raises(
-        FileFormatError, match=rf"{path.name}: unreadable history file .* move it aside"
-    ):
-        load_history(str(v1_copy))
+    _left_out(v1_copy, path, rf"{path.name}: unreadable history file .* move it aside")
 
 
 def test_a_file_that_is_not_json_is_named(v1_copy: Path) -> None:
     path = sorted(v1_copy.glob("*/*.gz"))[0]
     path.write_bytes(gzip.compress(b"{not json"))
-    with pytest.raises(FileFormatError, match=rf"{path.name}: not valid JSON at line 1"):
-        load_history(str(v1_copy))
+    _left_out(v1_copy, path, rf"{path.name}: not valid JSON at line 1")
 
 
 def test_an_unknown_format_version_says_what_to_do(v1_copy: Path) -> None:
     path = sorted(v1_copy.glob("*/*.gz"))[0]
     _rewrite(path, lambda d: d.update(format_version=2))
-    with pytest.raises(
-        FileFormatError, match=r"unsupported history format_version 2 .* upgrade evalrunner"
-    ):
-        load_history(str(v1_copy))
+    _left_out(v1_copy, path, r"unsupported history format_version 2 .* upgrade evalrunner")
 
 
 def test_a_bad_field_is_named(v1_copy: Path) -> None:
     path = sorted(v1_copy.glob("*/*.gz"))[-1]
     _rewrite(path, lambda d: d["verdicts"][0].update(verdict="maybe"))
-    with pytest.raises(FileFormatError, match=rf"{path.name}: verdicts\.0\.verdict: "):
-        load_history(str(v1_copy))
+    _left_out(v1_copy, path, rf"{path.name}: verdicts\.0\.verdict: ")
 
 
 def test_a_cell_key_without_a_model_is_named(v1_copy: Path) -> None:
     path = sorted(v1_copy.glob("*/*.gz"))[-1]
     _rewrite(path, lambda d: d.update(typical={"no-model-here": {}}))
-    with pytest.raises(FileFormatError, match=r"typical\.no-model-here.*'scenario\|model'"):
-        load_history(str(v1_copy))
+    _left_out(v1_copy, path, r"typical\.no-model-here.*'scenario\|model'")
 
 
 def test_a_location_fsspec_cannot_open_is_a_config_error() -> None:
@@ -237,10 +241,7 @@ def test_a_damaged_parquet_file_fails_in_one_line(tmp_path: Path) -> None:
     [path] = write_history(str(tmp_path), build_entries(nights=1, scenarios=1))
     raw = Path(path).read_bytes()
     Path(path).write_bytes(raw[: len(raw) // 2])
-    with pytest.raises(FileFormatError) as info:
-        read_entries(str(tmp_path))
-    message = str(info.value)
-    assert "\n" not in message and path in message and "unreadable history file" in message
+    _left_out(tmp_path, Path(path), "unreadable history file")
 
 
 def test_a_parquet_file_of_another_format_version_is_refused(tmp_path: Path) -> None:
@@ -251,8 +252,7 @@ def test_a_parquet_file_of_another_format_version_is_refused(tmp_path: Path) -> 
     path = tmp_path / "demo" / "20250101T000000Z-00000000.parquet"
     table = pa.table({"x": [1]}).replace_schema_metadata({META_KEY: b'{"format_version": 99}'})
     pq.write_table(table, path)
-    with pytest.raises(FileFormatError, match="unsupported history format_version 99"):
-        read_entries(str(tmp_path))
+    _left_out(tmp_path, path, "unsupported history format_version 99")
 
 
 def test_json_history_and_parquet_history_load_together(tmp_path: Path) -> None:
