@@ -12,7 +12,7 @@ from history_factory import build_entries, history_from_entries, write_history
 from pydantic import BaseModel
 
 from evalrunner._jsonio import canonical
-from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
+from evalrunner.errors import ConfigError, SkippedHistoryFile
 from evalrunner.history._columnar import META_KEY, read_parquet, to_parquet
 from evalrunner.history._store import (
     BaselineSummary,
