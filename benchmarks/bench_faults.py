@@ -1,14 +1,17 @@
-"""Fault matrix: the example suite under injected endpoint faults, kind by kind.
+"""Fault matrix: every path an agent can take, under injected endpoint faults, kind by kind.
 
-The example suite's own agents (suites/example.yaml: direct_answer,
-single_tool, tool_chain, fanout with three sub-agents) run through the real
-runner against a loopback FakeEndpoint standing in for the model. Healthy, it
-answers every request the way a competent model would, so every run passes.
-Each request then fails with probability 0 %, 10 % or 30 % with one kind of
-fault: 429, 500/503, a connection reset, a hang (nothing ever sent), a 200
-without a choice, a truncated answer, malformed JSON.
+Paths: ``in-process`` (the example suite's own agents, suites/example.yaml, calling
+litellm in this process), ``command`` (subprocess agents on the official openai
+and anthropic SDKs, plain and streamed, through the capture proxy a night starts)
+and ``ray`` (the example suite on a local Ray, --executor ray). Each runs through
+the real runner against a loopback FakeEndpoint standing in for the model.
+Healthy, it answers every request the way a competent model would, so every run
+passes. Each request then fails with probability 0 %, 10 % or 30 % with one kind
+of fault: 429, 500/503, a connection reset, a hang (nothing ever sent), a 200
+without a choice, a 200 whose body is an error object, a truncated answer,
+malformed JSON.
 
-Per kind and rate it prints:
+Per path, kind and rate it prints:
 
 - ``lost``: runs planned minus runs recorded (and written to disk); must be 0;
 - ``as behaviour``: runs that ended failed, skipped or crashed; with a healthy
@@ -19,8 +22,11 @@ Per kind and rate it prints:
 The retry policy is the suite's shape with short waits (3 attempts, backoff
 10-50 ms, 0.5 s per request) so a hang costs half a second, not a minute.
 
-    python benchmarks/bench_faults.py             # 10 runs per scenario, concurrency 8
-    python benchmarks/bench_faults.py --runs 25   # more runs, tighter figures
+Last, per path, an all-fault night (every request a 503) through the CLI itself
+(``evalrunner run``): it must exit 3 with the outage line.
+
+    python benchmarks/bench_faults.py                       # every path, 10 runs per scenario
+    python benchmarks/bench_faults.py --paths command --runs 25
 """
 
 from __future__ import annotations
@@ -31,17 +37,21 @@ import io
 import os
 import random
 import re
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # Ray workers import litellm too
 HERE = Path(__file__).resolve().parent
+SUPPORT = HERE.parent / "tests" / "support"
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests" / "support")]
 
 from evalrunner._litellm import prepare  # noqa: E402 - after the path setup
@@ -58,7 +68,18 @@ from evalrunner.suite._schema import RetryPolicy  # noqa: E402
 from evalrunner.suite._settings import Suite  # noqa: E402
 
 MODEL = "openai/fake"
-KINDS = ("429", "500", "503", "reset", "hang", "empty_choices", "truncated_stream", "malformed")
+KINDS = (
+    "429",
+    "500",
+    "503",
+    "reset",
+    "hang",
+    "empty_choices",
+    "error_body",
+    "truncated_stream",
+    "malformed",
+)
+PATHS = ("in-process", "command", "ray")
 RATES = (0.1, 0.3)
 RETRY = RetryPolicy(max_attempts=3, backoff_s=0.01, max_backoff_s=0.05, request_timeout_s=0.5)
 CAPITALS = {"france": "Paris", "japan": "Tokyo", "peru": "Lima"}
@@ -76,6 +97,8 @@ def competent(body: dict[str, Any]) -> Any:
         return Reply("The capitals are Paris, Tokyo and Lima.")
     if "hello" in user.lower():
         return Reply("Hello there!")
+    if "story" in user.lower():
+        return Reply("The lighthouse keeper lit the lamp, and every ship came home.")
     if "population" in user.lower():  # tool_chain: capital, then its population
         if tool_results == 0 and "lookup_capital" in offered:
             return Reply(None, tool_calls=[("lookup_capital", '{"country": "Japan"}')])
@@ -95,6 +118,7 @@ class Injector:
 
     kind: str
     rate: float
+    answer: Callable[[dict[str, Any]], Any] = competent
     seed: int = 0
     injected: int = 0
     _rng: random.Random = field(init=False)
@@ -111,7 +135,7 @@ class Injector:
             self.injected += fail
         if fail:
             return Fault(self.kind, retry_after=0.01 if self.kind == "429" else None)
-        return competent(body)
+        return self.answer(body)
 
 
 class _Pool(EndpointPool):
@@ -123,17 +147,54 @@ class _Pool(EndpointPool):
         return Endpoint(label=model, model=model, api_base=self.api_base, api_key="sk-fake")
 
 
-def example_suite() -> Suite:
-    """suites/example.yaml, with the benchmark's short retries."""
-    suite = load_suite(HERE.parent / "suites" / "example.yaml")
-    scenarios = tuple(
-        s.model_copy(update={"retry": RETRY, "timeout_s": 30.0}) for s in suite.scenarios
-    )
-    return Suite(spec=suite.spec, scenarios=scenarios, path=suite.path)
+_RETRY_YAML = {
+    "max_attempts": RETRY.max_attempts,
+    "backoff_s": RETRY.backoff_s,
+    "max_backoff_s": RETRY.max_backoff_s,
+    "request_timeout_s": RETRY.request_timeout_s,
+}
+
+
+def suite_file(path: str, work: Path) -> Path:
+    """The path's suite as a file (the CLI's outage night reads it too), with short retries."""
+    import yaml
+
+    if path == "command":
+        task = "Capitals of: France, Japan"
+        doc: dict[str, Any] = {
+            "format_version": 1,
+            "name": "commands",
+            "scenarios": [
+                {
+                    "id": kind,
+                    "command": [sys.executable, str(SUPPORT / "sdk_agent_main.py"), kind, "{task}"],
+                    "env": {"PYTHONPATH": str(SUPPORT)},
+                    "input": task,
+                    "tools": ["lookup"],
+                    "checks": {"answer_contains": ["Paris", "Tokyo"], "tools_used": ["lookup"]},
+                }
+                for kind in ("openai", "openai-streamed", "anthropic", "anthropic-streamed")
+            ],
+        }
+    else:
+        doc = yaml.safe_load((HERE.parent / "suites" / "example.yaml").read_text())
+    doc.update(retry=_RETRY_YAML, timeout_s=60.0)
+    out = work / f"{doc['name']}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def responder(path: str) -> Callable[[dict[str, Any]], Any]:
+    if path == "command":
+        from sdk_agents import content_responder
+
+        return lambda body: content_responder(body, 0)
+    return competent
 
 
 @dataclass(frozen=True)
 class Row:
+    path: str
     kind: str
     rate: float
     planned: int
@@ -153,7 +214,16 @@ class Row:
         return sum(self.outcomes[o] for o in ("failed", "skipped", "crashed"))
 
 
-def night(suite: Suite, kind: str, rate: float, runs: int, concurrency: int, work: Path) -> Row:
+def night(
+    path: str,
+    suite: Suite,
+    kind: str,
+    rate: float,
+    runs: int,
+    concurrency: int,
+    work: Path,
+    executor: Any = None,
+) -> Row:
     from fake_endpoint import FakeEndpoint
 
     retries: list[int] = []
@@ -163,8 +233,8 @@ def night(suite: Suite, kind: str, rate: float, runs: int, concurrency: int, wor
         retries.append(res.infra.retries if res.infra is not None else 0)
         return record(job, res, started, latency)
 
-    injector = Injector(kind, rate)
-    out = work / f"{kind}-{rate:g}"
+    injector = Injector(kind, rate, responder(path))
+    out = work / f"{path}-{kind}-{rate:g}"
     runner._record = counted  # type: ignore[assignment]
     started = time.monotonic()
     try:
@@ -178,11 +248,13 @@ def night(suite: Suite, kind: str, rate: float, runs: int, concurrency: int, wor
                     concurrency=concurrency,
                     pool=_Pool(ep.api_base),
                     progress_stream=io.StringIO(),
+                    executor=executor,
                 )
             )
     finally:
         runner._record = record  # type: ignore[assignment]
     return Row(
+        path=path,
         kind=kind,
         rate=rate,
         planned=runs * len(suite.scenarios),
@@ -195,35 +267,84 @@ def night(suite: Suite, kind: str, rate: float, runs: int, concurrency: int, wor
     )
 
 
+def outage_night(path: str, suite: Path, work: Path) -> tuple[int, bool]:
+    """An all-503 night through ``evalrunner run`` itself: its exit code, and whether it
+    printed the outage line."""
+    from fake_endpoint import FakeEndpoint
+
+    evalrunner = str(Path(sys.executable).with_name("evalrunner"))
+    argv = [evalrunner, "run", "--suite", str(suite), "--model", MODEL, "--runs", "2"]
+    argv += ["--no-compare", "--no-history", "--out", str(work / f"outage-{path}")]
+    argv += ["--executor", "ray", "--ray-workers", "2"] if path == "ray" else []
+    with FakeEndpoint(responder=Injector("503", 1.0)) as ep:
+        env = {**os.environ, "EVALRUNNER_API_BASE": ep.api_base, "OPENAI_API_KEY": "sk-fake"}
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), str(SUPPORT)])
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    return done.returncode, "outage" in done.stderr
+
+
 def show(rows: list[Row]) -> None:
-    head = f"{'fault':<17} {'rate':>4} {'runs':>4} {'lost':>4} {'as behaviour':>12} {'passed':>6} {'infra':>5} {'faults':>6} {'retries':>7} {'wall s':>6}"
+    head = f"{'path':<10} {'fault':<17} {'rate':>4} {'runs':>4} {'lost':>4} {'as behaviour':>12} {'passed':>6} {'infra':>5} {'faults':>6} {'retries':>7} {'wall s':>6}"
     print(head)
     print("-" * len(head))
     for r in rows:
         print(
-            f"{r.kind:<17} {r.rate:>4.0%} {r.planned:>4} {r.lost:>4} {r.as_behaviour:>12} "
-            f"{r.outcomes['passed']:>6} {r.outcomes['infra_error']:>5} {r.injected:>6} "
-            f"{r.retries:>7} {r.seconds:>6.1f}"
+            f"{r.path:<10} {r.kind:<17} {r.rate:>4.0%} {r.planned:>4} {r.lost:>4} "
+            f"{r.as_behaviour:>12} {r.outcomes['passed']:>6} {r.outcomes['infra_error']:>5} "
+            f"{r.injected:>6} {r.retries:>7} {r.seconds:>6.1f}"
         )
+
+
+def _ray_executor() -> Any:
+    import ray
+
+    from evalrunner.live._ray import RayExecutor
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    return RayExecutor(workers=2)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="runs per scenario and cell")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     args = parser.parse_args()
-    suite = example_suite()
+    rows: list[Row] = []
+    outages: list[tuple[str, int, bool]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rows = [night(suite, "none", 0.0, args.runs, args.concurrency, work)]
-        for kind in KINDS:
-            for rate in RATES:
-                rows.append(night(suite, kind, rate, args.runs, args.concurrency, work))
+        for path in args.paths:
+            file = suite_file(path, work)
+            suite = load_suite(file)
+            executor = _ray_executor() if path == "ray" else None
+            try:
+                cells = [("none", 0.0)] + [(k, r) for k in args.kinds for r in RATES]
+                for kind, rate in cells:
+                    rows.append(
+                        night(path, suite, kind, rate, args.runs, args.concurrency, work, executor)
+                    )
+            finally:
+                if executor is not None:
+                    import ray
+
+                    executor.close()
+                    ray.shutdown()
+            outages.append((path, *outage_night(path, file, work)))
     show(rows)
+    for path, code, said in outages:
+        print(
+            f"all-fault night, {path}: exit {code}, outage line {'printed' if said else 'MISSING'}"
+        )
     lost = sum(r.lost for r in rows)
     wrong = sum(r.as_behaviour for r in rows)
-    print(f"\nruns lost: {lost} (must be 0); faults taken for behaviour: {wrong} (must be 0)")
-    return 0 if lost == wrong == 0 else 1
+    outage_ok = all(code == 3 and said for _, code, said in outages)
+    print(
+        f"\nruns lost: {lost} (must be 0); faults taken for behaviour: {wrong} (must be 0); "
+        f"all-fault nights exit 3 with the outage line: {'yes' if outage_ok else 'NO'}"
+    )
+    return 0 if lost == wrong == 0 and outage_ok else 1
 
 
 if __name__ == "__main__":

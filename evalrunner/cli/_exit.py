@@ -22,6 +22,7 @@ code   meaning
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 import threading
@@ -93,9 +94,15 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+_STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
 @contextmanager
 def on_interrupt(how_to_finish: str, out: Path | None = None) -> Iterator[None]:
     """Ctrl-C or SIGTERM during runs: say how to finish them and exit 130 (143 for SIGTERM).
+
+    A disk that fills (or turns read-only) under the results is one line too, with the
+    same way to finish, and exit 2.
 
     Either stops the runs the same way: the runs in flight are abandoned, the
     finished ones stay on disk, and the manifest says ``interrupted``. With
@@ -105,6 +112,15 @@ def on_interrupt(how_to_finish: str, out: Path | None = None) -> Iterator[None]:
     try:
         with _sigterm_interrupts():
             yield
+    except OSError as exc:
+        if exc.errno not in _STORAGE_FULL:
+            raise
+        # A full (or read-only) disk mid-night: the finished runs are on disk and
+        # --resume finishes the rest once there is room; one line says so.
+        where = exc.filename or out or "the results directory"
+        finish = " ".join(how_to_finish.split())
+        click.echo(f"error: cannot write {where}: {exc.strerror}. {finish}", err=True)
+        sys.exit(USAGE)
     except KeyboardInterrupt as exc:
         what, code = (
             ("terminated (SIGTERM)", TERMINATED)

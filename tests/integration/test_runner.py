@@ -429,3 +429,34 @@ def test_an_agent_that_calls_sys_exit_crashes_its_run_and_the_night_goes_on(
 
 def read(path: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8"))["record"])
+
+
+def test_a_disk_that_fills_mid_night_is_one_line_naming_the_file_and_how_to_resume(
+    tmp_path: Path, endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from evalrunner.live import _results
+
+    real, written = _results.write_json, []
+
+    def fills_up(path: Path, obj: Any) -> None:
+        if len(written) >= 3:  # the manifest and two runs fit
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        written.append(path)
+        real(path, obj)
+
+    monkeypatch.setattr(_results, "write_json", fills_up)
+    write_suite(tmp_path, "full", [scenario("pass", "tool_agent")], runs=6, concurrency=1)
+    out = tmp_path / "out"
+    result = cli(endpoint, tmp_path, "--suite", "full", "--out", str(out))
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert lines[0].startswith(f"error: cannot write {out}/")  # the file that did not fit
+    assert "No space left on device" in lines[0]
+    assert f"evalrunner run --suite full --out {out} --resume" in lines[0]
+    monkeypatch.setattr(_results, "write_json", real)  # room again: the night finishes
+    resumed = cli(endpoint, tmp_path, "--suite", "full", "--out", str(out), "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    check_results_dir(out, planned_ids(["pass"], 6))
