@@ -436,9 +436,11 @@ def test_a_disk_that_fills_mid_night_is_one_line_naming_the_file_and_how_to_resu
 ) -> None:
     import errno
 
+    from evalrunner import _jsonio
     from evalrunner.live import _results
 
-    real, written = _results.write_json, []
+    real = _jsonio.write_json
+    written: list[Path] = []
 
     def fills_up(path: Path, obj: Any) -> None:
         if len(written) >= 3:  # the manifest and two runs fit
