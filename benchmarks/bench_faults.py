@@ -9,7 +9,8 @@ Healthy, it answers every request the way a competent model would, so every run
 passes. Each request then fails with probability 0 %, 10 % or 30 % with one kind
 of fault: 429, 500/503, a connection reset, a hang (nothing ever sent), a 200
 without a choice, a 200 whose body is an error object, a truncated answer,
-malformed JSON.
+malformed JSON, a drip (a byte every 0.1 s: never idle long enough for the
+request timeout, so only the attempt's total deadline ends it).
 
 Per path, kind and rate it prints:
 
@@ -78,6 +79,7 @@ KINDS = (
     "error_body",
     "truncated_stream",
     "malformed",
+    "drip",
 )
 PATHS = ("in-process", "command", "ray")
 RATES = (0.1, 0.3)
@@ -134,7 +136,11 @@ class Injector:
             fail = self._rng.random() < self.rate
             self.injected += fail
         if fail:
-            return Fault(self.kind, retry_after=0.01 if self.kind == "429" else None)
+            return Fault(
+                self.kind,
+                retry_after=0.01 if self.kind == "429" else None,
+                seconds=0.1,  # "drip": a byte each 0.1 s, never idle for the 0.5 s timeout
+            )
         return self.answer(body)
 
 

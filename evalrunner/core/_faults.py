@@ -66,6 +66,12 @@ class RetrySettings(Protocol):
     max_backoff_s: float
     jitter: bool
     request_timeout_s: float
+    attempt_deadline_s: float | None
+
+
+class AttemptOverran(TimeoutError):
+    """One attempt took longer in all than its deadline (an endpoint sending a byte now
+    and then is never idle long enough for the request timeout)."""
 
 
 _CONTEXT_WINDOW = re.compile(
@@ -197,6 +203,13 @@ class InfraLog:
             with contextlib.suppress(RuntimeError):
                 task.get_loop().call_soon_threadsafe(task.cancel)
 
+    def attempt_deadline(self) -> float | None:
+        """Seconds one attempt may take in all (None: no policy, no bound)."""
+        if self.policy is None:
+            return None
+        given = getattr(self.policy, "attempt_deadline_s", None)
+        return float(given) if given else 4 * self.policy.request_timeout_s
+
     @property
     def waiting_on_endpoint(self) -> bool:
         """Whether a model call was under way when the run ended (or is now, while it runs).
@@ -301,7 +314,7 @@ class InfraLog:
             attempt = 1
             while True:
                 try:
-                    result = await fn()
+                    result = await self._bounded(fn)
                 except Exception as exc:
                     await asyncio.sleep(self._failure(attempt, exc, endpoint))
                     attempt += 1
@@ -313,6 +326,19 @@ class InfraLog:
             raise
         finally:
             self._leave(cut_off)
+
+    async def _bounded(self, fn: Callable[[], Awaitable[T]]) -> T:
+        limit = self.attempt_deadline()
+        if limit is None:
+            return await fn()
+        bound = asyncio.timeout(limit)
+        try:
+            async with bound:
+                return await fn()
+        except TimeoutError:
+            if not bound.expired():
+                raise  # the endpoint's own timeout, not ours
+            raise AttemptOverran(f"the attempt ran past its deadline of {limit:g} s") from None
 
 
 def describe(exc: BaseException) -> str:

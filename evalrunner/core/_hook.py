@@ -18,13 +18,15 @@ so is a response without a single choice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, Protocol
 
 from evalrunner._litellm import import_litellm
 from evalrunner._redact import register_secret
-from evalrunner.core._faults import InfraLog, NoUsableChoice, endpoint_label
+from evalrunner.core._faults import AttemptOverran, InfraLog, NoUsableChoice, endpoint_label
 from evalrunner.core._response import record_from_response
 from evalrunner.core._transport import Answer, Gate, Request, athrough_gate, through_gate
 
@@ -116,10 +118,12 @@ class LiteLLMTransport:
         stream = self._prepare(request)
 
         def send() -> Answer:
+            began = time.monotonic()
             response = original("completion")(**self._attempt(request))
             # A stream is read to its end inside the retry loop, so a fault
             # mid-stream (truncated, malformed event) is retried like any other.
-            return self._answer(request, list(response) if stream else response)
+            chunks = _read(response, began, self.infra.attempt_deadline()) if stream else None
+            return self._answer(request, chunks if stream else response)
 
         return self.infra.call(
             lambda: through_gate(self.gate, request, self.infra, send), _endpoint(request)
@@ -182,6 +186,20 @@ class LiteLLMTransport:
             kind = "stream" if request.get("stream") else "response"
             raise NoUsableChoice(f"the endpoint's {kind} holds no choice to read an answer from")
         return Answer(response, record_from_response(whole), getattr(whole, "id", None))
+
+
+def _read(stream: Any, began: float, limit: float | None) -> list[Any]:
+    """A sync stream's chunks, abandoned once the attempt has taken ``limit`` seconds in
+    all: a stream that drips a chunk now and then never trips the read timeout. (A
+    sync answer that is not streamed can only be bounded by that read timeout.)"""
+    chunks = []
+    for chunk in stream:
+        chunks.append(chunk)
+        if limit is not None and time.monotonic() - began > limit:
+            with contextlib.suppress(Exception):
+                stream.close()
+            raise AttemptOverran(f"the attempt ran past its deadline of {limit:g} s")
+    return chunks
 
 
 def _from_the_model(chunk: Any) -> bool:

@@ -177,6 +177,14 @@ class RetryPolicy(BaseModel):
         description="Seconds one attempt may wait for the endpoint (without a byte arriving) "
         "before it is abandoned and retried; never past the run's timeout_s.",
     )
+    attempt_deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds one attempt may take in all, bytes arriving or not (an endpoint "
+        "that drips a byte at a time never trips request_timeout_s); then it is abandoned "
+        "and retried. Default: 4 x request_timeout_s.",
+    )
 
     @model_validator(mode="after")
     def _backoff_order(self) -> RetryPolicy:

@@ -74,6 +74,7 @@ SPECIAL_FAULTS = (
     "stream_error",
     "empty_choices",
     "error_body",
+    "drip",
 )
 FaultKind = str
 """An HTTP status code as text ("429", "503"), or one of :data:`SPECIAL_FAULTS`."""
@@ -444,6 +445,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_empty_choices(body)
         elif kind == "error_body":
             self._send_error_body(body)
+        elif kind == "drip":
+            self._drip(body, fault.seconds)
         else:
             headers = {}
             if fault.retry_after is not None:
@@ -559,6 +562,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b'{"id": "chatcmpl-stall", ')
             self.wfile.flush()
         self._hang()
+
+    def _drip(self, body: dict[str, Any], every: float) -> None:
+        """Bytes now and then, forever (until the client goes or the endpoint stops)."""
+        try:
+            if body.get("stream"):
+                role, text = list(_stream_chunks(self.ep, Reply("drip"), body))[:2]
+                self._start_stream()
+                self._write_chunk(f"data: {json.dumps(role)}\n\n".encode())
+                while not self.ep._stopping.is_set():  # a word at a time, never a finish
+                    self._write_chunk(f"data: {json.dumps(text)}\n\n".encode())
+                    self.ep._sleep(every)
+            else:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                while not self.ep._stopping.is_set():
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    self.ep._sleep(every)
+        except OSError:
+            pass  # the client gave up: what a drip is for
+        self.close_connection = True
 
     def _send_stream_error(self, body: dict[str, Any]) -> None:
         """A stream that starts, then carries an error event (as providers send when overloaded)."""

@@ -243,6 +243,30 @@ def test_a_stream_answered_with_an_error_body_is_retried_then_an_endpoint_fault(
     assert isinstance(res.error, NoUsableChoice) and is_infra_error(res.error)
 
 
+@pytest.mark.parametrize(("mode", "stream"), [("sync", True), ("async", True), ("async", False)])
+def test_an_endpoint_that_drips_bytes_is_abandoned_at_the_attempt_deadline_and_retried(
+    mode: str, stream: bool
+) -> None:
+    # A byte every 0.1 s never leaves the client idle for its 0.3 s read timeout;
+    # only a deadline on the whole attempt (here 1 s) ends it.
+    policy = RetryPolicy(
+        max_attempts=3,
+        backoff_s=0.01,
+        max_backoff_s=0.05,
+        request_timeout_s=0.3,
+        attempt_deadline_s=1.0,
+    )
+    with FakeEndpoint([Fault("drip", seconds=0.1)], default=Reply("Paris.")) as ep:
+        started = time.monotonic()
+        res = run_plain(mode, ep.api_base, policy, stream=stream)
+        took = time.monotonic() - started
+        assert ep.hits[CHAT] == 2
+    assert (res.error, res.output) == (None, "Paris.")
+    assert res.infra.faults[0].startswith("AttemptOverran")
+    assert "past its deadline of 1 s" in res.infra.faults[0]
+    assert took < 5
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_stream_with_an_empty_answer_from_the_model_is_its_answer(mode: str) -> None:
     with FakeEndpoint(default=Reply("")) as ep:

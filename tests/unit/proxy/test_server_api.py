@@ -36,16 +36,21 @@ def test_modes_need_what_they_use(tmp_path: Path) -> None:
 def test_a_run_gets_base_urls_for_both_sdk_families_and_a_dummy_key(tmp_path: Path) -> None:
     proxy = ProxyServer("record", tmp_path, Upstream("openai/x"), port=8123)
     env = proxy.run_env("s/m/0")
+    cache = Path(env.pop("DSPY_CACHEDIR"))  # an empty one of the run's own
     assert env == {
         "OPENAI_BASE_URL": "http://127.0.0.1:8123/runs/s/m/0/v1",
         "OPENAI_API_BASE": "http://127.0.0.1:8123/runs/s/m/0/v1",
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:8123/runs/s/m/0",
         "OPENAI_API_KEY": DUMMY_KEY,
         "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
     }
+    assert cache.is_dir() and not any(cache.iterdir())
     assert proxy.run_url() == "http://127.0.0.1:8123/v1"
     assert proxy.recording_path("s/m/0") == tmp_path / "s" / "m" / "0.proxy.json"
     assert proxy.open_runs() == ["default", "s/m/0"]
+    proxy.stop()
+    assert not cache.exists()
 
 
 def test_finishing_a_run_twice_or_never_opened_is_an_error(tmp_path: Path) -> None:
