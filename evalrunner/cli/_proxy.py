@@ -157,6 +157,9 @@ def proxy(
             allow_remote=allow_remote,
             fingerprint=DEFAULT_FINGERPRINT.extended(match_include, match_ignore),
             max_body_bytes=int(max_body_mb * 1024 * 1024),
+            on_evict=lambda result: click.echo(
+                f"{_report(result)} (finished: runs kept open at once are bounded)"
+            ),
         )
         _serve(server, mode, directory, chosen)
     except EvalrunnerError as exc:

@@ -16,6 +16,7 @@ what was worth retrying, and SDK retries on top would multiply the attempts.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import json
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -45,6 +46,8 @@ from evalrunner.proxy._sse import encode
 _NO_RETRY = {"x-should-retry": "false"}
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """The largest request body the proxy reads (images in base64 included); more is a 413."""
+BODY_TIMEOUT_S = 30.0
+"""How long a request body may take to arrive in all; a client that dawdles gets a 408."""
 _SSE = "text/event-stream"
 
 
@@ -124,11 +127,20 @@ async def _body(request: Request, limit: int) -> bytes:
     if declared.isdigit() and int(declared) > limit:
         raise too_big
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_big
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_S):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise too_big
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ProxyHTTPError(
+            408, "request_timeout", f"request body not received within {BODY_TIMEOUT_S:g} s"
+        ) from None
+    except ClientDisconnect:
+        # The client went away mid-body: nobody to answer, nothing to log a traceback for.
+        raise ProxyHTTPError(400, "client_disconnected", "client disconnected") from None
     return b"".join(chunks)
 
 

@@ -21,6 +21,8 @@ import socket
 import tempfile
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -41,6 +43,38 @@ if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import EndpointPool
 
 DUMMY_KEY = "evalrunner-proxy-dummy-key"
+
+
+HEADER_TIMEOUT_S = 10.0
+"""How long a new connection may take to send a whole request head before it is closed."""
+MAX_CONNECTIONS = 1000
+"""Connections (and requests in flight) served at once; more get a 503 straight away."""
+MAX_IMPLICIT_RUNS = 256
+"""Runs opened by requests alone (``/runs/<id>/...``) kept open at once; opening one more
+finishes the least recently used (its recording written, its result handed to
+``on_evict``), so a client inventing run ids cannot grow the proxy without bound."""
+
+
+def _guarded_http() -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection that sends no whole request head
+    within HEADER_TIMEOUT_S: a client that opens connections and dawdles (by accident
+    or not) cannot hold the proxy's connections and memory. Bodies are timed by the app."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadDeadline(H11Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_too_slow)
+
+        def _head_too_slow(self) -> None:
+            if self.cycle is None:  # no request has begun on this connection
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._head_timer.cancel()
+            super().connection_lost(exc)
+
+    return HeadDeadline
 
 
 def new_token() -> str:
@@ -81,6 +115,7 @@ class ProxyServer:
         fingerprint: FingerprintConfig = DEFAULT_FINGERPRINT,
         name: str = "agent",
         max_body_bytes: int | None = None,
+        on_evict: Callable[[ProxyRunResult], None] | None = None,
     ) -> None:
         if mode not in ("record", "replay", "passthrough"):
             raise ConfigError(f"proxy mode {mode!r}: use record, replay or passthrough")
@@ -106,6 +141,8 @@ class ProxyServer:
         self.fingerprint = fingerprint
         self.name = name
         self.max_body_bytes = max_body_bytes
+        self.on_evict = on_evict
+        self._implicit: OrderedDict[str, None] = OrderedDict()  # least recently used first
         self._upstream = upstream
         self._runs: dict[str, RunState] = {}
         self._finished: set[str] = set()
@@ -153,6 +190,10 @@ class ProxyServer:
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=5,
+            # A server that may face a shared runner: slow clients are dropped (see
+            # _guarded_http) and past MAX_CONNECTIONS new ones get a 503 at once.
+            http=_guarded_http(),
+            limit_concurrency=MAX_CONNECTIONS,
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(
@@ -307,10 +348,23 @@ class ProxyServer:
     def _get_or_open(self, run_id: str) -> RunState:
         with self._lock:
             state = self._runs.get(run_id)
+            if run_id in self._implicit:
+                self._implicit.move_to_end(run_id)
         if state is None:
             self.open_run(run_id)
             with self._lock:
                 state = self._runs[run_id]
+                if run_id != DEFAULT_RUN:  # the one run of base-URL clients stays
+                    self._implicit[run_id] = None
+                evict = (
+                    self._implicit.popitem(last=False)[0]
+                    if len(self._implicit) > MAX_IMPLICIT_RUNS
+                    else None
+                )
+            if evict is not None and evict in self.open_runs():
+                result = self.finish_run(evict)
+                if self.on_evict is not None:
+                    self.on_evict(result)
         return state
 
     def run_for_request(self, run_id: str) -> RunState:
@@ -341,6 +395,7 @@ class ProxyServer:
         """
         with self._lock:
             state = self._runs.pop(check_run_id(run_id), None)
+            self._implicit.pop(run_id, None)
             if state is not None:
                 self._finished.add(run_id)
         if state is None:

@@ -1,13 +1,17 @@
-"""Bodies no agent sends by accident: too big, or nested past what a parser can read.
-Each gets an error in the calling API's format, and the proxy goes on answering."""
+"""What a proxy on a shared runner meets that no agent sends by accident: bodies too big
+or nested past what a parser can read, clients that open connections and dawdle, run
+ids without end. Each gets an answer in the calling API's format (or its connection
+closed), memory stays bounded, and the proxy goes on answering."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from evalrunner.proxy import ProxyServer
 
@@ -48,3 +52,67 @@ def test_json_nested_100000_deep_is_a_400_not_a_traceback(tmp_path: Path) -> Non
     assert reply.status_code == 400
     assert "nested too deeply" in reply.json()["error"]["message"]
     assert after.status_code != 500
+
+
+def test_slow_clients_are_dropped_and_a_normal_request_is_still_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+    import socket
+
+    import evalrunner.proxy._app as app
+    import evalrunner.proxy._server as server
+
+    monkeypatch.setattr(server, "HEADER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(app, "BODY_TIMEOUT_S", 0.5)
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+    body = head + b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+    logged: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = logged.append  # type: ignore[method-assign,assignment]
+    logging.getLogger("uvicorn.error").addHandler(handler)
+    try:
+        with ProxyServer("replay", tmp_path) as proxy:
+            address = ("127.0.0.1", proxy.port)
+            slow = [socket.create_connection(address) for _ in range(100)]
+            for n, sock in enumerate(slow):
+                sock.sendall(body if n % 2 else head)  # half a head, or half a body
+            started = time.monotonic()
+            normal = httpx.post(
+                proxy.base_url + "/v1/chat/completions", json={"model": "m", "messages": []}
+            )
+            took = time.monotonic() - started
+            time.sleep(1.5)
+            dropped = 0
+            for sock in slow:
+                sock.settimeout(1)
+                reply = sock.recv(4096)  # b"" once closed; a 408 for a dawdling body
+                dropped += reply == b"" or reply.startswith(b"HTTP/1.1 408")
+                sock.close()
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(handler)
+    assert normal.status_code != 503 and took < 5
+    assert dropped == 100
+    assert not [r for r in logged if r.exc_info]  # no traceback per disconnect
+
+
+def test_runs_opened_by_requests_alone_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalrunner.proxy._server as server
+
+    monkeypatch.setattr(server, "MAX_IMPLICIT_RUNS", 5)
+    evicted: list[str] = []
+    proxy = ProxyServer("replay", tmp_path, on_evict=lambda r: evicted.append(r.run_id))
+    with proxy, httpx.Client() as client:
+        for n in range(12):
+            client.post(
+                f"{proxy.base_url}/runs/r{n}/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            )
+        assert len(proxy.open_runs()) == 5
+        assert evicted == [f"r{n}" for n in range(7)]  # least recently used first
+        late = client.post(
+            f"{proxy.base_url}/runs/r0/v1/chat/completions", json={"model": "m", "messages": []}
+        )
+    assert late.status_code == 404 and "is finished" in late.json()["error"]["message"]
