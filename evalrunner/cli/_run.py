@@ -86,6 +86,13 @@ def print_run(result: LiveResult, suite: str) -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last."""
     report = result.report
+    if report.resumed_unclosed:
+        click.echo(
+            "note: the last process on this directory ended without closing it (killed, out "
+            "of memory, or an in-process agent that called os._exit): its finished runs are "
+            "kept and the runs it had under way run again",
+            err=True,
+        )
     if report.resumed_skipped:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
     _print_sequential(report)

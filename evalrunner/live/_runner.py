@@ -91,6 +91,9 @@ class RunReport:
     """The night's records: every finished run its manifest lists (resumed ones included)."""
     crashes: list[tuple[str, str]] = field(default_factory=list)  # (run id, traceback)
     resumed_skipped: int = 0
+    resumed_unclosed: bool = False
+    """A resumed directory's last process ended without closing it (killed, out of
+    memory, or an in-process agent that called ``os._exit``)."""
     adaptive: AdaptiveSummary | None = None
     adaptive_notes: list[str] = field(default_factory=list)
 
@@ -379,6 +382,8 @@ class OpenNight:
     adaptive: AdaptiveSettings | None
     previous: list[RunRecord]
     """Runs a resumed directory already holds."""
+    unclosed: bool = False
+    """Resuming a directory whose last process never closed it (status still running)."""
 
     @property
     def labels(self) -> list[str]:
@@ -449,7 +454,8 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
                 }
             )
         previous = results.records() if old is not None else []
-        yield OpenNight(suite, results, plans, manifest, settings, previous)
+        unclosed = old is not None and old.status == "running"
+        yield OpenNight(suite, results, plans, manifest, settings, previous, unclosed)
 
 
 async def _execute(night: OpenNight, planner: Planner, driver: _Driver, report: RunReport) -> None:
@@ -521,7 +527,7 @@ async def run_night(
     )
     limit = concurrency or night.suite.concurrency
     _capped(list(endpoints.values()), limit, say)
-    report = RunReport(out=night.results.root, records=[])
+    report = RunReport(out=night.results.root, records=[], resumed_unclosed=night.unclosed)
     owned = executor is None  # one we start, we close (its command agents' proxy included)
     executor = executor or LocalExecutor(night.suite.spec.rate_limits)
     driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)

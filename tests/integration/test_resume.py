@@ -66,6 +66,7 @@ def test_resume_after_kill_9_finishes_exactly_the_planned_runs(tmp_path: Path) -
         resumed = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out), "--resume")
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert f"resumed: {len(before)} runs were already done" in resumed.stderr
+        assert "ended without closing it" in resumed.stderr  # killed: said on resume
         # Only the missing runs went back to the model (two calls each).
         assert len(ep.requests) - requests_before == 2 * (len(planned()) - len(before))
 
@@ -226,4 +227,5 @@ def test_sigterm_stops_the_night_like_ctrl_c(tmp_path: Path) -> None:
         resumed = evalrunner(ep, tmp_path, "--suite", "resumable", "--out", str(out), "--resume")
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert f"resumed: {done} runs were already done" in resumed.stderr
+        assert "ended without closing it" not in resumed.stderr  # it closed as interrupted
     assert {r.run_id for r in results.records()} == planned()
