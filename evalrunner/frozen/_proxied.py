@@ -251,6 +251,14 @@ def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
                 False, f"{nothing}: the model endpoint failed ({proxied.infra.final_reason})"
             )
         )
+    if proxied.refusals:
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"{nothing}: the capture proxy refused the agent's request ({proxied.refusals[0]})"
+                + (f"; the agent then failed: {error}" if error is not None else ""),
+            )
+        )
     if proxied.model_calls == 0:
         raise _Stop(
             FrozenOutcome(

@@ -183,7 +183,12 @@ class CommandAgents:
             error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")
         else:
             error = _exit_problem(returncode, err)
-            if error is not None:
+            if error is not None and result.refusals:
+                # What the proxy turned away is why the command gave up: say that first.
+                error = CommandFailed(
+                    f"the capture proxy refused its request ({result.refusals[0]}); {error}"
+                )
+            elif error is not None:
                 error = _went_around_the_proxy(error, result.model_calls, err)
             if error is not None and result.upstream_errors:
                 # What the model's endpoint refused (e.g. the context window) is why

@@ -174,7 +174,11 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
             raise ProxyHTTPError(
                 400, "invalid_request_error", "body is JSON nested too deeply to read"
             ) from None
-        incoming = api.parse(body, run)
+        try:
+            incoming = api.parse(body, run)
+        except ProxyHTTPError as err:
+            run.refused(err.status, err.message)  # the run's record says why it had no call
+            raise
         answer = await run.call(incoming, request.app.state.session)
         return api.render(answer, incoming)
 

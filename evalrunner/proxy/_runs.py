@@ -87,7 +87,9 @@ class ProxyRunResult:
     (classify the run ``infra_error``); ``replay_errors`` are requests replay
     could not answer (the run failed: the agent changed); ``upstream_errors``
     are errors the upstream model returned for a request (e.g. the context
-    window), which the agent saw as HTTP errors.
+    window), which the agent saw as HTTP errors; ``refusals`` are requests the
+    proxy itself refused before any model saw them (a field or tool type it does
+    not carry), as ``"400: <message>"``.
     """
 
     run_id: str
@@ -96,6 +98,7 @@ class ProxyRunResult:
     infra: InfraLog
     replay_errors: list[str] = field(default_factory=list)
     upstream_errors: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
     unused_recorded: list[str] = field(default_factory=list)
     recording: Recording | None = None
     recording_path: Path | None = None
@@ -139,8 +142,14 @@ class RunState:
         self.infra = InfraLog(retry)
         self.calls: list[CallLog] = []
         self.replay_errors: list[str] = []
+        self.refusals: list[str] = []
         self.history: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
+
+    def refused(self, status: int, message: str) -> None:
+        """A request of this run the proxy turned away before any model saw it."""
+        with self._lock:
+            self.refusals.append(f"{status}: {message}")
 
     def _arrive(self, incoming: Incoming) -> CallLog:
         with self._lock:
@@ -248,6 +257,7 @@ class RunState:
                     for c in self.calls
                     if c.error is not None and not c.infra and c.error.type != "replay_mismatch"
                 ],
+                refusals=list(self.refusals),
                 unused_recorded=self.book.unused() if self.book is not None else [],
             )
         if self.mode == "record":

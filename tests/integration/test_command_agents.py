@@ -293,3 +293,21 @@ def test_a_command_that_goes_around_the_proxy_is_infra_error_naming_the_base_url
     assert "no model call reached the capture proxy" in reason
     assert "base URL hard-coded" in reason and "APIConnectionError" in reason
     assert found["own-bug"][0][0] == "crashed"  # an agent's own crash stays behaviour
+
+
+def test_a_command_whose_request_the_proxy_refused_says_the_refusal_first(
+    tmp_path: Path,
+) -> None:
+    searching = (
+        "import openai\n"
+        "openai.OpenAI(max_retries=0).responses.create(\n"
+        "    model='m', input='news', tools=[{'type': 'web_search'}])\n"
+    )
+    scenario = {"id": "search", "command": [sys.executable, "-c", searching], "input": "x"}
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, [scenario], runs=1)
+    (record,) = report.records
+    assert record.outcome == "crashed"
+    assert (record.reason or "").startswith(
+        "CommandFailed: the capture proxy refused its request (400: tool type 'web_search'"
+    )

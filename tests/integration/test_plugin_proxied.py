@@ -259,3 +259,38 @@ def test_calls(golden_trajectory):
     assert "test_calls.proxy.json" in report
     assert "recorded call 2 (1 messages, last user message 'hi (step 1)')" in report
     assert "If the agent changed on purpose, re-record with:" in report
+
+
+def test_a_recording_the_proxy_refused_names_the_refusal_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Responses request with a built-in tool the proxy does not carry: the message
+    # used to blame "no model call through the capture proxy" and name the cause last.
+    pytester.makepyfile(
+        test_refused="""
+import openai
+
+
+def searching(task):
+    return openai.OpenAI().responses.create(
+        model="m", input=task, tools=[{"type": "web_search"}]
+    ).output_text
+
+
+def test_refused(golden_trajectory):
+    golden_trajectory.proxied(searching, "news today")
+"""
+    )
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        result = run(pytester, "--golden-record")
+        assert ep.requests == []
+    result.assert_outcomes(failed=1)
+    report = result.stdout.str().split("short test summary info")[0]
+    assert (
+        "recording failed, nothing written: the capture proxy refused the agent's request "
+        "(400: tool type 'web_search' is not supported by the proxy (function tools only))"
+    ) in report
+    assert "no model call through the capture proxy" not in report
