@@ -211,7 +211,9 @@ def run(
     """
     given = click.get_current_context().get_parameter_source
     if no_history and given("history") is ParameterSource.COMMANDLINE:
-        raise click.UsageError("--history and --no-history exclude each other; pick one")
+        # A wrapper may pass --history always and a person add --no-history: the
+        # latter wins, and the night says so rather than leave it unsaid.
+        click.echo(f"note: --no-history: nothing is appended to --history {history}", err=True)
     if ray_address is not None and executor != "ray":
         raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
     suite = load_suite_by_name(suite_name, suites_dir)

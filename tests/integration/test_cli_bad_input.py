@@ -30,7 +30,6 @@ CASES = [
     ),
     (["run", "--suite", "dir", "--suites-dir", "{tmp}/suites"], "is a directory, not a suite"),
     (["run", "--suite", "link", "--suites-dir", "{tmp}/suites"], "which does not exist"),
-    (["run", "--suite", "huge", "--history", "h", "--no-history"], "exclude each other"),
     (["run", "--suite", "huge", "--ray-address", "auto"], "--ray-address is for --executor ray"),
     (["baseline", "--suite", "huge", "--from", "{tmp}", "--runs", "5"], "shape a live run"),
 ]

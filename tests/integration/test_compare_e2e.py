@@ -215,6 +215,8 @@ def test_no_gate_reports_the_regression_but_exits_0(lab: Lab) -> None:
     )
     assert result.exit_code == 0, result.output
     assert ("capital", "success_rate") in flagged(verdict_table(result.stdout))
+    # lab.night passes --history; --no-history wins, and the night says so.
+    assert f"note: --no-history: nothing is appended to --history {lab.history}" in result.stderr
 
 
 # ------------------------------------------------------------------------ adaptive
