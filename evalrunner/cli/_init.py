@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from evalrunner.errors import ConfigError
+from evalrunner.suite._schema import check_identifier
 
 ACTION = "evalrunner/evalrunner@main"
 """What the workflows use: the action at the root of evalrunner's repository."""
@@ -44,6 +45,14 @@ def scaffold(root: Path, suite: str, agent: str, action: str = ACTION) -> dict[P
     }
 
 
+def _suite_name(value: str) -> str:
+    """A name the scaffolded suite will load with: checked before a file is written."""
+    try:
+        return check_identifier(value, "suite name")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command()
 @click.option(
     "--agent",
@@ -53,7 +62,14 @@ def scaffold(root: Path, suite: str, agent: str, action: str = ACTION) -> dict[P
     help="How the first scenario runs its agent: a Python function on litellm, or any "
     "command (an SDK, another language) through the capture proxy.",
 )
-@click.option("--suite", "suite_name", default="agent", show_default=True, help="Suite name.")
+@click.option(
+    "--suite",
+    "suite_name",
+    default="agent",
+    show_default=True,
+    callback=lambda ctx, param, value: _suite_name(value),
+    help="Suite name (lowercase letters, digits, '_' and '-').",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
 @click.option(
     "--action", default=ACTION, show_default=True, help="The GitHub Action the workflows use."

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalrunner.cli import _options
+from evalrunner.errors import ConfigError
 from evalrunner.suite import find_suites, load_suite
 
 
@@ -14,6 +15,11 @@ from evalrunner.suite import find_suites, load_suite
 @_options.suites_dir
 def list_cmd(suites_dir: Path) -> None:
     """List suites and their scenarios."""
+    if not suites_dir.is_dir():
+        raise ConfigError(
+            f"suites directory {suites_dir} does not exist; pass --suites-dir (or set "
+            "EVALRUNNER_SUITES), or create it with evalrunner init"
+        )
     found = find_suites(suites_dir)
     if not found:
         click.echo(f"no suites in {suites_dir}/")

@@ -28,6 +28,7 @@ from evalrunner.suite._tolerance import Tolerance
 __all__ = [
     "FORMAT_VERSION",
     "FROZEN_TAG",
+    "MAX_RUNS",
     "SKIP_CLASSES",
     "SUPPORTED_FORMAT_VERSIONS",
     "Checks",
@@ -39,6 +40,7 @@ __all__ = [
     "SkipRules",
     "SuiteSpec",
     "Tolerance",
+    "check_identifier",
     "version_problem",
 ]
 
@@ -79,7 +81,8 @@ def located(message: str, *suffix: str | int) -> PydanticCustomError:
     return PydanticCustomError("evalrunner", "{message}", {"message": message, "suffix": suffix})
 
 
-def _check_identifier(value: str, what: str) -> str:
+def check_identifier(value: str, what: str) -> str:
+    """``value`` if it is a valid id or name; else ValueError saying the rule and a fix."""
     if _IDENT_RE.fullmatch(value):
         return value
     suggestion = re.sub(r"[^a-z0-9_-]+", "-", value.lower()).strip("-_")
@@ -456,7 +459,7 @@ class ScenarioFields(BaseModel):
     @field_validator("id")
     @classmethod
     def _id_format(cls, value: str) -> str:
-        return _check_identifier(value, "scenario id")
+        return check_identifier(value, "scenario id")
 
     @field_validator("agent")
     @classmethod
@@ -547,7 +550,7 @@ class _SuiteHeader(BaseModel):
     @field_validator("name")
     @classmethod
     def _name_format(cls, value: str) -> str:
-        return _check_identifier(value, "suite name")
+        return check_identifier(value, "suite name")
 
 
 class SuiteSpec(RunSettings, _SuiteHeader):

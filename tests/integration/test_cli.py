@@ -66,6 +66,7 @@ def test_list_shows_suites_and_scenarios(suites: Path) -> None:
 
 
 def test_list_with_no_suites_says_so(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()  # a directory that does not exist is an error (bad input)
     result = invoke("list", "--suites-dir", str(tmp_path / "empty"))
     assert result.exit_code == 0 and result.stdout.strip() == f"no suites in {tmp_path / 'empty'}/"
 

@@ -156,8 +156,10 @@ def test_exit_codes_timeouts_and_missing_calls_each_get_their_outcome(tmp_path: 
         (Fault("429", retry_after=0.01), "anthropic", "HTTP 429"),
         (Fault("reset"), "openai-async", "connection"),
         (Fault("truncated_stream"), "openai-streamed", ""),
+        (Fault("empty_choices"), "openai", "no usable choice"),
+        (Fault("error_body"), "openai-streamed", ""),
     ],
-    ids=["503", "429", "reset", "truncated-stream"],
+    ids=["503", "429", "reset", "truncated-stream", "empty-choices", "error-body"],
 )
 def test_an_upstream_that_stays_down_is_infra_error_not_a_crash(
     tmp_path: Path, fault: Fault, kind: str, shown: str
