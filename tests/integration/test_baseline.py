@@ -245,7 +245,9 @@ def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
 # ---------------------------------------------- broken baselines: one line, exit 2, untouched
 
 
-def corrupt(kind: str, text: str) -> str:
+def corrupt(kind: str, text: str) -> str | bytes:
+    if kind == "random_bytes":  # not text at all: it used to be a 44-line traceback
+        return bytes(range(128, 256)) * 4
     doc = json.loads(text)
     if kind == "truncated":
         return text[: len(text) // 2]
@@ -266,6 +268,7 @@ EXPECTED_ERRORS = {
     "missing_field": r"fingerprint: Field required; rebuild it with 'evalrunner baseline'",
     "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
     "not_an_object": r"expected a JSON object; rebuild it with 'evalrunner baseline'",
+    "random_bytes": r"baseline is not UTF-8 text \(byte 0x80 at offset 0\); save it as UTF-8 JSON",
 }
 
 
@@ -275,7 +278,11 @@ def test_a_broken_baseline_is_one_line_exit_2_and_left_alone(
 ) -> None:
     assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
     path = file_of(where, "capital")
-    path.write_text(corrupt(kind, path.read_text()))
+    broken = corrupt(kind, path.read_text())
+    if isinstance(broken, bytes):
+        path.write_bytes(broken)
+    else:
+        path.write_text(broken)
     before = snapshot(where)
 
     # Comparing with it.
