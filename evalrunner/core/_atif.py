@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -208,22 +209,26 @@ def _follow_files(
     (both relative to ``file``). A link that cannot be followed is a warning: the
     counts then cover this file alone."""
     embedded = {s.get("trajectory_id") for s in doc.get("subagent_trajectories") or []}
-    for step in doc.get("steps") or []:
-        for res in (step.get("observation") or {}).get("results") or []:
-            for ref in res.get("subagent_trajectory_ref") or []:
-                where = ref.get("trajectory_path")
-                if not where or ref.get("trajectory_id") in embedded - {None}:
-                    continue
-                sub = _linked(file, where, "trajectory_path", label, strict, seen)
-                if sub is not None:
-                    ref["trajectory_id"] = sub.setdefault("trajectory_id", where)
-                    embedded.add(ref["trajectory_id"])
-                    doc.setdefault("subagent_trajectories", []).append(sub)
+    for ref in _sub_agent_refs(doc):
+        where = ref.get("trajectory_path")
+        if not where or ref.get("trajectory_id") in embedded - {None}:
+            continue
+        sub = _linked(file, where, "trajectory_path", label, strict, seen)
+        if sub is not None:
+            ref["trajectory_id"] = sub.setdefault("trajectory_id", where)
+            embedded.add(ref["trajectory_id"])
+            doc.setdefault("subagent_trajectories", []).append(sub)
     where = doc.get("continued_trajectory_ref")
     if isinstance(where, str) and where:
         rest = _linked(file, where, "continued_trajectory_ref", label, strict, seen)
         if rest is not None:
             _append(doc, rest)
+
+
+def _sub_agent_refs(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for step in doc.get("steps") or []:
+        for res in (step.get("observation") or {}).get("results") or []:
+            yield from res.get("subagent_trajectory_ref") or []
 
 
 def _linked(
