@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 from baseline_agents import evalrunner
-from fake_endpoint import FakeEndpoint
+from fake_endpoint import FakeEndpoint, Fault
 from night_process import SCENARIOS, planned, respond, start, stop, suite_file, wait_for_runs
 from paths import REPO
 from runner_agents import FAKE_KEY, fake_pool, write_suite
@@ -322,3 +323,34 @@ def test_on_two_nodes_each_worker_uses_its_own_nodes_embedded_model(tmp_path: Pa
     used = [w for w in workers if w["used"] is not None]
     assert used and all(w["used"] == servers[w["on"]]["serves"] for w in used)
     assert found["outcomes"] and set(found["outcomes"]) <= {"passed", "failed"}
+
+
+@pytest.mark.parametrize("kind", ["503", "empty_choices", "error_body", "reset"])
+def test_faults_on_ray_are_retried_in_the_worker_or_end_as_infra_error(
+    tmp_path: Path, ray_address: str, kind: str
+) -> None:
+    # Every other request fails (one run at a time, so each call's first attempt fails
+    # and its retry succeeds): the worker's transport retries and every run passes.
+    # Every request fails: every run is infra_error, none failed or crashed.
+    flaky = threading.Lock(), [0]
+
+    def every_other(body: dict[str, Any], n: int) -> Any:
+        with flaky[0]:
+            flaky[1][0] += 1
+            fail = flaky[1][0] % 2 == 1
+        return Fault(kind) if fail else respond(body, n)
+
+    retry = {"max_attempts": 3, "backoff_s": 0.01, "max_backoff_s": 0.05, "request_timeout_s": 2}
+    executor = RayExecutor(workers=2)
+    try:
+        with FakeEndpoint(responder=every_other) as ep:
+            passing = _night(
+                tmp_path, ep, "flaky", executor, timeout_s=60, retry=retry, concurrency=1
+            )
+        with FakeEndpoint(default=Fault(kind)) as ep:
+            down = _night(tmp_path, ep, "down", executor, timeout_s=60, retry=retry)
+    finally:
+        executor.close()
+    assert {r.outcome for r in passing} == {"passed"}
+    assert {r.outcome for r in down} == {"infra_error"}
+    assert {r.run_id for r in down} == planned()
