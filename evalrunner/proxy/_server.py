@@ -64,11 +64,15 @@ def _guarded_http() -> type[asyncio.Protocol]:
     class HeadDeadline(H11Protocol):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
             super().connection_made(transport)  # type: ignore[arg-type]
-            self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_too_slow)
+            loop = asyncio.get_running_loop()
+            self._head_timer = loop.call_later(HEADER_TIMEOUT_S, self._head_too_slow)
 
         def _head_too_slow(self) -> None:
-            if self.cycle is None:  # no request has begun on this connection
-                self.transport.close()
+            # uvicorn sets `cycle` when a request's head is in; read defensively, as it
+            # is uvicorn's own attribute, not an API.
+            transport = getattr(self, "transport", None)
+            if getattr(self, "cycle", None) is None and transport is not None:
+                transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._head_timer.cancel()
