@@ -66,7 +66,9 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("detect")
-    make_suite(root, SUITE, TAGS, runs=10)
+    # Latency on a loopback fake endpoint measures the machine's load, not the agent: on
+    # a loaded machine it moved between the baseline nights and tonight in every scenario.
+    make_suite(root, SUITE, TAGS, runs=10, tolerance={"margins": {"latency_s": 20.0}})
     world = World(dict.fromkeys(TAGS, GOOD), seed=1)
     with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)  # relative defaults land here, never in the repository
@@ -88,7 +90,7 @@ def test_a_blatant_change_in_one_scenario_of_six_fails_the_night_on_that_scenari
     assert result.exit_code == 1, result.output
     failing = flagged(verdict_table(result.stdout))
     assert {(CHANGED, "tool_sequence"), (CHANGED, "step_count")} <= failing
-    assert {scenario for scenario, _ in failing} == {CHANGED}
+    assert {scenario for scenario, _ in failing} == {CHANGED}, sorted(failing)
     # Suspicious after its 10 runs, the scenario got more (up to 3 x 10) before the verdict.
     assert re.search(
         rf"^escalation: {CHANGED}\|openai/fake: escalating, after 10 runs", result.stderr, re.M
