@@ -32,6 +32,9 @@ from evalrunner.suite._settings import Suite, resolve_suite
 __all__ = ["SUITE_SUFFIXES", "field_line", "find_suites", "load_suite", "load_suite_by_name"]
 
 SUITE_SUFFIXES = (".yaml", ".yml")
+BUILT_IN_EXAMPLE = Path(__file__).resolve().parent.parent / "example.yaml"
+"""The example suite every install has: ``--suite example`` finds it when no
+``suites/example.yaml`` of the project's own is there."""
 
 Loc = tuple[str | int, ...]
 
@@ -457,6 +460,10 @@ def load_suite_by_name(name: str, root: str | os.PathLike[str] = "suites") -> Su
     suites = find_suites(root)
     if name in suites:
         return load_suite(suites[name])
+    if name == BUILT_IN_EXAMPLE.stem:
+        # The example suite ships inside the package (suites/example.yaml in a checkout is
+        # a link to it), so a fresh install can run the README's main job anywhere.
+        return load_suite(BUILT_IN_EXAMPLE)
     shown = os.fspath(root)
     for suffix in SUITE_SUFFIXES:
         there = Path(root) / f"{name}{suffix}"

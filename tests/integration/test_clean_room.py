@@ -107,3 +107,34 @@ def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
     # Offline and with nothing exported, replay passes, and again (no background fetch).
     replay(tmp_path, wheel_site)
     replay(tmp_path, wheel_site)
+
+
+def test_the_example_suite_runs_from_an_installed_wheel_in_an_empty_project(
+    wheel_site: Path, tmp_path: Path
+) -> None:
+    # The README's main job, anywhere: `--suite example` finds the suite the package ships.
+    assert (wheel_site / "evalrunner" / "example.yaml").is_file()
+    with FakeEndpoint(responder=lambda body, n: Reply("Paris, in a few sentences.")) as ep:
+        night = run_in(
+            tmp_path,
+            wheel_site,
+            "python",
+            "-c",
+            "from evalrunner.cli import main; main()",  # what the `evalrunner` script runs
+            "run",
+            "--suite",
+            "example",
+            "--runs",
+            "1",
+            "--model",
+            "openai/fake",
+            "--no-history",
+            "--no-compare",
+            "--out",
+            str(tmp_path / "out"),
+            EVALRUNNER_API_BASE=ep.api_base,
+        )
+    assert night.returncode == 0, night.stdout[-2000:] + night.stderr[-2000:]
+    assert "suite example: results in" in night.stderr
+    assert night.stderr.splitlines()[-1].startswith("night: 5 runs")
+    assert not (tmp_path / "suites").exists()  # nothing scaffolded: the packaged suite ran
