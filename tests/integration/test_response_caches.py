@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 from fake_endpoint import FakeEndpoint, Reply
 
-from evalrunner.live._classify import classify
 from evalrunner.proxy._server import ProxyServer
-from evalrunner.suite._schema import Checks, SkipRules
 
 pytest_plugins = ["pytester"]
 
@@ -95,38 +93,3 @@ def test_each_proxied_run_gets_an_empty_cache_directory_and_no_trace_export(
         assert first["OPENAI_AGENTS_DISABLE_TRACING"] == "1"
         (dirs[0] / "entry").write_text("cached", encoding="utf-8")
     assert not any(os.path.exists(d) for d in dirs)  # removed with the proxy
-
-
-def test_a_live_run_with_no_model_call_names_caches_among_the_causes() -> None:
-    verdict = classify(
-        trajectory={"steps": []},
-        final_answer=None,
-        tools=[],
-        offered_tools=[],
-        checks=Checks(),
-        skip_rules=SkipRules(),
-        error=None,
-        infra_error=None,
-        model_calls=0,
-    )
-    assert verdict.outcome == "infra_error"
-    assert "response cache" in (verdict.reason or "") and "dspy" in (verdict.reason or "")
-
-
-def test_a_tool_check_on_a_run_without_structured_tool_calls_says_why_it_may_fail() -> None:
-    # dspy ReAct writes its tool calls as text: the trajectory holds none.
-    answer = "[[ ## next_thought ## ]]\nI should look it up.\n[[ ## next_tool_name ## ]]\nlookup"
-    verdict = classify(
-        trajectory={"steps": [{"source": "agent", "message": answer}]},
-        final_answer=answer,
-        tools=[],
-        offered_tools=["lookup"],
-        checks=Checks(tools_used=["lookup"]),
-        skip_rules=SkipRules(),
-        error=None,
-        infra_error=None,
-        model_calls=1,
-    )
-    assert verdict.outcome == "failed"
-    assert (verdict.reason or "").startswith("tools_used:lookup; (no structured tool call")
-    assert "dspy ReAct" in (verdict.reason or "")

@@ -66,6 +66,7 @@ def classified(
     error: BaseException | None = None,
     infra: BaseException | None = None,
     timed_out: float | None = None,
+    model_calls: int | None = None,
 ) -> Classification:
     return classify(
         trajectory=trajectory,
@@ -77,6 +78,7 @@ def classified(
         error=error,
         infra_error=infra,
         timed_out=timed_out,
+        model_calls=model_calls,
     )
 
 
@@ -241,3 +243,24 @@ def test_an_agent_bug_raised_while_handling_bad_json_is_a_crash_not_infra() -> N
         infra_error=None,
     )
     assert result.outcome == "crashed"
+
+
+def test_a_run_with_no_model_call_names_response_caches_among_the_causes() -> None:
+    v = classified(traj(), None, model_calls=0)
+    assert v.outcome == "infra_error"
+    assert "response cache" in (v.reason or "") and "dspy" in (v.reason or "")
+
+
+def test_a_tool_check_on_a_run_without_structured_tool_calls_says_why_it_may_fail() -> None:
+    # dspy ReAct writes its tool calls as text: the trajectory holds none.
+    answer = "[[ ## next_thought ## ]]\nI should look it up.\n[[ ## next_tool_name ## ]]\nlookup"
+    v = classified(
+        traj(step(answer)),
+        answer,
+        offered=["lookup"],
+        checks=Checks(tools_used=["lookup"]),
+        model_calls=1,
+    )
+    assert v.outcome == "failed"
+    assert (v.reason or "").startswith("tools_used:lookup; (no structured tool call")
+    assert "dspy ReAct" in (v.reason or "")
