@@ -344,7 +344,9 @@ def test_calls_of_gather_siblings_stop_when_the_run_ends() -> None:
     # One task of an asyncio.gather raises; gather passes the error on at once but does
     # not cancel its siblings: without our help they go on calling after the run ended.
     def respond(body: dict[str, Any], n: int) -> Reply | Fault:
-        return Fault("hang") if body["messages"][-1]["content"] == "hang" else Reply("ok")
+        # "first" answers late enough that the hung request has surely reached us.
+        text = body["messages"][-1]["content"]
+        return Fault("hang") if text == "hang" else Reply("ok", latency=0.3 if text == "first" else 0)
 
     async def ask(api_base: str, text: str) -> Any:
         return await litellm.acompletion(
@@ -360,20 +362,26 @@ def test_calls_of_gather_siblings_stop_when_the_run_ends() -> None:
             raise ValueError("planner failed")
 
         async def late() -> None:
-            await asyncio.sleep(0.3)  # asks after the run has ended
+            await asyncio.sleep(1.0)  # asks after the run has ended
             await ask(api_base, "late")
 
         await asyncio.gather(failing(), late(), ask(api_base, "hang"))
 
-    async def night(api_base: str) -> Any:
-        res = await arun_captured(fanning_out, api_base, retry=FAST, timeout=10)
-        await asyncio.sleep(0.8)  # the event loop runs on, as it does for the next runs
-        return res
+    async def night(ep: FakeEndpoint) -> tuple[Any, int]:
+        res = await arun_captured(fanning_out, ep.api_base, retry=FAST, timeout=10)
+        # The event loop runs on, as it does for the next runs; the endpoint must see the
+        # hung request closed while it does (not when the loop closes). It notices within
+        # 50 ms; the deadline is for a loaded CI machine.
+        deadline = time.monotonic() + 5
+        while not ep.abandoned and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # time for the late sibling to have asked, were it let
+        return res, ep.abandoned
 
     with FakeEndpoint(responder=respond) as ep:
-        res = asyncio.run(night(ep.api_base))
+        res, abandoned = asyncio.run(night(ep))
         sent = [r["messages"][-1]["content"] for r in ep.requests]
-        abandoned = ep.abandoned
     assert isinstance(res.error, ValueError)
+    assert "hang" in sent, "the hung request never reached the endpoint"
     assert "late" not in sent, "a sibling called the endpoint after its run ended"
     assert abandoned == 1, "the hung sibling's request was left running"
