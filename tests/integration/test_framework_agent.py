@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from fake_endpoint import FakeEndpoint
-from framework_agents import pydantic_ai_agent
 from paths import REPO
 from runner_agents import fake_pool, write_suite
 from sdk_agents import content_responder
@@ -21,6 +20,12 @@ from suite_runs import run_suite
 from evalrunner.endpoints._endpoints import Endpoint
 from evalrunner.frozen._proxied import call_with_env, run_frozen_proxied
 from evalrunner.suite._loader import load_suite
+
+pytest.importorskip(
+    "pydantic_ai",
+    reason="pydantic-ai is not installed (the `frameworks` extra; .ci/run installs it)",
+)
+from framework_agents import pydantic_ai_agent  # after the skip: it needs pydantic-ai
 
 TASK = "Capitals of: France, Japan"
 SUPPORT = REPO / "tests" / "support"

@@ -41,7 +41,9 @@ from evalrunner.live._runner import JobExecutor, LocalExecutor
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import RunRecord
 
-ray = pytest.importorskip("ray")  # the `ray` extra; .ci/run installs it, so these run in CI
+ray = pytest.importorskip(
+    "ray", reason="ray is not installed (the `ray` extra; .ci/run installs it)"
+)
 
 pytestmark = pytest.mark.ray
 

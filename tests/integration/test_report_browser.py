@@ -1,7 +1,7 @@
 """The HTML report in a real browser: headless Chromium driven by selenium.
 
 Needs the Debian packages ``chromium`` and ``chromium-driver`` (CI installs them)
-and ``selenium`` (the ``dev`` extra); skipped with the reason when they are
+and ``selenium`` (the ``browser`` extra); skipped with the reason when they are
 missing. Selenium is pointed at the system chromedriver, so selenium-manager
 never downloads anything.
 """
@@ -30,7 +30,8 @@ CHROMEDRIVER = shutil.which("chromedriver")
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     webdriver = pytest.importorskip(
-        "selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')"
+        "selenium.webdriver",
+        reason="selenium is not installed (the `browser` extra; .ci/run installs it)",
     )
     if CHROMIUM is None or CHROMEDRIVER is None:
         pytest.skip(

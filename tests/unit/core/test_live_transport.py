@@ -346,7 +346,9 @@ def test_calls_of_gather_siblings_stop_when_the_run_ends() -> None:
     def respond(body: dict[str, Any], n: int) -> Reply | Fault:
         # "first" answers late enough that the hung request has surely reached us.
         text = body["messages"][-1]["content"]
-        return Fault("hang") if text == "hang" else Reply("ok", latency=0.3 if text == "first" else 0)
+        return (
+            Fault("hang") if text == "hang" else Reply("ok", latency=0.3 if text == "first" else 0)
+        )
 
     async def ask(api_base: str, text: str) -> Any:
         return await litellm.acompletion(
