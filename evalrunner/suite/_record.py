@@ -80,7 +80,11 @@ class RunRecord(BaseModel):
     completion_tokens: int = Field(default=0, description="Completion tokens, sub-agents included.")
     final_answer: str | None = Field(default=None, description="Message of the last agent step.")
     content_hash: str | None = Field(default=None, description="Hash of the normalised trajectory.")
-    latency_s: float = Field(default=0.0, description="Wall time of the run in seconds.")
+    # NaN or infinity is refused here, where the record is made: JSON cannot hold it (it
+    # would be written as null and fail to load back), and one NaN would poison the metric.
+    latency_s: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="Wall time of the run in seconds."
+    )
     attempts: int = Field(
         default=1, description="Endpoint attempts used (retries + 1) by the run's worst call."
     )

@@ -3,6 +3,8 @@ files are refused, and which run stands for the baseline's typical trajectory.""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -94,6 +96,21 @@ def test_a_baseline_of_another_format_version_is_refused_in_one_line(tmp_path: P
         f"{path}: baseline format_version 2 is not supported (expected 1); "
         "rebuild it with 'evalrunner baseline'"
     )
+
+
+def test_a_baseline_with_a_nan_latency_is_refused_in_one_line_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    # JSON has no NaN; a hand edit or another writer's NaN token must not load as data.
+    path = baseline_path(tmp_path, "demo", "capital", "m")
+    save_baseline(path, baseline("results/night1"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["nights"][0]["records"][0]["latency_s"] = math.nan
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baseline(path)
+    message = str(excinfo.value)
+    assert message.startswith(f"{path}: ") and "latency_s" in message and "\n" not in message
 
 
 def test_the_typical_run_takes_the_modal_path_and_prefers_a_passed_run() -> None:
