@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -14,6 +15,7 @@ from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
     format_table,
+    shown_results,
     summary_rows,
     verdict_rows,
 )
@@ -22,7 +24,9 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
+from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite import OUTCOMES, load_suite_by_name
+from evalrunner.suite._metrics import rank
 
 # Every default below is the options model's own, stated once there.
 _NIGHT = NightOptions.model_fields
@@ -72,14 +76,30 @@ def night_line(result: LiveResult, suite: str) -> str:
             f"{head}; flagged: {', '.join(flagged)}. Next: evalrunner report, and if the change "
             f"is intended: evalrunner baseline --suite {suite} --from {report.out} --append"
         )
-    open_ = sum(r.verdict == "inconclusive" for r in comparison.results if r.gating)
-    more = (
-        f" ({open_} gating metrics inconclusive: `evalrunner plan --suite {suite}` says how "
-        "many runs would settle them)"
-        if open_
-        else ""
-    )
-    return f"{head}; nothing flagged against the baselines{more}."
+    return f"{head}; nothing flagged against the baselines{_undecided(comparison.results, suite)}."
+
+
+def _undecided(results: Sequence[MetricResult], suite: str) -> str:
+    """What the night could not decide, counted: changes every run showed that it could not
+    confirm (named), and rows no number of runs tonight would settle."""
+    rows = [r for r, _ in shown_results(results)]  # the rows the table shows
+    # Gating metrics first, as the registry orders them: the five named are the ones that matter.
+    moved = sorted({(rank(r.metric), r.scenario, r.metric) for r in results if r.unconfirmed})
+    unconfirmed = [f"{scenario} {metric}" for _, scenario, metric in moved]
+    open_ = [r for r in rows if r.verdict == "inconclusive" and not r.unconfirmed]
+    parts = []
+    if unconfirmed:
+        named = ", ".join(unconfirmed[:5]) + (
+            f" and {len(unconfirmed) - 5} more" if len(unconfirmed) > 5 else ""
+        )
+        parts.append(f"changed but unconfirmed (every run moved): {named}")
+    if open_:
+        nights = sum(r.runs_needed is None for r in open_)
+        need = f", {nights} of them need more baseline nights, not runs" if nights else ""
+        parts.append(f"{len(open_)} rows inconclusive{need}")
+    if not parts:
+        return ""
+    return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
 
 
 def print_run(result: LiveResult, suite: str) -> None:

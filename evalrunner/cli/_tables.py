@@ -129,7 +129,15 @@ VERDICT_COLUMNS = verdict_columns("baseline", "tonight")
 def verdict_rows(
     results: Sequence[MetricResult], *, all_metrics: bool = False
 ) -> list[dict[str, Any]]:
-    """Gating metrics always; diagnostics only when flagged (or with ``all_metrics``).
+    """The rows of :func:`shown_results`, formatted."""
+    return [_verdict_row(r, young) for r, young in shown_results(results, all_metrics=all_metrics)]
+
+
+def shown_results(
+    results: Sequence[MetricResult], *, all_metrics: bool = False
+) -> list[tuple[MetricResult, bool]]:
+    """(result, young) for the table: gating metrics always; diagnostics only when flagged or
+    unconfirmed (or with ``all_metrics``).
 
     A cell whose baseline is too young to gate has no gating metric: its rows are the
     metrics that gate by default, marked "(young)", so what it would say still shows.
@@ -138,9 +146,9 @@ def verdict_rows(
     rows = []
     for r in results:
         young = (r.scenario, r.model) not in gating_cells and r.baseline_nights > 0
-        shown = r.gating or (young and r.metric in DEFAULT_GATING)
+        shown = r.gating or (young and r.metric in DEFAULT_GATING) or r.unconfirmed
         if all_metrics or shown or r.verdict in (*FAILING, "improvement"):
-            rows.append(_verdict_row(r, young))
+            rows.append((r, young))
     return rows
 
 
@@ -154,7 +162,11 @@ def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
         "scenario": r.scenario,
         "model": r.model,
         "metric": r.metric + ("" if r.gating else " (young)" if young else " (diag)"),
-        "verdict": r.verdict.upper() if r.verdict in FAILING else r.verdict,
+        "verdict": r.verdict.upper()
+        if r.verdict in FAILING
+        else "unconfirmed"
+        if r.unconfirmed
+        else r.verdict,
         "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
         "night": f"{_num(r.night_estimate)} ({r.night_n})",
         "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),

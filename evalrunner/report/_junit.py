@@ -89,7 +89,16 @@ def _case(node: ET.Element, suite: str, v: CellView) -> str:
         failure.text = xml("\n".join(evidence_line(r) for r in regressions))
     elif not gating or all(r.verdict == "inconclusive" for r in gating):
         ended = "skipped"
-        why = "no baseline comparison" if not gating else "all gating metrics inconclusive"
+        why = (
+            "all gating metrics inconclusive"
+            if gating
+            else "baseline too young to gate"
+            if v.results
+            else "no baseline comparison"
+        )
+        unconfirmed = [r.metric for r in v.results if r.unconfirmed]
+        if unconfirmed:
+            why += f"; changed but unconfirmed (every run moved): {', '.join(unconfirmed)}"
         ET.SubElement(case, "skipped", message=xml(f"{why} (N {v.n_text})"))
     out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
     out += [evidence_line(r) for r in v.results if r.verdict != "ok"]

@@ -90,10 +90,30 @@ def _suite(suite: SuiteSelection) -> list[str]:
         )
     regressions = [line for v in views for line in _regressions(v)]
     building = [line for v in views for line in _building(v)]
+    unconfirmed = [line for v in views for line in _unconfirmed(v)]
     out = [*lines, "", "### Regressions", "", *(regressions or ["None."]), ""]
+    if unconfirmed:
+        out += ["### Changed, unconfirmed (every run moved; not failing)", "", *unconfirmed, ""]
     if building:
         out += ["### Evidence building up since the baseline", "", *building, ""]
     return out
+
+
+def _unconfirmed(v: CellView) -> list[str]:
+    """Changes every run showed that the night could not confirm (a small N, a young
+    baseline): listed so they are never silent, with what would confirm them."""
+    return [
+        f"- **{md(v.scenario)}** · {md(v.model)} · {md(r.metric)}: "
+        f"baseline {fmt(r.baseline_estimate)} (n {r.baseline_n}) → night "
+        f"{fmt(r.night_estimate)} (n {r.night_n}), p {fmt(r.p)}; "
+        + md(
+            f"{r.runs_needed} night runs would settle it"
+            if r.runs_needed is not None
+            else "more baseline nights would settle it"
+        )
+        for r in v.results
+        if r.unconfirmed
+    ]
 
 
 def _building(v: CellView) -> list[str]:

@@ -187,6 +187,8 @@ class EvidenceRow:
             resolve = f"MDE {fmt(r.mde)}; " + (
                 f"{r.runs_needed} night runs" if r.runs_needed is not None else "baseline too small"
             )
+            if r.unconfirmed:
+                resolve = f"changed, unconfirmed (every run moved); {resolve}"
         return cls(
             metric=r.metric,
             role="gating" if r.gating else "diagnostic",

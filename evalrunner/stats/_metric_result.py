@@ -129,6 +129,12 @@ class MetricResult(BaseModel):
         default=None, description="The change over those nights together (effect units)."
     )
     evidence_ci: tuple[float, float] | None = None
+    unconfirmed: bool = Field(
+        default=False,
+        description="Inconclusive, yet alone it would be flagged: its raw p reached the night's "
+        "q level (fdr_q) but not its bar after the night's other tests, or the baseline is too "
+        "young to gate. A change to look at, never a failure.",
+    )
     flagged_by: FlagSource | None = Field(
         default=None, description="What flagged it: tonight's test or the accumulated evidence."
     )

@@ -143,7 +143,11 @@ def compare_night(
         i += len(cell.results)
         final.append(
             CellComparison(
-                cell.key, [_known(r) for r in mine], cell.evidence, cell.gating, cell.notes
+                cell.key,
+                [_known(r, refs[cell.key].tolerance.fdr_q, refs[cell.key].young) for r in mine],
+                cell.evidence,
+                cell.gating,
+                cell.notes,
             )
         )
     return NightComparison(final)
@@ -275,8 +279,10 @@ def _note(ref: MetricReference, m: Measured, cell: CellReference, tonight: Runs)
     return "; ".join(notes) or None
 
 
-def _known(result: MetricResult) -> MetricResult:
-    """An inconclusive verdict says what is known: which changes remain possible, what would settle it."""
+def _known(result: MetricResult, level: float, young: bool) -> MetricResult:
+    """An inconclusive verdict says what is known: which changes remain possible and what
+    would settle it. One where every run moved, which the night could not confirm (a small
+    N, a young baseline, many tests), is marked ``unconfirmed``: never silent."""
     if result.verdict != "inconclusive" or result.effect_ci is None:
         return result
     low, high = result.effect_ci
@@ -285,6 +291,29 @@ def _known(result: MetricResult) -> MetricResult:
         if result.runs_needed is not None
         else "no number of runs tonight resolves the margin against this baseline: accept more baseline nights"
     )
-    known = f"nothing flagged; changes from {low:+.3g} to {high:+.3g} are still possible (margin {result.margin:g}); {runs}"
+    unconfirmed = result.p is not None and result.p <= level and _every_run_moved(result)
+    if unconfirmed:
+        why = "the baseline is too young to gate" if young else "short of the night's bar"
+        known = (
+            f"changed, unconfirmed: every run moved (p {result.p:.2g} alone; {why}); the change "
+            f"is {low:+.3g} to {high:+.3g} (margin {result.margin:g}); {runs}"
+        )
+    else:
+        known = f"nothing flagged; changes from {low:+.3g} to {high:+.3g} are still possible (margin {result.margin:g}); {runs}"
     note = f"{result.note}; {known}" if result.note else known
-    return result.model_copy(update={"note": note})
+    return result.model_copy(update={"note": note, "unconfirmed": unconfirmed})
+
+
+def _every_run_moved(r: MetricResult) -> bool:
+    """Tonight no run looks like the baseline's: a rate at 0 or 1 against a baseline more than
+    the margin away, (nearly) every count beyond the baseline's, no run on the usual path."""
+    if r.effect is None:
+        return False
+    if r.kind == "count":
+        return abs(r.effect) >= 0.9
+    if r.kind == "categorical":
+        return r.effect >= 1.0
+    if r.kind == "binary" and r.night_estimate is not None and r.baseline_estimate is not None:
+        extreme = r.night_estimate in (0.0, 1.0)
+        return extreme and abs(r.night_estimate - r.baseline_estimate) > r.margin
+    return False

@@ -58,3 +58,30 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
     # Escalation added runs before it flagged: the count is the night's, whatever it came to.
     assert re.match(r"night: (\d+) runs \(\1 failed\); flagged: s success_rate", flagged)
     assert flagged.endswith("evalrunner baseline --suite capitals --from n3 --append")
+
+
+def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # N = 3 and a baseline of one night (three are needed to gate): 3/3 -> 0/3 cannot be
+    # confirmed, but the night must not read as if nothing happened.
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=3)
+    answer = {"text": "Paris."}
+
+    def respond(body: dict[str, Any], n: int) -> Reply:
+        return Reply(answer["text"])
+
+    with FakeEndpoint(responder=respond) as ep:
+        cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        answer["text"] = "Lima."
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--no-history")
+    assert result.exit_code == 0, "a young baseline does not gate"
+    line = night_line(result.stderr)
+    assert "nothing flagged" in line
+    assert "changed but unconfirmed (every run moved): s success_rate, " in line, line
+    assert re.search(r"s +openai/fake +success_rate \(young\) +unconfirmed", result.stdout)

@@ -55,3 +55,17 @@ def hostile_model() -> History:
         for e in entries
     ]
     return history_from_entries(renamed)
+
+
+@pytest.fixture(scope="session")
+def unconfirmed() -> History:
+    """The latest night's first inconclusive gating result marked ``unconfirmed``: every run
+    moved, which the night could not confirm."""
+    entries = build_entries(nights=2, scenarios=2, models=1, regressed=())
+    last = entries[-1]
+    verdicts = list(last.verdicts)
+    i = next(i for i, v in enumerate(verdicts) if v.gating)
+    verdicts[i] = verdicts[i].model_copy(
+        update={"verdict": "inconclusive", "unconfirmed": True, "p": 0.02, "runs_needed": None}
+    )
+    return history_from_entries([*entries[:-1], last.model_copy(update={"verdicts": verdicts})])

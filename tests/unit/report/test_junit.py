@@ -42,3 +42,14 @@ def test_junit_escapes_hostile_text(hostile_model: History) -> None:
     root = ET.fromstring(text)  # well-formed, control character and all
     names = {case.get("name") for case in root.iter("testcase")}
     assert names == {EVIL_MODEL.replace("\x07", "\ufffd")}
+
+
+def test_a_skipped_case_names_the_changes_the_night_could_not_confirm(
+    unconfirmed: History,
+) -> None:
+    root = ET.fromstring(render_junit(unconfirmed))
+    outputs = "\n".join(s.text or "" for s in root.iter("system-out"))
+    assert " changed, unconfirmed: " in outputs
+    # Its case's gating metrics are all inconclusive: the skip message names the change.
+    messages = [s.get("message", "") for s in root.iter("skipped")]
+    assert any("changed but unconfirmed (every run moved): success_rate" in m for m in messages)

@@ -36,3 +36,12 @@ def test_markdown_escapes_pipes_and_html(hostile: History, hostile_model: Histor
             if line.startswith("| "):
                 assert len(re.findall(r"(?<!\\)\|", line)) == 7  # six columns, no stray separators
     assert "evil\\|&lt;script&gt;" in render_markdown(hostile_model)
+
+
+def test_a_change_the_night_could_not_confirm_is_listed_under_its_own_heading(
+    unconfirmed: History,
+) -> None:
+    text = render_markdown(unconfirmed)
+    section = text.split("### Changed, unconfirmed (every run moved; not failing)", 1)[1]
+    (line,) = [x for x in section.splitlines() if x.startswith("- ")][:1]
+    assert "p 0.02" in line and "more baseline nights would settle it" in line

@@ -12,6 +12,7 @@ import pytest
 from scipy import special, stats
 
 from evalrunner.stats import CellNight, MetricResult, compare_night
+from evalrunner.suite._record import RunRecord
 
 from .conftest import cell_night, make_runs
 
@@ -20,7 +21,7 @@ def steps_result(night: CellNight) -> MetricResult:
     return next(r for r in compare_night([night]).results if r.metric == "step_count")
 
 
-def twos(k: int, runs: int = 3, start: int = 0) -> list:
+def twos(k: int, runs: int = 3, start: int = 0) -> list[RunRecord]:
     """``runs`` runs of 1 step, ``k`` of them with 2."""
     return make_runs(runs, steps=[2] * k + [1] * (runs - k), start=start)
 
@@ -101,9 +102,9 @@ def test_a_blatant_step_change_is_flagged_however_much_nights_differ() -> None:
     # the night term however far the counts moved, and 5 -> 15 steps went unflagged.
     night = compare_night(_suite([15, 14, 16]))
     first = next(r for r in night.results if r.scenario == "s0" and r.metric == "step_count")
-    assert first.night_share >= 0.2
+    assert first.night_share is not None and first.night_share >= 0.2
     assert first.verdict == "changed", (first.p, first.bar, first.test)
-    assert "log counts" in first.test
+    assert first.test is not None and "log counts" in first.test
 
 
 def test_the_log_count_test_does_not_join_an_ordinary_night() -> None:
