@@ -93,10 +93,15 @@ class Profile:
     steps: float = 5.0
     tokens: float = 1.0
     latency: float = 1.0
+    step_night_sd: float = 0.0
+    """A night effect on the steps' log mean on every endpoint (the blatant table's
+    night-share rows); on a drifting endpoint it replaces the usual 0.05."""
 
     def night(self, rng: np.random.Generator, drift: bool) -> Profile:
         """One night's parameters: the profile itself on a quiet endpoint, drifted otherwise."""
         if not drift:
+            if self.step_night_sd:
+                return replace(self, steps=self.steps * math.exp(rng.normal(0, self.step_night_sd)))
             return self
         skip = min(0.5, max(0.0, self.p_skip + rng.uniform(-0.02, 0.02)))
         top = 1 - skip - self.p_crash
@@ -105,7 +110,7 @@ class Profile:
             p_pass=min(top - 0.005, max(0.02, self.p_pass + rng.uniform(-0.10, 0.10))),
             p_skip=skip,
             shares=tuple(rng.dirichlet(200 * np.asarray(self.shares))),
-            steps=self.steps * math.exp(rng.normal(0, 0.05)),
+            steps=self.steps * math.exp(rng.normal(0, self.step_night_sd or 0.05)),
             tokens=self.tokens * math.exp(rng.normal(0, 0.05)),
             latency=self.latency * math.exp(rng.normal(0, 0.10)),
         )
@@ -171,10 +176,10 @@ CHANGES = (
     Change("steps 5 -> 7 (NB)", "step_count", size=2.0),
     Change("tokens x1.5", "prompt_tokens", size=1.5),
 )
-BLATANT = (
-    Change("new-path (every run)", "tool_sequence", size=1.0),
-    Change("steps +10", "step_count", size=10.0),
-)
+BLATANT_STEPS = Change("steps +10", "step_count", size=10.0)
+BLATANT = (Change("new-path (every run)", "tool_sequence", size=1.0), BLATANT_STEPS)
+NIGHT_SHARE_SD = 0.3
+"""Log-mean sd of the steps' night effect for the blatant table's night-share row."""
 PERSISTENT = Change("persistent 0.9 -> 0.8", "success_rate", size=0.1)
 DECLINE = Change("decline -0.01/night", "success_rate", size=0.01)
 
@@ -339,6 +344,8 @@ class Night:
     """Per gating metric: share of unchanged cells with verdict ok."""
     mde: dict[str, float]
     """The changed cell's reported MDE per metric."""
+    step_share: float = float("nan")
+    """The night share (ICC) the changed cell's step test used."""
 
 
 @dataclass(frozen=True)
@@ -351,6 +358,8 @@ class NightTask:
     """(nights, runs per night)."""
     procedures: tuple[Procedure, ...]
     size: float | None = None
+    step_night_sd: float = 0.0
+    """Every cell's steps get this night effect (log-mean sd): the night share in use."""
 
 
 def one_night(task: NightTask) -> dict[str, Night]:
@@ -358,6 +367,9 @@ def one_night(task: NightTask) -> dict[str, Night]:
     rng = np.random.default_rng(task.seed)
     keys = task.suite.cells()
     profiles = {k: (task.change.base if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
+    if task.step_night_sd:
+        sd = task.step_night_sd
+        profiles = {k: replace(p, step_night_sd=sd) for k, p in profiles.items()}
     nights, per_night = task.baseline
     baselines = {
         k: [
@@ -368,7 +380,11 @@ def one_night(task: NightTask) -> dict[str, Night]:
     }
     pools = {}
     for i, k in enumerate(keys):
-        tonight = task.change.apply(1, task.size) if i == 0 else profiles[k]
+        tonight = (
+            replace(task.change.apply(1, task.size), step_night_sd=task.step_night_sd)
+            if i == 0
+            else profiles[k]
+        )
         pools[k] = Batch.draw(tonight.night(rng, task.drift), k, rng, 3 * N)
     return {p.name: _procedure(p, keys, baselines, pools) for p in task.procedures}
 
@@ -454,6 +470,10 @@ def _summarise(
         runs_changed=len(tonight[keys[0]]),
         ok=ok,
         mde={r.metric: r.mde for r in first.results if r.mde is not None},
+        step_share=next(
+            (r.night_share for r in first.results if r.metric == "step_count" and r.night_share),
+            float("nan"),
+        ),
     )
 
 
@@ -591,11 +611,14 @@ def _nights(
     count: int | None = None,
     size: float | None = None,
     label: str = "",
+    step_night_sd: float = 0.0,
 ) -> list[dict[str, Night]]:
     n = count or cfg.nights(suite)
     tag = f"{label}|{suite.label}|{change.name}|{drift}|{baseline}|{size}"
+    tag += f"|{step_night_sd}" if step_night_sd else ""
     tasks = [
-        NightTask(s, suite, change, drift, baseline, procs, size) for s in seeds(cfg.seed, tag, n)
+        NightTask(s, suite, change, drift, baseline, procs, size, step_night_sd)
+        for s in seeds(cfg.seed, tag, n)
     ]
     return run_all(one_night, tasks, cfg.jobs)
 
@@ -714,16 +737,24 @@ def blatant_table(cfg: Config) -> None:
     cfg.emit("| change | endpoint | nights | flagged (escalation) | fixed N |")
     cfg.emit("|---|---|---|---|---|")
     suite = Suite(50, 3)
-    for change in BLATANT:
-        for drift in (False, True):
-            got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED))
-            n = len(got)
-            hits = sum(change.metric in g["escalation"].changed_metrics for g in got)
-            fixed = sum(change.metric in g["fixed N"].changed_metrics for g in got)
-            cfg.emit(
-                f"| {change.name} | {'drift' if drift else 'quiet'} | {n} | {pct(hits, n)} "
-                f"| {pct(fixed, n)} |"
-            )
+    rows = [(c, drift, 0.0, None) for c in BLATANT for drift in (False, True)]
+    # Nights that differ a lot in steps, a night share in use of about 0.2 (issue 22): the
+    # ranks alone cannot flag any size of change there; the log-count test's power grows
+    # with the size.
+    rows += [(BLATANT_STEPS, False, NIGHT_SHARE_SD, size) for size in (10.0, 20.0, 45.0)]
+    for change, drift, step_sd, size in rows:
+        got = _nights(
+            cfg, suite, change, drift, (ESCALATE, FIXED), size=size, step_night_sd=step_sd
+        )
+        n = len(got)
+        hits = sum(change.metric in g["escalation"].changed_metrics for g in got)
+        fixed = sum(change.metric in g["fixed N"].changed_metrics for g in got)
+        name, endpoint = change.name, "drift" if drift else "quiet"
+        if step_sd:
+            share = np.median([g["fixed N"].step_share for g in got])
+            name = f"steps 5 -> {5 + (size or 0):g}"
+            endpoint += f", step night sd {step_sd} (night share in use {share:.2f})"
+        cfg.emit(f"| {name} | {endpoint} | {n} | {pct(hits, n)} | {pct(fixed, n)} |")
     cfg.emit()
 
 
