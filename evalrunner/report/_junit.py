@@ -89,18 +89,19 @@ def _case(node: ET.Element, suite: str, v: CellView) -> str:
         failure.text = xml("\n".join(evidence_line(r) for r in regressions))
     elif not gating or all(r.verdict == "inconclusive" for r in gating):
         ended = "skipped"
-        why = (
-            "all gating metrics inconclusive"
-            if gating
-            else "baseline too young to gate"
-            if v.results
-            else "no baseline comparison"
-        )
-        unconfirmed = [r.metric for r in v.results if r.unconfirmed]
-        if unconfirmed:
-            why += f"; changed but unconfirmed (every run moved): {', '.join(unconfirmed)}"
-        ET.SubElement(case, "skipped", message=xml(f"{why} (N {v.n_text})"))
+        ET.SubElement(case, "skipped", message=xml(f"{_undecided(v)} (N {v.n_text})"))
     out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
     out += [evidence_line(r) for r in v.results if r.verdict != "ok"]
     ET.SubElement(case, "system-out").text = xml("\n".join(out))
     return ended
+
+
+def _undecided(v: CellView) -> str:
+    """Why a case decided nothing, naming the changes it could not confirm."""
+    why = "all gating metrics inconclusive" if v.gating else "nothing gating (a young baseline?)"
+    if not v.results:
+        why = "no baseline comparison"
+    unconfirmed = [r.metric for r in v.results if r.unconfirmed]
+    if unconfirmed:
+        why += f"; changed but unconfirmed (every run moved): {', '.join(unconfirmed)}"
+    return why
