@@ -26,6 +26,7 @@ LATENCY = "latency_s"
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._metric_result import MetricResult
+    from evalrunner.stats._reference import CellReference
 
 __all__ = ["CellPair", "Comparison", "compare_pairs", "compare_records", "compare_with_baselines"]
 
@@ -72,8 +73,14 @@ class Comparison:
         return [r for r in self.results if r.fails_night]
 
 
-def compare_pairs(pairs: Sequence[CellPair]) -> Comparison:
-    """Every pair's metric results and evidence; verdicts corrected across all pairs together."""
+def compare_pairs(
+    pairs: Sequence[CellPair], references: Mapping[CellKey, CellReference] | None = None
+) -> Comparison:
+    """Every pair's metric results and evidence; verdicts corrected across all pairs together.
+
+    ``references``: the fit of exactly these pairs' baselines and evidence when the caller
+    already made it (the night's escalation did); otherwise it is fitted here.
+    """
     from evalrunner.stats._night import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
 
@@ -85,7 +92,9 @@ def compare_pairs(pairs: Sequence[CellPair]) -> Comparison:
         )
         for p in pairs
     ]
-    night = compare_night(cells)
+    if references is not None and set(references) != {c.key for c in cells}:
+        references = None  # fitted over other cells: the suite-wide pooling would differ
+    night = compare_night(cells, references)
     dropped = {p.cell for p in pairs if p.drops_latency}
     return Comparison(
         results=[
@@ -99,14 +108,20 @@ def compare_pairs(pairs: Sequence[CellPair]) -> Comparison:
 
 
 def _usable_baseline(
-    root: Path, suite: str, cell: CellKey, fingerprint: str
+    root: Path,
+    suite: str,
+    cell: CellKey,
+    fingerprint: str,
+    loaded: Mapping[CellKey, Baseline] | None,
 ) -> tuple[Baseline | None, str]:
-    """The cell's baseline if it fits tonight's runs; otherwise None and why not."""
+    """The cell's baseline if it fits tonight's runs; otherwise None and why not.
+    ``loaded``: the suite's baselines as read before the night (None: read the file now)."""
     path = baseline_path(root, suite, cell.scenario, cell.model)
     refresh = f"evalrunner baseline --suite {suite} --scenario {cell.scenario} --model {cell.model}"
-    if not path.exists():
+    found = loaded.get(cell) if loaded is not None else None
+    if found is None and (loaded is not None or not path.exists()):
         return None, f"{cell}: no baseline at {path}; create one with: {refresh}"
-    baseline = load_baseline(path)
+    baseline = found or load_baseline(path)
     if baseline.model != cell.model:
         return None, (
             f"{cell}: not compared, {path} is for model {baseline.model!r}; refresh with: {refresh}"
@@ -126,6 +141,8 @@ def compare_with_baselines(
     *,
     fingerprints: Mapping[str, str] | None = None,
     evidence: Mapping[CellKey, EvidenceState] | None = None,
+    loaded: Mapping[CellKey, Baseline] | None = None,
+    references: Mapping[CellKey, CellReference] | None = None,
 ) -> Comparison:
     """Compare each scenario x model of tonight with its baseline file under ``root``.
 
@@ -133,6 +150,8 @@ def compare_with_baselines(
     say what configuration tonight's runs used; by default the suite's.
     ``evidence``: each cell's accumulated evidence from the history's latest entry
     (a state for another anchor is ignored: the baseline was accepted anew).
+    ``loaded`` and ``references``: the baselines the night read before its runs and
+    their fit, so a night reads and fits them once.
     """
     notes, baselines, pairs = [], {}, []
     scenarios = {s.id: s for s in suite.scenarios}
@@ -141,7 +160,7 @@ def compare_with_baselines(
         if scenario is None:
             continue
         fingerprint = (fingerprints or {}).get(cell.scenario) or scenario.fingerprint
-        baseline, why_not = _usable_baseline(root, suite.name, cell, fingerprint)
+        baseline, why_not = _usable_baseline(root, suite.name, cell, fingerprint, loaded)
         if baseline is None:
             notes.append(why_not)
             continue
@@ -156,7 +175,7 @@ def compare_with_baselines(
                 (evidence or {}).get(cell),
             )
         )
-    comparison = compare_pairs(pairs)
+    comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = notes
     comparison.baselines = baselines
     return comparison

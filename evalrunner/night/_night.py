@@ -38,6 +38,7 @@ from evalrunner.suite._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
+    from evalrunner.stats._reference import CellReference
 
 __all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "NightOptions", "Outage", "outage_of", "run_live"]
 
@@ -102,28 +103,28 @@ def _fitting(
 
 
 def _sequential(
-    suite: Suite,
     plans: Sequence[ScenarioPlan],
-    root: Path,
+    loaded: Mapping[CellKey, Baseline],
     settings: AdaptiveSettings | None,
     evidence: Mapping[CellKey, EvidenceState],
     fingerprints: Mapping[str, str],
-) -> Adaptive | None:
+) -> tuple[Adaptive | None, Mapping[CellKey, CellReference] | None]:
     """The statistics' planner for tonight: escalation of suspicious cells (every night with
     baselines), and with ``--adaptive`` the early look that stops unremarkable cells.
 
     One look rule per night: :func:`evalrunner.stats.decide` on the cell's runs so far,
-    against its anchored baseline (fitted once, across the suite, as the comparison
-    after the runs fits it). Cells without a usable baseline run their N.
+    against its anchored baseline, fitted once across the suite; the fit is returned so
+    the comparison after the runs uses the same one. Cells without a usable baseline run
+    their N.
     """
     from evalrunner.stats._reference import CellBaseline, fit_references
     from evalrunner.stats._sequential import Budget, decide
 
     cells = [cell for plan in plans for cell in plan.cells()]
     scenarios = {plan.scenario.id: plan.scenario for plan in plans}
-    baselines = _fitting(load_baselines(root, suite.name, cells), scenarios, fingerprints)
+    baselines = _fitting(loaded, scenarios, fingerprints)
     if not baselines:
-        return None
+        return None, None
     refs = fit_references(
         [
             CellBaseline(
@@ -145,7 +146,7 @@ def _sequential(
             batch=settings.batch if settings else None,
         )
     if settings is None and all(b.max_runs <= b.runs for b in budgets.values()):
-        return None  # escalation off everywhere (escalate_to: 1): a fixed plan
+        return None, refs  # escalation off everywhere (escalate_to: 1): a fixed plan
 
     def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
         step = decide(refs[cell], records, budgets[cell], evidence.get(cell))
@@ -154,7 +155,7 @@ def _sequential(
     # batch and max_runs only matter for the manifest of an --adaptive night: with a look
     # rule every cell with a baseline runs by its budget, the others their N.
     recorded = settings or AdaptiveSettings()
-    return Adaptive(
+    adaptive = Adaptive(
         stop=lambda cell, records, cap: None,
         stoppable=frozenset(baselines),
         batch=recorded.batch,
@@ -164,6 +165,7 @@ def _sequential(
         budgets={cell: CellBudget(b.first_look, b.runs, b.max_runs) for cell, b in budgets.items()},
         adaptive=settings is not None,
     )
+    return adaptive, refs
 
 
 def _to_stderr(text: str) -> None:
@@ -223,22 +225,22 @@ def run_live(
         check_writable(history)  # a bad location fails before the night's runs, not after
     with open_night(suite, options.out, options) as night:
         cells = [c for plan in night.plans for c in plan.cells()]
+        before = _Before()
         if baselines_dir is not None:
-            # A broken baseline should stop us before the night's runs are spent, not after.
-            load_baselines(baselines_dir, suite.name, cells)
+            # Read once, before the runs: a broken baseline stops us before the night's
+            # runs are spent, and escalation and the comparison use the same objects.
+            before.loaded = load_baselines(baselines_dir, suite.name, cells)
+            before.evidence = _evidence_so_far(suite.name, history)
         # Escalation needs the baselines; --adaptive without them still runs in batches.
-        adaptive_cfg = (
-            _sequential(
-                suite,
+        adaptive_cfg = None
+        if baselines_dir is not None:
+            adaptive_cfg, before.references = _sequential(
                 night.plans,
-                baselines_dir,
+                before.loaded,
                 night.adaptive,
-                _evidence_so_far(suite.name, history),
+                before.evidence,
                 night.manifest.scenarios,
             )
-            if baselines_dir is not None
-            else None
-        )
         if adaptive_cfg is None and night.adaptive is not None:
             adaptive_cfg = Adaptive(
                 stop=lambda cell, records, cap: None,
@@ -267,12 +269,25 @@ def run_live(
                 )
             )
         result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
-        _after_the_runs(night, result, baselines_dir, history)
+        _after_the_runs(night, result, baselines_dir, history, before)
     return result
 
 
+@dataclass
+class _Before:
+    """What the night read and fitted before its runs, for the comparison after them."""
+
+    loaded: Mapping[CellKey, Baseline] = field(default_factory=dict)
+    evidence: Mapping[CellKey, EvidenceState] = field(default_factory=dict)
+    references: Mapping[CellKey, CellReference] | None = None
+
+
 def _after_the_runs(
-    night: OpenNight, result: LiveResult, baselines_dir: Path | None, history: str | None
+    night: OpenNight,
+    result: LiveResult,
+    baselines_dir: Path | None,
+    history: str | None,
+    before: _Before,
 ) -> None:
     """Compare and append to the history; a failure here is reported, never raised."""
     records = result.report.records
@@ -283,7 +298,9 @@ def _after_the_runs(
                 records,
                 baselines_dir,
                 fingerprints=night.manifest.scenarios,
-                evidence=_evidence_so_far(night.suite.name, history),
+                evidence=before.evidence,
+                loaded=before.loaded,
+                references=before.references,
             )
         except EvalrunnerError as exc:
             result.problems.append(f"not compared with baselines: {exc}")
