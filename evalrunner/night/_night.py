@@ -145,7 +145,7 @@ def _sequential(
             adaptive=settings is not None,
             batch=settings.batch if settings else None,
         )
-    if settings is None and all(b.max_runs <= b.runs for b in budgets.values()):
+    if settings is None and all(b.cap <= b.runs for b in budgets.values()):
         return None, refs  # escalation off everywhere (escalate_to: 1): a fixed plan
 
     def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
@@ -162,7 +162,7 @@ def _sequential(
         max_runs=recorded.max_runs,
         min_runs=MIN_RUNS,
         look=look,
-        budgets={cell: CellBudget(b.first_look, b.runs, b.max_runs) for cell, b in budgets.items()},
+        budgets={cell: CellBudget(b.first_look, b.runs, b.cap) for cell, b in budgets.items()},
         adaptive=settings is not None,
     )
     return adaptive, refs

@@ -101,7 +101,7 @@ class Budget:
 
     runs: int
     """The scenario's runs (N): a cell always gets them unless ``adaptive`` stops it early."""
-    max_runs: int
+    cap: int
     """The cap with escalation (``runs`` turns escalation off)."""
     batch: int
     """Runs per look after the first: with ``adaptive`` the looks from N/2 up to N, and
@@ -172,7 +172,7 @@ def decide(
     fixed = _fixed_step(reference, done, budget)
     if fixed is not None:
         return fixed
-    target = budget.runs if done < budget.runs else budget.max_runs
+    target = budget.runs if done < budget.runs else budget.cap
     looks = _looks(reference, Runs.of(sorted(tonight, key=lambda r: r.index)), budget, done, target)
     watched = _watched(reference, evidence, budget) if done >= budget.runs else []
     keep = [look for look in looks if look.suspicious]
@@ -193,7 +193,7 @@ def decide(
         "continue",
         more,
         done,
-        f"after {done} runs {', '.join(said)}: {more} more (cap {budget.max_runs})",
+        f"after {done} runs {', '.join(said)}: {more} more (cap {budget.cap})",
         tuple(k.metric for k in keep) + tuple(watched),
     )
 
@@ -205,8 +205,8 @@ def _fixed_step(reference: CellReference, done: int, budget: Budget) -> Step | N
         return Step(
             "continue", more, done, f"{done} of {budget.first_look} runs before the first look"
         )
-    if done >= budget.max_runs:
-        return Step("stop", 0, done, f"reached the cap of {budget.max_runs} runs")
+    if done >= budget.cap:
+        return Step("stop", 0, done, f"reached the cap of {budget.cap} runs")
     if not reference.young:
         return None
     if done < budget.runs:

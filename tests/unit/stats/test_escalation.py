@@ -37,7 +37,7 @@ def _feeder(runs: RunsMaker, passed_share: float) -> Callable[[int], list[RunRec
 
 def test_the_budget_follows_the_tolerance() -> None:
     assert Budget.of(Tolerance(), 20, cells=5) == Budget(20, 60, 10, False, 5)
-    assert Budget.of(Tolerance(escalate_to=1), 20, cells=5).max_runs == 20
+    assert Budget.of(Tolerance(escalate_to=1), 20, cells=5).cap == 20
     assert Budget.of(Tolerance(), 20, cells=5, adaptive=True).first_look == 10
     assert Budget.of(Tolerance(), 20, cells=5).first_look == 20
 
