@@ -4,6 +4,7 @@ surrounds an agent can leak into its prompt."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -18,6 +19,11 @@ prepare_litellm()
 # (subprocesses inherit the variable; this process stops writing from here on).
 os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 sys.dont_write_bytecode = True
+# A run started in the background by a non-interactive shell (`cmd &`, cron wrappers)
+# inherits SIGINT ignored, and so would every process the tests start: the Ctrl-C tests
+# would find their children deaf to it. A handled signal is reset to the default on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
