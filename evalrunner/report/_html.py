@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from evalrunner.history._store import History
 from evalrunner.report._format import fmt, now, pct
 from evalrunner.report._select import select, selection_text
-from evalrunner.report._verdicts import NO_BASELINE, VERDICT_ORDER, VERDICT_TEXT, verdict_label
+from evalrunner.report._verdicts import UNGATED, VERDICT_ORDER, VERDICT_TEXT, verdict_label
 from evalrunner.report._views import suite_view
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def render_html(
             selection=selection_text(suites, models, since, until),
             suites=views,
             totals=Counter(d.cell.verdict for v in views for d in v.details),
-            verdict_order=(*VERDICT_ORDER, NO_BASELINE),
+            verdict_order=(*VERDICT_ORDER, *UNGATED),
             skipped=history.skipped,
         )
     )

@@ -21,7 +21,15 @@ from evalrunner.report._format import (
     short_time,
 )
 from evalrunner.report._select import SuiteSelection, select
-from evalrunner.report._verdicts import NO_BASELINE, VERDICT_ORDER, VERDICT_TEXT, counted, severity
+from evalrunner.report._verdicts import (
+    NO_BASELINE,
+    UNGATED,
+    VERDICT_ORDER,
+    VERDICT_TEXT,
+    YOUNG,
+    counted,
+    severity,
+)
 from evalrunner.report._views import CellView, cell_views
 from evalrunner.stats._metric_result import FAILING
 
@@ -31,6 +39,7 @@ _MARKS = {
     "improvement": "🔵",
     "inconclusive": "⚪",
     "ok": "🟢",
+    YOUNG: "🔘",
     NO_BASELINE: "⚫",
 }
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
@@ -73,9 +82,7 @@ def _suite(suite: SuiteSelection) -> list[str]:
         f"## Suite {md(suite.name)}, night {md(short_time(suite.night.created_at))}",
         "",
         ", ".join(
-            f"{_MARKS[v]} {counted(counts[v], v)}"
-            for v in (*VERDICT_ORDER, NO_BASELINE)
-            if counts[v]
+            f"{_MARKS[v]} {counted(counts[v], v)}" for v in (*VERDICT_ORDER, *UNGATED) if counts[v]
         )
         + " (scenario x model, worst gating verdict)",
         "",

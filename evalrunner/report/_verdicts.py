@@ -4,7 +4,8 @@ A scenario x model's verdict is the worst verdict of its gating metrics, in the
 order regression > changed > improvement > inconclusive > ok (``changed``: a
 two-sided metric moved and no direction of it is harmful): a detected change, good or
 bad, needs a human before "not enough runs to tell" does. Without gating
-verdicts (no baseline yet) the cell reads "no baseline".
+verdicts the cell reads "young baseline" when it was compared with a baseline too
+young to gate (its rows and unconfirmed changes still show), else "no baseline".
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 VERDICT_ORDER = ("regression", "changed", "improvement", "inconclusive", "ok")
 """Worst first: the verdict a scenario x model shows is the first of its gating metrics' here."""
 NO_BASELINE = "none"
+YOUNG = "young"
+"""Compared with a baseline too young to gate: nothing gating, but not nothing."""
 FLAGGED = ("regression", "changed", "improvement")
 """Verdicts that open a scenario's section and mark its charts."""
 VERDICT_TEXT = {
@@ -20,8 +23,11 @@ VERDICT_TEXT = {
     "improvement": "improvement",
     "inconclusive": "inconclusive",
     "ok": "ok",
+    YOUNG: "young baseline",
     NO_BASELINE: "no baseline",
 }
+UNGATED = (YOUNG, NO_BASELINE)
+"""Cell verdicts without a gating verdict, after VERDICT_ORDER in every listing."""
 
 
 def severity(verdict: str) -> int:

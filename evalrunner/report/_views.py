@@ -34,7 +34,14 @@ from evalrunner.report._format import (
     short_time,
 )
 from evalrunner.report._select import SelectedNight, SuiteSelection
-from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, VERDICT_ORDER, safe_verdict, severity
+from evalrunner.report._verdicts import (
+    FLAGGED,
+    NO_BASELINE,
+    VERDICT_ORDER,
+    YOUNG,
+    safe_verdict,
+    severity,
+)
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.stats._summary import CellCounts
 from evalrunner.suite._metrics import rank, sequence_label
@@ -135,7 +142,7 @@ def cell_views(suite: SuiteSelection) -> list[CellView]:
                 stale=night is not suite.night,
                 records=records,
                 results=results,
-                verdict=min(gating, key=severity) if gating else NO_BASELINE,
+                verdict=min(gating, key=severity) if gating else YOUNG if results else NO_BASELINE,
                 counts=dict(Counter(gating)),
                 by_outcome=CellCounts.of(records),
             )

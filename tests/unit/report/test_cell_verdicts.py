@@ -38,6 +38,25 @@ def test_runs_without_verdicts_read_no_baseline() -> None:
     assert root.get("skipped") == "2" and root.get("failures") == "0"
 
 
+def test_a_baseline_too_young_to_gate_reads_young_not_no_baseline() -> None:
+    # Compared, with rows to show, but nothing gating: the cell was compared, so "no
+    # baseline" would be wrong.
+    entries = build_entries(nights=2, scenarios=2)
+    young = [
+        e.model_copy(
+            update={"verdicts": [v.model_copy(update={"gating": False}) for v in e.verdicts]}
+        )
+        for e in entries
+    ]
+    history = history_from_entries(young)
+    page = render_html(history)
+    assert set(cells(page).values()) == {"young"}
+    assert "young baseline" in page
+    assert "🔘 young baseline" in render_markdown(history)
+    messages = [s.get("message", "") for s in ET.fromstring(render_junit(history)).iter("skipped")]
+    assert messages and all(m.startswith("nothing gating (a young baseline?)") for m in messages)
+
+
 def test_minimal_entries_render() -> None:
     """Records and results with only their required fields (hand-made histories) render, not crash."""
     nights = ("2025-01-01T02:00:00Z", "2025-01-02T02:00:00Z")
