@@ -78,8 +78,8 @@ def compare_pairs(
 ) -> Comparison:
     """Every pair's metric results and evidence; verdicts corrected across all pairs together.
 
-    ``references``: the fit of exactly these pairs' baselines and evidence when the caller
-    already made it (the night's escalation did); otherwise it is fitted here.
+    ``references``: the fit of these pairs' baselines and evidence when the caller already
+    made it (the night's escalation did); see :func:`evalrunner.stats.compare_night`.
     """
     from evalrunner.stats._night import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
@@ -92,8 +92,6 @@ def compare_pairs(
         )
         for p in pairs
     ]
-    if references is not None and set(references) != {c.key for c in cells}:
-        references = None  # fitted over other cells: the suite-wide pooling would differ
     night = compare_night(cells, references)
     dropped = {p.cell for p in pairs if p.drops_latency}
     return Comparison(
@@ -118,10 +116,12 @@ def _usable_baseline(
     ``loaded``: the suite's baselines as read before the night (None: read the file now)."""
     path = baseline_path(root, suite, cell.scenario, cell.model)
     refresh = f"evalrunner baseline --suite {suite} --scenario {cell.scenario} --model {cell.model}"
-    found = loaded.get(cell) if loaded is not None else None
-    if found is None and (loaded is not None or not path.exists()):
+    if loaded is not None:
+        baseline = loaded.get(cell)
+    else:
+        baseline = load_baseline(path) if path.exists() else None
+    if baseline is None:
         return None, f"{cell}: no baseline at {path}; create one with: {refresh}"
-    baseline = found or load_baseline(path)
     if baseline.model != cell.model:
         return None, (
             f"{cell}: not compared, {path} is for model {baseline.model!r}; refresh with: {refresh}"

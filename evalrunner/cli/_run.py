@@ -24,7 +24,7 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
-from evalrunner.stats._metric_result import MetricResult
+from evalrunner.stats._metric_result import UNCONFIRMED, MetricResult
 from evalrunner.suite import OUTCOMES, load_suite_by_name
 from evalrunner.suite._metrics import rank
 
@@ -92,7 +92,7 @@ def _undecided(results: Sequence[MetricResult], suite: str) -> str:
         named = ", ".join(unconfirmed[:5]) + (
             f" and {len(unconfirmed) - 5} more" if len(unconfirmed) > 5 else ""
         )
-        parts.append(f"changed but unconfirmed (every run moved): {named}")
+        parts.append(f"{UNCONFIRMED}: {named}")
     if open_:
         nights = sum(r.runs_needed is None for r in open_)
         need = f", {nights} of them need more baseline nights, not runs" if nights else ""

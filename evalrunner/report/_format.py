@@ -77,8 +77,9 @@ def now() -> str:
 
 def evidence_line(r: MetricResult) -> str:
     """One result in one line, for plain-text readers (JUnit)."""
+    verdict = "changed, unconfirmed" if r.unconfirmed else r.verdict
     return (
-        f"{r.metric} {'changed, unconfirmed' if r.unconfirmed else r.verdict}: {effect_label(r)} {fmt(r.effect)} {interval(r.effect_ci)}, "
+        f"{r.metric} {verdict}: {effect_label(r)} {fmt(r.effect)} {interval(r.effect_ci)}, "
         f"p {fmt(r.p)}, q {fmt(r.q)}, margin {margin(r)}, baseline {fmt(r.baseline_estimate)} "
         f"(n {r.baseline_n}), night {fmt(r.night_estimate)} (n {r.night_n}), {r.test or 'no test'}"
     )

@@ -18,7 +18,7 @@ from evalrunner.history._store import History
 from evalrunner.report._format import evidence_line, pct
 from evalrunner.report._select import SuiteSelection, select
 from evalrunner.report._views import CellView, cell_views
-from evalrunner.stats._metric_result import FAILING
+from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _COUNTS = ("tests", "failures", "skipped")
@@ -103,5 +103,5 @@ def _undecided(v: CellView) -> str:
         why = "no baseline comparison"
     unconfirmed = [r.metric for r in v.results if r.unconfirmed]
     if unconfirmed:
-        why += f"; changed but unconfirmed (every run moved): {', '.join(unconfirmed)}"
+        why += f"; {UNCONFIRMED}: {', '.join(unconfirmed)}"
     return why

@@ -27,6 +27,7 @@ Two places where the normal tail of that score is wrong, and what is used there:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -102,7 +103,7 @@ def _exact_tails(base: FloatArray, placed: FloatArray, night_sd: float) -> tuple
     steps = np.rint(placements(distinct, base) * grid).astype(int)
     steps = np.concatenate([[0], steps, [grid]])
     weights = np.concatenate([[_BEYOND], counts.astype(float), [_BEYOND]])
-    pmf = _sum_pmf(steps, weights, n, grid)
+    pmf = _sum_pmf(tuple(steps.tolist()), tuple(weights.tolist()), n, grid)
     observed = int(np.rint(placed * grid).sum())
     sums = np.arange(pmf.size)
     if night_sd > 0:
@@ -114,12 +115,15 @@ def _exact_tails(base: FloatArray, placed: FloatArray, night_sd: float) -> tuple
     return min(1.0, lower), min(1.0, higher)
 
 
-def _sum_pmf(steps: np.ndarray, weights: FloatArray, n: int, grid: int) -> FloatArray:
+@functools.lru_cache(maxsize=512)
+def _sum_pmf(steps: tuple[int, ...], weights: tuple[float, ...], n: int, grid: int) -> FloatArray:
     """The distribution of the sum of ``n`` placements drawn by a Dirichlet-multinomial.
 
     Its probability factorises over categories: n! Gamma(A) / Gamma(n + A) times, per
     category, Gamma(c + a) / (Gamma(a) c!) for c draws; so the joint law of (draws, sum)
-    is built one category at a time and the row of n draws is read off.
+    is built one category at a time and the row of n draws is read off. It depends on the
+    baseline and N only, so it is cached: the night's looks and its comparison ask for the
+    same one (read-only, as the cache shares it).
     """
     size = n * grid + 1
     table = np.zeros((n + 1, size))
@@ -132,9 +136,10 @@ def _sum_pmf(steps: np.ndarray, weights: FloatArray, n: int, grid: int) -> Float
             shift = draws * step
             grown[draws:, shift:] += factor[draws] * table[: n + 1 - draws, : size - shift]
         table = grown
-    total = weights.sum()
+    total = sum(weights)
     scale = math.exp(special.gammaln(n + 1) + special.gammaln(total) - special.gammaln(n + total))
     row: FloatArray = table[n] * scale
+    row.flags.writeable = False
     return row
 
 

@@ -14,6 +14,8 @@ Verdict = Literal["regression", "improvement", "changed", "ok", "inconclusive"]
 direction; ``changed``: the same for a metric where no direction is harmful (two-sided);
 ``ok``: changes as large as the margin are ruled out; ``inconclusive``: neither (the note
 says which changes are still possible and how many runs would settle it)."""
+UNCONFIRMED = "changed but unconfirmed (every run moved)"
+"""How a line names the results marked ``unconfirmed`` (the night's last line, JUnit)."""
 FAILING: tuple[Verdict, ...] = ("regression", "changed")
 """Verdicts that fail the night when the metric is gating."""
 FlagSource = Literal["tonight", "evidence"]

@@ -119,10 +119,12 @@ def compare_night(
     change must reach in that family. Evidence accumulates per cell and resets when
     a cell's anchor changes. ``references``: the fit of these cells' baselines
     (:func:`fit_references`, given the same evidence) when the caller already made it
-    for escalation; the same baselines and evidence give the same fit.
+    for escalation; the same baselines and evidence give the same fit. A fit of another set
+    of cells is not used (the suite-wide pooling depends on the set).
     """
     refs = references
-    if refs is None:
+    # A fit over another set of cells pools the suite's night effect differently: refit.
+    if refs is None or set(refs) != {c.key for c in cells}:
         refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = {True: 0, False: 0}
