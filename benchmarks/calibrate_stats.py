@@ -734,8 +734,12 @@ def _drift_ceiling() -> str:
 
 def blatant_table(cfg: Config) -> None:
     cfg.emit("## Blatant changes in a 50 x 3 suite\n")
-    cfg.emit("| change | endpoint | nights | flagged (escalation) | fixed N |")
-    cfg.emit("|---|---|---|---|---|")
+    cfg.emit(
+        "Oracle (night-share rows): a location test on the mean log count that knows the "
+        "night law, its null spread simulated, at the same two-sided bar.\n"
+    )
+    cfg.emit("| change | endpoint | nights | flagged (escalation) | fixed N | oracle |")
+    cfg.emit("|---|---|---|---|---|---|")
     suite = Suite(50, 3)
     rows = [(c, drift, 0.0, None) for c in BLATANT for drift in (False, True)]
     # Nights that differ a lot in steps, a night share in use of about 0.2 (issue 22): the
@@ -749,12 +753,55 @@ def blatant_table(cfg: Config) -> None:
         n = len(got)
         hits = sum(change.metric in g["escalation"].changed_metrics for g in got)
         fixed = sum(change.metric in g["fixed N"].changed_metrics for g in got)
-        name, endpoint = change.name, "drift" if drift else "quiet"
+        name, endpoint, oracle = change.name, "drift" if drift else "quiet", "-"
         if step_sd:
             share = np.median([g["fixed N"].step_share for g in got])
             name = f"steps 5 -> {5 + (size or 0):g}"
             endpoint += f", step night sd {step_sd} (night share in use {share:.2f})"
-        cfg.emit(f"| {name} | {endpoint} | {n} | {pct(hits, n)} | {pct(fixed, n)} |")
+            bar = TOL.fdr_q / (len(suite.cells()) * len(GATING))
+            oracle = f"{_oracle_steps(5.0, 5.0 + (size or 0), step_sd, bar, cfg.seed):.0%}"
+        cfg.emit(f"| {name} | {endpoint} | {n} | {pct(hits, n)} | {pct(fixed, n)} | {oracle} |")
+    cfg.emit()
+
+
+def _oracle_steps(base: float, new: float, night_sd: float, bar: float, seed: int) -> float:
+    """Power of the best location test of tonight's mean log step count against a 5 x 20
+    baseline when the night law is known: its null spread simulated (4,000 draws), two-sided
+    at ``bar``, N = 20 tonight."""
+    rng = np.random.default_rng(seed)
+
+    def mean_logs(mean: float, nights: int) -> float:
+        per_night = []
+        for _ in range(nights):
+            m = mean * math.exp(rng.normal(0, night_sd))
+            steps = np.maximum(
+                1, rng.negative_binomial(STEPS_SIZE, STEPS_SIZE / (STEPS_SIZE + m), N)
+            )
+            per_night.append(float(np.log1p(steps).mean()))
+        return float(np.mean(per_night))
+
+    null = np.array([mean_logs(base, 1) - mean_logs(base, 5) for _ in range(4000)])
+    changed = np.array([mean_logs(new, 1) - mean_logs(base, 5) for _ in range(4000)])
+    limit = null.mean() + sps.norm.isf(bar / 2) * null.std()
+    return float((changed > limit).mean())
+
+
+def tails_table(cfg: Config) -> None:
+    """The count test's far tail at small N, exactly (every baseline and night enumerated)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
+    from count_tails import false_alarm_chances
+
+    cfg.emit("## Count p values in the far tail of a small night\n")
+    cfg.emit(
+        "Steps 1 + Bernoulli(0.05) (a nearly constant count), 5 x 3 baseline, 3 runs tonight, "
+        "nothing changed: the chance the step test's p reaches the bar, computed exactly over "
+        "every baseline and night (tests/support/count_tails.py). Valid: at most the bar.\n"
+    )
+    cfg.emit("| endpoint | bar 0.002 (5 x 1's lone change) | bar 6.7e-5 (50 x 3's) |")
+    cfg.emit("|---|---|---|")
+    for label, sd in (("quiet", 0.0), ("drift, logit-normal sd 0.3", 0.3)):
+        chances = false_alarm_chances(0.05, sd, (0.002, 6.7e-5), runs=3, nights=5)
+        cfg.emit(f"| {label} | {chances[0]:.2g} | {chances[1]:.2g} |")
     cfg.emit()
 
 
@@ -970,6 +1017,7 @@ TABLES: dict[str, Callable[[Config], None]] = {
     "aa": aa_table,
     "power": power_table,
     "blatant": blatant_table,
+    "tails": tails_table,
     "mde": mde_table,
     "adaptive": adaptive_table,
     "seasons": season_table,

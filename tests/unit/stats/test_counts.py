@@ -3,13 +3,11 @@ night, and a blatant change that is flagged whatever the night share."""
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from count_tails import false_alarm_chances
 
 from evalrunner.stats import CellNight, MetricResult, compare_night
 from evalrunner.suite._record import RunRecord
@@ -24,37 +22,6 @@ def steps_result(night: CellNight) -> MetricResult:
 def twos(k: int, runs: int = 3, start: int = 0) -> list[RunRecord]:
     """``runs`` runs of 1 step, ``k`` of them with 2."""
     return make_runs(runs, steps=[2] * k + [1] * (runs - k), start=start)
-
-
-def night_law(rate: float, drift_sd: float, runs: int) -> np.ndarray:
-    """P(k runs of 2 steps in a night of ``runs``), the rate logit-normal across nights."""
-    if drift_sd == 0:
-        return np.asarray(stats.binom.pmf(np.arange(runs + 1), runs, rate))
-    x, w = np.polynomial.hermite_e.hermegauss(40)
-    rates = special.expit(special.logit(rate) + drift_sd * x)
-    return np.array(
-        [(w * stats.binom.pmf(k, runs, rates)).sum() / w.sum() for k in range(runs + 1)]
-    )
-
-
-def false_alarm_chances(
-    rate: float, drift_sd: float, bars: Sequence[float], runs: int, nights: int
-) -> list[float]:
-    """Exactly, not by sampling: every baseline (per-night counts of 2s, order aside) and
-    every night, weighted by their chance when nothing changed."""
-    law = night_law(rate, drift_sd, runs)
-    totals = [0.0] * len(bars)
-    for per_night in itertools.combinations_with_replacement(range(runs + 1), nights):
-        orders = math.factorial(nights) / math.prod(
-            math.factorial(per_night.count(k)) for k in set(per_night)
-        )
-        weight = orders * math.prod(law[k] for k in per_night)
-        baseline = [twos(k, runs, start=runs * j) for j, k in enumerate(per_night)]
-        for k in range(runs + 1):
-            p = steps_result(cell_night(baseline, twos(k, runs, start=1000))).p
-            for i, bar in enumerate(bars):
-                totals[i] += weight * law[k] * (p is not None and p <= bar)
-    return totals
 
 
 @pytest.mark.parametrize("drift_sd", [0.0, 0.3])
