@@ -8,7 +8,7 @@ import click
 
 from evalrunner.cli import _options
 from evalrunner.cli._tables import format_table
-from evalrunner.suite import load_suite_by_name
+from evalrunner.suite import Tolerance, load_suite_by_name
 
 COLUMNS = (
     ("scenario", "scenario"),
@@ -98,3 +98,18 @@ def plan_cmd(
     )
     for line in plan.unattainable:
         click.echo(f"unattainable: {line}")
+    tolerances = {s.id: s.tolerance for s in suite.scenarios}
+    click.echo(_season_line([tolerances[cell.scenario] for cell in plan.cells]))
+
+
+def _season_line(cells: list[Tolerance]) -> str:
+    """The false-alarm budget of the evidence since the anchor, per scenario and suite."""
+    alphas = sorted({t.season_alpha for t in cells})
+    nights = sorted({t.season_nights for t in cells})
+    each = "/".join(f"{a:.2g}" for a in alphas)
+    return (
+        f"evidence since the anchor: seasons of {'/'.join(map(str, nights))} nights; chance of "
+        f"any false alarm per scenario-season <= {each} (split over its gating metrics), so at "
+        f"most {sum(t.season_alpha for t in cells):.2g} expected per suite-season of "
+        f"{len(cells)} cells"
+    )

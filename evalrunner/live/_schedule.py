@@ -4,7 +4,8 @@ Pure planning, no I/O: the runner (:mod:`evalrunner.live._runner`) asks a
 planner for a batch, executes it, and asks again with every record finished so
 far, until the planner returns no more jobs. :class:`FixedPlanner` plans every
 run at once; :class:`AdaptivePlanner` plans batches per scenario x model and
-asks a :data:`StopRule` after each batch whether a cell has seen enough.
+asks a :data:`LookRule` (the statistics' ``decide``) after each batch how many more
+runs a cell needs.
 A resumed night's plan is the one its manifest recorded (:func:`resumed`).
 """
 
@@ -24,7 +25,6 @@ from evalrunner.suite._record import CellKey, RunKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = [
-    "MIN_RUNS",
     "Adaptive",
     "AdaptivePlanner",
     "CellBudget",
@@ -34,7 +34,6 @@ __all__ = [
     "Planner",
     "RunOptions",
     "ScenarioPlan",
-    "StopRule",
     "choose",
     "resumed",
 ]
@@ -234,10 +233,6 @@ class FixedPlanner:
         return list(self._jobs)
 
 
-StopRule = Callable[[CellKey, Sequence[RunRecord], int], str | None]
-"""``(cell, its finished records, its cap) -> reason``: asked after each batch for every
-open cell the rule can stop; a reason (str) settles the cell, None asks for another batch."""
-
 LookRule = Callable[[CellKey, Sequence[RunRecord]], tuple[int, str]]
 """``(cell, its finished records) -> (runs to add now, why)``: the statistics' planner
 (:func:`evalrunner.stats.decide`) asked after each batch; 0 settles the cell."""
@@ -250,10 +245,6 @@ class CellBudget:
     first: int
     runs: int
     cap: int
-
-
-MIN_RUNS = 5
-"""Runs every adaptive cell makes before its stop rule is first asked."""
 
 
 class RunOptions(BaseModel):
@@ -287,21 +278,19 @@ _ADAPTIVE_DEFAULTS = AdaptiveSettings()
 
 @dataclass(frozen=True)
 class Adaptive:
-    """``--adaptive``: run in batches, stop a cell once ``stop`` says it is settled."""
+    """A night planned by its looks: each cell with a baseline runs by its budget, and
+    ``look`` says after each batch how many runs it adds (escalation, and with
+    ``--adaptive`` stopping early); cells without one run their ``runs`` at once."""
 
-    stop: StopRule
-    stoppable: frozenset[CellKey]
-    """Cells ``stop`` can judge (those with a baseline); the others run their full ``runs``."""
-    batch: int = _ADAPTIVE_DEFAULTS.batch
-    max_runs: int = _ADAPTIVE_DEFAULTS.max_runs
-    min_runs: int = MIN_RUNS
-    look: LookRule | None = None
-    """When set, it replaces ``stop`` and ``batch``: it says how many runs each look adds
-    (escalation and adaptive stopping as the statistics plan them)."""
-    budgets: Mapping[CellKey, CellBudget] = field(default_factory=dict)
-    """With ``look``: each stoppable cell's first look and cap."""
+    look: LookRule
+    budgets: Mapping[CellKey, CellBudget]
+    """Cells ``look`` can judge (those with a baseline): their first look, N and cap."""
     adaptive: bool = True
     """False: the night's plan is fixed (every cell gets its N) and only escalation adds runs."""
+    batch: int = _ADAPTIVE_DEFAULTS.batch
+    max_runs: int = _ADAPTIVE_DEFAULTS.max_runs
+    """``batch`` and ``max_runs`` are what --adaptive was given, for the manifest: the budgets
+    already hold what they mean for each cell."""
 
     @property
     def settings(self) -> AdaptiveSettings:
@@ -318,7 +307,7 @@ class _Lane:
     next: int = 0
     settled: bool = False
     first: int = 0
-    """Runs before the first look (0: the planner's batch rule)."""
+    """Runs before the first look (a cell without a budget: all of them)."""
     runs: int = 0
     """The N the cell is planned for (escalation goes beyond it, adaptive stops short)."""
     pending: int = 0
@@ -344,7 +333,7 @@ class AdaptiveSummary:
     fixed: int
     """Runs a fixed plan (each scenario's ``runs``) would have made."""
     stopped: int
-    """Cells the stop rule stopped before their cap."""
+    """Cells a look stopped before their cap."""
     cells: int
     escalated: int = 0
     """Cells that ran past their first look's runs because a look found them suspicious."""
@@ -367,7 +356,7 @@ class AdaptiveSummary:
 
 @dataclass
 class AdaptivePlanner:
-    """Batches per scenario x model until its stop rule settles it or it reaches its cap."""
+    """Batches per scenario x model until its look settles it or it reaches its cap."""
 
     adaptive: Adaptive
     lanes: list[_Lane]
@@ -382,17 +371,14 @@ class AdaptivePlanner:
         planner = cls(adaptive, [])
         for plan in plans:
             for model in plan.models:
-                lane = _Lane(plan.scenario, endpoints[model], adaptive.max_runs)
-                planner.fixed += plan.scenario.runs
+                runs = plan.scenario.runs
+                lane = _Lane(plan.scenario, endpoints[model], runs, first=runs, runs=runs)
+                planner.fixed += runs
                 budget = adaptive.budgets.get(lane.key)
-                if adaptive.look is not None and budget is not None:
+                if budget is not None:
                     lane.cap, lane.first, lane.runs = budget.cap, budget.first, budget.runs
-                if lane.key not in adaptive.stoppable:
-                    lane.cap = plan.scenario.runs
-                    if adaptive.adaptive:
-                        planner.notes.append(
-                            f"{lane.key.token()}: no baseline, runs the full {lane.cap}"
-                        )
+                elif adaptive.adaptive:
+                    planner.notes.append(f"{lane.key.token()}: no baseline, runs the full {runs}")
                 planner.lanes.append(lane)
         return planner
 
@@ -402,9 +388,7 @@ class AdaptivePlanner:
             made=len(self.planned),
             maximum=sum(lane.cap for lane in self.lanes),
             fixed=self.fixed,
-            stopped=sum(lane.settled and lane.next < lane.cap for lane in self.lanes)
-            if self.adaptive.look is not None
-            else sum(lane.settled for lane in self.lanes),
+            stopped=sum(lane.settled and lane.next < lane.cap for lane in self.lanes),
             cells=len(self.lanes),
             escalated=sum(bool(lane.runs) and lane.next > lane.runs for lane in self.lanes),
             adaptive=self.adaptive.adaptive,
@@ -415,7 +399,7 @@ class AdaptivePlanner:
             self._settle(group_records(finished))
         batch: list[Job] = []
         for lane in self.lanes:
-            size = self._size(lane)
+            size = lane.pending if lane.next else lane.first
             lane.pending = 0
             while lane.open and size > 0:
                 batch.append(Job(lane.scenario, lane.endpoint, lane.next))
@@ -424,34 +408,11 @@ class AdaptivePlanner:
         self.planned += batch
         return batch
 
-    def _size(self, lane: _Lane) -> int:
-        if self.adaptive.look is not None and lane.key in self.adaptive.stoppable:
-            return lane.pending if lane.next else lane.first
-        if lane.key not in self.adaptive.stoppable and not self.adaptive.adaptive:
-            return lane.cap if not lane.next else 0
-        return (
-            self.adaptive.batch if lane.next else max(self.adaptive.batch, self.adaptive.min_runs)
-        )
-
     def _settle(self, by_cell: Mapping[CellKey, Sequence[RunRecord]]) -> None:
-        if self.adaptive.look is not None:
-            self._look(self.adaptive.look, by_cell)
-            return
         for lane in self.lanes:
-            if not lane.open or lane.key not in self.adaptive.stoppable:
+            if not lane.open or lane.key not in self.adaptive.budgets:
                 continue
-            reason = self.adaptive.stop(lane.key, by_cell.get(lane.key, []), lane.cap)
-            if reason is not None:
-                lane.settled = True
-                self.notes.append(
-                    f"{lane.key.token()}: stopped after {lane.next} of at most {lane.cap} runs: {reason}"
-                )
-
-    def _look(self, look: LookRule, by_cell: Mapping[CellKey, Sequence[RunRecord]]) -> None:
-        for lane in self.lanes:
-            if not lane.open or lane.key not in self.adaptive.stoppable:
-                continue
-            more, why = look(lane.key, by_cell.get(lane.key, []))
+            more, why = self.adaptive.look(lane.key, by_cell.get(lane.key, []))
             if more > 0:
                 lane.pending = min(more, lane.cap - lane.next)
                 if lane.next >= lane.runs:

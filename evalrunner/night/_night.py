@@ -32,7 +32,7 @@ from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
-from evalrunner.live._schedule import MIN_RUNS, Adaptive, CellBudget, RunOptions, ScenarioPlan
+from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
 from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
@@ -156,14 +156,11 @@ def _sequential(
     # rule every cell with a baseline runs by its budget, the others their N.
     recorded = settings or AdaptiveSettings()
     adaptive = Adaptive(
-        stop=lambda cell, records, cap: None,
-        stoppable=frozenset(baselines),
-        batch=recorded.batch,
-        max_runs=recorded.max_runs,
-        min_runs=MIN_RUNS,
         look=look,
         budgets={cell: CellBudget(b.first_look, b.runs, b.cap) for cell, b in budgets.items()},
         adaptive=settings is not None,
+        batch=recorded.batch,
+        max_runs=recorded.max_runs,
     )
     return adaptive, refs
 
@@ -242,9 +239,10 @@ def run_live(
                 night.manifest.scenarios,
             )
         if adaptive_cfg is None and night.adaptive is not None:
+            # --adaptive with no baseline to look against: every cell runs its N.
             adaptive_cfg = Adaptive(
-                stop=lambda cell, records, cap: None,
-                stoppable=frozenset(),
+                look=lambda cell, records: (0, "no baseline"),
+                budgets={},
                 batch=night.adaptive.batch,
                 max_runs=night.adaptive.max_runs,
             )

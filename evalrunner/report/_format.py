@@ -87,11 +87,12 @@ def evidence_line(r: MetricResult) -> str:
 
 def accumulated(r: MetricResult) -> str:
     """The evidence accumulated since the baseline was accepted, in one phrase ('' if none):
-    'e 42 of 300 over 6 nights, change -0.07 [-0.11, -0.03]'; 'flagged' when it flagged."""
+    'z 2.1 of 2.9 over 6 nights, change -0.07 [-0.11, -0.03]'; 'flagged' when it flagged."""
     if r.evidence is None or not r.evidence_nights:
         return ""
-    limit = f" of {fmt(r.evidence_threshold)}" if r.evidence_threshold else ""
+    limit = f" of {fmt(r.evidence_threshold)}" if r.evidence_threshold is not None else ""
     nights = f"{r.evidence_nights} night{'s' * (r.evidence_nights != 1)}"
     change = f", change {fmt(r.evidence_effect)} {interval(r.evidence_ci)}".rstrip()
     flagged = "; flagged by the accumulated evidence" if r.flagged_by == "evidence" else ""
-    return f"e {fmt(r.evidence)}{limit} over {nights}{change}{flagged}"
+    test = "z" if r.evidence_test == "z" else "e"
+    return f"{test} {fmt(r.evidence)}{limit} over {nights}{change}{flagged}"

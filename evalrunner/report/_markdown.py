@@ -124,16 +124,12 @@ def _unconfirmed(v: CellView) -> list[str]:
 
 
 def _building(v: CellView) -> list[str]:
-    """Gating metrics not failing tonight whose accumulated evidence is halfway (in log terms)
-    to its threshold: a slow change the nights add up to, before it flags."""
+    """Gating metrics not failing tonight whose accumulated evidence is halfway to its
+    boundary: a slow change the nights add up to, before it flags."""
     return [
         f"- **{md(v.scenario)}** · {md(v.model)} · {md(r.metric)}: {accumulated(r)}"
         for r in v.results
-        if r.gating
-        and r.verdict not in FAILING
-        and r.evidence is not None
-        and r.evidence_threshold
-        and r.evidence >= r.evidence_threshold**0.5
+        if r.verdict not in FAILING and r.evidence_building
     ]
 
 

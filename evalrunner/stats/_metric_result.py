@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalrunner.stats._evidence_state import halfway
 from evalrunner.suite._metrics import Direction, Kind
 
 Verdict = Literal["regression", "improvement", "changed", "ok", "inconclusive"]
@@ -121,10 +122,19 @@ class MetricResult(BaseModel):
         description="Raw p a lone change must reach to be flagged tonight (fdr_q / family size).",
     )
     evidence: float | None = Field(
-        default=None, description="Accumulated e-value since the baseline was anchored."
+        default=None,
+        description="Cumulative z of the nights since the baseline was anchored, in this "
+        "season (harmful side positive; history before format 3 held an e-value here).",
     )
     evidence_threshold: float | None = Field(
-        default=None, description="E-value at which accumulated evidence flags (gating only)."
+        default=None,
+        description="The z at which the evidence flags (gating only): its chance of any false "
+        "alarm in a scenario-season is season_alpha.",
+    )
+    evidence_test: Literal["z", "e-value"] = Field(
+        default="e-value",
+        description="What ``evidence`` holds: the cumulative z since the anchor (format 3 "
+        "evidence), or an e-value (history written before it).",
     )
     evidence_nights: int = Field(default=0, description="Nights the evidence accumulates over.")
     evidence_effect: float | None = Field(
@@ -166,3 +176,12 @@ class MetricResult(BaseModel):
     def fails_night(self) -> bool:
         """A gating metric whose verdict is a regression or a change."""
         return self.gating and self.verdict in FAILING
+
+    @property
+    def evidence_building(self) -> bool:
+        """Gating evidence halfway to its boundary (an e-value: halfway in log terms)."""
+        if not self.gating or self.evidence is None or self.evidence_threshold is None:
+            return False
+        if self.evidence_test == "e-value":
+            return self.evidence >= math.sqrt(self.evidence_threshold)
+        return halfway(self.evidence, self.evidence_threshold)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner.stats import _binary, _counts, _logs, _paths
-from evalrunner.stats._evidence import Accumulated, add_night, start, threshold
+from evalrunner.stats._evidence import Accumulated, add_night, metric_alpha, start
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._measured import Measured
@@ -134,7 +134,7 @@ def compare_night(
                 family[_gates(refs[c.key], d.ref.name)] += 1
     out = []
     for c in cells:
-        out.append(_cell(c, refs[c.key], drafts[c.key], family, len(cells)))
+        out.append(_cell(c, refs[c.key], drafts[c.key], family))
     results = finalize(
         [r for cell in out for r in cell.results],
         {cell.key.scenario: refs[cell.key].tolerance for cell in out},
@@ -172,27 +172,29 @@ def _drafts(ref: CellReference, tonight: Runs) -> list[_Draft]:
 
 
 def _cell(
-    c: CellNight, ref: CellReference, drafts: list[_Draft], family: dict[bool, int], cells: int
+    c: CellNight, ref: CellReference, drafts: list[_Draft], family: dict[bool, int]
 ) -> CellComparison:
     tol = ref.tolerance
     tonight = Runs.of(c.tonight)
-    state = start(c.evidence, ref.anchor)
+    state = start(c.evidence, ref.anchor, tol.season_nights)
     measured = {d.ref.name: (d.ref, d.measured) for d in drafts if d.measured is not None}
     means = {
         name: ref.scale_mean(ref.coding.values(tonight)) for name, (ref, _) in measured.items()
     }
-    state, accumulated = add_night(
-        state, measured, {name: tol.margin_for(name) for name in measured}, tol.ci_level, means
-    )
     gating_count = sum(tol.is_gating(d.ref.name) for d in drafts)
-    limit = threshold(gating_count, cells, tol.season_alpha)
+    state, accumulated = add_night(
+        state,
+        measured,
+        tol.ci_level,
+        means,
+        alpha=metric_alpha(tol.season_alpha, gating_count),
+        season_nights=tol.season_nights,
+    )
     results = []
     for d in drafts:
         gates = _gates(ref, d.ref.name)
         bar = tol.fdr_q / max(1, family[gates])
-        results.append(
-            _result(ref, d, tonight, bar, accumulated.get(d.ref.name), limit if gates else None)
-        )
+        results.append(_result(ref, d, tonight, bar, accumulated.get(d.ref.name), gates))
     notes = [n for n in (ref.young_note(),) if n]
     return CellComparison(ref.key, results, state, not ref.young, notes)
 
@@ -203,7 +205,7 @@ def _result(
     tonight: Runs,
     bar: float,
     acc: Accumulated | None,
-    limit: float | None,
+    gates: bool,
 ) -> MetricResult:
     ref, tol = draft.ref, cell.tolerance
     name = ref.name
@@ -212,7 +214,7 @@ def _result(
         "model": cell.key.model,
         "metric": name,
         "kind": ref.kind,
-        "gating": _gates(cell, name),
+        "gating": gates,
         "direction": ref.direction,
         "baseline_n": ref.n,
         "baseline_infra": cell.pooled.infra,
@@ -231,8 +233,9 @@ def _result(
     p, p_good = m.p_values(ref.direction, improvable=ref.kind != "categorical")
     if acc is not None:
         base.update(
-            evidence=acc.e_value,
-            evidence_threshold=limit,
+            evidence=acc.z,
+            evidence_test="z",
+            evidence_threshold=acc.boundary if gates else None,
             evidence_nights=acc.nights,
             evidence_effect=acc.effect,
             evidence_ci=acc.effect_ci,

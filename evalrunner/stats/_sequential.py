@@ -21,7 +21,7 @@ most its own): metrics that move together, such as a success rate and the answer
 that go with it, are flagged together at a looser bar than a lone change. Every metric counts,
 gating and diagnostic, so stopping early never skips a diagnostic that was about
 to show something; the accumulated evidence of a gating metric that is halfway
-to its threshold keeps the cell escalating too, so slow changes get more runs.
+to its boundary keeps the cell escalating too, so slow changes get more runs.
 
 Error control: the verdict is the fixed-N test on the runs the cell ended with
 (:func:`evalrunner.stats._night.compare_night`). A cell stops short of the cap
@@ -42,8 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evalrunner.stats._evidence import threshold
-from evalrunner.stats._evidence_state import EvidenceState
+from evalrunner.stats._evidence_state import EvidenceState, halfway
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._night import measure
@@ -174,7 +173,7 @@ def decide(
         return fixed
     target = budget.runs if done < budget.runs else budget.cap
     looks = _looks(reference, Runs.of(sorted(tonight, key=lambda r: r.index)), budget, done, target)
-    watched = _watched(reference, evidence, budget) if done >= budget.runs else []
+    watched = _watched(reference, evidence) if done >= budget.runs else []
     keep = [look for look in looks if look.suspicious]
     if not keep and not watched:
         best = max(looks, key=lambda look: look.promise, default=None)
@@ -188,7 +187,7 @@ def decide(
     said = [
         f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep
     ]
-    said += [f"{name} (accumulated evidence halfway to its threshold)" for name in watched]
+    said += [f"{name} (evidence since the anchor halfway to its boundary)" for name in watched]
     return Step(
         "continue",
         more,
@@ -290,15 +289,17 @@ def _look(
     return _Look(ref.name, p, promise, p <= floor or promise >= enough)
 
 
-def _watched(reference: CellReference, evidence: EvidenceState | None, budget: Budget) -> list[str]:
-    """Gating metrics whose evidence since the anchor is halfway (in log terms) to flagging."""
+def _watched(reference: CellReference, evidence: EvidenceState | None) -> list[str]:
+    """Gating metrics whose evidence since the anchor is halfway to flagging."""
     tol = reference.tolerance
     if evidence is None or evidence.anchor != reference.anchor:
         return []
-    gating = [name for name in evidence.metrics if tol.is_gating(name)]
-    count = sum(tol.is_gating(c.metric) for c in reference.codings())
-    limit = math.sqrt(threshold(count, budget.cells, tol.season_alpha))
-    return [name for name in gating if evidence.e_value(name) >= limit]
+    out = []
+    for name in evidence.metrics:
+        z, limit = evidence.z(name)
+        if tol.is_gating(name) and limit is not None and halfway(z, limit):
+            out.append(name)
+    return out
 
 
 def drive(

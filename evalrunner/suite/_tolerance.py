@@ -85,8 +85,15 @@ class Tolerance(BaseModel):
         default=0.05,
         gt=0,
         lt=1,
-        description="Chance that accumulated evidence raises any false alarm in the suite over "
-        "the whole life of its anchored baselines.",
+        description="Chance that the evidence accumulated since the anchor raises any false "
+        "alarm in one scenario (all its gating metrics together) over a season.",
+    )
+    season_nights: int = Field(
+        default=90,
+        ge=1,
+        le=10_000,
+        description="Nights in a season: the evidence since the anchor is tested against one "
+        "boundary for this many nights, then starts over.",
     )
 
     @field_validator("margins")

@@ -99,7 +99,7 @@ def test_a_blatant_change_in_one_scenario_of_six_fails_the_night_on_that_scenari
     # The evidence accumulated against the anchor is in the history, per cell and metric.
     [entry] = read_entries(history, suites=[SUITE])
     state = entry.evidence[CELL]
-    assert state.nights == 1 and state.metrics["tool_sequence"].e_value > 1
+    assert state.nights == 1 and state.metrics["tool_sequence"].z > 0
     assert {v.evidence_nights for v in entry.verdicts if v.metric == "tool_sequence"} == {1}
 
     # A second night adds to it; accepting a new baseline starts it again.
@@ -143,6 +143,12 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     assert all("(10)" in row and "(30)" in row for row in rows)  # at N and at 3N
     # Bonferroni-like level of a lone change among 6 x 5 gating tests at q 0.05.
     assert re.search(r"p <= 0\.0017; runs a night: 60 now", result.stdout)
+    # The evidence's false-alarm budget, per scenario-season and for the suite's 6 cells.
+    assert (
+        "evidence since the anchor: seasons of 90 nights; chance of any false alarm per "
+        "scenario-season <= 0.05 (split over its gating metrics), so at most 0.3 expected per "
+        "suite-season of 6 cells"
+    ) in result.stdout
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
 

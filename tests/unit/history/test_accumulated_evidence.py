@@ -13,13 +13,16 @@ from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
 from evalrunner.suite._record import CellKey
 
 
-def _with_evidence(entry: HistoryEntry, e_value: float) -> HistoryEntry:
+def _with_evidence(
+    entry: HistoryEntry, e_value: float, test: str = "e-value", limit: float = 400.0
+) -> HistoryEntry:
     """The entry with its gating success_rate results carrying accumulated evidence."""
     verdicts = [
         v.model_copy(
             update={
                 "evidence": e_value,
-                "evidence_threshold": 400.0,
+                "evidence_test": test,
+                "evidence_threshold": limit,
                 "evidence_nights": 6,
                 "evidence_effect": -0.07,
                 "evidence_ci": (-0.11, -0.03),
@@ -31,7 +34,9 @@ def _with_evidence(entry: HistoryEntry, e_value: float) -> HistoryEntry:
     ]
     cells = {CellKey(v.scenario, v.model) for v in verdicts}
     state = EvidenceState(
-        anchor="a1", nights=6, metrics={"success_rate": MetricEvidence(nights=6, e_value=e_value)}
+        anchor="a1",
+        nights=6,
+        metrics={"success_rate": MetricEvidence(nights=6, z=e_value, boundary=2.5)},
     )
     return entry.model_copy(update={"verdicts": verdicts, "evidence": dict.fromkeys(cells, state)})
 
@@ -44,12 +49,24 @@ def test_entries_keep_their_evidence_and_the_newest_per_cell_is_found(tmp_path: 
     assert loaded == entries
     # The newest entry has none (an outage night, say): the one before it still counts.
     found = latest_evidence(loaded)
-    assert found and all(s.metrics["success_rate"].e_value == 3.0 for s in found.values())
+    assert found and all(s.metrics["success_rate"].z == 3.0 for s in found.values())
     # Entries without evidence are written as they were before the field existed.
     assert "evidence" not in second.model_dump(mode="json")
 
 
-def test_the_report_and_summary_show_the_evidence_since_the_baseline() -> None:
+def test_the_report_and_summary_show_the_cumulative_z_since_the_baseline() -> None:
+    [entry] = build_entries(nights=1, scenarios=1)
+    history = history_from_entries([_with_evidence(entry, 2.1, "z", 2.9)])
+    assert "z 2.1 of 2.9 over 6 nights, change \u22120.07" in render_html(history, generated_at="x")
+    summary = render_markdown(history)
+    # 2.1 >= 2.9 / sqrt(2): half the boundary's log likelihood ratio.
+    building = summary.split("### Evidence building up since the baseline")[1]
+    assert "success\\_rate: z 2.1 of 2.9 over 6 nights" in building
+    quiet = render_markdown(history_from_entries([_with_evidence(entry, 2.0, "z", 2.9)]))
+    assert "Evidence building up" not in quiet
+
+
+def test_history_written_before_the_z_shows_its_e_value_as_one() -> None:
     [entry] = build_entries(nights=1, scenarios=1)
     history = history_from_entries([_with_evidence(entry, 40.0)])
     page = render_html(history, generated_at="x")

@@ -74,18 +74,17 @@ def test_the_fixed_planner_plans_every_run_once(suite: Suite) -> None:
     assert planner.next_jobs([record(job.key.cell, job.index) for job in batch]) == []
 
 
-def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> None:
+def test_the_adaptive_planner_asks_its_look_after_each_batch(suite: Suite) -> None:
     stoppable = CellKey("tool-chain", "a/x")
-    asked: list[tuple[CellKey, int, int]] = []
+    asked: list[tuple[CellKey, int]] = []
 
-    def stop(cell: CellKey, records: Sequence[RunRecord], cap: int) -> str | None:
-        asked.append((cell, len(records), cap))
-        return "settled" if len(records) >= 4 else None
+    def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
+        asked.append((cell, len(records)))
+        return (0, "settled") if len(records) >= 4 else (2, "more")
 
     plans = [ScenarioPlan(suite.scenarios[1], ("a/x", "b/y"))]
-    planner = AdaptivePlanner.of(
-        plans, ENDPOINTS, Adaptive(stop, frozenset({stoppable}), batch=2, max_runs=10, min_runs=3)
-    )
+    budgets = {stoppable: CellBudget(first=3, runs=10, cap=10)}
+    planner = AdaptivePlanner.of(plans, ENDPOINTS, Adaptive(look, budgets, batch=2, max_runs=10))
     assert planner.notes == ["tool-chain|b/y: no baseline, runs the full 20"]
     finished: list[RunRecord] = []
     sizes = []
@@ -95,11 +94,11 @@ def test_the_adaptive_planner_asks_its_rule_after_each_batch(suite: Suite) -> No
         )
         finished += [record(job.key.cell, job.index) for job in batch]
     other = CellKey("tool-chain", "b/y")
-    # First batch: max(batch, min_runs); then batches of 2 until the rule settles it at 5 runs.
+    # First its first look's 3; then what the look asks for until it settles it at 5 runs.
     assert [s.get(stoppable, 0) for s in sizes][:2] == [3, 2]
     assert sum(s.get(stoppable, 0) for s in sizes) == 5
-    assert sum(s.get(other, 0) for s in sizes) == 20  # never asked: no baseline
-    assert asked == [(stoppable, 3, 10), (stoppable, 5, 10)]
+    assert sizes[0].get(other) == 20  # never asked: no baseline, all its runs at once
+    assert asked == [(stoppable, 3), (stoppable, 5)]
     # The numbers the words are checked against: 25 made, of at most 10 + 20.
     assert planner.summary == AdaptiveSummary(made=25, maximum=30, fixed=40, stopped=1, cells=2)
     assert planner.notes[-1] == "tool-chain|a/x: stopped after 5 of at most 10 runs: settled"
@@ -116,13 +115,7 @@ def test_a_look_rule_escalates_a_fixed_plan_where_it_says_and_nowhere_else(suite
         return (3, "suspicious") if len(records) < 9 else (0, "nothing suspicious")
 
     plans = [ScenarioPlan(suite.scenarios[1].model_copy(update={"runs": 4}), ("a/x", "b/y"))]
-    rule = Adaptive(
-        lambda cell, records, cap: None,
-        frozenset({watched}),
-        look=look,
-        budgets={watched: CellBudget(first=4, runs=4, cap=12)},
-        adaptive=False,
-    )
+    rule = Adaptive(look, {watched: CellBudget(first=4, runs=4, cap=12)}, adaptive=False)
     planner = AdaptivePlanner.of(plans, ENDPOINTS, rule)
     finished: list[RunRecord] = []
     sizes = []

@@ -118,5 +118,5 @@ def test_a_version_1_state_reads_as_one_without_pairs(
     tonight = runs(20, passed=15)
     night = cell([runs(20, passed=p) for p in STEADY], tonight)
     after = compare_night([CellNight(night.baseline, tonight, old)]).cells[0].evidence
-    assert after.format_version == EVIDENCE_FORMAT_VERSION == 2
+    assert after.format_version == EVIDENCE_FORMAT_VERSION == 3
     assert after.metrics["success_rate"].nights == 4 and after.metrics["success_rate"].pairs == 0
