@@ -294,11 +294,15 @@ def show(rows: list[Row]) -> None:
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(
-            f"{r.path:<10} {r.kind:<17} {r.rate:>4.0%} {r.planned:>4} {r.lost:>4} "
-            f"{r.as_behaviour:>12} {r.outcomes['passed']:>6} {r.outcomes['infra_error']:>5} "
-            f"{r.injected:>6} {r.retries:>7} {r.seconds:>6.1f}"
-        )
+        print(_line(r))
+
+
+def _line(r: Row) -> str:
+    return (
+        f"{r.path:<10} {r.kind:<17} {r.rate:>4.0%} {r.planned:>4} {r.lost:>4} "
+        f"{r.as_behaviour:>12} {r.outcomes['passed']:>6} {r.outcomes['infra_error']:>5} "
+        f"{r.injected:>6} {r.retries:>7} {r.seconds:>6.1f}"
+    )
 
 
 def _ray_executor() -> Any:
@@ -331,6 +335,9 @@ def main() -> int:
                     rows.append(
                         night(path, suite, kind, rate, args.runs, args.concurrency, work, executor)
                     )
+                    # Each row as it ends, to stderr: a long run shows its progress (and a
+                    # run cut short by a timeout keeps the rows it made).
+                    print(_line(rows[-1]), file=sys.stderr, flush=True)
             finally:
                 if executor is not None:
                     import ray

@@ -1038,6 +1038,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--big-nights", type=int, default=None, help="nights per row, 50-scenario")
     parser.add_argument("--seasons", type=int, default=None, help="sequences per season row")
     parser.add_argument(
+        "--aa-seasons", type=int, default=None, help="90-night seasons per false-alarm row"
+    )
+    parser.add_argument(
         "--suites", default="", help="A/A, power and adaptive tables: only these, e.g. 5x1,50x3"
     )
     args = parser.parse_args(argv)
@@ -1047,7 +1050,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         small=args.nights or (60 if args.quick else 300),
         big=args.big_nights or (12 if args.quick else 50),
         seasons=args.seasons or (20 if args.quick else 100),
-        aa_seasons=6 if args.quick else 40,
+        aa_seasons=args.aa_seasons or (6 if args.quick else 40),
         quick=args.quick,
         suites=tuple(t for t in args.suites.split(",") if t),
     )
