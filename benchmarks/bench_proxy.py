@@ -1,8 +1,9 @@
 """What the capture proxy costs an agent: latency per call, and throughput at 32 runs.
 
 Four processes: a loopback FakeEndpoint (the upstream); two proxies in
-passthrough-capture mode pointed at it, one forwarding through litellm (the
-default) and one with the direct OpenAI-compatible transport (``--direct``);
+passthrough-capture mode pointed at it, one as it starts by default (for an
+``openai/`` model at an api_base: the direct transport) and one forced through
+litellm (``--litellm``, what other providers take);
 and this one as the client (raw aiohttp, so the client's own cost stays small
 and equal on every path). Every figure is measured side by side in the same
 run, the paths alternating call by call (latency) or round by round
@@ -77,7 +78,7 @@ def _upstream(conn: Any, latency: float) -> None:
             ep.latency = message  # the parent switches between latency and throughput
 
 
-def _proxy(conn: Any, args: tuple[str, bool]) -> None:
+def _proxy(conn: Any, args: tuple[str, bool | None]) -> None:
     from evalrunner.proxy import ProxyServer, Upstream
 
     api_base, direct = args
@@ -85,6 +86,7 @@ def _proxy(conn: Any, args: tuple[str, bool]) -> None:
         "openai/fake", api_base=api_base, api_key="sk-bench-0123456789", direct=direct
     )
     with ProxyServer("passthrough", upstream=upstream) as proxy:
+        assert upstream.transport == ("litellm" if direct is False else "direct")
         conn.send(proxy.base_url)
         conn.recv()
 
@@ -173,8 +175,8 @@ def main() -> int:
 
     upstream = Child(_upstream, 0.0)
     proxies = {
-        "via litellm": Child(_proxy, (upstream.address, False)),
-        "direct transport": Child(_proxy, (upstream.address, True)),
+        "via litellm (--litellm)": Child(_proxy, (upstream.address, False)),
+        "default (direct)": Child(_proxy, (upstream.address, None)),
     }
     direct_url = f"{upstream.address}/chat/completions"
     try:

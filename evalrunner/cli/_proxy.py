@@ -36,7 +36,11 @@ def _mode(record: Path | None, replay: Path | None) -> tuple[Mode, Path | None]:
 
 
 def _upstream(
-    model: str | None, api_base: str | None, key_env: str | None, llama_cpp: bool, direct: bool
+    model: str | None,
+    api_base: str | None,
+    key_env: str | None,
+    llama_cpp: bool,
+    direct: bool | None,
 ) -> Upstream | None:
     if model is None:
         return None
@@ -76,9 +80,11 @@ def _report(result: ProxyRunResult) -> str:
 )
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the upstream key.")
 @click.option(
-    "--direct",
-    is_flag=True,
-    help="POST to the OpenAI-compatible --api-base directly, not through litellm (less overhead).",
+    "--direct/--litellm",
+    default=None,
+    help="Reach the upstream directly (POST to an OpenAI-compatible --api-base) or through "
+    "litellm (any provider). Default: directly for openai/<name> at an --api-base and the "
+    "embedded model, through litellm otherwise.",
 )
 @click.option(
     "--llama-cpp", is_flag=True, help="Smooth llama.cpp server quirks (automatic for local)."
@@ -125,7 +131,7 @@ def proxy(
     model: str | None,
     api_base: str | None,
     api_key_env: str | None,
-    direct: bool,
+    direct: bool | None,
     llama_cpp: bool,
     host: str,
     port: int,
@@ -171,7 +177,7 @@ def proxy(
 def _serve(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool) -> None:
     with server:
         where = f" ({directory})" if directory else ""
-        click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.model_name('default')}")
+        click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.upstream_line()}")
         click.echo(f"base URL: {server.base_url}/v1   per run: {server.base_url}/runs/<run-id>/v1")
         for name, value in server.run_env().items():
             if not name.endswith(("_BASE_URL", "_API_BASE", "_API_KEY")):

@@ -1,7 +1,8 @@
 """The direct transport: POST a chat completion to an OpenAI-compatible endpoint ourselves.
 
-Opt-in (``Upstream(direct=True)``, ``--direct``) for upstreams that speak
-OpenAI Chat Completions (the embedded model, llama.cpp, vLLM, most gateways):
+The default for upstreams that speak OpenAI Chat Completions (an ``openai/``
+model at an ``api_base``: the embedded model, llama.cpp, vLLM, most gateways;
+``Upstream.transport``), and ``--direct`` for others that do:
 litellm's per-call bookkeeping (logging objects, cost calculation, response
 wrapping) costs several milliseconds of CPU per call, which is most of what
 the proxy adds (docs/proxy.md has the figures). Same retries and

@@ -415,6 +415,13 @@ class ProxyServer:
             result.recording_path = state.recording_path
         return result
 
+    def upstream_line(self) -> str:
+        """The default upstream as the start line names it: the model and how it is reached."""
+        upstream = self._upstream
+        if upstream is None:
+            return "none (replay: answers come from the recordings)"
+        return f"{upstream.name} ({upstream.transport})"
+
     def _resolve(self, upstream: Upstream | None) -> Upstream | None:
         if upstream is None or upstream.model != LOCAL:
             return upstream

@@ -30,8 +30,9 @@ answer.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalrunner._litellm import import_litellm
 from evalrunner.core._faults import InfraLog, NoUsableChoice, describe, is_infra_error
@@ -70,7 +71,9 @@ class Upstream:
     llama_cpp: bool = False
     timeout_s: float = 600.0
     label: str | None = None  # what recordings show; the model string by default
-    direct: bool = False  # POST to an OpenAI-compatible api_base ourselves, not via litellm
+    direct: bool | None = None
+    """True: POST to the OpenAI-compatible ``api_base`` ourselves; False: through litellm;
+    None: :attr:`transport` decides."""
 
     def __post_init__(self) -> None:
         if self.direct and not self.api_base and self.model != LOCAL:
@@ -83,8 +86,18 @@ class Upstream:
     def name(self) -> str:
         return self.label or self.model
 
+    @property
+    def transport(self) -> Literal["direct", "litellm"]:
+        """How calls reach the upstream. By default directly where it speaks OpenAI Chat
+        Completions for certain (an ``openai/`` model at an ``api_base``: the embedded model,
+        llama.cpp, vLLM, gateways): litellm's per-call work was most of the proxy's CPU
+        (docs/proxy.md). Through litellm where a provider needs translating."""
+        if self.direct is not None:
+            return "direct" if self.direct else "litellm"
+        return "direct" if self.api_base and self.model.startswith("openai/") else "litellm"
+
     @classmethod
-    def from_endpoint(cls, endpoint: Endpoint, *, direct: bool = False) -> Upstream:
+    def from_endpoint(cls, endpoint: Endpoint, *, direct: bool | None = None) -> Upstream:
         """The upstream for a live run's endpoint (the embedded model gets its quirks smoothed)."""
         return cls(
             endpoint.model,
@@ -136,7 +149,7 @@ def _kwargs(upstream: Upstream, request: ModelRequest, stream: bool) -> dict[str
         max_retries=0,
         num_retries=0,
     )
-    if upstream.direct:
+    if upstream.transport == "direct":
         # Only the request itself goes on the wire; the model without litellm's prefix.
         kwargs["model"] = upstream.model.removeprefix("openai/")
         for key in ("drop_params", "max_retries", "num_retries", "timeout"):
@@ -220,8 +233,16 @@ async def _via_direct(
     from evalrunner.proxy._direct import post_chat
 
     assert upstream.api_base is not None  # checked at construction
+    # The key litellm would have sent: the upstream's, else OPENAI_API_KEY, else (a server
+    # of the user's own) the keyless placeholder.
+    key = api_key_for(upstream.model, upstream.api_base, upstream.api_key)
     got = await post_chat(
-        session, upstream.api_base, upstream.api_key, kwargs, stream, upstream.timeout_s
+        session,
+        upstream.api_base,
+        key or os.environ.get("OPENAI_API_KEY"),
+        kwargs,
+        stream,
+        upstream.timeout_s,
     )
     if isinstance(got, list):
         return Forwarded(record_from_chunks(got), chunks=got)
@@ -264,7 +285,7 @@ async def forward(
         # agent still gets a stream, rendered from the record.
         stream = False
     kwargs = _kwargs(upstream, request, stream)
-    if upstream.direct:
+    if upstream.transport == "direct":
         assert session is not None  # the server opens one for a direct upstream
         send = functools.partial(_via_direct, upstream, session, kwargs, stream)
     else:

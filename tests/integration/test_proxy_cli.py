@@ -38,6 +38,10 @@ def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals)
                 line = proc.stdout.readline()
                 assert line, proc.stderr.read() if proc.stderr else "no output"
                 lines.append(line.strip())
+            # It says how it reaches the upstream: an openai/ model at an --api-base, directly.
+            assert (
+                lines[0] == f"evalrunner proxy: record ({tmp_path}), upstream openai/fake (direct)"
+            )
             exports = dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
             assert openai_agent(exports, "hello") == "echo: hello"
             assert exports["ANTHROPIC_BASE_URL"] + "/v1" == exports["OPENAI_BASE_URL"]
