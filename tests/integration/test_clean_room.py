@@ -66,6 +66,16 @@ def test_command(golden_trajectory, tmp_path):
 '''
 
 
+SAYS_IF_LITELLM_LOADED = """
+import sys
+from pathlib import Path
+
+
+def pytest_sessionfinish(session):
+    Path(__file__).with_name("litellm-loaded").write_text(str("litellm" in sys.modules))
+"""
+
+
 def record(project: Path, site: Path) -> None:
     """``pytest --golden-record`` against the fake endpoint, with what a user would export."""
     with FakeEndpoint(responder=lambda body, n: Reply("hello there")) as ep:
@@ -107,6 +117,11 @@ def test_a_one_test_sdk_project_records_then_replays_in_a_plain_environment(
     # Offline and with nothing exported, replay passes, and again (no background fetch).
     replay(tmp_path, wheel_site)
     replay(tmp_path, wheel_site)
+    # And without importing litellm: the proxy renders recorded answers itself (litellm's
+    # import was most of a proxied golden session's CPU).
+    (tmp_path / "conftest.py").write_text(SAYS_IF_LITELLM_LOADED, encoding="utf-8")
+    replay(tmp_path, wheel_site)
+    assert (tmp_path / "litellm-loaded").read_text(encoding="utf-8") == "False"
 
 
 def test_the_example_suite_runs_from_an_installed_wheel_in_an_empty_project(
