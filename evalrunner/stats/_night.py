@@ -127,14 +127,8 @@ def compare_night(
     if refs is None or set(refs) != {c.key for c in cells}:
         refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
-    family = {True: 0, False: 0}
-    for c in cells:
-        for d in drafts[c.key]:
-            if d.measured is not None:
-                family[_gates(refs[c.key], d.ref.name)] += 1
-    out = []
-    for c in cells:
-        out.append(_cell(c, refs[c.key], drafts[c.key], family))
+    family = _family_sizes(drafts, refs)
+    out = [_cell(c, refs[c.key], drafts[c.key], family) for c in cells]
     results = finalize(
         [r for cell in out for r in cell.results],
         {cell.key.scenario: refs[cell.key].tolerance for cell in out},
@@ -153,6 +147,18 @@ def compare_night(
             )
         )
     return NightComparison(final)
+
+
+def _family_sizes(
+    drafts: Mapping[CellKey, list[_Draft]], refs: Mapping[CellKey, CellReference]
+) -> dict[bool, int]:
+    """Tests tonight in the gating family (True) and the diagnostic one (False)."""
+    family = {True: 0, False: 0}
+    for key, found in drafts.items():
+        for d in found:
+            if d.measured is not None:
+                family[_gates(refs[key], d.ref.name)] += 1
+    return family
 
 
 def _gates(ref: CellReference, metric: str) -> bool:
