@@ -18,6 +18,18 @@ from evalrunner.proxy import ProxyServer, Upstream
 AGENT = REPO / "tests" / "support" / "sdk_agent_main.py"
 
 
+def _agent_through(proxy: ProxyServer) -> subprocess.CompletedProcess[str]:
+    """The SDK agent as a command, run "r" of ``proxy``, with nothing else in its environment."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(AGENT.parent), **proxy.run_env("r")}
+    return subprocess.run(
+        [sys.executable, str(AGENT), "openai", "Capitals of: France, Japan"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_a_command_agent_records_through_the_proxy_from_a_keyless_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -25,14 +37,7 @@ def test_a_command_agent_records_through_the_proxy_from_a_keyless_server(
     with FakeEndpoint(responder=content_responder) as ep:
         upstream = Upstream("openai/fake", api_base=ep.api_base)  # and no key anywhere
         with ProxyServer("record", tmp_path, upstream) as proxy:
-            env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(AGENT.parent), **proxy.run_env("r")}
-            done = subprocess.run(
-                [sys.executable, str(AGENT), "openai", "Capitals of: France, Japan"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            done = _agent_through(proxy)
             result = proxy.finish_run("r")
     assert done.returncode == 0, done.stderr[-2000:]
     assert result.upstream_errors == [] and result.infra_error is None
@@ -56,14 +61,7 @@ def test_both_transports_send_the_key_litellm_would(
         upstream = Upstream("openai/fake", api_base=ep.api_base, direct=direct)
         assert upstream.transport == ("litellm" if direct is False else "direct")
         with ProxyServer("record", tmp_path, upstream) as proxy:
-            env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(AGENT.parent), **proxy.run_env("r")}
-            done = subprocess.run(
-                [sys.executable, str(AGENT), "openai", "Capitals of: France, Japan"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            done = _agent_through(proxy)
             proxy.finish_run("r")
     assert done.returncode == 0, done.stderr[-2000:]
     sent = {h.get("authorization") for h in ep.headers}
