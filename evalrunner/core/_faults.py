@@ -75,11 +75,20 @@ class AttemptOverran(TimeoutError):
 
 
 _CONTEXT_WINDOW = re.compile(
-    r"context[ _-]?(?:window|length)[ _-]?exceeded|maximum context length|"
-    r"exceeds? (?:the )?(?:model'?s? )?context (?:window|length)|context_length_exceeded|"
-    r"prompt is too long",
+    r"context[ _-]?(?:window|length)[ _-]?exceeded|maximum context (?:length|limit)|"
+    r"exceeds? (?:the )?(?:model'?s? )?context (?:window|length|limit)|context_length_exceeded|"
+    r"prompt is too long|input is too long|longer than the model's context length|"
+    # llama.cpp's server; Gemini; servers that state both lengths
+    r"exceeds the available context size|exceeds the maximum number of tokens allowed|"
+    r"input tokens exceed the configured limit|current length is \d+ while limit is",
     re.IGNORECASE,
 )
+
+
+def says_context_window(text: str) -> bool:
+    """An endpoint's error text saying the model's context window was overrun (the phrases
+    providers use, llama.cpp's among them)."""
+    return _CONTEXT_WINDOW.search(text) is not None
 
 
 def context_window_exceeded(exc: BaseException) -> BaseException | None:
@@ -89,9 +98,7 @@ def context_window_exceeded(exc: BaseException) -> BaseException | None:
     ``AgentGenerationError``), providers say it in words ("maximum context length").
     """
     for current in reversed(_chain(exc)):  # the innermost says it best
-        if "ContextWindowExceeded" in type(current).__name__ or _CONTEXT_WINDOW.search(
-            str(current)
-        ):
+        if "ContextWindowExceeded" in type(current).__name__ or says_context_window(str(current)):
             return current
     return None
 

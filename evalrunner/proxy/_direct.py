@@ -23,6 +23,8 @@ from typing import Any
 
 import aiohttp
 
+from evalrunner.core._faults import says_context_window
+
 
 class UpstreamHTTPError(Exception):
     """The upstream answered with an HTTP error (``status_code``, ``headers`` as litellm's)."""
@@ -31,6 +33,11 @@ class UpstreamHTTPError(Exception):
         super().__init__(f"upstream HTTP {status_code}: {message}")
         self.status_code = status_code
         self.headers = headers
+
+
+class ContextWindowExceededError(UpstreamHTTPError):
+    """The upstream refused the request as longer than the model's context window; named as
+    litellm names it, so recordings and classification read the same on both transports."""
 
 
 class UpstreamConnectionError(ConnectionError):
@@ -47,6 +54,8 @@ def _error(status: int, text: str, headers: Mapping[str, str]) -> UpstreamHTTPEr
         message = str((body.get("error") or {}).get("message") or body)
     except (ValueError, AttributeError):
         message = text[:300]
+    if status == 400 and says_context_window(message):
+        return ContextWindowExceededError(status, message, headers)
     return UpstreamHTTPError(status, message, headers)
 
 

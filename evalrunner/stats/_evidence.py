@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,22 @@ class Accumulated:
     effect_ci: tuple[float, float]
 
 
+_SPREAD = {"last_mean", "last_var", "pairs", "pair_excess", "pair_noise"}
+"""What a restart keeps of a metric's evidence: the night-to-night spread learned so far."""
+
+
+def restarted(state: EvidenceState, metrics: Iterable[str]) -> EvidenceState:
+    """``state`` with these metrics' sums started over: each failed the night, so its alarm
+    has been raised (a group-sequential test stops at its first crossing). Carrying the
+    sums on would raise the same alarm every night after, even once the agent is fixed;
+    started over, a later alarm is new evidence."""
+    kept = dict(state.metrics)
+    for name in metrics:
+        if name in kept:
+            kept[name] = MetricEvidence(**kept[name].model_dump(include=_SPREAD))
+    return state.model_copy(update={"metrics": kept})
+
+
 def start(state: EvidenceState | None, anchor: str, season_nights: int) -> EvidenceState:
     """The state to add tonight to: ``state`` if it is for this anchor and its season has
     nights left; a new season (keeping the night-to-night spread) after ``season_nights``;
@@ -75,11 +91,8 @@ def start(state: EvidenceState | None, anchor: str, season_nights: int) -> Evide
         return EvidenceState(anchor=anchor)
     if state.nights < season_nights:
         return state
-    spread = {"last_mean", "last_var", "pairs", "pair_excess", "pair_noise"}
-    kept = {
-        name: MetricEvidence(**m.model_dump(include=spread)) for name, m in state.metrics.items()
-    }
-    return EvidenceState(anchor=anchor, season=state.season + 1, metrics=kept)
+    fresh = restarted(state, state.metrics).metrics
+    return EvidenceState(anchor=anchor, season=state.season + 1, metrics=fresh)
 
 
 def add_night(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner.stats import _binary, _counts, _logs, _paths
-from evalrunner.stats._evidence import Accumulated, add_night, metric_alpha, start
+from evalrunner.stats._evidence import Accumulated, add_night, metric_alpha, restarted, start
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._measured import Measured
@@ -137,15 +137,9 @@ def compare_night(
     for cell in out:
         mine = results[i : i + len(cell.results)]
         i += len(cell.results)
-        final.append(
-            CellComparison(
-                cell.key,
-                [_known(r, refs[cell.key].tolerance.fdr_q, refs[cell.key].young) for r in mine],
-                cell.evidence,
-                cell.gating,
-                cell.notes,
-            )
-        )
+        known = [_known(r, refs[cell.key].tolerance.fdr_q, refs[cell.key].young) for r in mine]
+        evidence = restarted(cell.evidence, [r.metric for r in known if r.fails_night])
+        final.append(CellComparison(cell.key, known, evidence, cell.gating, cell.notes))
     return NightComparison(final)
 
 

@@ -3,6 +3,7 @@ not; the embedded llama.cpp server's quirks are smoothed before a request leaves
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -142,3 +143,29 @@ def test_a_live_endpoint_becomes_an_upstream() -> None:
     assert local.llama_cpp and local.name == "local" and local.api_key == "k"
     hosted = Upstream.from_endpoint(Endpoint("openai/gpt-4o", "openai/gpt-4o"))
     assert not hosted.llama_cpp and hosted.name == "openai/gpt-4o"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Requested tokens (12045) exceed context window of 4096",  # llama-cpp-python
+        "the request exceeds the available context size, try increasing it",  # llama.cpp
+        "This model's maximum context length is 8192 tokens.",  # OpenAI
+        "prompt is too long: 210000 tokens > 200000 maximum",  # Anthropic
+    ],
+)
+def test_a_context_window_refusal_on_the_direct_transport_is_named_as_litellm_names_it(
+    message: str,
+) -> None:
+    """Recordings keep the error's class name: the same on both transports, and the run is
+    classified as the model overrunning its window (skipped), not as the agent failing."""
+    from evalrunner.core._faults import context_window_exceeded
+    from evalrunner.proxy._direct import _error
+
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+    exc = _error(400, body, {})
+    assert type(exc).__name__ == "ContextWindowExceededError"
+    assert context_window_exceeded(exc) is exc
+    assert type(_error(400, '{"error": {"message": "bad tool schema"}}', {})).__name__ == (
+        "UpstreamHTTPError"
+    )

@@ -148,3 +148,18 @@ def test_the_boundary_holds_its_alpha_on_an_independent_simulation() -> None:
 def test_halfway_is_half_the_log_likelihood_ratio_of_the_boundary() -> None:
     assert halfway(2.0, 2.8) and not halfway(1.9, 2.8)
     assert metric_alpha(0.05, 5) == pytest.approx(0.01) and metric_alpha(0.05, 0) == 0.05
+
+
+def test_a_metric_that_failed_a_night_starts_its_evidence_over(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """One bad night (5 of 20) is flagged; once the agent is fixed (18 of 20 again) the
+    next night is not flagged again for the same past night."""
+    bad, found = _night(runs, cell, None, "a1", 5)
+    assert any(r.metric == "success_rate" and r.fails_night for r in found.results)
+    kept = bad.metrics["success_rate"]
+    assert (kept.nights, kept.weight, kept.boundary) == (0, 0.0, None)
+    assert kept.last_mean is not None  # the night-to-night spread is kept
+    fixed, found = _night(runs, cell, bad, "a1", 18)
+    assert not any(r.fails_night for r in found.results)
+    assert fixed.metrics["success_rate"].nights == 1

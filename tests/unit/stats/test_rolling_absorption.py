@@ -37,7 +37,8 @@ def test_anchored_evidence_flags_a_slow_decline_that_no_night_shows(
         state = result.evidence
         success = _success(result.results)
         assert success.q is not None and success.q > 0.05  # no night alone is significant
-        assert success.evidence_nights == night
+        # After its flag the metric's evidence starts over (the alarm was raised).
+        assert success.evidence_nights == (night if first_flag is None else night - first_flag)
         if success.fails_night and first_flag is None:
             first_flag = night
             assert success.flagged_by == "evidence"
