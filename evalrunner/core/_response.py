@@ -108,7 +108,7 @@ def record_from_response(response: Any) -> ResponseRecord:
     )
 
 
-def _message_dict(rec: ResponseRecord) -> dict[str, Any]:
+def message_dict(rec: ResponseRecord) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": rec.content}
     if rec.tool_calls:
         msg["tool_calls"] = [
@@ -120,7 +120,7 @@ def _message_dict(rec: ResponseRecord) -> dict[str, Any]:
     return msg
 
 
-def _usage_dict(rec: ResponseRecord) -> dict[str, int]:
+def usage_dict(rec: ResponseRecord) -> dict[str, int]:
     u = rec.usage
     return {
         "prompt_tokens": u.prompt_tokens,
@@ -136,8 +136,8 @@ def response_from_record(rec: ResponseRecord, n: int) -> Any:
     return ModelResponse(
         id=f"replay-{n}",
         model=rec.model,
-        choices=[{"index": 0, "finish_reason": rec.finish_reason, "message": _message_dict(rec)}],
-        usage=_usage_dict(rec),
+        choices=[{"index": 0, "finish_reason": rec.finish_reason, "message": message_dict(rec)}],
+        usage=usage_dict(rec),
     )
 
 
@@ -174,6 +174,6 @@ def stream_from_record(rec: ResponseRecord, n: int) -> list[Any]:
                 finish_reason=rec.finish_reason,
             )
         ],
-        usage=_usage_dict(rec),
+        usage=usage_dict(rec),
     )
     return [first, last]

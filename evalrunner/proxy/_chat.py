@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from evalrunner.core._response import ResponseRecord, ToolCallRecord
+from evalrunner.core._response import ResponseRecord, message_dict, usage_dict
 from evalrunner.proxy._request import (
     Incoming,
     ModelRequest,
@@ -54,14 +54,9 @@ def parse_chat(body: Any) -> Incoming:
 
 def chat_body(rec: ResponseRecord, n: int) -> dict[str, Any]:
     """A recorded response as an OpenAI chat completion, built as plain JSON: replay through
-    the proxy needs no litellm (its import is most of a frozen session's CPU)."""
-    message: dict[str, Any] = {"role": "assistant"}
-    if rec.content is not None:  # absent, not null, as litellm rendered it when recorded
-        message["content"] = rec.content
-    if rec.tool_calls:
-        message["tool_calls"] = [_call(c) for c in rec.tool_calls]
-    if rec.reasoning:
-        message["reasoning_content"] = rec.reasoning
+    the proxy needs no litellm (its import is most of a frozen session's CPU). Fields that
+    are None are left out, as litellm's rendering did when the agent was recorded."""
+    message = {k: v for k, v in message_dict(rec).items() if v is not None}
     choice = {"index": 0, "finish_reason": rec.finish_reason, "message": message}
     return _completion(rec, n, "chat.completion", choice)
 
@@ -70,9 +65,10 @@ def chat_chunks(rec: ResponseRecord, n: int) -> list[dict[str, Any]]:
     """The recorded response as two stream chunks: the text, then the calls, the finish and
     the usage."""
     first = {"index": 0, "delta": {"role": "assistant", "content": rec.content or ""}}
+    whole = message_dict(rec)
     delta: dict[str, Any] = {}
     if rec.tool_calls:
-        delta["tool_calls"] = [{**_call(c), "index": i} for i, c in enumerate(rec.tool_calls)]
+        delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(whole["tool_calls"])]
     if rec.reasoning:
         delta["reasoning_content"] = rec.reasoning
     last = {"index": 0, "finish_reason": rec.finish_reason, "delta": delta}
@@ -81,25 +77,11 @@ def chat_chunks(rec: ResponseRecord, n: int) -> list[dict[str, Any]]:
     return [head, _completion(rec, n, "chat.completion.chunk", last)]
 
 
-def _call(call: ToolCallRecord) -> dict[str, Any]:
-    return {
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
-    }
-
-
 def _completion(rec: ResponseRecord, n: int, kind: str, choice: dict[str, Any]) -> dict[str, Any]:
-    u = rec.usage
     body: dict[str, Any] = {"id": f"replay-{n}", "created": int(time.time())}
     if rec.model is not None:
         body["model"] = rec.model
-    body.update(object=kind, choices=[choice])
-    body["usage"] = {
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "total_tokens": u.prompt_tokens + u.completion_tokens,
-    }
+    body.update(object=kind, choices=[choice], usage=usage_dict(rec))
     return body
 
 

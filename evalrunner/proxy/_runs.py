@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
-from evalrunner.core._response import ResponseRecord, _message_dict
+from evalrunner.core._response import ResponseRecord, message_dict
 from evalrunner.errors import ConfigError, RequestMismatch
 from evalrunner.proxy._recording import (
     RecordedCall,
@@ -171,7 +171,7 @@ class RunState:
             answer = await self._forward(entry, session)
         if incoming.request.api == "responses":
             # Kept for a later request's previous_response_id (Responses API).
-            message = _message_dict(answer.record)
+            message = message_dict(answer.record)
             message.pop("reasoning_content", None)
             with self._lock:
                 self.history[f"resp_evalrunner_{entry.n}"] = [
