@@ -90,12 +90,19 @@ def test_server_answers_chat_and_tool_calls_then_stops() -> None:
         assert chat.choices[0].message.content
         assert chat.usage.completion_tokens > 0
 
-        # A 135M model: it calls the tool nearly always here, but not by contract.
+        # A 135M model: it calls the tool nearly always here, but not by contract; now and
+        # then it rambles tool calls until its context is full (the server's tool-call loop
+        # ignores max_tokens), which is refused as too long: also a try that found no call.
+        import litellm
+
         calls: list[Any] = []
         for _ in range(3):
-            response = complete(
-                server, messages=TOOL_MESSAGES, tools=TOOLS, tool_choice="auto", max_tokens=64
-            )
+            try:
+                response = complete(
+                    server, messages=TOOL_MESSAGES, tools=TOOLS, tool_choice="auto", max_tokens=64
+                )
+            except litellm.ContextWindowExceededError:
+                continue
             calls = response.choices[0].message.tool_calls or []
             if calls:
                 break
