@@ -15,6 +15,7 @@ from evalrunner.baseline._file import (
     save_baseline,
     typical_trajectory,
 )
+from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, group_records
@@ -35,17 +36,22 @@ class _Found:
 
 def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list[_Found]]:
     found: dict[CellKey, list[_Found]] = {}
+    scenarios = {s.id: s for s in suite.scenarios}
     for source in sources:
         results = ResultsDir(source)
         manifest = results.read_manifest()
         if manifest.suite != suite.name:
             raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
         for cell, records in group_records(results.records()).items():
+            scenario = scenarios.get(cell.scenario)
             night = AcceptedNight(
                 started_at=manifest.started_at,
                 # Its name, not its path: a committed file holds no one machine's paths.
                 source=Path(source).resolve().name,
                 records=sorted(records, key=lambda r: r.index),
+                traces=None
+                if scenario is None
+                else traces_of(results, records, scenario.normalize_config()),
             )
             fingerprint = manifest.scenarios.get(cell.scenario)
             found.setdefault(cell, []).append(_Found(night, results, fingerprint))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
+from evalrunner.baseline._traces import Traces
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, model_slug
 
@@ -40,7 +41,9 @@ __all__ = [
     "typical_trajectory",
 ]
 
-BASELINE_FORMAT_VERSION = 1
+BASELINE_FORMAT_VERSION = 2
+"""2 added each night's ``traces``; a version-1 file still loads (without them)."""
+READABLE_VERSIONS = (1, 2)
 DEFAULT_WINDOW = 5
 
 
@@ -54,6 +57,11 @@ class AcceptedNight(BaseModel):
         description="Name of the results directory the runs came from (older files: its path)."
     )
     records: list[RunRecord] = Field(description="Raw per-run records.")
+    traces: Traces | None = Field(
+        default=None,
+        description="The runs' actions and first requests, for 'evalrunner explain' "
+        "(absent in files written before format 2).",
+    )
 
 
 class Baseline(BaseModel):
@@ -109,7 +117,7 @@ def load_baseline(path: Path) -> Baseline:
         path,
         Baseline,
         what="baseline",
-        version=BASELINE_FORMAT_VERSION,
+        version=READABLE_VERSIONS,
         fix="rebuild it with 'evalrunner baseline'",
     )
 

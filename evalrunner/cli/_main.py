@@ -15,6 +15,7 @@ from evalrunner._litellm import prepare
 from evalrunner.cli._baseline import baseline
 from evalrunner.cli._boundary import ErrorBoundary
 from evalrunner.cli._compare import compare
+from evalrunner.cli._explain import explain_cmd
 from evalrunner.cli._init import init
 from evalrunner.cli._list import list_cmd
 from evalrunner.cli._plan import plan_cmd
@@ -54,6 +55,7 @@ for _command in (
     baseline,
     plan_cmd,
     compare,
+    explain_cmd,
     report,
     serve_local,
     proxy,

@@ -125,6 +125,13 @@ def print_run(result: LiveResult, suite: str) -> None:
             click.echo(format_table(rows, VERDICT_COLUMNS))
         for note in result.comparison.notes:
             click.echo(f"note: {note}", err=True)
+    if result.explanations:
+        more = f"evalrunner explain --suite {suite} --results {report.out}"
+        click.echo(f"\nWhy the failing scenarios changed (more: {more}):")
+        for cell, why in result.explanations.items():
+            click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
+            if why.divergence is not None and why.divergence.line() not in why.line():
+                click.echo(f"  runs diverge {why.divergence.line()}")
     if result.history_path:
         click.echo(f"history: {result.history_path}", err=True)
     if result.history_note:
@@ -198,6 +205,12 @@ def print_run(result: LiveResult, suite: str) -> None:
 @_options.positive(
     "--ray-workers", _NIGHT["ray_workers"].default, "Worker processes for --executor ray."
 )
+@click.option(
+    "--explain/--no-explain",
+    default=_NIGHT["explain"].default,
+    show_default=True,
+    help="Say why each scenario that fails the night changed (see 'evalrunner explain').",
+)
 @_options.gate("Exit 1 when a gating metric regressed.")
 @click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
 @_options.suites_dir
@@ -220,6 +233,7 @@ def run(
     executor: str,
     ray_address: str | None,
     ray_workers: int,
+    explain: bool,
     gate: bool,
     fail_on_failure: bool,
     suites_dir: Path,
@@ -259,6 +273,7 @@ def run(
             executor=executor,
             ray_address=ray_address,
             ray_workers=ray_workers,
+            explain=explain,
         )
         result = run_live(suite, options, notify=notice)
     print_run(result, suite.name)

@@ -82,6 +82,20 @@ class BaselineSummary(BaseModel):
     )
 
 
+class Why(BaseModel):
+    """Why a cell that failed its night changed, as ``evalrunner explain`` said it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cause: str = Field(description="The verdict line: 'cause: ...'.")
+    divergence: str | None = Field(
+        default=None, description="Where tonight's runs left the baseline's path, if they did."
+    )
+    request_diff: list[str] = Field(
+        default_factory=list, description="Unified diff of the first request's text, if it changed."
+    )
+
+
 class HistoryEntry(BaseModel):
     """Everything one run produced, as it was that night."""
 
@@ -120,6 +134,11 @@ class HistoryEntry(BaseModel):
         "baseline, after this night; the next night continues from it (a new anchor restarts "
         "it). Written only when there is some.",
     )
+    causes: dict[Cell, Why] = Field(
+        default_factory=dict,
+        description="'scenario|model' -> why a cell that failed the night changed (see "
+        "docs/explain.md). Written only when there is some.",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_defaults_older_entries_lack(
@@ -127,7 +146,7 @@ class HistoryEntry(BaseModel):
     ) -> dict[str, Any]:
         # Older entries never had these fields: without them an entry is written as they were.
         data: dict[str, Any] = handler(self)
-        for name in ("outage", "evidence"):
+        for name in ("outage", "evidence", "causes"):
             if not data.get(name):
                 data.pop(name, None)
         return data

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
+from evalrunner.baseline._explain import Explanation, explain_night
 from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
@@ -81,6 +82,8 @@ class LiveResult:
     """Steps after the runs that failed (comparison, history), one line each."""
     history_note: str | None = None
     """Why nothing was appended to the history, when nothing was."""
+    explanations: dict[CellKey, Explanation] = field(default_factory=dict)
+    """Why each cell that fails the night changed (``NightOptions.explain``)."""
 
     @property
     def regressed(self) -> bool:
@@ -197,6 +200,11 @@ class NightOptions(RunOptions):
     ray_workers: int = Field(
         default=DEFAULT_WORKERS, ge=1, description="Worker processes for the Ray executor."
     )
+    explain: bool = Field(
+        default=True,
+        description="Say why each scenario that fails the night changed (request, tool, "
+        "model, where the runs diverge): read from the run files, no model calls.",
+    )
 
 
 def run_live(
@@ -267,7 +275,7 @@ def run_live(
                 )
             )
         result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
-        _after_the_runs(night, result, baselines_dir, history, before)
+        _after_the_runs(night, result, baselines_dir, history, before, options.explain)
     return result
 
 
@@ -286,6 +294,7 @@ def _after_the_runs(
     baselines_dir: Path | None,
     history: str | None,
     before: _Before,
+    explain: bool = True,
 ) -> None:
     """Compare and append to the history; a failure here is reported, never raised."""
     records = result.report.records
@@ -302,6 +311,14 @@ def _after_the_runs(
             )
         except EvalrunnerError as exc:
             result.problems.append(f"not compared with baselines: {exc}")
+    if explain and result.comparison is not None and result.comparison.regressions:
+        flagged = sorted({CellKey(r.scenario, r.model) for r in result.comparison.regressions})
+        try:
+            result.explanations = explain_night(
+                night.suite, night.results, result.comparison.baselines, flagged
+            )
+        except (EvalrunnerError, OSError) as exc:
+            result.problems.append(f"the flagged scenarios were not explained: {exc}")
     if history is None:
         return
     appended = set(night.manifest.history_run_ids)
@@ -326,7 +343,7 @@ def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceS
 
 def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:
     """One history entry holding the night's runs not yet in the history (each run id once)."""
-    from evalrunner.history._store import BaselineSummary, HistoryEntry, append
+    from evalrunner.history._store import BaselineSummary, HistoryEntry, Why, append
 
     scenarios = {s.id: s for s in night.suite.scenarios}
     typical = {}
@@ -351,5 +368,13 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
         baseline_typical={cell: b.typical for cell, b in baselines.items() if b.typical},
         outage=result.outage is not None,
         evidence=comparison.evidence if comparison else {},
+        causes={
+            cell: Why(
+                cause=why.line(),
+                divergence=why.divergence.line() if why.divergence else None,
+                request_diff=why.request_diff,
+            )
+            for cell, why in result.explanations.items()
+        },
     )
     return append(entry, root)

@@ -84,7 +84,11 @@ def _case(node: ET.Element, suite: str, v: CellView) -> str:
             case,
             "failure",
             type="regression",
-            message=xml("regression in " + ", ".join(r.metric for r in regressions)),
+            message=xml(
+                "regression in "
+                + ", ".join(r.metric for r in regressions)
+                + (f"; {v.cause}" if v.cause else "")
+            ),
         )
         failure.text = xml("\n".join(evidence_line(r) for r in regressions))
     elif not gating or all(r.verdict == "inconclusive" for r in gating):

@@ -145,6 +145,8 @@ def _regressions(v: CellView) -> list[str]:
         for r in regressed
         if r.gating
     ]
+    if lines and v.cause:
+        lines.append(f"  - {md(v.cause)}")
     diagnostics = [r.metric for r in regressed if not r.gating]
     if diagnostics:
         lines.append(

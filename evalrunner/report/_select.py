@@ -28,6 +28,7 @@ from evalrunner.history._store import (
     HistoryEntry,
     Source,
     Trajectory,
+    Why,
 )
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite._record import CellKey, RunRecord
@@ -204,6 +205,10 @@ class SelectedNight:
     def baseline_typical(self, cell: CellKey) -> Trajectory | None:
         """The baseline's typical normalised trajectory of ``cell``."""
         return _first([e.baseline_typical.get(cell) for e in self.entries])
+
+    def why(self, cell: CellKey) -> Why | None:
+        """Why ``cell`` changed, when it failed this night."""
+        return _first([e.causes.get(cell) for e in self.entries])
 
 
 @dataclass

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalrunner.history._store import Why
 from evalrunner.report._charts import (
     CHART_FIELDS,
     INTERVALS,
@@ -73,6 +74,16 @@ class CellView:
     @property
     def scenario(self) -> str:
         return self.cell.scenario
+
+    @property
+    def why(self) -> Why | None:
+        """Why it changed, when it failed its night (docs/explain.md)."""
+        return self.latest.why(self.cell)
+
+    @property
+    def cause(self) -> str | None:
+        """The verdict line of :attr:`why`: "cause: ..."."""
+        return self.why.cause if self.why else None
 
     @property
     def model(self) -> str:
@@ -258,6 +269,8 @@ class CellDetail:
     diff_lines: list[tuple[str, str]]
     """(CSS class, line) of the trajectory diff; only for flagged scenarios."""
     diff_note: str
+    why_diff: list[tuple[str, str]]
+    """(CSS class, line) of the first request's text diff, when that is why it changed."""
 
 
 @dataclass(frozen=True)
@@ -341,6 +354,7 @@ def _detail(
         sequences_note=sequences_note,
         diff_lines=diff_lines,
         diff_note=diff_note,
+        why_diff=[(_diff_class(x), x) for x in (v.why.request_diff if v.why else [])],
     )
 
 

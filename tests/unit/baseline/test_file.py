@@ -89,11 +89,11 @@ def test_load_baselines_returns_the_cells_that_have_a_file(tmp_path: Path) -> No
 
 def test_a_baseline_of_another_format_version_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "capital--m.json"
-    path.write_text('{"format_version": 2}', encoding="utf-8")
+    path.write_text('{"format_version": 3}', encoding="utf-8")
     with pytest.raises(FileFormatError) as excinfo:
         load_baseline(path)
     assert str(excinfo.value) == (
-        f"{path}: baseline format_version 2 is not supported (expected 1); "
+        f"{path}: baseline format_version 3 is not supported (expected 1 or 2); "
         "rebuild it with 'evalrunner baseline'"
     )
 

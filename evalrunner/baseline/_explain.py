@@ -1,0 +1,298 @@
+"""Why a cell changed: where tonight's runs leave the baseline's, and what changed first.
+
+Three observations, each from data both sides hold, and a cause only where one
+of them says it (docs/explain.md has the method and what it cannot tell):
+
+- **Request drift** (our side): the first request tonight's runs sent (system
+  prompt, first user message, tool definitions) against the baseline's most
+  sent one.
+- **Tool drift**: a tool called with the same arguments on both sides that
+  always answered the same in the baseline and answers otherwise tonight.
+- **The divergence point**: following the baseline's most common path action by
+  action, the first action whose next choice is distributed differently tonight
+  (Fisher's exact test, Bonferroni over the depths looked at). A run is followed
+  by its k-th tool call, not its k-th step, so an extra message step is no
+  divergence.
+
+The cause: the request, when it changed; a tool, when one answers otherwise for
+the same arguments; the model, when the first request is the same and the runs
+diverge at the very first action (the one answer that depends on nothing but
+that request); several of these; otherwise ``unexplained``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalrunner._jsonio import canonical
+from evalrunner.baseline._file import Baseline, load_baselines
+from evalrunner.baseline._traces import FirstRequest
+from evalrunner.core._actions import ANSWER, Action, actions, request_view
+from evalrunner.live._results import ResultsDir
+from evalrunner.suite._record import CellKey, group_records
+from evalrunner.suite._settings import Suite
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "Divergence",
+    "Explanation",
+    "explain",
+    "explain_night",
+    "explain_results",
+    "explain_runs",
+]
+
+DEFAULT_ALPHA = 0.05
+_MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first action where tonight's runs choose differently from the baseline's."""
+
+    depth: int
+    """1-based: the first tool call is depth 1."""
+    after: tuple[str, ...]
+    """The baseline's most common path before it (tool names)."""
+    baseline: Mapping[str, int]
+    tonight: Mapping[str, int]
+    """Next-action counts among the runs that followed ``after`` on each side."""
+    p: float
+    """Fisher's exact p for the baseline's favourite next action, Bonferroni-adjusted."""
+
+    def line(self) -> str:
+        where = "at the first action" if not self.after else f"after {' > '.join(self.after)}"
+        favourite = max(self.baseline, key=lambda k: self.baseline[k])
+        theirs = max(self.tonight, key=lambda k: self.tonight[k])
+        nb, nt = sum(self.baseline.values()), sum(self.tonight.values())
+        said = f"baseline {favourite} {self.baseline[favourite]}/{nb}"
+        said += f", tonight {favourite} {self.tonight.get(favourite, 0)}/{nt}"
+        if theirs != favourite:
+            said += f" and {theirs} {self.tonight[theirs]}/{nt}"
+        return f"{where}: {said} (p={self.p:.2g})"
+
+
+@dataclass
+class Explanation:
+    """What changed between a cell's baseline and tonight, and the cause it supports."""
+
+    request: list[str] = field(default_factory=list)
+    """What changed in the first request, one short item each ("system prompt, 2 lines")."""
+    request_diff: list[str] = field(default_factory=list)
+    """A unified diff of the system prompt and user message, when they changed."""
+    tools: list[str] = field(default_factory=list)
+    """Tools that answer otherwise tonight for arguments they answered the same before."""
+    divergence: Divergence | None = None
+    unavailable: str | None = None
+    """Why the baseline cannot be explained against (written before it kept traces)."""
+
+    @property
+    def causes(self) -> list[str]:
+        causes = []
+        if self.request:
+            causes.append(f"request changed ({'; '.join(self.request)})")
+        if self.tools:
+            names = ", ".join(f"'{t}'" for t in self.tools)
+            causes.append(f"tool {names} output changed for the same arguments")
+        first = self.divergence is not None and self.divergence.depth == 1
+        if first and not self.request and self.divergence is not None:
+            causes.append(f"model (same first request; {self.divergence.line()})")
+        return causes
+
+    def line(self) -> str:
+        """The one verdict line: ``cause: ...``."""
+        if self.unavailable:
+            return f"cause: unavailable ({self.unavailable})"
+        causes = self.causes
+        if causes:
+            return "cause: " + "; ".join(causes)
+        if self.divergence is not None:
+            return f"cause: unexplained (runs diverge {self.divergence.line()})"
+        return "cause: unexplained"
+
+
+def _paths(runs: Sequence[Sequence[Action]]) -> list[tuple[str, ...]]:
+    return [(*(a.tool for a in run), ANSWER) for run in runs]
+
+
+def divergence(
+    baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]], alpha: float
+) -> Divergence | None:
+    """The first depth at which tonight's next action differs (see module doc), if any."""
+    from scipy.stats import fisher_exact
+
+    base, night = _paths(baseline), _paths(tonight)
+    looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
+    prefix: tuple[str, ...] = ()
+    for depth in range(1, _MAX_DEPTH + 1):
+        b = Counter(p[depth - 1] for p in base if len(p) >= depth and p[: depth - 1] == prefix)
+        t = Counter(p[depth - 1] for p in night if len(p) >= depth and p[: depth - 1] == prefix)
+        if sum(b.values()) < 2 or sum(t.values()) < 2:
+            break
+        favourite = b.most_common(1)[0][0]
+        nb, nt = sum(b.values()), sum(t.values())
+        table = [[b[favourite], nb - b[favourite]], [t[favourite], nt - t[favourite]]]
+        looked.append((depth, prefix, b, t, float(fisher_exact(table).pvalue)))
+        if favourite == ANSWER:
+            break
+        prefix = (*prefix, favourite)
+    for depth, after, b, t, p in looked:
+        adjusted = min(1.0, p * len(looked))
+        if adjusted <= alpha:
+            return Divergence(depth, after, dict(b), dict(t), adjusted)
+    return None
+
+
+def _tool_changes(
+    baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]]
+) -> list[str]:
+    """Tools that answered one same way (at least twice) for some arguments in the baseline
+    and otherwise in most of tonight's calls with those arguments."""
+    before: dict[tuple[str, str], Counter[str | None]] = {}
+    now: dict[tuple[str, str], Counter[str | None]] = {}
+    for side, runs in ((before, baseline), (now, tonight)):
+        for run in runs:
+            for a in run:
+                side.setdefault((a.tool, a.args), Counter())[a.observation] += 1
+    changed = set()
+    for key, seen in before.items():
+        if key not in now or len(seen) != 1 or sum(seen.values()) < 2:
+            continue
+        (answer,) = seen
+        if answer is None:
+            continue
+        tonight_answers = now[key]
+        if tonight_answers[answer] * 2 < sum(tonight_answers.values()):
+            changed.add(key[0])
+    return sorted(changed)
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines() or [""]
+
+
+def _definition_change(before: str, after: str) -> str:
+    old, new = json.loads(before), json.loads(after)
+    old_f, new_f = old.get("function", old), new.get("function", new)
+    parts = [
+        what
+        for what, key in (("schema", "parameters"), ("description", "description"))
+        if old_f.get(key) != new_f.get(key)
+    ]
+    return " and ".join(parts) or "definition"
+
+
+def _request_changes(
+    before: Mapping[str, Any], after: Mapping[str, Any]
+) -> tuple[list[str], list[str]]:
+    changes: list[str] = []
+    diff: list[str] = []
+    for key, what in (("system", "system prompt"), ("user", "first user message")):
+        if before[key] != after[key]:
+            old, new = _lines(before[key]), _lines(after[key])
+            body = list(
+                difflib.unified_diff(
+                    old, new, f"baseline {what}", f"tonight {what}", n=0, lineterm=""
+                )
+            )
+            hunks = body[2:]
+            removed = sum(1 for x in hunks if x.startswith("-"))
+            added = sum(1 for x in hunks if x.startswith("+"))
+            changed = max(removed, added, 1)
+            changes.append(f"{what}, {changed} line{'s' if changed != 1 else ''}")
+            diff.extend(body)
+    old_tools, new_tools = before["tools"], after["tools"]
+    for name in sorted(set(old_tools) | set(new_tools)):
+        if name not in new_tools:
+            changes.append(f"tool '{name}' removed")
+        elif name not in old_tools:
+            changes.append(f"tool '{name}' added")
+        elif old_tools[name] != new_tools[name]:
+            changes.append(f"tool '{name}' {_definition_change(old_tools[name], new_tools[name])}")
+    return changes, diff
+
+
+def explain_runs(
+    requests: Sequence[FirstRequest],
+    baseline: Sequence[Sequence[Action]],
+    tonight: Sequence[Mapping[str, Any]],
+    alpha: float = DEFAULT_ALPHA,
+) -> Explanation:
+    """Explain tonight's normalised trajectories against a baseline's requests and actions."""
+    out = Explanation()
+    if requests and tonight:
+        sent: Counter[str] = Counter()
+        for request in requests:
+            sent[canonical(request.view())] += request.runs
+        ours = json.loads(sent.most_common(1)[0][0])
+        theirs = json.loads(
+            Counter(canonical(request_view(t)) for t in tonight).most_common(1)[0][0]
+        )
+        out.request, out.request_diff = _request_changes(ours, theirs)
+    night_actions = [actions(t) for t in tonight]
+    out.tools = _tool_changes(baseline, night_actions)
+    out.divergence = divergence(baseline, night_actions, alpha)
+    return out
+
+
+def explain(
+    baseline: Baseline, tonight: Sequence[Mapping[str, Any]], alpha: float = DEFAULT_ALPHA
+) -> Explanation:
+    """Explain tonight's normalised trajectories of one cell against its baseline."""
+    traced = [n.traces for n in baseline.nights if n.traces is not None]
+    if not traced:
+        return Explanation(
+            unavailable="this baseline was written before baselines kept traces; "
+            "request drift unavailable: accept a new baseline with 'evalrunner baseline'"
+        )
+    requests = [r for t in traced for r in t.requests]
+    runs = [r.as_actions() for t in traced for r in t.runs]
+    return explain_runs(requests, runs, tonight, alpha)
+
+
+def explain_night(
+    suite: Suite,
+    results: ResultsDir,
+    baselines: Mapping[CellKey, Baseline],
+    cells: Sequence[CellKey],
+    alpha: float = DEFAULT_ALPHA,
+) -> dict[CellKey, Explanation]:
+    """Explain ``cells`` of a results directory against their baselines.
+
+    ``alpha`` is the chance of any divergence reported where there is none, over all
+    ``cells`` together (split equally). A cell without a baseline, or of a scenario no
+    longer in the suite, is left out.
+    """
+    from evalrunner.core._normalize import normalize
+
+    scenarios = {s.id: s for s in suite.scenarios}
+    grouped = group_records(results.records())
+    each = alpha / max(1, len(cells))
+    out: dict[CellKey, Explanation] = {}
+    for cell in cells:
+        scenario = scenarios.get(cell.scenario)
+        if scenario is None or cell not in grouped or cell not in baselines:
+            continue
+        config = scenario.normalize_config()
+        paths = [results.run_path(r.run_id) for r in grouped[cell] if r.outcome != "infra_error"]
+        tonight = [normalize(results.read_run(p)[1], config) for p in paths if p.exists()]
+        out[cell] = explain(baselines[cell], tonight, each)
+    return out
+
+
+def explain_results(
+    suite: Suite,
+    results: ResultsDir,
+    baselines_root: Path,
+    cells: Sequence[CellKey],
+    alpha: float = DEFAULT_ALPHA,
+) -> dict[CellKey, Explanation]:
+    """:func:`explain_night` with the baselines read from ``baselines_root``."""
+    loaded = load_baselines(baselines_root, suite.name, cells)
+    return explain_night(suite, results, loaded, cells, alpha)

@@ -1,0 +1,93 @@
+"""What a baseline keeps of its runs' trajectories so a flagged change can be attributed.
+
+Per run: its actions (tool, argument digest, answer digest), a few dozen bytes
+each. Per distinct first request: the system prompt, the first user message and
+the tool definitions, once, with the runs that sent it. Text is redacted when
+the baseline is written, like every file evalrunner writes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner._jsonio import canonical
+from evalrunner.core._actions import Action, actions, request_view
+from evalrunner.live._results import ResultsDir
+from evalrunner.suite._record import RunRecord
+
+if TYPE_CHECKING:
+    from evalrunner.core._normalize import NormalizeConfig
+
+__all__ = ["FirstRequest", "RunTrace", "Traces", "run_trace", "traces_of"]
+
+
+class FirstRequest(BaseModel):
+    """One distinct first request the baseline's runs sent, as the trajectory keeps it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: str = Field(description="The system prompt (system steps before the first answer).")
+    user: str = Field(description="The first user message.")
+    tools: dict[str, str] = Field(description="Tool name -> its definition (canonical JSON).")
+    runs: int = Field(ge=1, description="How many of the baseline's runs sent exactly this.")
+
+    def view(self) -> dict[str, Any]:
+        return {"system": self.system, "user": self.user, "tools": self.tools}
+
+
+class RunTrace(BaseModel):
+    """One run's actions: [tool, argument digest, answer digest or null] per tool call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run's id, as in the baseline's records.")
+    actions: list[tuple[str, str, str | None]] = Field(
+        description="The top-level agent's tool calls in order: tool, argument digest, answer digest."
+    )
+
+    def as_actions(self) -> list[Action]:
+        return [Action(*a) for a in self.actions]
+
+
+class Traces(BaseModel):
+    """One accepted night's runs' actions and first requests (see module doc)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: list[FirstRequest] = Field(
+        default_factory=list, description="Distinct first requests, most sent first."
+    )
+    runs: list[RunTrace] = Field(default_factory=list, description="Each run's actions.")
+
+
+def run_trace(run_id: str, normalized: Mapping[str, Any]) -> RunTrace:
+    return RunTrace(
+        run_id=run_id, actions=[(a.tool, a.args, a.observation) for a in actions(normalized)]
+    )
+
+
+def traces_of(
+    results: ResultsDir, records: Sequence[RunRecord], config: NormalizeConfig | None = None
+) -> Traces:
+    """The traces of ``records`` read from their run files (a run without a file is left out)."""
+    from evalrunner.core._normalize import DEFAULT_CONFIG, normalize
+
+    views: dict[str, dict[str, Any]] = {}
+    counts: Counter[str] = Counter()
+    runs: list[RunTrace] = []
+    for record in records:
+        path = results.run_path(record.run_id)
+        if record.outcome == "infra_error" or not path.exists():
+            continue
+        normalized = normalize(results.read_run(path)[1], config or DEFAULT_CONFIG)
+        runs.append(run_trace(record.run_id, normalized))
+        view = request_view(normalized)
+        key = canonical(view)
+        counts[key] += 1
+        views[key] = view
+    requests = [FirstRequest(**views[k], runs=n) for k, n in counts.most_common()]
+    return Traces(requests=requests, runs=runs)

@@ -1,0 +1,71 @@
+"""``evalrunner explain``: why a night's cells differ from their baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalrunner.baseline import explain_results
+from evalrunner.cli import _options
+from evalrunner.live import ResultsDir
+from evalrunner.suite import CellKey, load_suite_by_name
+
+
+@click.command("explain")
+@_options.suite_name
+@click.option(
+    "--results",
+    "results_dir",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="The night's results directory (the one 'evalrunner run' printed).",
+)
+@click.option(
+    "--scenario", "scenarios", multiple=True, help="Only these scenario ids (default: all)."
+)
+@click.option("--model", "models", multiple=True, help="Only these model labels (default: all).")
+@click.option(
+    "--diff/--no-diff", default=True, show_default=True, help="Show the request's text diff."
+)
+@_options.baselines_dir()
+@_options.suites_dir
+def explain_cmd(
+    suite_name: str,
+    results_dir: Path,
+    scenarios: tuple[str, ...],
+    models: tuple[str, ...],
+    diff: bool,
+    baselines_dir: Path,
+    suites_dir: Path,
+) -> None:
+    """Say why each scenario of a night differs from its baseline: the first request
+    (system prompt, tools), tools answering otherwise, the model, and where the runs
+    diverge. docs/explain.md has the method and what it cannot tell."""
+    suite = load_suite_by_name(suite_name, suites_dir)
+    results = ResultsDir(results_dir)
+    manifest = results.read_manifest()
+    if manifest.suite != suite.name:
+        raise click.UsageError(f"{results_dir} holds suite {manifest.suite!r}, not {suite.name!r}")
+    cells = sorted(
+        {
+            CellKey(r.scenario, r.model)
+            for r in results.records()
+            if (not scenarios or r.scenario in scenarios) and (not models or r.model in models)
+        }
+    )
+    explained = explain_results(suite, results, baselines_dir, cells)
+    if not explained:
+        raise click.UsageError(
+            f"no scenario of {results_dir} has a baseline under {baselines_dir / suite.name}"
+            + (f" among {', '.join(scenarios)}" if scenarios else "")
+        )
+    for cell, why in explained.items():
+        click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
+        if why.divergence is not None:
+            click.echo(f"  runs diverge {why.divergence.line()}")
+        for change in why.request:
+            click.echo(f"  request: {change}")
+        if diff:
+            for line in why.request_diff:
+                click.echo(f"    {line}")

@@ -1,0 +1,97 @@
+"""What a run did and what it was asked, read from its (normalised) trajectory.
+
+Two compact views that attributing a change needs, small enough for a baseline
+file to keep one per run:
+
+- :func:`actions`: the top-level agent's tool calls in order, each as the tool's
+  name, a digest of its arguments and a digest of what the tool answered. A run is
+  compared by its k-th *action*, not its k-th step, so a run that takes an extra
+  message step but calls the same tools in the same order has not diverged.
+- :func:`request_view`: what the agent sent with its first model call that the
+  trajectory keeps: the system prompt, the first user message and the tool
+  definitions (name -> schema and description). Sampling parameters are not in
+  a trajectory, so they are not in the view (docs/explain.md says what that
+  leaves unseen).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evalrunner._jsonio import canonical
+
+__all__ = ["ANSWER", "Action", "actions", "digest", "request_view"]
+
+ANSWER = "(answer)"
+"""The action a run takes when it stops calling tools: its final answer."""
+
+
+def digest(value: object) -> str:
+    """A short stable hash of a JSON value (12 hex digits)."""
+    return hashlib.sha256(canonical(value).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call of the top-level agent: which tool, on what, and what came back."""
+
+    tool: str
+    args: str
+    """Digest of the parsed arguments (spacing and key order do not count)."""
+    observation: str | None
+    """Digest of the tool's answer; None when the run holds no answer for the call."""
+
+
+def _observations(step: Mapping[str, Any]) -> dict[str, Any]:
+    results = (step.get("observation") or {}).get("results") or []
+    return {r["source_call_id"]: r.get("content") for r in results if r.get("source_call_id")}
+
+
+def actions(trajectory: Mapping[str, Any]) -> list[Action]:
+    """The top-level agent's tool calls in order (sub-agents' calls are theirs, not its)."""
+    out: list[Action] = []
+    for step in trajectory.get("steps") or []:
+        if step.get("source") != "agent":
+            continue
+        answers = _observations(step)
+        for call in step.get("tool_calls") or []:
+            call_id = call.get("tool_call_id")
+            args = call.get("arguments")
+            if (call.get("extra") or {}).get("invalid_arguments"):
+                args = (call.get("extra") or {}).get("raw_arguments")
+            answer = digest(answers[call_id]) if call_id in answers else None
+            out.append(Action(str(call.get("function_name")), digest(args), answer))
+    return out
+
+
+def _text(step: Mapping[str, Any]) -> str:
+    message = step.get("message")
+    return message if isinstance(message, str) else canonical(message)
+
+
+def request_view(trajectory: Mapping[str, Any]) -> dict[str, Any]:
+    """The first request as the trajectory keeps it: ``system``, ``user`` and ``tools``.
+
+    ``system`` is every system step before the first agent step, joined by blank
+    lines; ``user`` the first user step; ``tools`` maps each defined tool's name
+    to its definition (canonical JSON).
+    """
+    system: list[str] = []
+    user: str | None = None
+    for step in trajectory.get("steps") or []:
+        source = step.get("source")
+        if source == "agent":
+            break
+        if source == "system":
+            system.append(_text(step))
+        elif source == "user" and user is None:
+            user = _text(step)
+    tools: dict[str, str] = {}
+    for tool in (trajectory.get("agent") or {}).get("tool_definitions") or []:
+        function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
+        name = function.get("name") if isinstance(function, Mapping) else None
+        tools[str(name)] = canonical(tool)
+    return {"system": "\n\n".join(system), "user": user or "", "tools": tools}

@@ -1,0 +1,179 @@
+"""The attribution lab end to end: each cause of a change injected into its own scenario
+(tests/support/explain_lab.py), a night run and compared through the ``evalrunner``
+command, then ``evalrunner explain`` names each flagged scenario's cause and the action
+where its runs left the baseline's; the unchanged scenario gets no cause."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from baseline_agents import evalrunner, flagged, verdict_table
+from click.testing import Result
+from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, scenario
+from fake_endpoint import FakeEndpoint
+from runner_agents import write_suite
+
+SUITE = "why"
+
+
+@dataclass
+class Lab:
+    ep: FakeEndpoint
+    world: World
+    root: Path
+
+    def cli(self, *args: str) -> Result:
+        return evalrunner(self.ep, *args, "--suite", SUITE, "--suites-dir", str(self.root))
+
+    def run(self, out: str, *args: str) -> Result:
+        return self.cli("run", "--out", str(self.root / out), "--runs", "20", *args)
+
+    def explain(self, out: str, *args: str) -> dict[str, list[str]]:
+        result = self.cli(
+            "explain", "--results", str(self.root / out), "--baselines", str(self.root / "b"), *args
+        )
+        assert result.exit_code == 0, result.output
+        said: dict[str, list[str]] = {}
+        for line in result.stdout.splitlines():
+            if not line.startswith(" "):
+                name, _, rest = line.partition(" × ")
+                said[name] = [rest.split(": ", 1)[1]]
+            else:
+                said[name].append(line.strip())
+        return said
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("why")
+    write_suite(
+        root,
+        SUITE,
+        [scenario(c) for c in CAUSES],
+        concurrency=8,
+        max_turns=4,
+        tolerance={"min_baseline_nights": 1, "margins": {"latency_s": 20.0}},
+    )
+    world = World()
+    AGENTS.reset()
+    with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        lab = Lab(ep, world, root)
+        world.night(1)
+        base = lab.run("base", "--no-history", "--no-compare")
+        assert base.exit_code == 0, base.output
+        built = lab.cli("baseline", "--from", str(root / "base"), "--baselines", str(root / "b"))
+        assert built.exit_code == 0, built.output
+        yield lab
+    AGENTS.reset()
+
+
+@pytest.fixture(scope="module")
+def changed(lab: Lab) -> Result:
+    """One night with every cause injected, each into its own scenario."""
+    AGENTS.system_prompt["prompt"] = FROM_MEMORY
+    AGENTS.region_schema.add("schema")
+    AGENTS.tool_answer["tool"] = "Paris (capital since 508)"
+    lab.world.night(2, drifted=True)
+    try:
+        return lab.run(
+            "changed", "--baselines", str(lab.root / "b"), "--history", str(lab.root / "h")
+        )
+    finally:
+        AGENTS.reset()
+
+
+def test_every_injected_cause_is_flagged_and_the_unchanged_scenario_is_not(
+    changed: Result,
+) -> None:
+    assert changed.exit_code == 1, changed.output
+    scenarios = {s for s, _ in flagged(verdict_table(changed.stdout))}
+    assert scenarios == {"prompt", "schema", "model", "tool"}
+
+
+def test_the_night_says_why_each_failing_scenario_changed(changed: Result) -> None:
+    lines = changed.stdout.splitlines()
+    start = next(
+        i for i, x in enumerate(lines) if x.startswith("Why the failing scenarios changed")
+    )
+    causes = {x.split(" × ")[0]: x.split(": ", 1)[1] for x in lines[start + 1 :] if " × " in x}
+    assert causes == {
+        "model": causes["model"],
+        "prompt": "cause: request changed (system prompt, 1 line)",
+        "schema": "cause: request changed (tool 'lookup' schema)",
+        "tool": "cause: tool 'lookup' output changed for the same arguments",
+    }
+    assert causes["model"].startswith("cause: model (same first request; at the first action")
+
+
+def test_explain_names_each_cause_and_where_the_runs_diverge(lab: Lab, changed: Result) -> None:
+    said = lab.explain("changed")
+    assert said["prompt"][0] == "cause: request changed (system prompt, 1 line)"
+    assert said["schema"][0] == "cause: request changed (tool 'lookup' schema)"
+    assert said["tool"][0] == "cause: tool 'lookup' output changed for the same arguments"
+    assert re.fullmatch(
+        r"cause: model \(same first request; at the first action: baseline lookup 20/20, "
+        r"tonight lookup (\d+)/(\d+) and \(answer\) \d+/\2 \(p=.*\)\)",
+        said["model"][0],
+    ), said["model"]
+    assert said["steady"] == ["cause: unexplained"]
+    # Where the runs left the baseline's path: the injected action (tonight's N is escalated).
+    assert said["prompt"][1].startswith("runs diverge at the first action: baseline lookup 20/20")
+    assert said["schema"][1].startswith("runs diverge after lookup: baseline (answer) 20/20")
+    assert said["tool"][1].startswith("runs diverge after lookup: baseline (answer) 20/20")
+    # The short diff of the request.
+    assert "+Answer from memory when you can." in said["prompt"]
+
+
+def test_a_night_like_the_baseline_gets_no_cause(lab: Lab) -> None:
+    lab.world.night(3)
+    same = lab.run("same", "--baselines", str(lab.root / "b"), "--no-history")
+    assert same.exit_code == 0, same.output
+    said = lab.explain("same")
+    assert {name: lines[0] for name, lines in said.items()} == dict.fromkeys(
+        CAUSES, "cause: unexplained"
+    )
+
+
+def test_a_baseline_written_before_traces_says_to_accept_a_new_one(
+    lab: Lab, changed: Result, tmp_path: Path
+) -> None:
+    old = tmp_path / "b" / SUITE
+    old.mkdir(parents=True)
+    doc = json.loads((lab.root / "b" / SUITE / "steady--openai_fake.json").read_text())
+    doc["format_version"] = 1
+    for night in doc["nights"]:
+        del night["traces"]
+    (old / "steady--openai_fake.json").write_text(json.dumps(doc))
+    result = lab.cli(
+        "explain", "--results", str(lab.root / "changed"), "--baselines", str(tmp_path / "b")
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "steady × openai/fake: cause: unavailable (this baseline was written before baselines "
+        "kept traces; request drift unavailable: accept a new baseline with 'evalrunner baseline')"
+    ]
+
+
+def test_the_report_summary_and_junit_say_why(lab: Lab, changed: Result) -> None:
+    out = lab.root / "report"
+    made = evalrunner(lab.ep, "report", "--history", str(lab.root / "h"), "--out", str(out))
+    assert made.exit_code == 0, made.output
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "  - cause: tool 'lookup' output changed for the same arguments" in summary
+    junit = ET.parse(out / "junit.xml").getroot()
+    messages = {
+        case.get("classname"): str(case.find("failure").get("message"))  # type: ignore[union-attr]
+        for case in junit.iter("testcase")
+        if case.find("failure") is not None
+    }
+    assert messages[f"{SUITE}.prompt"].endswith("; cause: request changed (system prompt, 1 line)")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.count("<h4>Why it changed</h4>") == 4
+    assert "+Answer from memory when you can." in page

@@ -1,0 +1,91 @@
+"""Attributing a change: the divergence point, tool drift, request drift, the cause line."""
+
+from __future__ import annotations
+
+import json
+
+from evalrunner.baseline._explain import Explanation, _tool_changes, divergence, explain_runs
+from evalrunner.baseline._traces import FirstRequest
+from evalrunner.core._actions import Action
+
+
+def _run(*tools: str, answer: str = "a") -> list[Action]:
+    return [Action(t, "args", answer) for t in tools]
+
+
+def test_the_divergence_is_the_first_action_whose_next_choice_moved() -> None:
+    base = [_run("search", "read")] * 18 + [_run("search")] * 2
+    tonight = [_run("search")] * 14 + [_run("search", "read")] * 6
+    found = divergence(base, tonight, 0.05)
+    assert found is not None
+    assert (found.depth, found.after) == (2, ("search",))
+    assert found.line().startswith("after search: baseline read 18/20, tonight read 6/20")
+
+
+def test_identical_paths_do_not_diverge_whatever_their_steps() -> None:
+    # Action by action, not step by step: runs whose trajectories hold extra message
+    # steps give the same actions, and a small wobble is not significant.
+    base = [_run("search", "read")] * 18 + [_run("search")] * 2
+    tonight = [_run("search", "read")] * 17 + [_run("search")] * 3
+    assert divergence(base, tonight, 0.05) is None
+
+
+def test_a_tool_is_named_only_when_it_answered_one_way_before_and_otherwise_now() -> None:
+    base = [_run("lookup", answer="Paris")] * 5 + [_run("clock", answer=f"t{i}") for i in range(5)]
+    tonight = [_run("lookup", answer="Lyon")] * 5 + [
+        _run("clock", answer=f"u{i}") for i in range(5)
+    ]
+    # clock answered differently every time before: nothing to tell from it.
+    assert _tool_changes(base, tonight) == ["lookup"]
+    assert _tool_changes(base, base) == []
+
+
+def _request(system: str, tools: dict[str, object]) -> FirstRequest:
+    return FirstRequest(
+        system=system,
+        user="q",
+        tools={k: json.dumps(v, sort_keys=True) for k, v in tools.items()},
+        runs=3,
+    )
+
+
+def test_request_drift_names_the_prompt_lines_and_each_tool_change() -> None:
+    search = {"function": {"name": "search", "description": "d", "parameters": {"a": 1}}}
+    read = {"function": {"name": "read", "description": "r", "parameters": {}}}
+    before = _request("one\ntwo\nthree", {"search": search, "read": read})
+    tonight = {
+        "agent": {
+            "tool_definitions": [
+                {"function": {"name": "search", "description": "new", "parameters": {"a": 1}}},
+                {"function": {"name": "write", "parameters": {}}},
+            ]
+        },
+        "steps": [
+            {"source": "system", "message": "one\n2\n3"},
+            {"source": "user", "message": "q"},
+        ],
+    }
+    why = explain_runs([before], [], [tonight])
+    assert why.request == [
+        "system prompt, 2 lines",
+        "tool 'read' removed",
+        "tool 'search' description",
+        "tool 'write' added",
+    ]
+    assert "+2" in why.request_diff and "-two" in why.request_diff
+
+
+def test_the_cause_line_never_guesses() -> None:
+    assert Explanation().line() == "cause: unexplained"
+    deep = divergence([_run("a", "b")] * 20, [_run("a")] * 20, 0.05)
+    assert deep is not None and deep.depth == 2
+    # A divergence past the first action, with the request and tools unchanged: not the model.
+    assert (
+        Explanation(divergence=deep).line().startswith("cause: unexplained (runs diverge after a")
+    )
+    first = divergence([_run("a")] * 20, [_run()] * 20, 0.05)
+    assert Explanation(divergence=first).line().startswith("cause: model (same first request;")
+    both = Explanation(request=["system prompt, 1 line"], tools=["x"], divergence=first)
+    assert both.line() == (
+        "cause: request changed (system prompt, 1 line); tool 'x' output changed for the same arguments"
+    )
