@@ -17,7 +17,14 @@ and of those: the right cause (and nothing else), a wrong cause among what it sa
 unexplained, and the divergence point at the injected action. For (e): scenarios
 flagged, and how many of them got a cause.
 
+Then the sentinel alone (``--sentinel-trials``): a fresh baseline of the ``model``
+scenario in which the model calls the tool first 9 times in 10 (3 nights x 20 runs),
+then ``evalrunner sentinel --calls 20`` against a model that does so 6 times in 10
+(power) and one unchanged (false alarms), each trial with fresh draws. It prints both
+rates at the sentinel's alpha (0.05) and what one sentinel costs against a night.
+
     python benchmarks/bench_explain.py --nights 20       # 20 nights per cause, ~10 min
+    python benchmarks/bench_explain.py --nights 0 --sentinel-trials 200
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -114,10 +122,48 @@ def baseline_growth(folder: Path) -> str:
     return f"baseline files: {without} bytes without traces, {with_traces} with: {with_traces / without:.2f}x"
 
 
+def sentinel_trials(
+    cli: Callable[..., tuple[int, str]], world: World, root: Path, runs: int, trials: int
+) -> None:
+    AGENTS.reset()
+    base = []
+    for seed in range(3):
+        world.night(2000 + seed, answer_first=0.1)
+        where = str(root / f"sbase{seed}")
+        code, text = cli(
+            "run", "--out", where, "--runs", str(runs), "--scenario", "model", "--no-compare"
+        )
+        assert code == 0, text
+        base.append(where)
+    code, text = cli("baseline", *(x for b in base for x in ("--from", b)), "--baselines", "sb")
+    assert code == 0, text
+    found = Counter[str]()
+    for trial in range(trials):
+        for label, rate in (("moved", 0.4), ("same", 0.1)):
+            world.night(30_000 + trial, answer_first=rate)
+            code, text = cli(
+                "sentinel", "--scenario", "model", "--baselines", "sb", "--calls", "20"
+            )
+            found[label] += code == 1
+            found[f"{label} exit"] += code not in (0, 1)
+    print(
+        f"sentinel, first action 0.9 -> 0.6, K = 20 calls, baseline 3 x {runs} runs, "
+        f"{trials} trials each: detected {found['moved'] / trials:.1%}, "
+        f"false alarms when unchanged {found['same'] / trials:.1%} (alpha 0.05); "
+        f"other exits {found['moved exit'] + found['same exit']}"
+    )
+    print(
+        f"sentinel cost: 20 calls per cell; a night of this suite at N = {runs} makes about "
+        f"{len(CAUSES) * runs * 2} model calls (two per run), so the night's share "
+        f"(10 %) allows {len(CAUSES) * runs * 2 // 10 // 20} cell(s) at K = 20"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nights", type=int, default=20, help="Nights per cause.")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--sentinel-trials", type=int, default=0, help="Sentinel trials each way.")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-explain-"))
     write_suite(
@@ -126,6 +172,7 @@ def main() -> None:
         [scenario(c) for c in CAUSES],
         concurrency=8,
         max_turns=4,
+        timeout_s=30,  # FAST_SETTINGS' 2 s is a crash on a loaded machine, not behaviour
         tolerance={"margins": {"latency_s": 20.0}},
     )
     world = World()
@@ -190,7 +237,11 @@ def main() -> None:
                 file=sys.stderr,
                 flush=True,
             )
+        if args.sentinel_trials:
+            sentinel_trials(cli, world, root, args.runs, args.sentinel_trials)
     AGENTS.reset()
+    if not args.nights:
+        return
     print(
         f"attribution lab: {args.nights} nights per cause, N = {args.runs} (+ escalation), baseline 3 x {args.runs}"
     )

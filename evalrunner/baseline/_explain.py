@@ -10,7 +10,7 @@ of them says it (docs/explain.md has the method and what it cannot tell):
   always answered the same in the baseline and answers otherwise tonight.
 - **The divergence point**: following the baseline's most common path action by
   action, the first action whose next choice is distributed differently tonight
-  (Fisher's exact test, Bonferroni over the depths looked at). A run is followed
+  (Boschloo's exact test, Bonferroni over the depths looked at). A run is followed
   by its k-th tool call, not its k-th step, so an extra message step is no
   divergence.
 
@@ -35,6 +35,7 @@ from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest
 from evalrunner.core._actions import ANSWER, Action, actions, request_view
 from evalrunner.live._results import ResultsDir
+from evalrunner.stats._formulas import two_proportions_p
 from evalrunner.suite._record import CellKey, group_records
 from evalrunner.suite._settings import Suite
 
@@ -64,7 +65,7 @@ class Divergence:
     tonight: Mapping[str, int]
     """Next-action counts among the runs that followed ``after`` on each side."""
     p: float
-    """Fisher's exact p for the baseline's favourite next action, Bonferroni-adjusted."""
+    """Boschloo's exact p for the baseline's favourite next action, Bonferroni-adjusted."""
 
     def line(self) -> str:
         where = "at the first action" if not self.after else f"after {' > '.join(self.after)}"
@@ -89,6 +90,12 @@ class Explanation:
     tools: list[str] = field(default_factory=list)
     """Tools that answer otherwise tonight for arguments they answered the same before."""
     divergence: Divergence | None = None
+    sentinel: str | None = None
+    """The sentinel's line, when it ran for this cell (``evalrunner.night._sentinel``)."""
+    sentinel_change: str | None = None
+    """What the sentinel saw change ("first action lookup 54/60 -> 9/20, p=..."), if it did."""
+    sentinel_unchanged: bool = False
+    """The sentinel ran, got enough answers and saw the model answer as before."""
     unavailable: str | None = None
     """Why the baseline cannot be explained against (written before it kept traces)."""
 
@@ -101,7 +108,11 @@ class Explanation:
             names = ", ".join(f"'{t}'" for t in self.tools)
             causes.append(f"tool {names} output changed for the same arguments")
         first = self.divergence is not None and self.divergence.depth == 1
-        if first and not self.request and self.divergence is not None:
+        if self.sentinel_change and not self.request:
+            causes.append(
+                f"model (the baseline's first request sent again: {self.sentinel_change})"
+            )
+        elif first and not self.request and not self.sentinel_unchanged and self.divergence:
             causes.append(f"model (same first request; {self.divergence.line()})")
         return causes
 
@@ -125,8 +136,6 @@ def divergence(
     baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]], alpha: float
 ) -> Divergence | None:
     """The first depth at which tonight's next action differs (see module doc), if any."""
-    from scipy.stats import fisher_exact
-
     base, night = _paths(baseline), _paths(tonight)
     looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
     prefix: tuple[str, ...] = ()
@@ -137,8 +146,7 @@ def divergence(
             break
         favourite = b.most_common(1)[0][0]
         nb, nt = sum(b.values()), sum(t.values())
-        table = [[b[favourite], nb - b[favourite]], [t[favourite], nt - t[favourite]]]
-        looked.append((depth, prefix, b, t, float(fisher_exact(table).pvalue)))
+        looked.append((depth, prefix, b, t, two_proportions_p(b[favourite], nb, t[favourite], nt)))
         if favourite == ANSWER:
             break
         prefix = (*prefix, favourite)
@@ -218,13 +226,51 @@ def _request_changes(
     return changes, diff
 
 
+# Sampling and output parameters: not in a trajectory, so compared from the first request
+# itself where both sides kept it (run files and baselines written since they do).
+_PARAMETERS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "seed",
+    "stop",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "presence_penalty",
+    "frequency_penalty",
+)
+
+
+def _parameter_changes(
+    before: Mapping[str, Any], tonight: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Parameters the first request most of tonight's runs sent set otherwise than the baseline's."""
+    if not tonight:
+        return []
+    modal = json.loads(Counter(canonical(t) for t in tonight).most_common(1)[0][0])
+    return [
+        f"{key} {json.dumps(before.get(key))} -> {json.dumps(modal.get(key))}"
+        for key in _PARAMETERS
+        if before.get(key) != modal.get(key)
+    ]
+
+
 def explain_runs(
     requests: Sequence[FirstRequest],
     baseline: Sequence[Sequence[Action]],
     tonight: Sequence[Mapping[str, Any]],
     alpha: float = DEFAULT_ALPHA,
+    *,
+    sent_before: Mapping[str, Any] | None = None,
+    sent_tonight: Sequence[Mapping[str, Any]] = (),
 ) -> Explanation:
-    """Explain tonight's normalised trajectories against a baseline's requests and actions."""
+    """Explain tonight's normalised trajectories against a baseline's requests and actions.
+
+    ``sent_before`` / ``sent_tonight``: the first requests in full (the baseline's most
+    sent one, tonight's runs'), when kept: their sampling parameters are compared too.
+    """
     out = Explanation()
     if requests and tonight:
         sent: Counter[str] = Counter()
@@ -235,6 +281,8 @@ def explain_runs(
             Counter(canonical(request_view(t)) for t in tonight).most_common(1)[0][0]
         )
         out.request, out.request_diff = _request_changes(ours, theirs)
+    if sent_before is not None:
+        out.request += _parameter_changes(sent_before, sent_tonight)
     night_actions = [actions(t) for t in tonight]
     out.tools = _tool_changes(baseline, night_actions)
     out.divergence = divergence(baseline, night_actions, alpha)
@@ -242,9 +290,13 @@ def explain_runs(
 
 
 def explain(
-    baseline: Baseline, tonight: Sequence[Mapping[str, Any]], alpha: float = DEFAULT_ALPHA
+    baseline: Baseline,
+    tonight: Sequence[Mapping[str, Any]],
+    alpha: float = DEFAULT_ALPHA,
+    sent_tonight: Sequence[Mapping[str, Any]] = (),
 ) -> Explanation:
-    """Explain tonight's normalised trajectories of one cell against its baseline."""
+    """Explain tonight's normalised trajectories of one cell against its baseline
+    (``sent_tonight``: their first requests in full, where the run files kept them)."""
     traced = [n.traces for n in baseline.nights if n.traces is not None]
     if not traced:
         return Explanation(
@@ -253,7 +305,8 @@ def explain(
         )
     requests = [r for t in traced for r in t.requests]
     runs = [r.as_actions() for t in traced for r in t.runs]
-    return explain_runs(requests, runs, tonight, alpha)
+    sent = next((t.sent for t in reversed(traced) if t.sent is not None), None)
+    return explain_runs(requests, runs, tonight, alpha, sent_before=sent, sent_tonight=sent_tonight)
 
 
 def explain_night(
@@ -281,8 +334,10 @@ def explain_night(
             continue
         config = scenario.normalize_config()
         paths = [results.run_path(r.run_id) for r in grouped[cell] if r.outcome != "infra_error"]
-        tonight = [normalize(results.read_run(p)[1], config) for p in paths if p.exists()]
-        out[cell] = explain(baselines[cell], tonight, each)
+        paths = [p for p in paths if p.exists()]
+        tonight = [normalize(results.read_run(p)[1], config) for p in paths]
+        sent = [r for p in paths if (r := results.read_first_request(p)) is not None]
+        out[cell] = explain(baselines[cell], tonight, each, sent)
     return out
 
 

@@ -62,6 +62,11 @@ class Traces(BaseModel):
         default_factory=list, description="Distinct first requests, most sent first."
     )
     runs: list[RunTrace] = Field(default_factory=list, description="Each run's actions.")
+    sent: dict[str, Any] | None = Field(
+        default=None,
+        description="The most sent first request in full (messages, tools, sampling "
+        "parameters), for the sentinel to send again; absent when the runs did not keep it.",
+    )
 
 
 def run_trace(run_id: str, normalized: Mapping[str, Any]) -> RunTrace:
@@ -77,6 +82,7 @@ def traces_of(
     from evalrunner.core._normalize import DEFAULT_CONFIG, normalize
 
     views: dict[str, dict[str, Any]] = {}
+    sent: dict[str, dict[str, Any]] = {}
     counts: Counter[str] = Counter()
     runs: list[RunTrace] = []
     for record in records:
@@ -89,5 +95,8 @@ def traces_of(
         key = canonical(view)
         counts[key] += 1
         views[key] = view
+        if key not in sent and (request := results.read_first_request(path)) is not None:
+            sent[key] = request
     requests = [FirstRequest(**views[k], runs=n) for k, n in counts.most_common()]
-    return Traces(requests=requests, runs=runs)
+    modal = counts.most_common(1)[0][0] if counts else None
+    return Traces(requests=requests, runs=runs, sent=sent.get(modal) if modal else None)

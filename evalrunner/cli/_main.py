@@ -22,6 +22,7 @@ from evalrunner.cli._plan import plan_cmd
 from evalrunner.cli._proxy import proxy
 from evalrunner.cli._report import report
 from evalrunner.cli._run import run
+from evalrunner.cli._sentinel import sentinel_cmd
 from evalrunner.cli._serve import serve_local
 from evalrunner.cli._trajectory import diff_cmd, show
 from evalrunner.cli._validate import validate
@@ -56,6 +57,7 @@ for _command in (
     plan_cmd,
     compare,
     explain_cmd,
+    sentinel_cmd,
     report,
     serve_local,
     proxy,

@@ -8,6 +8,7 @@ import click
 
 from evalrunner.cli import _options
 from evalrunner.cli._tables import format_table
+from evalrunner.night._sentinel import DEFAULT_CALLS, DEFAULT_SHARE
 from evalrunner.suite import Tolerance, load_suite_by_name
 
 COLUMNS = (
@@ -100,6 +101,7 @@ def plan_cmd(
         click.echo(f"unattainable: {line}")
     tolerances = {s.id: s.tolerance for s in suite.scenarios}
     click.echo(_season_line([tolerances[cell.scenario] for cell in plan.cells]))
+    click.echo(_sentinel_line(plan.calls_planned))
 
 
 def _season_line(cells: list[Tolerance]) -> str:
@@ -112,4 +114,14 @@ def _season_line(cells: list[Tolerance]) -> str:
         f"any false alarm per scenario-season <= {each} (split over its gating metrics), so at "
         f"most {sum(t.season_alpha for t in cells):.2g} expected per suite-season of "
         f"{len(cells)} cells"
+    )
+
+
+def _sentinel_line(calls_planned: float) -> str:
+    """What explaining a failing night may add: the sentinel's share of the night's calls."""
+    most = int(calls_planned * DEFAULT_SHARE)
+    return (
+        f"when a night fails, the sentinel (for failing scenarios whose first request did not "
+        f"change) adds at most {DEFAULT_SHARE:.0%} of its model calls, about {most}, at most "
+        f"{DEFAULT_CALLS} a scenario (--no-explain: none)"
     )

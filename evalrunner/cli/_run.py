@@ -132,6 +132,8 @@ def print_run(result: LiveResult, suite: str) -> None:
             click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
             if why.divergence is not None and why.divergence.line() not in why.line():
                 click.echo(f"  runs diverge {why.divergence.line()}")
+            if why.sentinel:
+                click.echo(f"  {why.sentinel}")
     if result.history_path:
         click.echo(f"history: {result.history_path}", err=True)
     if result.history_note:

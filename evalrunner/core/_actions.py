@@ -17,13 +17,14 @@ file to keep one per run:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from evalrunner._jsonio import canonical
 
-__all__ = ["ANSWER", "Action", "actions", "digest", "request_view"]
+__all__ = ["ANSWER", "Action", "actions", "digest", "first_action", "request_view", "sendable"]
 
 ANSWER = "(answer)"
 """The action a run takes when it stops calling tools: its final answer."""
@@ -95,3 +96,44 @@ def request_view(trajectory: Mapping[str, Any]) -> dict[str, Any]:
         name = function.get("name") if isinstance(function, Mapping) else None
         tools[str(name)] = canonical(tool)
     return {"system": "\n\n".join(system), "user": user or "", "tools": tools}
+
+
+# What decides a model's answer to a request, and nothing about where it goes or who
+# pays: the sentinel re-sends exactly this to tonight's endpoint.
+_SENT = (
+    "messages",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "functions",
+    "function_call",
+    "response_format",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "seed",
+    "stop",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "n",
+)
+
+
+def _plain(value: object) -> object:
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else str(value)
+
+
+def sendable(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat request's content and sampling parameters as plain JSON (no address, key,
+    timeout or callback), so the same request can be sent again to another endpoint."""
+    kept = {k: request[k] for k in _SENT if request.get(k) is not None}
+    plain: dict[str, Any] = json.loads(json.dumps(kept, default=_plain))
+    return plain
+
+
+def first_action(run: list[Action]) -> str:
+    """What a run did first: the tool it called, or :data:`ANSWER`."""
+    return run[0].tool if run else ANSWER

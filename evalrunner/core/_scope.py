@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
@@ -100,6 +101,8 @@ class CaptureScope:
         self.builder = TrajectoryBuilder(name, version=version)
         self.parent: CaptureScope | None = None
         self.trajectory: dict[str, Any] | None = None
+        self.first_request: dict[str, Any] | None = None
+        """The first model request, as :func:`~evalrunner.core._actions.sendable` keeps it."""
         self.error: BaseException | None = None
         self._answering = answering
         self._transport: Transport | None = None
@@ -165,6 +168,8 @@ class CaptureScope:
 
     def _sent(self, request: Request) -> None:
         self.model_calls += 1
+        if self.first_request is None:
+            self.first_request = sendable(request)
         self.builder.ingest_messages(request.get("messages") or [], request.get("tools"))
 
     def _received(self, answer: Answer) -> Any:
@@ -228,6 +233,8 @@ class CaptureResult:
     infra: InfraLog | None = None
     timed_out: bool = False
     """The run was stopped by its ``timeout`` (``error`` is then a TimeoutError)."""
+    first_request: dict[str, Any] | None = None
+    """The agent's first model request (content and sampling parameters), if it made one."""
 
     @property
     def crashed(self) -> bool:
@@ -246,7 +253,9 @@ def _result(
     # Raises when the harness failed (replay errors), even if the agent caught it.
     notes = scope.transport.finish(error)
     tb = "".join(traceback.format_exception(error)) if error is not None else None
-    return CaptureResult(scope.trajectory, output, error, tb, notes, infra, timed_out)
+    return CaptureResult(
+        scope.trajectory, output, error, tb, notes, infra, timed_out, scope.first_request
+    )
 
 
 def run_captured(

@@ -94,6 +94,9 @@ class Why(BaseModel):
     request_diff: list[str] = Field(
         default_factory=list, description="Unified diff of the first request's text, if it changed."
     )
+    sentinel: str | None = Field(
+        default=None, description="What the sentinel saw, when it ran for the cell."
+    )
 
 
 class HistoryEntry(BaseModel):

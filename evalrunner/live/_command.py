@@ -202,6 +202,7 @@ class CommandAgents:
             replay_errors=result.replay_errors,
             infra=result.infra,
             timed_out=timed_out,
+            first_request=result.first_request,
         )
 
     def close(self) -> None:

@@ -161,13 +161,26 @@ class ResultsDir:
             Manifest, read_json(self.manifest_path, "results manifest"), self.manifest_path
         )
 
-    def write_run(self, record: RunRecord, trajectory: dict[str, Any]) -> None:
+    def write_run(
+        self,
+        record: RunRecord,
+        trajectory: dict[str, Any],
+        first_request: dict[str, Any] | None = None,
+    ) -> None:
         doc = {
             "format_version": RUN_FORMAT_VERSION,
             "record": record.model_dump(mode="json"),
             "trajectory": trajectory,
         }
+        if first_request is not None:
+            doc["first_request"] = first_request
         write_json(self.run_path(record.run_id), doc)
+
+    def read_first_request(self, path: Path) -> dict[str, Any] | None:
+        """The run's first model request, as written (None in files written before it was)."""
+        data = read_json(path, "run record")
+        found = data.get("first_request") if isinstance(data, dict) else None
+        return found if isinstance(found, dict) else None
 
     def run_files(self) -> list[Path]:
         return sorted((self.root / "runs").glob("**/*.json"))

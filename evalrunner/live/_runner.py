@@ -236,6 +236,8 @@ class JobResult:
     """The crash's traceback, when the run crashed."""
     rate_wait_s: float = 0.0
     """Seconds the run's calls waited for a shared rate limit (not in its latency)."""
+    first_request: dict[str, Any] | None = None
+    """The agent's first model request, kept in the run file for the sentinel."""
 
 
 class JobExecutor(Protocol):
@@ -295,7 +297,7 @@ async def execute_job(
     latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s)
     record = _record(job, res, started, latency)
     tb = res.traceback if record.outcome == "crashed" else None
-    return JobResult(record, res.trajectory, tb, round(infra.rate_wait_s, 3))
+    return JobResult(record, res.trajectory, tb, round(infra.rate_wait_s, 3), res.first_request)
 
 
 class LocalExecutor:
@@ -361,7 +363,11 @@ class _Driver:
                 self.noted.add(sc.id)
                 self.progress.note(f"scenario {sc.id}: {disagreement}")
             await asyncio.get_running_loop().run_in_executor(
-                self.writer, self.results.write_run, result.record, result.trajectory
+                self.writer,
+                self.results.write_run,
+                result.record,
+                result.trajectory,
+                result.first_request,
             )
             self.progress.update(result.record, result.rate_wait_s)
             return result.record, result.traceback

@@ -6,5 +6,13 @@ over :func:`plan_suite`.
 
 from evalrunner.night._night import LiveResult, NightOptions, run_live
 from evalrunner.night._plan import plan_suite
+from evalrunner.night._sentinel import SentinelResult, run_sentinel
 
-__all__ = ["LiveResult", "NightOptions", "plan_suite", "run_live"]
+__all__ = [
+    "LiveResult",
+    "NightOptions",
+    "SentinelResult",
+    "plan_suite",
+    "run_live",
+    "run_sentinel",
+]

@@ -274,8 +274,9 @@ def run_live(
                     executor=jobs,
                 )
             )
-        result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
-        _after_the_runs(night, result, baselines_dir, history, before, options.explain)
+            result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
+            # Inside the pool: the sentinel reaches the models the runs did.
+            _after_the_runs(night, result, baselines_dir, history, before, options.explain, pool)
     return result
 
 
@@ -295,6 +296,7 @@ def _after_the_runs(
     history: str | None,
     before: _Before,
     explain: bool = True,
+    pool: EndpointPool | None = None,
 ) -> None:
     """Compare and append to the history; a failure here is reported, never raised."""
     records = result.report.records
@@ -317,6 +319,7 @@ def _after_the_runs(
             result.explanations = explain_night(
                 night.suite, night.results, result.comparison.baselines, flagged
             )
+            _sentinel(night, result, pool)
         except (EvalrunnerError, OSError) as exc:
             result.problems.append(f"the flagged scenarios were not explained: {exc}")
     if history is None:
@@ -332,6 +335,33 @@ def _after_the_runs(
         result.problems.append(f"history not written to {history}: {exc}")
         return
     night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
+
+
+def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
+    """Send the baseline's first request again for failing cells whose first request did not
+    change (the one case where it can tell the model from the agent), within the budget."""
+    from evalrunner.night._sentinel import run_sentinel, sentinel_budget
+
+    assert result.comparison is not None
+    baselines = result.comparison.baselines
+    cells = [
+        cell
+        for cell, why in result.explanations.items()
+        if not why.request and not why.unavailable and cell in baselines
+    ]
+    if not cells:
+        return
+    calls = sentinel_budget(sum(r.llm_calls for r in result.report.records), len(cells))
+    if calls == 0:
+        for cell in cells:
+            result.explanations[
+                cell
+            ].sentinel = "sentinel: not run (a tenth of tonight's model calls is too few for it)"
+        return
+    for cell, seen in run_sentinel(night.suite, baselines, cells, calls=calls, pool=pool).items():
+        why = result.explanations[cell]
+        why.sentinel, why.sentinel_change = seen.line(), seen.change()
+        why.sentinel_unchanged = seen.p is not None and not seen.changed
 
 
 def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
@@ -373,6 +403,7 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
                 cause=why.line(),
                 divergence=why.divergence.line() if why.divergence else None,
                 request_diff=why.request_diff,
+                sentinel=why.sentinel,
             )
             for cell, why in result.explanations.items()
         },

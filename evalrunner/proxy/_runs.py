@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
 from evalrunner.core._response import ResponseRecord, message_dict
 from evalrunner.errors import ConfigError, RequestMismatch
@@ -102,6 +103,8 @@ class ProxyRunResult:
     unused_recorded: list[str] = field(default_factory=list)
     recording: Recording | None = None
     recording_path: Path | None = None
+    first_request: dict[str, Any] | None = None
+    """The agent's first request in chat form (content and sampling parameters)."""
 
     @property
     def no_model_calls(self) -> bool:
@@ -259,6 +262,9 @@ class RunState:
                 ],
                 refusals=list(self.refusals),
                 unused_recorded=self.book.unused() if self.book is not None else [],
+                first_request=sendable(self.calls[0].incoming.request.chat_kwargs())
+                if self.calls
+                else None,
             )
         if self.mode == "record":
             result.recording = self.recording()

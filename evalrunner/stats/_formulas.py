@@ -233,3 +233,25 @@ def normalize_answer(answer: object) -> str | None:
     if not isinstance(answer, str):
         return None
     return " ".join(answer.split()).casefold()
+
+
+# ---------------------------------------------------------------------------
+# Two proportions, exactly
+
+
+@functools.lru_cache(maxsize=4096)
+def two_proportions_p(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
+    """Two-sided p that two binomial samples share one rate: Boschloo's exact test.
+
+    Uniformly more powerful than Fisher's exact test, which conditions on both margins
+    and so holds its level with room to spare at the small counts the sentinel and the
+    divergence point test (0.9 -> 0.6 at 20 calls against 60 runs: 81.7 % against 78.9 %,
+    by exact enumeration in tests/unit/stats/test_formulas.py).
+    """
+    from scipy.stats import boschloo_exact
+
+    if n_a == 0 or n_b == 0 or (hits_a + hits_b) in (0, n_a + n_b):
+        return 1.0  # nothing varies: no evidence either way
+    table = [[hits_a, n_a - hits_a], [hits_b, n_b - hits_b]]
+    p = float(boschloo_exact(table, alternative="two-sided", n=32).pvalue)
+    return min(1.0, p) if math.isfinite(p) else 1.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -235,6 +236,18 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
     assert changed.exit_code != 0
     regressed = {r["metric"] for r in verdict_table(changed.stdout) if r["verdict"] == "REGRESSION"}
     assert "success_rate" in regressed, changed.stdout
+    # Why, on the proxied path too: the baseline kept the command's first request in full
+    # (from the proxy), and tonight's runs left its path at their first action.
+    kept = json.loads((tmp_path / "baselines" / "cmdbase" / "openai--openai_fake.json").read_text())
+    assert kept["nights"][0]["traces"]["sent"]["messages"][0]["role"] in ("system", "user")
+    assert re.search(
+        r"openai × openai/fake: cause: model \(same first request; at the first action: "
+        r"baseline lookup 8/8, tonight lookup 0/(\d+) and \(answer\) \1/\1",
+        changed.stdout,
+    ), changed.stdout
+    assert (
+        "sentinel: not run (a tenth of tonight's model calls is too few for it)" in changed.stdout
+    )
 
 
 def test_a_command_that_gives_up_on_a_context_window_refusal_is_skipped(tmp_path: Path) -> None:

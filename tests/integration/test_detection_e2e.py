@@ -152,6 +152,11 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
         "scenario-season <= 0.05 (split over its gating metrics), so at most 0.3 expected per "
         "suite-season of 6 cells"
     ) in result.stdout
+    assert re.search(
+        r"when a night fails, the sentinel \(.*\) adds at most 10% of its model calls, about "
+        r"\d+, at most 20 a scenario",
+        result.stdout,
+    )
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
 

@@ -16,7 +16,7 @@ import pytest
 from baseline_agents import evalrunner, flagged, verdict_table
 from click.testing import Result
 from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, scenario
-from fake_endpoint import FakeEndpoint
+from fake_endpoint import FakeEndpoint, Fault
 from runner_agents import write_suite
 
 SUITE = "why"
@@ -58,6 +58,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         [scenario(c) for c in CAUSES],
         concurrency=8,
         max_turns=4,
+        timeout_s=30,  # FAST_SETTINGS' 2 s is a crash on a loaded machine, not behaviour
         tolerance={"min_baseline_nights": 1, "margins": {"latency_s": 20.0}},
     )
     world = World()
@@ -109,7 +110,8 @@ def test_the_night_says_why_each_failing_scenario_changed(changed: Result) -> No
         "schema": "cause: request changed (tool 'lookup' schema)",
         "tool": "cause: tool 'lookup' output changed for the same arguments",
     }
-    assert causes["model"].startswith("cause: model (same first request; at the first action")
+    # The sentinel confirmed it (the next test): the cause says so.
+    assert causes["model"].startswith("cause: model (the baseline's first request sent again")
 
 
 def test_explain_names_each_cause_and_where_the_runs_diverge(lab: Lab, changed: Result) -> None:
@@ -177,3 +179,47 @@ def test_the_report_summary_and_junit_say_why(lab: Lab, changed: Result) -> None
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.count("<h4>Why it changed</h4>") == 4
     assert "+Answer from memory when you can." in page
+
+
+def test_the_night_sends_the_baseline_request_again_where_the_request_did_not_change(
+    changed: Result,
+) -> None:
+    lines = changed.stdout.splitlines()
+    model = next(i for i, x in enumerate(lines) if x.startswith("model × "))
+    assert lines[model].startswith(
+        "model × openai/fake: cause: model (the baseline's first request sent again: "
+        "first action lookup 20/20 -> "
+    ), lines[model]
+    sentinel = next(x.strip() for x in lines[model + 1 :] if x.strip().startswith("sentinel:"))
+    assert sentinel.endswith(": the model answers it otherwise")
+    # A changed request is the cause by itself: nothing is sent again for it.
+    prompt = next(i for i, x in enumerate(lines) if x.startswith("prompt × "))
+    assert not lines[prompt + 1].strip().startswith("sentinel:")
+
+
+def test_the_sentinel_on_its_own_tells_a_changed_model_from_an_unchanged_one(lab: Lab) -> None:
+    lab.world.night(4, drifted=True)
+    moved = lab.cli("sentinel", "--scenario", "model", "--baselines", str(lab.root / "b"))
+    assert moved.exit_code == 1, moved.output
+    assert re.fullmatch(
+        r"model × openai/fake: sentinel: the baseline's first request sent 20 times: "
+        r"first action lookup 20/20 -> \d+/20 \(\(answer\) \d+/20\), p=\S+ \(alpha 0.05\): "
+        r"the model answers it otherwise\n",
+        moved.stdout,
+    ), moved.stdout
+    lab.world.night(5)
+    same = lab.cli("sentinel", "--baselines", str(lab.root / "b"), "--calls", "10")
+    assert same.exit_code == 0, same.output
+    assert len(same.stdout.splitlines()) == len(CAUSES)
+    assert all(line.endswith(": no change") for line in same.stdout.splitlines()), same.stdout
+
+
+def test_a_sentinel_that_reaches_no_model_says_so_and_counts_nothing(lab: Lab) -> None:
+    lab.ep.responder = lambda body, n: Fault("503")
+    try:
+        down = lab.cli("sentinel", "--scenario", "steady", "--baselines", str(lab.root / "b"))
+    finally:
+        lab.ep.responder = lab.world
+    assert down.exit_code == 3, down.output
+    assert "sent 20 times (20 unreachable: " in down.stdout
+    assert down.stdout.rstrip().endswith(": too few answers to compare")

@@ -8,8 +8,8 @@ that reacts to what it is sent:
   tool nine times in ten (cause (a): our request changed);
 - ``schema``: a ``lookup`` schema that also takes a ``region`` makes it look up
   twice (cause (b));
-- ``model``: with ``World.drifted`` set the model itself answers without the tool
-  six times in ten, to the very same request (cause (c));
+- ``model``: drifted (``World.night(..., drifted=True)``), the model itself answers
+  without the tool six times in ten, to the very same request (cause (c));
 - ``tool``: when the tool's answer is not plain "Paris" it looks up again (cause
   (d): the tool answers otherwise for the same arguments);
 - ``steady``: nothing changes (e).
@@ -77,12 +77,16 @@ class World:
     """The fake endpoint's responder (see module doc)."""
 
     seed: int = 0
-    drifted: bool = False
+    answer_first: float = 0.0
+    """How often the model answers the ``model`` scenario's first request without the tool."""
     _rngs: dict[str, random.Random] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def night(self, seed: int, *, drifted: bool = False) -> None:
-        self.seed, self.drifted = seed, drifted
+    def night(self, seed: int, *, drifted: bool = False, answer_first: float | None = None) -> None:
+        """Fresh draws from ``seed``; ``drifted``: the model answers the ``model`` scenario's
+        first request without the tool six times in ten (or ``answer_first``)."""
+        self.seed = seed
+        self.answer_first = answer_first if answer_first is not None else 0.6 * drifted
         self._rngs = {}
 
     def _draw(self, tag: str, kind: str) -> float:
@@ -105,7 +109,7 @@ class World:
         if not answers:
             if "from memory" in system and self._draw(tag, "memory") < 0.9:
                 return Reply("The capital of France is Paris.")
-            if self.drifted and tag == "model" and self._draw(tag, "drift") < 0.6:
+            if tag == "model" and self._draw(tag, "drift") < self.answer_first:
                 return Reply("The capital of France is Paris.")
             return call
         if len(answers) == 1 and "region" in params.get("lookup", {}):

@@ -89,3 +89,13 @@ def test_the_cause_line_never_guesses() -> None:
     assert both.line() == (
         "cause: request changed (system prompt, 1 line); tool 'x' output changed for the same arguments"
     )
+
+
+def test_sampling_parameters_the_agent_sent_otherwise_are_a_request_change() -> None:
+    # Not in a trajectory: compared from the first requests the run files keep.
+    before = {"messages": [], "temperature": 0.0, "max_tokens": 64}
+    tonight = [{"messages": [], "temperature": 0.7, "max_tokens": 64}] * 3
+    why = explain_runs([], [], [], sent_before=before, sent_tonight=tonight)
+    assert why.request == ["temperature 0.0 -> 0.7"]
+    assert why.line() == "cause: request changed (temperature 0.0 -> 0.7)"
+    assert explain_runs([], [], [], sent_before=before, sent_tonight=[before]).request == []

@@ -1,0 +1,209 @@
+"""The sentinel: the baseline's own first request, sent again to tonight's endpoint.
+
+A baseline keeps the first request its runs sent most (messages, tools, sampling
+parameters: ``nights[].traces.sent``) and what each run did first (its first tool
+call, or answering). The sentinel sends that request, unchanged, ``calls`` times to
+the model the cell runs on, and compares the first actions it gets back with the
+baseline's. The request is the same, so a different distribution is the model's
+doing (docs/explain.md). A call that fails under the suite's retry policy is
+counted apart (``unreachable``), never as an action: a fault is not behaviour.
+
+It runs on its own (``evalrunner sentinel``, a cheap canary for a provider) and in
+a night, for failing cells whose first request did not change, within a share of
+the night's model calls (:data:`DEFAULT_SHARE`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalrunner.baseline._file import Baseline
+from evalrunner.core._actions import ANSWER, first_action
+from evalrunner.core._faults import InfraLog, describe, is_infra_error
+from evalrunner.core._hook import LiteLLMTransport
+from evalrunner.core._response import ResponseRecord
+from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
+from evalrunner.stats._formulas import two_proportions_p
+from evalrunner.suite._record import CellKey
+from evalrunner.suite._settings import Suite
+
+__all__ = [
+    "DEFAULT_CALLS",
+    "DEFAULT_SHARE",
+    "SentinelResult",
+    "baseline_first_actions",
+    "run_sentinel",
+    "sentinel_budget",
+]
+
+DEFAULT_CALLS = 20
+"""Calls per cell: 0.9 -> 0.6 of one first action is found 4 times in 5 against a
+baseline of 60 runs at alpha 0.05 (docs/explain.md)."""
+DEFAULT_SHARE = 0.10
+"""In a night, the sentinel spends at most this share of the night's model calls."""
+_MIN_CALLS = 5
+_CONCURRENCY = 4
+REFUSED = "(refused)"
+EMPTY = "(empty)"
+
+
+@dataclass(frozen=True)
+class SentinelResult:
+    """One cell's sentinel: the baseline's first actions against tonight's to the same request."""
+
+    cell: CellKey
+    baseline: Mapping[str, int]
+    tonight: Mapping[str, int]
+    unreachable: list[str]
+    """Why each call that failed under the retry policy failed (not counted as actions)."""
+    p: float | None
+    """Boschloo's exact p for the baseline's favourite first action; None: nothing to test."""
+    alpha: float
+    unavailable: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.p is not None and self.p <= self.alpha
+
+    def counts(self) -> str:
+        favourite = max(self.baseline, key=lambda k: self.baseline[k])
+        nb, nt = sum(self.baseline.values()), sum(self.tonight.values())
+        text = f"first action {favourite} {self.baseline[favourite]}/{nb} -> "
+        text += f"{self.tonight.get(favourite, 0)}/{nt}"
+        others = [k for k in sorted(self.tonight, key=lambda k: -self.tonight[k]) if k != favourite]
+        if others:
+            text += f" ({others[0]} {self.tonight[others[0]]}/{nt})"
+        return text
+
+    def line(self) -> str:
+        if self.unavailable:
+            return f"sentinel: {self.unavailable}"
+        sent = sum(self.tonight.values()) + len(self.unreachable)
+        head = f"sentinel: the baseline's first request sent {sent} times"
+        if self.unreachable:
+            head += f" ({len(self.unreachable)} unreachable: {self.unreachable[-1]})"
+        if self.p is None:
+            return f"{head}: too few answers to compare"
+        verdict = "the model answers it otherwise" if self.changed else "no change"
+        return f"{head}: {self.counts()}, p={self.p:.2g} (alpha {self.alpha:.2g}): {verdict}"
+
+    def change(self) -> str | None:
+        """The change for a cause line, when the sentinel saw one."""
+        return f"{self.counts()}, p={self.p:.2g}" if self.changed and self.p is not None else None
+
+
+def baseline_first_actions(baseline: Baseline) -> Counter[str]:
+    """What each of the baseline's traced runs did first (a tool, or answering)."""
+    return Counter(
+        first_action(run.as_actions())
+        for night in baseline.nights
+        if night.traces is not None
+        for run in night.traces.runs
+    )
+
+
+def _sent(baseline: Baseline) -> dict[str, Any] | None:
+    """The request the baseline's runs sent most, from its newest night that kept one."""
+    for night in reversed(baseline.nights):
+        if night.traces is not None and night.traces.sent is not None:
+            return night.traces.sent
+    return None
+
+
+def _action(record: ResponseRecord) -> str:
+    if record.tool_calls:
+        return record.tool_calls[0].name
+    return ANSWER if (record.content or "").strip() else EMPTY
+
+
+async def _probe(
+    endpoint: Endpoint, request: Mapping[str, Any], calls: int, suite: Suite, cell: CellKey
+) -> tuple[Counter[str], list[str]]:
+    """Send ``request`` ``calls`` times; the first actions it got back, and calls that failed."""
+    scenario = next(s for s in suite.scenarios if s.id == cell.scenario)
+    where: dict[str, Any] = {"model": endpoint.model}
+    if endpoint.api_base:
+        where["api_base"] = endpoint.api_base
+    if endpoint.api_key:
+        where["api_key"] = endpoint.api_key
+    slots = asyncio.Semaphore(min(_CONCURRENCY, endpoint.max_concurrency or _CONCURRENCY))
+    actions: Counter[str] = Counter()
+    failed: list[str] = []
+
+    async def one() -> None:
+        async with slots:
+            transport = LiteLLMTransport(InfraLog(scenario.retry))
+            try:
+                answer = await transport.acomplete({**request, **where, "drop_params": True})
+            except Exception as exc:
+                if getattr(exc, "status_code", None) in (400, 422) and not is_infra_error(exc):
+                    actions[REFUSED] += 1  # the model's endpoint refused it (its context window)
+                else:
+                    # A fault, a key or name the endpoint does not know, anything else: never
+                    # an action, and named in the line (a night after its runs must not die).
+                    failed.append(describe(exc))
+                return
+            if answer.record is None:
+                failed.append("no answer")
+            else:
+                actions[_action(answer.record)] += 1
+
+    await asyncio.gather(*(one() for _ in range(calls)))
+    return actions, failed
+
+
+def sentinel_budget(night_calls: int, cells: int, share: float = DEFAULT_SHARE) -> int:
+    """Calls per cell a night can give the sentinel: ``share`` of its model calls, at most
+    :data:`DEFAULT_CALLS` each; 0 when that is too few to tell anything."""
+    each = min(DEFAULT_CALLS, int(night_calls * share) // max(1, cells))
+    return each if each >= _MIN_CALLS else 0
+
+
+def run_sentinel(
+    suite: Suite,
+    baselines: Mapping[CellKey, Baseline],
+    cells: Sequence[CellKey],
+    *,
+    calls: int = DEFAULT_CALLS,
+    alpha: float = 0.05,
+    pool: EndpointPool | None = None,
+) -> dict[CellKey, SentinelResult]:
+    """The sentinel for each of ``cells`` that has a baseline (``alpha`` over all of them)."""
+    each = alpha / max(1, len(cells))
+    out: dict[CellKey, SentinelResult] = {}
+    with contextlib.ExitStack() as stack:
+        endpoints = pool or stack.enter_context(EndpointPool())
+        for cell in cells:
+            baseline = baselines.get(cell)
+            if baseline is None:
+                continue
+            before = baseline_first_actions(baseline)
+            request = _sent(baseline)
+            if request is None or not before:
+                out[cell] = SentinelResult(
+                    cell,
+                    before,
+                    {},
+                    [],
+                    None,
+                    each,
+                    unavailable="the baseline keeps no first request to send again; accept a "
+                    "new baseline with 'evalrunner baseline'",
+                )
+                continue
+            endpoint = endpoints.resolve(cell.model)
+            tonight, failed = asyncio.run(_probe(endpoint, request, calls, suite, cell))
+            favourite = before.most_common(1)[0][0]
+            n_b, n_t = sum(before.values()), sum(tonight.values())
+            p = (
+                two_proportions_p(before[favourite], n_b, tonight[favourite], n_t)
+                if n_t >= _MIN_CALLS
+                else None
+            )
+            out[cell] = SentinelResult(cell, before, tonight, failed, p, each)
+    return out

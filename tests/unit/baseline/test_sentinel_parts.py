@@ -1,0 +1,54 @@
+"""The sentinel's pieces that need no endpoint: its budget, its line, and the cause it adds."""
+
+from __future__ import annotations
+
+from evalrunner.baseline._explain import Explanation, divergence
+from evalrunner.core._actions import Action
+from evalrunner.night._sentinel import SentinelResult, sentinel_budget
+from evalrunner.suite._record import CellKey
+
+CELL = CellKey("s", "m")
+
+
+def test_the_night_gives_the_sentinel_a_tenth_of_its_calls_and_never_too_few() -> None:
+    assert sentinel_budget(night_calls=400, cells=1) == 20  # capped at 20 a cell
+    assert sentinel_budget(night_calls=400, cells=4) == 10
+    assert sentinel_budget(night_calls=40, cells=1) == 0  # 4 calls tell nothing: not run
+
+
+def test_the_sentinel_line_counts_answers_and_names_unreachable_calls_apart() -> None:
+    moved = SentinelResult(
+        CELL,
+        {"lookup": 54, "(answer)": 6},
+        {"lookup": 9, "(answer)": 9},
+        ["Timeout: slow"],
+        0.001,
+        0.05,
+    )
+    assert moved.changed
+    assert moved.line() == (
+        "sentinel: the baseline's first request sent 19 times (1 unreachable: Timeout: slow): "
+        "first action lookup 54/60 -> 9/18 ((answer) 9/18), p=0.001 (alpha 0.05): "
+        "the model answers it otherwise"
+    )
+    assert moved.change() == "first action lookup 54/60 -> 9/18 ((answer) 9/18), p=0.001"
+    same = SentinelResult(CELL, {"lookup": 60}, {"lookup": 20}, [], 1.0, 0.05)
+    assert not same.changed and same.change() is None and same.line().endswith(": no change")
+
+
+def test_a_sentinel_change_is_the_model_cause_unless_the_request_changed() -> None:
+    first = divergence([[Action("a", "x", "y")]] * 20, [[]] * 20, 0.05)
+    why = Explanation(divergence=first, sentinel_change="first action a 20/20 -> 3/20, p=1e-06")
+    assert why.line() == (
+        "cause: model (the baseline's first request sent again: first action a 20/20 -> 3/20, "
+        "p=1e-06)"
+    )
+    why.request = ["system prompt, 1 line"]
+    assert why.line() == "cause: request changed (system prompt, 1 line)"
+
+
+def test_a_sentinel_that_saw_no_change_leaves_a_first_action_divergence_unexplained() -> None:
+    first = divergence([[Action("a", "x", "y")]] * 20, [[]] * 20, 0.05)
+    assert Explanation(divergence=first).line().startswith("cause: model (same first request")
+    why = Explanation(divergence=first, sentinel_unchanged=True)
+    assert why.line().startswith("cause: unexplained (runs diverge at the first action")
