@@ -56,7 +56,7 @@ SUITE = "why"
 EXPECTED = {
     "prompt": ("request changed (system prompt", "at the first action"),
     "schema": ("request changed (tool 'lookup' schema", "after lookup:"),
-    "model": ("model (same first request", "at the first action"),
+    "model": ("model (", "at the first action"),
     "tool": ("tool 'lookup' output changed", "after lookup:"),
 }
 KINDS = ("request changed", "tool ", "model (")
