@@ -43,10 +43,12 @@ from evalrunner.errors import (
 )
 from evalrunner.live import load_records
 from evalrunner.night import NightOptions, run_live
-from evalrunner.suite import RunContext, RunRecord, Suite, load_suite
+from evalrunner.suite import CheckInput, CheckResult, RunContext, RunRecord, Suite, load_suite
 
 __all__ = [
     "CaptureResult",
+    "CheckInput",
+    "CheckResult",
     "ConfigError",
     "Delta",
     "EvalrunnerError",

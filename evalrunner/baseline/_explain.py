@@ -35,7 +35,6 @@ from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest
 from evalrunner.core._actions import ANSWER, Action, actions, request_view
 from evalrunner.live._results import ResultsDir
-from evalrunner.stats._formulas import two_proportions_p
 from evalrunner.suite._record import CellKey, group_records
 from evalrunner.suite._settings import Suite
 
@@ -136,6 +135,8 @@ def divergence(
     baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]], alpha: float
 ) -> Divergence | None:
     """The first depth at which tonight's next action differs (see module doc), if any."""
+    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
+
     base, night = _paths(baseline), _paths(tonight)
     looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
     prefix: tuple[str, ...] = ()

@@ -17,7 +17,7 @@ from evalrunner.suite import find_suites, load_suite
 def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
     """Check suite files without running anything (default: every suite in --suites-dir).
 
-    Agents are imported and every model string is resolved with litellm.
+    Agents and code checks are imported and every model string is resolved with litellm.
     """
     paths = list(files) or list(find_suites(suites_dir).values())
     if not paths:
@@ -26,5 +26,6 @@ def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
         suite = load_suite(path)
         for sc in suite.scenarios:
             sc.load_agent()
+            sc.load_checks()
         check_suite_models(suite)
         click.echo(f"ok  {path}  ({len(suite.scenarios)} scenarios)")

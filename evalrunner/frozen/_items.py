@@ -211,6 +211,7 @@ class ScenarioItem(pytest.Item):
 
         resolved = self.scenario  # resolved once, when the suite was loaded
         agent = resolved.load_agent()  # a bad agent fails before any endpoint starts
+        resolved.load_checks()  # and so does a code check that cannot be imported
         model = requested_models((), resolved.models)[0]
         if resolved.command is not None:
             self._check(self._run_command(model))
@@ -254,7 +255,25 @@ class ScenarioItem(pytest.Item):
         seen = judged(result, resolved.normalize_config())  # what the live runner judges
         answer, tools = seen.answer, seen.tools
         held = evaluate_checks(resolved.checks, result.trajectory, answer, tools)
-        failed = failed_checks(held, tools)
+        reasons: dict[str, str] = {}
+        if resolved.checks.code:
+            from evalrunner.suite._code_checks import CheckInput, code_checks
+
+            seen_by_code = CheckInput(
+                answer, result.output, result.trajectory, tools, None, resolved.id
+            )
+            code = code_checks(resolved.load_checks(), seen_by_code)
+            for name, failure in code.broken.items():
+                raise GoldenMismatch(
+                    f"{self.path.name}: scenario {resolved.id}: code check {name} failed itself "
+                    f"(the check's bug, not the agent's):\n{redact_text(failure)}"
+                )
+            held |= code.held
+            reasons = code.reasons
+        failed = [
+            f"{name} ({reasons[name]})" if name in reasons else name
+            for name in failed_checks(held, tools)
+        ]
         if failed:
             shown = redact_text(answer) if answer else answer  # this goes to the terminal
             run = "was recorded" if mode(self.config) == "record" else "matches its golden"

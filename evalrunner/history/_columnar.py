@@ -124,17 +124,23 @@ def to_parquet(
     for name in tables:
         encoded = set(layout["tables"][name]["json_columns"])
         rows: list[Row] = list(data.get(name) or [])
+        # A row may leave out a field at its default (a record without scores is written
+        # as before they existed); its column holds the default, which reads back the same.
+        defaults = {
+            field: info.get_default(call_default_factory=True)
+            for field, info in tables[name].model_fields.items()
+        }
         groups.append(
             (
                 name,
                 {
                     f"{name}.{field}": [
-                        json.dumps(r.get(field), separators=(",", ":"), sort_keys=True)
+                        json.dumps(r.get(field, default), separators=(",", ":"), sort_keys=True)
                         if field in encoded
-                        else r.get(field)
+                        else r.get(field, default)
                         for r in rows
                     ]
-                    for field in tables[name].model_fields
+                    for field, default in defaults.items()
                 },
             )
         )

@@ -39,6 +39,7 @@ from evalrunner.core._faults import (
     is_infra_error,
 )
 from evalrunner.suite._checks import evaluate_checks, failed_checks
+from evalrunner.suite._code_checks import CodeChecked
 from evalrunner.suite._record import Outcome
 from evalrunner.suite._schema import Checks, SkipRules
 
@@ -169,6 +170,7 @@ def classify(
     infra_reason: str | None = None,
     model_calls: int | None = None,
     in_agent_code: bool = False,
+    code: CodeChecked | None = None,
 ) -> Classification:
     """Decide one run's outcome from its trajectory and what happened around it.
 
@@ -176,6 +178,8 @@ def classify(
     the last endpoint fault it met) as the transport saw it, endpoint included.
     ``model_calls`` (sub-agents included; None: unknown) of 0 is rule 3.
     ``in_agent_code``: a timed-out run had no model call under way (``crashed``).
+    ``code``: the scenario's code checks on this run; those that failed themselves are not
+    in it, so the run is judged without them.
     """
     if timed_out is not None and in_agent_code:
         # No model call was under way: the agent's own code (a loop, a tool) held the
@@ -207,7 +211,12 @@ def classify(
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
-    failed = failed_checks(results, tools)
+    if code is not None:
+        results |= code.held
+    failed = [
+        f"{name} ({code.reasons[name]})" if code is not None and name in code.reasons else name
+        for name in failed_checks(results, tools)
+    ]
     if weak is not None:
         failed.insert(0, weak)
     if failed:

@@ -57,7 +57,8 @@ from evalrunner.live._schedule import (
     resumed,
     resumed_adaptive,
 )
-from evalrunner.suite._checks import judged
+from evalrunner.suite._checks import Judged, judged
+from evalrunner.suite._code_checks import CheckInput, CodeChecked, acode_checks
 from evalrunner.suite._contract import RunContext
 from evalrunner.suite._record import RunRecord
 from evalrunner.suite._schema import RateLimit
@@ -142,10 +143,16 @@ class Progress:
         self.stream.flush()
 
 
-def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRecord:
+def _record(
+    job: Job,
+    res: CaptureResult,
+    started: str,
+    latency: float,
+    run: Judged,
+    code: CodeChecked | None = None,
+) -> RunRecord:
     """The run's record: its normalised shape and its one outcome."""
     sc, ep = job.scenario, job.endpoint
-    run = judged(res, sc.normalize_config())
     sh, answer, tools = run.shape, run.answer, run.tools
     infra = res.infra
     reason: str | None = None
@@ -166,6 +173,7 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         infra_reason=reason,
         model_calls=sh.llm_calls,
         in_agent_code=infra is not None and not infra.waiting_on_endpoint,
+        code=code,
     )
     return RunRecord(
         run_id=job.run_id,
@@ -190,6 +198,7 @@ def _record(job: Job, res: CaptureResult, started: str, latency: float) -> RunRe
         attempts=infra.max_attempts_used if infra else 1,
         started_at=started,
         checks=outcome.checks,
+        scores=code.scores if code is not None else {},
     )
 
 
@@ -238,6 +247,8 @@ class JobResult:
     """Seconds the run's calls waited for a shared rate limit (not in its latency)."""
     first_request: dict[str, Any] | None = None
     """The agent's first model request, kept in the run file for the sentinel."""
+    broken_checks: dict[str, str] = field(default_factory=dict)
+    """Code checks that failed themselves on this run -> their traceback."""
 
 
 class JobExecutor(Protocol):
@@ -295,9 +306,22 @@ async def execute_job(
         )
     # Waiting for the shared rate limit is the night's throughput, not the agent's latency.
     latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s)
-    record = _record(job, res, started, latency)
+    run = judged(res, sc.normalize_config())
+    code = None
+    if sc.checks.code and res.error is None and not res.timed_out:
+        context = RunContext.for_scenario(sc, job.endpoint)
+        seen = CheckInput(run.answer, res.output, res.trajectory, run.tools, context, sc.id)
+        code = await acode_checks(sc.load_checks(), seen)
+    record = _record(job, res, started, latency, run, code)
     tb = res.traceback if record.outcome == "crashed" else None
-    return JobResult(record, res.trajectory, tb, round(infra.rate_wait_s, 3), res.first_request)
+    return JobResult(
+        record,
+        res.trajectory,
+        tb,
+        round(infra.rate_wait_s, 3),
+        res.first_request,
+        code.broken if code is not None else {},
+    )
 
 
 class LocalExecutor:
@@ -338,6 +362,7 @@ class _Driver:
         self.per_endpoint: dict[str, asyncio.Semaphore] = {}
         self.executor = executor
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
+        self.broken: set[tuple[str, str]] = set()  # (scenario, code check) reported broken
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
@@ -362,6 +387,14 @@ class _Driver:
             if disagreement and sc.id not in self.noted:
                 self.noted.add(sc.id)
                 self.progress.note(f"scenario {sc.id}: {disagreement}")
+            for name, failure in result.broken_checks.items():
+                if (sc.id, name) not in self.broken:  # once a night: one bug, one report
+                    self.broken.add((sc.id, name))
+                    self.progress.note(
+                        f"scenario {sc.id}: code check {name} failed itself on "
+                        f"{result.record.run_id} (the check's bug, not the agent's; runs are "
+                        f"judged without it):\n{redact_text(failure)}"
+                    )
             await asyncio.get_running_loop().run_in_executor(
                 self.writer,
                 self.results.write_run,
@@ -448,6 +481,7 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
                 check_model(label, f"{results.manifest_path}: models")
         for plan in plans:
             plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
+            plan.scenario.load_checks()
         manifest = _manifest(suite, plans, labels, settings)
         if old is not None:
             manifest = old.model_copy(

@@ -28,7 +28,6 @@ from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._response import ResponseRecord
 from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
-from evalrunner.stats._formulas import two_proportions_p
 from evalrunner.suite._record import CellKey
 from evalrunner.suite._settings import Suite
 
@@ -174,6 +173,8 @@ def run_sentinel(
     pool: EndpointPool | None = None,
 ) -> dict[CellKey, SentinelResult]:
     """The sentinel for each of ``cells`` that has a baseline (``alpha`` over all of them)."""
+    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when probing
+
     each = alpha / max(1, len(cells))
     out: dict[CellKey, SentinelResult] = {}
     with contextlib.ExitStack() as stack:

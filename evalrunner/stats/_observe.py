@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.suite._metrics import TOOL_USED, metric
+from evalrunner.suite._metrics import SCORE, TOOL_USED, metric
 from evalrunner.suite._record import RunRecord
 
 LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
@@ -42,6 +42,8 @@ class Runs:
     numbers: dict[str, FloatArray]
     tools: tuple[tuple[str, ...], ...]
     answers: tuple[str | None, ...]
+    scores: tuple[Mapping[str, float], ...] = ()
+    """Each run's code-check scores (empty when no run has any)."""
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> Runs:
@@ -62,6 +64,7 @@ class Runs:
             numbers=columns,
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
+            scores=tuple(r.scores for r in kept) if any(r.scores for r in kept) else (),
         )
 
     @property
@@ -77,6 +80,16 @@ class Runs:
     def valid_numbers(self, column: str) -> FloatArray:
         values: FloatArray = self.numbers[column][list(self.valid)]
         return values
+
+    def valid_scores(self, check: str) -> FloatArray:
+        """The valid runs' scores from ``check`` (a run its check did not score is left out)."""
+        if not self.scores:
+            return np.zeros(0)
+        found = [self.scores[i][check] for i in self.valid if check in self.scores[i]]
+        return np.array(found, dtype=float)
+
+    def score_names(self) -> set[str]:
+        return {name for i in self.valid if self.scores for name in self.scores[i]}
 
 
 def modal(values: Iterable[Hashable]) -> Hashable:
@@ -108,6 +121,8 @@ class Coding:
             raw = np.clip(runs.valid_numbers(name), 0, None)
             logs: FloatArray = np.log(raw + LOG_OFFSETS[name])
             return logs
+        if name.startswith(SCORE + ":"):
+            return runs.valid_scores(name.partition(":")[2])
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def _per_valid_run(self, runs: Runs) -> list[float]:
@@ -147,6 +162,8 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     if tonight is not None:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
     out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
+    scored = pooled.score_names() | (tonight.score_names() if tonight is not None else set())
+    out += [Coding(f"{SCORE}:{name}") for name in sorted(scored)]
     return out
 
 
@@ -169,6 +186,9 @@ def concat(parts: Sequence[Runs]) -> Runs:
         numbers=numbers,
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
+        scores=tuple(s for p in parts for s in (p.scores or ({},) * p.n))
+        if any(p.scores for p in parts)
+        else (),
     )
 
 

@@ -43,7 +43,7 @@ import numpy as np
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
 from evalrunner.stats._formulas import FloatArray, icc, placements, tie_factor
 from evalrunner.stats._observe import Coding, Runs, codings, concat
-from evalrunner.suite._metrics import TOOL_USED, Direction, Kind, metric
+from evalrunner.suite._metrics import Direction, Kind, family_of, metric
 from evalrunner.suite._record import CellKey, RunRecord
 from evalrunner.suite._tolerance import Tolerance
 
@@ -288,8 +288,9 @@ class CellReference:
 
 
 def family(name: str) -> str:
-    """Metrics whose between-night share is pooled together: ``tool_used:*`` as one."""
-    return TOOL_USED if name.startswith(TOOL_USED + ":") else name
+    """Metrics whose between-night share is pooled together: ``tool_used:*`` as one,
+    ``score:*`` as one."""
+    return family_of(name)
 
 
 def fit_references(

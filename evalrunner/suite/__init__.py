@@ -8,6 +8,7 @@ metric registry and the :class:`Tolerance` say what is measured and how
 strictly. Nothing here runs an agent or talks to a model.
 """
 
+from evalrunner.suite._code_checks import CheckInput, CheckResult
 from evalrunner.suite._contract import RunContext
 from evalrunner.suite._loader import find_suites, load_suite, load_suite_by_name
 from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunKey, RunRecord
@@ -27,6 +28,8 @@ from evalrunner.suite._tolerance import Tolerance
 __all__ = [
     "OUTCOMES",
     "CellKey",
+    "CheckInput",
+    "CheckResult",
     "Checks",
     "Mask",
     "Outcome",

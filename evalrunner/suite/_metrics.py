@@ -20,6 +20,9 @@ History files written before this name existed say ``any``; :class:`MetricResult
 
 TOOL_USED = "tool_used"
 """A family: ``tool_used:<name>`` per tool seen; a margin or gating entry ``tool_used`` covers all."""
+SCORE = "score"
+"""A family: ``score:<check>`` per code check that gives scores (``checks: code:``)."""
+FAMILIES = (TOOL_USED, SCORE)
 NO_TOOLS = "(no tools)"
 """How an empty tool sequence is shown everywhere."""
 
@@ -71,6 +74,9 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("latency_s", "continuous", "higher", 1.25, False, "latency (s)"),
     # A tool called more or less often: a change, not a harm in itself.
     Metric(TOOL_USED, "binary", "changed", 0.10, False, "tool used"),
+    # The user's own scores in [0, 1]: lower is worse. Compared by rank (Cliff's delta), as
+    # counts are: a score's scale need not be linear, only its order meaningful.
+    Metric(SCORE, "count", "lower", 0.33, False, "score"),
 )
 """In report order: gating metrics first, then diagnostics."""
 
@@ -79,11 +85,16 @@ DEFAULT_MARGINS: dict[str, float] = {m.name: m.margin for m in REGISTRY}
 DEFAULT_GATING: tuple[str, ...] = tuple(m.name for m in REGISTRY if m.gating)
 
 
+def family_of(name: str) -> str:
+    """``tool_used:lookup`` -> ``tool_used``, ``score:cites`` -> ``score``; others as given."""
+    head, sep, tail = name.partition(":")
+    return head if sep and tail and head in FAMILIES else name
+
+
 def metric(name: str) -> Metric:
-    """The definition of ``name``; ``tool_used:<tool>`` resolves to the ``tool_used`` family."""
-    found = _BY_NAME.get(name)
-    if found is None and name.startswith(TOOL_USED + ":") and len(name) > len(TOOL_USED) + 1:
-        found = _BY_NAME[TOOL_USED]
+    """The definition of ``name``; ``tool_used:<tool>`` and ``score:<check>`` resolve to
+    their family."""
+    found = _BY_NAME.get(family_of(name))
     if found is None:
         raise KeyError(name)
     return found

@@ -10,9 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 Outcome = Literal["passed", "failed", "skipped", "infra_error", "crashed"]
 OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "skipped", "infra_error", "crashed")
@@ -90,6 +96,19 @@ class RunRecord(BaseModel):
     )
     started_at: str | None = Field(default=None, description="ISO 8601 UTC start time.")
     checks: dict[str, bool] = Field(default_factory=dict, description="Check name -> held.")
+    scores: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]] = Field(
+        default_factory=dict,
+        description="Code check name -> the score in [0, 1] it gave the run (metric "
+        "'score:<name>'). Written only when there is one.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_scores(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Records from before scores existed, and runs without any, are written as before.
+        data: dict[str, Any] = handler(self)
+        if not data.get("scores"):
+            data.pop("scores", None)
+        return data
 
     @property
     def cell(self) -> CellKey:

@@ -288,6 +288,11 @@ class Mask(BaseModel):
         return self
 
 
+def code_check_name(spec: str) -> str:
+    """A code check's name: its function's ('my_checks:cites' -> 'cites')."""
+    return spec.rpartition(":")[2].rpartition(".")[2]
+
+
 class Checks(BaseModel):
     """Declarative expectations about one run; each one becomes a named boolean."""
 
@@ -318,6 +323,31 @@ class Checks(BaseModel):
     all_tools_succeeded: bool = Field(
         default=False, description="When true, no tool call may have failed; false checks nothing."
     )
+    code: list[str] = Field(
+        default_factory=list,
+        description="Checks in code: import paths 'package.module:function' of functions that "
+        "get the run (evalrunner.CheckInput) and return True/False, a score in [0, 1], or an "
+        "evalrunner.CheckResult; sync or async. A score is also a metric, 'score:<function>'.",
+    )
+
+    @field_validator("code")
+    @classmethod
+    def _code_paths(cls, value: list[str]) -> list[str]:
+        names: dict[str, str] = {}
+        for spec in value:
+            if not _AGENT_RE.fullmatch(spec):
+                raise ValueError(
+                    f"{spec!r} is not an import path; write 'package.module:function', "
+                    "e.g. 'my_checks:cites_a_source'"
+                )
+            name = code_check_name(spec)
+            if name in names:
+                raise ValueError(
+                    f"{names[name]!r} and {spec!r} are both named {name!r} (a check's name is "
+                    "its function's): rename one"
+                )
+            names[name] = spec
+        return value
 
     @field_validator("answer_matches")
     @classmethod

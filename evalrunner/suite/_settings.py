@@ -29,6 +29,7 @@ from evalrunner.suite._schema import (
     RunSettings,
     ScenarioFields,
     SuiteSpec,
+    code_check_name,
 )
 
 __all__ = [
@@ -129,6 +130,15 @@ class ResolvedScenario(RunSettings, ScenarioFields):
     def normalize_config(self) -> NormalizeConfig:
         """The normaliser settings: defaults extended by this scenario's keys, masks and order."""
         return self._normalize
+
+    def load_checks(self) -> list[tuple[str, Callable[..., Any]]]:
+        """Import the scenario's code checks as (name, function); a ConfigError names the
+        file, scenario and field of one that cannot be imported."""
+        where = self.origin or f"scenario '{self.id}'"
+        return [
+            (code_check_name(spec), _import_agent(spec, f"{where}.checks.code"))
+            for spec in self.checks.code
+        ]
 
     def load_agent(self) -> Callable[..., Any]:
         """Import the agent callable; a ConfigError names the file, scenario and field if that fails.

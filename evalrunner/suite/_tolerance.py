@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from evalrunner.suite._metrics import (
     DEFAULT_GATING,
     DEFAULT_MARGINS,
-    TOOL_USED,
+    family_of,
     is_known,
     margin_problem,
     unknown_metric_message,
@@ -125,11 +125,8 @@ class Tolerance(BaseModel):
         """The margin of ``metric`` (``tool_used:<name>`` falls back to ``tool_used``)."""
         if metric in self.margins:
             return self.margins[metric]
-        if metric.startswith(TOOL_USED + ":"):
-            return self.margins.get(TOOL_USED, DEFAULT_MARGINS[TOOL_USED])
-        return DEFAULT_MARGINS[metric]
+        family = family_of(metric)
+        return self.margins.get(family, DEFAULT_MARGINS[family])
 
     def is_gating(self, metric: str) -> bool:
-        return metric in self.gating or (
-            metric.startswith(TOOL_USED + ":") and TOOL_USED in self.gating
-        )
+        return metric in self.gating or family_of(metric) in self.gating

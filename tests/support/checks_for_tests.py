@@ -1,0 +1,40 @@
+"""Code checks the suites in tests name (``checks: code: ['checks_for_tests:<name>']``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from evalrunner import CheckInput, CheckResult
+
+
+def names_paris(run: CheckInput) -> bool:
+    return "Paris" in (run.answer or "")
+
+
+async def brevity(run: CheckInput) -> float:
+    """A score: 1 for a short answer, less the longer it gets."""
+    await asyncio.sleep(0)
+    return min(1.0, 40 / max(40, len(run.answer or "")))
+
+
+def cites_a_source(run: CheckInput) -> CheckResult:
+    cited = "source:" in (run.answer or "")
+    return CheckResult(passed=cited, reason=None if cited else "no 'source:' in the answer")
+
+
+def sees_the_run(run: CheckInput) -> bool:
+    """Everything a check is promised is there."""
+    return (
+        run.scenario != ""
+        and isinstance(run.trajectory.get("steps"), list)
+        and run.tools == ["lookup"]
+        and (run.context is None or run.context.model != "")
+    )
+
+
+def buggy(run: CheckInput) -> bool:
+    raise ValueError("the check's own bug")
+
+
+def says_yes(run: CheckInput) -> str:
+    return "yes"
