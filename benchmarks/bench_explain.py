@@ -48,9 +48,8 @@ from evalrunner._litellm import prepare  # noqa: E402 - after the path setup
 prepare()
 
 from baseline_agents import evalrunner  # noqa: E402
-from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, scenario  # noqa: E402
+from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, write_lab_suite  # noqa: E402
 from fake_endpoint import FakeEndpoint  # noqa: E402
-from runner_agents import write_suite  # noqa: E402
 
 SUITE = "why"
 EXPECTED = {
@@ -166,15 +165,7 @@ def main() -> None:
     parser.add_argument("--sentinel-trials", type=int, default=0, help="Sentinel trials each way.")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-explain-"))
-    write_suite(
-        root,
-        SUITE,
-        [scenario(c) for c in CAUSES],
-        concurrency=8,
-        max_turns=4,
-        timeout_s=30,  # FAST_SETTINGS' 2 s is a crash on a loaded machine, not behaviour
-        tolerance={"margins": {"latency_s": 20.0}},
-    )
+    write_lab_suite(root, SUITE)
     world = World()
     tallies: dict[str, Counter[str]] = {c: Counter() for c in (*EXPECTED, "none")}
     os.chdir(root)  # relative defaults land in the temp dir

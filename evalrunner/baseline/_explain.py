@@ -33,7 +33,7 @@ from typing import Any
 from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest
-from evalrunner.core._actions import ANSWER, Action, actions, request_view
+from evalrunner.core._actions import ANSWER, PARAMETERS, Action, actions, request_view
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, group_records
 from evalrunner.suite._settings import Suite
@@ -227,23 +227,6 @@ def _request_changes(
     return changes, diff
 
 
-# Sampling and output parameters: not in a trajectory, so compared from the first request
-# itself where both sides kept it (run files and baselines written since they do).
-_PARAMETERS = (
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "max_completion_tokens",
-    "seed",
-    "stop",
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "presence_penalty",
-    "frequency_penalty",
-)
-
-
 def _parameter_changes(
     before: Mapping[str, Any], tonight: Sequence[Mapping[str, Any]]
 ) -> list[str]:
@@ -253,7 +236,7 @@ def _parameter_changes(
     modal = json.loads(Counter(canonical(t) for t in tonight).most_common(1)[0][0])
     return [
         f"{key} {json.dumps(before.get(key))} -> {json.dumps(modal.get(key))}"
-        for key in _PARAMETERS
+        for key in PARAMETERS  # not in a trajectory: compared from the requests themselves
         if before.get(key) != modal.get(key)
     ]
 

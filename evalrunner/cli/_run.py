@@ -125,15 +125,7 @@ def print_run(result: LiveResult, suite: str) -> None:
             click.echo(format_table(rows, VERDICT_COLUMNS))
         for note in result.comparison.notes:
             click.echo(f"note: {note}", err=True)
-    if result.explanations:
-        more = f"evalrunner explain --suite {suite} --results {report.out}"
-        click.echo(f"\nWhy the failing scenarios changed (more: {more}):")
-        for cell, why in result.explanations.items():
-            click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
-            if why.divergence is not None and why.divergence.line() not in why.line():
-                click.echo(f"  runs diverge {why.divergence.line()}")
-            if why.sentinel:
-                click.echo(f"  {why.sentinel}")
+    _print_why(result, suite)
     if result.history_path:
         click.echo(f"history: {result.history_path}", err=True)
     if result.history_note:
@@ -145,6 +137,20 @@ def print_run(result: LiveResult, suite: str) -> None:
         click.echo(result.outage.line(), err=True)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
+
+
+def _print_why(result: LiveResult, suite: str) -> None:
+    """Why each failing scenario changed, one cause line each (docs/explain.md)."""
+    if not result.explanations:
+        return
+    more = f"evalrunner explain --suite {suite} --results {result.report.out}"
+    click.echo(f"\nWhy the failing scenarios changed (more: {more}):")
+    for cell, why in result.explanations.items():
+        click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
+        if why.divergence is not None and why.divergence.line() not in why.line():
+            click.echo(f"  runs diverge {why.divergence.line()}")
+        if why.sentinel:
+            click.echo(f"  {why.sentinel}")
 
 
 @click.command()

@@ -11,9 +11,9 @@ from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import notice
 from evalrunner.endpoints import EndpointPool
 from evalrunner.endpoints._endpoints import requested_models
-from evalrunner.night import run_sentinel
+from evalrunner.night import SentinelResult, run_sentinel
 from evalrunner.night._sentinel import DEFAULT_CALLS
-from evalrunner.suite import CellKey, load_suite_by_name
+from evalrunner.suite import CellKey, Suite, load_suite_by_name
 
 
 @click.command("sentinel")
@@ -42,15 +42,7 @@ def sentinel_cmd(
     a model answers otherwise, 3 when no call got through, 0 otherwise (docs/explain.md).
     """
     suite = load_suite_by_name(suite_name, suites_dir)
-    unknown = sorted(set(scenarios) - {s.id for s in suite.scenarios})
-    if unknown:
-        raise click.UsageError(f"suite {suite.name} has no scenario {', '.join(unknown)}")
-    cells = [
-        CellKey(s.id, m)
-        for s in suite.scenarios
-        if not scenarios or s.id in scenarios
-        for m in requested_models(models, s.models)
-    ]
+    cells = _cells(suite, scenarios, models)
     baselines = load_baselines(baselines_dir, suite.name, cells)
     if not baselines:
         raise click.UsageError(
@@ -61,7 +53,23 @@ def sentinel_cmd(
         seen = run_sentinel(suite, baselines, sorted(baselines), calls=calls, pool=pool)
     for cell, result in seen.items():
         click.echo(f"{cell.scenario} × {cell.model}: {result.line()}")
-    answered = sum(sum(r.tonight.values()) for r in seen.values())
-    if seen and answered == 0 and any(r.unreachable for r in seen.values()):
-        _exit.exit_with(3)
-    _exit.exit_with(1 if any(r.changed for r in seen.values()) else 0)
+    _exit.exit_with(_code(list(seen.values())))
+
+
+def _cells(suite: Suite, scenarios: tuple[str, ...], models: tuple[str, ...]) -> list[CellKey]:
+    unknown = sorted(set(scenarios) - {s.id for s in suite.scenarios})
+    if unknown:
+        raise click.UsageError(f"suite {suite.name} has no scenario {', '.join(unknown)}")
+    return [
+        CellKey(s.id, m)
+        for s in suite.scenarios
+        if not scenarios or s.id in scenarios
+        for m in requested_models(models, s.models)
+    ]
+
+
+def _code(seen: list[SentinelResult]) -> int:
+    """1: a model answers otherwise; 3: no call got through at all; else 0."""
+    if seen and not any(r.tonight for r in seen) and any(r.unreachable for r in seen):
+        return 3
+    return 1 if any(r.changed for r in seen) else 0

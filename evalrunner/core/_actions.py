@@ -24,7 +24,16 @@ from typing import Any
 
 from evalrunner._jsonio import canonical
 
-__all__ = ["ANSWER", "Action", "actions", "digest", "first_action", "request_view", "sendable"]
+__all__ = [
+    "ANSWER",
+    "PARAMETERS",
+    "Action",
+    "actions",
+    "digest",
+    "first_action",
+    "request_view",
+    "sendable",
+]
 
 ANSWER = "(answer)"
 """The action a run takes when it stops calling tools: its final answer."""
@@ -98,27 +107,26 @@ def request_view(trajectory: Mapping[str, Any]) -> dict[str, Any]:
     return {"system": "\n\n".join(system), "user": user or "", "tools": tools}
 
 
-# What decides a model's answer to a request, and nothing about where it goes or who
-# pays: the sentinel re-sends exactly this to tonight's endpoint.
-_SENT = (
-    "messages",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "functions",
-    "function_call",
-    "response_format",
+PARAMETERS = (
     "temperature",
     "top_p",
     "max_tokens",
     "max_completion_tokens",
     "seed",
     "stop",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
     "presence_penalty",
     "frequency_penalty",
     "logit_bias",
     "n",
 )
+"""A request's sampling and output parameters: what a trajectory does not keep."""
+
+# What decides a model's answer to a request, and nothing about where it goes or who
+# pays: the sentinel re-sends exactly this to tonight's endpoint.
+_SENT = ("messages", "tools", "functions", "function_call", *PARAMETERS)
 
 
 def _plain(value: object) -> object:

@@ -341,7 +341,10 @@ def records_frame(records: list[RunRecord]) -> pd.DataFrame:
     import pandas as pd
 
     columns = list(RunRecord.model_fields)
-    return pd.DataFrame([r.model_dump(mode="python") for r in records], columns=columns)
+    # A record leaves out scores it has none of; the frame still has the column, empty.
+    return pd.DataFrame(
+        [{"scores": {}, **r.model_dump(mode="python")} for r in records], columns=columns
+    )
 
 
 def load_records(root: str | Path) -> pd.DataFrame:
@@ -351,7 +354,7 @@ def load_records(root: str | Path) -> pd.DataFrame:
     (run_id, suite, scenario, model, index, outcome, reason, step_count,
     llm_calls, tool_calls, tools, subagent_count, crashed, prompt_tokens,
     completion_tokens, final_answer, content_hash, latency_s, attempts,
-    attempts, started_at, checks). Only the runs the manifest lists
+    started_at, checks, scores). Only the runs the manifest lists
     belong to the night.
     """
     results = ResultsDir(Path(root))

@@ -162,9 +162,14 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     if tonight is not None:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
     out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
-    scored = pooled.score_names() | (tonight.score_names() if tonight is not None else set())
-    out += [Coding(f"{SCORE}:{name}") for name in sorted(scored)]
+    out += _score_codings(pooled, tonight)
     return out
+
+
+def _score_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
+    """``score:<check>`` for every code check that scored a run on either side."""
+    scored = pooled.score_names() | (tonight.score_names() if tonight is not None else set())
+    return [Coding(f"{SCORE}:{name}") for name in sorted(scored)]
 
 
 def concat(parts: Sequence[Runs]) -> Runs:
@@ -186,10 +191,15 @@ def concat(parts: Sequence[Runs]) -> Runs:
         numbers=numbers,
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
-        scores=tuple(s for p in parts for s in (p.scores or ({},) * p.n))
-        if any(p.scores for p in parts)
-        else (),
+        scores=_pooled_scores(parts),
     )
+
+
+def _pooled_scores(parts: Sequence[Runs]) -> tuple[Mapping[str, float], ...]:
+    """The parts' per-run scores in order (none at all when no part has any)."""
+    if not any(p.scores for p in parts):
+        return ()
+    return tuple(s for p in parts for s in (p.scores or ({},) * p.n))
 
 
 def is_binary(name: str) -> bool:

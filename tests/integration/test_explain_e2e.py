@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from baseline_agents import evalrunner, flagged, verdict_table
 from click.testing import Result
-from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, scenario
+from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, write_lab_suite
 from fake_endpoint import FakeEndpoint, Fault
-from runner_agents import write_suite
 
 SUITE = "why"
 
@@ -52,15 +51,7 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("why")
-    write_suite(
-        root,
-        SUITE,
-        [scenario(c) for c in CAUSES],
-        concurrency=8,
-        max_turns=4,
-        timeout_s=30,  # FAST_SETTINGS' 2 s is a crash on a loaded machine, not behaviour
-        tolerance={"min_baseline_nights": 1, "margins": {"latency_s": 20.0}},
-    )
+    write_lab_suite(root, SUITE, min_baseline_nights=1)
     world = World()
     AGENTS.reset()
     with FakeEndpoint(responder=world) as ep, pytest.MonkeyPatch.context() as mp:

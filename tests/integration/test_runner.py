@@ -247,6 +247,7 @@ def test_load_records_is_one_row_per_run_with_the_documented_columns(tmp_path: P
         "attempts",
         "started_at",
         "checks",
+        "scores",
     ]
     assert list(frame.columns) == documented == list(RunRecord.model_fields)
     assert len(frame) == 9 and frame["run_id"].is_unique

@@ -26,9 +26,11 @@ import random
 import re
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fake_endpoint import Reply
+from runner_agents import write_suite
 
 from evalrunner.reference_agent import DEFAULT_SYSTEM_PROMPT, AgentResult, Tool, run_agent, tool
 from evalrunner.suite._contract import RunContext
@@ -129,3 +131,14 @@ def scenario(tag: str) -> dict[str, Any]:
         "tools": ["lookup"],
         "checks": {"answer_contains": ["Paris"]},
     }
+
+
+def write_lab_suite(root: Path, name: str, **tolerance: Any) -> Path:
+    """The lab's suite file: a scenario per cause; latency (the loaded machine's, not the
+    model's) given a wide margin, and a run timeout a loaded machine cannot hit."""
+    scenarios = [scenario(c) for c in CAUSES]
+    margins = {"margins": {"latency_s": 20.0}, **tolerance}
+    path: Path = write_suite(
+        root, name, scenarios, concurrency=8, max_turns=4, timeout_s=30, tolerance=margins
+    )
+    return path
