@@ -39,7 +39,8 @@ def sentinel_cmd(
     what the model does first (which tool, or answering) with what the baseline's runs did.
 
     The request is the same, so a different distribution is the model's doing. Exit 1 when
-    a model answers otherwise, 3 when no call got through, 0 otherwise (docs/explain.md).
+    a model answers otherwise, 3 when no call got through, 2 when no baseline keeps a
+    request to send (accept new ones), 0 otherwise (docs/explain.md).
     """
     suite = load_suite_by_name(suite_name, suites_dir)
     cells = _cells(suite, scenarios, models)
@@ -69,7 +70,10 @@ def _cells(suite: Suite, scenarios: tuple[str, ...], models: tuple[str, ...]) ->
 
 
 def _code(seen: list[SentinelResult]) -> int:
-    """1: a model answers otherwise; 3: no call got through at all; else 0."""
+    """1: a model answers otherwise; 3: no call got through at all; 2: no baseline keeps a
+    request to send (a canary that checked nothing must not pass); else 0."""
+    if seen and all(r.unavailable for r in seen):
+        return 2
     if seen and not any(r.tonight for r in seen) and any(r.unreachable for r in seen):
         return 3
     return 1 if any(r.changed for r in seen) else 0

@@ -152,6 +152,13 @@ def test_a_baseline_written_before_traces_says_to_accept_a_new_one(
         "steady × openai/fake: cause: unavailable (this baseline was written before baselines "
         "kept traces; request drift unavailable: accept a new baseline with 'evalrunner baseline')"
     ]
+    # The sentinel has nothing to send: it says so, and a cron job does not read it as a pass.
+    canary = lab.cli("sentinel", "--scenario", "steady", "--baselines", str(tmp_path / "b"))
+    assert canary.exit_code == 2, canary.output
+    assert canary.stdout == (
+        "steady × openai/fake: sentinel: the baseline keeps no first request to send again; "
+        "accept a new baseline with 'evalrunner baseline'\n"
+    )
 
 
 def test_the_report_summary_and_junit_say_why(lab: Lab, changed: Result) -> None:
