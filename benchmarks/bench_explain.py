@@ -24,6 +24,7 @@ then ``evalrunner sentinel --calls 20`` against a model that does so 6 times in 
 rates at the sentinel's alpha (0.05) and what one sentinel costs against a night.
 
     python benchmarks/bench_explain.py --nights 20       # 20 nights per cause, ~10 min
+    python benchmarks/bench_explain.py --nights 100 --sentinel-trials 200   # ~45 min
     python benchmarks/bench_explain.py --nights 0 --sentinel-trials 200
 """
 
@@ -208,6 +209,14 @@ def main() -> None:
                     tally["with a cause"] += sum(
                         1 for s in said.values() if not s[0].startswith("cause: unexplained")
                     )
+                    # Nothing is flagged on such a night, so the night explains nothing: ask
+                    # `evalrunner explain` about every scenario anyway, the harder test.
+                    _, text = cli("explain", "--results", str(out), "--baselines", "b", "--no-diff")
+                    heads = [x for x in text.splitlines() if " × " in x]
+                    tally["explained anyway"] += len(heads)
+                    tally["anyway with a cause"] += sum(
+                        "cause: unexplained" not in x for x in heads
+                    )
                 else:
                     cause_prefix, where = EXPECTED[cause]
                     line = said.get(cause)
@@ -249,7 +258,9 @@ def main() -> None:
         )
     t = tallies["none"]
     print(
-        f"none     {t['nights']:6} scenarios flagged: {t['flagged']}, of them given a cause: {t['with a cause']}"
+        f"none     {t['nights']:6} scenarios flagged: {t['flagged']}, of them given a cause: "
+        f"{t['with a cause']}; every scenario explained anyway (evalrunner explain): "
+        f"{t['explained anyway']}, given a cause: {t['anyway with a cause']}"
     )
 
 
