@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "Divergence",
     "Explanation",
+    "SentinelResult",
     "explain",
     "explain_night",
     "explain_results",
@@ -78,6 +79,61 @@ class Divergence:
         return f"{where}: {said} (p={self.p:.2g})"
 
 
+@dataclass(frozen=True)
+class SentinelResult:
+    """One cell's sentinel: the baseline's first actions against tonight's to the same request."""
+
+    cell: CellKey
+    baseline: Mapping[str, int]
+    tonight: Mapping[str, int]
+    unreachable: list[str]
+    """Why each call that failed under the retry policy failed (not counted as actions)."""
+    p: float | None
+    """Boschloo's exact p for the baseline's favourite first action; None: nothing to test."""
+    alpha: float
+    unavailable: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.p is not None and self.p <= self.alpha
+
+    def counts(self) -> str:
+        favourite = max(self.baseline, key=lambda k: self.baseline[k])
+        nb, nt = sum(self.baseline.values()), sum(self.tonight.values())
+        text = f"first action {favourite} {self.baseline[favourite]}/{nb} -> "
+        text += f"{self.tonight.get(favourite, 0)}/{nt}"
+        others = [k for k in sorted(self.tonight, key=lambda k: -self.tonight[k]) if k != favourite]
+        if others:
+            text += f" ({others[0]} {self.tonight[others[0]]}/{nt})"
+        return text
+
+    def line(self) -> str:
+        if self.unavailable:
+            return f"sentinel: {self.unavailable}"
+        sent = sum(self.tonight.values()) + len(self.unreachable)
+        head = f"sentinel: the baseline's first request sent {sent} times"
+        if self.unreachable:
+            head += f" ({len(self.unreachable)} unreachable: {self.unreachable[-1]})"
+        if self.p is None:
+            return f"{head}: too few answers to compare"
+        verdict = "the model answers it otherwise" if self.changed else "no change"
+        return f"{head}: {self.counts()}, p={self.p:.2g} (alpha {self.alpha:.2g}): {verdict}"
+
+    def change(self) -> str | None:
+        """The change for a cause line, when the sentinel saw one."""
+        return f"{self.counts()}, p={self.p:.2g}" if self.changed and self.p is not None else None
+
+    @classmethod
+    def not_run(cls, cell: CellKey, why: str) -> SentinelResult:
+        """A sentinel that had nothing to send, or no budget: ``why`` is its line."""
+        return cls(cell, {}, {}, [], None, 0.0, unavailable=why)
+
+    @property
+    def unchanged(self) -> bool:
+        """It got enough answers and saw the model answer as before."""
+        return self.p is not None and not self.changed
+
+
 @dataclass
 class Explanation:
     """What changed between a cell's baseline and tonight, and the cause it supports."""
@@ -89,12 +145,8 @@ class Explanation:
     tools: list[str] = field(default_factory=list)
     """Tools that answer otherwise tonight for arguments they answered the same before."""
     divergence: Divergence | None = None
-    sentinel: str | None = None
-    """The sentinel's line, when it ran for this cell (``evalrunner.night._sentinel``)."""
-    sentinel_change: str | None = None
-    """What the sentinel saw change ("first action lookup 54/60 -> 9/20, p=..."), if it did."""
-    sentinel_unchanged: bool = False
-    """The sentinel ran, got enough answers and saw the model answer as before."""
+    sentinel: SentinelResult | None = None
+    """What the sentinel saw, when the night ran it for this cell (``night._sentinel``)."""
     unavailable: str | None = None
     """Why the baseline cannot be explained against (written before it kept traces)."""
 
@@ -106,13 +158,13 @@ class Explanation:
         if self.tools:
             names = ", ".join(f"'{t}'" for t in self.tools)
             causes.append(f"tool {names} output changed for the same arguments")
-        first = self.divergence is not None and self.divergence.depth == 1
-        if self.sentinel_change and not self.request:
-            causes.append(
-                f"model (the baseline's first request sent again: {self.sentinel_change})"
-            )
-        elif first and not self.request and not self.sentinel_unchanged and self.divergence:
-            causes.append(f"model (same first request; {self.divergence.line()})")
+        if self.request:
+            return causes  # the request changed: what the model did next is not its doing
+        seen, first = self.sentinel, self.divergence
+        if seen is not None and (change := seen.change()):
+            causes.append(f"model (the baseline's first request sent again: {change})")
+        elif first is not None and first.depth == 1 and not (seen and seen.unchanged):
+            causes.append(f"model (same first request; {first.line()})")
         return causes
 
     def line(self) -> str:
@@ -227,13 +279,22 @@ def _request_changes(
     return changes, diff
 
 
+def _most_sent(requests: Iterable[tuple[Mapping[str, Any], int]]) -> dict[str, Any]:
+    """The request sent most, from (request, how many runs sent it) pairs."""
+    counts: Counter[str] = Counter()
+    for request, runs in requests:
+        counts[canonical(request)] += runs
+    found: dict[str, Any] = json.loads(counts.most_common(1)[0][0])
+    return found
+
+
 def _parameter_changes(
     before: Mapping[str, Any], tonight: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """Parameters the first request most of tonight's runs sent set otherwise than the baseline's."""
     if not tonight:
         return []
-    modal = json.loads(Counter(canonical(t) for t in tonight).most_common(1)[0][0])
+    modal = _most_sent((t, 1) for t in tonight)
     return [
         f"{key} {json.dumps(before.get(key))} -> {json.dumps(modal.get(key))}"
         for key in PARAMETERS  # not in a trajectory: compared from the requests themselves
@@ -257,13 +318,8 @@ def explain_runs(
     """
     out = Explanation()
     if requests and tonight:
-        sent: Counter[str] = Counter()
-        for request in requests:
-            sent[canonical(request.view())] += request.runs
-        ours = json.loads(sent.most_common(1)[0][0])
-        theirs = json.loads(
-            Counter(canonical(request_view(t)) for t in tonight).most_common(1)[0][0]
-        )
+        ours = _most_sent((r.view(), r.runs) for r in requests)
+        theirs = _most_sent((request_view(t), 1) for t in tonight)
         out.request, out.request_diff = _request_changes(ours, theirs)
     if sent_before is not None:
         out.request += _parameter_changes(sent_before, sent_tonight)
@@ -281,7 +337,7 @@ def explain(
 ) -> Explanation:
     """Explain tonight's normalised trajectories of one cell against its baseline
     (``sent_tonight``: their first requests in full, where the run files kept them)."""
-    traced = [n.traces for n in baseline.nights if n.traces is not None]
+    traced = baseline.traced
     if not traced:
         return Explanation(
             unavailable="this baseline was written before baselines kept traces; "
@@ -289,8 +345,9 @@ def explain(
         )
     requests = [r for t in traced for r in t.requests]
     runs = [r.as_actions() for t in traced for r in t.runs]
-    sent = next((t.sent for t in reversed(traced) if t.sent is not None), None)
-    return explain_runs(requests, runs, tonight, alpha, sent_before=sent, sent_tonight=sent_tonight)
+    return explain_runs(
+        requests, runs, tonight, alpha, sent_before=baseline.sent, sent_tonight=sent_tonight
+    )
 
 
 def explain_night(
@@ -318,9 +375,9 @@ def explain_night(
             continue
         config = scenario.normalize_config()
         paths = [results.run_path(r.run_id) for r in grouped[cell] if r.outcome != "infra_error"]
-        paths = [p for p in paths if p.exists()]
-        tonight = [normalize(results.read_run(p)[1], config) for p in paths]
-        sent = [r for p in paths if (r := results.read_first_request(p)) is not None]
+        files = [results.read_run_file(p) for p in paths if p.exists()]
+        tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
+        sent = [request for _, _, request in files if request is not None]
         out[cell] = explain(baselines[cell], tonight, each, sent)
     return out
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.baseline._traces import Traces
+from evalrunner.core._actions import first_action
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, model_slug
 
@@ -96,6 +97,20 @@ class Baseline(BaseModel):
     @property
     def records(self) -> list[RunRecord]:
         return [r for night in self.nights for r in night.records]
+
+    @property
+    def traced(self) -> list[Traces]:
+        """The traces of the accepted nights that kept them, oldest first."""
+        return [n.traces for n in self.nights if n.traces is not None]
+
+    @property
+    def sent(self) -> dict[str, Any] | None:
+        """The first request its runs sent most, in full, from the newest night that kept one."""
+        return next((t.sent for t in reversed(self.traced) if t.sent is not None), None)
+
+    def first_actions(self) -> list[str]:
+        """What each traced run did first: the tool it called, or answering."""
+        return [first_action(r.as_actions()) for t in self.traced for r in t.runs]
 
     @property
     def anchor(self) -> str:

@@ -89,13 +89,14 @@ def traces_of(
         path = results.run_path(record.run_id)
         if record.outcome == "infra_error" or not path.exists():
             continue
-        normalized = normalize(results.read_run(path)[1], config or DEFAULT_CONFIG)
+        _, trajectory, request = results.read_run_file(path)
+        normalized = normalize(trajectory, config or DEFAULT_CONFIG)
         runs.append(run_trace(record.run_id, normalized))
         view = request_view(normalized)
         key = canonical(view)
         counts[key] += 1
         views[key] = view
-        if key not in sent and (request := results.read_first_request(path)) is not None:
+        if key not in sent and request is not None:
             sent[key] = request
     requests = [FirstRequest(**views[k], runs=n) for k, n in counts.most_common()]
     modal = counts.most_common(1)[0][0] if counts else None

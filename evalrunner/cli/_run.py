@@ -150,7 +150,7 @@ def _print_why(result: LiveResult, suite: str) -> None:
         if why.divergence is not None and why.divergence.line() not in why.line():
             click.echo(f"  runs diverge {why.divergence.line()}")
         if why.sentinel:
-            click.echo(f"  {why.sentinel}")
+            click.echo(f"  {why.sentinel.line()}")
 
 
 @click.command()

@@ -263,7 +263,8 @@ class ScenarioItem(pytest.Item):
                 answer, result.output, result.trajectory, tools, None, resolved.id
             )
             code = code_checks(resolved.load_checks(), seen_by_code)
-            for name, failure in code.broken.items():
+            if code.broken:
+                name, failure = next(iter(code.broken.items()))
                 raise GoldenMismatch(
                     f"{self.path.name}: scenario {resolved.id}: code check {name} failed itself "
                     f"(the check's bug, not the agent's):\n{redact_text(failure)}"

@@ -176,24 +176,24 @@ class ResultsDir:
             doc["first_request"] = first_request
         write_json(self.run_path(record.run_id), doc)
 
-    def read_first_request(self, path: Path) -> dict[str, Any] | None:
-        """The run's first model request, as written (None in files written before it was)."""
-        data = read_json(path, "run record")
-        found = data.get("first_request") if isinstance(data, dict) else None
-        return found if isinstance(found, dict) else None
-
     def run_files(self) -> list[Path]:
         return sorted((self.root / "runs").glob("**/*.json"))
 
     def read_run(self, path: Path) -> tuple[RunRecord, dict[str, Any]]:
+        record, trajectory, _ = self.read_run_file(path)
+        return record, trajectory
+
+    def read_run_file(self, path: Path) -> tuple[RunRecord, dict[str, Any], dict[str, Any] | None]:
+        """The run's record, trajectory and first model request (None in files written
+        before run files kept it)."""
         data = read_json(path, "run record")
         if not isinstance(data, dict) or data.get("format_version") != RUN_FORMAT_VERSION:
             raise FileFormatError(
                 f"{path}: not a version-{RUN_FORMAT_VERSION} run file; was it written by evalrunner?"
             )
-        return validate_model(RunRecord, data.get("record"), path, prefix="record."), data.get(
-            "trajectory"
-        ) or {}
+        record = validate_model(RunRecord, data.get("record"), path, prefix="record.")
+        first = data.get("first_request")
+        return record, data.get("trajectory") or {}, first if isinstance(first, dict) else None
 
     def night_files(self) -> list[Path]:
         """The run files of the runs that belong to the night (the manifest's ``run_ids``)."""
@@ -341,9 +341,15 @@ def records_frame(records: list[RunRecord]) -> pd.DataFrame:
     import pandas as pd
 
     columns = list(RunRecord.model_fields)
-    # A record leaves out scores it has none of; the frame still has the column, empty.
+    # A record leaves out fields at their default (scores it has none of); the frame still
+    # has every column, holding the default.
+    defaults = {
+        name: info.get_default(call_default_factory=True)
+        for name, info in RunRecord.model_fields.items()
+        if not info.is_required()
+    }
     return pd.DataFrame(
-        [{"scores": {}, **r.model_dump(mode="python")} for r in records], columns=columns
+        [{**defaults, **r.model_dump(mode="python")} for r in records], columns=columns
     )
 
 

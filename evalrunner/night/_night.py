@@ -25,7 +25,7 @@ from pydantic import Field
 
 from evalrunner._clock import iso_now
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
-from evalrunner.baseline._explain import Explanation, explain_night
+from evalrunner.baseline._explain import Explanation, SentinelResult, explain_night
 from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
@@ -354,14 +354,12 @@ def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -
     calls = sentinel_budget(sum(r.llm_calls for r in result.report.records), len(cells))
     if calls == 0:
         for cell in cells:
-            result.explanations[
-                cell
-            ].sentinel = "sentinel: not run (a tenth of tonight's model calls is too few for it)"
+            result.explanations[cell].sentinel = SentinelResult.not_run(
+                cell, "not run (a tenth of tonight's model calls is too few for it)"
+            )
         return
     for cell, seen in run_sentinel(night.suite, baselines, cells, calls=calls, pool=pool).items():
-        why = result.explanations[cell]
-        why.sentinel, why.sentinel_change = seen.line(), seen.change()
-        why.sentinel_unchanged = seen.p is not None and not seen.changed
+        result.explanations[cell].sentinel = seen
 
 
 def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
@@ -403,7 +401,7 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
                 cause=why.line(),
                 divergence=why.divergence.line() if why.divergence else None,
                 request_diff=why.request_diff,
-                sentinel=why.sentinel,
+                sentinel=why.sentinel.line() if why.sentinel else None,
             )
             for cell, why in result.explanations.items()
         },

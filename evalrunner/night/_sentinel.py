@@ -19,11 +19,11 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from evalrunner.baseline._explain import SentinelResult
 from evalrunner.baseline._file import Baseline
-from evalrunner.core._actions import ANSWER, first_action
+from evalrunner.core._actions import ANSWER
 from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._response import ResponseRecord
@@ -31,14 +31,7 @@ from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
 from evalrunner.suite._record import CellKey
 from evalrunner.suite._settings import Suite
 
-__all__ = [
-    "DEFAULT_CALLS",
-    "DEFAULT_SHARE",
-    "SentinelResult",
-    "baseline_first_actions",
-    "run_sentinel",
-    "sentinel_budget",
-]
+__all__ = ["DEFAULT_CALLS", "DEFAULT_SHARE", "SentinelResult", "run_sentinel", "sentinel_budget"]
 
 DEFAULT_CALLS = 20
 """Calls per cell: 0.9 -> 0.6 of one first action is found 4 times in 5 against a
@@ -49,69 +42,6 @@ _MIN_CALLS = 5
 _CONCURRENCY = 4
 REFUSED = "(refused)"
 EMPTY = "(empty)"
-
-
-@dataclass(frozen=True)
-class SentinelResult:
-    """One cell's sentinel: the baseline's first actions against tonight's to the same request."""
-
-    cell: CellKey
-    baseline: Mapping[str, int]
-    tonight: Mapping[str, int]
-    unreachable: list[str]
-    """Why each call that failed under the retry policy failed (not counted as actions)."""
-    p: float | None
-    """Boschloo's exact p for the baseline's favourite first action; None: nothing to test."""
-    alpha: float
-    unavailable: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.p is not None and self.p <= self.alpha
-
-    def counts(self) -> str:
-        favourite = max(self.baseline, key=lambda k: self.baseline[k])
-        nb, nt = sum(self.baseline.values()), sum(self.tonight.values())
-        text = f"first action {favourite} {self.baseline[favourite]}/{nb} -> "
-        text += f"{self.tonight.get(favourite, 0)}/{nt}"
-        others = [k for k in sorted(self.tonight, key=lambda k: -self.tonight[k]) if k != favourite]
-        if others:
-            text += f" ({others[0]} {self.tonight[others[0]]}/{nt})"
-        return text
-
-    def line(self) -> str:
-        if self.unavailable:
-            return f"sentinel: {self.unavailable}"
-        sent = sum(self.tonight.values()) + len(self.unreachable)
-        head = f"sentinel: the baseline's first request sent {sent} times"
-        if self.unreachable:
-            head += f" ({len(self.unreachable)} unreachable: {self.unreachable[-1]})"
-        if self.p is None:
-            return f"{head}: too few answers to compare"
-        verdict = "the model answers it otherwise" if self.changed else "no change"
-        return f"{head}: {self.counts()}, p={self.p:.2g} (alpha {self.alpha:.2g}): {verdict}"
-
-    def change(self) -> str | None:
-        """The change for a cause line, when the sentinel saw one."""
-        return f"{self.counts()}, p={self.p:.2g}" if self.changed and self.p is not None else None
-
-
-def baseline_first_actions(baseline: Baseline) -> Counter[str]:
-    """What each of the baseline's traced runs did first (a tool, or answering)."""
-    return Counter(
-        first_action(run.as_actions())
-        for night in baseline.nights
-        if night.traces is not None
-        for run in night.traces.runs
-    )
-
-
-def _sent(baseline: Baseline) -> dict[str, Any] | None:
-    """The request the baseline's runs sent most, from its newest night that kept one."""
-    for night in reversed(baseline.nights):
-        if night.traces is not None and night.traces.sent is not None:
-            return night.traces.sent
-    return None
 
 
 def _action(record: ResponseRecord) -> str:
@@ -183,18 +113,13 @@ def run_sentinel(
             baseline = baselines.get(cell)
             if baseline is None:
                 continue
-            before = baseline_first_actions(baseline)
-            request = _sent(baseline)
+            before = Counter(baseline.first_actions())
+            request = baseline.sent
             if request is None or not before:
-                out[cell] = SentinelResult(
+                out[cell] = SentinelResult.not_run(
                     cell,
-                    before,
-                    {},
-                    [],
-                    None,
-                    each,
-                    unavailable="the baseline keeps no first request to send again; accept a "
-                    "new baseline with 'evalrunner baseline'",
+                    "the baseline keeps no first request to send again; accept a new "
+                    "baseline with 'evalrunner baseline'",
                 )
                 continue
             endpoint = endpoints.resolve(cell.model)

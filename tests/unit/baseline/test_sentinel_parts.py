@@ -38,10 +38,11 @@ def test_the_sentinel_line_counts_answers_and_names_unreachable_calls_apart() ->
 
 def test_a_sentinel_change_is_the_model_cause_unless_the_request_changed() -> None:
     first = divergence([[Action("a", "x", "y")]] * 20, [[]] * 20, 0.05)
-    why = Explanation(divergence=first, sentinel_change="first action a 20/20 -> 3/20, p=1e-06")
+    moved = SentinelResult(CELL, {"a": 20}, {"a": 3, "(answer)": 17}, [], 1e-06, 0.05)
+    why = Explanation(divergence=first, sentinel=moved)
     assert why.line() == (
-        "cause: model (the baseline's first request sent again: first action a 20/20 -> 3/20, "
-        "p=1e-06)"
+        "cause: model (the baseline's first request sent again: first action a 20/20 -> 3/20 "
+        "((answer) 17/20), p=1e-06)"
     )
     why.request = ["system prompt, 1 line"]
     assert why.line() == "cause: request changed (system prompt, 1 line)"
@@ -50,5 +51,6 @@ def test_a_sentinel_change_is_the_model_cause_unless_the_request_changed() -> No
 def test_a_sentinel_that_saw_no_change_leaves_a_first_action_divergence_unexplained() -> None:
     first = divergence([[Action("a", "x", "y")]] * 20, [[]] * 20, 0.05)
     assert Explanation(divergence=first).line().startswith("cause: model (same first request")
-    why = Explanation(divergence=first, sentinel_unchanged=True)
+    same = SentinelResult(CELL, {"a": 20}, {"a": 20}, [], 1.0, 0.05)
+    why = Explanation(divergence=first, sentinel=same)
     assert why.line().startswith("cause: unexplained (runs diverge at the first action")
