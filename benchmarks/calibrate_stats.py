@@ -185,6 +185,13 @@ DECLINE = Change("decline -0.01/night", "success_rate", size=0.01)
 
 
 _FIELDS = frozenset(RunRecord.model_fields)
+_DEFAULTS = {
+    name: info.get_default(call_default_factory=True)
+    for name, info in RunRecord.model_fields.items()
+    if not info.is_required()
+}
+"""Fields the generator leaves out (added to records after it was written) keep their
+defaults, so a new field never breaks the calibration."""
 
 
 def _record(values: dict[str, object]) -> RunRecord:
@@ -194,7 +201,7 @@ def _record(values: dict[str, object]) -> RunRecord:
     validates a sample of them against the model before anything is measured.
     """
     record = RunRecord.__new__(RunRecord)
-    object.__setattr__(record, "__dict__", values)
+    object.__setattr__(record, "__dict__", {**_DEFAULTS, **values})
     object.__setattr__(record, "__pydantic_fields_set__", _FIELDS)
     object.__setattr__(record, "__pydantic_extra__", None)
     object.__setattr__(record, "__pydantic_private__", None)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from evalrunner.baseline._file import Baseline, baseline_path, load_baseline
 from evalrunner.endpoints._endpoints import LOCAL
 from evalrunner.suite._record import CellKey, RunRecord, group_records
-from evalrunner.suite._settings import Suite
+from evalrunner.suite._settings import ResolvedScenario, Suite
 from evalrunner.suite._tolerance import Tolerance
 
 LATENCY = "latency_s"
@@ -45,6 +45,8 @@ class CellPair:
     """Identifies the accepted baseline: accumulated evidence resets when it changes."""
     evidence: EvidenceState | None = None
     """The evidence accumulated against ``anchor`` before tonight (from the history)."""
+    rows: frozenset[str] | None = None
+    """A dataset scenario's rows tonight: the reference's runs of other rows are left out."""
 
     @property
     def drops_latency(self) -> bool:
@@ -86,7 +88,7 @@ def compare_pairs(
 
     cells = [
         CellNight(
-            CellBaseline(p.cell, p.tolerance, [list(n) for n in p.nights], p.anchor),
+            CellBaseline(p.cell, p.tolerance, [list(n) for n in p.nights], p.anchor, p.rows),
             list(p.night),
             p.evidence,
         )
@@ -173,12 +175,21 @@ def compare_with_baselines(
                 scenario.tolerance,
                 baseline.anchor,
                 (evidence or {}).get(cell),
+                ran_rows(scenario, night),
             )
         )
     comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = notes
     comparison.baselines = baselines
     return comparison
+
+
+def ran_rows(scenario: ResolvedScenario, night: Sequence[RunRecord]) -> frozenset[str] | None:
+    """The dataset rows tonight's runs used (None for a scenario without a dataset): the
+    baseline is compared on those rows only, whatever --rows chose."""
+    if scenario.data is None:
+        return None
+    return frozenset(r.row for r in night if r.row is not None)
 
 
 def compare_records(

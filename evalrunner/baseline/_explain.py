@@ -35,18 +35,20 @@ from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest
 from evalrunner.core._actions import ANSWER, PARAMETERS, Action, actions, request_view
 from evalrunner.live._results import ResultsDir
-from evalrunner.suite._record import CellKey, group_records
+from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import Suite
 
 __all__ = [
     "DEFAULT_ALPHA",
     "Divergence",
     "Explanation",
+    "RowMove",
     "SentinelResult",
     "explain",
     "explain_night",
     "explain_results",
     "explain_runs",
+    "rows_moved",
 ]
 
 DEFAULT_ALPHA = 0.05
@@ -149,6 +151,8 @@ class Explanation:
     """What the sentinel saw, when the night ran it for this cell (``night._sentinel``)."""
     unavailable: str | None = None
     """Why the baseline cannot be explained against (written before it kept traces)."""
+    rows: list[str] = field(default_factory=list)
+    """A dataset scenario's rows that moved most, one line each (:func:`rows_moved`)."""
 
     @property
     def causes(self) -> list[str]:
@@ -177,6 +181,64 @@ class Explanation:
         if self.divergence is not None:
             return f"cause: unexplained (runs diverge {self.divergence.line()})"
         return "cause: unexplained"
+
+
+@dataclass(frozen=True)
+class RowMove:
+    """One dataset row's runs in the baseline and tonight."""
+
+    row: str
+    baseline: tuple[int, int]
+    """(passed, runs) over the baseline's nights."""
+    tonight: tuple[int, int]
+    steps: tuple[float, float]
+    """Mean steps per run, baseline and tonight."""
+
+    @property
+    def drop(self) -> float:
+        (kb, nb), (kt, nt) = self.baseline, self.tonight
+        return kb / nb - kt / nt
+
+    def line(self) -> str:
+        (kb, nb), (kt, nt) = self.baseline, self.tonight
+        before, after = self.steps
+        steps = (
+            f", steps {before:.1f} -> {after:.1f}" if round(before, 1) != round(after, 1) else ""
+        )
+        return f"{self.row}: passed {kb}/{nb} -> {kt}/{nt}{steps}"
+
+
+def rows_moved(
+    baseline: Sequence[RunRecord], tonight: Sequence[RunRecord], limit: int = 5
+) -> list[RowMove]:
+    """The dataset rows whose runs moved most from the baseline's to tonight's, most first.
+
+    A row is compared with itself (the same input every night): first by how much its
+    pass rate dropped, then by how far its mean steps moved. Rows without runs on both
+    sides (infra errors aside) and rows that did not move are left out.
+    """
+
+    def by_row(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+        out: dict[str, list[RunRecord]] = {}
+        for r in records:
+            if r.row is not None and r.outcome != "infra_error":
+                out.setdefault(r.row, []).append(r)
+        return out
+
+    before, now = by_row(baseline), by_row(tonight)
+    moves = []
+    for row in sorted(before.keys() & now.keys()):
+        b, t = before[row], now[row]
+        move = RowMove(
+            row,
+            (sum(r.outcome == "passed" for r in b), len(b)),
+            (sum(r.outcome == "passed" for r in t), len(t)),
+            (sum(r.step_count for r in b) / len(b), sum(r.step_count for r in t) / len(t)),
+        )
+        if move.drop != 0 or round(move.steps[0], 1) != round(move.steps[1], 1):
+            moves.append(move)
+    moves.sort(key=lambda m: (-abs(m.drop), -abs(m.steps[1] - m.steps[0]), m.row))
+    return moves[:limit]
 
 
 def _paths(runs: Sequence[Sequence[Action]]) -> list[tuple[str, ...]]:
@@ -320,6 +382,10 @@ def explain_runs(
     if requests and tonight:
         ours = _most_sent((r.view(), r.runs) for r in requests)
         theirs = _most_sent((request_view(t), 1) for t in tonight)
+        if theirs["user"] in {r.user for r in requests}:
+            # A dataset's runs send one user message per row: tonight's most sent one is
+            # no drift when the baseline sent it too (whichever row happens to lead).
+            ours = {**ours, "user": theirs["user"]}
         out.request, out.request_diff = _request_changes(ours, theirs)
     if sent_before is not None:
         out.request += _parameter_changes(sent_before, sent_tonight)
@@ -379,6 +445,7 @@ def explain_night(
         tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
         sent = [request for _, _, request in files if request is not None]
         out[cell] = explain(baselines[cell], tonight, each, sent)
+        out[cell].rows = [m.line() for m in rows_moved(baselines[cell].records, grouped[cell])]
     return out
 
 

@@ -109,8 +109,18 @@ class Baseline(BaseModel):
         return next((t.sent for t in reversed(self.traced) if t.sent is not None), None)
 
     def first_actions(self) -> list[str]:
-        """What each traced run did first: the tool it called, or answering."""
-        return [first_action(r.as_actions()) for t in self.traced for r in t.runs]
+        """What each traced run that sent :attr:`sent`'s request did first: the tool it
+        called, or answering. For a dataset scenario, the runs of that request's row (other
+        rows ask other things); otherwise every traced run."""
+        newest = next((t for t in reversed(self.traced) if t.sent is not None), None)
+        row = newest.sent_row if newest is not None else None
+        rows = {r.run_id: r.row for r in self.records}
+        return [
+            first_action(r.as_actions())
+            for t in self.traced
+            for r in t.runs
+            if row is None or rows.get(r.run_id) == row
+        ]
 
     @property
     def anchor(self) -> str:

@@ -12,7 +12,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from evalrunner._jsonio import canonical
 from evalrunner.core._actions import Action, actions, request_view
@@ -67,6 +73,18 @@ class Traces(BaseModel):
         description="The most sent first request in full (messages, tools, sampling "
         "parameters), for the sentinel to send again; absent when the runs did not keep it.",
     )
+    sent_row: str | None = Field(
+        default=None,
+        description="A dataset scenario's row whose run sent 'sent' (the sentinel compares "
+        "with that row's runs); absent outside datasets.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_row(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)  # baselines without datasets read as before
+        if data.get("sent_row") is None:
+            data.pop("sent_row", None)
+        return data
 
 
 def run_trace(run_id: str, normalized: Mapping[str, Any]) -> RunTrace:
@@ -83,6 +101,7 @@ def traces_of(
 
     views: dict[str, dict[str, Any]] = {}
     sent: dict[str, dict[str, Any]] = {}
+    rows: dict[str, str | None] = {}
     counts: Counter[str] = Counter()
     runs: list[RunTrace] = []
     for record in records:
@@ -98,6 +117,12 @@ def traces_of(
         views[key] = view
         if key not in sent and request is not None:
             sent[key] = request
+            rows[key] = record.row
     requests = [FirstRequest(**views[k], runs=n) for k, n in counts.most_common()]
     modal = counts.most_common(1)[0][0] if counts else None
-    return Traces(requests=requests, runs=runs, sent=sent.get(modal) if modal else None)
+    return Traces(
+        requests=requests,
+        runs=runs,
+        sent=sent.get(modal) if modal else None,
+        sent_row=rows.get(modal) if modal else None,
+    )

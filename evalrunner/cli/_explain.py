@@ -66,6 +66,8 @@ def explain_cmd(
             click.echo(f"  runs diverge {why.divergence.line()}")
         for change in why.request:
             click.echo(f"  request: {change}")
+        for line in why.rows:
+            click.echo(f"  row {line}")
         if diff:
             for line in why.request_diff:
                 click.echo(f"    {line}")

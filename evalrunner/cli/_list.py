@@ -29,4 +29,5 @@ def list_cmd(suites_dir: Path) -> None:
         click.echo(f"{name}  ({path}, {len(suite.scenarios)} scenarios, runs {suite.spec.runs})")
         for sc in suite.scenarios:
             tags = f"  [{', '.join(sc.tags)}]" if sc.tags else ""
-            click.echo(f"  {sc.id}{tags}  {sc.description}".rstrip())
+            data = f"  ({len(sc.selected_rows)} rows of {sc.dataset})" if sc.data else ""
+            click.echo(f"  {sc.id}{tags}{data}  {sc.description}".rstrip())

@@ -52,6 +52,10 @@ def runs(help: str) -> Decorator[Any]:
     return click.option("--runs", "-n", type=click.IntRange(min=1, max=MAX_RUNS), help=help)
 
 
+def rows(help: str) -> Decorator[Any]:
+    return click.option("--rows", type=click.IntRange(min=1), help=help)
+
+
 def models(help: str) -> Decorator[Any]:
     return click.option("--model", "models", multiple=True, help=help)
 

@@ -29,7 +29,8 @@ def _num(value: float | None) -> str:
 
 @click.command("plan")
 @_options.suite_name
-@_options.runs("Runs per scenario to plan for (default: each scenario's).")
+@_options.runs("Runs per scenario to plan for, per row of a dataset (default: each scenario's).")
+@_options.rows("Dataset scenarios: plan for a stable subset of this many rows.")
 @click.option(
     "--budget",
     type=click.IntRange(min=1),
@@ -42,6 +43,7 @@ def _num(value: float | None) -> str:
 def plan_cmd(
     suite_name: str,
     runs: int | None,
+    rows: int | None,
     budget: int | None,
     baselines_dir: Path,
     history: str,
@@ -56,7 +58,7 @@ def plan_cmd(
 
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)
-    found = plan_suite(suite, baselines_dir, runs=runs, budget=budget, evidence=evidence)
+    found = plan_suite(suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence)
     for note in found.notes:
         click.echo(f"note: {note}", err=True)
     plan = found.plan
@@ -74,11 +76,11 @@ def plan_cmd(
             f"suite {suite.name!r} has no usable baseline under {baselines_dir}; "
             f"accept nights first: evalrunner baseline --suite {suite.name}"
         )
-    rows = []
+    table = []
     for cell in plan.cells:
         young = "" if cell.gating else f"too young to gate ({cell.baseline_nights} nights)"
         for m in cell.metrics:
-            rows.append(
+            table.append(
                 {
                     "scenario": cell.scenario,
                     "model": cell.model,
@@ -90,7 +92,7 @@ def plan_cmd(
                     "note": young or ("" if m.attainable else "out of reach at the budget"),
                 }
             )
-    click.echo(format_table(rows, COLUMNS))
+    click.echo(format_table(table, COLUMNS))
     click.echo(
         f"\nlevel a lone change must reach: p <= {plan.level:.2g}; "
         f"runs a night: {plan.runs_now} now, {plan.runs_planned} planned; "

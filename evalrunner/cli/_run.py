@@ -151,11 +151,14 @@ def _print_why(result: LiveResult, suite: str) -> None:
             click.echo(f"  runs diverge {why.divergence.line()}")
         if why.sentinel:
             click.echo(f"  {why.sentinel.line()}")
+        if why.rows:
+            click.echo(f"  rows that moved most: {'; '.join(why.rows)}")
 
 
 @click.command()
 @_options.suite_name
-@_options.runs("Runs per scenario and model (default: the suite's).")
+@_options.runs("Runs per scenario and model, per row of a dataset (default: the suite's).")
+@_options.rows("Dataset scenarios: run a stable subset of this many rows (the same every night).")
 @_options.models("litellm model string; repeat for a matrix; 'local' = embedded model.")
 @_options.scenarios("Only these scenario ids (repeatable).")
 @click.option(
@@ -225,6 +228,7 @@ def _print_why(result: LiveResult, suite: str) -> None:
 def run(
     suite_name: str,
     runs: int | None,
+    rows: int | None,
     models: tuple[str, ...],
     scenarios: tuple[str, ...],
     concurrency: int | None,
@@ -268,6 +272,7 @@ def run(
         options = NightOptions(
             out=out,
             runs=runs,
+            rows=rows,
             models=models,
             scenarios=scenarios,
             concurrency=concurrency,

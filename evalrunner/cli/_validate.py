@@ -28,4 +28,6 @@ def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
             sc.load_agent()
             sc.load_checks()
         check_suite_models(suite)
-        click.echo(f"ok  {path}  ({len(suite.scenarios)} scenarios)")
+        rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
+        data = f", {rows} dataset rows" if rows else ""
+        click.echo(f"ok  {path}  ({len(suite.scenarios)} scenarios{data})")

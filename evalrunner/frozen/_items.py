@@ -190,20 +190,32 @@ class SuiteFile(pytest.File):
         except EvalrunnerError as exc:
             raise self.CollectError(str(exc)) from None
         for scenario in suite.scenarios:
-            if scenario.frozen:
+            if not scenario.frozen:
+                continue
+            if scenario.data is None:
                 yield ScenarioItem.from_parent(
                     self, name=scenario.id, suite=suite, scenario=scenario
+                )
+                continue
+            for row in scenario.selected_rows:  # one item, golden and recording per row
+                yield ScenarioItem.from_parent(
+                    self,
+                    name=f"{scenario.id}[{row.id}]",
+                    suite=suite,
+                    scenario=scenario.for_row(row),
                 )
 
 
 class ScenarioItem(pytest.Item):
-    """One frozen suite scenario, checked against ``suites/goldens/<suite>/<scenario>.json``."""
+    """One frozen suite scenario, checked against ``suites/goldens/<suite>/<scenario>.json``
+    (a dataset row: ``suites/goldens/<suite>/<scenario>/<row>.json``)."""
 
     def __init__(self, *, suite: Any, scenario: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.suite = suite
         self.scenario = scenario
-        self.golden = golden_path_for(Path(self.path), suite.name, scenario.id)
+        name = scenario.id if scenario.row is None else f"{scenario.id}/{scenario.row.id}"
+        self.golden = golden_path_for(Path(self.path), suite.name, name)
 
     def runtest(self) -> None:
         from evalrunner.endpoints._endpoints import Endpoint, requested_models
@@ -260,13 +272,19 @@ class ScenarioItem(pytest.Item):
             from evalrunner.suite._code_checks import CheckInput, code_checks
 
             seen_by_code = CheckInput(
-                answer, result.output, result.trajectory, tools, None, resolved.id
+                answer,
+                result.output,
+                result.trajectory,
+                tools,
+                None,
+                resolved.id,
+                resolved.row_values,
             )
             code = code_checks(resolved.load_checks(), seen_by_code)
             if code.broken:
                 name, failure = next(iter(code.broken.items()))
                 raise GoldenMismatch(
-                    f"{self.path.name}: scenario {resolved.id}: code check {name} failed itself "
+                    f"{self.path.name}: scenario {self.name}: code check {name} failed itself "
                     f"(the check's bug, not the agent's):\n{redact_text(failure)}"
                 )
             held |= code.held

@@ -97,6 +97,10 @@ class Why(BaseModel):
     sentinel: str | None = Field(
         default=None, description="What the sentinel saw, when it ran for the cell."
     )
+    rows: list[str] = Field(
+        default_factory=list,
+        description="A dataset scenario's rows that moved most: 'id: passed 3/3 -> 0/3, ...'.",
+    )
 
 
 class HistoryEntry(BaseModel):

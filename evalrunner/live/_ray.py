@@ -97,6 +97,7 @@ def _infra_run(job: Job, reason: str) -> JobResult:
         scenario=job.scenario.id,
         model=job.endpoint.label,
         index=job.index,
+        row=job.scenario.row.id if job.scenario.row is not None else None,
         outcome="infra_error",
         reason=redact_text(reason),
         started_at=iso_now(),

@@ -92,6 +92,11 @@ class Manifest(BaseModel):
         "models without a baseline; the others run up to adaptive.max_runs)."
     )
     scenarios: dict[str, str] = Field(description="Scenario id -> configuration fingerprint.")
+    rows: dict[str, int] | None = Field(
+        default=None,
+        description="Dataset scenario id -> the rows it runs (runs above are per row); absent "
+        "without dataset scenarios.",
+    )
     models_by_scenario: dict[str, list[str]] | None = Field(
         default=None,
         description="Scenario id -> the model labels it runs against (format 1: every model).",
@@ -122,7 +127,7 @@ class Manifest(BaseModel):
         # Fields format 1 lacked appear only when set, so a format-1 manifest (inside
         # older history files too) is written back exactly as it was read.
         data: dict[str, Any] = handler(self)
-        for name in ("models_by_scenario", "adaptive", "run_ids"):
+        for name in ("models_by_scenario", "adaptive", "run_ids", "rows"):
             if data.get(name) is None:
                 data.pop(name, None)
         if not data.get("history_run_ids"):

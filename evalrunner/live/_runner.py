@@ -181,6 +181,7 @@ def _record(
         scenario=sc.id,
         model=ep.label,
         index=job.index,
+        row=sc.row.id if sc.row is not None else None,
         outcome=outcome.outcome,
         # Exception messages can echo a credential; the reason is shown and written.
         reason=redact_text(outcome.reason) if outcome.reason else None,
@@ -310,7 +311,9 @@ async def execute_job(
     code = None
     if sc.checks.code and res.error is None and not res.timed_out:
         context = RunContext.for_scenario(sc, job.endpoint)
-        seen = CheckInput(run.answer, res.output, res.trajectory, run.tools, context, sc.id)
+        seen = CheckInput(
+            run.answer, res.output, res.trajectory, run.tools, context, sc.id, sc.row_values
+        )
         code = await acode_checks(sc.load_checks(), seen)
     record = _record(job, res, started, latency, run, code)
     tb = res.traceback if record.outcome == "crashed" else None
@@ -442,6 +445,8 @@ def _manifest(
         suite=suite.name,
         models=labels,
         runs={p.scenario.id: p.scenario.runs for p in plans},
+        rows={p.scenario.id: len(p.scenario.selected_rows) for p in plans if p.scenario.data}
+        or None,
         scenarios={p.scenario.id: p.scenario.fingerprint for p in plans},
         models_by_scenario={p.scenario.id: list(p.models) for p in plans},
         adaptive=adaptive,
@@ -465,12 +470,20 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
         old = results.read_manifest() if options.resume else None
         o = options
         if old is None:
-            plans = choose(suite, runs=o.runs, models=o.models, scenario_ids=o.scenarios)
+            plans = choose(
+                suite, runs=o.runs, models=o.models, scenario_ids=o.scenarios, rows=o.rows
+            )
             settings = adaptive_settings(o.adaptive, o.batch, o.max_runs)
         else:
             where = results.manifest_path
             plans = resumed(
-                suite, old, where=where, runs=o.runs, models=o.models, scenario_ids=o.scenarios
+                suite,
+                old,
+                where=where,
+                runs=o.runs,
+                models=o.models,
+                scenario_ids=o.scenarios,
+                rows=o.rows,
             )
             settings = resumed_adaptive(where, old, o.adaptive, o.batch, o.max_runs)
         labels = list(dict.fromkeys(m for plan in plans for m in plan.models))

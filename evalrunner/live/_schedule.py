@@ -57,8 +57,11 @@ def choose(
     runs: int | None = None,
     models: Sequence[str] = (),
     scenario_ids: Sequence[str] = (),
+    rows: int | None = None,
 ) -> list[ScenarioPlan]:
-    """The scenarios to run, each with its model strings, after CLI overrides."""
+    """The scenarios to run, each with its model strings, after CLI overrides.
+
+    ``rows`` applies to dataset scenarios only (a stable subset of their rows)."""
     known = [s.id for s in suite.scenarios]
     unknown = [s for s in scenario_ids if s not in known]
     if unknown:
@@ -73,6 +76,8 @@ def choose(
             continue
         if runs is not None:
             scenario = scenario.model_copy(update={"runs": runs})  # not fingerprinted
+        if rows is not None and scenario.data is not None:
+            scenario = scenario.model_copy(update={"rows": rows})  # not fingerprinted
         chosen.append(
             ScenarioPlan(scenario, tuple(requested_models(tuple(models), scenario.models)))
         )
@@ -92,6 +97,7 @@ def _check_resume_options(
     runs: int | None,
     models: Sequence[str],
     scenario_ids: Sequence[str],
+    rows: int | None = None,
 ) -> None:
     """Options given with --resume must say what the manifest says (or be left out)."""
     if scenario_ids and set(scenario_ids) != set(manifest.scenarios):
@@ -100,6 +106,9 @@ def _check_resume_options(
     if runs is not None and set(manifest.runs.values()) != {runs}:
         shown = ", ".join(f"{sid} {n}" for sid, n in manifest.runs.items())
         raise _conflict(where, f"--runs {runs}", f"runs {shown}")
+    if rows is not None and set((manifest.rows or {}).values()) != {rows}:
+        shown = ", ".join(f"{sid} {n}" for sid, n in (manifest.rows or {}).items()) or "every row"
+        raise _conflict(where, f"--rows {rows}", f"rows {shown}")
     if models and set(models) != set(manifest.models):
         given = " ".join(f"--model {m}" for m in models)
         raise _conflict(where, given, f"models {', '.join(manifest.models)}")
@@ -113,6 +122,7 @@ def resumed(
     runs: int | None = None,
     models: Sequence[str] = (),
     scenario_ids: Sequence[str] = (),
+    rows: int | None = None,
 ) -> list[ScenarioPlan]:
     """The plan ``manifest`` recorded, against ``suite`` as it is now.
 
@@ -123,7 +133,7 @@ def resumed(
         raise ConfigError(
             f"{where}: holds suite {manifest.suite!r}, not {suite.name!r}; pick another --out"
         )
-    _check_resume_options(where, manifest, runs, models, scenario_ids)
+    _check_resume_options(where, manifest, runs, models, scenario_ids, rows)
     known = {s.id for s in suite.scenarios}
     gone = [sid for sid in manifest.scenarios if sid not in known]
     if gone:
@@ -142,9 +152,10 @@ def resumed(
                 "(configuration fingerprint differs); start a new --out instead of --resume"
             )
         cells = (manifest.models_by_scenario or {}).get(sid, manifest.models)
-        plans.append(
-            ScenarioPlan(scenario.model_copy(update={"runs": manifest.runs[sid]}), tuple(cells))
-        )
+        kept = {"runs": manifest.runs[sid]}
+        if manifest.rows and sid in manifest.rows:
+            kept["rows"] = manifest.rows[sid]
+        plans.append(ScenarioPlan(scenario.model_copy(update=kept), tuple(cells)))
     return plans
 
 
@@ -215,10 +226,10 @@ class FixedPlanner:
 
     def __init__(self, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint]) -> None:
         self._jobs = [
-            Job(plan.scenario, endpoints[model], index)
+            Job(plan.scenario.at(index), endpoints[model], index)
             for plan in plans
             for model in plan.models
-            for index in range(plan.scenario.runs)
+            for index in range(plan.scenario.cell_runs)
         ]
         self._given = False
 
@@ -256,7 +267,12 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    runs: int | None = Field(default=None, ge=1, description="Runs per scenario and model.")
+    runs: int | None = Field(
+        default=None, ge=1, description="Runs per scenario and model (per row in a dataset)."
+    )
+    rows: int | None = Field(
+        default=None, ge=1, description="Dataset scenarios: a stable subset of this many rows."
+    )
     models: tuple[str, ...] = Field(
         default=(), description="litellm model strings, or 'local' (default: the suite's)."
     )
@@ -371,7 +387,7 @@ class AdaptivePlanner:
         planner = cls(adaptive, [])
         for plan in plans:
             for model in plan.models:
-                runs = plan.scenario.runs
+                runs = plan.scenario.cell_runs
                 lane = _Lane(plan.scenario, endpoints[model], runs, first=runs, runs=runs)
                 planner.fixed += runs
                 budget = adaptive.budgets.get(lane.key)
@@ -402,7 +418,7 @@ class AdaptivePlanner:
             size = lane.pending if lane.next else lane.first
             lane.pending = 0
             while lane.open and size > 0:
-                batch.append(Job(lane.scenario, lane.endpoint, lane.next))
+                batch.append(Job(lane.scenario.at(lane.next), lane.endpoint, lane.next))
                 lane.next += 1
                 size -= 1
         self.planned += batch

@@ -131,7 +131,11 @@ def _sequential(
     refs = fit_references(
         [
             CellBaseline(
-                cell, scenarios[cell.scenario].tolerance, [n.records for n in b.nights], b.anchor
+                cell,
+                scenarios[cell.scenario].tolerance,
+                [n.records for n in b.nights],
+                b.anchor,
+                scenarios[cell.scenario].row_ids,
             )
             for cell, b in baselines.items()
         ],
@@ -143,7 +147,10 @@ def _sequential(
         # --adaptive plans each cell for --max-runs (its N) and may stop it at half of that.
         budgets[cell] = Budget.of(
             scenario.tolerance,
-            settings.max_runs if settings is not None else scenario.runs,
+            # Per row for a dataset scenario, as runs is.
+            settings.max_runs * max(1, len(scenario.selected_rows))
+            if settings is not None
+            else scenario.cell_runs,
             cells=len(cells),
             adaptive=settings is not None,
             batch=settings.batch if settings else None,
@@ -402,6 +409,7 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
                 divergence=why.divergence.line() if why.divergence else None,
                 request_diff=why.request_diff,
                 sentinel=why.sentinel.line() if why.sentinel else None,
+                rows=why.rows,
             )
             for cell, why in result.explanations.items()
         },

@@ -34,6 +34,7 @@ def plan_suite(
     root: Path,
     *,
     runs: int | None = None,
+    rows: int | None = None,
     budget: int | None = None,
     evidence: Mapping[CellKey, EvidenceState] | None = None,
 ) -> SuitePlan:
@@ -48,8 +49,14 @@ def plan_suite(
     from evalrunner.stats._reference import CellBaseline
 
     cells, notes, per_scenario = [], [], {}
-    for chosen in choose(suite, runs=runs):
-        per_scenario[chosen.scenario.id] = chosen.scenario.runs
+    for chosen in choose(suite, runs=runs, rows=rows):
+        per_scenario[chosen.scenario.id] = chosen.scenario.cell_runs
+        if chosen.scenario.data is not None:
+            sc = chosen.scenario
+            notes.append(
+                f"{sc.id}: a dataset: {len(sc.selected_rows)} rows x {sc.runs} runs = "
+                f"{sc.cell_runs} runs per model (the runs below count them all)"
+            )
         for cell in chosen.cells():
             path = baseline_path(root, suite.name, cell.scenario, cell.model)
             if not path.exists():
@@ -60,7 +67,11 @@ def plan_suite(
                 notes.append(f"{cell}: {path} is for another configuration or model; not planned")
                 continue
             nights = [n.records for n in found.nights]
-            cells.append(CellBaseline(cell, chosen.scenario.tolerance, nights, found.anchor))
+            cells.append(
+                CellBaseline(
+                    cell, chosen.scenario.tolerance, nights, found.anchor, chosen.scenario.row_ids
+                )
+            )
     if not cells:
         return SuitePlan(None, notes)
     evidence = evidence or {}

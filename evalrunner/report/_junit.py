@@ -90,7 +90,8 @@ def _case(node: ET.Element, suite: str, v: CellView) -> str:
                 + (f"; {v.cause}" if v.cause else "")
             ),
         )
-        failure.text = xml("\n".join(evidence_line(r) for r in regressions))
+        moved = [f"row {line}" for line in (v.why.rows if v.why else [])]
+        failure.text = xml("\n".join([*(evidence_line(r) for r in regressions), *moved]))
     elif not gating or all(r.verdict == "inconclusive" for r in gating):
         ended = "skipped"
         ET.SubElement(case, "skipped", message=xml(f"{_undecided(v)} (N {v.n_text})"))

@@ -147,6 +147,8 @@ def _regressions(v: CellView) -> list[str]:
     ]
     if lines and v.cause:
         lines.append(f"  - {md(v.cause)}")
+    if lines and v.why and v.why.rows:
+        lines.append(f"  - rows that moved most: {md('; '.join(v.why.rows))}")
     diagnostics = [r.metric for r in regressed if not r.gating]
     if diagnostics:
         lines.append(

@@ -83,13 +83,17 @@ def predictive_pmf(ref: MetricReference, n: int) -> FloatArray:
 
 
 def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
-    n, k = values.size, int(values.sum() + 0.5)
+    n_runs, passed = values.size, int(values.sum() + 0.5)
+    # Runs paired by dataset row count as the exchangeable runs they are worth.
+    n = ref.effective_runs(n_runs)
+    k = round(passed * n / n_runs)
     pmf = predictive_pmf(ref, n)
     k_b, n_b = effective_baseline(ref)
     diff, low, high = newcombe_diff(k, n, k_b, n_b, level)
     mid = float(pmf[:k].sum() + pmf[k] / 2)
+    paired = f", rows paired ({n_runs} runs worth {n})" if n != n_runs else ""
     return Measured(
-        n=n,
+        n=n_runs,
         z=mid_z(mid),
         p_lower=min(1.0, float(pmf[: k + 1].sum())),
         p_higher=min(1.0, float(pmf[k:].sum())),
@@ -99,9 +103,9 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
         effect_ci=(low, high),
         baseline_estimate=ref.estimate,
         baseline_ci=wilson(k_b, n_b, level),
-        night_estimate=k / n,
-        night_ci=wilson(k, n, level),
-        test=f"binomial exact, baseline and night effect integrated (rho {ref.icc:.3f})",
+        night_estimate=passed / n_runs,
+        night_ci=wilson(passed, n_runs, level),
+        test=f"binomial exact, baseline and night effect integrated (rho {ref.icc:.3f}){paired}",
     )
 
 
@@ -115,6 +119,7 @@ def mde(
     is summed over tonight's count, whose rate varies around the shifted rate by the
     night effect. None when no count of n runs would be flagged.
     """
+    n = ref.effective_runs(n)
     null = predictive_pmf(ref, n)
     k = np.arange(n + 1, dtype=float)
     k_b, n_b = effective_baseline(ref)

@@ -57,12 +57,14 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     x = float(placed.mean())
     # Tie correction over both samples, as Mann-Whitney's (permutation) variance has it.
     var_run = max(tie_factor(np.concatenate([base, values])), 3.0 / (base.size + n + 1)) / 12.0
-    rho = ref.icc
-    base_part = var_run * ((1 - rho) / base.size + rho * ref.size_sq)
-    null = var_run * (1 - rho) / n + rho * var_run + base_part
+    rho, share = ref.icc, ref.within_share
+    base_part = var_run * ((1 - rho) * share / base.size + rho * ref.size_sq)
+    null = var_run * (1 - rho) * share / n + rho * var_run + base_part
     z = (x - 0.5) / math.sqrt(null)
     p_lower, p_higher, test = normal_sf(-z), normal_sf(z), "normal tail"
-    if n <= EXACT_UP_TO:
+    if share < 1:
+        test += f", rows paired (share {share:.2f})"
+    elif n <= EXACT_UP_TO:  # the exact tail draws runs as exchangeable: unpaired only
         night_sd = math.sqrt(rho * var_run * (1 + ref.size_sq))
         p_lower, p_higher = _exact_tails(base, placed, night_sd)
         test = "exact tail"
@@ -72,7 +74,7 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
         p_lower = min(p_lower, 2 * log_lower)
         p_higher = min(p_higher, 2 * log_higher)
         test += " and a t on log counts (ranks near their bound)"
-    within = var_run * (1 - rho) / n + base_part
+    within = var_run * (1 - rho) * share / n + base_part
     low, high = normal_interval(effect, 4 * within, level)
     night_mean, base_mean = float(values.mean()), ref.estimate
     night_var = float(values.var(ddof=1)) / n if n > 1 else 0.0

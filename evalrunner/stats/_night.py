@@ -123,8 +123,13 @@ def compare_night(
     of cells is not used (the suite-wide pooling depends on the set).
     """
     refs = references
-    # A fit over another set of cells pools the suite's night effect differently: refit.
-    if refs is None or set(refs) != {c.key for c in cells}:
+    # A fit over another set of cells pools the suite's night effect differently, and one
+    # over other dataset rows asks other questions: refit.
+    if (
+        refs is None
+        or set(refs) != {c.key for c in cells}
+        or any(refs[c.key].rows != c.baseline.rows for c in cells)
+    ):
         refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = _family_sizes(drafts, refs)

@@ -44,6 +44,8 @@ class Runs:
     answers: tuple[str | None, ...]
     scores: tuple[Mapping[str, float], ...] = ()
     """Each run's code-check scores (empty when no run has any)."""
+    rows: tuple[str | None, ...] = ()
+    """Each run's dataset row (empty when no run has one)."""
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> Runs:
@@ -65,6 +67,7 @@ class Runs:
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
             scores=tuple(r.scores for r in kept) if any(r.scores for r in kept) else (),
+            rows=tuple(r.row for r in kept) if any(r.row for r in kept) else (),
         )
 
     @property
@@ -124,6 +127,16 @@ class Coding:
         if name.startswith(SCORE + ":"):
             return runs.valid_scores(name.partition(":")[2])
         return np.array(self._per_valid_run(runs), dtype=float)
+
+    def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
+        """Each value's dataset row, aligned with :meth:`values`; None when the runs have no
+        rows or the metric is not paired by row (continuous, scores)."""
+        name = self.metric
+        if not runs.rows or name in _CONTINUOUS or name.startswith(SCORE + ":"):
+            return None
+        if name in _OUTCOME_OF:
+            return runs.rows
+        return tuple(runs.rows[i] for i in runs.valid)
 
     def _per_valid_run(self, runs: Runs) -> list[float]:
         name = self.metric
@@ -192,6 +205,9 @@ def concat(parts: Sequence[Runs]) -> Runs:
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
         scores=_pooled_scores(parts),
+        rows=tuple(r for p in parts for r in (p.rows or (None,) * p.n))
+        if any(p.rows for p in parts)
+        else (),
     )
 
 

@@ -53,6 +53,9 @@ For a success rate of 0.9 it is a night-to-night sd of 0.067, about a +/-0.10 dr
 MAX_ICC = 0.5
 TAU2_ERRORS = 0.25
 """Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`)."""
+PAIRED_FLOOR = 0.1
+"""The least share of a run's variance pairing by dataset row may leave (at most 10 times
+the runs' worth): rows estimated to be perfectly repeatable are not taken at their word."""
 _LOG_VAR_FLOOR = 1e-4
 """Log-scale run variance floor: identical token counts still allow a 1 % wobble."""
 
@@ -66,6 +69,15 @@ class CellBaseline:
     nights: Sequence[Sequence[RunRecord]]
     anchor: str
     """Identifies the accepted baseline; accumulated evidence resets when it changes."""
+    rows: frozenset[str] | None = None
+    """A dataset scenario's rows tonight runs: the baseline's runs of other rows are left
+    out, so both sides ask the same questions. None: every run (no dataset)."""
+
+    def kept(self, night: Sequence[RunRecord]) -> list[RunRecord]:
+        """A baseline night's runs of :attr:`rows` (all of them without a dataset)."""
+        if self.rows is None:
+            return list(night)
+        return [r for r in night if r.row in self.rows]
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,10 @@ class MetricReference:
     history: tuple[float, float, int] | None = None
     """Nights compared since the anchor: tau^2 from consecutive nights' differences, a
     night mean's mean sampling variance, and the number of consecutive pairs."""
+    within_share: float = 1.0
+    """Paired rows: the share of a run's within-night variance left once its dataset row
+    is known (:func:`within_share`); 1 without rows. The same rows run every night, so
+    what differs between rows cancels between tonight's mean and the baseline's."""
 
     @property
     def name(self) -> str:
@@ -115,11 +131,16 @@ class MetricReference:
         """Variance of the baseline's mean (its nights are clusters)."""
         if not self.n:
             return float("inf")
-        return self.run_var * ((1 - self.icc) / self.n + self.icc * self.size_sq)
+        own = (1 - self.icc) * self.within_share / self.n
+        return self.run_var * (own + self.icc * self.size_sq)
 
     def within_var(self, n: int) -> float:
         """Variance of tonight's mean around tonight's own true value (n runs)."""
-        return self.run_var * (1 - self.icc) / max(n, 1)
+        return self.run_var * (1 - self.icc) * self.within_share / max(n, 1)
+
+    def effective_runs(self, n: int) -> int:
+        """``n`` paired runs as the exchangeable runs they are worth (Kish's design effect)."""
+        return max(n, round(n / self.within_share))
 
     def null_var(self, n: int) -> float:
         """Variance of tonight's mean around the baseline's mean when nothing changed."""
@@ -251,6 +272,8 @@ class CellReference:
     pool: Mapping[str, Pool]
     """Suite-wide tau^2 per metric family (this cell's model)."""
     metrics: dict[str, MetricReference] = field(default_factory=dict)
+    rows: frozenset[str] | None = None
+    """The dataset rows the baseline was fitted on (:attr:`CellBaseline.rows`)."""
 
     @property
     def nights(self) -> int:
@@ -306,7 +329,7 @@ def fit_references(
     not narrow a band the anchor's own nights set (that would turn tonight's test,
     looked at every night of a season, into a steady source of false alarms).
     """
-    nights = {c.key: tuple(Runs.of(night) for night in c.nights) for c in cells}
+    nights = {c.key: tuple(Runs.of(c.kept(night)) for night in c.nights) for c in cells}
     alone = {
         c.key: {
             coding.metric: _fit(coding, nights[c.key]) for coding in codings(concat(nights[c.key]))
@@ -329,7 +352,9 @@ def fit_references(
             floor = alone[c.key][name].with_pool(pool.get(family(name))).icc
             fitted = ref.with_pool(wider.get(family(name)))
             metrics[name] = fitted if fitted.icc >= floor else replace(fitted, icc=floor)
-        out[c.key] = CellReference(c.key, c.tolerance, c.anchor, nights[c.key], pool, metrics)
+        out[c.key] = CellReference(
+            c.key, c.tolerance, c.anchor, nights[c.key], pool, metrics, c.rows
+        )
     return out
 
 
@@ -371,6 +396,15 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
     moments = _moments(info.kind, values)
+    rows = [coding.rows(night) for night in nights]
+    paired = 1.0
+    if rows and all(part is not None for part in rows):
+        flat = [row for part in rows for row in part or ()]
+        paired = within_share(info.kind, values, flat, moments.sorted_base)
+        if paired < 1.0:
+            # The night-to-night share, estimated as tonight's paired test will use it:
+            # with the rows' own differences removed from each night's spread.
+            own = _paired_icc(info.kind, per_night, flat, moments.sorted_base) or own
     return MetricReference(
         coding=coding,
         kind=info.kind,
@@ -386,7 +420,64 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
         size_sq=size_sq,
         sorted_base=moments.sorted_base,
         shares=moments.shares,
+        within_share=paired,
     )
+
+
+def _paired_icc(
+    kind: Kind, per_night: Sequence[FloatArray], rows: Sequence[str | None], sorted_base: FloatArray
+) -> tuple[float, int] | None:
+    """The intraclass correlation of runs by night with each row's own level removed,
+    on the scale of the whole run variance.
+
+    Balanced rows make a night's mean vary by far less than the run variance says (the
+    rows' differences are the same every night), so the plain ANOVA estimate of the
+    between-night variance is too small, which a paired test, whose noise is only the
+    spread within rows, would turn into false alarms under drift. Centring each run on
+    its row's mean first gives the ANOVA the noise the paired test has.
+    """
+    scale = [placements(v, sorted_base) for v in per_night] if kind == "count" else per_night
+    flat = np.concatenate(scale) if scale else np.zeros(0)
+    if flat.size < 2 or len(rows) != flat.size:
+        return None
+    labels = {row: i for i, row in enumerate(dict.fromkeys(rows))}
+    codes = np.array([labels[row] for row in rows])
+    sums = np.bincount(codes, flat)
+    counts = np.bincount(codes)
+    centred = flat - (sums / counts)[codes] + float(flat.mean())
+    parts = np.split(centred, np.cumsum([v.size for v in scale])[:-1])
+    found = icc(parts)
+    total = float(flat.var(ddof=1))
+    if found is None or total <= 0:
+        return None
+    rho, df = found
+    return rho * float(centred.var(ddof=1)) / total, df
+
+
+def within_share(
+    kind: Kind, values: FloatArray, rows: Sequence[str | None], sorted_base: FloatArray
+) -> float:
+    """The share of the baseline's run variance left within dataset rows (1: no pairing).
+
+    Pooled within-row variance over total variance, on the test scale (0/1 for rates,
+    placements for counts), the within-row part taken one standard error high (its
+    degrees of freedom are the runs less the rows). The within-row spread also holds the
+    night-to-night part, so the share is not understated by it. Rates and counts only:
+    token and latency tests take tonight's own spread, which pairing does not change.
+    """
+    if kind not in ("binary", "count") or None in rows or len(rows) != values.size:
+        return 1.0
+    scale = placements(values, sorted_base) if kind == "count" else values
+    groups: dict[str | None, list[float]] = {}
+    for value, row in zip(scale.tolist(), rows, strict=True):
+        groups.setdefault(row, []).append(value)
+    df = sum(len(g) - 1 for g in groups.values())
+    total = float(scale.var(ddof=1)) if scale.size > 1 else 0.0
+    if df < 2 or total <= 0:
+        return 1.0
+    within = sum(float(((np.array(g) - np.mean(g)) ** 2).sum()) for g in groups.values()) / df
+    within *= 1 + math.sqrt(2 / df)
+    return min(1.0, max(PAIRED_FLOOR, within / total))
 
 
 @dataclass(frozen=True)

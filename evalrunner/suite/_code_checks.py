@@ -48,6 +48,8 @@ class CheckInput:
     """The run's model endpoint and settings (None where there is none, e.g. a replay)."""
     scenario: str
     """The scenario's id."""
+    row: Mapping[str, Any] = field(default_factory=dict)
+    """The dataset row's fields, its ``id`` included (empty outside dataset scenarios)."""
 
 
 @dataclass(frozen=True)

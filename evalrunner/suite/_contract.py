@@ -47,6 +47,9 @@ class RunContext:
     tools: tuple[str, ...] = ()
     seed: int | None = None
     max_tokens: int | None = 256
+    row: dict[str, Any] | None = field(default=None, compare=False)
+    """A dataset scenario's row (its fields, ``id`` included); None outside datasets. The
+    input is already filled from it; an agent that wants the fields themselves reads them."""
 
     @classmethod
     def for_scenario(cls, scenario: ResolvedScenario, endpoint: Reachable) -> RunContext:
@@ -58,6 +61,7 @@ class RunContext:
             temperature=scenario.temperature,
             max_turns=scenario.max_turns,
             tools=tuple(scenario.tools),
+            row=scenario.row_values or None,
         )
 
     def litellm_kwargs(self) -> dict[str, Any]:

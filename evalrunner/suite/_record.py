@@ -69,6 +69,10 @@ class RunRecord(BaseModel):
     scenario: str = Field(description="Scenario id within the suite.")
     model: str = Field(description="litellm model string the run used.")
     index: int = Field(ge=0, description="0-based repetition number of this scenario x model.")
+    row: str | None = Field(
+        default=None,
+        description="The dataset row the run used (its id); absent outside dataset scenarios.",
+    )
     outcome: Outcome = Field(description="Exactly one outcome per run.")
     reason: str | None = Field(
         default=None, description="Why: skip rule, failed check, infra fault or exception."
@@ -108,6 +112,8 @@ class RunRecord(BaseModel):
         data: dict[str, Any] = handler(self)
         if not data.get("scores"):
             data.pop("scores", None)
+        if data.get("row") is None:
+            data.pop("row", None)
         return data
 
     @property

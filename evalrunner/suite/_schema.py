@@ -389,9 +389,15 @@ class RunSettings(BaseModel):
         ge=1,
         le=MAX_RUNS,
         description=(
-            "Runs per scenario and model, at most 10,000 (a night plans and tracks every "
+            "Runs per scenario and model (per row, for a dataset scenario), at most 10,000 (a night plans and tracks every "
             "run; more is a typo, or a job for several nights)."
         ),
+    )
+    rows: int | None = Field(
+        default=None,
+        ge=1,
+        description="Dataset scenarios only: run a stable subset of this many rows (the same "
+        "rows every night, chosen by a hash of their ids); default: every row.",
     )
     timeout_s: float = Field(
         default=120.0, gt=0, allow_inf_nan=False, description="Per-run timeout in seconds."
@@ -472,7 +478,17 @@ class ScenarioFields(BaseModel):
         description="Working directory of command, relative to where evalrunner runs; "
         "default: that directory.",
     )
-    input: str = Field(description="The user task given to the agent.")
+    input: str = Field(
+        description="The user task given to the agent; with a dataset, a template over the "
+        "row's fields, e.g. 'What is the capital of {country}?'."
+    )
+    dataset: str | None = Field(
+        default=None,
+        description="A JSONL or CSV file of inputs, relative to the suite file: one row per "
+        "input, each run 'runs' times. input and the text checks (answer_contains, "
+        "answer_not_contains, answer_matches) may name the row's fields as {field}; a row's "
+        "'id' field names it (else 'row-1', 'row-2', ...).",
+    )
     tools: UniqueToolNames = Field(
         default_factory=list, description="Names of the tools offered to the agent."
     )
@@ -541,6 +557,12 @@ class ScenarioFields(BaseModel):
 # in field order (pydantic orders the last base's fields first).
 class ScenarioSpec(RunSettings, ScenarioFields):
     """One entry of ``scenarios:``: a task for an agent; settings it sets override the suite's."""
+
+    @model_validator(mode="after")
+    def _rows_need_a_dataset(self) -> ScenarioSpec:
+        if "rows" in self.model_fields_set and self.dataset is None:
+            raise located("applies only to a scenario with a dataset; remove it", "rows")
+        return self
 
 
 class RateLimit(BaseModel):

@@ -24,10 +24,12 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
+from evalrunner.suite._dataset import DataRow, Dataset, fill, read_dataset, template_fields
 from evalrunner.suite._schema import (
     RetryPolicy,
     RunSettings,
     ScenarioFields,
+    ScenarioSpec,
     SuiteSpec,
     code_check_name,
 )
@@ -55,10 +57,11 @@ FINGERPRINTED_FIELDS: frozenset[str] = frozenset(
         "volatile_keys",
         "masks",
         "keep_order",
+        "data",
     }
 )
 """ResolvedScenario fields that decide whether a baseline still describes the scenario."""
-_OMITTED_WHEN_UNSET = ("command", "env", "cwd")
+_OMITTED_WHEN_UNSET = ("command", "env", "cwd", "data")
 """Fields added after format 1's first baselines: left out of the hash when unset, so
 every fingerprint taken before they existed still holds."""
 
@@ -74,6 +77,9 @@ UNFINGERPRINTED_FIELDS: frozenset[str] = frozenset(
         "timeout_s",
         "retry",
         "tolerance",
+        "dataset",
+        "rows",
+        "row",
     }
 )
 """ResolvedScenario fields left out of the fingerprint; see :meth:`ResolvedScenario.fingerprint`."""
@@ -92,6 +98,14 @@ class ResolvedScenario(RunSettings, ScenarioFields):
     origin: str | None = Field(
         default=None,
         description="Where the scenario is defined ('file:line: scenarios[i] (id ...)'), for messages.",
+    )
+    data: Dataset | None = Field(
+        default=None, description="The dataset's rows, read when the suite loaded."
+    )
+    row: DataRow | None = Field(
+        default=None,
+        description="The row one run uses (input and checks filled from it); None for the "
+        "scenario as a whole.",
     )
     _fingerprint: str = PrivateAttr(default="")
     _normalize: NormalizeConfig = PrivateAttr(default=DEFAULT_CONFIG)
@@ -126,6 +140,49 @@ class ResolvedScenario(RunSettings, ScenarioFields):
         point of the baseline.
         """
         return self._fingerprint
+
+    @property
+    def selected_rows(self) -> tuple[DataRow, ...]:
+        """The dataset rows a night runs (all, or the stable subset ``rows`` asks for)."""
+        return self.data.subset(self.rows) if self.data is not None else ()
+
+    @property
+    def row_ids(self) -> frozenset[str] | None:
+        """The ids of :attr:`selected_rows`; None for a scenario without a dataset."""
+        return frozenset(r.id for r in self.selected_rows) if self.data is not None else None
+
+    @property
+    def row_values(self) -> dict[str, Any]:
+        """The row a run uses, as code checks and agents see it: its fields and ``id``."""
+        return {"id": self.row.id, **self.row.fields} if self.row is not None else {}
+
+    @property
+    def cell_runs(self) -> int:
+        """Runs per model a night makes: ``runs``, times the rows for a dataset scenario."""
+        return self.runs * max(1, len(self.selected_rows))
+
+    def at(self, index: int) -> ResolvedScenario:
+        """What run ``index`` of a cell runs: for a dataset scenario, row ``index % rows``
+        (so every prefix of a night's runs covers the rows evenly), else the scenario."""
+        rows = self.selected_rows
+        return self.for_row(rows[index % len(rows)]) if rows else self
+
+    def for_row(self, row: DataRow) -> ResolvedScenario:
+        """This scenario with its input and text checks filled from ``row``."""
+        values = row.fields
+        checks = self.checks.model_copy(
+            update={
+                "answer_contains": [fill(t, values) for t in self.checks.answer_contains],
+                "answer_not_contains": [fill(t, values) for t in self.checks.answer_not_contains],
+                "answer_matches": fill(self.checks.answer_matches, values, regex=True)
+                if self.checks.answer_matches is not None
+                else None,
+            }
+        )
+        # model_copy keeps the fingerprint: a row is part of the scenario, not a new one.
+        return self.model_copy(
+            update={"row": row, "input": fill(self.input, values), "checks": checks}
+        )
 
     def normalize_config(self) -> NormalizeConfig:
         """The normaliser settings: defaults extended by this scenario's keys, masks and order."""
@@ -166,6 +223,8 @@ def _fingerprint(scenario: ResolvedScenario) -> str:
             payload[name] = sorted(set(value))
         elif name == "skip_rules":
             payload[name] = value.model_dump(mode="json")
+        elif name == "data":
+            payload[name] = value.digest
         elif name == "masks":
             payload[name] = [mask.model_dump(mode="json") for mask in value]
         else:
@@ -215,11 +274,35 @@ def resolve_suite(
                 suite=spec.name,
                 retry=spec.retry,
                 origin=origins[i] if origins else f"scenarios[{i}] (id '{entry.id}')",
+                data=_dataset_of(entry, f"scenarios[{i}] (id '{entry.id}')", path),
                 **{name: getattr(entry, name) for name in ScenarioFields.model_fields},
                 **{name: getattr(settings, name) for name in RunSettings.model_fields},
             )
         )
     return Suite(spec=spec, scenarios=tuple(scenarios), path=path)
+
+
+def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dataset | None:
+    """The rows of ``entry``'s dataset (relative to the suite file), checked against the
+    fields its templates use."""
+    if entry.dataset is None:
+        return None
+    needed: dict[str, str] = {}
+    templates = [
+        ("input", entry.input),
+        *((f"checks.answer_contains[{i}]", t) for i, t in enumerate(entry.checks.answer_contains)),
+        *(
+            (f"checks.answer_not_contains[{i}]", t)
+            for i, t in enumerate(entry.checks.answer_not_contains)
+        ),
+        ("checks.answer_matches", entry.checks.answer_matches or ""),
+    ]
+    for field, text in templates:
+        for name in template_fields(text):
+            needed.setdefault(name, f"{where}.{field}")
+    base = suite_file.parent if suite_file is not None else Path()
+    shown = os.path.normpath(os.path.join(os.fspath(base), entry.dataset))
+    return read_dataset(base / entry.dataset, shown, needed)
 
 
 def _one_line(text: str) -> str:

@@ -38,3 +38,12 @@ def buggy(run: CheckInput) -> bool:
 
 def says_yes(run: CheckInput) -> str:
     return "yes"
+
+
+def names_the_rows_capital(run: CheckInput) -> CheckResult:
+    """A check that reads the dataset row it runs on."""
+    expected = str(run.row.get("capital", ""))
+    held = bool(expected) and expected in (run.answer or "")
+    return CheckResult(
+        passed=held, reason=None if held else f"row {run.row.get('id')}: no {expected!r}"
+    )
