@@ -27,6 +27,7 @@ from evalrunner.night._night import NightOptions
 from evalrunner.stats._metric_result import UNCONFIRMED, MetricResult
 from evalrunner.suite import OUTCOMES, load_suite_by_name
 from evalrunner.suite._metrics import rank
+from evalrunner.suite._record import RunRecord
 
 # Every default below is the options model's own, stated once there.
 _NIGHT = NightOptions.model_fields
@@ -50,6 +51,19 @@ def _print_sequential(report: RunReport) -> None:
         click.echo(f"{what}: {note}", err=True)
     if summary is not None and (summary.adaptive or summary.escalated):
         click.echo(f"{what}: {summary.line()}", err=True)
+
+
+def judge_lines(records: Sequence[RunRecord]) -> list[str]:
+    """Per judged scenario x model: how often the judge's grades of one answer disagreed."""
+    graded: dict[tuple[str, str], list[bool]] = {}
+    for r in records:
+        if r.judge_agreed is not None:
+            graded.setdefault((r.scenario, r.model), []).append(r.judge_agreed)
+    return [
+        f"{scenario} × {model}: its grades of one answer disagreed on "
+        f"{agreed.count(False)} of {len(agreed)} runs (metric judge_agreement)"
+        for (scenario, model), agreed in sorted(graded.items())
+    ]
 
 
 def night_line(result: LiveResult, suite: str) -> str:
@@ -118,6 +132,8 @@ def print_run(result: LiveResult, suite: str) -> None:
     _print_sequential(report)
     rows = summary_rows(report.records, measured=result.outage is None)
     click.echo(format_table(rows, SUMMARY_COLUMNS))
+    for line in judge_lines(report.records):
+        click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:
         rows = verdict_rows(result.comparison.results)
         if rows:

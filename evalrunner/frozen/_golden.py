@@ -73,5 +73,6 @@ def script_path_for(golden: Path) -> Path:
 
 
 def is_script(path: Path) -> bool:
-    """A recording (``*.llm.json``, or the capture proxy's ``*.proxy.json``), not a golden."""
-    return path.name.endswith((".llm.json", ".proxy.json"))
+    """A recording (``*.llm.json``, the capture proxy's ``*.proxy.json``, a judge's
+    ``*.judge.json``), not a golden."""
+    return path.name.endswith((".llm.json", ".proxy.json", ".judge.json"))

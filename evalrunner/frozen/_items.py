@@ -289,6 +289,11 @@ class ScenarioItem(pytest.Item):
                 )
             held |= code.held
             reasons = code.reasons
+        if resolved.checks.judge is not None and answer is not None:
+            grade = self._judged(answer)
+            held["judge"] = grade.passed
+            if not grade.passed:
+                reasons["judge"] = grade.reason
         failed = [
             f"{name} ({reasons[name]})" if name in reasons else name
             for name in failed_checks(held, tools)
@@ -303,6 +308,48 @@ class ScenarioItem(pytest.Item):
                 f'until it does, with:\n  pytest --golden-record "{self.nodeid}"\n'
                 f"or correct the check in {self.path.name} if the check is wrong."
             )
+
+    def _judged(self, answer: str) -> Any:
+        """The judge's grades of ``answer``: replayed from ``<golden>.judge.json``, or recorded."""
+        import asyncio
+
+        from evalrunner.core._faults import describe
+        from evalrunner.endpoints._endpoints import requested_models
+        from evalrunner.frozen._judge import FrozenJudge, MissingGrade, judge_path
+        from evalrunner.suite._judge import JudgeAnswerError, agrade
+
+        sc = self.scenario
+        judge = sc.checks.judge
+        model = judge.model or requested_models((), sc.models)[0]
+        recording = mode(self.config) == "record"
+        grader = FrozenJudge(
+            judge,
+            judge_path(self.golden),
+            record=recording,
+            endpoint=lambda: state(self.config).endpoint(model),
+            model=model,
+            retry=sc.retry,
+        )
+        try:
+            result = asyncio.run(agrade(judge, sc.input, answer, grader.complete))
+        except MissingGrade as exc:
+            raise GoldenMismatch(
+                f'{exc}: record it again with:\n  pytest --golden-record "{self.nodeid}"'
+            ) from None
+        except JudgeAnswerError as exc:
+            raise GoldenMismatch(
+                f"{self.path.name}: scenario {self.name}: the judge failed itself (the judge's "
+                f"answer, not the agent's): {exc}"
+            ) from None
+        except Exception as exc:  # recording: the judge's endpoint, never the agent's failure
+            raise GoldenMismatch(
+                f"{self.path.name}: scenario {self.name}: the judge's endpoint {model} failed "
+                f"(an infrastructure fault, not the agent's): {redact_text(describe(exc))}"
+            ) from None
+        if recording:
+            grader.save()
+            state(self.config).reports.append(f"wrote {grader.path}")
+        return result
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, GoldenMismatch | EvalrunnerError):

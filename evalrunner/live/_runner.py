@@ -27,7 +27,7 @@ from typing import Any, ParamSpec, Protocol, TextIO, TypeVar
 
 from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
-from evalrunner.core._faults import InfraLog
+from evalrunner.core._faults import InfraLog, describe
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.endpoints._endpoints import (
@@ -61,7 +61,7 @@ from evalrunner.suite._checks import Judged, judged
 from evalrunner.suite._code_checks import CheckInput, CodeChecked, acode_checks
 from evalrunner.suite._contract import RunContext
 from evalrunner.suite._record import RunRecord
-from evalrunner.suite._schema import RateLimit
+from evalrunner.suite._schema import JUDGE, RateLimit
 from evalrunner.suite._settings import Suite
 
 __all__ = [
@@ -200,6 +200,8 @@ def _record(
         started_at=started,
         checks=outcome.checks,
         scores=code.scores if code is not None else {},
+        judge_grades=list(code.judge.grades) if code is not None and code.judge else [],
+        judge_agreed=code.judge.agreed if code is not None and code.judge else None,
     )
 
 
@@ -309,13 +311,21 @@ async def execute_job(
     latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s)
     run = judged(res, sc.normalize_config())
     code = None
-    if sc.checks.code and res.error is None and not res.timed_out:
+    finished = res.error is None and not res.timed_out
+    if sc.checks.code and finished:
         context = RunContext.for_scenario(sc, job.endpoint)
         seen = CheckInput(
             run.answer, res.output, res.trajectory, run.tools, context, sc.id, sc.row_values
         )
         code = await acode_checks(sc.load_checks(), seen)
+    judge_fault = None
+    if sc.checks.judge is not None and finished and run.answer is not None:
+        code = code or CodeChecked()
+        judge_fault = await _grade(job, run.answer, code, limiter, limits)
     record = _record(job, res, started, latency, run, code)
+    if judge_fault is not None:
+        # The answer could not be graded: nothing is known of the run's behaviour.
+        record = record.model_copy(update={"outcome": "infra_error", "reason": judge_fault})
     tb = res.traceback if record.outcome == "crashed" else None
     return JobResult(
         record,
@@ -325,6 +335,45 @@ async def execute_job(
         res.first_request,
         code.broken if code is not None else {},
     )
+
+
+async def _grade(
+    job: Job,
+    answer: str,
+    out: CodeChecked,
+    limiter: Limiter | None,
+    limits: Mapping[str, RateLimit],
+) -> str | None:
+    """Grade ``answer`` with the scenario's judge into ``out``, under the night's retry policy
+    and rate limits, outside the run's capture (the judge is never part of the agent's
+    calls). The reason the run becomes infra_error when the judge's endpoint failed, or None."""
+    from evalrunner.suite._judge import JudgeAnswerError, agrade, file_judgement
+
+    sc = job.scenario
+    judge = sc.checks.judge
+    assert judge is not None
+    endpoint = job.judge or job.endpoint
+    transport = LiteLLMTransport(InfraLog(sc.retry), gate_for(limiter, limits, endpoint.label))
+    where: dict[str, Any] = {"model": endpoint.model, "drop_params": True}
+    if endpoint.api_base:
+        where["api_base"] = endpoint.api_base
+    if endpoint.api_key:
+        where["api_key"] = endpoint.api_key
+
+    async def complete(messages: list[dict[str, str]]) -> str:
+        sent = {**where, "messages": messages, "temperature": judge.temperature}
+        reply = await transport.acomplete({**sent, "max_tokens": judge.max_tokens})
+        if reply.record is None:
+            raise RuntimeError("the judge's endpoint gave no answer")
+        return reply.record.content or ""
+
+    try:
+        file_judgement(out, await agrade(judge, sc.input, answer, complete))
+    except JudgeAnswerError as exc:  # the judge's own failure: reported like a check's bug
+        out.broken["judge"] = str(exc)
+    except Exception as exc:  # the judge's endpoint: a fault, never the agent's failure
+        return redact_text(f"judge {endpoint.label} unreachable: {describe(exc)}")
+    return None
 
 
 class LocalExecutor:
@@ -393,8 +442,9 @@ class _Driver:
             for name, failure in result.broken_checks.items():
                 if (sc.id, name) not in self.broken:  # once a night: one bug, one report
                     self.broken.add((sc.id, name))
+                    what = "the judge" if name == JUDGE else f"code check {name}"
                     self.progress.note(
-                        f"scenario {sc.id}: code check {name} failed itself on "
+                        f"scenario {sc.id}: {what} failed itself on "
                         f"{result.record.run_id} (the check's bug, not the agent's; runs are "
                         f"judged without it):\n{redact_text(failure)}"
                     )
@@ -493,6 +543,9 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
             for label in labels:
                 check_model(label, f"{results.manifest_path}: models")
         for plan in plans:
+            judge = plan.scenario.checks.judge
+            if judge is not None and judge.model:  # a judge nobody can reach fails now too
+                check_model(judge.model, f"{plan.scenario.origin}.checks.judge.model")
             plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
             plan.scenario.load_checks()
         manifest = _manifest(suite, plans, labels, settings)
@@ -570,7 +623,14 @@ async def run_night(
             "pass the matching Adaptive (run_live does)"
         )
     say = notify or (lambda text: None)
-    endpoints = {m: _limited(pool.resolve(m), night.suite) for m in night.labels}
+    judges = [
+        judge.model
+        for plan in night.plans
+        if (judge := plan.scenario.checks.judge) is not None and judge.model
+    ]
+    endpoints = {
+        m: _limited(pool.resolve(m), night.suite) for m in dict.fromkeys([*night.labels, *judges])
+    }
     night.save()
     say(f"suite {night.suite.name}: results in {night.results.root}")
     planner: Planner = (

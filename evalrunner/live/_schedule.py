@@ -198,6 +198,18 @@ class Job:
     scenario: ResolvedScenario
     endpoint: Endpoint
     index: int
+    judge: Endpoint | None = None
+    """Where the scenario's judge grades the run, when its judge names a model of its own
+    (None: the run's endpoint)."""
+
+    @classmethod
+    def of(
+        cls, scenario: ResolvedScenario, endpoints: Mapping[str, Endpoint], model: str, index: int
+    ) -> Job:
+        """Run ``index`` of ``scenario`` against ``model`` (its dataset row, its judge)."""
+        judge = scenario.checks.judge
+        judged = endpoints[judge.model] if judge is not None and judge.model else None
+        return cls(scenario.at(index), endpoints[model], index, judged)
 
     @property
     def key(self) -> RunKey:
@@ -226,7 +238,7 @@ class FixedPlanner:
 
     def __init__(self, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint]) -> None:
         self._jobs = [
-            Job(plan.scenario.at(index), endpoints[model], index)
+            Job.of(plan.scenario, endpoints, model, index)
             for plan in plans
             for model in plan.models
             for index in range(plan.scenario.cell_runs)
@@ -379,12 +391,13 @@ class AdaptivePlanner:
     planned: list[Job] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fixed: int = 0
+    endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
 
     @classmethod
     def of(
         cls, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint], adaptive: Adaptive
     ) -> AdaptivePlanner:
-        planner = cls(adaptive, [])
+        planner = cls(adaptive, [], endpoints=endpoints)
         for plan in plans:
             for model in plan.models:
                 runs = plan.scenario.cell_runs
@@ -418,7 +431,7 @@ class AdaptivePlanner:
             size = lane.pending if lane.next else lane.first
             lane.pending = 0
             while lane.open and size > 0:
-                batch.append(Job(lane.scenario.at(lane.next), lane.endpoint, lane.next))
+                batch.append(Job.of(lane.scenario, self.endpoints, lane.key.model, lane.next))
                 lane.next += 1
                 size -= 1
         self.planned += batch

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.suite._metrics import SCORE, TOOL_USED, metric
+from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED, metric
 from evalrunner.suite._record import RunRecord
 
 LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
@@ -46,6 +46,8 @@ class Runs:
     """Each run's code-check scores (empty when no run has any)."""
     rows: tuple[str | None, ...] = ()
     """Each run's dataset row (empty when no run has one)."""
+    judge_agreed: tuple[bool | None, ...] = ()
+    """Whether each run's judge grades agreed (empty when no run has two grades)."""
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> Runs:
@@ -68,6 +70,9 @@ class Runs:
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
             scores=tuple(r.scores for r in kept) if any(r.scores for r in kept) else (),
             rows=tuple(r.row for r in kept) if any(r.row for r in kept) else (),
+            judge_agreed=tuple(r.judge_agreed for r in kept)
+            if any(r.judge_agreed is not None for r in kept)
+            else (),
         )
 
     @property
@@ -126,13 +131,21 @@ class Coding:
             return logs
         if name.startswith(SCORE + ":"):
             return runs.valid_scores(name.partition(":")[2])
+        if name == JUDGE_AGREEMENT:
+            graded = [runs.judge_agreed[i] for i in runs.valid] if runs.judge_agreed else []
+            return np.array([a for a in graded if a is not None], dtype=float)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
         """Each value's dataset row, aligned with :meth:`values`; None when the runs have no
         rows or the metric is not paired by row (continuous, scores)."""
         name = self.metric
-        if not runs.rows or name in _CONTINUOUS or name.startswith(SCORE + ":"):
+        if (
+            not runs.rows
+            or name in _CONTINUOUS
+            or name == JUDGE_AGREEMENT
+            or name.startswith(SCORE + ":")
+        ):
             return None
         if name in _OUTCOME_OF:
             return runs.rows
@@ -176,6 +189,8 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
     out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
     out += _score_codings(pooled, tonight)
+    if pooled.judge_agreed or (tonight is not None and tonight.judge_agreed):
+        out.append(Coding(JUDGE_AGREEMENT))
     return out
 
 
@@ -207,6 +222,9 @@ def concat(parts: Sequence[Runs]) -> Runs:
         scores=_pooled_scores(parts),
         rows=tuple(r for p in parts for r in (p.rows or (None,) * p.n))
         if any(p.rows for p in parts)
+        else (),
+        judge_agreed=tuple(a for p in parts for a in (p.judge_agreed or (None,) * p.n))
+        if any(p.judge_agreed for p in parts)
         else (),
     )
 

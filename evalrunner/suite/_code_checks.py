@@ -74,6 +74,8 @@ class CodeChecked:
     """``<function>`` -> score in [0, 1]."""
     broken: dict[str, str] = field(default_factory=dict)
     """``<function>`` -> the traceback (or the wrong return) of a check that failed itself."""
+    judge: Any = None
+    """The judge's grades of the run (a ``JudgeResult``), when the scenario has a judge."""
 
 
 def _take(name: str, value: Any, out: CodeChecked) -> None:

@@ -23,6 +23,8 @@ TOOL_USED = "tool_used"
 SCORE = "score"
 """A family: ``score:<check>`` per code check that gives scores (``checks: code:``)."""
 FAMILIES = (TOOL_USED, SCORE)
+JUDGE_AGREEMENT = "judge_agreement"
+"""Share of graded runs whose judge grades agreed (``checks: judge:`` with 2+ grades)."""
 NO_TOOLS = "(no tools)"
 """How an empty tool sequence is shown everywhere."""
 
@@ -77,6 +79,9 @@ REGISTRY: tuple[Metric, ...] = (
     # The user's own scores in [0, 1]: lower is worse. Compared by rank (Cliff's delta), as
     # counts are: a score's scale need not be linear, only its order meaningful.
     Metric(SCORE, "count", "lower", 0.33, False, "score"),
+    # A judge that disagrees with itself more often has changed (or grows noisy): told
+    # apart from the agent, whose change would move score:judge with the agreement steady.
+    Metric(JUDGE_AGREEMENT, "binary", "lower", 0.15, False, "judge agreement"),
 )
 """In report order: gating metrics first, then diagnostics."""
 

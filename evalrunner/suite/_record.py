@@ -106,14 +106,28 @@ class RunRecord(BaseModel):
         "'score:<name>'). Written only when there is one.",
     )
 
+    judge_grades: list[Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]] = Field(
+        default_factory=list,
+        description="The judge's grades of the answer (checks: judge:); written only when "
+        "the scenario has a judge and the run was graded.",
+    )
+    judge_agreed: bool | None = Field(
+        default=None,
+        description="Whether the judge's grades fell on the same side of its pass_score "
+        "(metric 'judge_agreement'); absent with fewer than two grades.",
+    )
+
     @model_serializer(mode="wrap")
     def _omit_no_scores(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Records from before scores existed, and runs without any, are written as before.
+        # Records from before these fields existed, and runs without them, are written as
+        # before.
         data: dict[str, Any] = handler(self)
-        if not data.get("scores"):
-            data.pop("scores", None)
-        if data.get("row") is None:
-            data.pop("row", None)
+        for name in ("scores", "judge_grades"):
+            if not data.get(name):
+                data.pop(name, None)
+        for name in ("row", "judge_agreed"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
     @property

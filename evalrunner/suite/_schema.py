@@ -32,6 +32,7 @@ __all__ = [
     "SKIP_CLASSES",
     "SUPPORTED_FORMAT_VERSIONS",
     "Checks",
+    "Judge",
     "Mask",
     "RetryPolicy",
     "RunSettings",
@@ -288,9 +289,61 @@ class Mask(BaseModel):
         return self
 
 
+JUDGE = "judge"
+"""The judge check's name: its check, its score and its grades are recorded under it."""
+
+
 def code_check_name(spec: str) -> str:
     """A code check's name: its function's ('my_checks:cites' -> 'cites')."""
     return spec.rpartition(":")[2].rpartition(".")[2]
+
+
+class Judge(BaseModel):
+    """A model that grades each run's answer against a rubric (``checks: judge:``)."""
+
+    model_config = _CONFIG
+
+    rubric: str = Field(
+        description="What a good answer does, for the judge; with a dataset, a template over "
+        "the row's fields, e.g. 'Names {capital} as the capital'."
+    )
+    model: str | None = Field(
+        default=None,
+        description="litellm model string of the judge; default: the model the run used. Its "
+        "calls are never part of the agent's steps, calls or tokens.",
+    )
+    pass_score: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="A run passes the 'judge' check when its mean grade is at least this.",
+    )
+    grades: int = Field(
+        default=2,
+        ge=1,
+        le=5,
+        description="Times each answer is graded; with 2 or more the night measures how often "
+        "the judge disagrees with itself (metric judge_agreement).",
+    )
+    temperature: float = Field(
+        default=0.0, ge=0, le=2, description="The judge's sampling temperature."
+    )
+    max_tokens: int = Field(default=256, ge=16, description="Most tokens a grade may take.")
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_given(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is empty; say what a good answer does")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_given(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("is empty; give a litellm model string, or leave it out")
+        return value
 
 
 class Checks(BaseModel):
@@ -330,6 +383,12 @@ class Checks(BaseModel):
         "evalrunner.CheckResult; sync or async. A score is also a metric, 'score:<function>'.",
     )
 
+    judge: Judge | None = Field(
+        default=None,
+        description="A model grades the answer against a rubric: the 'judge' check (mean grade "
+        ">= pass_score) and the score 'score:judge'.",
+    )
+
     @field_validator("code")
     @classmethod
     def _code_paths(cls, value: list[str]) -> list[str]:
@@ -341,6 +400,10 @@ class Checks(BaseModel):
                     "e.g. 'my_checks:cites_a_source'"
                 )
             name = code_check_name(spec)
+            if name == JUDGE:
+                raise ValueError(
+                    f"{spec!r} is named 'judge', the name of the judge check; rename the function"
+                )
             if name in names:
                 raise ValueError(
                     f"{names[name]!r} and {spec!r} are both named {name!r} (a check's name is "

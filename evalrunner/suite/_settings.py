@@ -177,6 +177,11 @@ class ResolvedScenario(RunSettings, ScenarioFields):
                 "answer_matches": fill(self.checks.answer_matches, values, regex=True)
                 if self.checks.answer_matches is not None
                 else None,
+                "judge": self.checks.judge.model_copy(
+                    update={"rubric": fill(self.checks.judge.rubric, values)}
+                )
+                if self.checks.judge is not None
+                else None,
             }
         )
         # model_copy keeps the fingerprint: a row is part of the scenario, not a new one.
@@ -296,6 +301,7 @@ def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dat
             for i, t in enumerate(entry.checks.answer_not_contains)
         ),
         ("checks.answer_matches", entry.checks.answer_matches or ""),
+        ("checks.judge.rubric", entry.checks.judge.rubric if entry.checks.judge else ""),
     ]
     for field, text in templates:
         for name in template_fields(text):

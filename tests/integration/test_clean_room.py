@@ -151,5 +151,5 @@ def test_the_example_suite_runs_from_an_installed_wheel_in_an_empty_project(
         )
     assert night.returncode == 0, night.stdout[-2000:] + night.stderr[-2000:]
     assert "suite example: results in" in night.stderr
-    assert night.stderr.splitlines()[-1].startswith("night: 5 runs")
+    assert night.stderr.splitlines()[-1].startswith("night: 9 runs")  # 5 scenarios + 4 rows
     assert not (tmp_path / "suites").exists()  # nothing scaffolded: the packaged suite ran
