@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from baseline_agents import evalrunner
-from fake_endpoint import Entry, Fault, FakeEndpoint, Reply
+from fake_endpoint import Entry, FakeEndpoint, Fault, Reply
 from runner_agents import write_suite
 
 from evalrunner.core._scope import install
