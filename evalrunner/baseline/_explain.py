@@ -151,8 +151,13 @@ class Explanation:
     """What the sentinel saw, when the night ran it for this cell (``night._sentinel``)."""
     unavailable: str | None = None
     """Why the baseline cannot be explained against (written before it kept traces)."""
-    rows: list[str] = field(default_factory=list)
-    """A dataset scenario's rows that moved most, one line each (:func:`rows_moved`)."""
+    moved: list[RowMove] = field(default_factory=list)
+    """A dataset scenario's rows that moved most (:func:`rows_moved`)."""
+
+    @property
+    def rows(self) -> list[str]:
+        """:attr:`moved`, one line each."""
+        return [m.line() for m in self.moved]
 
     @property
     def causes(self) -> list[str]:
@@ -445,7 +450,7 @@ def explain_night(
         tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
         sent = [request for _, _, request in files if request is not None]
         out[cell] = explain(baselines[cell], tonight, each, sent)
-        out[cell].rows = [m.line() for m in rows_moved(baselines[cell].records, grouped[cell])]
+        out[cell].moved = rows_moved(baselines[cell].records, grouped[cell])
     return out
 
 

@@ -101,6 +101,11 @@ class Why(BaseModel):
         default_factory=list,
         description="A dataset scenario's rows that moved most: 'id: passed 3/3 -> 0/3, ...'.",
     )
+    row_runs: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Row id -> the normalised trajectory of a typical run of that row tonight, "
+        "for each row in rows (the report opens them).",
+    )
 
 
 class HistoryEntry(BaseModel):

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import Field
 
@@ -381,13 +381,21 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
     from evalrunner.history._store import BaselineSummary, HistoryEntry, Why, append
 
     scenarios = {s.id: s for s in night.suite.scenarios}
-    typical = {}
+    typical: dict[CellKey, dict[str, Any]] = {}
+    row_runs: dict[CellKey, dict[str, dict[str, Any]]] = {}
     for cell, records in group_records(result.report.records).items():
         scenario = scenarios.get(cell.scenario)
         config = scenario.normalize_config() if scenario else None
         trajectory = typical_trajectory(night.results, records, config)
         if trajectory is not None:
             typical[cell] = trajectory
+        why = result.explanations.get(cell)
+        for row in [m.row for m in why.moved] if why is not None else []:
+            # The rows a failing night names: a typical run of each, for the report to open.
+            of_row = [r for r in records if r.row == row]
+            found = typical_trajectory(night.results, of_row, config)
+            if found is not None:
+                row_runs.setdefault(cell, {})[row] = found
     comparison = result.comparison
     baselines = comparison.baselines if comparison else {}
     entry = HistoryEntry(
@@ -410,6 +418,7 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
                 request_diff=why.request_diff,
                 sentinel=why.sentinel.line() if why.sentinel else None,
                 rows=why.rows,
+                row_runs=row_runs.get(cell, {}),
             )
             for cell, why in result.explanations.items()
         },

@@ -8,6 +8,7 @@ and the suite's skip and infra-error reasons.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -271,6 +272,9 @@ class CellDetail:
     diff_note: str
     why_diff: list[tuple[str, str]]
     """(CSS class, line) of the first request's text diff, when that is why it changed."""
+    why_rows: list[tuple[str, str]]
+    """A dataset scenario's rows that moved most: (line, a typical run's trajectory as JSON
+    text, or '' when the night kept none)."""
 
 
 @dataclass(frozen=True)
@@ -355,7 +359,19 @@ def _detail(
         diff_lines=diff_lines,
         diff_note=diff_note,
         why_diff=[(_diff_class(x), x) for x in (v.why.request_diff if v.why else [])],
+        why_rows=_why_rows(v.why),
     )
+
+
+def _why_rows(why: Why | None) -> list[tuple[str, str]]:
+    """Each moved row's line, with a typical run of it tonight to open."""
+    if why is None:
+        return []
+    out = []
+    for line in why.rows:
+        run = why.row_runs.get(line.partition(":")[0])
+        out.append((line, json.dumps(run, indent=1, ensure_ascii=False) if run else ""))
+    return out
 
 
 def _charted(v: CellView, diagnostics: Sequence[str]) -> list[str]:

@@ -290,7 +290,10 @@ def test_explain_markdown_junit_and_html_name_the_rows(planted: Any) -> None:
     text = "".join(str(f.text) for f in junit.iter("failure"))
     assert all(f"row {name}: passed 9/9 -> 0/9" in text for name in _names(moved)), text
     page = (root / "r" / "report.html").read_text(encoding="utf-8")
-    assert "Rows that moved most:" in page and "<li>c27: passed 9/9 -&gt; 0/9</li>" in page
+    assert "Rows that moved most:" in page
+    # Each row opens a typical run of it tonight: the question it was asked, the answer.
+    assert "<summary>c27: passed 9/9 -&gt; 0/9</summary>" in page
+    assert "What is the capital of Country27?" in page and "The capital is Nowhere." in page
 
 
 def test_plan_counts_the_rows_times_n(planted: Any) -> None:
