@@ -18,6 +18,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "Dataset",
     "fill",
     "read_dataset",
+    "read_datasets",
     "template_fields",
 ]
 
@@ -76,6 +78,31 @@ class Dataset(BaseModel):
         ranked = sorted(self.rows, key=lambda r: hashlib.sha256(r.id.encode()).hexdigest())
         chosen = {row.id for row in ranked[:limit]}
         return tuple(row for row in self.rows if row.id in chosen)
+
+
+def read_datasets(base: Path, pattern: str, needed: Mapping[str, str]) -> Dataset:
+    """The rows of ``pattern`` under ``base``: one file, or every file a glob matches (in
+    name order, ids unique across them)."""
+    shown = os.path.normpath(os.path.join(os.fspath(base), pattern))
+    if not any(c in pattern for c in "*?["):
+        return read_dataset(base / pattern, shown, needed)
+    files = sorted(p for p in base.glob(pattern) if p.is_file())
+    if not files:
+        raise ConfigError(f"{shown}: no file matches (a dataset is relative to its suite file)")
+    rows: list[DataRow] = []
+    first: dict[str, str] = {}
+    for file in files:
+        named = os.path.normpath(os.path.join(os.fspath(base), os.fspath(file.relative_to(base))))
+        for row in read_dataset(file, named, needed).rows:
+            where = f"{named}:{row.line}"
+            if row.id in first:
+                raise ConfigError(
+                    f"{where}: duplicate row id {row.id!r} (also {first[row.id]}); ids must be "
+                    "unique across the files of a dataset"
+                )
+            first[row.id] = where
+            rows.append(row)
+    return Dataset(path=shown, rows=tuple(rows))
 
 
 def template_fields(text: str) -> list[str]:

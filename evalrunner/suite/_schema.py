@@ -547,8 +547,8 @@ class ScenarioFields(BaseModel):
     )
     dataset: str | None = Field(
         default=None,
-        description="A JSONL or CSV file of inputs, relative to the suite file: one row per "
-        "input, each run 'runs' times. input and the text checks (answer_contains, "
+        description="A JSONL or CSV file of inputs, relative to the suite file (or a glob, "
+        "e.g. 'data/*.jsonl'): one row per input, each run 'runs' times. input and the text checks (answer_contains, "
         "answer_not_contains, answer_matches) may name the row's fields as {field}; a row's "
         "'id' field names it (else 'row-1', 'row-2', ...).",
     )

@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
-from evalrunner.suite._dataset import DataRow, Dataset, fill, read_dataset, template_fields
+from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
 from evalrunner.suite._schema import (
     RetryPolicy,
     RunSettings,
@@ -306,9 +306,9 @@ def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dat
     for field, text in templates:
         for name in template_fields(text):
             needed.setdefault(name, f"{where}.{field}")
-    base = suite_file.parent if suite_file is not None else Path()
-    shown = os.path.normpath(os.path.join(os.fspath(base), entry.dataset))
-    return read_dataset(base / entry.dataset, shown, needed)
+    return read_datasets(
+        suite_file.parent if suite_file is not None else Path(), entry.dataset, needed
+    )
 
 
 def _one_line(text: str) -> str:

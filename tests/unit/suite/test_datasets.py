@@ -104,3 +104,27 @@ def test_a_template_naming_a_field_no_row_has_is_one_line(tmp_path: Path) -> Non
 
 def test_fill_leaves_unknown_braces_alone() -> None:
     assert fill("{a} {b} [{c}] x{2}", {"a": 1, "c": None}) == "1 {b} [] x{2}"
+
+
+def test_a_glob_reads_every_matching_file_in_name_order_ids_unique_across_them(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "b.jsonl").write_text('{"id": "jp", "country": "Japan", "capital": "Tokyo"}\n')
+    (data / "a.csv").write_text("id,country,capital\nfr,France,Paris\n")
+    path = suite_with(tmp_path, ROWS)
+    path.write_text(SUITE.format(data="'data/*'"), encoding="utf-8")
+    scenario = load_suite(path).scenarios[0]
+    assert scenario.data is not None
+    assert [r.id for r in scenario.data.rows] == ["fr", "jp"]
+    (data / "c.jsonl").write_text('{"id": "fr", "country": "X", "capital": "Y"}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    assert str(caught.value) == (
+        f"{data}/c.jsonl:1: duplicate row id 'fr' (also {data}/a.csv:2); ids must be unique "
+        "across the files of a dataset"
+    )
+    path.write_text(SUITE.format(data="'nothing/*.jsonl'"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="nothing/\\*.jsonl: no file matches"):
+        load_suite(path)
