@@ -337,11 +337,38 @@ def _column_adapter(model: type[BaseModel], field: str) -> TypeAdapter[list[Any]
     return TypeAdapter(list[item])
 
 
+_SHARED_FROM = 64
+"""Text columns at least this long are read with one object per distinct value."""
+
+
+def _shared_strings(column: Any) -> list[Any] | None:
+    """A text column of few distinct values (scenario, model, metric, verdict, ...) as a list
+    whose equal values are one object: a year of verdicts holds 300,000 of each, and a
+    string object apiece was a fifth of the report's memory. None when most values differ
+    (run ids, reasons): those are read as before."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    words = encoded.dictionary.to_pylist()
+    if len(words) * 4 > len(column):
+        return None
+    words.append(None)  # index -1: a null
+    indices = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return [words[i] for i in indices.tolist()]
+
+
 def _pylist(column: Any) -> list[Any]:
     """A column as Python values, through numpy: Arrow's own to_pylist costs ~1 µs a value."""
     import numpy as np
     import pyarrow as pa
 
+    if pa.types.is_string(column.type) and len(column) >= _SHARED_FROM:
+        shared = _shared_strings(column)
+        if shared is not None:
+            return shared
     if column.null_count == 0 or pa.types.is_string(column.type):
         return list(column.to_numpy(zero_copy_only=False).tolist())
     if not pa.types.is_floating(column.type):
