@@ -47,6 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from calibrate_stats import _record  # fast trusted records, every field's default kept
 
 from evalrunner.stats import Budget, CellBaseline, CellNight, compare_night, drive, fit_references
 from evalrunner.stats._formulas import wilson
@@ -67,22 +68,6 @@ CHANGES = (
     "steps, half the rows",
     "steps, every row",
 )
-_FIELDS = frozenset(RunRecord.model_fields)
-_DEFAULTS = {
-    name: info.get_default(call_default_factory=True)
-    for name, info in RunRecord.model_fields.items()
-    if not info.is_required()
-}
-
-
-def _record(values: dict[str, object]) -> RunRecord:
-    """A RunRecord from trusted generator values (model_construct's result, faster)."""
-    record = RunRecord.__new__(RunRecord)
-    object.__setattr__(record, "__dict__", {**_DEFAULTS, **values})
-    object.__setattr__(record, "__pydantic_fields_set__", _FIELDS)
-    object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
-    return record
 
 
 @dataclass(frozen=True)

@@ -218,28 +218,10 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Any:
             base = _run(ep, root, f"base{k}", "--no-compare", "--no-history")
             assert base.exit_code == 0, base.output
             nights += ["--from", str(root / f"base{k}")]
-        accepted = evalrunner(
-            ep,
-            "baseline",
-            "--suite",
-            "atlas",
-            "--suites-dir",
-            str(root),
-            *nights,
-            "--baselines",
-            str(root / "b"),
-        )
+        suite = ["--suite", "atlas", "--suites-dir", str(root), "--baselines", str(root / "b")]
+        accepted = evalrunner(ep, "baseline", *suite, *nights)
         assert accepted.exit_code == 0, accepted.output
-        plan = evalrunner(
-            ep,
-            "plan",
-            "--suite",
-            "atlas",
-            "--suites-dir",
-            str(root),
-            "--baselines",
-            str(root / "b"),
-        )
+        plan = evalrunner(ep, "plan", *suite)
         world.wrong = moved
         night = _run(
             ep, root, "night", "--baselines", str(root / "b"), "--history", str(root / "h")

@@ -190,17 +190,24 @@ def frozen_project(pytester: pytest.Pytester, rubric: str = "Names Paris.") -> P
     return suites / "goldens" / "judged"
 
 
+def record(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, world: World
+) -> pytest.RunResult:
+    """``pytest suites --golden-record`` in the project, every model at a fake endpoint."""
+    with FakeEndpoint(responder=world) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
+        return pytester.runpytest("-p", "no:cacheprovider", "suites", "--golden-record")
+
+
 def test_frozen_mode_records_the_judge_apart_and_replays_it_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     goldens = frozen_project(pytester)
     world = World()
-    with FakeEndpoint(responder=world) as ep:
-        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
-        recorded = pytester.runpytest("-p", "no:cacheprovider", "suites", "--golden-record")
-        recorded.assert_outcomes(passed=1)
+    recorded = record(pytester, monkeypatch, world)
+    recorded.assert_outcomes(passed=1)
     assert sorted(p.name for p in goldens.iterdir()) == [
         "graded.json",
         "graded.judge.json",
@@ -226,19 +233,12 @@ def test_frozen_mode_says_a_failing_judge_is_the_judge(
 ) -> None:
     frozen_project(pytester)
     world = World(judge="down")
-    with FakeEndpoint(responder=world) as ep:
-        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
-        down = pytester.runpytest("-p", "no:cacheprovider", "suites", "--golden-record")
+    down = record(pytester, monkeypatch, world)
     down.assert_outcomes(failed=1)
     down.stdout.fnmatch_lines(
         ["*the judge's endpoint openai/judge failed (an infrastructure fault, not the agent's)*"]
     )
-    world = World(answer="It is Lyon.")
-    with FakeEndpoint(responder=world) as ep:
-        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        wrong = pytester.runpytest("-p", "no:cacheprovider", "suites", "--golden-record")
+    wrong = record(pytester, monkeypatch, World(answer="It is Lyon."))
     wrong.assert_outcomes(failed=1)
     wrong.stdout.fnmatch_lines(
         ["*fails the scenario's check(s) judge (grade 0.00 < 0.5: no Paris)*"]
