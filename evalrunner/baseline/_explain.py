@@ -405,9 +405,11 @@ def explain(
     tonight: Sequence[Mapping[str, Any]],
     alpha: float = DEFAULT_ALPHA,
     sent_tonight: Sequence[Mapping[str, Any]] = (),
+    rows: frozenset[str] | None = None,
 ) -> Explanation:
     """Explain tonight's normalised trajectories of one cell against its baseline
-    (``sent_tonight``: their first requests in full, where the run files kept them)."""
+    (``sent_tonight``: their first requests in full, where the run files kept them;
+    ``rows``: a dataset scenario's rows tonight ran, the baseline's runs of others left out)."""
     traced = baseline.traced
     if not traced:
         return Explanation(
@@ -415,7 +417,8 @@ def explain(
             "request drift unavailable: accept a new baseline with 'evalrunner baseline'"
         )
     requests = [r for t in traced for r in t.requests]
-    runs = [r.as_actions() for t in traced for r in t.runs]
+    kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
+    runs = [r.as_actions() for t in traced for r in t.runs if kept is None or r.run_id in kept]
     return explain_runs(
         requests, runs, tonight, alpha, sent_before=baseline.sent, sent_tonight=sent_tonight
     )
@@ -449,7 +452,8 @@ def explain_night(
         files = [results.read_run_file(p) for p in paths if p.exists()]
         tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
         sent = [request for _, _, request in files if request is not None]
-        out[cell] = explain(baselines[cell], tonight, each, sent)
+        rows = frozenset(r.row for r in grouped[cell] if r.row is not None) or None
+        out[cell] = explain(baselines[cell], tonight, each, sent, rows)
         out[cell].moved = rows_moved(baselines[cell].records, grouped[cell])
     return out
 

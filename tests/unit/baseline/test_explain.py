@@ -99,3 +99,55 @@ def test_sampling_parameters_the_agent_sent_otherwise_are_a_request_change() -> 
     assert why.request == ["temperature 0.0 -> 0.7"]
     assert why.line() == "cause: request changed (temperature 0.0 -> 0.7)"
     assert explain_runs([], [], [], sent_before=before, sent_tonight=[before]).request == []
+
+
+def test_a_dataset_night_on_some_rows_is_explained_against_those_rows_of_the_baseline() -> None:
+    from evalrunner.baseline._explain import explain
+    from evalrunner.baseline._file import AcceptedNight, Baseline
+    from evalrunner.baseline._traces import RunTrace, Traces
+    from evalrunner.suite._record import RunRecord
+
+    # Rows a* look something up first, rows b* answer at once; tonight runs the a rows only
+    # (--rows), each doing what it always did.
+    rows = [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
+    records = [
+        RunRecord(
+            run_id=f"s/m/{i}",
+            suite="t",
+            scenario="s",
+            model="m",
+            index=i,
+            row=row,
+            outcome="passed",
+        )
+        for i, row in enumerate(rows * 2)
+    ]
+    runs = [
+        RunTrace(run_id=r.run_id, actions=[("lookup", "x", "y")] if r.row[0] == "a" else [])
+        for r in records
+    ]
+    night = AcceptedNight(started_at="t", source="n1", records=records, traces=Traces(runs=runs))
+    baseline = Baseline(
+        suite="t",
+        scenario="s",
+        model="m",
+        fingerprint="f",
+        created_at="t",
+        evalrunner_version="0",
+        nights=[night],
+    )
+    step = {
+        "steps": [
+            {
+                "source": "agent",
+                "tool_calls": [
+                    {"tool_call_id": "c1", "function_name": "lookup", "arguments": {"q": "x"}}
+                ],
+                "observation": {"results": [{"source_call_id": "c1", "content": "y"}]},
+            }
+        ]
+    }
+    tonight = [step] * 20
+    assert explain(baseline, tonight, rows=frozenset(rows[:10])).divergence is None
+    # Against every row of the baseline the same night would look like a change.
+    assert explain(baseline, tonight).divergence is not None
