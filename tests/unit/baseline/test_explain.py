@@ -123,7 +123,9 @@ def test_a_dataset_night_on_some_rows_is_explained_against_those_rows_of_the_bas
         for i, row in enumerate(rows * 2)
     ]
     runs = [
-        RunTrace(run_id=r.run_id, actions=[("lookup", "x", "y")] if r.row[0] == "a" else [])
+        RunTrace(
+            run_id=r.run_id, actions=[("lookup", "x", "y")] if str(r.row).startswith("a") else []
+        )
         for r in records
     ]
     night = AcceptedNight(started_at="t", source="n1", records=records, traces=Traces(runs=runs))
