@@ -117,6 +117,22 @@ def check_suite_models(suite: Suite) -> None:
             for j, model in enumerate(entry.models):
                 field_name = f"scenarios[{i}] (id '{entry.id}').models[{j}]"
                 check_model(model, where("scenarios", i, "models", j) + field_name)
+    check_judge_models(suite)
+
+
+def check_judge_models(suite: Suite) -> None:
+    """Every judge model a suite names resolves (whatever models the runs use)."""
+    from evalrunner.suite._loader import field_line
+
+    shown = str(suite.path) if suite.path else suite.name
+    for i, entry in enumerate(suite.spec.scenarios):
+        judge = entry.checks.judge
+        if judge is None or not judge.model:
+            continue
+        loc = ("scenarios", i, "checks", "judge", "model")
+        line = field_line(suite.path, loc) if suite.path else None
+        where = f"{shown}:{line}: " if line else f"{shown}: "
+        check_model(judge.model, f"{where}scenarios[{i}] (id '{entry.id}').checks.judge.model")
 
 
 def check_requested_models(suite: Suite, cli: Sequence[str], models: Sequence[str]) -> None:
@@ -127,6 +143,7 @@ def check_requested_models(suite: Suite, cli: Sequence[str], models: Sequence[st
     if cli:
         for model in cli:
             check_model(model, "--model")
+        check_judge_models(suite)
         return
     check_suite_models(suite)
     from_env = set(models) - {m for s in suite.scenarios for m in s.models} - {LOCAL}

@@ -35,6 +35,7 @@ from evalrunner.endpoints._endpoints import (
     EndpointPool,
     Notify,
     ServeLocal,
+    check_judge_models,
     check_model,
     check_requested_models,
 )
@@ -542,10 +543,8 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
         else:
             for label in labels:
                 check_model(label, f"{results.manifest_path}: models")
+            check_judge_models(suite)
         for plan in plans:
-            judge = plan.scenario.checks.judge
-            if judge is not None and judge.model:  # a judge nobody can reach fails now too
-                check_model(judge.model, f"{plan.scenario.origin}.checks.judge.model")
             plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
             plan.scenario.load_checks()
         manifest = _manifest(suite, plans, labels, settings)

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 from baseline_agents import evalrunner
+from click.testing import CliRunner
 from fake_endpoint import Entry, FakeEndpoint, Fault, Reply
 from runner_agents import write_suite
 
+from evalrunner.cli._main import main
 from evalrunner.core._scope import install
 from evalrunner.live._results import ResultsDir
 
@@ -243,3 +245,14 @@ def test_frozen_mode_says_a_failing_judge_is_the_judge(
     wrong.stdout.fnmatch_lines(
         ["*fails the scenario's check(s) judge (grade 0.00 < 0.5: no Paris)*"]
     )
+
+
+def test_a_judge_model_litellm_cannot_resolve_is_one_line_before_any_run(night: Any) -> None:
+    root, run, world, _ = night
+    write_suite(root, "judged", [scenario(model="nope")], timeout_s=30)
+    said = "judged.yaml:21: scenarios[0] (id 'graded').checks.judge.model: unknown model 'nope'"
+    checked = CliRunner().invoke(main, ["validate", str(root / "judged.yaml")])
+    assert checked.exit_code == 2 and said in checked.output, checked.output
+    ran = run("n1", "--no-compare", "--model", "openai/fake")
+    assert ran.exit_code == 2 and said in ran.output, ran.output
+    assert world.agent_calls == 0
