@@ -437,7 +437,6 @@ def explain_night(
     ``cells`` together (split equally). A cell without a baseline, or of a scenario no
     longer in the suite, is left out.
     """
-    from evalrunner.core._normalize import normalize
 
     scenarios = {s.id: s for s in suite.scenarios}
     grouped = group_records(results.records())
@@ -447,15 +446,24 @@ def explain_night(
         scenario = scenarios.get(cell.scenario)
         if scenario is None or cell not in grouped or cell not in baselines:
             continue
-        config = scenario.normalize_config()
-        paths = [results.run_path(r.run_id) for r in grouped[cell] if r.outcome != "infra_error"]
-        files = [results.read_run_file(p) for p in paths if p.exists()]
-        tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
-        sent = [request for _, _, request in files if request is not None]
+        tonight, sent = _tonight(results, grouped[cell], scenario.normalize_config())
         rows = frozenset(r.row for r in grouped[cell] if r.row is not None) or None
         out[cell] = explain(baselines[cell], tonight, each, sent, rows)
         out[cell].moved = rows_moved(baselines[cell].records, grouped[cell])
     return out
+
+
+def _tonight(
+    results: ResultsDir, records: Sequence[RunRecord], config: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tonight's runs of a cell (infra errors left out): their normalised trajectories, and
+    the first requests the run files kept."""
+    from evalrunner.core._normalize import normalize
+
+    paths = [results.run_path(r.run_id) for r in records if r.outcome != "infra_error"]
+    files = [results.read_run_file(p) for p in paths if p.exists()]
+    tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
+    return tonight, [request for _, _, request in files if request is not None]
 
 
 def explain_results(

@@ -200,9 +200,7 @@ def _record(
         attempts=infra.max_attempts_used if infra else 1,
         started_at=started,
         checks=outcome.checks,
-        scores=code.scores if code is not None else {},
-        judge_grades=list(code.judge.grades) if code is not None and code.judge else [],
-        judge_agreed=code.judge.agreed if code is not None and code.judge else None,
+        **(code or CodeChecked()).recorded(),
     )
 
 

@@ -106,12 +106,18 @@ def _check_resume_options(
     if runs is not None and set(manifest.runs.values()) != {runs}:
         shown = ", ".join(f"{sid} {n}" for sid, n in manifest.runs.items())
         raise _conflict(where, f"--runs {runs}", f"runs {shown}")
-    if rows is not None and set((manifest.rows or {}).values()) != {rows}:
-        shown = ", ".join(f"{sid} {n}" for sid, n in (manifest.rows or {}).items()) or "every row"
-        raise _conflict(where, f"--rows {rows}", f"rows {shown}")
+    _check_resumed_rows(where, manifest, rows)
     if models and set(models) != set(manifest.models):
         given = " ".join(f"--model {m}" for m in models)
         raise _conflict(where, given, f"models {', '.join(manifest.models)}")
+
+
+def _check_resumed_rows(where: object, manifest: Manifest, rows: int | None) -> None:
+    """``--rows`` given with --resume must be the subset the night started with."""
+    recorded = manifest.rows or {}
+    if rows is not None and set(recorded.values()) != {rows}:
+        shown = ", ".join(f"{sid} {n}" for sid, n in recorded.items()) or "every row"
+        raise _conflict(where, f"--rows {rows}", f"rows {shown}")
 
 
 def resumed(

@@ -376,13 +376,17 @@ def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceS
     return {} if history is None else evidence_so_far(history, suite)
 
 
-def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:
-    """One history entry holding the night's runs not yet in the history (each run id once)."""
-    from evalrunner.history._store import BaselineSummary, HistoryEntry, Why, append
+Trajectory = dict[str, Any]
 
+
+def _typical_runs(
+    night: OpenNight, result: LiveResult
+) -> tuple[dict[CellKey, Trajectory], dict[CellKey, dict[str, Trajectory]]]:
+    """A typical run of each cell tonight, and of each dataset row a failing cell names
+    (for the report to open), as normalised trajectories."""
     scenarios = {s.id: s for s in night.suite.scenarios}
-    typical: dict[CellKey, dict[str, Any]] = {}
-    row_runs: dict[CellKey, dict[str, dict[str, Any]]] = {}
+    typical: dict[CellKey, Trajectory] = {}
+    row_runs: dict[CellKey, dict[str, Trajectory]] = {}
     for cell, records in group_records(result.report.records).items():
         scenario = scenarios.get(cell.scenario)
         config = scenario.normalize_config() if scenario else None
@@ -391,11 +395,18 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
             typical[cell] = trajectory
         why = result.explanations.get(cell)
         for row in [m.row for m in why.moved] if why is not None else []:
-            # The rows a failing night names: a typical run of each, for the report to open.
             of_row = [r for r in records if r.row == row]
             found = typical_trajectory(night.results, of_row, config)
             if found is not None:
                 row_runs.setdefault(cell, {})[row] = found
+    return typical, row_runs
+
+
+def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:
+    """One history entry holding the night's runs not yet in the history (each run id once)."""
+    from evalrunner.history._store import BaselineSummary, HistoryEntry, Why, append
+
+    typical, row_runs = _typical_runs(night, result)
     comparison = result.comparison
     baselines = comparison.baselines if comparison else {}
     entry = HistoryEntry(

@@ -123,13 +123,7 @@ def compare_night(
     of cells is not used (the suite-wide pooling depends on the set).
     """
     refs = references
-    # A fit over another set of cells pools the suite's night effect differently, and one
-    # over other dataset rows asks other questions: refit.
-    if (
-        refs is None
-        or set(refs) != {c.key for c in cells}
-        or any(refs[c.key].rows != c.baseline.rows for c in cells)
-    ):
+    if refs is None or not _fits(refs, cells):
         refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = _family_sizes(drafts, refs)
@@ -146,6 +140,14 @@ def compare_night(
         evidence = restarted(cell.evidence, [r.metric for r in known if r.fails_night])
         final.append(CellComparison(cell.key, known, evidence, cell.gating, cell.notes))
     return NightComparison(final)
+
+
+def _fits(refs: Mapping[CellKey, CellReference], cells: Sequence[CellNight]) -> bool:
+    """Whether ``refs`` is a fit of these cells: one over another set of cells pools the
+    suite's night effect differently, and one over other dataset rows asks other questions."""
+    return set(refs) == {c.key for c in cells} and all(
+        refs[c.key].rows == c.baseline.rows for c in cells
+    )
 
 
 def _family_sizes(

@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,8 @@ LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0,
 The offset keeps an occasional zero finite without moving realistic values
 (hundreds of tokens, seconds of latency) by more than a fraction of a percent.
 """
+
+T = TypeVar("T")
 
 _OUTCOME_OF = {"success_rate": "passed", "crash_rate": "crashed", "skip_rate": "skipped"}
 _COUNTS = ("step_count", "llm_calls", "tool_calls")
@@ -68,11 +71,9 @@ class Runs:
             numbers=columns,
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
-            scores=tuple(r.scores for r in kept) if any(r.scores for r in kept) else (),
-            rows=tuple(r.row for r in kept) if any(r.row for r in kept) else (),
-            judge_agreed=tuple(r.judge_agreed for r in kept)
-            if any(r.judge_agreed is not None for r in kept)
-            else (),
+            scores=_unless_empty([r.scores for r in kept], {}),
+            rows=_unless_empty([r.row for r in kept], None),
+            judge_agreed=_unless_empty([r.judge_agreed for r in kept], None),
         )
 
     @property
@@ -188,16 +189,18 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     if tonight is not None:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
     out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
-    out += _score_codings(pooled, tonight)
-    if pooled.judge_agreed or (tonight is not None and tonight.judge_agreed):
+    return out + _check_codings(pooled, tonight)
+
+
+def _check_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
+    """``score:<check>`` for every code check that scored a run on either side, and
+    ``judge_agreement`` where a judge graded runs twice."""
+    sides = [pooled] if tonight is None else [pooled, tonight]
+    scored = set().union(*(side.score_names() for side in sides))
+    out = [Coding(f"{SCORE}:{name}") for name in sorted(scored)]
+    if any(side.judge_agreed for side in sides):
         out.append(Coding(JUDGE_AGREEMENT))
     return out
-
-
-def _score_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
-    """``score:<check>`` for every code check that scored a run on either side."""
-    scored = pooled.score_names() | (tonight.score_names() if tonight is not None else set())
-    return [Coding(f"{SCORE}:{name}") for name in sorted(scored)]
 
 
 def concat(parts: Sequence[Runs]) -> Runs:
@@ -219,21 +222,26 @@ def concat(parts: Sequence[Runs]) -> Runs:
         numbers=numbers,
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
-        scores=_pooled_scores(parts),
-        rows=tuple(r for p in parts for r in (p.rows or (None,) * p.n))
-        if any(p.rows for p in parts)
-        else (),
-        judge_agreed=tuple(a for p in parts for a in (p.judge_agreed or (None,) * p.n))
-        if any(p.judge_agreed for p in parts)
-        else (),
+        scores=_pooled(parts, "scores", {}),
+        rows=_pooled(parts, "rows", None),
+        judge_agreed=_pooled(parts, "judge_agreed", None),
     )
 
 
-def _pooled_scores(parts: Sequence[Runs]) -> tuple[Mapping[str, float], ...]:
-    """The parts' per-run scores in order (none at all when no part has any)."""
-    if not any(p.scores for p in parts):
+def _unless_empty(values: list[T], empty: T) -> tuple[T, ...]:
+    """A per-run column, or ``()`` when every run has nothing in it (most suites)."""
+    return tuple(values) if any(v != empty for v in values) else ()
+
+
+def _pooled(parts: Sequence[Runs], column: str, empty: Any) -> tuple[Any, ...]:
+    """The parts' per-run ``column`` in order, a part without it filled with ``empty``
+    (``()`` when no part has it)."""
+    found = [getattr(p, column) for p in parts]
+    if not any(found):
         return ()
-    return tuple(s for p in parts for s in (p.scores or ({},) * p.n))
+    return tuple(
+        v for p, values in zip(parts, found, strict=True) for v in (values or (empty,) * p.n)
+    )
 
 
 def is_binary(name: str) -> bool:

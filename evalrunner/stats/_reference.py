@@ -396,15 +396,7 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
     moments = _moments(info.kind, values)
-    rows = [coding.rows(night) for night in nights]
-    paired = 1.0
-    if rows and all(part is not None for part in rows):
-        flat = [row for part in rows for row in part or ()]
-        paired = within_share(info.kind, values, flat, moments.sorted_base)
-        if paired < 1.0:
-            # The night-to-night share, estimated as tonight's paired test will use it:
-            # with the rows' own differences removed from each night's spread.
-            own = _paired_icc(info.kind, per_night, flat, moments.sorted_base) or own
+    paired, own = _paired(coding, nights, per_night, moments.sorted_base, own)
     return MetricReference(
         coding=coding,
         kind=info.kind,
@@ -422,6 +414,28 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
         shares=moments.shares,
         within_share=paired,
     )
+
+
+def _paired(
+    coding: Coding,
+    nights: Sequence[Runs],
+    per_night: Sequence[FloatArray],
+    sorted_base: FloatArray,
+    own: tuple[float, int] | None,
+) -> tuple[float, tuple[float, int] | None]:
+    """(within_share, own rho): what pairing by dataset row leaves of the run variance and
+    the night share estimated as tonight's paired test will use it (with the rows' own
+    differences removed from each night's spread); (1, own) without rows."""
+    rows = [coding.rows(night) for night in nights]
+    if not rows or any(part is None for part in rows):
+        return 1.0, own
+    flat = [row for part in rows for row in part or ()]
+    kind = metric(coding.metric).kind
+    values = np.concatenate(per_night) if per_night else np.zeros(0)
+    share = within_share(kind, values, flat, sorted_base)
+    if share >= 1.0:
+        return share, own
+    return share, _paired_icc(kind, per_night, flat, sorted_base) or own
 
 
 def _paired_icc(

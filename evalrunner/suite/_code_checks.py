@@ -77,6 +77,15 @@ class CodeChecked:
     judge: Any = None
     """The judge's grades of the run (a ``JudgeResult``), when the scenario has a judge."""
 
+    def recorded(self) -> dict[str, Any]:
+        """What the run's record keeps of these checks besides whether they held."""
+        judge = self.judge
+        return {
+            "scores": self.scores,
+            "judge_grades": list(judge.grades) if judge is not None else [],
+            "judge_agreed": judge.agreed if judge is not None else None,
+        }
+
 
 def _take(name: str, value: Any, out: CodeChecked) -> None:
     """File one check's return value under ``out``; anything else is the check's bug."""
