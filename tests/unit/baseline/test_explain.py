@@ -8,6 +8,8 @@ from evalrunner.baseline._explain import Explanation, _tool_changes, divergence,
 from evalrunner.baseline._traces import FirstRequest
 from evalrunner.core._actions import Action
 
+from .conftest import dataset_baseline
+
 
 def _run(*tools: str, answer: str = "a") -> list[Action]:
     return [Action(t, "args", answer) for t in tools]
@@ -103,41 +105,11 @@ def test_sampling_parameters_the_agent_sent_otherwise_are_a_request_change() -> 
 
 def test_a_dataset_night_on_some_rows_is_explained_against_those_rows_of_the_baseline() -> None:
     from evalrunner.baseline._explain import explain
-    from evalrunner.baseline._file import AcceptedNight, Baseline
-    from evalrunner.baseline._traces import RunTrace, Traces
-    from evalrunner.suite._record import RunRecord
 
     # Rows a* look something up first, rows b* answer at once; tonight runs the a rows only
     # (--rows), each doing what it always did.
     rows = [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
-    records = [
-        RunRecord(
-            run_id=f"s/m/{i}",
-            suite="t",
-            scenario="s",
-            model="m",
-            index=i,
-            row=row,
-            outcome="passed",
-        )
-        for i, row in enumerate(rows * 2)
-    ]
-    runs = [
-        RunTrace(
-            run_id=r.run_id, actions=[("lookup", "x", "y")] if str(r.row).startswith("a") else []
-        )
-        for r in records
-    ]
-    night = AcceptedNight(started_at="t", source="n1", records=records, traces=Traces(runs=runs))
-    baseline = Baseline(
-        suite="t",
-        scenario="s",
-        model="m",
-        fingerprint="f",
-        created_at="t",
-        evalrunner_version="0",
-        nights=[night],
-    )
+    baseline = dataset_baseline(rows * 2, lambda row: row.startswith("a"))
     step = {
         "steps": [
             {

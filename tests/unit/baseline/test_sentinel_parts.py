@@ -7,6 +7,8 @@ from evalrunner.core._actions import Action
 from evalrunner.night._sentinel import SentinelResult, sentinel_budget
 from evalrunner.suite._record import CellKey
 
+from .conftest import dataset_baseline
+
 CELL = CellKey("s", "m")
 
 
@@ -57,41 +59,13 @@ def test_a_sentinel_that_saw_no_change_leaves_a_first_action_divergence_unexplai
 
 
 def test_a_dataset_sentinel_compares_with_the_runs_of_the_row_it_sends_again() -> None:
-    from evalrunner.baseline._file import AcceptedNight, Baseline
-    from evalrunner.baseline._traces import RunTrace, Traces
-    from evalrunner.suite._record import RunRecord
-
     # Row 'a' always looks up first, row 'b' always answers: the sentinel sends row a's
     # request, so only row a's runs say what the model did with it.
-    records = [
-        RunRecord(
-            run_id=f"s/m/{i}",
-            suite="t",
-            scenario="s",
-            model="m",
-            index=i,
-            row="ab"[i % 2],
-            outcome="passed",
-        )
-        for i in range(10)
-    ]
-    runs = [
-        RunTrace(run_id=f"s/m/{i}", actions=[("lookup", "x", "y")] if i % 2 == 0 else [])
-        for i in range(10)
-    ]
-    traces = Traces(runs=runs, sent={"messages": []}, sent_row="a")
-    night = AcceptedNight(started_at="t", source="n1", records=records, traces=traces)
-    baseline = Baseline(
-        suite="t",
-        scenario="s",
-        model="m",
-        fingerprint="f",
-        created_at="t",
-        evalrunner_version="0",
-        nights=[night],
-    )
+    baseline = dataset_baseline(["a", "b"] * 5, lambda row: row == "a", sent={}, sent_row="a")
     assert baseline.first_actions() == ["lookup"] * 5
     # Outside datasets, every traced run.
-    night.traces = traces.model_copy(update={"sent_row": None})
+    night = baseline.nights[0]
+    assert night.traces is not None
+    night.traces = night.traces.model_copy(update={"sent_row": None})
     assert sorted(baseline.first_actions()) == ["(answer)"] * 5 + ["lookup"] * 5
     assert "sent_row" not in night.traces.model_dump()

@@ -1,0 +1,44 @@
+"""Small baselines built in memory for the explanation and sentinel tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from evalrunner.baseline._file import AcceptedNight, Baseline
+from evalrunner.baseline._traces import RunTrace, Traces
+from evalrunner.suite._record import RunRecord
+
+
+def dataset_baseline(
+    rows: Sequence[str], looks_up: Callable[[str], bool], **traced: object
+) -> Baseline:
+    """One accepted night of passed runs, run ``i`` on ``rows[i]``; a run of a row for which
+    ``looks_up`` holds calls ``lookup`` first, the others answer at once. ``traced``: more
+    fields of the night's traces (``sent``, ``sent_row``)."""
+    records = [
+        RunRecord(
+            run_id=f"s/m/{i}",
+            suite="t",
+            scenario="s",
+            model="m",
+            index=i,
+            row=row,
+            outcome="passed",
+        )
+        for i, row in enumerate(rows)
+    ]
+    runs = [
+        RunTrace(run_id=r.run_id, actions=[("lookup", "x", "y")] if looks_up(str(r.row)) else [])
+        for r in records
+    ]
+    traces = Traces(runs=runs, **traced)  # type: ignore[arg-type]
+    night = AcceptedNight(started_at="t", source="n1", records=records, traces=traces)
+    return Baseline(
+        suite="t",
+        scenario="s",
+        model="m",
+        fingerprint="f",
+        created_at="t",
+        evalrunner_version="0",
+        nights=[night],
+    )
