@@ -81,6 +81,11 @@ def choose(
         chosen.append(
             ScenarioPlan(scenario, tuple(requested_models(tuple(models), scenario.models)))
         )
+    if rows is not None and not any(plan.scenario.data is not None for plan in chosen):
+        raise ConfigError(
+            f"--rows applies to dataset scenarios, and suite {suite.name!r} has none among those "
+            "chosen; drop --rows"
+        )
     return chosen
 
 

@@ -186,6 +186,16 @@ def test_rows_without_a_dataset_is_refused_at_the_field(tmp_path: Path) -> None:
     )
 
 
+def test_rows_for_a_suite_without_a_dataset_is_one_line(tmp_path: Path) -> None:
+    scenario = {"id": "plain", "agent": "runner_agents:plain_agent", "input": "hi"}
+    write_suite(tmp_path, "atlas", [scenario])
+    with FakeEndpoint() as ep:
+        result = _run(ep, tmp_path, "n1", "--rows", "3", "--no-history", "--no-compare")
+    assert result.exit_code == 2, result.output
+    assert "--rows applies to dataset scenarios, and suite 'atlas' has none" in result.output
+    assert not (tmp_path / "n1" / "runs").exists()
+
+
 def test_validate_list_and_plan_count_rows_times_n(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
