@@ -362,11 +362,11 @@ def load_records(root: str | Path) -> pd.DataFrame:
     """Load a results directory's per-run records into a pandas DataFrame.
 
     Columns are the fields of :class:`evalrunner.suite._record.RunRecord`
-    (run_id, suite, scenario, model, index, outcome, reason, step_count,
+    (run_id, suite, scenario, model, index, row, outcome, reason, step_count,
     llm_calls, tool_calls, tools, subagent_count, crashed, prompt_tokens,
     completion_tokens, final_answer, content_hash, latency_s, attempts,
-    started_at, checks, scores). Only the runs the manifest lists
-    belong to the night.
+    started_at, checks, scores, judge_grades, judge_agreed). Only the runs
+    the manifest lists belong to the night.
     """
     results = ResultsDir(Path(root))
     if not results.manifest_path.exists():

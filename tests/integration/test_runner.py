@@ -231,6 +231,7 @@ def test_load_records_is_one_row_per_run_with_the_documented_columns(tmp_path: P
         "scenario",
         "model",
         "index",
+        "row",
         "outcome",
         "reason",
         "step_count",
@@ -248,6 +249,8 @@ def test_load_records_is_one_row_per_run_with_the_documented_columns(tmp_path: P
         "started_at",
         "checks",
         "scores",
+        "judge_grades",
+        "judge_agreed",
     ]
     assert list(frame.columns) == documented == list(RunRecord.model_fields)
     assert len(frame) == 9 and frame["run_id"].is_unique
