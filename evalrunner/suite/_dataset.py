@@ -65,19 +65,21 @@ class Dataset(BaseModel):
 
     @property
     def digest(self) -> str:
-        """A hash of every row's id and fields (not their lines): the scenario's fingerprint
-        takes it, so editing the data makes an old baseline a mismatch."""
-        payload = [[row.id, row.fields] for row in self.rows]
+        """A hash of every row's id and fields (not their lines, nor their order): the
+        scenario's fingerprint takes it, so editing the data makes an old baseline a
+        mismatch and reordering the file does not."""
+        payload = [[row.id, row.fields] for row in sorted(self.rows, key=lambda r: r.id)]
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def subset(self, limit: int | None) -> tuple[DataRow, ...]:
-        """The rows a night runs: all, or the ``limit`` first by a hash of their ids."""
-        if limit is None or limit >= len(self.rows):
-            return self.rows
-        ranked = sorted(self.rows, key=lambda r: hashlib.sha256(r.id.encode()).hexdigest())
-        chosen = {row.id for row in ranked[:limit]}
-        return tuple(row for row in self.rows if row.id in chosen)
+        """The rows a night runs, in id order (so run ``i``'s row does not depend on the
+        file's order): all, or the ``limit`` first by a hash of their ids."""
+        rows = self.rows
+        if limit is not None and limit < len(rows):
+            rows = tuple(sorted(rows, key=lambda r: hashlib.sha256(r.id.encode()).hexdigest()))
+            rows = rows[:limit]
+        return tuple(sorted(rows, key=lambda r: r.id))
 
 
 def read_datasets(base: Path, pattern: str, needed: Mapping[str, str]) -> Dataset:

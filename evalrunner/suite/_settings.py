@@ -162,7 +162,7 @@ class ResolvedScenario(RunSettings, ScenarioFields):
         return self.runs * max(1, len(self.selected_rows))
 
     def at(self, index: int) -> ResolvedScenario:
-        """What run ``index`` of a cell runs: for a dataset scenario, row ``index % rows``
+        """What run ``index`` of a cell runs: for a dataset scenario, row ``index % rows`` in id order
         (so every prefix of a night's runs covers the rows evenly), else the scenario."""
         rows = self.selected_rows
         return self.for_row(rows[index % len(rows)]) if rows else self
