@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import Baseline, baseline_path, load_baseline
 from evalrunner.endpoints._endpoints import LOCAL
-from evalrunner.suite._record import CellKey, RunRecord, group_records
-from evalrunner.suite._settings import ResolvedScenario, Suite
+from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
+from evalrunner.suite._settings import Suite
 from evalrunner.suite._tolerance import Tolerance
 
 LATENCY = "latency_s"
@@ -175,21 +175,13 @@ def compare_with_baselines(
                 scenario.tolerance,
                 baseline.anchor,
                 (evidence or {}).get(cell),
-                ran_rows(scenario, night),
+                rows_of(night),
             )
         )
     comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = notes
     comparison.baselines = baselines
     return comparison
-
-
-def ran_rows(scenario: ResolvedScenario, night: Sequence[RunRecord]) -> frozenset[str] | None:
-    """The dataset rows tonight's runs used (None for a scenario without a dataset): the
-    baseline is compared on those rows only, whatever --rows chose."""
-    if scenario.data is None:
-        return None
-    return frozenset(r.row for r in night if r.row is not None)
 
 
 def compare_records(

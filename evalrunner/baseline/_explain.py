@@ -28,15 +28,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest
 from evalrunner.core._actions import ANSWER, PARAMETERS, Action, actions, request_view
 from evalrunner.live._results import ResultsDir
-from evalrunner.suite._record import CellKey, RunRecord, group_records
+from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
 from evalrunner.suite._settings import Suite
+
+if TYPE_CHECKING:
+    from evalrunner.core._normalize import NormalizeConfig
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -437,7 +440,6 @@ def explain_night(
     ``cells`` together (split equally). A cell without a baseline, or of a scenario no
     longer in the suite, is left out.
     """
-
     scenarios = {s.id: s for s in suite.scenarios}
     grouped = group_records(results.records())
     each = alpha / max(1, len(cells))
@@ -447,14 +449,13 @@ def explain_night(
         if scenario is None or cell not in grouped or cell not in baselines:
             continue
         tonight, sent = _tonight(results, grouped[cell], scenario.normalize_config())
-        rows = frozenset(r.row for r in grouped[cell] if r.row is not None) or None
-        out[cell] = explain(baselines[cell], tonight, each, sent, rows)
+        out[cell] = explain(baselines[cell], tonight, each, sent, rows_of(grouped[cell]))
         out[cell].moved = rows_moved(baselines[cell].records, grouped[cell])
     return out
 
 
 def _tonight(
-    results: ResultsDir, records: Sequence[RunRecord], config: Any
+    results: ResultsDir, records: Sequence[RunRecord], config: NormalizeConfig
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tonight's runs of a cell (infra errors left out): their normalised trajectories, and
     the first requests the run files kept."""

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalrunner._redact import register_secret
 from evalrunner.errors import ConfigError
@@ -63,6 +63,16 @@ class Endpoint:
     def __post_init__(self) -> None:
         register_secret(self.api_key)  # redacted wherever it shows up (errors, tracebacks)
 
+    def litellm_kwargs(self) -> dict[str, Any]:
+        """Where ``litellm.completion`` reaches this model (parameters it does not take
+        dropped), for a request evalrunner sends itself: the sentinel's, a judge's."""
+        kwargs: dict[str, Any] = {"model": self.model, "drop_params": True}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        return kwargs
+
 
 def _no_notice(text: str) -> None:
     pass
@@ -100,39 +110,34 @@ def check_model(model: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown model {model!r}: {what}; {example}")
 
 
-def check_suite_models(suite: Suite) -> None:
-    """Every model a suite file names resolves (``evalrunner validate``)."""
+def _where(suite: Suite, *loc: str | int) -> str:
+    """'file:line: ' of the suite file's field at ``loc`` (the file alone without a line)."""
     from evalrunner.suite._loader import field_line
 
     shown = str(suite.path) if suite.path else suite.name
+    line = field_line(suite.path, loc) if suite.path else None
+    return f"{shown}:{line}: " if line else f"{shown}: "
 
-    def where(*loc: str | int) -> str:
-        line = field_line(suite.path, loc) if suite.path else None
-        return f"{shown}:{line}: " if line else f"{shown}: "
 
+def check_suite_models(suite: Suite) -> None:
+    """Every model a suite file names resolves (``evalrunner validate``)."""
     for j, model in enumerate(suite.spec.models):
-        check_model(model, where("models", j) + f"models[{j}]")
+        check_model(model, _where(suite, "models", j) + f"models[{j}]")
     for i, entry in enumerate(suite.spec.scenarios):
         if "models" in entry.model_fields_set:
             for j, model in enumerate(entry.models):
                 field_name = f"scenarios[{i}] (id '{entry.id}').models[{j}]"
-                check_model(model, where("scenarios", i, "models", j) + field_name)
+                check_model(model, _where(suite, "scenarios", i, "models", j) + field_name)
     check_judge_models(suite)
 
 
 def check_judge_models(suite: Suite) -> None:
     """Every judge model a suite names resolves (whatever models the runs use)."""
-    from evalrunner.suite._loader import field_line
-
-    shown = str(suite.path) if suite.path else suite.name
     for i, entry in enumerate(suite.spec.scenarios):
         judge = entry.checks.judge
-        if judge is None or not judge.model:
-            continue
-        loc = ("scenarios", i, "checks", "judge", "model")
-        line = field_line(suite.path, loc) if suite.path else None
-        where = f"{shown}:{line}: " if line else f"{shown}: "
-        check_model(judge.model, f"{where}scenarios[{i}] (id '{entry.id}').checks.judge.model")
+        if judge is not None and judge.model:
+            where = _where(suite, "scenarios", i, "checks", "judge", "model")
+            check_model(judge.model, f"{where}scenarios[{i}] (id '{entry.id}').checks.judge.model")
 
 
 def check_requested_models(suite: Suite, cli: Sequence[str], models: Sequence[str]) -> None:

@@ -31,6 +31,7 @@ from evalrunner.suite._record import model_slug
 
 if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.suite._judge import JudgeResult
 
 
 def _flag(config: pytest.Config, option: str, env: str) -> bool:
@@ -262,15 +263,15 @@ class ScenarioItem(pytest.Item):
     def _check(self, result: CaptureResult) -> None:
         """The scenario's checks, on the run that matched its golden (or was just recorded)."""
         from evalrunner.suite._checks import evaluate_checks, failed_checks, judged
+        from evalrunner.suite._code_checks import CheckInput, CodeChecked, code_checks
+        from evalrunner.suite._judge import file_judgement
 
         resolved = self.scenario
         seen = judged(result, resolved.normalize_config())  # what the live runner judges
         answer, tools = seen.answer, seen.tools
         held = evaluate_checks(resolved.checks, result.trajectory, answer, tools)
-        reasons: dict[str, str] = {}
+        code = CodeChecked()
         if resolved.checks.code:
-            from evalrunner.suite._code_checks import CheckInput, code_checks
-
             seen_by_code = CheckInput(
                 answer,
                 result.output,
@@ -287,17 +288,10 @@ class ScenarioItem(pytest.Item):
                     f"{self.path.name}: scenario {self.name}: code check {name} failed itself "
                     f"(the check's bug, not the agent's):\n{redact_text(failure)}"
                 )
-            held |= code.held
-            reasons = code.reasons
         if resolved.checks.judge is not None and answer is not None:
-            grade = self._judged(answer)
-            held["judge"] = grade.passed
-            if not grade.passed:
-                reasons["judge"] = grade.reason
-        failed = [
-            f"{name} ({reasons[name]})" if name in reasons else name
-            for name in failed_checks(held, tools)
-        ]
+            file_judgement(code, self._judged(answer))
+        held |= code.held
+        failed = failed_checks(held, tools, code.reasons)
         if failed:
             shown = redact_text(answer) if answer else answer  # this goes to the terminal
             run = "was recorded" if mode(self.config) == "record" else "matches its golden"
@@ -309,7 +303,7 @@ class ScenarioItem(pytest.Item):
                 f"or correct the check in {self.path.name} if the check is wrong."
             )
 
-    def _judged(self, answer: str) -> Any:
+    def _judged(self, answer: str) -> JudgeResult:
         """The judge's grades of ``answer``: replayed from ``<golden>.judge.json``, or recorded."""
         import asyncio
 

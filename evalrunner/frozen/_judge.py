@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.endpoints._endpoints import Endpoint
-from evalrunner.suite._judge import request_digest
+from evalrunner.suite._judge import request_digest, sent_through
 from evalrunner.suite._schema import Judge, RetryPolicy
 
 JUDGE_RECORDING_VERSION = 1
@@ -98,22 +98,10 @@ class FrozenJudge:
         from evalrunner.core._faults import InfraLog
         from evalrunner.core._hook import LiteLLMTransport
 
-        endpoint = self._endpoint()
-        request: dict[str, object] = {
-            "model": endpoint.model,
-            "messages": messages,
-            "temperature": self.judge.temperature,
-            "max_tokens": self.judge.max_tokens,
-            "drop_params": True,
-        }
-        if endpoint.api_base:
-            request["api_base"] = endpoint.api_base
-        if endpoint.api_key:
-            request["api_key"] = endpoint.api_key
-        reply = await LiteLLMTransport(InfraLog(self._retry)).acomplete(request)
-        if reply.record is None:
-            raise RuntimeError("the judge's endpoint gave no answer")
-        return reply.record.content or ""
+        transport = LiteLLMTransport(InfraLog(self._retry))
+        return await sent_through(transport, self._endpoint().litellm_kwargs(), self.judge)(
+            messages
+        )
 
     def save(self) -> None:
         """Write the recording (redacted, like every file evalrunner writes)."""

@@ -156,17 +156,6 @@ def weak_model_failure(
     )
 
 
-def _failed(results: dict[str, bool], tools: Sequence[str], code: CodeChecked | None) -> list[str]:
-    """The failed checks, code checks' with their reasons; ``results`` gains the code checks."""
-    reasons = code.reasons if code is not None else {}
-    if code is not None:
-        results |= code.held
-    return [
-        f"{name} ({reasons[name]})" if name in reasons else name
-        for name in failed_checks(results, tools)
-    ]
-
-
 def classify(
     *,
     trajectory: Mapping[str, Any],
@@ -222,7 +211,9 @@ def classify(
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
-    failed = _failed(results, tools, code)
+    code = code or CodeChecked()
+    results |= code.held
+    failed = failed_checks(results, tools, code.reasons)
     if weak is not None:
         failed.insert(0, weak)
     if failed:

@@ -346,16 +346,9 @@ def records_frame(records: list[RunRecord]) -> pd.DataFrame:
     import pandas as pd
 
     columns = list(RunRecord.model_fields)
-    # A record leaves out fields at their default (scores it has none of); the frame still
-    # has every column, holding the default.
-    defaults = {
-        name: info.get_default(call_default_factory=True)
-        for name, info in RunRecord.model_fields.items()
-        if not info.is_required()
-    }
-    return pd.DataFrame(
-        [{**defaults, **r.model_dump(mode="python")} for r in records], columns=columns
-    )
+    # Each field's value, not the record's serialised form (which leaves out fields at
+    # their default, as files are written): every column, for every run.
+    return pd.DataFrame([[getattr(r, c) for c in columns] for r in records], columns=columns)
 
 
 def load_records(root: str | Path) -> pd.DataFrame:

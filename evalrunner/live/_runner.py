@@ -346,26 +346,14 @@ async def _grade(
     """Grade ``answer`` with the scenario's judge into ``out``, under the night's retry policy
     and rate limits, outside the run's capture (the judge is never part of the agent's
     calls). The reason the run becomes infra_error when the judge's endpoint failed, or None."""
-    from evalrunner.suite._judge import JudgeAnswerError, agrade, file_judgement
+    from evalrunner.suite._judge import JudgeAnswerError, agrade, file_judgement, sent_through
 
     sc = job.scenario
     judge = sc.checks.judge
     assert judge is not None
     endpoint = job.judge or job.endpoint
     transport = LiteLLMTransport(InfraLog(sc.retry), gate_for(limiter, limits, endpoint.label))
-    where: dict[str, Any] = {"model": endpoint.model, "drop_params": True}
-    if endpoint.api_base:
-        where["api_base"] = endpoint.api_base
-    if endpoint.api_key:
-        where["api_key"] = endpoint.api_key
-
-    async def complete(messages: list[dict[str, str]]) -> str:
-        sent = {**where, "messages": messages, "temperature": judge.temperature}
-        reply = await transport.acomplete({**sent, "max_tokens": judge.max_tokens})
-        if reply.record is None:
-            raise RuntimeError("the judge's endpoint gave no answer")
-        return reply.record.content or ""
-
+    complete = sent_through(transport, endpoint.litellm_kwargs(), judge)
     try:
         file_judgement(out, await agrade(judge, sc.input, answer, complete))
     except JudgeAnswerError as exc:  # the judge's own failure: reported like a check's bug

@@ -55,11 +55,7 @@ async def _probe(
 ) -> tuple[Counter[str], list[str]]:
     """Send ``request`` ``calls`` times; the first actions it got back, and calls that failed."""
     scenario = next(s for s in suite.scenarios if s.id == cell.scenario)
-    where: dict[str, Any] = {"model": endpoint.model}
-    if endpoint.api_base:
-        where["api_base"] = endpoint.api_base
-    if endpoint.api_key:
-        where["api_key"] = endpoint.api_key
+    where = endpoint.litellm_kwargs()
     slots = asyncio.Semaphore(min(_CONCURRENCY, endpoint.max_concurrency or _CONCURRENCY))
     actions: Counter[str] = Counter()
     failed: list[str] = []
@@ -68,7 +64,7 @@ async def _probe(
         async with slots:
             transport = LiteLLMTransport(InfraLog(scenario.retry))
             try:
-                answer = await transport.acomplete({**request, **where, "drop_params": True})
+                answer = await transport.acomplete({**request, **where})
             except Exception as exc:
                 if getattr(exc, "status_code", None) in (400, 422) and not is_infra_error(exc):
                     actions[REFUSED] += 1  # the model's endpoint refused it (its context window)

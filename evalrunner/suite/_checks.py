@@ -106,14 +106,22 @@ NO_STRUCTURED_TOOL_CALLS = (
 )
 
 
-def failed_checks(results: Mapping[str, bool], tools: Sequence[str]) -> list[str]:
-    """The names of the checks that failed, and why a tool check may have, when it can tell.
+def failed_checks(
+    results: Mapping[str, bool], tools: Sequence[str], reasons: Mapping[str, str] | None = None
+) -> list[str]:
+    """The names of the checks that failed, each with its ``reasons`` entry where it has one
+    (a code check's, the judge's), and why a tool check may have failed, when it can tell.
 
     A tool check failing on a run with no tool call at all is the one place a
     check misleads: the agent may well have used its tools, through a protocol
     evalrunner cannot see.
     """
-    failed = [name for name, held in results.items() if not held]
+    said = reasons or {}
+    failed = [
+        f"{name} ({said[name]})" if name in said else name
+        for name, held in results.items()
+        if not held
+    ]
     if not tools and any(name.startswith(_TOOL_CHECKS) for name in failed):
         failed.append(NO_STRUCTURED_TOOL_CALLS)
     return failed

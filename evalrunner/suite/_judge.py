@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from evalrunner.suite._code_checks import CodeChecked
 from evalrunner.suite._schema import JUDGE, Judge
@@ -33,6 +34,7 @@ __all__ = [
     "judge_messages",
     "parse_grade",
     "request_digest",
+    "sent_through",
 ]
 
 Complete = Callable[[list[dict[str, str]]], Awaitable[str]]
@@ -147,6 +149,21 @@ def file_judgement(out: CodeChecked, result: JudgeResult) -> None:
         out.reasons[JUDGE] = result.reason
     out.scores[JUDGE] = result.score
     out.judge = result
+
+
+def sent_through(transport: Any, where: Mapping[str, Any], judge: Judge) -> Complete:
+    """The ``complete`` that sends grading requests through ``transport`` (a
+    ``LiteLLMTransport``: the suite's retry policy, a rate limit's gate) to the model
+    ``where`` names (``Endpoint.litellm_kwargs``)."""
+
+    async def complete(messages: list[dict[str, str]]) -> str:
+        request = {**where, "messages": messages, **grading_parameters(judge)}
+        reply = await transport.acomplete(request)
+        if reply.record is None:
+            raise RuntimeError("the judge's endpoint gave no answer")
+        return reply.record.content or ""
+
+    return complete
 
 
 def grading_parameters(judge: Judge) -> dict[str, float | int]:

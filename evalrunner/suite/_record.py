@@ -8,7 +8,7 @@ these raw records, so every statistic can be recomputed later.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -141,6 +141,12 @@ class RunRecord(BaseModel):
 
 def model_slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
+
+
+def rows_of(records: Iterable[RunRecord]) -> frozenset[str] | None:
+    """The dataset rows ``records`` ran (None: no dataset): a baseline is compared with a
+    night, and explained against it, on these rows only."""
+    return frozenset(r.row for r in records if r.row is not None) or None
 
 
 def group_records(records: Sequence[RunRecord]) -> dict[CellKey, list[RunRecord]]:
