@@ -156,6 +156,13 @@ def weak_model_failure(
     )
 
 
+def _failed(results: dict[str, bool], tools: Sequence[str], code: CodeChecked) -> list[str]:
+    """The failed checks, the code checks' and the judge's among them with their reasons
+    (``results`` gains them, for the record)."""
+    results |= code.held
+    return failed_checks(results, tools, code.reasons)
+
+
 def classify(
     *,
     trajectory: Mapping[str, Any],
@@ -211,9 +218,7 @@ def classify(
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
-    code = code or CodeChecked()
-    results |= code.held
-    failed = failed_checks(results, tools, code.reasons)
+    failed = _failed(results, tools, code or CodeChecked())
     if weak is not None:
         failed.insert(0, weak)
     if failed:
