@@ -156,11 +156,12 @@ def weak_model_failure(
     )
 
 
-def _failed(results: dict[str, bool], tools: Sequence[str], code: CodeChecked) -> list[str]:
+def _failed(results: dict[str, bool], tools: Sequence[str], code: CodeChecked | None) -> list[str]:
     """The failed checks, the code checks' and the judge's among them with their reasons
     (``results`` gains them, for the record)."""
-    results |= code.held
-    return failed_checks(results, tools, code.reasons)
+    checked = code or CodeChecked()
+    results |= checked.held
+    return failed_checks(results, tools, checked.reasons)
 
 
 def classify(
@@ -218,7 +219,7 @@ def classify(
     if weak is not None and skip_rules.skips(weak):
         return Classification("skipped", weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
-    failed = _failed(results, tools, code or CodeChecked())
+    failed = _failed(results, tools, code)
     if weak is not None:
         failed.insert(0, weak)
     if failed:
