@@ -383,6 +383,10 @@ class LocalExecutor:
         return None  # runs happen here, so the pool's own embedded server is theirs
 
 
+def _check_named(name: str) -> str:
+    return "the judge" if name == JUDGE else f"code check {name}"
+
+
 class _Driver:
     """Hands jobs to an executor, at most `limit` at a time (fewer against an endpoint that
     serves fewer), and writes each result as it comes back.
@@ -401,12 +405,22 @@ class _Driver:
         self.per_endpoint: dict[str, asyncio.Semaphore] = {}
         self.executor = executor
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
-        self.broken: set[tuple[str, str]] = set()  # (scenario, code check) reported broken
+        self.broken: Counter[tuple[str, str]] = Counter()  # (scenario, check) -> runs it failed
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
         self.writer.shutdown(wait=True)
+
+    def say_broken(self) -> None:
+        """How many runs each check that failed itself left unjudged (its traceback was shown
+        once): a judge that never grades must not pass for one that graded."""
+        for (scenario, name), count in sorted(self.broken.items()):
+            if count > 1:
+                self.progress.note(
+                    f"scenario {scenario}: {_check_named(name)} failed itself on {count} runs in all; "
+                    "they are judged without it"
+                )
 
     def _endpoint_slot(self, endpoint: Endpoint) -> contextlib.AbstractAsyncContextManager[Any]:
         if endpoint.max_concurrency is None:
@@ -427,11 +441,10 @@ class _Driver:
                 self.noted.add(sc.id)
                 self.progress.note(f"scenario {sc.id}: {disagreement}")
             for name, failure in result.broken_checks.items():
-                if (sc.id, name) not in self.broken:  # once a night: one bug, one report
-                    self.broken.add((sc.id, name))
-                    what = "the judge" if name == JUDGE else f"code check {name}"
+                self.broken[(sc.id, name)] += 1
+                if self.broken[(sc.id, name)] == 1:  # once a night: one bug, one report
                     self.progress.note(
-                        f"scenario {sc.id}: {what} failed itself on "
+                        f"scenario {sc.id}: {_check_named(name)} failed itself on "
                         f"{result.record.run_id} (the check's bug, not the agent's; runs are "
                         f"judged without it):\n{redact_text(failure)}"
                     )
@@ -632,6 +645,7 @@ async def run_night(
     try:
         try:
             await _execute(night, planner, driver, report)
+            driver.say_broken()
         finally:
             driver.close()
             if owned:

@@ -80,9 +80,11 @@ def test_code_checks_judge_runs_and_a_broken_check_is_reported_once_not_counted(
     # The checks that failed themselves: named once each for the night, with the traceback,
     # as the check's bug; the runs were judged without them.
     err = result.stderr
-    assert err.count("code check buggy failed itself") == 1
-    assert "ValueError: the check's own bug" in err
-    assert err.count("code check says_yes failed itself") == 1
+    assert err.count("code check buggy failed itself on scored/") == 1
+    assert err.count("ValueError: the check's own bug") == 1
+    assert err.count("code check says_yes failed itself on scored/") == 1
+    # ...and then how many runs each left unjudged, so a check that never ran is not missed.
+    assert "scenario scored: code check buggy failed itself on 6 runs in all" in err
     assert "returned str; a check returns True/False, a score in [0, 1]" in err
     cited = [r for r in records.values() if r.scenario == "cited"]
     assert {(r.outcome, r.reason) for r in cited} == {

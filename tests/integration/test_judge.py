@@ -142,7 +142,9 @@ def test_a_judge_answer_without_a_grade_is_the_judges_bug_reported_once(night: A
     world.judge = "mute"
     result = run("n1", "--no-compare")
     assert result.exit_code == 0, result.output
-    assert result.output.count("the judge failed itself") == 1
+    assert result.output.count("the judge failed itself on graded/") == 1
+    # A judge that never graded does not pass for one that did.
+    assert "scenario graded: the judge failed itself on 6 runs in all" in result.output
     assert "the judge's answer holds no grade: 'I would rather not say.'" in result.output
     records = ResultsDir(root / "n1").records()
     assert [r.outcome for r in records] == ["passed"] * 6  # judged without it
