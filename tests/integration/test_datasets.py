@@ -7,6 +7,7 @@ pytest item, golden and recording per row."""
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -17,6 +18,7 @@ from baseline_agents import evalrunner, flagged, verdict_table
 from click.testing import CliRunner, Result
 from dataset_world import Capitals, countries, dataset_scenario, write_jsonl
 from fake_endpoint import FakeEndpoint
+from paths import REPO
 from runner_agents import write_suite
 
 from evalrunner.cli._main import main
@@ -72,6 +74,27 @@ def test_every_row_runs_n_times_with_its_input_and_checks_filled(
     # The run files say which row each run was.
     doc = json.loads((tmp_path / "n1" / "runs" / "capitals" / "openai_fake" / "1.json").read_text())
     assert doc["record"]["row"] == "c01"
+
+
+def test_a_command_agent_gets_each_rows_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "capitals.jsonl", countries(3))
+    support = REPO / "tests" / "support"
+    scenario = {
+        **{k: v for k, v in dataset_scenario().items() if k != "agent"},
+        "command": [sys.executable, str(support / "sdk_agent_main.py"), "openai", "{task}"],
+        "env": {"PYTHONPATH": str(support)},
+    }
+    write_suite(tmp_path, "atlas", [scenario], timeout_s=60)
+    world = Capitals(wrong={2})
+    with FakeEndpoint(responder=world) as ep:
+        result = _run(ep, tmp_path, "n1", "--runs", "1", "--no-compare", "--no-history")
+    assert result.exit_code == 0, result.output
+    outcomes = {r.row: r.outcome for r in ResultsDir(tmp_path / "n1").records()}
+    assert outcomes == {"c00": "passed", "c01": "passed", "c02": "failed"}
+    assert sorted(set(world.seen)) == [f"What is the capital of Country{i}?" for i in range(3)]
 
 
 def test_rows_k_runs_the_same_subset_every_night_whatever_the_file_order(

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from baseline_agents import evalrunner
+from dataset_world import Capitals, countries, dataset_scenario, write_jsonl
 from fake_endpoint import FakeEndpoint, Fault
 from night_process import SCENARIOS, planned, respond, start, stop, suite_file, wait_for_runs
 from paths import REPO
@@ -120,6 +121,28 @@ def test_a_night_on_ray_gives_the_local_records_and_verdicts(
         for records in (local, on_ray)
     ]
     assert verdicts[0] and verdicts[0] == verdicts[1]
+
+
+def test_a_dataset_night_on_ray_gives_the_local_records_row_by_row(
+    tmp_path: Path, ray_address: str
+) -> None:
+    write_jsonl(tmp_path / "capitals.jsonl", countries(4))
+    path = write_suite(tmp_path, "atlas", [dataset_scenario(runs=2)], concurrency=4, timeout_s=60)
+    suite = load_suite(path)
+    nights = {}
+    with FakeEndpoint(responder=Capitals(wrong={1})) as ep:
+        for name, executor in (("local", LocalExecutor()), ("ray", RayExecutor(workers=2))):
+            try:
+                out = tmp_path / name
+                pool = fake_pool(ep.api_base)
+                nights[name] = asyncio.run(run_suite(suite, out=out, pool=pool, executor=executor))
+            finally:
+                executor.close()
+    on_ray = nights["ray"].records
+    assert _comparable(on_ray) == _comparable(nights["local"].records)
+    assert sorted((r.row, r.outcome) for r in on_ray) == sorted(
+        (f"c{i:02d}", "failed" if i == 1 else "passed") for i in range(4) for _ in range(2)
+    )
 
 
 def test_a_worker_killed_mid_run_loses_no_run(tmp_path: Path, ray_address: str) -> None:
