@@ -14,36 +14,41 @@ run records), ``evalrunner.endpoints``, ``evalrunner.stats``, ``evalrunner.proxy
 and ``evalrunner.cli``.
 """
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from evalrunner._lazy import lazy_exports as _lazy_exports
 from evalrunner._version import __version__
-from evalrunner.core import (
-    CaptureResult,
-    Delta,
-    NormalizeConfig,
-    Shape,
-    arun_captured,
-    capture,
-    diff,
-    load_trajectory,
-    normalize,
-    record_tool_result,
-    render,
-    run_captured,
-    shape,
-    summary,
-)
-from evalrunner.errors import (
-    ConfigError,
-    EvalrunnerError,
-    NetworkBlocked,
-    ReplayError,
-    RequestMismatch,
-    ScriptExhausted,
-    TrajectoryError,
-    UserError,
-)
-from evalrunner.live import load_records
-from evalrunner.night import NightOptions, run_live
-from evalrunner.suite import CheckInput, CheckResult, RunContext, RunRecord, Suite, load_suite
+
+if _TYPE_CHECKING:
+    from evalrunner.core import (
+        CaptureResult,
+        Delta,
+        NormalizeConfig,
+        Shape,
+        arun_captured,
+        capture,
+        diff,
+        load_trajectory,
+        normalize,
+        record_tool_result,
+        render,
+        run_captured,
+        shape,
+        summary,
+    )
+    from evalrunner.errors import (
+        ConfigError,
+        EvalrunnerError,
+        NetworkBlocked,
+        ReplayError,
+        RequestMismatch,
+        ScriptExhausted,
+        TrajectoryError,
+        UserError,
+    )
+    from evalrunner.live import load_records
+    from evalrunner.night import NightOptions, run_live
+    from evalrunner.suite import CheckInput, CheckResult, RunContext, RunRecord, Suite, load_suite
 
 __all__ = [
     "CaptureResult",
@@ -79,3 +84,41 @@ __all__ = [
     "shape",
     "summary",
 ]
+
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    {
+        "CaptureResult": "evalrunner.core",
+        "CheckInput": "evalrunner.suite",
+        "CheckResult": "evalrunner.suite",
+        "ConfigError": "evalrunner.errors",
+        "Delta": "evalrunner.core",
+        "EvalrunnerError": "evalrunner.errors",
+        "NetworkBlocked": "evalrunner.errors",
+        "NightOptions": "evalrunner.night",
+        "NormalizeConfig": "evalrunner.core",
+        "ReplayError": "evalrunner.errors",
+        "RequestMismatch": "evalrunner.errors",
+        "RunContext": "evalrunner.suite",
+        "RunRecord": "evalrunner.suite",
+        "ScriptExhausted": "evalrunner.errors",
+        "Shape": "evalrunner.core",
+        "Suite": "evalrunner.suite",
+        "TrajectoryError": "evalrunner.errors",
+        "UserError": "evalrunner.errors",
+        "arun_captured": "evalrunner.core",
+        "capture": "evalrunner.core",
+        "diff": "evalrunner.core",
+        "load_records": "evalrunner.live",
+        "load_suite": "evalrunner.suite",
+        "load_trajectory": "evalrunner.core",
+        "normalize": "evalrunner.core",
+        "record_tool_result": "evalrunner.core",
+        "render": "evalrunner.core",
+        "run_captured": "evalrunner.core",
+        "run_live": "evalrunner.night",
+        "shape": "evalrunner.core",
+        "summary": "evalrunner.core",
+    },
+)

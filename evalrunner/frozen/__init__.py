@@ -6,11 +6,16 @@ function. :class:`Replayer` and :class:`Recorder` plug into
 ``evalrunner.core.capture(replay=..., recorder=...)``.
 """
 
-from evalrunner.frozen._golden import Golden, golden_path_for, script_path_for
-from evalrunner.frozen._network import block_network
-from evalrunner.frozen._replay import Recorder, Replayer
-from evalrunner.frozen._run import FrozenOutcome, run_frozen
-from evalrunner.frozen._script import Script, responses_from
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from evalrunner._lazy import lazy_exports as _lazy_exports
+
+if _TYPE_CHECKING:
+    from evalrunner.frozen._golden import Golden, golden_path_for, script_path_for
+    from evalrunner.frozen._network import block_network
+    from evalrunner.frozen._replay import Recorder, Replayer
+    from evalrunner.frozen._run import FrozenOutcome, run_frozen
+    from evalrunner.frozen._script import Script, responses_from
 
 __all__ = [
     "FrozenOutcome",
@@ -24,3 +29,20 @@ __all__ = [
     "run_frozen",
     "script_path_for",
 ]
+
+__getattr__, __dir__ = _lazy_exports(
+    __name__,
+    globals(),
+    {
+        "FrozenOutcome": "evalrunner.frozen._run",
+        "Golden": "evalrunner.frozen._golden",
+        "Recorder": "evalrunner.frozen._replay",
+        "Replayer": "evalrunner.frozen._replay",
+        "Script": "evalrunner.frozen._script",
+        "block_network": "evalrunner.frozen._network",
+        "golden_path_for": "evalrunner.frozen._golden",
+        "responses_from": "evalrunner.frozen._script",
+        "run_frozen": "evalrunner.frozen._run",
+        "script_path_for": "evalrunner.frozen._golden",
+    },
+)

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from evalrunner.frozen._golden import is_script
-
 if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
 
@@ -59,8 +57,10 @@ class SessionState:
     def unused(self) -> list[Path]:
         """Goldens no test used: all unused ones of fully-run modules, else those of selected tests."""
         unused: list[Path] = []
-        if self.ran < self.selected:
+        if self.ran < self.selected or not self.golden_dirs:
             return unused  # stopped early (-x, Ctrl-C, a crash): nothing can be judged
+        from evalrunner.frozen._golden import is_script  # pydantic: only where goldens are
+
         for directory, selected in self.golden_dirs.items():
             if not directory.is_dir():
                 continue

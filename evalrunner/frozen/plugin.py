@@ -17,19 +17,26 @@ session's bookkeeping in :mod:`evalrunner.frozen._session`.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from evalrunner._litellm import prepare
 from evalrunner.frozen import _session
-from evalrunner.frozen._golden import script_path_for
-from evalrunner.frozen._items import GoldenChecker, SuiteFile, golden_dir
+
+if TYPE_CHECKING:
+    from evalrunner.frozen._items import GoldenChecker
 
 # pytest imports its plugins before any test module: litellm's settings are in
 # place before an agent module (or a replay) first imports litellm.
 prepare()
+
+# Every pytest session of a project with evalrunner installed loads this module,
+# most of them never touching a golden: the frozen machinery (pydantic models, the
+# suite loader, capture) is imported only once a test asks for it.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,11 +72,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture
 def golden_trajectory(request: pytest.FixtureRequest) -> GoldenChecker:
     """Compare an agent run with its golden trajectory: ``golden_trajectory(agent, *args)``."""
+    from evalrunner.frozen._items import GoldenChecker
+
     return GoldenChecker(request)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix in (".yaml", ".yml") and file_path.parent.name == "suites":
+        from evalrunner.frozen._items import SuiteFile
+
         return SuiteFile.from_parent(parent, path=file_path)
     return None
 
@@ -80,17 +91,30 @@ def pytest_collection_modifyitems(
 ) -> None:
     state = _session.state(config)
     partial = "::" in " ".join(config.args)
-    for item in items:
-        found = golden_dir(item)
-        if found is not None:
-            state.selected_test(*found, partial=partial)
+    for found in _golden_dirs(items):
+        state.selected_test(*found, partial=partial)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        state = _session.state(items[0].config)
+        state.partial_dirs.update(directory for directory, _ in _golden_dirs(items))
+
+
+def _golden_dirs(items: list[pytest.Item]) -> Iterator[tuple[Path, str]]:
+    """Each item's golden directory and name there, for the items that have one."""
+    # A suite scenario's item exists only once its module is imported; a test has
+    # a golden only if it asks for the fixture.
+    if "evalrunner.frozen._items" not in sys.modules and not any(
+        "golden_trajectory" in getattr(item, "fixturenames", ()) for item in items
+    ):
+        return
+    from evalrunner.frozen._items import golden_dir
+
     for item in items:
         found = golden_dir(item)
         if found is not None:
-            _session.state(item.config).partial_dirs.add(found[0])
+            yield found
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -105,6 +129,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
     unused = state.unused()
     if unused:
+        from evalrunner.frozen._golden import script_path_for
+
         terminalreporter.section("evalrunner: unused goldens")
         for path in unused:
             terminalreporter.write_line(f"{path} (and {script_path_for(path).name} if present)")

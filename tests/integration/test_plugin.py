@@ -390,3 +390,44 @@ def test_frozen_scenarios_apply_their_checks(
     )
     assert 'pytest --golden-record "suites/demo.yaml::names_paris"' in message
     assert "or correct the check in demo.yaml if the check is wrong." in message
+
+
+LOADED_PROBE = """
+import sys
+from pathlib import Path
+
+
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in sys.modules if m == "pydantic" or m.startswith("evalrunner"))
+    Path(__file__).with_name("loaded.txt").write_text("\\n".join(loaded))
+"""
+
+LIGHT = {
+    "evalrunner",
+    "evalrunner._lazy",
+    "evalrunner._litellm",
+    "evalrunner._version",
+    "evalrunner.frozen",
+    "evalrunner.frozen._session",
+    "evalrunner.frozen.plugin",
+}
+
+
+def test_a_session_that_never_uses_a_golden_loads_none_of_the_frozen_machinery(
+    pytester: pytest.Pytester,
+) -> None:
+    # Every pytest session of a project with evalrunner installed loads the plugin;
+    # one that asks for no golden must not pay for pydantic models, capture or the
+    # suite loader (benchmarks/bench_pr.py: "a plain test, plugin on").
+    pytester.makeconftest(LOADED_PROBE)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    loaded = set((pytester.path / "loaded.txt").read_text(encoding="utf-8").split())
+    assert loaded - LIGHT == set()
+    # A test that asks for the fixture does load it: the probe sees what it should.
+    pytester.makepyfile(
+        test_plain="def test_plain(golden_trajectory):\n    assert golden_trajectory\n"
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    loaded = set((pytester.path / "loaded.txt").read_text(encoding="utf-8").split())
+    assert {"pydantic", "evalrunner.frozen._items"} <= loaded
