@@ -22,11 +22,14 @@ from __future__ import annotations
 import functools
 import io
 import json
+import math
 import typing
 from collections.abc import Mapping, Sequence
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, TypeAdapter
 
 from evalrunner.errors import FileFormatError
@@ -41,6 +44,7 @@ ENTRY = "entry"
 """The row group holding every field that is not a list of models, as one JSON document."""
 
 Row = dict[str, Any]
+FloatArray = npt.NDArray[np.float64]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -175,16 +179,22 @@ class ColumnarFile(Generic[M]):
     FileFormatError, then or on a later read. A report over a year of nights
     reads a few columns of each night (:meth:`column`) and builds rows
     (:meth:`rows`) only for the nights and results it shows in full.
+
+    The file's parsed footer is held only while it is read: ~0.3 MB a night that
+    the allocator does not give back, 110 MB over a year of nights held at once,
+    against ~0.4 ms to parse it again. :meth:`release` lets it go early. ``raw``
+    is the file's bytes, or the path of a local file, which is then read only in
+    the parts asked for (a year's files held whole were 35 MB).
     """
 
-    def __init__(self, entry_model: type[M], raw: bytes, where: str) -> None:
+    def __init__(self, entry_model: type[M], raw: bytes | str, where: str) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         self.where = where
         self.tables = table_fields(entry_model)
+        self._raw = raw
+        self._open: Any = None
         try:
-            self._pf = pq.ParquetFile(io.BytesIO(raw))
             schema = self._pf.schema_arrow
             meta = schema.metadata or {}
             layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
@@ -199,19 +209,33 @@ class ColumnarFile(Generic[M]):
                 f"{COLUMNAR_FORMAT_VERSION} in Parquet files); upgrade evalrunner, or move the file aside"
             )
         stored: dict[str, Any] = layout.get("tables", {})
-        if self._pf.num_row_groups != 1 + len(stored) or not set(stored) <= set(self.tables):
-            raise _unreadable(
-                where,
-                ValueError(f"tables {sorted(stored)} in {self._pf.num_row_groups} row groups"),
-            )
+        groups = self._pf.num_row_groups
+        if groups != 1 + len(stored) or not set(stored) <= set(self.tables):
+            raise _unreadable(where, ValueError(f"tables {sorted(stored)} in {groups} row groups"))
         self._model = entry_model
         self._groups = {name: i for i, name in enumerate(stored, start=1)}
+        self._lengths = [self._pf.metadata.row_group(i).num_rows for i in range(groups)]
         self._names = set(schema.names)
+        self.release()
+        self._arrow: dict[tuple[str, str], Any] = {}  # read, not converted yet
         self._cache: dict[tuple[str, str], list[Any]] = {}
-        self._texts: dict[tuple[str, str], list[str]] = {}  # JSON columns not parsed yet
         keys = layout.get("keys")
         self.keys: dict[str, str] = keys if isinstance(keys, dict) else {}
         """The head's texts written to the metadata (empty in files written before them)."""
+
+    @property
+    def _pf(self) -> Any:
+        """The opened file (``pyarrow.parquet.ParquetFile``), opened again after a release."""
+        if self._open is None:
+            import pyarrow.parquet as pq
+
+            raw = self._raw
+            self._open = pq.ParquetFile(raw if isinstance(raw, str) else io.BytesIO(raw))
+        return self._open
+
+    def release(self) -> None:
+        """Let the parsed footer go; the next read parses it again."""
+        self._open = None
 
     @functools.cached_property
     def head(self) -> M:
@@ -233,44 +257,61 @@ class ColumnarFile(Generic[M]):
 
     def column(self, table: str, field: str) -> list[Any]:
         """One field of a table's rows as Python values (JSON ones parsed, not typed)."""
-        if (table, field) not in self._cache:
-            self.preload(table, [field])
-        if (table, field) in self._texts:
-            self._cache[(table, field)] = parsed(self._texts.pop((table, field)))
-        return self._cache[(table, field)]
+        key = (table, field)
+        if key not in self._cache:
+            values = _values(self._read(table, field))
+            as_json = _plain(self.tables[table].model_fields[field].annotation) is None
+            self._cache[key] = parsed(values) if as_json else values
+        return self._cache[key]
 
-    def texts(self, table: str, field: str) -> list[Any]:
-        """Like :meth:`column`, but a JSON field as its JSON texts, for :func:`parsed` later."""
-        if (table, field) not in self._cache:
+    def floats(self, table: str, field: str) -> FloatArray:
+        """A number field as floats, a missing value as NaN: 8 bytes a row where Python
+        floats in a list take 32 (a year's trend charts read five of them). Handed over,
+        not kept: asked for again, it is read again."""
+        key = (table, field)
+        if key in self._cache:
+            return float_array(self._cache[key])
+        read = self._read(table, field)
+        return float_array(read) if isinstance(read, list) else _floats_of(read)
+
+    def pairs(self, table: str, field: str) -> FloatArray:
+        """An interval field as an (n, 2) float array, a missing interval as NaN, NaN,
+        parsed from its JSON texts without a Python object per interval. Handed over."""
+        key = (table, field)
+        if key in self._cache:
+            return pair_array(self._cache[key])
+        return pair_array(_values(self._read(table, field)))
+
+    def _read(self, table: str, field: str) -> Any:
+        """A preloaded field's Arrow column (or its defaults' list), handed over once."""
+        key = (table, field)
+        if key not in self._arrow:
             self.preload(table, [field])
-        return self._texts.get((table, field), self._cache[(table, field)])
+        return self._arrow.pop(key)
 
     def preload(self, table: str, fields: Sequence[str]) -> None:
-        """Read these fields of a table in one go (one call per column costs ~1 ms)."""
+        """Read these fields of a table in one go (one call per column costs ~1 ms); they are
+        kept as Arrow columns until asked for as Python values, floats or pairs."""
         import pyarrow as pa
 
         model = self.tables[table]
         group = self._groups.get(table)
-        fields = [f for f in fields if (table, f) not in self._cache]
+        fields = [
+            f for f in fields if (table, f) not in self._cache and (table, f) not in self._arrow
+        ]
         if group is None:
-            self._cache.update({(table, f): [] for f in fields})
+            self._arrow.update({(table, f): [] for f in fields})
             return
         names = {f: f"{table}.{f}" for f in fields if f"{table}.{f}" in self._names}
         try:
             read = self._pf.read_row_group(group, columns=list(names.values())) if names else None
             for f in fields:
                 if f not in names:  # a field this file predates: its default, as validation gives
-                    length = self._pf.metadata.row_group(group).num_rows
                     default = model.model_fields[f].get_default(call_default_factory=True)
-                    self._cache[(table, f)] = [default] * length
+                    self._arrow[(table, f)] = [default] * self._lengths[group]
                     continue
                 assert read is not None
-                column = read.column(names[f])
-                if _plain(model.model_fields[f].annotation) is not None:
-                    self._cache[(table, f)] = _pylist(column)
-                else:  # parsed when first asked for: a report parses few of them
-                    self._cache[(table, f)] = []
-                    self._texts[(table, f)] = _pylist(column)
+                self._arrow[(table, f)] = read.column(names[f]).combine_chunks()
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
 
@@ -284,6 +325,15 @@ class ColumnarFile(Generic[M]):
             return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+def _values(read: Any) -> list[Any]:
+    """What :meth:`ColumnarFile._read` handed over, as Python values."""
+    return read if isinstance(read, list) else _pylist(read)
+
+
+def float_array(values: Sequence[Any]) -> FloatArray:
+    return np.array([math.nan if v is None else v for v in values], dtype=float)
 
 
 def parsed(values: list[Any]) -> list[Any]:
@@ -309,11 +359,23 @@ def parsed(values: list[Any]) -> list[Any]:
 def _pairs(texts: list[str]) -> list[Any] | None:
     """A JSON column of number pairs or nulls ('[0.1,0.2]', 'null': intervals) as pairs, or
     None when it holds anything else: json.loads of a year of intervals takes seconds."""
+    flat = _flat_pairs(texts)
+    if flat is None:
+        return None
+    pairs: list[Any] = list(zip(flat[0::2], flat[1::2], strict=True))
+    for i, text in enumerate(texts):
+        if text == "null":
+            pairs[i] = None
+    return pairs
+
+
+def _flat_pairs(texts: Sequence[Any]) -> list[float] | None:
+    """The numbers of JSON pairs, two a text ('null': NaN, NaN), or None if one is not a pair."""
     inner = []
     for text in texts:
         if text == "null":
             inner.append("nan,nan")
-        elif text[:1] == "[" and text[-1:] == "]":
+        elif isinstance(text, str) and text[:1] == "[" and text[-1:] == "]":
             inner.append(text[1:-1])
         else:
             return None
@@ -321,14 +383,23 @@ def _pairs(texts: list[str]) -> list[Any] | None:
     if len(numbers) != 2 * len(texts):
         return None
     try:
-        flat = [float(x) for x in numbers]  # JSON's NaN and Infinity read as json.loads reads them
+        return [float(x) for x in numbers]  # JSON's NaN and Infinity read as json.loads reads them
     except ValueError:
         return None
-    pairs: list[Any] = list(zip(flat[0::2], flat[1::2], strict=True))
-    for i, text in enumerate(texts):
-        if text == "null":
-            pairs[i] = None
-    return pairs
+
+
+def pair_array(values: Sequence[Any]) -> FloatArray:
+    """Intervals as an (n, 2) array, a missing one as NaN, NaN: from their JSON texts, or
+    from pairs and None already parsed."""
+    flat = _flat_pairs(values)
+    if flat is not None:
+        return np.array(flat, dtype=float).reshape(-1, 2)
+    values = parsed(list(values))
+    out = np.full((len(values), 2), math.nan)
+    present = [i for i, v in enumerate(values) if v is not None]
+    if present:
+        out[present] = np.array([values[i] for i in present], dtype=float)
+    return out
 
 
 @functools.cache
@@ -356,27 +427,44 @@ def _shared_strings(column: Any) -> list[Any] | None:
     if len(words) * 4 > len(column):
         return None
     words.append(None)  # index -1: a null
-    indices = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-    return [words[i] for i in indices.tolist()]
+    indices = encoded.indices.to_pylist()
+    if encoded.indices.null_count:
+        indices = [-1 if i is None else i for i in indices]
+    return [words[i] for i in indices]
 
 
 def _pylist(column: Any) -> list[Any]:
-    """A column as Python values, through numpy: Arrow's own to_pylist costs ~1 µs a value."""
-    import numpy as np
+    """A column as Python values (null: None).
+
+    Arrow's to_pylist, not to_numpy: as fast here, and to_numpy of a column with
+    nulls imports pandas (55 MB of the report's memory, for nothing)."""
     import pyarrow as pa
 
     if pa.types.is_string(column.type) and len(column) >= _SHARED_FROM:
         shared = _shared_strings(column)
         if shared is not None:
             return shared
-    if column.null_count == 0 or pa.types.is_string(column.type):
-        return list(column.to_numpy(zero_copy_only=False).tolist())
-    if not pa.types.is_floating(column.type):
-        return list(column.to_pylist())  # integers with nulls would come back as floats
-    values = list(column.to_numpy(zero_copy_only=False).tolist())
-    for i in np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False)):
-        values[i] = None
-    return values
+    return list(column.to_pylist())
+
+
+def _index_array(indices: Sequence[int]) -> Any:
+    """Row numbers as an Arrow array, built from its buffer: pyarrow turning a list (or a
+    numpy array) into one imports pandas, to check whether it is a pandas object."""
+    import pyarrow as pa
+
+    at = np.asarray(indices, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)])
+
+
+def _floats_of(column: Any) -> FloatArray:
+    """A number column as floats, null as NaN (without a Python float per value)."""
+    import pyarrow as pa
+
+    if column.null_count == 0 and column.type == pa.float64():
+        # From the buffer: even a zero-copy to_numpy imports pandas (see _index_array).
+        data = column.buffers()[1]
+        return np.frombuffer(data, dtype=np.float64, count=len(column), offset=column.offset * 8)
+    return float_array(column.to_pylist())
 
 
 def _rows(
@@ -390,7 +478,7 @@ def _rows(
     fields = [f for f in model.model_fields if f in present]
     table = pf.read_row_group(group, columns=[present[f] for f in fields])
     if indices is not None:
-        table = table.take(list(indices))
+        table = table.take(_index_array(indices))
     values = []
     for field, column in zip(fields, table.columns, strict=True):
         if _plain(model.model_fields[field].annotation) is None:

@@ -37,7 +37,13 @@ from pydantic import (
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
-from evalrunner.history._columnar import ColumnarFile, to_parquet
+from evalrunner.history._columnar import (
+    ColumnarFile,
+    FloatArray,
+    float_array,
+    pair_array,
+    to_parquet,
+)
 from evalrunner.live._results import Manifest
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._metric_result import MetricResult
@@ -293,9 +299,16 @@ class Source(Protocol):
 
     def preload(self, table: str, fields: Sequence[str]) -> None: ...
 
+    def release(self) -> None:
+        """Done reading for now: let go of what opening the file took (it reopens if read)."""
+
     def column(self, table: str, field: str) -> list[Any]: ...
 
-    def texts(self, table: str, field: str) -> list[Any]: ...
+    def floats(self, table: str, field: str) -> FloatArray:
+        """A number field as a float array (missing: NaN)."""
+
+    def pairs(self, table: str, field: str) -> FloatArray:
+        """An interval field as an (n, 2) float array (missing: NaN, NaN)."""
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]: ...
 
@@ -313,11 +326,17 @@ class InMemory:
     def preload(self, table: str, fields: Sequence[str]) -> None:
         pass
 
+    def release(self) -> None:
+        pass
+
     def column(self, table: str, field: str) -> list[Any]:
         return [getattr(row, field) for row in getattr(self.head, table)]
 
-    def texts(self, table: str, field: str) -> list[Any]:
-        return self.column(table, field)
+    def floats(self, table: str, field: str) -> FloatArray:
+        return float_array(self.column(table, field))
+
+    def pairs(self, table: str, field: str) -> FloatArray:
+        return pair_array(self.column(table, field))
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
         items: list[Any] = getattr(self.head, table)
@@ -334,7 +353,7 @@ _KEYS = ("suite", "created_at", "started_at")
 class InParquet:
     """A Parquet history file as a :class:`Source`: its head parsed only when asked for."""
 
-    def __init__(self, raw: bytes, where: str) -> None:
+    def __init__(self, raw: bytes | str, where: str) -> None:
         self.file = ColumnarFile(HistoryEntry, raw, where)
         keys = self.file.keys
         if all(isinstance(keys.get(k), str) for k in _KEYS):
@@ -352,11 +371,17 @@ class InParquet:
     def preload(self, table: str, fields: Sequence[str]) -> None:
         self.file.preload(table, fields)
 
+    def release(self) -> None:
+        self.file.release()
+
     def column(self, table: str, field: str) -> list[Any]:
         return self.file.column(table, field)
 
-    def texts(self, table: str, field: str) -> list[Any]:
-        return self.file.texts(table, field)
+    def floats(self, table: str, field: str) -> FloatArray:
+        return self.file.floats(table, field)
+
+    def pairs(self, table: str, field: str) -> FloatArray:
+        return self.file.pairs(table, field)
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
         return self.file.rows(table, indices)
@@ -425,6 +450,8 @@ def _night_of(path: str) -> str:
 def _open(fs: Any, path: str) -> Source:
     """A history file as a :class:`Source`: Parquet opened (its tables read on demand), JSON parsed."""
     try:
+        if path.endswith(".parquet") and _is_local(fs):
+            return InParquet(path, path)  # read in the parts a reader asks for
         with fs.open(path, "rb") as fh:
             raw = fh.read()
         if path.endswith(".parquet"):

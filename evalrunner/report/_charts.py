@@ -16,12 +16,11 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from markupsafe import Markup
 
-from evalrunner.history._columnar import parsed
 from evalrunner.report._format import fmt, interval, short_time, span_ends
 from evalrunner.report._select import SelectedNight
 from evalrunner.report._svg import (
@@ -117,24 +116,20 @@ class ChartView:
     svg: Markup
 
 
-def _floats(values: Sequence[float | None]) -> FloatArray:
-    return np.array([math.nan if v is None else v for v in values], dtype=float)
+def _floats(values: FloatArray) -> FloatArray:
+    return np.asarray(values, dtype=float)
 
 
-def _intervals(values: Sequence[tuple[float, float] | None]) -> tuple[FloatArray, FloatArray]:
-    return (
-        _floats([v[0] if v else None for v in values]),
-        _floats([v[1] if v else None for v in values]),
-    )
+def _intervals(pairs: FloatArray) -> tuple[FloatArray, FloatArray]:
+    return pairs[:, 0], pairs[:, 1]
 
 
-CHART_FIELDS = (
-    *("kind", "verdict", "margin", "effect", "effect_ci", "effect_label", "q"),
-    *("night_estimate", "night_ci", "baseline_estimate"),
-)
-"""The fields of a metric result a trend chart reads at every night."""
+TEXT_FIELDS = ("kind", "verdict", "effect_label")
+NUMBER_FIELDS = ("margin", "effect", "q", "night_estimate", "baseline_estimate")
 INTERVALS = ("effect_ci", "night_ci")
-"""Of those, the ones read as JSON text (:meth:`Night.result_texts`) and parsed when charted."""
+"""The fields of a metric result a trend chart reads at every night: texts as lists, numbers
+as float arrays, intervals as (n, 2) arrays (a year of them as Python objects took 90 MB)."""
+CHART_FIELDS = (*TEXT_FIELDS, *NUMBER_FIELDS, *INTERVALS)
 
 
 @dataclass
@@ -149,26 +144,28 @@ class Points:
 
     rows: list[int]
     all_nights: list[SelectedNight]
-    all_columns: dict[str, list[Any]]
+    all_columns: dict[str, Any]
+    """Field -> every result's value: a list (texts) or an array (numbers, intervals)."""
 
-    def _pick(self, values: list[Any]) -> list[Any]:
+    def _pick(self, values: Any) -> Any:
+        if isinstance(values, np.ndarray):
+            return values[self.rows]
         if len(self.rows) == 1:  # itemgetter of one index gives the item, not a tuple
             return [values[self.rows[0]]]
         return list(operator.itemgetter(*self.rows)(values))
 
     @functools.cached_property
     def nights(self) -> list[SelectedNight]:
-        return self._pick(self.all_nights)
+        return cast(list[SelectedNight], self._pick(self.all_nights))
 
     @functools.cached_property
-    def _gathered(self) -> dict[str, list[Any]]:
+    def _gathered(self) -> dict[str, Any]:
         return {}
 
-    def values(self, fieldname: str) -> list[Any]:
+    def values(self, fieldname: str) -> Any:
+        """A field at each point: a list of texts, or an array of numbers or intervals."""
         if fieldname not in self._gathered:
-            values = self._pick(self.all_columns[fieldname])
-            # Intervals are gathered as JSON text: a chart parses only its points' and kind's.
-            self._gathered[fieldname] = parsed(values) if fieldname in INTERVALS else values
+            self._gathered[fieldname] = self._pick(self.all_columns[fieldname])
         return self._gathered[fieldname]
 
 
@@ -197,10 +194,12 @@ def _tip(points: Points, i: int) -> str:
         return points.values(name)[i]
 
     label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
+    low, high = (float(x) for x in value("effect_ci"))
+    ci = None if math.isnan(low) and math.isnan(high) else (low, high)
     return (
         f"{short_time(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
         f"{fmt(value('baseline_estimate'))} → night {fmt(value('night_estimate'))}; {label} "
-        f"{fmt(value('effect'))} {interval(value('effect_ci'))}; q {fmt(value('q'))}"
+        f"{fmt(value('effect'))} {interval(ci)}; q {fmt(value('q'))}"
     )
 
 

@@ -16,12 +16,16 @@ import bisect
 import datetime as _dt
 import difflib
 import functools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
+
+import numpy as np
 
 from evalrunner import _clock as clock
 from evalrunner.errors import ConfigError
+from evalrunner.history._columnar import FloatArray
 from evalrunner.history._store import (
     BaselineSummary,
     History,
@@ -87,8 +91,8 @@ class _Part:
     """The rows one entry contributes to a night: its kept records and results."""
 
     source: Source
-    records: list[int]
-    results: list[int]
+    records: Sequence[int]
+    results: Sequence[int]
 
 
 @dataclass
@@ -115,33 +119,48 @@ class SelectedNight:
         return [p.source.head for p in self.parts]
 
     @functools.cached_property
-    def _columns(self) -> dict[tuple[str, str], list[Any]]:
+    def _columns(self) -> dict[tuple[str, str], Any]:
         return {}
 
-    def _column(self, table: str, fieldname: str, texts: bool = False) -> list[Any]:
-        key = (table + "/texts" * texts, fieldname)
-        if key not in self._columns:
-            values = []
+    def _column(self, table: str, fieldname: str, how: str = "column") -> Any:
+        """One field of the night's rows (``how``: ``column``, ``floats`` or ``pairs``; the
+        arrays are handed over, not kept: one reader gathers them over every night)."""
+        key = (f"{table}/{how}", fieldname)
+        if key not in self._columns or how != "column":
+            parts = []
             for p in self.parts:
-                read = p.source.texts if texts else p.source.column
-                column = read(table, fieldname)
+                column = getattr(p.source, how)(table, fieldname)
                 rows = p.records if table == "records" else p.results
                 # rows are ascending: as many as the column holds means all of them
-                values += column if len(rows) == len(column) else [column[i] for i in rows]
-            self._columns[key] = values
+                if len(rows) == len(column):
+                    parts.append(column)
+                elif how == "column":
+                    parts.append([column[i] for i in rows])
+                else:
+                    parts.append(column[list(rows)])
+            if how != "column":
+                return np.concatenate(parts) if parts else np.empty((0, 2) if how == "pairs" else 0)
+            # the usual night, one part: its column itself, no copy
+            self._columns[key] = parts[0] if len(parts) == 1 else [v for p in parts for v in p]
         return self._columns[key]
 
     def record_column(self, fieldname: str) -> list[Any]:
         """One field of each of the night's records, in order."""
-        return self._column("records", fieldname)
+        return cast(list[Any], self._column("records", fieldname))
 
     def result_column(self, fieldname: str) -> list[Any]:
         """One field of each of the night's metric results, in order."""
-        return self._column("verdicts", fieldname)
+        return cast(list[Any], self._column("verdicts", fieldname))
 
-    def result_texts(self, fieldname: str) -> list[Any]:
-        """:meth:`result_column`, JSON fields perhaps still as text (``_columnar.parsed``)."""
-        return self._column("verdicts", fieldname, texts=True)
+    def result_floats(self, fieldname: str) -> FloatArray:
+        """A number field of the night's metric results as floats (missing: NaN); handed
+        over, not kept."""
+        return cast(FloatArray, self._column("verdicts", fieldname, "floats"))
+
+    def result_pairs(self, fieldname: str) -> FloatArray:
+        """An interval field of the night's metric results, (n, 2) (missing: NaN, NaN);
+        handed over, not kept."""
+        return cast(FloatArray, self._column("verdicts", fieldname, "pairs"))
 
     @property
     def record_count(self) -> int:
@@ -243,15 +262,7 @@ class _Wanted:
         return self.models is None or name in self.models
 
 
-RECORD_COLUMNS = (
-    "run_id",
-    "scenario",
-    "model",
-    "outcome",
-    "reason",
-    "prompt_tokens",
-    "completion_tokens",
-)
+RECORD_COLUMNS = ("scenario", "model", "outcome", "reason", "prompt_tokens", "completion_tokens")
 """What the report reads of every record of every night (the rest only of the nights it shows in full)."""
 RESULT_COLUMNS = (
     *("scenario", "model", "metric", "kind", "verdict", "margin", "effect", "effect_ci"),
@@ -260,17 +271,19 @@ RESULT_COLUMNS = (
 """What the report reads of every metric result of every night (trend charts, flags)."""
 
 
-def _kept(source: Source, wanted: _Wanted, seen: dict[tuple[str, str], set[str]]) -> list[int]:
-    """The source's records of wanted models not already held by an earlier entry."""
-    run_ids, models = source.column("records", "run_id"), source.column("records", "model")
-    held = seen.setdefault((source.suite, source.started_at), set())
-    if wanted.models is None and held.isdisjoint(run_ids) and len(set(run_ids)) == len(run_ids):
-        held.update(run_ids)  # the usual night: every run new, every model wanted
-        return list(range(len(run_ids)))
+def _kept(source: Source, wanted: _Wanted, held: set[str] | None) -> Sequence[int]:
+    """The source's records of wanted models not already held by an earlier entry
+    (``held``: the run ids seen so far of the entries that share its start; None: it has
+    that start to itself, so all of its runs are new and their ids are not read)."""
+    models = source.column("records", "model")
+    if held is None and wanted.models is None:
+        return range(len(models))  # the usual night: every run new, every model wanted
+    run_ids = source.column("records", "run_id") if held is not None else [None] * len(models)
     kept = []
     for i, (run_id, model) in enumerate(zip(run_ids, models, strict=True)):
-        if run_id not in held and wanted.model(model):
-            held.add(run_id)
+        if (held is None or run_id not in held) and wanted.model(model):
+            if held is not None:
+                held.add(run_id)
             kept.append(i)
     return kept
 
@@ -282,23 +295,32 @@ def _nights(history: History, wanted: _Wanted) -> list[SelectedNight]:
     runs of a resumed results directory (same manifest start, same run id); the
     first entry that holds a run keeps it.
     """
+    chosen = [
+        source
+        for source in sorted(history.sources, key=lambda s: s.created_at)
+        if wanted.night(source.suite, when(source.created_at))
+    ]
+    starts = Counter((source.suite, source.started_at) for source in chosen)
+    seen: dict[tuple[str, str], set[str]] = {
+        start: set() for start, count in starts.items() if count > 1
+    }
     nights: dict[tuple[str, str], SelectedNight] = {}
-    seen: dict[tuple[str, str], set[str]] = {}
-    for source in sorted(history.sources, key=lambda s: s.created_at):
-        t = when(source.created_at)
-        if not wanted.night(source.suite, t):
-            continue
+    for source in chosen:
         source.preload("records", RECORD_COLUMNS)
         source.preload("verdicts", RESULT_COLUMNS)
+        source.release()  # read once: a year of opened files would hold 110 MB
         night = nights.setdefault(
-            (source.suite, source.created_at), SelectedNight(source.created_at, t)
+            (source.suite, source.created_at),
+            SelectedNight(source.created_at, when(source.created_at)),
         )
         models = source.column("verdicts", "model")
-        if wanted.models is None:
-            results = list(range(len(models)))
-        else:
-            results = [i for i, model in enumerate(models) if model in wanted.models]
-        night.parts.append(_Part(source, _kept(source, wanted, seen), results))
+        results: Sequence[int] = (
+            range(len(models))
+            if wanted.models is None
+            else [i for i, model in enumerate(models) if model in wanted.models]
+        )
+        kept = _kept(source, wanted, seen.get((source.suite, source.started_at)))
+        night.parts.append(_Part(source, kept, results))
     return list(nights.values())
 
 
@@ -349,8 +371,15 @@ def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] 
     for suite in suites:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
-    wanted = [s for s in history.sources if not suites or s.suite in suites]
-    known_models = sorted({m for s in wanted for m in s.column("records", "model")})
+    if not models:
+        return None
+    known: set[str] = set()
+    for source in history.sources:
+        if not suites or source.suite in suites:
+            source.preload("records", RECORD_COLUMNS)  # what the report reads next, in one go
+            source.release()
+            known.update(source.column("records", "model"))
+    known_models = sorted(known)
     for model in models:
         if model not in known_models:
             return _not_in("model", model, known_models)

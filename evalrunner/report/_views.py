@@ -15,10 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from evalrunner.history._store import Why
 from evalrunner.report._charts import (
-    CHART_FIELDS,
     INTERVALS,
+    NUMBER_FIELDS,
+    TEXT_FIELDS,
     ChartView,
     Points,
     SuiteCharts,
@@ -389,7 +392,8 @@ def _series(
     wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
     hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the suite's results, in order
     nights: list[SelectedNight] = []  # the night of each row
-    columns: dict[str, list[Any]] = {name: [] for name in CHART_FIELDS}
+    texts: dict[str, list[Any]] = {name: [] for name in TEXT_FIELDS}
+    arrays: dict[str, list[Any]] = {name: [] for name in (*NUMBER_FIELDS, *INTERVALS)}
     for night in suite.nights:
         keys = zip(
             night.result_column("scenario"),
@@ -402,8 +406,19 @@ def _series(
             if key in wanted:
                 hits.setdefault(key, []).append(offset + i)
         nights += [night] * night.result_count
-        for name, values in columns.items():
-            values += night.result_texts(name) if name in INTERVALS else night.result_column(name)
+        for name, values in texts.items():
+            values += night.result_column(name)
+        for name in NUMBER_FIELDS:
+            arrays[name].append(night.result_floats(name))
+        for name in INTERVALS:
+            arrays[name].append(night.result_pairs(name))
+    columns: dict[str, Any] = {
+        **texts,
+        **{
+            name: np.concatenate(parts) if parts else np.empty((0, 2) if name in INTERVALS else 0)
+            for name, parts in arrays.items()
+        },
+    }
     return {key: Points(rows, nights, columns) for key, rows in hits.items()}
 
 

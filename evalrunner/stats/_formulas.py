@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -26,11 +25,15 @@ IntArray = npt.NDArray[np.intp]
 @functools.lru_cache(maxsize=4096)
 def z_upper(p: float) -> float:
     """The standard normal quantile with ``p`` above it (z_upper(0.05) = 1.645)."""
+    from scipy import special  # 26 MB: not for the report, which reads this module's neighbours
+
     return float(-special.ndtri(min(max(p, 1e-300), 1.0)))
 
 
 def normal_sf(z: float) -> float:
     """P(Z >= z) for a standard normal Z."""
+    from scipy import special
+
     return float(special.ndtr(-z))
 
 
@@ -109,6 +112,8 @@ def compositions3(n: int) -> IntArray:
 def dirmult3_pmf(n: int, alpha: tuple[float, float, float]) -> tuple[IntArray, FloatArray]:
     """The Dirichlet-multinomial(n, alpha) over three groups: (compositions, probabilities)."""
     comps = compositions3(n)
+    from scipy import special
+
     al = np.asarray(alpha, dtype=float)
     total = float(al.sum())
     log = (

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+import math
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+from history_factory import build_entries, history_from_entries, write_history
+
+from evalrunner.history import load_history
 from evalrunner.history._columnar import _pylist
+from evalrunner.history._store import HistoryEntry
 
 
 def test_a_text_column_of_few_values_holds_one_object_per_value() -> None:
@@ -17,3 +26,72 @@ def test_a_text_column_of_few_values_holds_one_object_per_value() -> None:
     # Mostly distinct texts (run ids) are read as they are.
     ids = [f"s/m/{i}" for i in range(200)]
     assert _pylist(pa.chunked_array([pa.array(ids)])) == ids
+
+
+def _with_missing_values(entry: HistoryEntry) -> HistoryEntry:
+    verdicts = list(entry.verdicts)
+    verdicts[0] = verdicts[0].model_copy(update={"q": None, "effect_ci": None, "night_ci": None})
+    return entry.model_copy(update={"verdicts": verdicts})
+
+
+def test_numbers_and_intervals_read_as_arrays_with_missing_values_as_nan(tmp_path: Path) -> None:
+    # A year of trend charts reads five numbers and two intervals of every result: as
+    # arrays they are 8 and 16 bytes a row, where Python objects took ~90 MB in all.
+    [entry] = build_entries(nights=1, scenarios=2, runs=3)
+    entry = _with_missing_values(entry)
+    write_history(str(tmp_path), [entry])
+    (source,) = load_history(str(tmp_path)).sources
+    q = source.floats("verdicts", "q")
+    expected_q = [math.nan if v.q is None else v.q for v in entry.verdicts]
+    assert q.dtype == np.float64 and np.array_equal(q, expected_q, equal_nan=True)
+    ci = source.pairs("verdicts", "effect_ci")
+    assert ci.shape == (len(entry.verdicts), 2) and np.isnan(ci[0]).all()
+    assert [tuple(row) for row in ci[1:]] == [v.effect_ci for v in entry.verdicts[1:]]
+    # The same from a night built in memory, and as Python values (None where missing).
+    built = history_from_entries([entry]).sources[0]
+    assert np.array_equal(built.floats("verdicts", "q"), q, equal_nan=True)
+    assert np.array_equal(built.pairs("verdicts", "effect_ci"), ci, equal_nan=True)
+    assert source.column("verdicts", "effect_ci")[0] is None
+
+
+REPORT_PROBE = """
+import sys
+import evalrunner.history
+from evalrunner.cli import main
+
+loaded = []
+load_history = evalrunner.history.load_history
+
+
+def watched(*args, **kwargs):
+    loaded.append(load_history(*args, **kwargs))
+    return loaded[-1]
+
+
+evalrunner.history.load_history = watched  # the command imports it when it runs
+try:
+    main(["report", "--history", sys.argv[1], "--out", sys.argv[2]])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+[history] = loaded
+opened = [s for s in history.sources if getattr(s.file, "_open", s) is not None]
+print(len(history.sources), len(opened), *sorted(m for m in ("pandas", "scipy") if m in sys.modules))
+"""
+
+
+def test_a_report_holds_no_file_open_and_imports_no_pandas(tmp_path: Path) -> None:
+    # A year of nights held open was 110 MB of parsed footers; pandas (pulled in by
+    # pyarrow's list and numpy conversions) and scipy another 80 MB; neither is used.
+    write_history(str(tmp_path / "history"), build_entries(nights=6, scenarios=3, runs=4))
+    probe = subprocess.run(
+        [sys.executable, "-c", REPORT_PROBE, str(tmp_path / "history"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    sources, opened, *modules = probe.stdout.splitlines()[-1].split()
+    assert sources == "6" and modules == [], probe.stdout
+    assert int(opened) <= 1, probe.stdout  # only the night shown in full was read again
+    assert (tmp_path / "out" / "report.html").is_file()
