@@ -141,6 +141,34 @@ def night(
     return wall
 
 
+def _cpu_seconds(pid: int) -> float:
+    """A process's CPU seconds so far (Linux /proc; 0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _ray_cpu(workers: list[int]) -> dict[str, float]:
+    """Where a Ray night's CPU goes: this driver, the worker processes, the rest of Ray
+    (raylet, GCS, its agents: every other process with "ray" in its command line)."""
+    others = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) not in (os.getpid(), *workers):
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"ray" in cmdline:
+                others.append(int(entry.name))
+    return {
+        "driver": time.process_time(),
+        "4 workers": sum(_cpu_seconds(pid) for pid in workers),
+        "rest of Ray": sum(_cpu_seconds(pid) for pid in others),
+    }
+
+
 def ray_workers(rpm: int | None = None) -> Any:
     """4 Ray workers, started and with litellm imported (what a night pays once, not timed)."""
     from evalrunner.live._ray import RayExecutor
@@ -170,6 +198,7 @@ def part1(runs: int, concurrency: int, skip_ray: bool, rounds: int) -> None:
     endpoint = Endpoint(LATENCY)
     lines: dict[str, float] = {}
     worst: dict[str, float] = {}  # each line's slowest round, printed beside its best
+    split: list[dict[str, float]] = []  # each Ray round's CPU seconds, by process
     executor = None
     try:
         warm_up(endpoint.api_base)
@@ -185,7 +214,16 @@ def part1(runs: int, concurrency: int, skip_ray: bool, rounds: int) -> None:
             print(f"ray.init: {took:.1f} s (not counted)")
             ray_executor = executor = ray_workers()
             night(endpoint.api_base, concurrency, concurrency, executor)  # first use
-            measured[RAY] = lambda: night(endpoint.api_base, runs, concurrency, ray_executor)
+            workers = ray_executor.worker_pids()
+
+            def ray_line() -> float:
+                before = _ray_cpu(workers)
+                wall = night(endpoint.api_base, runs, concurrency, ray_executor)
+                after = _ray_cpu(workers)
+                split.append({k: after[k] - before[k] for k in after})
+                return wall
+
+            measured[RAY] = ray_line
         # Rounds interleaved (Ray's too), each line's best counts: damps what other
         # processes do to one line more than another.
         for _ in range(rounds):
@@ -213,6 +251,11 @@ def part1(runs: int, concurrency: int, skip_ray: bool, rounds: int) -> None:
     if RAY in lines:
         ray_ratio = lines[RAY] / ideal
         print(f"ray / ideal = {ray_ratio:.2f} (target <= {RAY_TARGET})")
+        for n, cpu in enumerate(split, start=1):
+            parts = ", ".join(
+                f"{k} {v:.1f} s ({v / runs * 1000:.1f} ms/run)" for k, v in cpu.items()
+            )
+            print(f"Ray round {n}, CPU by process: {parts}")
 
 
 def part2(runs: int, rpm: int, window: float) -> None:
