@@ -228,7 +228,10 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
         )
     assert same.exit_code == 0, same.output
     rows = verdict_table(same.stdout)
-    assert rows and all(r["verdict"] != "REGRESSION" for r in rows)
+    # Behaviour only: a diagnostic such as latency_s times a subprocess's start, which
+    # follows the machine's load, not the agent (one CI run flagged it, exit 0).
+    gating = [r for r in rows if not r["metric"].endswith("(diag)")]
+    assert gating and all(r["verdict"] != "REGRESSION" for r in gating), same.stdout
     with FakeEndpoint(responder=forgetful) as ep:
         changed = evalrunner(
             ep, "run", *common, "--out", "changed", "--runs", "8", *where, "--no-history"
