@@ -116,14 +116,6 @@ class ChartView:
     svg: Markup
 
 
-def _floats(values: FloatArray) -> FloatArray:
-    return np.asarray(values, dtype=float)
-
-
-def _intervals(pairs: FloatArray) -> tuple[FloatArray, FloatArray]:
-    return pairs[:, 0], pairs[:, 1]
-
-
 TEXT_FIELDS = ("kind", "verdict", "effect_label")
 NUMBER_FIELDS = ("margin", "effect", "q", "night_estimate", "baseline_estimate")
 INTERVALS = ("effect_ci", "night_ci")
@@ -170,19 +162,15 @@ class Points:
 
 
 def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
-    margin = _floats(points.values("margin"))
+    # Numbers and intervals are float arrays already (NaN where missing).
+    margin = points.values("margin")
     if style.effect:
-        est, (low, high) = (
-            _floats(points.values("effect")),
-            _intervals(points.values("effect_ci")),
-        )
+        est, ci = points.values("effect"), points.values("effect_ci")
         base = np.zeros(len(points.nights))
     else:
-        est, (low, high) = (
-            _floats(points.values("night_estimate")),
-            _intervals(points.values("night_ci")),
-        )
-        base = _floats(points.values("baseline_estimate"))
+        est, ci = points.values("night_estimate"), points.values("night_ci")
+        base = points.values("baseline_estimate")
+    low, high = ci[:, 0], ci[:, 1]
     band_low, band_high = style.band(base, margin)
     return Trend(frac, est, low, high, base, band_low, band_high)
 

@@ -19,7 +19,7 @@ import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -119,48 +119,47 @@ class SelectedNight:
         return [p.source.head for p in self.parts]
 
     @functools.cached_property
-    def _columns(self) -> dict[tuple[str, str], Any]:
+    def _columns(self) -> dict[tuple[str, str], list[Any]]:
         return {}
 
-    def _column(self, table: str, fieldname: str, how: str = "column") -> Any:
-        """One field of the night's rows (``how``: ``column``, ``floats`` or ``pairs``; the
-        arrays are handed over, not kept: one reader gathers them over every night)."""
-        key = (f"{table}/{how}", fieldname)
-        if key not in self._columns or how != "column":
+    def _column(self, table: str, fieldname: str) -> list[Any]:
+        """One field of the night's rows, as Python values (kept: several readers ask)."""
+        key = (table, fieldname)
+        if key not in self._columns:
             parts = []
             for p in self.parts:
-                column = getattr(p.source, how)(table, fieldname)
+                column = p.source.column(table, fieldname)
                 rows = p.records if table == "records" else p.results
                 # rows are ascending: as many as the column holds means all of them
-                if len(rows) == len(column):
-                    parts.append(column)
-                elif how == "column":
-                    parts.append([column[i] for i in rows])
-                else:
-                    parts.append(column[list(rows)])
-            if how != "column":
-                return np.concatenate(parts) if parts else np.empty((0, 2) if how == "pairs" else 0)
+                parts.append(column if len(rows) == len(column) else [column[i] for i in rows])
             # the usual night, one part: its column itself, no copy
             self._columns[key] = parts[0] if len(parts) == 1 else [v for p in parts for v in p]
         return self._columns[key]
 
+    def _results_array(self, read: Callable[[Source], FloatArray], empty: FloatArray) -> FloatArray:
+        """A field of the night's metric results as one array, handed over (not kept: the
+        trend charts gather it once over every night)."""
+        parts = []
+        for p in self.parts:
+            array = read(p.source)
+            parts.append(array if len(p.results) == len(array) else array[list(p.results)])
+        return np.concatenate(parts) if parts else empty
+
     def record_column(self, fieldname: str) -> list[Any]:
         """One field of each of the night's records, in order."""
-        return cast(list[Any], self._column("records", fieldname))
+        return self._column("records", fieldname)
 
     def result_column(self, fieldname: str) -> list[Any]:
         """One field of each of the night's metric results, in order."""
-        return cast(list[Any], self._column("verdicts", fieldname))
+        return self._column("verdicts", fieldname)
 
     def result_floats(self, fieldname: str) -> FloatArray:
-        """A number field of the night's metric results as floats (missing: NaN); handed
-        over, not kept."""
-        return cast(FloatArray, self._column("verdicts", fieldname, "floats"))
+        """A number field of the night's metric results as floats (missing: NaN)."""
+        return self._results_array(lambda s: s.floats("verdicts", fieldname), np.empty(0))
 
     def result_pairs(self, fieldname: str) -> FloatArray:
-        """An interval field of the night's metric results, (n, 2) (missing: NaN, NaN);
-        handed over, not kept."""
-        return cast(FloatArray, self._column("verdicts", fieldname, "pairs"))
+        """An interval field of the night's metric results, (n, 2) (missing: NaN, NaN)."""
+        return self._results_array(lambda s: s.pairs("verdicts", fieldname), np.empty((0, 2)))
 
     @property
     def record_count(self) -> int:
