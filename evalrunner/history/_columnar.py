@@ -28,14 +28,16 @@ from collections.abc import Mapping, Sequence
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, TypeAdapter
 
 from evalrunner.errors import FileFormatError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
+
+    FloatArray = npt.NDArray[np.float64]
 
 COLUMNAR_FORMAT_VERSION = 2
 """History format version of Parquet entries (1: one JSON document per night)."""
@@ -44,7 +46,6 @@ ENTRY = "entry"
 """The row group holding every field that is not a list of models, as one JSON document."""
 
 Row = dict[str, Any]
-FloatArray = npt.NDArray[np.float64]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -333,6 +334,8 @@ def _values(read: Any) -> list[Any]:
 
 
 def float_array(values: Sequence[Any]) -> FloatArray:
+    import numpy as np  # not at import time: every command imports this module
+
     return np.array([math.nan if v is None else v for v in values], dtype=float)
 
 
@@ -391,6 +394,8 @@ def _flat_pairs(texts: Sequence[Any]) -> list[float] | None:
 def pair_array(values: Sequence[Any]) -> FloatArray:
     """Intervals as an (n, 2) array, a missing one as NaN, NaN: from their JSON texts, or
     from pairs and None already parsed."""
+    import numpy as np
+
     flat = _flat_pairs(values)
     if flat is not None:
         return np.array(flat, dtype=float).reshape(-1, 2)
@@ -450,6 +455,7 @@ def _pylist(column: Any) -> list[Any]:
 def _index_array(indices: Sequence[int]) -> Any:
     """Row numbers as an Arrow array, built from its buffer: pyarrow turning a list (or a
     numpy array) into one imports pandas, to check whether it is a pandas object."""
+    import numpy as np
     import pyarrow as pa
 
     at = np.asarray(indices, dtype=np.int64)
@@ -458,6 +464,7 @@ def _index_array(indices: Sequence[int]) -> Any:
 
 def _floats_of(column: Any) -> FloatArray:
     """A number column as floats, null as NaN (without a Python float per value)."""
+    import numpy as np
     import pyarrow as pa
 
     if column.null_count == 0 and column.type == pa.float64():

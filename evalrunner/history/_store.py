@@ -37,13 +37,7 @@ from pydantic import (
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
-from evalrunner.history._columnar import (
-    ColumnarFile,
-    FloatArray,
-    float_array,
-    pair_array,
-    to_parquet,
-)
+from evalrunner.history._columnar import ColumnarFile, float_array, pair_array, to_parquet
 from evalrunner.live._results import Manifest
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._metric_result import MetricResult
@@ -51,6 +45,8 @@ from evalrunner.suite._record import CellKey, RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from evalrunner.history._columnar import FloatArray
 
 HISTORY_FORMAT_VERSION = 1
 DEFAULT_ROOT = "reports/history"

@@ -19,13 +19,12 @@ import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from evalrunner import _clock as clock
 from evalrunner.errors import ConfigError
-from evalrunner.history._columnar import FloatArray
 from evalrunner.history._store import (
     BaselineSummary,
     History,
@@ -38,6 +37,9 @@ from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite._record import CellKey, RunRecord
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
+if TYPE_CHECKING:
+    from evalrunner.history._columnar import FloatArray
+
 T = TypeVar("T")
 
 

@@ -20,7 +20,7 @@ from paths import REPO
 from evalrunner import __version__
 from evalrunner.cli import main
 
-HEAVY = ("litellm", "openai", "pandas", "scipy")
+HEAVY = ("litellm", "openai", "pandas", "scipy", "numpy", "pyarrow")
 
 
 def suite_yaml(
