@@ -12,7 +12,10 @@
   (requests that differed, recorded calls not used), and goldens no test used.
 
 The items and the checker are in :mod:`evalrunner.frozen._items`, the
-session's bookkeeping in :mod:`evalrunner.frozen._session`.
+session's bookkeeping in :mod:`evalrunner.frozen._session`. Every pytest session of a
+project with evalrunner installed loads this module, most of them never touching a
+golden, so the frozen machinery (pydantic models, the suite loader, capture) is
+imported only once a test asks for it.
 """
 
 from __future__ import annotations
@@ -33,10 +36,6 @@ if TYPE_CHECKING:
 # pytest imports its plugins before any test module: litellm's settings are in
 # place before an agent module (or a replay) first imports litellm.
 prepare()
-
-# Every pytest session of a project with evalrunner installed loads this module,
-# most of them never touching a golden: the frozen machinery (pydantic models, the
-# suite loader, capture) is imported only once a test asks for it.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -277,14 +277,16 @@ def _kept(source: Source, wanted: _Wanted, held: set[str] | None) -> Sequence[in
     (``held``: the run ids seen so far of the entries that share its start; None: it has
     that start to itself, so all of its runs are new and their ids are not read)."""
     models = source.column("records", "model")
-    if held is None and wanted.models is None:
-        return range(len(models))  # the usual night: every run new, every model wanted
-    run_ids = source.column("records", "run_id") if held is not None else [None] * len(models)
+    if held is None:
+        if wanted.models is None:
+            return range(len(models))  # the usual night: every run new, every model wanted
+        return [i for i, model in enumerate(models) if wanted.model(model)]
     kept = []
-    for i, (run_id, model) in enumerate(zip(run_ids, models, strict=True)):
-        if (held is None or run_id not in held) and wanted.model(model):
-            if held is not None:
-                held.add(run_id)
+    for i, (run_id, model) in enumerate(
+        zip(source.column("records", "run_id"), models, strict=True)
+    ):
+        if run_id not in held and wanted.model(model):
+            held.add(run_id)
             kept.append(i)
     return kept
 
