@@ -1,9 +1,13 @@
 """What the capture proxy costs an agent: latency per call, and throughput at 32 runs.
 
-Four processes: a loopback FakeEndpoint (the upstream); two proxies in
+Four processes (six with the Anthropic pair): a loopback FakeEndpoint (the upstream); two proxies in
 passthrough-capture mode pointed at it, one as it starts by default (for an
 ``openai/`` model at an api_base: the direct transport) and one forced through
-litellm (``--litellm``, what other providers take);
+litellm (``--litellm``, what other providers take); two more for an
+``anthropic/`` model at the same fake's ``/v1/messages``, by default (direct, in
+Anthropic Messages) and through litellm (agents still call the proxy's chat
+API, so the "no proxy" column is the fake's chat path; the proxy's CPU per
+call is the figure to read there; ``--no-anthropic`` leaves them out);
 and this one as the client (raw aiohttp, so the client's own cost stays small
 and equal on every path). Every figure is measured side by side in the same
 run, the paths alternating call by call (latency) or round by round
@@ -78,15 +82,16 @@ def _upstream(conn: Any, latency: float) -> None:
             ep.latency = message  # the parent switches between latency and throughput
 
 
-def _proxy(conn: Any, args: tuple[str, bool | None]) -> None:
+def _proxy(conn: Any, args: tuple[str, bool | None, str]) -> None:
     from evalrunner.proxy import ProxyServer, Upstream
 
-    api_base, direct = args
-    upstream = Upstream(
-        "openai/fake", api_base=api_base, api_key="sk-bench-0123456789", direct=direct
-    )
+    api_base, direct, model = args
+    if model.startswith("anthropic/"):
+        api_base = api_base.removesuffix("/v1")  # Anthropic's api_base is the host
+    upstream = Upstream(model, api_base=api_base, api_key="sk-bench-0123456789", direct=direct)
     with ProxyServer("passthrough", upstream=upstream) as proxy:
-        assert upstream.transport == ("litellm" if direct is False else "direct")
+        default = "anthropic" if model.startswith("anthropic/") else "direct"
+        assert upstream.transport == ("litellm" if direct is False else default)
         conn.send(proxy.base_url)
         conn.recv()
 
@@ -171,13 +176,22 @@ def main() -> int:
     parser.add_argument("--per-run", type=int, default=10, help="calls per run for throughput")
     parser.add_argument("--latency", type=float, default=0.2, help="upstream latency (throughput)")
     parser.add_argument("--rounds", type=int, default=3, help="throughput rounds (best counts)")
+    parser.add_argument(
+        "--anthropic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also an anthropic/ upstream (the fake's /v1/messages), direct and through litellm",
+    )
     args = parser.parse_args()
 
     upstream = Child(_upstream, 0.0)
     proxies = {
-        "via litellm (--litellm)": Child(_proxy, (upstream.address, False)),
-        "default (direct)": Child(_proxy, (upstream.address, None)),
+        "via litellm (--litellm)": Child(_proxy, (upstream.address, False, "openai/fake")),
+        "default (direct)": Child(_proxy, (upstream.address, None, "openai/fake")),
     }
+    if args.anthropic:
+        for name, direct in (("anthropic, --litellm", False), ("anthropic, default", None)):
+            proxies[name] = Child(_proxy, (upstream.address, direct, "anthropic/claude-fake"))
     direct_url = f"{upstream.address}/chat/completions"
     try:
         print(f"cores: {os.cpu_count()}; load average: {os.getloadavg()[0]:.2f}")
@@ -211,7 +225,7 @@ def _latency_lines(direct_url: str, proxies: dict[str, Child], calls: int) -> No
             added = p50 - base
             verdict = "meets" if added < LATENCY_GOAL_MS else "MISSES"
             print(
-                f"    {name:17s} p50 {p50:6.2f}  p99 {_pct(times[name], 0.99):6.2f} | no proxy "
+                f"    {name:20s} p50 {p50:6.2f}  p99 {_pct(times[name], 0.99):6.2f} | no proxy "
                 f"p50 {base:5.2f}  p99 {_pct(times['no proxy'], 0.99):5.2f} | added p50 "
                 f"{added:5.2f} ({verdict} < {LATENCY_GOAL_MS:g}) | proxy CPU/call {cpu:5.2f}"
             )
@@ -231,7 +245,7 @@ def _throughput_lines(direct_url: str, proxies: dict[str, Child], args: Any) -> 
             best[name] = max(best[name], asyncio.run(throughput(group, args.per_run)))
             time.sleep(1)  # let litellm's leftover logging work finish before the next path
     for name, rate in best.items():
-        line = f"    {name:17s} {rate:6.1f} calls/s"
+        line = f"    {name:20s} {rate:6.1f} calls/s"
         if name != "no proxy":
             ratio = rate / best["no proxy"]
             verdict = "meets" if ratio >= THROUGHPUT_GOAL else "MISSES"

@@ -82,9 +82,10 @@ def _report(result: ProxyRunResult) -> str:
 @click.option(
     "--direct/--litellm",
     default=None,
-    help="Reach the upstream directly (POST to an OpenAI-compatible --api-base) or through "
-    "litellm (any provider). Default: directly for openai/<name> at an --api-base and the "
-    "embedded model, through litellm otherwise.",
+    help="Reach the upstream directly (POST to an OpenAI-compatible --api-base, or Anthropic "
+    "Messages for anthropic/<name>) or through litellm (any provider). Default: directly for "
+    "openai/<name> at an --api-base, the embedded model and anthropic/<name>; through litellm "
+    "otherwise.",
 )
 @click.option(
     "--llama-cpp", is_flag=True, help="Smooth llama.cpp server quirks (automatic for local)."

@@ -17,11 +17,21 @@ the answer is the same), ``top_k``, server tools (web search, code execution),
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from evalrunner.core._response import ResponseRecord
+from evalrunner.core._faults import NoUsableChoice
+from evalrunner.core._response import (
+    ResponseRecord,
+    ToolCallRecord,
+    Usage,
+    normalize_finish_reason,
+)
 from evalrunner.proxy._request import (
     Incoming,
     ModelRequest,
@@ -261,3 +271,223 @@ def anthropic_events(rec: ResponseRecord, n: int, model: str) -> list[Event]:
 def anthropic_error(status: int, message: str) -> dict[str, Any]:
     kind = _ERROR_TYPES.get(status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# --- upstream: a chat request to an Anthropic endpoint, and its answer back -----------
+
+ANTHROPIC_VERSION = "2023-06-01"
+_FALLBACK_MAX_TOKENS = 128_000  # litellm's DEFAULT_ANTHROPIC_CHAT_MAX_TOKENS
+
+
+@functools.cache
+def _output_caps() -> dict[str, int]:
+    """Anthropic models' output caps from litellm's bundled model map, read as data (29 ms,
+    once; importing litellm would cost seconds). Empty if the file is not where it was."""
+    spec = importlib.util.find_spec("litellm")  # finds the package without importing it
+    where = list(spec.submodule_search_locations or []) if spec else []
+    try:
+        path = Path(where[0]) / "model_prices_and_context_window_backup.json"
+        data = json.loads(path.read_bytes())
+    except (IndexError, OSError, ValueError):
+        return {}
+    return {
+        name: entry["max_output_tokens"]
+        for name, entry in data.items()
+        if isinstance(entry, dict)
+        and entry.get("litellm_provider") == "anthropic"
+        and isinstance(entry.get("max_output_tokens"), int)
+    }
+
+
+def default_max_tokens(model: str) -> int:
+    """What litellm sends as ``max_tokens`` (Anthropic requires one) when a request has none:
+    the model's output cap, else ``DEFAULT_ANTHROPIC_CHAT_MAX_TOKENS`` (128,000). The same
+    value on both transports, so a request means the same whichever path it takes."""
+    if cap := _output_caps().get(model):
+        return cap
+    try:
+        return int(os.environ.get("DEFAULT_ANTHROPIC_CHAT_MAX_TOKENS", _FALLBACK_MAX_TOKENS))
+    except ValueError:
+        return _FALLBACK_MAX_TOKENS
+
+
+# Chat parameters only litellm's own translation carries (a JSON schema as a forced
+# tool, a reasoning effort as a thinking budget): a request with one goes through litellm.
+NEEDS_LITELLM = frozenset({"response_format", "reasoning_effort"})
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
+def _chat_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def _image_block(url: str) -> dict[str, Any]:
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url[5:].split(";base64,", 1)
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """A chat message's content as Anthropic blocks (empty text left out: Anthropic refuses it)."""
+    if not isinstance(content, list):
+        text = _chat_text(content)
+        return [{"type": "text", "text": text}] if text else []
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and part.get("text"):
+            blocks.append({"type": "text", "text": str(part["text"])})
+        elif kind == "image_url":
+            image = part.get("image_url")
+            blocks.append(
+                _image_block(str(image.get("url", "") if isinstance(image, dict) else image))
+            )
+        elif kind != "text":
+            raise bad_request(f"content part type {kind!r} cannot be sent to an Anthropic model")
+    return blocks
+
+
+def _turn(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    role = message.get("role")
+    if role == "tool":
+        result = {
+            "type": "tool_result",
+            "tool_use_id": str(message.get("tool_call_id", "")),
+            "content": _chat_text(message.get("content")),
+        }
+        return "user", [result]
+    blocks = _blocks(message.get("content"))
+    if role != "assistant":
+        return "user", blocks
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": str(call.get("id", "")),
+                "name": str(function.get("name", "")),
+                "input": _input(str(function.get("arguments") or "")),
+            }
+        )
+    return "assistant", blocks
+
+
+def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = tool.get("function")
+    if tool.get("type") != "function" or not isinstance(function, dict):
+        raise bad_request(f"tool type {tool.get('type')!r} cannot be sent to an Anthropic model")
+    schema = function.get("parameters") or {"type": "object", "properties": {}}
+    out: dict[str, Any] = {"name": function.get("name"), "input_schema": schema}
+    if function.get("description"):
+        out["description"] = function["description"]
+    return out
+
+
+def _anthropic_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        out: dict[str, Any] | None = {"type": "tool", "name": name}
+    else:
+        kind = {"auto": "auto", "required": "any", "none": "none"}.get(str(choice))
+        out = {"type": kind} if kind else None
+    if parallel is False:
+        out = {**(out or {"type": "auto"}), "disable_parallel_tool_use": True}
+    return out
+
+
+def _conversation(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """System blocks (one per system message, as litellm sends them), and the turns."""
+    system: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") in ("system", "developer"):
+            if text := _chat_text(message.get("content")):
+                system.append({"type": "text", "text": text})
+            continue
+        role, blocks = _turn(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return system, turns
+
+
+def messages_body(kwargs: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """A chat request (``ModelRequest.chat_kwargs``) as an Anthropic ``/v1/messages`` body.
+
+    System messages become ``system`` blocks; tool results become ``tool_result`` blocks in
+    a user turn; consecutive turns of one role are merged (Anthropic alternates).
+    ``seed``, ``presence_penalty``, ``frequency_penalty`` and ``logit_bias`` have no
+    Anthropic field and are left out, as litellm's ``drop_params`` does.
+    """
+    system, turns = _conversation(kwargs["messages"])
+    max_tokens = kwargs.get("max_tokens") or kwargs.get("max_completion_tokens")
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": turns,
+        "max_tokens": max_tokens or default_max_tokens(model),
+    }
+    if system:
+        body["system"] = system
+    body.update((k, kwargs[k]) for k in ("temperature", "top_p") if k in kwargs)
+    if stop := kwargs.get("stop"):
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    if kwargs.get("tools"):
+        body["tools"] = [_anthropic_tool(t) for t in kwargs["tools"]]
+    choice = _anthropic_choice(kwargs.get("tool_choice"), kwargs.get("parallel_tool_calls"))
+    if choice and kwargs.get("tools"):
+        body["tool_choice"] = choice
+    return body
+
+
+def _record_usage(usage: Mapping[str, Any]) -> Usage:
+    # As litellm counts them: cache writes and reads are prompt tokens, reads are cached.
+    cached = usage.get("cache_read_input_tokens")
+    prompt = (usage.get("input_tokens") or 0) + (cached or 0)
+    prompt += usage.get("cache_creation_input_tokens") or 0
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=usage.get("output_tokens") or 0,
+        cached_tokens=cached,
+    )
+
+
+def _joined(blocks: list[dict[str, Any]], kind: str) -> str | None:
+    """The text of every ``kind`` block (its field is named as the block), or None."""
+    return "".join(str(b.get(kind, "")) for b in blocks if b.get("type") == kind) or None
+
+
+def record_from_message(body: Any) -> ResponseRecord:
+    """The record of an Anthropic message as received; anything else is an endpoint fault."""
+    content = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(content, list) or body.get("type") != "message":
+        raise NoUsableChoice("the upstream answer is not an Anthropic message")
+    blocks = [b for b in content if isinstance(b, dict)]
+    calls = [
+        ToolCallRecord(id=b["id"], name=b["name"], arguments=json.dumps(b.get("input") or {}))
+        for b in blocks
+        if b.get("type") == "tool_use"
+    ]
+    return ResponseRecord(
+        content=_joined(blocks, "text"),
+        reasoning=_joined(blocks, "thinking"),
+        tool_calls=calls,
+        finish_reason=normalize_finish_reason(_FINISH.get(body.get("stop_reason")), bool(calls)),
+        usage=_record_usage(body.get("usage") or {}),
+        model=body.get("model"),
+    )

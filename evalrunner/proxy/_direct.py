@@ -1,9 +1,10 @@
-"""The direct transport: POST a chat completion to an OpenAI-compatible endpoint ourselves.
+"""The direct transports: POST a chat completion, or an Anthropic message, ourselves.
 
 The default for upstreams that speak OpenAI Chat Completions (an ``openai/``
 model at an ``api_base``: the embedded model, llama.cpp, vLLM, most gateways;
-``Upstream.transport``), and ``--direct`` for others that do:
-litellm's per-call bookkeeping (logging objects, cost calculation, response
+``Upstream.transport``), and ``--direct`` for others that do; and for Anthropic
+models (``anthropic/...``), whose Messages API is posted to as is, the chat request
+translated by ``proxy._anthropic``. Litellm's per-call bookkeeping (logging objects, cost calculation, response
 wrapping) costs several milliseconds of CPU per call, which is most of what
 the proxy adds (docs/proxy.md has the figures). Same retries and
 classification as the litellm path: failures are raised as exceptions that
@@ -24,6 +25,7 @@ from typing import Any
 import aiohttp
 
 from evalrunner.core._faults import says_context_window
+from evalrunner.proxy._anthropic import ANTHROPIC_VERSION
 
 
 class UpstreamHTTPError(Exception):
@@ -38,6 +40,22 @@ class UpstreamHTTPError(Exception):
 class ContextWindowExceededError(UpstreamHTTPError):
     """The upstream refused the request as longer than the model's context window; named as
     litellm names it, so recordings and classification read the same on both transports."""
+
+
+class AuthenticationError(UpstreamHTTPError):
+    """401: the upstream refused the key. Named as litellm names it: a refusal that means no
+    model is reachable is the proxy's configuration, never the agent's behaviour."""
+
+
+class PermissionDeniedError(UpstreamHTTPError):
+    """403, named as litellm names it (see :class:`AuthenticationError`)."""
+
+
+class NotFoundError(UpstreamHTTPError):
+    """404 (no such model or route), named as litellm names it (see :class:`AuthenticationError`)."""
+
+
+_NAMED = {401: AuthenticationError, 403: PermissionDeniedError, 404: NotFoundError}
 
 
 class UpstreamConnectionError(ConnectionError):
@@ -56,7 +74,7 @@ def _error(status: int, text: str, headers: Mapping[str, str]) -> UpstreamHTTPEr
         message = text[:300]
     if status == 400 and says_context_window(message):
         return ContextWindowExceededError(status, message, headers)
-    return UpstreamHTTPError(status, message, headers)
+    return _NAMED.get(status, UpstreamHTTPError)(status, message, headers)
 
 
 def _events(lines: list[str]) -> list[dict[str, Any]]:
@@ -85,6 +103,44 @@ async def post_chat(
     """The chat completion as received, or its stream's chunks when ``stream``."""
     url = api_base.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    got: dict[str, Any] | list[dict[str, Any]] = await _post(
+        session, url, headers, body, stream, timeout
+    )
+    return got
+
+
+def messages_url(api_base: str | None) -> str:
+    """Where an Anthropic model's ``/v1/messages`` is, as litellm reads an ``api_base``
+    (a host, or the full URL), so one ``--api-base`` means the same on both transports."""
+    base = (api_base or "https://api.anthropic.com").rstrip("/")
+    return base if base.endswith("/v1/messages") else base + "/v1/messages"
+
+
+async def post_messages(
+    session: aiohttp.ClientSession,
+    url: str,
+    api_key: str | None,
+    body: dict[str, Any],
+    timeout: float = 600.0,
+) -> dict[str, Any]:
+    """The Anthropic message as received (asked whole: the proxy holds an answer until
+    it is complete anyway, and renders a stream from the record when the agent asked)."""
+    headers = {"anthropic-version": ANTHROPIC_VERSION}
+    if api_key:
+        headers["x-api-key"] = api_key
+    got = await _post(session, url, headers, body, False, timeout)
+    assert isinstance(got, dict)
+    return got
+
+
+async def _post(
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    stream: bool,
+    timeout: float,
+) -> Any:
     limit = aiohttp.ClientTimeout(total=timeout)
     try:
         async with session.post(url, json=body, headers=headers, timeout=limit) as resp:
@@ -93,9 +149,8 @@ async def post_chat(
             if stream:
                 lines = [raw.decode().rstrip("\r\n") async for raw in resp.content]
                 return _events(lines)
-            data: dict[str, Any] = json.loads(await resp.read())
+            return json.loads(await resp.read())
     except TimeoutError as exc:
         raise UpstreamTimeout(f"no answer within {timeout:g} s") from exc
     except aiohttp.ClientError as exc:
         raise UpstreamConnectionError(str(exc) or type(exc).__name__) from exc
-    return data

@@ -420,7 +420,7 @@ class ProxyServer:
         upstream = self._upstream
         if upstream is None:
             return "none (replay: answers come from the recordings)"
-        return f"{upstream.name} ({upstream.transport})"
+        return upstream.described
 
     def _resolve(self, upstream: Upstream | None) -> Upstream | None:
         if upstream is None or upstream.model != LOCAL:

@@ -41,6 +41,7 @@ from evalrunner.core._transport import athrough_gate
 from evalrunner.endpoints._endpoints import LOCAL, Endpoint, api_key_for
 from evalrunner.endpoints._local_model import MODEL_ALIAS
 from evalrunner.errors import ConfigError
+from evalrunner.proxy._anthropic import NEEDS_LITELLM, messages_body, record_from_message
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
@@ -50,7 +51,10 @@ if TYPE_CHECKING:
 
 # Upstream answers that mean "no model behind this proxy" (a missing provider
 # key, a wrong model name): the proxy's configuration, not the agent's doing.
-_REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFoundError"})
+_REFUSALS = frozenset(
+    {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "MissingKey"}
+)
+Transport = Literal["direct", "anthropic", "litellm"]
 _TIMEOUTS = frozenset(
     {"Timeout", "APITimeoutError", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
 )
@@ -72,11 +76,11 @@ class Upstream:
     timeout_s: float = 600.0
     label: str | None = None  # what recordings show; the model string by default
     direct: bool | None = None
-    """True: POST to the OpenAI-compatible ``api_base`` ourselves; False: through litellm;
-    None: :attr:`transport` decides."""
+    """True: POST to the upstream ourselves (OpenAI-compatible ``api_base``; Anthropic
+    Messages for an Anthropic model); False: through litellm; None: :attr:`transport` decides."""
 
     def __post_init__(self) -> None:
-        if self.direct and not self.api_base and self.model != LOCAL:
+        if self.direct and not self.api_base and self.model != LOCAL and not self.anthropic:
             raise ConfigError(
                 f"upstream {self.model!r}: the direct transport needs an OpenAI-compatible "
                 "endpoint (--api-base), or drop --direct to go through litellm"
@@ -87,14 +91,43 @@ class Upstream:
         return self.label or self.model
 
     @property
-    def transport(self) -> Literal["direct", "litellm"]:
-        """How calls reach the upstream. By default directly where it speaks OpenAI Chat
-        Completions for certain (an ``openai/`` model at an ``api_base``: the embedded model,
-        llama.cpp, vLLM, gateways): litellm's per-call work was most of the proxy's CPU
-        (docs/proxy.md). Through litellm where a provider needs translating."""
-        if self.direct is not None:
-            return "direct" if self.direct else "litellm"
-        return "direct" if self.api_base and self.model.startswith("openai/") else "litellm"
+    def anthropic(self) -> bool:
+        """An Anthropic model (litellm's ``anthropic/`` prefix): its API is Anthropic Messages."""
+        return self.model.startswith("anthropic/")
+
+    @property
+    def transport(self) -> Transport:
+        """How calls reach the upstream, decided here only. Directly where the upstream's API
+        is known for certain: ``direct`` (OpenAI Chat Completions: an ``openai/`` model at an
+        ``api_base``, the embedded model, llama.cpp, vLLM, gateways) and ``anthropic``
+        (Anthropic Messages, at api.anthropic.com or the ``api_base``): litellm's per-call
+        work was most of the proxy's CPU (docs/proxy.md). Through ``litellm`` where a
+        provider needs translating, or when ``direct=False``."""
+        if self.direct is False:
+            return "litellm"
+        if self.anthropic:
+            return "anthropic"
+        if self.direct or (self.api_base and self.model.startswith("openai/")):
+            return "direct"
+        return "litellm"
+
+    def route(self, request: ModelRequest) -> Transport:
+        """The transport one request takes: :attr:`transport`, except that a request an
+        Anthropic upstream cannot be asked directly (``response_format``, ``reasoning_effort``:
+        only litellm's translation carries them) goes through litellm."""
+        if self.transport == "anthropic" and NEEDS_LITELLM.intersection(request.params):
+            return "litellm"
+        return self.transport
+
+    @property
+    def described(self) -> str:
+        """The model and how it is reached, as the proxy's start line names it."""
+        how = {
+            "direct": "direct",
+            "anthropic": "direct, Anthropic Messages",
+            "litellm": "litellm",
+        }[self.transport]
+        return f"{self.name} ({how})"
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, *, direct: bool | None = None) -> Upstream:
@@ -108,6 +141,10 @@ class Upstream:
             label=endpoint.label,
             direct=direct,
         )
+
+
+class MissingKey(Exception):
+    """No key for an upstream that needs one: no model is reachable (the proxy's setup)."""
 
 
 class TruncatedStream(ConnectionError):
@@ -137,24 +174,25 @@ def smooth_for_llama_cpp(kwargs: dict[str, Any]) -> dict[str, Any]:
     return smoothed
 
 
-def _kwargs(upstream: Upstream, request: ModelRequest, stream: bool) -> dict[str, Any]:
+def _kwargs(
+    upstream: Upstream, request: ModelRequest, stream: bool, route: Transport
+) -> dict[str, Any]:
     kwargs = request.chat_kwargs()
     if upstream.llama_cpp:
         kwargs = smooth_for_llama_cpp(kwargs)
-    kwargs.update(
-        model=upstream.model,
-        timeout=upstream.timeout_s,
-        drop_params=True,
-        # Our retry policy is the only layer (see module doc).
-        max_retries=0,
-        num_retries=0,
-    )
-    if upstream.transport == "direct":
+    if route != "litellm":
         # Only the request itself goes on the wire; the model without litellm's prefix.
-        kwargs["model"] = upstream.model.removeprefix("openai/")
-        for key in ("drop_params", "max_retries", "num_retries", "timeout"):
-            kwargs.pop(key)
+        prefix = "anthropic/" if route == "anthropic" else "openai/"
+        kwargs["model"] = upstream.model.removeprefix(prefix)
     else:
+        kwargs.update(
+            model=upstream.model,
+            timeout=upstream.timeout_s,
+            drop_params=True,
+            # Our retry policy is the only layer (see module doc).
+            max_retries=0,
+            num_retries=0,
+        )
         if upstream.api_base:
             kwargs["api_base"] = upstream.api_base
         if api_key := api_key_for(upstream.model, upstream.api_base, upstream.api_key):
@@ -258,6 +296,21 @@ async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
     return Forwarded(record_from_response(response), body=body)
 
 
+async def _via_anthropic(
+    upstream: Upstream, session: aiohttp.ClientSession, kwargs: dict[str, Any]
+) -> Forwarded:
+    from evalrunner.proxy._direct import messages_url, post_messages
+
+    key = upstream.api_key or os.environ.get("ANTHROPIC_API_KEY")
+    if not key and not upstream.api_base:
+        raise MissingKey("ANTHROPIC_API_KEY is not set in the proxy's environment")
+    body = messages_body(kwargs, kwargs["model"])
+    got = await post_messages(
+        session, messages_url(upstream.api_base), key, body, upstream.timeout_s
+    )
+    return Forwarded(record_from_message(got))
+
+
 def _with_a_choice(body: dict[str, Any]) -> dict[str, Any]:
     """The body, if it holds a choice: one without is an endpoint fault, retried like
     in process, never passed on for the agent to index ``choices[0]`` of."""
@@ -280,13 +333,18 @@ async def forward(
     ``gate``: the night's shared rate limit for this model, asked before every
     attempt (its wait is added to ``infra.rate_wait_s``) and told of every 429.
     """
-    if upstream.llama_cpp and request.tools:
-        # llama.cpp refuses to stream with tools (see module doc): ask whole; the
-        # agent still gets a stream, rendered from the record.
+    route = upstream.route(request)
+    if (upstream.llama_cpp and request.tools) or route == "anthropic":
+        # llama.cpp refuses to stream with tools (see module doc); an Anthropic upstream
+        # is asked whole (``_direct.post_messages``). The agent still gets a stream,
+        # rendered from the record.
         stream = False
-    kwargs = _kwargs(upstream, request, stream)
-    if upstream.transport == "direct":
+    kwargs = _kwargs(upstream, request, stream, route)
+    if route == "anthropic":
         assert session is not None  # the server opens one for a direct upstream
+        send = functools.partial(_via_anthropic, upstream, session, kwargs)
+    elif route == "direct":
+        assert session is not None
         send = functools.partial(_via_direct, upstream, session, kwargs, stream)
     else:
         send = functools.partial(_via_litellm, kwargs, stream)

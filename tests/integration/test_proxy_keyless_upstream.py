@@ -68,9 +68,11 @@ def test_both_transports_send_the_key_litellm_would(
     assert sent == {f"Bearer {env_key or KEYLESS}"}
 
 
-def test_the_transport_is_direct_only_where_the_upstream_speaks_openai_for_certain() -> None:
+def test_the_transport_is_direct_only_where_the_upstreams_api_is_known_for_certain() -> None:
     assert Upstream("openai/m", api_base="http://127.0.0.1:9/v1").transport == "direct"
     assert Upstream("openai/gpt-4o-mini").transport == "litellm"  # OpenAI itself: its SDK path
-    assert Upstream("anthropic/claude-x").transport == "litellm"
+    assert Upstream("anthropic/claude-x").transport == "anthropic"  # Anthropic Messages
+    assert Upstream("anthropic/claude-x", direct=False).transport == "litellm"
+    assert Upstream("gemini/gemini-2.5-flash").transport == "litellm"
     assert Upstream("openai/m", api_base="http://h/v1", direct=False).transport == "litellm"
     assert Upstream("hosted_vllm/m", api_base="http://h/v1", direct=True).transport == "direct"

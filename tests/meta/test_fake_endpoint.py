@@ -231,3 +231,49 @@ def test_concurrent_requests_overlap() -> None:
 def test_unknown_fault_kind_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown fault kind"):
         Fault("timeout")
+
+
+ASK: Any = MESSAGES  # the Anthropic SDK's message type
+
+
+def _claude(ep: FakeEndpoint, **kwargs: Any) -> Any:
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=ep.api_base.removesuffix("/v1"), api_key="x")
+    return client.with_options(max_retries=0).messages.create(
+        model="claude-fake", max_tokens=50, messages=ASK, **kwargs
+    )
+
+
+def test_anthropic_messages_are_served_to_the_anthropic_sdk() -> None:
+    import anthropic
+
+    tools = [{"name": "lookup", "input_schema": {"type": "object"}}]
+    script: list[Reply | Fault] = [
+        Reply("Paris."),
+        Reply(None, tool_calls=[("lookup", '{"x": 1}')]),
+        Fault("529"),
+    ]
+    with FakeEndpoint(script) as ep:
+        text = _claude(ep)
+        call = _claude(ep, tools=tools)
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            _claude(ep)
+    assert [b.text for b in text.content] == ["Paris."] and text.stop_reason == "end_turn"
+    assert [(b.name, b.input) for b in call.content] == [("lookup", {"x": 1})]
+    assert call.stop_reason == "tool_use" and call.usage.output_tokens > 0
+    body: Any = raised.value.body
+    assert raised.value.status_code == 529 and body["error"]["type"] == "api_error"
+    assert ep.hits == {"POST /v1/messages": 3}
+
+
+def test_an_anthropic_stream_is_accumulated_by_the_sdk() -> None:
+    import anthropic
+
+    tool = ("lookup", '{"country": "a long country name"}')
+    with FakeEndpoint([Reply("A long answer, in pieces.", tool_calls=[tool])]) as ep:
+        client = anthropic.Anthropic(base_url=ep.api_base.removesuffix("/v1"), api_key="x")
+        with client.messages.stream(model="m", max_tokens=50, messages=ASK) as events:
+            message = events.get_final_message()
+    assert message.content[0].text == "A long answer, in pieces."  # type: ignore[union-attr]
+    assert message.content[1].input == {"country": "a long country name"}  # type: ignore[union-attr]

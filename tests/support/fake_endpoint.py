@@ -1,4 +1,4 @@
-"""A scriptable, fault-injecting OpenAI-compatible endpoint on loopback.
+"""A scriptable, fault-injecting OpenAI-compatible (and Anthropic Messages) endpoint on loopback.
 
 Tests point litellm at it (``model="openai/<name>"``, ``api_base=ep.api_base``)
 and script what each chat-completions request gets back, in order::
@@ -25,6 +25,11 @@ a stream whose only event is that error).
 ``abandoned`` counts the hung requests whose client closed the connection,
 and ``abandoned_after`` holds how long each one waited first, so tests can see
 that a client gave up on a hung request (and when).
+
+``POST /v1/messages`` answers the same script in Anthropic Messages form (a
+message, or its ``message_start`` ... ``message_stop`` events; errors in
+Anthropic's shape): HTTP errors, ``slow``, ``reset``, ``malformed``,
+``truncated_stream`` and ``hang``; the other faults answer a 500 there.
 
 The server is threaded and accepts a deep backlog, so concurrent requests with
 a fixed ``latency`` overlap instead of queueing.
@@ -363,6 +368,78 @@ def _stream_chunks(
         yield {**base, "choices": [], "usage": _usage(reply, body)}
 
 
+# Faults whose chat shapes (choices, chunks) have no Anthropic form here.
+_CHAT_ONLY_FAULTS = ("stall_stream", "stream_error", "empty_choices", "error_body", "drip")
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def _message(ep: FakeEndpoint, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    """The reply as an Anthropic message (``POST /v1/messages``)."""
+    content: list[dict[str, Any]] = []
+    if reply.content:
+        content.append({"type": "text", "text": reply.content})
+    for name, arguments in reply.tool_calls:
+        tool_id = ep._random_id("toolu_", 24)
+        content.append(
+            {"type": "tool_use", "id": tool_id, "name": name, "input": json.loads(arguments)}
+        )
+    usage = _usage(reply, body)
+    return {
+        "id": ep._random_id("msg_", 24),
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": content,
+        "stop_reason": _STOP_REASONS.get(_finish_reason(reply), "end_turn"),
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+        },
+    }
+
+
+def _message_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The message as Anthropic's stream events, text and tool input in 8-character pieces."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(message["content"]):
+        head: dict[str, Any]
+        if block["type"] == "text":
+            head, key, kind, text = (
+                {"type": "text", "text": ""},
+                "text",
+                "text_delta",
+                block["text"],
+            )
+        else:
+            head, key, kind = {**block, "input": {}}, "partial_json", "input_json_delta"
+            text = json.dumps(block["input"])
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": head},
+            )
+        )
+        for at in range(0, len(text), 8):
+            delta: dict[str, Any] = {"type": kind, key: text[at : at + 8]}
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    stop: dict[str, Any] = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    out = {"output_tokens": usage["output_tokens"]}
+    events.append(("message_delta", {"type": "message_delta", "delta": stop, "usage": out}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
 # -- HTTP handling -------------------------------------------------------------------
 
 
@@ -373,6 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
     # would swamp any latency measured against this endpoint.
     disable_nagle_algorithm = True
     server: _Server
+    anthropic = False  # this request is Anthropic Messages (POST /v1/messages)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -401,7 +479,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.ep._record_hit("POST", path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if path not in ("/v1/chat/completions", "/chat/completions"):
+        self.anthropic = path in ("/v1/messages", "/messages")
+        if path not in ("/v1/chat/completions", "/chat/completions") and not self.anthropic:
             self._send_error(404, f"no route POST {path}")
             return
         try:
@@ -418,14 +497,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply(self, reply: Reply, body: dict[str, Any]) -> None:
         self.ep._sleep(reply.latency)
-        if body.get("stream"):
+        if self.anthropic:
+            message = _message(self.ep, reply, body)
+            if body.get("stream"):
+                self._send_events(_message_events(message))
+            else:
+                self._send_json(200, message)
+        elif body.get("stream"):
             self._send_stream(_stream_chunks(self.ep, reply, body))
         else:
             self._send_json(200, _completion(self.ep, reply, body))
 
     def _fault(self, fault: Fault, body: dict[str, Any]) -> None:
         kind = fault.kind
-        if kind == "slow":
+        if self.anthropic and kind in _CHAT_ONLY_FAULTS:
+            self._send_error(500, f"fake endpoint: fault {kind!r} is served on chat only")
+        elif kind == "slow":
             self.ep._sleep(fault.seconds)
             default = self.ep.default if isinstance(self.ep.default, Reply) else Reply()
             self._reply(default, body)
@@ -479,6 +566,10 @@ class _Handler(BaseHTTPRequestHandler):
             "param": None,
             "code": str(status),
         }
+        if self.anthropic:  # Anthropic's error shape
+            error = {"type": error["type"], "message": error["message"]}
+            self._send_json(status, {"type": "error", "error": error}, headers)
+            return
         self._send_json(status, {"error": error}, headers)
 
     def _start_stream(self) -> None:
@@ -499,6 +590,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")  # terminating zero-length chunk
 
+    def _send_events(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self._start_stream()
+        for name, obj in events:
+            self._write_chunk(f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode())
+        self._write_chunk(b"")
+
     def _send_malformed(self, body: dict[str, Any]) -> None:
         """A 200 whose body does not parse: broken JSON, or a broken SSE event."""
         if body.get("stream"):
@@ -514,7 +611,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_truncated(self, body: dict[str, Any]) -> None:
         """Start a valid answer, then drop the connection before it is complete."""
         reply = Reply("this answer is cut off mid-way")
-        if body.get("stream"):
+        if body.get("stream") and self.anthropic:
+            self._start_stream()
+            start, *_ = _message_events(_message(self.ep, reply, body))
+            self._write_chunk(f"event: {start[0]}\ndata: {json.dumps(start[1])}\n\n".encode())
+            self._write_chunk(b'event: content_block_start\ndata: {"type": "cont')
+        elif body.get("stream"):
             chunks = list(_stream_chunks(self.ep, reply, body))
             self._start_stream()
             for obj in chunks[:2]:
@@ -522,7 +624,8 @@ class _Handler(BaseHTTPRequestHandler):
             # Half an event, then the connection dies: no [DONE], no terminating chunk.
             self._write_chunk(b'data: {"id": "chatcmpl-trunc')
         else:
-            payload = json.dumps(_completion(self.ep, reply, body)).encode()
+            answer = _message if self.anthropic else _completion
+            payload = json.dumps(answer(self.ep, reply, body)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

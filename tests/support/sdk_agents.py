@@ -41,14 +41,25 @@ def lookup(arguments: str | Mapping[str, Any]) -> str:
     return CAPITALS.get(str(args.get("country")), "unknown")
 
 
+def _blocks(message: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+
+
 def content_responder(body: dict[str, Any], n: int) -> Reply:
-    """Answers by content: tool results -> an answer; a task with tools -> parallel lookups."""
+    """Answers by content: tool results -> an answer; a task with tools -> parallel lookups.
+
+    Reads chat bodies and Anthropic Messages bodies (tool_result and text blocks) alike.
+    """
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
+    if last.get("role") == "tool" or _blocks(last, "tool_result"):
         results = [m["content"] for m in messages if m.get("role") == "tool"]
+        results += [str(b["content"]) for m in messages for b in _blocks(m, "tool_result")]
         return Reply("Capitals: " + ", ".join(results) + ".")
-    text = str(last.get("content"))
+    texts = _blocks(last, "text")
+    text = "".join(b["text"] for b in texts) if texts else str(last.get("content"))
     if body.get("tools") and ":" in text:
         countries = [c.strip() for c in text.split(":", 1)[1].split(",")]
         calls = [("lookup", json.dumps({"country": c})) for c in countries]

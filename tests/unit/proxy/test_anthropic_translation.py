@@ -1,6 +1,8 @@
 """Anthropic Messages requests become chat requests (tool_use -> tool_calls,
 tool_result -> tool messages joined by id), and records become Anthropic messages
-and the SSE events the SDK accumulates."""
+and the SSE events the SDK accumulates. Upstream, chat requests become the
+Anthropic bodies litellm's own translation makes (the reference, imported in the
+tests only), and Anthropic answers become records."""
 
 from __future__ import annotations
 
@@ -9,8 +11,16 @@ from typing import Any
 
 import pytest
 
+from evalrunner.core._faults import NoUsableChoice
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
-from evalrunner.proxy._anthropic import anthropic_events, anthropic_message, parse_anthropic
+from evalrunner.proxy._anthropic import (
+    anthropic_events,
+    anthropic_message,
+    default_max_tokens,
+    messages_body,
+    parse_anthropic,
+    record_from_message,
+)
 from evalrunner.proxy._request import ProxyHTTPError
 
 BODY: dict[str, Any] = {
@@ -151,3 +161,150 @@ def test_the_events_rebuild_the_same_message() -> None:
     args = json.loads(events[5].data["delta"]["partial_json"])
     assert (text, args) == ("Let me check.", {"c": "JP"})
     assert events[-2].data["delta"]["stop_reason"] == "tool_use"
+
+
+# --- upstream: chat requests sent to an Anthropic model, and its answers ------------------
+
+LOOKUP_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "The capital of a country.",
+        "parameters": {"type": "object", "properties": {"country": {"type": "string"}}},
+    },
+}
+TOOL_TURN: list[dict[str, Any]] = [
+    {"role": "user", "content": "Capitals of Peru and Chad?"},
+    {
+        "role": "assistant",
+        "content": "Looking both up.",
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "lookup", "arguments": a}}
+            for i, a in enumerate(['{"country": "Peru"}', '{"country": "Chad"}'])
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c0", "content": "Lima"},
+    {"role": "tool", "tool_call_id": "c1", "content": "N'Djamena"},
+]
+CHAT_REQUESTS: dict[str, dict[str, Any]] = {
+    "plain": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 50},
+    "systems, an image, a tool turn, a later user turn": {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "system", "content": "Use tools."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+                ],
+            },
+            *TOOL_TURN,
+            {"role": "user", "content": "Thanks."},
+        ],
+        "tools": [LOOKUP_TOOL],
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "stop": "END",
+        "seed": 7,
+    },
+    "required, one at a time": {
+        "messages": TOOL_TURN,
+        "tools": [LOOKUP_TOOL],
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "max_completion_tokens": 300,
+    },
+    "a named tool, stop list": {
+        "messages": [{"role": "user", "content": "Peru?"}],
+        "tools": [LOOKUP_TOOL],
+        "tool_choice": {"type": "function", "function": {"name": "lookup"}},
+        "stop": ["A", "B"],
+    },
+    "an image by URL": {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}],
+            }
+        ],
+    },
+}
+
+
+def _litellm_body(kwargs: dict[str, Any], model: str) -> dict[str, Any]:
+    """litellm's own translation of the same chat request (the reference)."""
+    from evalrunner._litellm import import_litellm
+
+    import_litellm()
+    from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+
+    config = AnthropicConfig()
+    params = {k: v for k, v in kwargs.items() if k != "messages"}
+    optional = config.map_openai_params(params, {}, model, drop_params=True)
+    return dict(config.transform_request(model, kwargs["messages"], optional, {}, {}))
+
+
+def _without_tool_types(body: dict[str, Any]) -> dict[str, Any]:
+    # litellm marks client tools "type": "custom", Anthropic's default when left out.
+    tools = [{k: v for k, v in t.items() if k != "type"} for t in body.get("tools", [])]
+    return {**body, **({"tools": tools} if tools else {})}
+
+
+@pytest.mark.parametrize("name", list(CHAT_REQUESTS))
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "claude-unknown-to-litellm"])
+def test_a_chat_request_reaches_anthropic_as_litellm_would_send_it(name: str, model: str) -> None:
+    kwargs = CHAT_REQUESTS[name]
+    ours = messages_body(kwargs, model)
+    theirs = _without_tool_types(_litellm_body(kwargs, model))
+    assert ours == theirs
+
+
+def test_the_default_token_cap_is_the_models_own_as_in_litellm() -> None:
+    assert default_max_tokens("claude-sonnet-4-5") == 64_000
+    assert default_max_tokens("claude-unknown-to-litellm") == 128_000
+
+
+def test_a_content_part_anthropic_cannot_take_is_a_400_naming_it() -> None:
+    audio = {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}
+    with pytest.raises(ProxyHTTPError, match="'input_audio' cannot be sent"):
+        messages_body({"messages": [{"role": "user", "content": [audio]}]}, "claude-x")
+
+
+def test_an_anthropic_answer_becomes_the_record_litellm_would_make() -> None:
+    message = {
+        "type": "message",
+        "model": "claude-x-1",
+        "content": [
+            {"type": "thinking", "thinking": "Peru first.", "signature": "sig"},
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"country": "Peru"}},
+        ],
+        "stop_reason": "tool_use",
+        "usage": {
+            "input_tokens": 10,
+            "cache_creation_input_tokens": 5,
+            "cache_read_input_tokens": 20,
+            "output_tokens": 7,
+        },
+    }
+    record = record_from_message(message)
+    assert record == ResponseRecord(
+        content="Looking.",
+        reasoning="Peru first.",
+        tool_calls=[ToolCallRecord(id="toolu_1", name="lookup", arguments='{"country": "Peru"}')],
+        finish_reason="tool_calls",
+        # litellm counts cache writes and reads into the prompt, reads as cached.
+        usage=Usage(prompt_tokens=35, completion_tokens=7, cached_tokens=20),
+        model="claude-x-1",
+    )
+    capped = record_from_message({**message, "content": [], "stop_reason": "max_tokens"})
+    assert (capped.content, capped.finish_reason) == (None, "length")
+
+
+@pytest.mark.parametrize(
+    "body", [{"type": "error", "error": {"message": "overloaded"}}, {"content": "x"}, [], None]
+)
+def test_an_answer_that_is_no_anthropic_message_is_an_endpoint_fault(body: Any) -> None:
+    with pytest.raises(NoUsableChoice):
+        record_from_message(body)
