@@ -22,6 +22,9 @@ run, the paths alternating call by call (latency) or round by round
   ``--rounds``. Goal: no more than 5% below direct.
 - The proxy process's CPU time per call (Linux), which is what caps its
   throughput: one event loop serves every run.
+- Start: ``evalrunner proxy --model M --api-base ...`` from launch until it
+  says it is ready, CPU seconds, for an ``openai/`` and an ``anthropic/`` model
+  (neither imports litellm: both are reached directly).
 
     python benchmarks/bench_proxy.py                  # defaults
     python benchmarks/bench_proxy.py --calls 100 --rounds 1   # a quicker look
@@ -33,6 +36,10 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
+import resource
+import signal
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -184,6 +191,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
+    _start_lines()
     upstream = Child(_upstream, 0.0)
     proxies = {
         "via litellm (--litellm)": Child(_proxy, (upstream.address, False, "openai/fake")),
@@ -203,6 +211,39 @@ def main() -> int:
             proxy.close()
         upstream.close()
     return 0
+
+
+def _start_cpu(model: str) -> tuple[float, str]:
+    """CPU (user + system) of ``evalrunner proxy --model MODEL`` from its start until it says
+    it is ready, then Ctrl-C; and its first line. A user's environment: no provider keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+    env.update(PYTHONPATH=str(HERE.parent), BENCH_KEY="sk-bench-0123456789")
+    argv = [sys.executable, "-c", "from evalrunner.cli import main; main()", "proxy"]
+    argv += ["--model", model, "--api-base", "http://127.0.0.1:9", "--api-key-env", "BENCH_KEY"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(
+        [*argv, "--port", "0"], env=env, cwd=HERE.parent, stdout=subprocess.PIPE, text=True
+    )  # stderr: the proxy's own, shown if it fails
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line.strip())
+        if lines[-1] == "Ctrl-C to stop.":
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 0, f"evalrunner proxy exited {proc.returncode}"
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return cpu, lines[0] if lines else "(no output)"
+
+
+def _start_lines(rounds: int = 3) -> None:
+    print("start: `evalrunner proxy --model M --api-base ...` until ready, CPU s (median of 3)")
+    for model in ("openai/fake", "anthropic/claude-fake"):
+        runs = [_start_cpu(model) for _ in range(rounds)]
+        cpu = statistics.median(c for c, _ in runs)
+        print(f"    {model:22s} {cpu:5.2f}  ({runs[0][1].split('upstream ', 1)[-1]})")
 
 
 def _latency_lines(direct_url: str, proxies: dict[str, Child], calls: int) -> None:

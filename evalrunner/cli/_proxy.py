@@ -176,20 +176,11 @@ def proxy(
 
 
 def _serve(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool) -> None:
+    # A CI job or supervisor stops with SIGTERM: write the recordings then too.
+    signal.signal(signal.SIGTERM, _interrupt)
     with server:
-        where = f" ({directory})" if directory else ""
-        click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.upstream_line()}")
-        click.echo(f"base URL: {server.base_url}/v1   per run: {server.base_url}/runs/<run-id>/v1")
-        for name, value in server.run_env().items():
-            if not name.endswith(("_BASE_URL", "_API_BASE", "_API_KEY")):
-                continue  # per-run settings (an empty cache directory) are for runs it starts
-            # A token the user chose is theirs to know; one made for this start is shown.
-            shown = "<your --token>" if token_chosen and value == server.token else value
-            click.echo(f"export {name}={shown}")
-        click.echo("Ctrl-C to stop.")
-        # A CI job or supervisor stops with SIGTERM: write the recordings then too.
-        signal.signal(signal.SIGTERM, _interrupt)
-        try:
+        try:  # from the first line: a Ctrl-C as soon as it says "Ctrl-C" still stops cleanly
+            _announce(server, mode, directory, token_chosen)
             threading.Event().wait()
         except KeyboardInterrupt:
             click.echo("stopping")
@@ -199,6 +190,19 @@ def _serve(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen
         click.echo(_report(result))
     if not used:
         click.echo("no model call reached the proxy")
+
+
+def _announce(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool) -> None:
+    where = f" ({directory})" if directory else ""
+    click.echo(f"evalrunner proxy: {mode}{where}, upstream {server.upstream_line()}")
+    click.echo(f"base URL: {server.base_url}/v1   per run: {server.base_url}/runs/<run-id>/v1")
+    for name, value in server.run_env().items():
+        if not name.endswith(("_BASE_URL", "_API_BASE", "_API_KEY")):
+            continue  # per-run settings (an empty cache directory) are for runs it starts
+        # A token the user chose is theirs to know; one made for this start is shown.
+        shown = "<your --token>" if token_chosen and value == server.token else value
+        click.echo(f"export {name}={shown}")
+    click.echo("Ctrl-C to stop.")
 
 
 def _interrupt(signum: int, frame: object) -> None:

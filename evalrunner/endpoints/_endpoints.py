@@ -78,6 +78,10 @@ def _no_notice(text: str) -> None:
     pass
 
 
+# Providers litellm names by the model string's prefix alone: no lookup can fail for them.
+_PLAIN_PROVIDERS = frozenset({"openai", "anthropic"})
+
+
 def check_model(model: str, where: str) -> None:
     """Resolve ``model`` with litellm; an unknown provider is a ConfigError naming ``where``."""
     if model == LOCAL:
@@ -85,6 +89,9 @@ def check_model(model: str, where: str) -> None:
     example = "write 'provider/model', e.g. 'openai/gpt-4o-mini', or 'local' for the embedded model"
     if not model.strip():
         raise ConfigError(f"{where}: the model is empty; {example}")
+    prefix, _, rest = model.partition("/")
+    if prefix in _PLAIN_PROVIDERS and rest.strip():
+        return  # litellm would say the same; its import costs seconds (the proxy's start)
     from evalrunner._litellm import import_litellm
 
     litellm = import_litellm()

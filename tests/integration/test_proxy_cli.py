@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from fake_endpoint import FakeEndpoint
 from paths import REPO
-from sdk_agents import content_responder, openai_agent
+from sdk_agents import anthropic_agent, content_responder, openai_agent
 
 from evalrunner.cli._proxy import proxy
 
@@ -61,6 +61,36 @@ def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals)
     assert proc.returncode == 0, err
     assert f"run default: 1 model call(s); recorded to {tmp_path / 'default.proxy.json'}" in out
     assert (tmp_path / "default.proxy.json").exists()
+
+
+def test_an_anthropic_model_is_served_directly_from_the_command(tmp_path: Path) -> None:
+    # A user's environment: no provider key but the one --api-key-env names.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+    env.update(PYTHONPATH=str(REPO), UPSTREAM_KEY="sk-ant-k-0123456789")
+    with FakeEndpoint(responder=content_responder) as ep:
+        args = ["--record", str(tmp_path), "--model", "anthropic/claude-x", "--port", "0"]
+        args += ["--api-base", ep.api_base.removesuffix("/v1"), "--api-key-env", "UPSTREAM_KEY"]
+        proc = subprocess.Popen(
+            [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            lines: list[str] = []
+            while not lines or lines[-1] != "Ctrl-C to stop.":
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read() if proc.stderr else "no output"
+                lines.append(line.strip())
+            exports = dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
+            answer = anthropic_agent(exports, "Capitals of: Peru")
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+    assert lines[0].endswith("upstream anthropic/claude-x (direct, Anthropic Messages)")
+    assert answer == "Capitals: Lima." and proc.returncode == 0, err
+    assert ep.hits == {"POST /v1/messages": 2}
+    assert {h["x-api-key"] for h in ep.headers} == {"sk-ant-k-0123456789"}
+    assert "run default: 2 model call(s); recorded to" in out
+    assert "sk-ant-k-0123456789" not in (tmp_path / "default.proxy.json").read_text()
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from evalrunner.endpoints._endpoints import EndpointPool, check_model
@@ -45,6 +48,24 @@ def test_a_model_litellm_cannot_route_is_one_config_error(model: str, why: str) 
         check_model(model, "--model")
     message = str(info.value)
     assert message.startswith(f"--model: {why}") and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("model", "imports"),
+    [("openai/my-model", False), ("anthropic/claude-x", False), ("ollama/x", True)],
+)
+def test_a_model_named_by_its_provider_prefix_is_checked_without_importing_litellm(
+    model: str, imports: bool
+) -> None:
+    # `evalrunner proxy --model openai/m --api-base ...` never calls litellm (the direct
+    # transports); checking its model must not import it either (seconds of CPU).
+    code = (
+        "import sys; from evalrunner.endpoints._endpoints import check_model; "
+        f"check_model({model!r}, '--model'); print('litellm' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(imports)
 
 
 # ---------------------------------------------- the embedded model says what it is doing
