@@ -30,6 +30,7 @@ answer.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 _REFUSALS = frozenset(
     {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "MissingKey"}
 )
+log = logging.getLogger("evalrunner.proxy")
 Transport = Literal["direct", "anthropic", "litellm"]
 _TIMEOUTS = frozenset(
     {"Timeout", "APITimeoutError", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
@@ -334,6 +336,8 @@ async def forward(
     attempt (its wait is added to ``infra.rate_wait_s``) and told of every 429.
     """
     route = upstream.route(request)
+    if route != upstream.transport:
+        _say_route(upstream.name, route, ", ".join(sorted(NEEDS_LITELLM & set(request.params))))
     if (upstream.llama_cpp and request.tools) or route == "anthropic":
         # llama.cpp refuses to stream with tools (see module doc); an Anthropic upstream
         # is asked whole (``_direct.post_messages``). The agent still gets a stream,
@@ -349,6 +353,19 @@ async def forward(
     else:
         send = functools.partial(_via_litellm, kwargs, stream)
     return await infra.acall(lambda: athrough_gate(gate, kwargs, infra, send))
+
+
+@functools.cache
+def _say_route(upstream: str, route: str, why: str) -> None:
+    """Once per upstream and reason: a request left the default transport, and why."""
+    log.warning(
+        "evalrunner proxy: requests to %s with %s go through %s (the direct transport does "
+        "not carry %s)",
+        upstream,
+        why,
+        route,
+        "it" if "," not in why else "them",
+    )
 
 
 def _infra_status(exc: BaseException) -> int:

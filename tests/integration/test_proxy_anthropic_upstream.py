@@ -206,15 +206,35 @@ def test_no_key_for_anthropic_is_one_infrastructure_error_naming_the_variable(
         assert proxy.finish_run("r").infra_error is not None
 
 
-def test_a_request_only_litellm_can_translate_goes_through_litellm() -> None:
-    upstream = Upstream(MODEL, api_key=KEY)
+def test_a_request_only_litellm_can_translate_goes_through_litellm_and_says_so(
+    upstream: FakeEndpoint, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from evalrunner.proxy._request import ModelRequest
 
     plain = ModelRequest(api="chat", messages=[{"role": "user", "content": "hi"}])
     schema = {"type": "json_object"}
     shaped = plain.model_copy(update={"params": {"response_format": schema}})
-    assert (upstream.route(plain), upstream.route(shaped)) == ("anthropic", "litellm")
+    direct = Upstream(MODEL, api_key=KEY)
+    assert (direct.route(plain), direct.route(shaped)) == ("anthropic", "litellm")
     assert Upstream(MODEL, direct=False).route(plain) == "litellm"
+    with _proxy(upstream, tmp_path) as proxy:
+        client = openai.OpenAI(
+            base_url=proxy.run_url("r"), api_key=proxy.run_env("r")["OPENAI_API_KEY"]
+        )
+        for _ in range(2):
+            client.chat.completions.create(
+                model="m",
+                messages=[{"role": "user", "content": "hi"}],
+                response_format={"type": "json_object"},
+            )
+        assert proxy.finish_run("r").ok
+    # litellm asks Anthropic for JSON its own way (a forced tool); said once, not per call.
+    assert upstream.hits == {"POST /v1/messages": 2}
+    said = [r.getMessage() for r in caplog.records if "go through litellm" in r.getMessage()]
+    assert said == [
+        f"evalrunner proxy: requests to {MODEL} with response_format go through litellm "
+        "(the direct transport does not carry it)"
+    ]
 
 
 def test_a_proxy_in_front_of_anthropic_never_imports_litellm(
