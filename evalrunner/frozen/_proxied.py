@@ -148,7 +148,11 @@ def pinned(upstream: Upstream) -> Upstream:
         return upstream
     model = upstream.model
     if model.startswith("anthropic/") or model.startswith("claude"):
-        base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        base = (
+            os.environ.get("ANTHROPIC_API_BASE")
+            or os.environ.get("ANTHROPIC_BASE_URL")
+            or "https://api.anthropic.com"
+        )
     elif model.startswith("openai/") or "/" not in model:
         base = (
             os.environ.get("OPENAI_BASE_URL")

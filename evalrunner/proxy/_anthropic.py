@@ -317,11 +317,21 @@ NEEDS_LITELLM = frozenset({"response_format", "reasoning_effort"})
 _FINISH = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",
+    "pause_turn": "length",
+    "model_context_window_exceeded": "length",
     "tool_use": "tool_calls",
     "max_tokens": "length",
     "refusal": "content_filter",
 }
+
+
+EMPTY_TEXT = "[System: Empty message content sanitised to satisfy protocol]"
+"""What litellm sends for an empty or blank text (Anthropic refuses blank text blocks)."""
+OPERATOR_NOTE = (
+    "Operator note (not from the user): the following was originally a "
+    "mid-conversation system-role reminder."
+)
+"""litellm's lead-in for a system message met after the conversation started."""
 
 
 def _chat_text(content: Any) -> str:
@@ -340,49 +350,66 @@ def _image_block(url: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text if text.strip() else EMPTY_TEXT}
+
+
 def _blocks(content: Any) -> list[dict[str, Any]]:
-    """A chat message's content as Anthropic blocks (empty text left out: Anthropic refuses it)."""
+    """A chat message's content as Anthropic blocks (a blank text as litellm sends it)."""
     if not isinstance(content, list):
-        text = _chat_text(content)
-        return [{"type": "text", "text": text}] if text else []
+        return [_text_block(_chat_text(content))]
     blocks: list[dict[str, Any]] = []
     for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" and part.get("text"):
-            blocks.append({"type": "text", "text": str(part["text"])})
-        elif kind == "image_url":
+        if part.get("type") == "image_url":
             image = part.get("image_url")
-            blocks.append(
-                _image_block(str(image.get("url", "") if isinstance(image, dict) else image))
-            )
-        elif kind != "text":
-            raise bad_request(f"content part type {kind!r} cannot be sent to an Anthropic model")
-    return blocks
+            url = image.get("url", "") if isinstance(image, dict) else image
+            blocks.append(_image_block(str(url)))
+        else:  # text: anything else goes through litellm (``why_litellm``)
+            blocks.append(_text_block(str(part.get("text", ""))))
+    return blocks or [_text_block("")]
 
 
 def _turn(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    role = message.get("role")
+    role, content = message.get("role"), message.get("content")
     if role == "tool":
         result = {
             "type": "tool_result",
             "tool_use_id": str(message.get("tool_call_id", "")),
-            "content": _chat_text(message.get("content")),
+            "content": _blocks(content) if isinstance(content, list) else _chat_text(content),
         }
         return "user", [result]
-    blocks = _blocks(message.get("content"))
     if role != "assistant":
-        return "user", blocks
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": str(call.get("id", "")),
-                "name": str(function.get("name", "")),
-                "input": _input(str(function.get("arguments") or "")),
-            }
-        )
-    return "assistant", blocks
+        return "user", _blocks(content)
+    calls = [
+        {
+            "type": "tool_use",
+            "id": str(call.get("id", "")),
+            "name": str((call.get("function") or {}).get("name", "")),
+            "input": _input(str((call.get("function") or {}).get("arguments") or "")),
+        }
+        for call in message.get("tool_calls") or []
+    ]
+    blocks = _blocks(content)
+    if calls:  # beside tool calls a blank text is left out, not stood in for
+        blocks = [b for b in blocks if b.get("text") != EMPTY_TEXT]
+    return "assistant", blocks + calls
+
+
+def why_litellm(request: ModelRequest) -> str | None:
+    """What in ``request`` only litellm's Anthropic translation carries, if anything: a
+    parameter (a JSON schema as a forced tool, a reasoning effort as a thinking budget), a
+    content part other than text and images (files, audio), a tool that is no function."""
+    if found := sorted(NEEDS_LITELLM.intersection(request.params)):
+        return ", ".join(found)
+    for message in request.messages:
+        content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in ("text", "image_url"):
+                return f"{kind} content"
+    if any(t.get("type") != "function" or "function" not in t for t in request.tools):
+        return "tools other than functions"
+    return None
 
 
 def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -403,27 +430,34 @@ def _anthropic_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
     else:
         kind = {"auto": "auto", "required": "any", "none": "none"}.get(str(choice))
         out = {"type": kind} if kind else None
-    if parallel is False:
+    if parallel is False and (out is None or out["type"] != "none"):
         out = {**(out or {"type": "auto"}), "disable_parallel_tool_use": True}
     return out
 
 
 def _conversation(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
-    """System blocks (one per system message, as litellm sends them), and the turns."""
+    """The system blocks and the turns, as litellm makes them: leading system messages are
+    the system prompt (a block per text); a later one joins the next user turn behind
+    :data:`OPERATOR_NOTE`; turns of one role merge (Anthropic alternates); a final
+    assistant turn loses its trailing blanks (Anthropic refuses them)."""
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for message in messages:
-        if message.get("role") in ("system", "developer"):
-            if text := _chat_text(message.get("content")):
-                system.append({"type": "text", "text": text})
+        role, blocks = message.get("role"), []
+        if role in ("system", "developer") and not turns:
+            system += [b for b in _blocks(message.get("content")) if b["text"] != EMPTY_TEXT]
             continue
-        role, blocks = _turn(message)
-        if not blocks:
-            continue
+        if role in ("system", "developer"):
+            role, blocks = "user", [_text_block(OPERATOR_NOTE), *_blocks(message.get("content"))]
+        else:
+            role, blocks = _turn(message)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    last = turns[-1] if turns else None
+    if last and last["role"] == "assistant" and last["content"][-1].get("type") == "text":
+        last["content"][-1] = _text_block(last["content"][-1]["text"].rstrip())
     return system, turns
 
 
@@ -463,7 +497,7 @@ def _record_usage(usage: Mapping[str, Any]) -> Usage:
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=usage.get("output_tokens") or 0,
-        cached_tokens=cached,
+        cached_tokens=cached or None,
     )
 
 
@@ -479,7 +513,11 @@ def record_from_message(body: Any) -> ResponseRecord:
         raise NoUsableChoice("the upstream answer is not an Anthropic message")
     blocks = [b for b in content if isinstance(b, dict)]
     calls = [
-        ToolCallRecord(id=b["id"], name=b["name"], arguments=json.dumps(b.get("input") or {}))
+        ToolCallRecord(
+            id=str(b.get("id", "")),
+            name=str(b.get("name", "")),
+            arguments=json.dumps(b.get("input") or {}),
+        )
         for b in blocks
         if b.get("type") == "tool_use"
     ]

@@ -19,6 +19,9 @@ cost more CPU than the rest of the proxy together.
 from __future__ import annotations
 
 import json
+import os
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,25 +113,49 @@ async def post_chat(
 
 
 def messages_url(api_base: str | None) -> str:
-    """Where an Anthropic model's ``/v1/messages`` is, as litellm reads an ``api_base``
-    (a host, or the full URL), so one ``--api-base`` means the same on both transports."""
-    base = (api_base or "https://api.anthropic.com").rstrip("/")
+    """Where an Anthropic model's ``/v1/messages`` is, as litellm finds it: ``api_base``, else
+    ``ANTHROPIC_API_BASE``, else ``ANTHROPIC_BASE_URL``, else Anthropic's; a host, or the full
+    URL (so one ``--api-base`` means the same on both transports)."""
+    base = (
+        api_base
+        or os.environ.get("ANTHROPIC_API_BASE")
+        or os.environ.get("ANTHROPIC_BASE_URL")
+        or "https://api.anthropic.com"
+    ).rstrip("/")
     return base if base.endswith("/v1/messages") else base + "/v1/messages"
+
+
+def anthropic_auth(api_key: str | None) -> dict[str, str]:
+    """The credential header litellm would send: the key (``x-api-key``; else
+    ``ANTHROPIC_API_KEY``), else ``ANTHROPIC_AUTH_TOKEN`` as a bearer token; blank ones unset."""
+    key = (api_key or "").strip() or os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    if key:
+        return {"x-api-key": key}
+    token = os.environ.get("ANTHROPIC_AUTH_TOKEN", "").strip()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _env_proxy(url: str) -> str | None:
+    """The forward proxy ``HTTPS_PROXY`` / ``HTTP_PROXY`` name for ``url`` (``NO_PROXY``
+    honoured), read per call: the session itself ignores them (see :func:`new_session`), and an
+    Anthropic upstream is usually across the network, where a company's proxy may be the way."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 async def post_messages(
     session: aiohttp.ClientSession,
     url: str,
-    api_key: str | None,
+    auth: Mapping[str, str],
     body: dict[str, Any],
     timeout: float = 600.0,
 ) -> dict[str, Any]:
     """The Anthropic message as received (asked whole: the proxy holds an answer until
     it is complete anyway, and renders a stream from the record when the agent asked)."""
-    headers = {"anthropic-version": ANTHROPIC_VERSION}
-    if api_key:
-        headers["x-api-key"] = api_key
-    got = await _post(session, url, headers, body, False, timeout)
+    headers = {"anthropic-version": ANTHROPIC_VERSION, **auth}
+    got = await _post(session, url, headers, body, False, timeout, _env_proxy(url))
     assert isinstance(got, dict)
     return got
 
@@ -140,10 +167,13 @@ async def _post(
     body: dict[str, Any],
     stream: bool,
     timeout: float,
+    proxy: str | None = None,
 ) -> Any:
     limit = aiohttp.ClientTimeout(total=timeout)
     try:
-        async with session.post(url, json=body, headers=headers, timeout=limit) as resp:
+        async with session.post(
+            url, json=body, headers=headers, timeout=limit, proxy=proxy
+        ) as resp:
             if resp.status >= 400:
                 raise _error(resp.status, await resp.text(), resp.headers)
             if stream:

@@ -207,6 +207,9 @@ class RunState:
         try:
             request, stream = entry.incoming.request, entry.incoming.stream
             got = await forward(self.upstream, request, stream, self.infra, session, self.gate)
+        except ProxyHTTPError as exc:  # the proxy's own refusal of the request, not upstream's
+            entry.error = RecordedError(status=exc.status, type=exc.kind, message=exc.message)
+            raise
         except Exception as exc:
             error, infra = upstream_failure(exc, self.infra)
             if not is_infra_error(exc) and not isinstance(getattr(exc, "status_code", None), int):

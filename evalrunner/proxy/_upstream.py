@@ -42,7 +42,7 @@ from evalrunner.core._transport import athrough_gate
 from evalrunner.endpoints._endpoints import LOCAL, Endpoint, api_key_for
 from evalrunner.endpoints._local_model import MODEL_ALIAS
 from evalrunner.errors import ConfigError
-from evalrunner.proxy._anthropic import NEEDS_LITELLM, messages_body, record_from_message
+from evalrunner.proxy._anthropic import messages_body, record_from_message, why_litellm
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
@@ -113,13 +113,14 @@ class Upstream:
             return "direct"
         return "litellm"
 
-    def route(self, request: ModelRequest) -> Transport:
-        """The transport one request takes: :attr:`transport`, except that a request an
-        Anthropic upstream cannot be asked directly (``response_format``, ``reasoning_effort``:
-        only litellm's translation carries them) goes through litellm."""
-        if self.transport == "anthropic" and NEEDS_LITELLM.intersection(request.params):
-            return "litellm"
-        return self.transport
+    def route(self, request: ModelRequest) -> tuple[Transport, str | None]:
+        """The transport one request takes, and why it is not :attr:`transport` (None when
+        it is): a request an Anthropic upstream cannot be asked directly (``response_format``,
+        ``reasoning_effort``, file or audio parts: only litellm's translation carries them,
+        ``_anthropic.why_litellm``) goes through litellm."""
+        if self.transport == "anthropic" and (why := why_litellm(request)):
+            return "litellm", why
+        return self.transport, None
 
     @property
     def described(self) -> str:
@@ -301,15 +302,17 @@ async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
 async def _via_anthropic(
     upstream: Upstream, session: aiohttp.ClientSession, kwargs: dict[str, Any]
 ) -> Forwarded:
-    from evalrunner.proxy._direct import messages_url, post_messages
+    from evalrunner.proxy._direct import anthropic_auth, messages_url, post_messages
 
-    key = upstream.api_key or os.environ.get("ANTHROPIC_API_KEY")
-    if not key and not upstream.api_base:
-        raise MissingKey("ANTHROPIC_API_KEY is not set in the proxy's environment")
+    url = messages_url(upstream.api_base)
+    auth = anthropic_auth(upstream.api_key)
+    if not auth and url.startswith("https://api.anthropic.com/"):
+        raise MissingKey(
+            "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set in the proxy's "
+            "environment (or give the key's variable with --api-key-env)"
+        )
     body = messages_body(kwargs, kwargs["model"])
-    got = await post_messages(
-        session, messages_url(upstream.api_base), key, body, upstream.timeout_s
-    )
+    got = await post_messages(session, url, auth, body, upstream.timeout_s)
     return Forwarded(record_from_message(got))
 
 
@@ -335,9 +338,9 @@ async def forward(
     ``gate``: the night's shared rate limit for this model, asked before every
     attempt (its wait is added to ``infra.rate_wait_s``) and told of every 429.
     """
-    route = upstream.route(request)
-    if route != upstream.transport:
-        _say_route(upstream.name, route, ", ".join(sorted(NEEDS_LITELLM & set(request.params))))
+    route, why = upstream.route(request)
+    if why:
+        _say_route(upstream.name, route, why)
     if (upstream.llama_cpp and request.tools) or route == "anthropic":
         # llama.cpp refuses to stream with tools (see module doc); an Anthropic upstream
         # is asked whole (``_direct.post_messages``). The agent still gets a stream,
@@ -360,11 +363,10 @@ def _say_route(upstream: str, route: str, why: str) -> None:
     """Once per upstream and reason: a request left the default transport, and why."""
     log.warning(
         "evalrunner proxy: requests to %s with %s go through %s (the direct transport does "
-        "not carry %s)",
+        "not carry them)",
         upstream,
         why,
         route,
-        "it" if "," not in why else "them",
     )
 
 

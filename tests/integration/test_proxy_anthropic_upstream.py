@@ -196,12 +196,14 @@ def test_the_context_window_is_the_models_answer_recorded_and_replayed(
         assert proxy.finish_run("r").ok
 
 
-def test_no_key_for_anthropic_is_one_infrastructure_error_naming_the_variable(
+def test_no_key_for_anthropic_is_one_infrastructure_error_naming_the_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_BASE", raising=False)
     with ProxyServer("record", tmp_path, Upstream(MODEL), retry=FAST) as proxy:
-        with pytest.raises(anthropic.APIStatusError, match="ANTHROPIC_API_KEY is not set"):
+        with pytest.raises(anthropic.APIStatusError, match="neither ANTHROPIC_API_KEY nor"):
             anthropic_agent(proxy.run_env("r"), "hi")
         assert proxy.finish_run("r").infra_error is not None
 
@@ -215,8 +217,9 @@ def test_a_request_only_litellm_can_translate_goes_through_litellm_and_says_so(
     schema = {"type": "json_object"}
     shaped = plain.model_copy(update={"params": {"response_format": schema}})
     direct = Upstream(MODEL, api_key=KEY)
-    assert (direct.route(plain), direct.route(shaped)) == ("anthropic", "litellm")
-    assert Upstream(MODEL, direct=False).route(plain) == "litellm"
+    assert direct.route(plain) == ("anthropic", None)
+    assert direct.route(shaped) == ("litellm", "response_format")
+    assert Upstream(MODEL, direct=False).route(plain) == ("litellm", None)
     with _proxy(upstream, tmp_path) as proxy:
         client = openai.OpenAI(
             base_url=proxy.run_url("r"), api_key=proxy.run_env("r")["OPENAI_API_KEY"]
@@ -233,7 +236,7 @@ def test_a_request_only_litellm_can_translate_goes_through_litellm_and_says_so(
     said = [r.getMessage() for r in caplog.records if "go through litellm" in r.getMessage()]
     assert said == [
         f"evalrunner proxy: requests to {MODEL} with response_format go through litellm "
-        "(the direct transport does not carry it)"
+        "(the direct transport does not carry them)"
     ]
 
 
@@ -262,3 +265,48 @@ def test_a_proxy_in_front_of_anthropic_never_imports_litellm(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["echo:", "hi", "False"]
+
+
+def test_a_file_part_goes_through_litellm_and_is_answered_not_refused(
+    upstream: FakeEndpoint, tmp_path: Path
+) -> None:
+    # A PDF as a chat `file` part: litellm makes it a `document` block; the direct path
+    # has no such translation, so the request takes litellm's (never an error of ours).
+    pdf = {
+        "type": "file",
+        "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "a.pdf"},
+    }
+    with _proxy(upstream, tmp_path) as proxy:
+        client = openai.OpenAI(
+            base_url=proxy.run_url("r"), api_key=proxy.run_env("r")["OPENAI_API_KEY"]
+        )
+        content: Any = [{"type": "text", "text": "summarise"}, pdf]
+        reply = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": content}]
+        )
+        assert proxy.finish_run("r").ok
+    assert reply.choices[0].message.content == "echo: summarise"
+    blocks = upstream.requests[0]["messages"][0]["content"]
+    assert [b["type"] for b in blocks] == ["text", "document"]
+
+
+def test_the_environment_litellm_read_is_read_the_same(
+    upstream: FakeEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ANTHROPIC_BASE_URL (no --api-base), ANTHROPIC_AUTH_TOKEN (no key: a bearer token) and
+    HTTP(S)_PROXY (a company's way out) reach the upstream as they did through litellm."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_API_BASE", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # the agent reaches our proxy directly
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://anthropic.gateway.invalid")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "sk-ant-oauth-token-for-tests")
+    with FakeEndpoint(responder=content_responder) as forward_proxy:
+        monkeypatch.setenv("HTTP_PROXY", forward_proxy.api_base.removesuffix("/v1"))
+        with ProxyServer("record", tmp_path, Upstream(MODEL), retry=FAST) as proxy:
+            answer = anthropic_agent(proxy.run_env("r"), "hi")
+            assert proxy.finish_run("r").ok
+    assert answer == "echo: hi"
+    assert forward_proxy.hits == {"POST /v1/messages": 1}  # via the proxy, to the gateway
+    headers = forward_proxy.headers[0]
+    assert headers["authorization"] == "Bearer sk-ant-oauth-token-for-tests"
+    assert "x-api-key" not in headers and upstream.requests == []

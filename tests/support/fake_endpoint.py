@@ -44,6 +44,7 @@ import string
 import struct
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -460,7 +461,9 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.endpoint
 
     def _path(self) -> str:
-        return self.path.split("?", 1)[0].rstrip("/")
+        # A request sent through a forward proxy names the whole URL (absolute form): this
+        # endpoint then stands for the proxy, and counts what came through it.
+        return urllib.parse.urlsplit(self.path).path.rstrip("/")
 
     def do_GET(self) -> None:
         path = self._path()

@@ -20,8 +20,9 @@ from evalrunner.proxy._anthropic import (
     messages_body,
     parse_anthropic,
     record_from_message,
+    why_litellm,
 )
-from evalrunner.proxy._request import ProxyHTTPError
+from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 BODY: dict[str, Any] = {
     "model": "claude-x",
@@ -221,6 +222,62 @@ CHAT_REQUESTS: dict[str, dict[str, Any]] = {
         "tool_choice": {"type": "function", "function": {"name": "lookup"}},
         "stop": ["A", "B"],
     },
+    "blank text beside tool calls, an empty tool result": {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "\n", "tool_calls": TOOL_TURN[1]["tool_calls"]},
+            {"role": "tool", "tool_call_id": "c0", "content": ""},
+            {"role": "tool", "tool_call_id": "c1", "content": "N'Djamena"},
+        ],
+        "tools": [LOOKUP_TOOL],
+    },
+    "blank and empty turns, a final assistant turn with a trailing blank": {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": " "}, {"type": "text", "text": "x"}],
+            },
+            {"role": "assistant", "content": "  "},
+            {"role": "user", "content": ""},
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": "again"},
+            {"role": "assistant", "content": "Sure "},
+        ],
+    },
+    "a tool result of parts with an image": {
+        "messages": [
+            *TOOL_TURN[:2],
+            {
+                "role": "tool",
+                "tool_call_id": "c0",
+                "content": [
+                    {"type": "text", "text": "line1"},
+                    {"type": "text", "text": "line2"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "N'Djamena"},
+        ],
+        "tools": [LOOKUP_TOOL],
+    },
+    "a system prompt of parts, and one mid-conversation": {
+        "messages": [
+            {
+                "role": "system",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            },
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "more"},
+        ],
+    },
+    "no tools wanted, one at a time": {
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [LOOKUP_TOOL],
+        "tool_choice": "none",
+        "parallel_tool_calls": False,
+    },
     "an image by URL": {
         "messages": [
             {
@@ -265,14 +322,30 @@ def test_the_default_token_cap_is_the_models_own_as_in_litellm() -> None:
     assert default_max_tokens("claude-unknown-to-litellm") == 128_000
 
 
-def test_a_content_part_anthropic_cannot_take_is_a_400_naming_it() -> None:
-    audio = {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}
-    with pytest.raises(ProxyHTTPError, match="'input_audio' cannot be sent"):
-        messages_body({"messages": [{"role": "user", "content": [audio]}]}, "claude-x")
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"params": {"response_format": {"type": "json_object"}}}, "response_format"),
+        ({"params": {"reasoning_effort": "low", "seed": 1}}, "reasoning_effort"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "file", "file": {}}]}]},
+            "file content",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]},
+            "input_audio content",
+        ),
+        ({"tools": [{"type": "custom", "custom": {"name": "x"}}]}, "tools other than functions"),
+    ],
+)
+def test_what_only_litellm_translates_is_named(change: dict[str, Any], why: str) -> None:
+    plain = ModelRequest(api="chat", messages=[{"role": "user", "content": "hi"}])
+    assert why_litellm(plain) is None
+    assert why_litellm(plain.model_copy(update=change)) == why
 
 
 def test_an_anthropic_answer_becomes_the_record_litellm_would_make() -> None:
-    message = {
+    message: dict[str, Any] = {
         "type": "message",
         "model": "claude-x-1",
         "content": [
@@ -300,6 +373,13 @@ def test_an_anthropic_answer_becomes_the_record_litellm_would_make() -> None:
     )
     capped = record_from_message({**message, "content": [], "stop_reason": "max_tokens"})
     assert (capped.content, capped.finish_reason) == (None, "length")
+    text_only = {**message, "content": message["content"][:2]}
+    for stop in ("pause_turn", "model_context_window_exceeded"):  # as litellm maps them
+        assert record_from_message({**text_only, "stop_reason": stop}).finish_reason == "length"
+    no_cache = {"input_tokens": 3, "output_tokens": 1, "cache_read_input_tokens": 0}
+    assert record_from_message({**message, "usage": no_cache}).usage.cached_tokens is None
+    odd = {"type": "tool_use", "input": {"a": 1}}  # a gateway that lost the id and name
+    assert record_from_message({**message, "content": [odd]}).tool_calls[0].id == ""
 
 
 @pytest.mark.parametrize(
