@@ -17,7 +17,8 @@ from evalrunner.suite import find_suites, load_suite
 def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
     """Check suite files without running anything (default: every suite in --suites-dir).
 
-    Agents and code checks are imported and every model string is resolved with litellm.
+    Agents and code checks are imported and every model string is checked as litellm resolves
+    it (openai/ and anthropic/ by their prefix, without importing litellm).
     """
     paths = list(files) or list(find_suites(suites_dir).values())
     if not paths:
