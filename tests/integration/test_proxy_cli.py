@@ -22,6 +22,21 @@ from evalrunner.cli._proxy import proxy
 COMMAND = [sys.executable, "-c", "from evalrunner.cli._proxy import proxy; proxy()"]
 
 
+def _until_ready(proc: subprocess.Popen[str]) -> list[str]:
+    """The command's lines up to its "Ctrl-C to stop."."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    while not lines or lines[-1] != "Ctrl-C to stop.":
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else "no output"
+        lines.append(line.strip())
+    return lines
+
+
+def _exports(lines: list[str]) -> dict[str, str]:
+    return dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "UPSTREAM_KEY": "k-0123456789"}
@@ -32,17 +47,12 @@ def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals)
             [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
-            assert proc.stdout is not None
-            lines: list[str] = []
-            while not lines or lines[-1] != "Ctrl-C to stop.":
-                line = proc.stdout.readline()
-                assert line, proc.stderr.read() if proc.stderr else "no output"
-                lines.append(line.strip())
+            lines = _until_ready(proc)
             # It says how it reaches the upstream: an openai/ model at an --api-base, directly.
             assert (
                 lines[0] == f"evalrunner proxy: record ({tmp_path}), upstream openai/fake (direct)"
             )
-            exports = dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
+            exports = _exports(lines)
             assert openai_agent(exports, "hello") == "echo: hello"
             assert exports["ANTHROPIC_BASE_URL"] + "/v1" == exports["OPENAI_BASE_URL"]
             # A token of this start's own, handed to agents as their key; nothing else gets in.
@@ -74,13 +84,8 @@ def test_an_anthropic_model_is_served_directly_from_the_command(tmp_path: Path) 
             [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         try:
-            assert proc.stdout is not None
-            lines: list[str] = []
-            while not lines or lines[-1] != "Ctrl-C to stop.":
-                line = proc.stdout.readline()
-                assert line, proc.stderr.read() if proc.stderr else "no output"
-                lines.append(line.strip())
-            exports = dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
+            lines = _until_ready(proc)
+            exports = _exports(lines)
             answer = anthropic_agent(exports, "Capitals of: Peru")
         finally:
             proc.send_signal(signal.SIGINT)
