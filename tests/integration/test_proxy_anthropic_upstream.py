@@ -310,3 +310,22 @@ def test_the_environment_litellm_read_is_read_the_same(
     headers = forward_proxy.headers[0]
     assert headers["authorization"] == "Bearer sk-ant-oauth-token-for-tests"
     assert "x-api-key" not in headers and upstream.requests == []
+
+
+def test_the_proxys_own_refusal_of_a_request_is_the_agents_answer_not_infrastructure(
+    upstream: FakeEndpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Should a translation ever refuse a request (a 400 of the proxy's own), the agent gets
+    # that 400 as is: it was never infrastructure (it was a 502 with a logged traceback).
+    from evalrunner.proxy import _upstream
+    from evalrunner.proxy._request import bad_request
+
+    def refuse(kwargs: Any, model: str) -> Any:
+        raise bad_request("this request cannot be sent to an Anthropic model")
+
+    monkeypatch.setattr(_upstream, "messages_body", refuse)
+    with _proxy(upstream, tmp_path) as proxy:
+        with pytest.raises(anthropic.BadRequestError, match="cannot be sent to an Anthropic"):
+            anthropic_agent(proxy.run_env("r"), "hi")
+        result = proxy.finish_run("r")
+    assert result.infra_error is None and upstream.requests == []
