@@ -335,8 +335,7 @@ OPERATOR_NOTE = (
 
 
 def _chat_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    """A chat message's string content (None: empty); lists of parts go to :func:`_blocks`."""
     return "" if content is None else str(content)
 
 
@@ -443,7 +442,7 @@ def _conversation(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for message in messages:
-        role, blocks = message.get("role"), []
+        role = message.get("role")
         if role in ("system", "developer") and not turns:
             system += [b for b in _blocks(message.get("content")) if b["text"] != EMPTY_TEXT]
             continue

@@ -300,9 +300,22 @@ async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
 
 
 async def _via_anthropic(
-    upstream: Upstream, session: aiohttp.ClientSession, kwargs: dict[str, Any]
+    session: aiohttp.ClientSession,
+    url: str,
+    auth: dict[str, str],
+    body: dict[str, Any],
+    timeout: float,
 ) -> Forwarded:
-    from evalrunner.proxy._direct import anthropic_auth, messages_url, post_messages
+    from evalrunner.proxy._direct import post_messages
+
+    return Forwarded(record_from_message(await post_messages(session, url, auth, body, timeout)))
+
+
+def _anthropic_send(
+    upstream: Upstream, session: aiohttp.ClientSession, kwargs: dict[str, Any]
+) -> functools.partial[Any]:
+    """One Anthropic call, its body, address and credential made once (not per attempt)."""
+    from evalrunner.proxy._direct import anthropic_auth, messages_url
 
     url = messages_url(upstream.api_base)
     auth = anthropic_auth(upstream.api_key)
@@ -312,8 +325,7 @@ async def _via_anthropic(
             "environment (or give the key's variable with --api-key-env)"
         )
     body = messages_body(kwargs, kwargs["model"])
-    got = await post_messages(session, url, auth, body, upstream.timeout_s)
-    return Forwarded(record_from_message(got))
+    return functools.partial(_via_anthropic, session, url, auth, body, upstream.timeout_s)
 
 
 def _with_a_choice(body: dict[str, Any]) -> dict[str, Any]:
@@ -349,7 +361,7 @@ async def forward(
     kwargs = _kwargs(upstream, request, stream, route)
     if route == "anthropic":
         assert session is not None  # the server opens one for a direct upstream
-        send = functools.partial(_via_anthropic, upstream, session, kwargs)
+        send = _anthropic_send(upstream, session, kwargs)
     elif route == "direct":
         assert session is not None
         send = functools.partial(_via_direct, upstream, session, kwargs, stream)
