@@ -29,6 +29,7 @@ same tables whatever ``--jobs``. docs/calibration.md is this script's output.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import math
 import os
@@ -51,10 +52,12 @@ from evalrunner.stats import (
     EvidenceState,
     MetricResult,
     NightComparison,
+    _reference,
     compare_night,
     drive,
     fit_references,
 )
+from evalrunner.stats._evidence import boundary, metric_alpha
 from evalrunner.stats._formulas import wilson
 from evalrunner.stats._reference import CellReference, Pool
 from evalrunner.suite import Tolerance
@@ -81,6 +84,18 @@ R = TypeVar("R")
 # Generators
 
 
+Endpoint = bool | str
+"""How nights differ: quiet (False), the first drift law (True) or :data:`LOGIT`. The
+first two are booleans so that the rows measured before the third keep their seeds."""
+QUIET: Endpoint = False
+UNIFORM: Endpoint = True
+"""Success U(+/-0.10), skip U(+/-0.02) a night; paths Dirichlet(200 x shares); steps and
+tokens exp(N(0, 0.05)), latency exp(N(0, 0.10))."""
+LOGIT: Endpoint = "logit"
+"""Rates N(0, 0.3) on the logit scale; steps, tokens, latency exp(N(0, 0.1)); paths as above."""
+ENDPOINTS: dict[Endpoint, str] = {QUIET: "quiet", UNIFORM: "drift", LOGIT: "logit drift"}
+
+
 @dataclass(frozen=True)
 class Profile:
     """How one scenario x model behaves (one night's parameters, or its long-run ones)."""
@@ -98,12 +113,14 @@ class Profile:
     """A night effect on the steps' log mean on every endpoint (the blatant table's
     night-share rows); on a drifting endpoint it replaces the usual 0.05."""
 
-    def night(self, rng: np.random.Generator, drift: bool) -> Profile:
+    def night(self, rng: np.random.Generator, drift: Endpoint) -> Profile:
         """One night's parameters: the profile itself on a quiet endpoint, drifted otherwise."""
         if not drift:
             if self.step_night_sd:
                 return replace(self, steps=self.steps * math.exp(rng.normal(0, self.step_night_sd)))
             return self
+        if drift == LOGIT:
+            return self._logit_night(rng)
         skip = min(0.5, max(0.0, self.p_skip + rng.uniform(-0.02, 0.02)))
         top = 1 - skip - self.p_crash
         return replace(
@@ -114,6 +131,25 @@ class Profile:
             steps=self.steps * math.exp(rng.normal(0, self.step_night_sd or 0.05)),
             tokens=self.tokens * math.exp(rng.normal(0, 0.05)),
             latency=self.latency * math.exp(rng.normal(0, 0.10)),
+        )
+
+    def _logit_night(self, rng: np.random.Generator) -> Profile:
+        """Issue 22's second law: every rate moved by N(0, 0.3) on the logit scale, step,
+        token and latency means by exp(N(0, 0.1)); paths as the first law."""
+
+        def moved(p: float) -> float:
+            return float(1 / (1 + math.exp(-(math.log(p / (1 - p)) + rng.normal(0, 0.3)))))
+
+        skip = moved(self.p_skip)
+        top = 1 - skip - self.p_crash
+        return replace(
+            self,
+            p_pass=min(top - 0.005, moved(self.p_pass)),
+            p_skip=skip,
+            shares=tuple(rng.dirichlet(200 * np.asarray(self.shares))),
+            steps=self.steps * math.exp(rng.normal(0, self.step_night_sd or 0.1)),
+            tokens=self.tokens * math.exp(rng.normal(0, 0.1)),
+            latency=self.latency * math.exp(rng.normal(0, 0.1)),
         )
 
 
@@ -360,6 +396,8 @@ class Night:
     """The changed cell's reported MDE per metric."""
     step_share: float = float("nan")
     """The night share (ICC) the changed cell's step test used."""
+    failing: frozenset[str] = frozenset()
+    """Metrics that failed the night in some cell (changed or not)."""
 
 
 @dataclass(frozen=True)
@@ -367,17 +405,30 @@ class NightTask:
     seed: int
     suite: Suite
     change: Change
-    drift: bool
+    drift: Endpoint
     baseline: tuple[int, int]
     """(nights, runs per night)."""
     procedures: tuple[Procedure, ...]
     size: float | None = None
     step_night_sd: float = 0.0
     """Every cell's steps get this night effect (log-mean sd): the night share in use."""
+    tau2_errors: float | None = None
+    """The standard errors of tau^2 the tests add (``TAU2_ERRORS``); None: the engine's."""
 
 
 def one_night(task: NightTask) -> dict[str, Night]:
     """A fresh baseline and one night; every procedure in ``task`` on the same runs."""
+    if task.tau2_errors is None:
+        return _one_night(task)
+    # The trade-off table varies the engine's constant; each task sets it in its own process.
+    kept, _reference.TAU2_ERRORS = _reference.TAU2_ERRORS, task.tau2_errors
+    try:
+        return _one_night(task)
+    finally:
+        _reference.TAU2_ERRORS = kept
+
+
+def _one_night(task: NightTask) -> dict[str, Night]:
     rng = np.random.default_rng(task.seed)
     keys = task.suite.cells()
     profiles = {k: (task.change.base if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
@@ -400,18 +451,18 @@ def one_night(task: NightTask) -> dict[str, Night]:
             else profiles[k]
         )
         pools[k] = Batch.draw(tonight.night(rng, task.drift), k, rng, 3 * N)
-    law = law_tau2(task.change.base) if task.drift else {}
+    law = law_tau2(task.change.base, task.drift) if task.drift else {}
     return {p.name: _procedure(p, keys, baselines, pools, law) for p in task.procedures}
 
 
 @functools.cache
-def law_tau2(profile: Profile) -> dict[str, float]:
+def law_tau2(profile: Profile, drift: Endpoint) -> dict[str, float]:
     """Each metric's night variance on its test scale under the drift law, for ``profile``:
     the engine's own estimate from :data:`LAW_NIGHTS` nights of 20 runs (fixed seed), which
     no user has. The oracle of the power table's drifting rows."""
     rng = np.random.default_rng(LAW_NIGHTS)
     key = CellKey("law", "m")
-    nights = [draw(profile.night(rng, True), key, rng, N, j * N) for j in range(LAW_NIGHTS)]
+    nights = [draw(profile.night(rng, drift), key, rng, N, j * N) for j in range(LAW_NIGHTS)]
     ref = fit_references([CellBaseline(key, TOL, nights, "law")])[key]
     return {
         name: max(own[0], 0.0)
@@ -519,6 +570,7 @@ def _summarise(
             (r.night_share for r in first.results if r.metric == "step_count" and r.night_share),
             float("nan"),
         ),
+        failing=frozenset(r.metric for c in result.cells for r in c.results if r.fails_night),
     )
 
 
@@ -533,7 +585,10 @@ class SeasonTask:
     change: Change
     nights: int
     baseline: tuple[int, int]
-    drift: bool
+    drift: Endpoint
+    told_quiet: bool = False
+    """Every night's tests told tau^2 = 0 (the truth of a quiet endpoint) instead of
+    estimating it: what the estimate costs over a season."""
 
 
 @dataclass(frozen=True)
@@ -565,6 +620,8 @@ def one_season(task: SeasonTask) -> Season:
     for night in range(1, task.nights + 1):
         # As the CLI does: refitted every night, the nights since the anchor sharpening tau^2.
         refs = fit_references(cells, evidence)
+        if task.told_quiet:
+            refs = {k: _told_quiet(r) for k, r in refs.items()}
         tonight = {}
         for i, k in enumerate(keys):
             profile = task.change.apply(night) if i == 0 else profiles[k]
@@ -629,9 +686,17 @@ class Config:
     suites: tuple[str, ...] = ()
     """Only these suite labels ('5x1', '50x3') in the A/A, power and adaptive tables; empty: all."""
 
+    endpoints: tuple[str, ...] = ()
+    """Only these endpoints ('quiet', 'drift', 'logit') in the A/A, power and season tables."""
+
     def chosen(self, suites: Sequence[Suite]) -> list[Suite]:
         """The suites of ``--suites`` (all when it is empty)."""
         return [s for s in suites if not self.suites or s.label in self.suites]
+
+    def laws(self, laws: Sequence[Endpoint]) -> list[Endpoint]:
+        """The endpoints of ``--endpoints`` among ``laws`` (all when it is empty)."""
+        names = {QUIET: "quiet", UNIFORM: "drift", LOGIT: "logit"}
+        return [e for e in laws if not self.endpoints or names[e] in self.endpoints]
 
     def nights(self, suite: Suite) -> int:
         return self.small if suite.scenarios <= 5 else self.big
@@ -649,7 +714,7 @@ def _nights(
     cfg: Config,
     suite: Suite,
     change: Change,
-    drift: bool,
+    drift: Endpoint,
     procs: tuple[Procedure, ...],
     baseline: tuple[int, int] = MATURE,
     *,
@@ -657,12 +722,13 @@ def _nights(
     size: float | None = None,
     label: str = "",
     step_night_sd: float = 0.0,
+    tau2_errors: float | None = None,
 ) -> list[dict[str, Night]]:
     n = count or cfg.nights(suite)
     tag = f"{label}|{suite.label}|{change.name}|{drift}|{baseline}|{size}"
     tag += f"|{step_night_sd}" if step_night_sd else ""
     tasks = [
-        NightTask(s, suite, change, drift, baseline, procs, size, step_night_sd)
+        NightTask(s, suite, change, drift, baseline, procs, size, step_night_sd, tau2_errors)
         for s in seeds(cfg.seed, tag, n)
     ]
     return run_all(one_night, tasks, cfg.jobs)
@@ -678,27 +744,29 @@ def aa_table(cfg: Config) -> None:
         "mean runs an unchanged cell used (escalation spends the rest above 20).\n"
     )
     cfg.emit(
-        "| suite | endpoint | nights | mature: failed nights | runs/cell | young: nights with a (non-gating) flag |"
+        "| suite | endpoint | nights | mature: failed nights | runs/cell | young: nights with a (non-gating) flag | failing metrics (nights) |"
     )
-    cfg.emit("|---|---|---|---|---|---|")
+    cfg.emit("|---|---|---|---|---|---|---|")
     for suite in cfg.chosen(SUITES):
-        for drift in (False, True):
+        for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
             mature = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,))]
             young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
             n = len(mature)
             failed = sum(x.null_failed or x.changed_failed for x in mature)
             flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
             runs = np.mean([x.runs_null for x in mature])
+            which = collections.Counter(m for x in mature for m in x.failing)
             cfg.emit(
-                f"| {suite.label} | {'drift' if drift else 'quiet'} | {n} | {pct(failed, n)} "
-                f"| {runs:.1f} | {pct(flagged, len(young))} |"
+                f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {pct(failed, n)} "
+                f"| {runs:.1f} | {pct(flagged, len(young))} "
+                f"| {', '.join(f'{m} {k}' for m, k in which.most_common()) or '-'} |"
             )
             if suite == SUITES[0]:
                 rates = {m: 100 * np.mean([x.ok[m] for x in mature]) for m in GATING}
                 shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
                 cfg.lines.append(
                     f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
-                    f"{'drift' if drift else 'quiet'}, mature): {shown}"
+                    f"{ENDPOINTS[drift]}, mature): {shown}"
                 )
     cfg.emit()
 
@@ -725,7 +793,7 @@ def power_table(cfg: Config) -> None:
     cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     for change in CHANGES:
         for suite in cfg.chosen(SUITES):
-            for drift in (False, True) if suite.models == 1 else (False,):
+            for drift in cfg.laws((QUIET, UNIFORM, LOGIT) if suite.models == 1 else (QUIET,)):
                 oracle = TOLD_LAW if drift else TOLD_QUIET
                 got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED, oracle))
                 n = len(got)
@@ -739,7 +807,7 @@ def power_table(cfg: Config) -> None:
                 missed = [x for x in esc if change.metric not in x.changed_metrics]
                 early = sum(x.runs_changed <= N for x in missed)
                 cfg.emit(
-                    f"| {change.name} | {suite.label} | {'drift' if drift else 'quiet'} | {n} "
+                    f"| {change.name} | {suite.label} | {ENDPOINTS[drift]} | {n} "
                     f"| {pct(hits, n)} | {pct(cell, n)} | {runs:.0f} | {pct(hits_fixed, n)} "
                     f"| {early} / {len(missed) - early} | {told} |"
                 )
@@ -853,6 +921,34 @@ def _first(season: Season) -> int:
     return min(found) if found else 0
 
 
+ORACLE_SEQUENCES = 20_000
+
+
+def _oracle_season(
+    change: Change, anchor: tuple[int, int], alpha: float, seed: int
+) -> tuple[float, float]:
+    """Share of sequences flagged by night 7 and by night 20 by a test that knows the truth.
+
+    The cumulative success rate since the anchor against the anchor's rate, its variance
+    known exactly (quiet endpoint: no night effect), N runs a night with no escalation,
+    against the exact season boundary for that correlation (``boundary``, whose alpha is
+    checked by simulation in the unit tests) at ``alpha``: the issue's oracle.
+    """
+    rng = np.random.default_rng([seed, int(alpha * 1e4), *anchor])
+    p0 = change.base.p_pass
+    runs = anchor[0] * anchor[1]
+    t = np.arange(1, 21)
+    share = (p0 * (1 - p0) / runs) / (p0 * (1 - p0) / N)
+    limit = boundary(share, 90, alpha, two_sided=False)
+    base = rng.binomial(runs, p0, ORACLE_SEQUENCES) / runs
+    rates = np.array([change.apply(int(night)).p_pass for night in t])
+    tonight = rng.binomial(N, rates, (ORACLE_SEQUENCES, t.size))
+    cumulative = np.cumsum(tonight, axis=1) / (N * t)
+    z = (base[:, None] - cumulative) / np.sqrt(p0 * (1 - p0) * (1 / runs + 1 / (N * t)))
+    crossed = np.maximum.accumulate(z >= limit, axis=1)
+    return float(crossed[:, 6].mean()), float(crossed[:, 19].mean())
+
+
 def season_table(cfg: Config) -> None:
     cfg.emit("## Seasons: persistent and slowly drifting changes, anchored baseline\n")
     cfg.emit(
@@ -862,11 +958,20 @@ def season_table(cfg: Config) -> None:
         "(5 nights x 20 runs) and a larger one (10 nights x 40 runs).\n"
     )
     cfg.emit(
-        "| change | anchor | sequences | flagged by night 7 | by night 20 | median first night | by evidence |"
+        "Told tau^2 = 0: the same sequences with every night's tests told the quiet "
+        "endpoint's truth instead of estimating the night effect. The oracle knows the truth (no night effect, the variances exact) and tests the "
+        "cumulative success rate alone, N runs a night, against the exact season boundary: "
+        f"at the engine's share of the season's 5 % for one of its {len(GATING)} gating metrics, "
+        f"and at the whole 5 % ({ORACLE_SEQUENCES:,} sequences each; by night 7 / by night 20).\n"
     )
-    cfg.emit("|---|---|---|---|---|---|---|")
+    cfg.emit(
+        "| change | anchor | sequences | flagged by night 7 | by night 20 | median first night "
+        "| by evidence | engine told tau^2 = 0: by night 7 | oracle, engine's alpha | oracle, whole 5 % |"
+    )
+    cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     suite = Suite(5, 1)
-    for change, horizon in ((PERSISTENT, 20), (DECLINE, 25)):
+    changes = ((PERSISTENT, 20), (DECLINE, 25)) if cfg.laws((QUIET,)) else ()
+    for change, horizon in changes:
         for anchor in (MATURE, (10, 40)):
             tag = f"season|{change.name}|{anchor}"
             tasks = [
@@ -874,15 +979,22 @@ def season_table(cfg: Config) -> None:
                 for s in seeds(cfg.seed, tag, cfg.seasons)
             ]
             got = run_all(one_season, tasks, cfg.jobs)
+            told = run_all(one_season, [replace(t, told_quiet=True) for t in tasks], cfg.jobs)
             firsts = [_first(s) for s in got]
             n = len(got)
             by7 = sum(0 < f <= 7 for f in firsts)
             by20 = sum(0 < f <= 20 for f in firsts)
+            told_by7 = sum(0 < _first(s) <= 7 for s in told)
             median = statistics.median([f if f else horizon + 1 for f in firsts])
             evidence = sum(s.evidence[0] != 0 and s.evidence[0] == _first(s) for s in got)
+            oracles = [
+                _oracle_season(change, anchor, alpha, cfg.seed)
+                for alpha in (metric_alpha(TOL.season_alpha, len(GATING)), TOL.season_alpha)
+            ]
+            oracle = " | ".join(f"{a:.1%} / {b:.1%}" for a, b in oracles)
             cfg.emit(
                 f"| {change.name} | {anchor[0]} x {anchor[1]} | {n} | {pct(by7, n)} | {pct(by20, n)} "
-                f"| {median:g} | {pct(evidence, n)} |"
+                f"| {median:g} | {pct(evidence, n)} | {pct(told_by7, n)} | {oracle} |"
             )
     cfg.emit()
     cfg.emit("### Season-wide false alarms (90 nights, nothing changed)\n")
@@ -894,7 +1006,7 @@ def season_table(cfg: Config) -> None:
         "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag | runs/cell/night |"
     )
     cfg.emit("|---|---|---|---|---|---|---|---|")
-    for drift in (False, True):
+    for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
         tag = f"aa-season|{drift}"
         tasks = [
             SeasonTask(s, suite, NONE, 90, MATURE, drift)
@@ -907,7 +1019,7 @@ def season_table(cfg: Config) -> None:
         anyflag = sum(any(s.evidence) or any(s.nightly) for s in got)
         runs = np.mean([s.runs for s in got])
         cfg.emit(
-            f"| {suite.label} | {'drift' if drift else 'quiet'} | {len(got)} | {cells} | {pct(ev, cells)} "
+            f"| {suite.label} | {ENDPOINTS[drift]} | {len(got)} | {cells} | {pct(ev, cells)} "
             f"| {pct(nightly, cells)} | {pct(anyflag, len(got))} | {runs:.1f} |"
         )
     cfg.emit()
@@ -1055,6 +1167,47 @@ def speed_table(cfg: Config) -> None:
     )
 
 
+TRADEOFF = (0.25, 0.35, 0.5, 1.0)
+"""Standard errors of tau^2 added before use (``TAU2_ERRORS``) the trade-off table compares."""
+
+
+def tradeoff_table(cfg: Config) -> None:
+    """A/A under both drift laws against first-night power, per padding of tau^2."""
+    cfg.emit("## Trade-off: the padding of tau^2, false alarms against power\n")
+    aa_nights = 5 * cfg.small
+    cfg.emit(
+        "5 x 1, escalation on, mature baseline; the same nights for every padding "
+        f"(`TAU2_ERRORS`, standard errors of the estimate of tau^2 added before use). A/A: "
+        f"share of {aa_nights} nights on which some scenario failed, under each drift law; "
+        f"power: share of {cfg.small} nights on which the change's own metric was flagged, "
+        "quiet / drift / logit drift.\n"
+    )
+    suite = Suite(5, 1)
+    gating = [c for c in CHANGES if c.metric in GATING]
+    cfg.emit(
+        "| padding | A/A drift | A/A logit drift | " + " | ".join(c.name for c in gating) + " |"
+    )
+    cfg.emit("|---|---|---|" + "---|" * len(gating))
+    for k in TRADEOFF:
+        cells = []
+        for law in (UNIFORM, LOGIT):
+            got = _nights(
+                cfg, suite, NONE, law, (ESCALATE,), count=aa_nights, label="tradeoff", tau2_errors=k
+            )
+            failed = sum(g["escalation"].null_failed or g["escalation"].changed_failed for g in got)
+            cells.append(pct(failed, len(got)))
+        for change in gating:
+            hits = []
+            for law in (QUIET, UNIFORM, LOGIT):
+                got = _nights(cfg, suite, change, law, (ESCALATE,), label="tradeoff", tau2_errors=k)
+                found = sum(change.metric in g["escalation"].changed_metrics for g in got)
+                hits.append(f"{100 * found / len(got):.0f}")
+            cells.append(" / ".join(hits))
+        mark = " (default)" if k == _reference.TAU2_ERRORS else ""
+        cfg.emit(f"| {k:g}{mark} | " + " | ".join(cells) + " |")
+    cfg.emit()
+
+
 TABLES: dict[str, Callable[[Config], None]] = {
     "speed": speed_table,
     "aa": aa_table,
@@ -1064,6 +1217,7 @@ TABLES: dict[str, Callable[[Config], None]] = {
     "mde": mde_table,
     "adaptive": adaptive_table,
     "seasons": season_table,
+    "tradeoff": tradeoff_table,
 }
 
 
@@ -1086,6 +1240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--suites", default="", help="A/A, power and adaptive tables: only these, e.g. 5x1,50x3"
     )
+    parser.add_argument(
+        "--endpoints", default="", help="A/A, power, season tables: of quiet,drift,logit"
+    )
     args = parser.parse_args(argv)
     cfg = Config(
         seed=args.seed,
@@ -1096,6 +1253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         aa_seasons=args.aa_seasons or (6 if args.quick else 40),
         quick=args.quick,
         suites=tuple(t for t in args.suites.split(",") if t),
+        endpoints=tuple(t for t in args.endpoints.split(",") if t),
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]

@@ -51,8 +51,10 @@ PRIOR_ICC = 0.05
 """Between-night share of variance assumed when nothing estimates it (no cell has 2+ nights).
 For a success rate of 0.9 it is a night-to-night sd of 0.067, about a +/-0.10 drift."""
 MAX_ICC = 0.5
-TAU2_ERRORS = 0.25
-"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`)."""
+TAU2_ERRORS = 0.5
+"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`).
+Half, not a quarter: with a quarter, escalation's extra runs turned an underestimate into
+3.9-4.7 % of drifting 5 x 1 nights failing (docs/calibration.md, the trade-off table)."""
 PAIRED_FLOOR = 0.1
 """The least share of a run's variance pairing by dataset row may leave (at most 10 times
 the runs' worth): rows estimated to be perfectly repeatable are not taken at their word."""
@@ -207,7 +209,7 @@ class MetricReference:
     def with_pool(self, pool: Pool | None) -> MetricReference:
         """This reference with tau^2 from its own nights and the suite's, plus its standard error.
 
-        The tau^2 a test uses is the estimate plus one standard error of it. With a
+        The tau^2 a test uses is the estimate plus :data:`TAU2_ERRORS` standard errors of it. With a
         few nights the estimate is often much too small (5 nights of 20 runs estimate
         a +/-0.10 drift of a success rate to within about its own size), and an
         underestimate is exactly what turns an endpoint's drift into false alarms.

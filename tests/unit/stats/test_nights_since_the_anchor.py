@@ -53,9 +53,9 @@ def test_a_drifting_season_teaches_the_test_what_its_anchor_could_not(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
     swinging = _season(runs, cell, STEADY, [20, 13, 19, 14, 20, 12] * 5)
-    verdict, p_alone, share_alone = _success(runs, cell, STEADY, 11, None)
+    verdict, p_alone, share_alone = _success(runs, cell, STEADY, 10, None)
     assert verdict == "regression"
-    verdict, p_taught, share_taught = _success(runs, cell, STEADY, 11, swinging)
+    verdict, p_taught, share_taught = _success(runs, cell, STEADY, 10, swinging)
     assert verdict != "regression"
     assert share_taught > 5 * share_alone and p_taught > 10 * p_alone
 
