@@ -49,6 +49,41 @@ def test_a_cell_borrows_the_suite_s_night_to_night_spread(
     assert share is not None and share > 0.05  # its own 4 nights say 0; the suite says otherwise
 
 
+def test_an_escalated_night_is_judged_with_the_suite_s_drift_not_an_anchor_that_agreed_by_chance(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Scenario a's anchor nights happen to agree (17-18 of 20) while the suite's other
+    cells swing by +/-0.1 a night. Escalated to 60 runs, tonight's 40 passes (0.67) sit
+    within the night effect the suite shows once the estimate's uncertainty is counted:
+    with a quarter of a standard error of tau^2 added this was a regression (p 0.003), the
+    kind of false alarm that put 4.5 % of drifting 5 x 1 nights over the bar."""
+    swings = {
+        "b": (18, 15, 19, 16, 18),
+        "c": (17, 19, 15, 18, 16),
+        "d": (19, 16, 18, 17, 15),
+        "e": (16, 18, 17, 19, 18),
+    }
+    nights = [
+        cell(
+            [runs(20, passed=p, scenario="a") for p in (17, 17, 18, 17, 18)],
+            runs(60, passed=40, scenario="a"),
+            scenario="a",
+        ),
+        *(
+            cell(
+                [runs(20, passed=p, scenario=s) for p in passes],
+                runs(20, passed=17, scenario=s),
+                scenario=s,
+            )
+            for s, passes in swings.items()
+        ),
+    ]
+    found = next(
+        r for r in compare_night(nights).results if r.scenario == "a" and r.metric == "success_rate"
+    )
+    assert found.verdict == "inconclusive" and found.p is not None and found.p > found.bar
+
+
 def test_a_young_baseline_is_compared_but_does_not_gate(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
