@@ -117,20 +117,26 @@ def test_the_boundary_with_a_negligible_baseline_error_is_pococks_constant(
 ) -> None:
     """With no shared baseline error the z's are a standardised random walk's: the
     boundary is Pocock's (two-sided 0.05; Jennison & Turnbull, table 2.1)."""
-    assert boundary(1e-3, looks, 0.05, two_sided=True) == pytest.approx(pocock, abs=0.04)
+    assert boundary(1e-3, looks, 0.05, two_sided=True, first=1) == pytest.approx(pocock, abs=0.04)
 
 
-def test_the_boundary_of_one_night_or_a_dominant_baseline_error_is_the_fixed_test() -> None:
-    # One night: z_1 is one standard normal. A baseline error that dwarfs a night's: every
+def test_the_boundary_of_one_look_or_a_dominant_baseline_error_is_the_fixed_test() -> None:
+    # One look: z is one standard normal. A baseline error that dwarfs a night's: every
     # night's z is the same draw, so however many nights there are, it is one test.
-    assert boundary(0.2, 1, 0.01, two_sided=False) == pytest.approx(z_upper(0.01), abs=0.03)
+    assert boundary(0.2, 1, 0.01, two_sided=False, first=1) == pytest.approx(
+        z_upper(0.01), abs=0.03
+    )
+    # A season of two nights looked at from the second: one look too (the 99th percentile
+    # of 40,000 draws is known to about +/-0.02; this seed's reads 2.35-2.38).
+    assert boundary(0.2, 2, 0.01, two_sided=False) == pytest.approx(z_upper(0.01), abs=0.06)
     assert z_upper(0.01) < boundary(100.0, 90, 0.01, two_sided=False) < z_upper(0.01) + 0.08
     assert boundary(1.0, 90, 0.01, two_sided=False) > z_upper(0.01) + 0.2
 
 
 def test_the_boundary_holds_its_alpha_on_an_independent_simulation() -> None:
     """Null seasons of the statistic the engine computes, drawn here with unequal nights
-    (a night's runs vary 10-60): the share of seasons that ever cross stays near alpha."""
+    (a night's runs vary 10-60), looked at from the second night as the engine does: the
+    share of seasons that ever cross stays near alpha."""
     rng = np.random.default_rng(7)
     alpha, nights, base_var, seasons = 0.01, 30, 0.0009, 20_000
     sizes = rng.integers(10, 61, size=nights)
@@ -141,8 +147,35 @@ def test_the_boundary_holds_its_alpha_on_an_independent_simulation() -> None:
     z = (means / weight - base) / np.sqrt(1 / weight + base_var)
     share = base_var * weight / np.arange(1, nights + 1)
     limits = np.array([boundary(s, nights, alpha, two_sided=False) for s in share])
-    crossed = (z >= limits).any(axis=1).mean()
+    crossed = (z >= limits)[:, 1:].any(axis=1).mean()
     assert 0.6 * alpha <= crossed <= 1.4 * alpha
+
+
+def test_the_evidence_does_not_flag_on_its_first_night(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """On its first night the cumulative z is tonight's test again, at one scenario's
+    season bar instead of the night's bar across the suite. In a 50-scenario night, 13 of
+    20 against 18 of 20 is not a regression by tonight's test; the first night's evidence
+    flagged it (and such duplicates failed 5-15 % of unchanged 50 x 1 nights)."""
+    others = [
+        cell(
+            [runs(20, passed=17, scenario=f"o{i}") for _ in range(5)],
+            runs(20, passed=17, scenario=f"o{i}"),
+            scenario=f"o{i}",
+        )
+        for i in range(49)
+    ]
+    changed = cell([runs(20, passed=18) for _ in range(5)], runs(20, passed=13), anchor="a1")
+    found = compare_night([changed, *others])
+    result = next(r for r in found.results if r.scenario == "s" and r.metric == "success_rate")
+    assert result.evidence is not None and result.evidence_threshold is None
+    assert not result.fails_night
+    state = found.cells[0].evidence
+    second = cell([runs(20, passed=18) for _ in range(5)], runs(20, passed=13), anchor="a1")
+    again = compare_night([CellNight(second.baseline, second.tonight, state), *others])
+    result = next(r for r in again.results if r.scenario == "s" and r.metric == "success_rate")
+    assert result.evidence_threshold is not None and result.flagged_by == "evidence"
 
 
 def test_halfway_is_half_the_log_likelihood_ratio_of_the_boundary() -> None:
