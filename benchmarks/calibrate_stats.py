@@ -741,23 +741,27 @@ def aa_table(cfg: Config) -> None:
         "fails the night; N = 20, escalation on (up to 3N). Mature baseline: 5 nights x 20 runs. "
         "Young: 1 night x 10 runs, too young to gate, so nothing fails: the column counts nights "
         "with any regression/changed verdict, which is reported and fails nothing. Runs/cell: "
-        "mean runs an unchanged cell used (escalation spends the rest above 20).\n"
+        "mean runs an unchanged cell used (escalation spends the rest above 20). Fixed N: the "
+        "same nights with no escalation (escalation must not add false alarms).\n"
     )
     cfg.emit(
-        "| suite | endpoint | nights | mature: failed nights | runs/cell | young: nights with a (non-gating) flag | failing metrics (nights) |"
+        "| suite | endpoint | nights | mature: failed nights | the same, fixed N | runs/cell "
+        "| young: nights with a (non-gating) flag | failing metrics (nights, escalation) |"
     )
-    cfg.emit("|---|---|---|---|---|---|---|")
+    cfg.emit("|---|---|---|---|---|---|---|---|")
     for suite in cfg.chosen(SUITES):
         for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
-            mature = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,))]
+            both = _nights(cfg, suite, NONE, drift, (ESCALATE, FIXED))
+            mature = [r["escalation"] for r in both]
             young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
             n = len(mature)
             failed = sum(x.null_failed or x.changed_failed for x in mature)
+            fixed = sum(r["fixed N"].null_failed or r["fixed N"].changed_failed for r in both)
             flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
             runs = np.mean([x.runs_null for x in mature])
             which = collections.Counter(m for x in mature for m in x.failing)
             cfg.emit(
-                f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {pct(failed, n)} "
+                f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {pct(failed, n)} | {pct(fixed, n)} "
                 f"| {runs:.1f} | {pct(flagged, len(young))} "
                 f"| {', '.join(f'{m} {k}' for m, k in which.most_common()) or '-'} |"
             )
