@@ -51,10 +51,11 @@ PRIOR_ICC = 0.05
 """Between-night share of variance assumed when nothing estimates it (no cell has 2+ nights).
 For a success rate of 0.9 it is a night-to-night sd of 0.067, about a +/-0.10 drift."""
 MAX_ICC = 0.5
-TAU2_ERRORS = 0.5
+TAU2_ERRORS = 0.35
 """Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`).
-Half, not a quarter: with a quarter, escalation's extra runs turned an underestimate into
-3.9-4.7 % of drifting 5 x 1 nights failing (docs/calibration.md, the trade-off table)."""
+The least padding of those measured at which neither drift law fails more than 3 % of 5 x 1
+nights with escalation on; a quarter failed 3.3 % under the logit-normal law (docs/calibration.md,
+the trade-off table)."""
 PAIRED_FLOOR = 0.1
 """The least share of a run's variance pairing by dataset row may leave (at most 10 times
 the runs' worth): rows estimated to be perfectly repeatable are not taken at their word."""
