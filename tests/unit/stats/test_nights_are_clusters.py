@@ -25,7 +25,7 @@ def test_a_night_as_low_as_the_baseline_s_own_low_nights_is_not_flagged(
     assert verdict == "regression" and p_steady is not None and p_steady < 0.005
     verdict, p_drifting, share_drifting = _success_of(cell(drifting, tonight))
     assert verdict != "regression" and p_drifting is not None and p_drifting > 0.01
-    # Identical nights: no drift, save a third of a standard error of that estimate.
+    # Identical nights: no drift, save 0.35 standard errors of that estimate.
     assert share_steady is not None and share_steady < 0.02
     assert share_drifting is not None and share_drifting > 0.2
 
