@@ -12,8 +12,9 @@ cannot resolve a change much smaller than 3 of its standard errors).
 The test is the cumulative z since the anchor against one boundary for a whole
 season (``season_nights`` nights from the anchor, a constant boundary as Pocock's,
 which spends the error evenly over the nights, so a change is found early as well
-as late), looked at from the second night of its sums (:data:`FIRST_LOOK`). The boundary is exact for that correlation structure: the chance that
-max over the season's nights of z_t reaches it, with the baseline's error drawn too,
+as late), looked at from the second night of its sums (:data:`FIRST_LOOK`). The
+boundary is exact for that correlation structure: the chance that max over the
+season's nights of z_t reaches it, with the baseline's error drawn too,
 is ``alpha`` (:func:`boundary`, by simulation with a fixed seed, so it is the same
 on every machine). The cell's ``season_alpha`` is split evenly over its gating
 metrics: the chance of any false alarm by the evidence in one scenario-season is at
@@ -71,6 +72,11 @@ class Accumulated:
     nights: int
     effect: float
     effect_ci: tuple[float, float]
+
+    @property
+    def threshold(self) -> float | None:
+        """The boundary once the evidence may flag (:data:`FIRST_LOOK`), else None."""
+        return self.boundary if self.nights >= FIRST_LOOK else None
 
 
 _SPREAD = {"last_mean", "last_var", "pairs", "pair_excess", "pair_noise"}

@@ -12,14 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner.stats import _binary, _counts, _logs, _paths
-from evalrunner.stats._evidence import (
-    FIRST_LOOK,
-    Accumulated,
-    add_night,
-    metric_alpha,
-    restarted,
-    start,
-)
+from evalrunner.stats._evidence import Accumulated, add_night, metric_alpha, restarted, start
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._measured import Measured
@@ -249,7 +242,7 @@ def _result(
         base.update(
             evidence=acc.z,
             evidence_test="z",
-            evidence_threshold=acc.boundary if gates and acc.nights >= FIRST_LOOK else None,
+            evidence_threshold=acc.threshold if gates else None,
             evidence_nights=acc.nights,
             evidence_effect=acc.effect,
             evidence_ci=acc.effect_ci,
