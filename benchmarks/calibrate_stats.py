@@ -1263,6 +1263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         parser.error(f"unknown table(s): {', '.join(unknown)}")
+    odd = [e for e in cfg.endpoints if e not in ("quiet", "drift", "logit")]
+    if odd:
+        parser.error(f"unknown endpoint(s): {', '.join(odd)} (of quiet, drift, logit)")
     check_records()
     started = time.time()
     cfg.emit(f"# Calibration output (seed {cfg.seed}{', --quick' if cfg.quick else ''})\n")
