@@ -74,6 +74,7 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
+@functools.lru_cache(maxsize=1024)
 def is_secret_env_name(name: str) -> bool:
     """Whether an environment variable's value is a credential, judging by its name."""
     return bool(_ENV_SECRET_NAME.search(name)) and not _ENV_NOT_SECRET.search(name)
@@ -278,17 +279,46 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 
 
+_MEMO_CHARS = 4_000_000
+"""Characters of text whose redaction is remembered between passes (then it starts afresh)."""
+
+
+class _Memo:
+    """Strings already redacted, kept from pass to pass while the configured secrets stay the
+    same: a night's runs send the same prompts, tool schemas and keys, and every run file
+    would scan them again (with ~30 patterns, the larger part of writing one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: tuple[str, ...] = ()
+        self._done: dict[str, str] = {}
+        self.chars = 0
+
+    def table(self, secrets: list[str]) -> dict[str, str]:
+        """The redactions made under ``secrets`` (a new secret or a full memo: none)."""
+        key = tuple(secrets)
+        with self._lock:
+            if key != self._secrets or self.chars > _MEMO_CHARS:
+                self._secrets, self._done, self.chars = key, {}, 0
+            return self._done
+
+
+_memo = _Memo()
+
+
 class _Redactor:
-    """One redaction pass: the configured secrets read once, each distinct string redacted once."""
+    """One redaction pass: the configured secrets read once, each distinct string redacted
+    once (and, with the same secrets, once per process: :class:`_Memo`)."""
 
     def __init__(self, secrets: list[str]) -> None:
         self.secrets = secrets
-        self.done: dict[str, str] = {}
+        self.done = _memo.table(secrets)
 
     def text(self, text: str) -> str:
         out = self.done.get(text)
         if out is None:
             out = self.done[text] = _text(text, self.secrets)
+            _memo.chars += len(text)
         return out
 
     def value(self, obj: Any) -> Any:

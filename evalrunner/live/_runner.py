@@ -12,6 +12,7 @@ disk as each run finishes; the records come back for the statistics.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -406,6 +407,7 @@ class _Driver:
         self.executor = executor
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.broken: Counter[tuple[str, str]] = Counter()  # (scenario, check) -> runs it failed
+        self.limit = limit
         self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
 
     def close(self) -> None:
@@ -428,6 +430,40 @@ class _Driver:
         if endpoint.label not in self.per_endpoint:
             self.per_endpoint[endpoint.label] = asyncio.Semaphore(endpoint.max_concurrency)
         return self.per_endpoint[endpoint.label]
+
+    async def run_all(
+        self, jobs: Sequence[Job], finished: Callable[[RunRecord, str | None], None]
+    ) -> None:
+        """Run ``jobs`` (each endpoint's in order) and hand each to ``finished`` as it ends.
+
+        Only as many tasks exist as could run at once, not one per job: every
+        ``asyncio.run`` walks every task of the process, and litellm's sync
+        ``completion`` makes three, so with a task per queued run a sync agent's
+        model calls cost more CPU the bigger the night (``benchmarks/bench_runner.py
+        --runs 2000`` against ``--runs 200``). Each endpoint gets its own workers, as
+        many as it may serve at once, so runs queued for a slow endpoint never keep
+        another's waiting.
+        """
+        queues: dict[str, collections.deque[Job]] = {}
+        slots: dict[str, int] = {}
+        for job in jobs:
+            queues.setdefault(job.endpoint.label, collections.deque()).append(job)
+            slots[job.endpoint.label] = min(self.limit, job.endpoint.max_concurrency or self.limit)
+
+        async def worker(queue: collections.deque[Job]) -> None:
+            while queue:
+                finished(*await self.run(queue.popleft()))
+
+        workers = [
+            asyncio.ensure_future(worker(queue))
+            for label, queue in queues.items()
+            for _ in range(min(slots[label], len(queue)))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:  # a bug in one run stops the night's other workers
+                task.cancel()
 
     async def run(self, job: Job) -> tuple[RunRecord, str | None]:
         """One run, executed and written; the traceback too if it crashed."""
@@ -572,11 +608,13 @@ async def _execute(night: OpenNight, planner: Planner, driver: _Driver, report: 
         todo = [job for job in batch if job.run_id not in finished]
         report.resumed_skipped += len(batch) - len(todo)
         driver.progress.total += len(todo)
-        for done in asyncio.as_completed([driver.run(job) for job in todo]):
-            record, tb = await done
+
+        def done(record: RunRecord, tb: str | None) -> None:
             finished[record.run_id] = record
             if tb:
                 report.crashes.append((record.run_id, tb))
+
+        await driver.run_all(todo, done)
         batch = planner.next_jobs(list(finished.values()))
 
 

@@ -90,3 +90,82 @@ def test_importing_the_runner_creates_no_pool() -> None:
     assert [
         name for name, value in vars(runner_module).items() if isinstance(value, Executor)
     ] == []
+
+
+def test_a_night_holds_a_task_per_run_it_may_run_at_once_not_per_queued_run(
+    tmp_path: Path,
+) -> None:
+    # Every asyncio.run walks every task of the process, and litellm's sync completion
+    # makes three per call: a task per queued run made a big night's calls dearer.
+    import runner_agents
+
+    runner_agents.TASKS_SEEN.clear()
+    scenario = {"id": "s", "agent": "runner_agents:task_counting_agent", "input": "Capital?"}
+    path = write_suite(tmp_path, "tasks", [scenario], runs=40, concurrency=4)
+    with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
+        report = asyncio.run(
+            run_suite(
+                load_suite(path),
+                out=tmp_path / "out",
+                pool=fake_pool(ep.api_base),
+                progress_stream=io.StringIO(),
+            )
+        )
+    assert [r.outcome for r in report.records] == ["passed"] * 40
+    assert len(runner_agents.TASKS_SEEN) == 40
+    # 4 runs' workers, the night's own task and litellm's: never one per queued run.
+    assert max(runner_agents.TASKS_SEEN) <= 12, runner_agents.TASKS_SEEN
+
+
+def test_runs_queued_for_a_one_at_a_time_endpoint_keep_no_other_endpoint_waiting(
+    tmp_path: Path,
+) -> None:
+    from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
+
+    served: dict[str, list[tuple[float, float]]] = {"slow": [], "fast": []}
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any], n: int) -> Reply:
+        started = time.monotonic()
+        time.sleep(0.05)
+        with lock:
+            served[body["model"]].append((started, time.monotonic()))
+        return Reply("Paris.")
+
+    class Pool(EndpointPool):
+        def __init__(self, api_base: str) -> None:
+            self.api_base = api_base
+
+        def resolve(self, model: str) -> Endpoint:
+            one = 1 if model == "openai/slow" else None
+            return Endpoint(
+                label=model,
+                model=model,
+                api_base=self.api_base,
+                api_key="sk-fake-key-0000",
+                max_concurrency=one,
+            )
+
+    scenario = {"id": "s", "agent": "runner_agents:plain_agent", "input": "Capital?"}
+    path = write_suite(
+        tmp_path, "two", [scenario], models=["openai/slow", "openai/fast"], runs=8, concurrency=4
+    )
+    with FakeEndpoint(responder=respond) as ep:
+        asyncio.run(
+            run_suite(
+                load_suite(path),
+                out=tmp_path / "out",
+                pool=Pool(ep.api_base),
+                progress_stream=io.StringIO(),
+            )
+        )
+
+    def overlap(spans: list[tuple[float, float]]) -> int:
+        return max(sum(1 for a, b in spans if a < end and start < b) for start, end in spans)
+
+    assert len(served["slow"]) == len(served["fast"]) == 8
+    assert overlap(served["slow"]) == 1
+    # The fast endpoint's runs went 3 at a time beside the slow one's (concurrency 4),
+    # and were all done while the slow endpoint still had runs to go.
+    assert overlap(served["fast"]) >= 3
+    assert max(b for _, b in served["fast"]) < max(b for _, b in served["slow"])

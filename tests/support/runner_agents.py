@@ -51,6 +51,16 @@ async def atool_agent(task: str, ctx: RunContext) -> AgentResult:
     return await arun_agent(task, ctx, _tools(ctx), max_tool_rounds=ctx.max_turns)
 
 
+TASKS_SEEN: list[int] = []
+"""What :func:`task_counting_agent` saw: the event loop's tasks as each of its runs began."""
+
+
+async def task_counting_agent(task: str, ctx: RunContext) -> AgentResult:
+    """:func:`atool_agent`, noting in :data:`TASKS_SEEN` how many tasks the loop holds."""
+    TASKS_SEEN.append(len(asyncio.all_tasks()))
+    return await atool_agent(task, ctx)
+
+
 def three_calls(task: str, ctx: RunContext) -> str | None:
     """Two tool rounds, then an answer without tools: three model calls when the model obliges."""
     return run_agent(task, ctx, _tools(ctx), max_tool_rounds=2).answer

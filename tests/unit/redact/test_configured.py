@@ -135,3 +135,24 @@ def test_the_traceback_of_a_crashed_run_is_redacted() -> None:
     printed = redact_text(res.traceback)
     assert key not in printed
     assert f"RuntimeError: gateway refused {R}: quota exceeded" in printed
+
+
+def test_a_string_written_before_its_secret_was_configured_is_redacted_once_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Redactions are remembered between writes (a night repeats its prompts): a
+    # secret registered or exported later must still reach text already seen.
+    doc = {"note": "called with value-0042-long and other-0043-long"}
+    assert redact(doc) == doc
+    _redact.register_secret("value-0042-long")
+    assert redact(doc) == {"note": f"called with {R} and other-0043-long"}
+    monkeypatch.setenv("LATER_TOKEN", "other-0043-long")
+    assert redact(doc) == {"note": f"called with {R} and {R}"}
+
+
+def test_remembered_redactions_stay_within_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_redact, "_MEMO_CHARS", 1_000)
+    monkeypatch.setattr(_redact, "_memo", _redact._Memo())
+    for i in range(200):
+        redact({"text": f"message number {i} of a long night"})
+    assert _redact._memo.chars <= 1_000 + 40
