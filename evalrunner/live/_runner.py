@@ -403,7 +403,6 @@ class _Driver:
         self.results = results
         self.progress = progress
         self.semaphore = asyncio.Semaphore(limit)
-        self.per_endpoint: dict[str, asyncio.Semaphore] = {}
         self.executor = executor
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.broken: Counter[tuple[str, str]] = Counter()  # (scenario, check) -> runs it failed
@@ -424,13 +423,6 @@ class _Driver:
                     "they are judged without it"
                 )
 
-    def _endpoint_slot(self, endpoint: Endpoint) -> contextlib.AbstractAsyncContextManager[Any]:
-        if endpoint.max_concurrency is None:
-            return contextlib.nullcontext()
-        if endpoint.label not in self.per_endpoint:
-            self.per_endpoint[endpoint.label] = asyncio.Semaphore(endpoint.max_concurrency)
-        return self.per_endpoint[endpoint.label]
-
     async def run_all(
         self, jobs: Sequence[Job], finished: Callable[[RunRecord, str | None], None]
     ) -> None:
@@ -445,10 +437,8 @@ class _Driver:
         another's waiting.
         """
         queues: dict[str, collections.deque[Job]] = {}
-        slots: dict[str, int] = {}
         for job in jobs:
             queues.setdefault(job.endpoint.label, collections.deque()).append(job)
-            slots[job.endpoint.label] = min(self.limit, job.endpoint.max_concurrency or self.limit)
 
         async def worker(queue: collections.deque[Job]) -> None:
             while queue:
@@ -456,8 +446,10 @@ class _Driver:
 
         workers = [
             asyncio.ensure_future(worker(queue))
-            for label, queue in queues.items()
-            for _ in range(min(slots[label], len(queue)))
+            for queue in queues.values()
+            for _ in range(
+                min(len(queue), self.limit, queue[0].endpoint.max_concurrency or self.limit)
+            )
         ]
         try:
             await asyncio.gather(*workers)
@@ -467,9 +459,9 @@ class _Driver:
 
     async def run(self, job: Job) -> tuple[RunRecord, str | None]:
         """One run, executed and written; the traceback too if it crashed."""
-        # The endpoint's slot first: a run waiting for the local server holds no
-        # slot a run against another endpoint could use.
-        async with self._endpoint_slot(job.endpoint), self.semaphore:
+        # The endpoint's own limit is its number of workers (run_all): a run waiting
+        # for the local server holds no slot a run against another endpoint could use.
+        async with self.semaphore:
             result = await self.executor.execute(job)
             sc = job.scenario
             disagreement = tools_disagreement(result.trajectory, sc.tools)
