@@ -9,8 +9,12 @@ modules included, so the CLI, the pytest plugin and capture call
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from typing import Any
+
+from evalrunner._heap import collector_paused
 
 
 def prepare() -> None:
@@ -22,7 +26,9 @@ def import_litellm() -> Any:
     """``litellm``, imported after :func:`prepare`, with its debug banner off (typed Any, as
     mypy is told to treat litellm: its response types are unions nobody narrows)."""
     prepare()
-    import litellm
-
+    if "litellm" not in sys.modules:  # the first import: seconds of CPU
+        with collector_paused():
+            importlib.import_module("litellm")
+    litellm: Any = sys.modules["litellm"]
     litellm.suppress_debug_info = True
     return litellm

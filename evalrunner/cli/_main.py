@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from evalrunner._heap import exit_without_collecting
 from evalrunner._litellm import prepare
 from evalrunner.cli._baseline import baseline
 from evalrunner.cli._boundary import ErrorBoundary
@@ -42,6 +43,9 @@ def main() -> None:
     # an agent that imports litellm would otherwise fetch its cost map over the
     # network, a ~10 s stall offline.
     prepare()
+    # The process is ours and ends with the command: what it holds (pandas, litellm, the
+    # night's records) is left to the operating system instead of walked once more.
+    exit_without_collecting()
     # Agents named in suites ("pkg.module:fn") are imported from the project
     # the command runs in, as `python -m` would.
     if os.getcwd() not in sys.path:

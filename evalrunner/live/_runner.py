@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TextIO, TypeVar
 
 from evalrunner._clock import iso_now
+from evalrunner._heap import heap_frozen
 from evalrunner._redact import redact_text
 from evalrunner.core._faults import InfraLog, describe
 from evalrunner.core._hook import LiteLLMTransport
@@ -674,7 +675,8 @@ async def run_night(
     driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
     try:
         try:
-            await _execute(night, planner, driver, report)
+            with heap_frozen():
+                await _execute(night, planner, driver, report)
             driver.say_broken()
         finally:
             driver.close()

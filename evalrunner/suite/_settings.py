@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from evalrunner._heap import collector_paused
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
 from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
@@ -342,7 +343,8 @@ def _import_agent(spec: str, where: str) -> Callable[..., Any]:
     """Import 'package.module:attr.path'; every failure is a one-line ConfigError."""
     module_name, _, attr_path = spec.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        with collector_paused():  # an agent's module may import litellm or a framework
+            module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
             raise ConfigError(

@@ -404,6 +404,7 @@ def pytest_sessionfinish(session):
 
 LIGHT = {
     "evalrunner",
+    "evalrunner._heap",  # the standard library's gc, atexit, contextlib, functools
     "evalrunner._lazy",
     "evalrunner._litellm",
     "evalrunner._version",

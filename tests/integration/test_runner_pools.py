@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import io
 import threading
 import time
@@ -115,6 +116,50 @@ def test_a_night_holds_a_task_per_run_it_may_run_at_once_not_per_queued_run(
     assert len(runner_agents.TASKS_SEEN) == 40
     # 4 runs' workers, the night's own task and litellm's: never one per queued run.
     assert max(runner_agents.TASKS_SEEN) <= 12, runner_agents.TASKS_SEEN
+
+
+def _night_of(tmp_path: Path, agent: str, runs: int) -> RunReport:
+    scenario = {"id": "s", "agent": f"runner_agents:{agent}", "input": "Capital?"}
+    path = write_suite(tmp_path, "heap", [scenario], runs=runs, concurrency=2)
+    with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
+        return asyncio.run(
+            run_suite(
+                load_suite(path),
+                out=tmp_path / "out",
+                pool=fake_pool(ep.api_base),
+                progress_stream=io.StringIO(),
+            )
+        )
+
+
+def test_a_night_keeps_what_the_process_held_before_it_out_of_the_collectors_way(
+    tmp_path: Path,
+) -> None:
+    # litellm's modules and tables live all night; each full collection walked them again.
+    import runner_agents
+
+    runner_agents.FROZEN_SEEN.clear()
+    assert gc.get_freeze_count() == 0
+    report = _night_of(tmp_path, "freeze_noting_agent", runs=3)
+    assert [r.outcome for r in report.records] == ["passed"] * 3
+    assert len(runner_agents.FROZEN_SEEN) == 3
+    assert min(runner_agents.FROZEN_SEEN) > 10_000, runner_agents.FROZEN_SEEN
+    # Given back after the night: what died during it is collected as before.
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_process_that_froze_its_own_heap_finds_it_frozen_after_a_night(
+    tmp_path: Path,
+) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        report = _night_of(tmp_path, "atool_agent", runs=2)
+        assert [r.outcome for r in report.records] == ["passed"] * 2
+        # Not given back to the collector (the count only drops as frozen objects die).
+        assert gc.get_freeze_count() > frozen // 2
+    finally:
+        gc.unfreeze()
 
 
 def test_runs_queued_for_a_one_at_a_time_endpoint_keep_no_other_endpoint_waiting(

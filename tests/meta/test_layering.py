@@ -2,7 +2,7 @@
 
 The layers, bottom up (docs/architecture.md draws them):
 
-    plumbing   _jsonio, _redact, _clock, _lazy, _litellm, _net, _version, errors
+    plumbing   _jsonio, _redact, _clock, _heap, _lazy, _litellm, _net, _version, errors
     core       capture, ATIF, normalise, shape, diff, the request fingerprint
     suite      suite files, the agent contract, run records, metrics, Tolerance
     endpoints  model strings, the embedded model's server
@@ -29,7 +29,17 @@ from pathlib import Path
 import pytest
 from paths import REPO
 
-PLUMBING = ("_jsonio", "_redact", "_clock", "_lazy", "_litellm", "_net", "_version", "errors")
+PLUMBING = (
+    "_jsonio",
+    "_redact",
+    "_clock",
+    "_heap",
+    "_lazy",
+    "_litellm",
+    "_net",
+    "_version",
+    "errors",
+)
 AGENTS = ("examples", "reference_agent")
 
 # Each layer and the layers it may import (plumbing always, and itself).

@@ -8,6 +8,7 @@ the endpoint answers (tests/fake_endpoint.py) decides how a run ends.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import threading
@@ -58,6 +59,16 @@ TASKS_SEEN: list[int] = []
 async def task_counting_agent(task: str, ctx: RunContext) -> AgentResult:
     """:func:`atool_agent`, noting in :data:`TASKS_SEEN` how many tasks the loop holds."""
     TASKS_SEEN.append(len(asyncio.all_tasks()))
+    return await atool_agent(task, ctx)
+
+
+FROZEN_SEEN: list[int] = []
+"""What :func:`freeze_noting_agent` saw: the objects kept from the collector as each run began."""
+
+
+async def freeze_noting_agent(task: str, ctx: RunContext) -> AgentResult:
+    """:func:`atool_agent`, noting in :data:`FROZEN_SEEN` ``gc.get_freeze_count()``."""
+    FROZEN_SEEN.append(gc.get_freeze_count())
     return await atool_agent(task, ctx)
 
 

@@ -20,6 +20,11 @@ def agent_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (package / "agents.py").write_text(
         "def answer(task, ctx):\n    return 'ok'\n\nNOT_CALLABLE = 3\n", encoding="utf-8"
     )
+    # An agent's module may import litellm or a framework: what the collector was doing then.
+    (package / "heavy.py").write_text(
+        "import gc\nCOLLECTOR_ON = gc.isenabled()\n\ndef answer(task, ctx):\n    return 'ok'\n",
+        encoding="utf-8",
+    )
     (package / "broken.py").write_text("raise RuntimeError('no API key\\nset')\n", encoding="utf-8")
     (package / "needs_dep.py").write_text(
         "import surely_missing_dependency_xyz\n", encoding="utf-8"
@@ -35,6 +40,18 @@ def load_with_agent(tmp_path: Path, agent: str) -> ResolvedScenario:
         encoding="utf-8",
     )
     return load_suite(path).scenarios[1]
+
+
+def test_an_agent_module_is_imported_with_the_collector_paused(
+    tmp_path: Path, agent_module: str
+) -> None:
+    import gc
+    import importlib
+
+    assert gc.isenabled()
+    load_with_agent(tmp_path, f"{agent_module}.heavy:answer").load_agent()
+    assert importlib.import_module(f"{agent_module}.heavy").COLLECTOR_ON is False
+    assert gc.isenabled()  # and on again after it
 
 
 def test_load_agent(tmp_path: Path, agent_module: str) -> None:

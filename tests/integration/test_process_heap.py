@@ -1,0 +1,114 @@
+"""What a process pays for the million objects litellm builds, when evalrunner imports it.
+
+litellm is imported with the cyclic collector paused, and the process leaves what it
+holds at exit to the operating system instead of walking it once more: 1.3 s of CPU
+(evalrunner/_heap.py). Agents' modules are imported paused too
+(tests/unit/suite/test_agent_import.py), and a night keeps what the process held before
+it out of the collector's way (test_runner_pools.py). pytest's own last collection,
+which reports exceptions raised in finalizers, still sees everything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+PROBE = textwrap.dedent(
+    """
+    import atexit, gc, json, sys
+
+    seen = {}
+
+    class Watch:
+        def find_spec(self, name, path=None, target=None):
+            if name == "litellm":
+                seen["collector_on_during_import"] = gc.isenabled()
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    # Registered before evalrunner's own exit handler, so it runs after it (last in, first out).
+    atexit.register(lambda: print(json.dumps({**seen, "frozen_at_exit": gc.get_freeze_count() > 0})))
+    from evalrunner._litellm import import_litellm
+
+    import_litellm()
+    seen["collector_on_after_import"] = gc.isenabled()
+    """
+)
+
+
+def test_litellm_is_imported_with_the_collector_paused_and_its_objects_left_to_the_os_at_exit() -> (
+    None
+):
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "collector_on_during_import": False,
+        "collector_on_after_import": True,
+        "frozen_at_exit": True,
+    }
+
+
+CLI_PROBE = textwrap.dedent(
+    """
+    import atexit, gc, json
+    atexit.register(lambda: print(json.dumps({"frozen_at_exit": gc.get_freeze_count() > 0})))
+    from evalrunner.cli._main import main
+    try:
+        main(["list"], standalone_mode=False)
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+    """
+)
+
+
+def test_an_evalrunner_command_leaves_what_its_process_holds_to_the_os_at_exit(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "suites").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"frozen_at_exit": True}
+
+
+def test_pytest_still_reports_an_exception_raised_in_a_finalizer(
+    pytester: pytest.Pytester,
+) -> None:
+    # A session that imported litellm through evalrunner: its last collection is pytest's.
+    pytester.makepyfile(
+        """
+        from evalrunner._litellm import import_litellm
+
+
+        class Cycle:
+            def __init__(self):
+                self.me = self
+
+            def __del__(self):
+                raise RuntimeError("raised in a finalizer")
+
+
+        ALIVE = [Cycle()]  # alive while litellm is imported
+
+
+        def test_makes_garbage():
+            import_litellm()
+            ALIVE.clear()  # now garbage only the cyclic collector can find
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    result.stderr.fnmatch_lines(["*PytestUnraisableExceptionWarning*", "*raised in a finalizer*"])
