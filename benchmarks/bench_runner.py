@@ -20,13 +20,15 @@ results files), and agent-alone / ideal is litellm's. With ``--peer-python`` an
 interpreter that has inspect_ai installed runs the same task with ``epochs``
 against the same endpoint (``peer_inspect.py``), so the lead is measured again
 each time: its CPU per run beside ours. Rounds are interleaved
-and each line's best round counts, which damps noise from other processes.
+and each line's best wall time and median CPU count, which damps noise from other
+processes; the CPU ratios pair the runner with the agent alone round by round.
 The endpoint runs in a child process so its threads do not compete with the
 runner for this process's GIL.
 
     python benchmarks/bench_runner.py               # 200 runs, 2 rounds
     python benchmarks/bench_runner.py --runs 64     # a quicker look
     python benchmarks/bench_runner.py --profile     # plus a cProfile of the runner's event loop
+    python benchmarks/bench_runner.py --unfrozen    # plus the runner with the collector as before
     python benchmarks/bench_runner.py --peer-python /tmp/peer/bin/python   # with inspect_ai's line
 """
 
@@ -40,6 +42,7 @@ import math
 import multiprocessing as mp
 import os
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -187,6 +190,23 @@ def runner_line(
     return wall
 
 
+UNFROZEN = "runner, async agent, heap not frozen"
+
+
+def unfrozen_line(api_base: str, runs: int, concurrency: int) -> float:
+    """The async runner line as it was before the night froze what it started with."""
+    import contextlib
+
+    from evalrunner.live import _runner
+
+    frozen = _runner.heap_frozen
+    _runner.heap_frozen = contextlib.nullcontext  # type: ignore[assignment]
+    try:
+        return runner_line(api_base, "bench_runner:athree_calls", runs, concurrency)
+    finally:
+        _runner.heap_frozen = frozen
+
+
 def agent_threads_line(api_base: str, runs: int, concurrency: int) -> float:
     from evalrunner.examples import tool_chain
 
@@ -280,6 +300,11 @@ def main() -> int:
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile one runner round")
     parser.add_argument(
+        "--unfrozen",
+        action="store_true",
+        help="adds the async runner with its heap left to the collector (evalrunner/_heap.py)",
+    )
+    parser.add_argument(
         "--peer-python",
         help="an interpreter with inspect_ai installed: adds its line (peer_inspect.py)",
     )
@@ -301,6 +326,8 @@ def main() -> int:
         ("  same agent alone, asyncio", lambda: agent_async_line(endpoint.api_base, n, c)),
         ("bare litellm.acompletion x3, no tools", lambda: bare_async_line(endpoint.api_base, n, c)),
     ]
+    if args.unfrozen:
+        lines.append((UNFROZEN, lambda: unfrozen_line(endpoint.api_base, n, c)))
     if args.peer_python:
         lines.append(
             (
@@ -308,7 +335,7 @@ def main() -> int:
                 lambda: peer_line(args.peer_python, endpoint.api_base, n, c),
             )
         )
-    best: dict[str, tuple[float, float]] = {}
+    rounds: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in lines}
     try:
         warm_up(endpoint.api_base)
         for _ in range(args.rounds):
@@ -318,9 +345,7 @@ def main() -> int:
                 cpu = time.process_time() - cpu0
                 if isinstance(measured, tuple):  # measured in another process
                     measured, cpu = measured
-                wall = measured
-                if name not in best or wall < best[name][0]:
-                    best[name] = (wall, cpu)
+                rounds[name].append((measured, cpu))
         if args.profile:
             runner_line(endpoint.api_base, "evalrunner.examples:tool_chain", n, c, profile=True)
     finally:
@@ -328,24 +353,36 @@ def main() -> int:
 
     print(
         f"\n{n} runs x {CALLS} calls, concurrency {c}, endpoint latency {args.latency * 1000:.0f} ms, "
-        f"{os.cpu_count()} CPUs, best of {args.rounds} rounds; requests served: {served}"
+        f"{os.cpu_count()} CPUs, {args.rounds} rounds (wall: the best; CPU: the median); "
+        f"requests served: {served}"
     )
     print(f"ideal: ceil({n}/{c}) x {CALLS} x {args.latency:g} s = {ideal:.2f} s\n")
     print(f"{'line':<42} {'wall s':>7} {'/ideal':>7} {'CPU s':>7} {'ms/run':>7}")
+    wall_of = {name: min(w for w, _ in rounds[name]) for name, _ in lines}
+    cpu_of = {name: statistics.median(c for _, c in rounds[name]) for name, _ in lines}
     for name, _ in lines:
-        wall, cpu = best[name]
+        wall, cpu = wall_of[name], cpu_of[name]
         print(f"{name:<42} {wall:7.2f} {wall / ideal:7.2f} {cpu:7.2f} {cpu / n * 1000:7.1f}")
-    runner, alone = best[lines[0][0]][0], best[lines[1][0]][0]
+    runner, alone = wall_of[lines[0][0]], wall_of[lines[1][0]]
     ratio = runner / ideal
     print(
         f"\nrunner / ideal = {ratio:.2f} (target <= {TARGET}); runner / same agent alone = {runner / alone:.2f} "
         f"(evalrunner's share); agent alone / ideal = {alone / ideal:.2f} (litellm's share)"
     )
-    cpu_of = {name: best[name][1] for name, _ in lines}
     for runner_name, alone_name in ((lines[0][0], lines[1][0]), (lines[2][0], lines[3][0])):
+        # Paired within each round (the two lines run one after the other), then the median:
+        # a round the machine was busier for weighs on both sides of its ratio.
+        paired = [r[1] / a[1] for r, a in zip(rounds[runner_name], rounds[alone_name], strict=True)]
         print(
             f"CPU, {runner_name.split(', ')[1]}: runner / same agent alone = "
-            f"{cpu_of[runner_name] / cpu_of[alone_name]:.2f} (target <= {CPU_TARGET})"
+            f"{statistics.median(paired):.2f} (target <= {CPU_TARGET}; rounds "
+            f"{min(paired):.2f}-{max(paired):.2f})"
+        )
+    if args.unfrozen:
+        paired = [f[1] / r[1] for f, r in zip(rounds[UNFROZEN], rounds[lines[2][0]], strict=True)]
+        print(
+            f"CPU, async agent: heap not frozen / frozen = {statistics.median(paired):.2f} "
+            f"(rounds {min(paired):.2f}-{max(paired):.2f})"
         )
     if args.peer_python:
         peer = cpu_of[lines[-1][0]]

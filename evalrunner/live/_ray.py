@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import gc
 import itertools
 import os
 import uuid
@@ -183,9 +182,6 @@ class _Worker:
         from evalrunner._litellm import import_litellm
 
         import_litellm()  # seconds, paid when the worker starts rather than by its first run
-        # The process is the night's and ends with it: what it holds now (litellm's modules
-        # and tables) lives as long, and need not be walked by every full collection.
-        gc.freeze()
         self.limits = dict(limits)
         # By name, not by handle: a handle among the constructor's arguments is kept in the
         # object store, and a restart after losing it would fail (ray-project/ray#53727).

@@ -11,7 +11,6 @@ session (starting one takes ~13 s here).
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import os
 import signal
@@ -144,21 +143,6 @@ def test_a_dataset_night_on_ray_gives_the_local_records_row_by_row(
     assert sorted((r.row, r.outcome) for r in on_ray) == sorted(
         (f"c{i:02d}", "failed" if i == 1 else "passed") for i in range(4) for _ in range(2)
     )
-
-
-def test_a_worker_keeps_what_it_holds_before_its_runs_out_of_the_collectors_way(
-    ray_address: str,
-) -> None:
-    # litellm's modules and tables live as long as the worker; every full collection in
-    # every worker walked them again.
-    executor = RayExecutor(workers=1)
-    try:
-        frozen = ray.get(
-            executor.workers[0].__ray_call__.remote(lambda worker: gc.get_freeze_count())
-        )
-    finally:
-        executor.close()
-    assert frozen > 10_000
 
 
 def test_a_worker_killed_mid_run_loses_no_run(tmp_path: Path, ray_address: str) -> None:
