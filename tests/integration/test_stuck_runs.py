@@ -9,8 +9,6 @@ free the moment it is recorded, and its hung request ends with the run.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import threading
 import time
 from collections import Counter
@@ -21,11 +19,9 @@ from typing import Any
 import pytest
 import runner_agents
 from fake_endpoint import FakeEndpoint, Fault, Reply
-from runner_agents import fake_pool, write_suite
-from suite_runs import run_suite
+from runner_agents import one_scenario_night
 
 from evalrunner.live._runner import RunReport
-from evalrunner.suite._loader import load_suite
 
 RUN_TIMEOUT = 3.0  # a first litellm call in a fresh thread can take over 1 s on a loaded machine
 # The policy would wait 30 s for a byte: the run's timeout is what ends a hang here.
@@ -33,18 +29,10 @@ RETRY = {"max_attempts": 2, "backoff_s": 0.01, "max_backoff_s": 0.05, "request_t
 
 
 def night(tmp_path: Path, ep: FakeEndpoint, agent: str, runs: int, concurrency: int) -> RunReport:
-    scenario = {"id": "s", "agent": f"runner_agents:{agent}", "input": "Capital of France?"}
-    path = write_suite(
-        tmp_path, "stuck", [scenario], runs=runs, concurrency=concurrency, timeout_s=RUN_TIMEOUT
+    report: RunReport = one_scenario_night(
+        tmp_path, ep.api_base, agent, runs=runs, concurrency=concurrency, timeout_s=RUN_TIMEOUT
     )
-    return asyncio.run(
-        run_suite(
-            load_suite(path),
-            out=tmp_path / "out",
-            pool=fake_pool(ep.api_base),
-            progress_stream=io.StringIO(),
-        )
-    )
+    return report
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])

@@ -250,6 +250,28 @@ def fake_pool(api_base: str) -> Any:
     return FakePool()
 
 
+def one_scenario_night(tmp_path: Path, api_base: str, agent: str, **settings: Any) -> Any:
+    """Run a suite of one scenario, ``runner_agents:<agent>``, against ``api_base`` into
+    ``tmp_path / "out"``; ``settings`` override the suite's (runs, concurrency, ...)."""
+    import asyncio
+    import io
+
+    from suite_runs import run_suite
+
+    from evalrunner.suite._loader import load_suite
+
+    scenario = {"id": "s", "agent": f"runner_agents:{agent}", "input": "Capital of France?"}
+    path = write_suite(tmp_path, "night", [scenario], **settings)
+    return asyncio.run(
+        run_suite(
+            load_suite(path),
+            out=tmp_path / "out",
+            pool=fake_pool(api_base),
+            progress_stream=io.StringIO(),
+        )
+    )
+
+
 def fake_env(api_base: str) -> dict[str, str]:
     """Environment for an ``evalrunner`` subprocess that talks to the fake endpoint."""
     from pathlib import Path
