@@ -9,7 +9,8 @@ the collector paused, and with ``gc.freeze()`` last; ``benchmarks/bench_pr.py`` 
 ``benchmarks/bench_runner.py`` for what that gives a PR check and a night.
 
 - :func:`collector_paused`: around a big import (litellm, an agent's module).
-- :func:`heap_frozen`: around work that keeps what it started with (a night).
+- :func:`heap_frozen`: around work that keeps what it started with (a night, the
+  rendering of a report).
 - :func:`exit_without_collecting`: a process that made a big import leaves what it
   holds at exit to the operating system.
 """
