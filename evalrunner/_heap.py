@@ -32,7 +32,8 @@ def collector_paused() -> Iterator[None]:
     collector made during the import walked them again: about a quarter of litellm's import
     CPU (3.5 s with it, 2.9 s paused, exit included). Whatever garbage the import leaves is
     collected once the collector runs again. A process that turned the collector off
-    itself keeps it off.
+    itself keeps it off. A process that made such an import exits without collecting
+    (:func:`exit_without_collecting`).
     """
     exit_without_collecting()
     if not gc.isenabled():

@@ -111,10 +111,7 @@ def test_a_night_holds_a_task_per_run_it_may_run_at_once_not_per_queued_run(
 
 def _night_of(tmp_path: Path, agent: str, runs: int, concurrency: int = 2) -> RunReport:
     with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
-        report: RunReport = one_scenario_night(
-            tmp_path, ep.api_base, agent, runs=runs, concurrency=concurrency
-        )
-    return report
+        return one_scenario_night(tmp_path, ep.api_base, agent, runs=runs, concurrency=concurrency)
 
 
 def test_a_night_keeps_what_the_process_held_before_it_out_of_the_collectors_way(

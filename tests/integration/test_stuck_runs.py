@@ -29,10 +29,9 @@ RETRY = {"max_attempts": 2, "backoff_s": 0.01, "max_backoff_s": 0.05, "request_t
 
 
 def night(tmp_path: Path, ep: FakeEndpoint, agent: str, runs: int, concurrency: int) -> RunReport:
-    report: RunReport = one_scenario_night(
+    return one_scenario_night(
         tmp_path, ep.api_base, agent, runs=runs, concurrency=concurrency, timeout_s=RUN_TIMEOUT
     )
-    return report
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])

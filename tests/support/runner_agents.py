@@ -15,13 +15,16 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import litellm
 
 from evalrunner.examples import TOOLS
 from evalrunner.reference_agent import AgentResult, arun_agent, run_agent
 from evalrunner.suite._contract import RunContext
+
+if TYPE_CHECKING:
+    from evalrunner.live._runner import RunReport
 
 # The fake endpoint is on loopback; a proxy from the environment must not swallow those calls.
 for _var in ("NO_PROXY", "no_proxy"):
@@ -250,10 +253,9 @@ def fake_pool(api_base: str) -> Any:
     return FakePool()
 
 
-def one_scenario_night(tmp_path: Path, api_base: str, agent: str, **settings: Any) -> Any:
+def one_scenario_night(tmp_path: Path, api_base: str, agent: str, **settings: Any) -> RunReport:
     """Run a suite of one scenario, ``runner_agents:<agent>``, against ``api_base`` into
     ``tmp_path / "out"``; ``settings`` override the suite's (runs, concurrency, ...)."""
-    import asyncio
     import io
 
     from suite_runs import run_suite
