@@ -17,7 +17,6 @@ writing them, loading them, rendering HTML, Markdown and JUnit.
 from __future__ import annotations
 
 import argparse
-import gc
 import shutil
 import sys
 import tempfile
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 
 from history_factory import build_entries, history_from_entries, write_history
 
+from evalrunner._heap import arrow_on_malloc, heap_frozen
 from evalrunner.history import load_history
 from evalrunner.report import render_html, render_junit, render_markdown
 
@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                 old = timed("load_history (JSON)", load_history, str(root / "json"))
                 del old
             history = timed("load_history", load_history, str(root / "parquet"))
-            gc.freeze()  # as `evalrunner report` does after loading (cli/_report.py)
-        _render(history, took, timed, args.keep)
+        with heap_frozen(), arrow_on_malloc():  # as `evalrunner report` renders (cli/_report.py)
+            _render(history, took, timed, args.keep)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

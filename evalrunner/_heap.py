@@ -1,4 +1,5 @@
-"""The cyclic garbage collector and the objects a process keeps for its whole life.
+"""The process's heap: the cyclic garbage collector, the objects a process keeps for its whole
+life, and where Arrow's buffers come from.
 
 litellm and the SDKs it imports build about a million objects that live as long as
 the process. Each full pass of the collector walks all of them again, so a process
@@ -13,6 +14,8 @@ the collector paused, and with ``gc.freeze()`` last; ``benchmarks/bench_pr.py`` 
   rendering of a report).
 - :func:`exit_without_collecting`: a process that made a big import leaves what it
   holds at exit to the operating system.
+- :func:`arrow_on_malloc`: around reading a long history (the report), so freed Arrow
+  buffers go back to the system instead of waiting in pyarrow's pool.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import atexit
 import contextlib
 import functools
 import gc
+import sys
 from collections.abc import Iterator
 
 
@@ -78,3 +82,27 @@ def exit_without_collecting() -> None:
     objects still alive at exit, so nothing a program may rely on is skipped.
     """
     atexit.register(gc.freeze)
+
+
+@contextlib.contextmanager
+def arrow_on_malloc() -> Iterator[None]:
+    """Arrow's buffers taken from the C library's allocator for the duration of the block.
+
+    pyarrow's default pool (mimalloc) keeps the pages a freed buffer used for the next
+    one, per thread. Reading a year's history file after file, column after column, that
+    kept about 60 MB more at the report's peak than malloc, which hands a large block back
+    to the system as soon as it is freed (``benchmarks/bench_report.py``: the whole
+    process's peak). Restored after the block: a buffer remembers the pool it came from,
+    and the rest of a process that calls the report from Python keeps its own choice.
+    Nothing happens when pyarrow is not imported (a history of JSON files).
+    """
+    arrow = sys.modules.get("pyarrow")
+    if arrow is None:
+        yield
+        return
+    before = arrow.default_memory_pool()
+    arrow.set_memory_pool(arrow.system_memory_pool())
+    try:
+        yield
+    finally:
+        arrow.set_memory_pool(before)
