@@ -8,9 +8,9 @@ scrubbed of secrets.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,10 +33,16 @@ def canonical(obj: Any) -> str:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write via a temp file in the same directory and rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make reports unreadable to others
+    while True:
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp"
+        try:
+            # 0o666 less the process's umask, as for any new file. Reading the umask means
+            # setting it, and while it is set to anything else another thread's new files
+            # (an agent's, the history's) would get that mask.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:  # left by an earlier process with the same pid
+            continue
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -44,8 +50,11 @@ def write_text_atomic(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+_TEMP_NAMES = itertools.count()
 
 
 M = TypeVar("M", bound=BaseModel)
