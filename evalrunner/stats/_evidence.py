@@ -17,8 +17,11 @@ boundary is exact for that correlation structure: the chance that max over the
 season's nights of z_t reaches it, with the baseline's error drawn too,
 is ``alpha`` (:func:`boundary`, by simulation with a fixed seed, so it is the same
 on every machine). The cell's ``season_alpha`` is split evenly over its gating
-metrics: the chance of any false alarm by the evidence in one scenario-season is at
-most ``season_alpha``. After ``season_nights`` nights the evidence starts a new
+metrics: the chance of any false alarm by the evidence in one scenario-season is
+``season_alpha`` when the night effect is known. Nights are weighed by it as
+estimated, without the padding tonight's test adds
+(:meth:`MetricReference.for_evidence`); measured with it estimated, 1.5-4 % of
+scenario-seasons (docs/calibration.md). After ``season_nights`` nights the evidence starts a new
 season (the night-to-night spread it has learned carries over); a new anchor
 starts a new state.
 
@@ -128,20 +131,23 @@ def add_night(
     for name, (ref, measured) in tonight.items():
         before = metrics.get(name, MetricEvidence())
         within = ref.within_var(measured.n)
-        var = within + ref.night_var
         # Tonight's estimate as the normal model sees it, through the test's own tail:
         # exact for rates and paths, so three crashes in 60 runs weigh what their p says.
         x = ref.mean + measured.z * math.sqrt(ref.null_var(measured.n))
+        # Weighed, and the season's spread taken, with the night effect as estimated: the
+        # padding is for tonight's test (MetricReference.for_evidence).
+        seen = ref.for_evidence()
+        var = seen.within_var(measured.n) + seen.night_var
         weight = before.weight + 1.0 / var
         total = before.weighted_sum + x / var
         diff = total / weight - ref.mean
-        spread = 1.0 / weight + ref.base_var
+        spread = 1.0 / weight + seen.base_var
         z = diff / math.sqrt(spread)
         if ref.direction == "lower":
             z = -z
         two_sided = ref.direction == "changed"
         limit = boundary(
-            ref.base_var * weight / (before.nights + 1), season_nights, alpha, two_sided
+            seen.base_var * weight / (before.nights + 1), season_nights, alpha, two_sided
         )
         metrics[name] = MetricEvidence(
             nights=before.nights + 1,

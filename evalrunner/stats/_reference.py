@@ -119,6 +119,9 @@ class MetricReference:
     """Paired rows: the share of a run's within-night variance left once its dataset row
     is known (:func:`within_share`); 1 without rows. The same rows run every night, so
     what differs between rows cancels between tonight's mean and the baseline's."""
+    point_icc: float | None = None
+    """rho as estimated, without the standard errors :attr:`icc` adds (None: :attr:`icc`).
+    The evidence since the anchor weighs its nights by it (:meth:`for_evidence`)."""
 
     @property
     def name(self) -> str:
@@ -148,6 +151,19 @@ class MetricReference:
     def null_var(self, n: int) -> float:
         """Variance of tonight's mean around the baseline's mean when nothing changed."""
         return self.within_var(n) + self.night_var + self.base_var
+
+    def for_evidence(self) -> MetricReference:
+        """This reference with rho as estimated, for the evidence since the anchor.
+
+        The padding (:data:`TAU2_ERRORS`) keeps tonight's test, looked at every night, from
+        turning an underestimated drift into false alarms. The evidence has its own bound for
+        the whole season. Padded, it spent 0.5-3 % of its 5 % per scenario-season and found a
+        persistent 0.9 -> 0.8 (5 x 20 anchor) by night 7 in 25 % of sequences; as estimated,
+        1.5-4 % and 37.5 % (docs/calibration.md, the season tables).
+        """
+        if self.point_icc is None or self.point_icc >= self.icc:
+            return self
+        return replace(self, icc=self.point_icc)
 
     def scale_mean(self, values: FloatArray) -> float:
         """The mean of per-run values on the test scale (counts: placements among the baseline's)."""
@@ -226,9 +242,15 @@ class MetricReference:
             w_own, w_pool = 1 / max(own[1], 1e-300), 1 / (pool.spread + pool.mean_var)
             tau2 = (w_own * own[0] + w_pool * pool.tau2) / (w_own + w_pool)
             var = 1 / (w_own + w_pool)
-        used = max(tau2, 0.0) + TAU2_ERRORS * math.sqrt(var)
-        rho = used / self.run_var if self.run_var > 0 else 0.0
-        return replace(self, icc=min(rho, MAX_ICC))
+        point = max(tau2, 0.0)
+        used = point + TAU2_ERRORS * math.sqrt(var)
+        if self.run_var <= 0:
+            return replace(self, icc=0.0, point_icc=0.0)
+        return replace(
+            self,
+            icc=min(used / self.run_var, MAX_ICC),
+            point_icc=min(point / self.run_var, MAX_ICC),
+        )
 
 
 @dataclass(frozen=True)
@@ -352,9 +374,13 @@ def fit_references(
         pool, wider = pools.get(c.key.model, {}), taught_pools.get(c.key.model, {})
         metrics = {}
         for name, ref in taught[c.key].items():
-            floor = alone[c.key][name].with_pool(pool.get(family(name))).icc
+            floor = alone[c.key][name].with_pool(pool.get(family(name)))
             fitted = ref.with_pool(wider.get(family(name)))
-            metrics[name] = fitted if fitted.icc >= floor else replace(fitted, icc=floor)
+            metrics[name] = replace(
+                fitted,
+                icc=max(fitted.icc, floor.icc),
+                point_icc=max(fitted.point_icc or 0.0, floor.point_icc or 0.0),
+            )
         out[c.key] = CellReference(
             c.key, c.tolerance, c.anchor, nights[c.key], pool, metrics, c.rows
         )

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from evalrunner.stats import CellComparison, CellNight, EvidenceState, compare_night
+from evalrunner.stats import (
+    CellComparison,
+    CellNight,
+    EvidenceState,
+    compare_night,
+    fit_references,
+)
 from evalrunner.stats._evidence import boundary, metric_alpha
 from evalrunner.stats._evidence_state import halfway
 from evalrunner.stats._formulas import z_upper
@@ -196,3 +203,30 @@ def test_a_metric_that_failed_a_night_starts_its_evidence_over(
     fixed, found = _night(runs, cell, bad, "a1", 18)
     assert not any(r.fails_night for r in found.results)
     assert fixed.metrics["success_rate"].nights == 1
+
+
+def test_the_evidence_weighs_its_nights_by_the_night_effect_as_estimated_not_padded(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    # Five identical baseline nights estimate no drift; tonight's test adds standard errors
+    # of that estimate (TAU2_ERRORS), and so did the evidence, which has its own bound for
+    # the season: a persistent 0.9 -> 0.8 on a 5 x 20 anchor was found by night 7 in 25 %
+    # of sequences padded, 38 % as estimated (docs/calibration.md).
+    nights = [runs(20, passed=18, start=20 * i) for i in range(5)]
+    tonight = runs(20, passed=16)
+    fresh = cell(nights, tonight)
+    refs = fit_references([fresh.baseline])
+    ref = refs[fresh.baseline.key].metrics["success_rate"]
+    assert ref.point_icc == 0.0 < ref.icc
+    padded = {
+        key: replace(c, metrics={n: replace(m, point_icc=None) for n, m in c.metrics.items()})
+        for key, c in refs.items()
+    }
+    estimated = compare_night([fresh], refs).cells[0]
+    as_padded = compare_night([fresh], padded).cells[0]
+    assert estimated.evidence.z("success_rate")[0] > as_padded.evidence.z("success_rate")[0] > 0
+    # Tonight's own test is the padded one either way.
+    [p_estimated, p_padded] = [
+        next(r.p for r in c.results if r.metric == "success_rate") for c in (estimated, as_padded)
+    ]
+    assert p_estimated == p_padded
