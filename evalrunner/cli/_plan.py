@@ -112,10 +112,9 @@ def _season_line(cells: list[Tolerance]) -> str:
     nights = sorted({t.season_nights for t in cells})
     each = "/".join(f"{a:.2g}" for a in alphas)
     return (
-        f"evidence since the anchor: seasons of {'/'.join(map(str, nights))} nights; chance of "
-        f"any false alarm per scenario-season <= {each} (split over its gating metrics), so at "
-        f"most {sum(t.season_alpha for t in cells):.2g} expected per suite-season of "
-        f"{len(cells)} cells"
+        f"evidence since the anchor: seasons of {'/'.join(map(str, nights))} nights; false-alarm "
+        f"budget {each} per scenario-season (split over its gating metrics), about "
+        f"{sum(t.season_alpha for t in cells):.2g} per suite-season of {len(cells)} cells"
     )
 
 

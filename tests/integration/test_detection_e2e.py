@@ -148,9 +148,8 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     assert re.search(r"p <= 0\.0017; runs a night: 60 now", result.stdout)
     # The evidence's false-alarm budget, per scenario-season and for the suite's 6 cells.
     assert (
-        "evidence since the anchor: seasons of 90 nights; chance of any false alarm per "
-        "scenario-season <= 0.05 (split over its gating metrics), so at most 0.3 expected per "
-        "suite-season of 6 cells"
+        "evidence since the anchor: seasons of 90 nights; false-alarm budget 0.05 per "
+        "scenario-season (split over its gating metrics), about 0.3 per suite-season of 6 cells"
     ) in result.stdout
     assert re.search(
         r"when a night fails, the sentinel \(.*\) adds at most 10% of its model calls, about "
