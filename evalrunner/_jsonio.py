@@ -30,6 +30,10 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_TEMP_NAMES = itertools.count()
+"""Numbers the temp files of :func:`write_text_atomic` within this process (its pid names it)."""
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write via a temp file in the same directory and rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,9 +56,6 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-_TEMP_NAMES = itertools.count()
 
 
 M = TypeVar("M", bound=BaseModel)
