@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TextIO, TypeVar
@@ -45,7 +45,7 @@ from evalrunner.errors import ConfigError
 from evalrunner.live._classify import classify, tools_disagreement
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
-from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, claim
+from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, RunWriter, claim
 from evalrunner.live._schedule import (
     Adaptive,
     AdaptivePlanner,
@@ -78,9 +78,6 @@ __all__ = [
     "open_night",
     "run_night",
 ]
-
-WRITERS = 4
-"""Threads writing run files; a write (fsync included) takes milliseconds."""
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -417,11 +414,11 @@ class _Driver:
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.broken: Counter[tuple[str, str]] = Counter()  # (scenario, check) -> runs it failed
         self.limit = limit
-        self.writer = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalrunner-write")
+        self.writer = RunWriter(results)
 
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
-        self.writer.shutdown(wait=True)
+        self.writer.close()
 
     def say_broken(self) -> None:
         """How many runs each check that failed itself left unjudged (its traceback was shown
@@ -486,13 +483,7 @@ class _Driver:
                         f"{result.record.run_id} (the check's bug, not the agent's; runs are "
                         f"judged without it):\n{redact_text(failure)}"
                     )
-            await asyncio.get_running_loop().run_in_executor(
-                self.writer,
-                self.results.write_run,
-                result.record,
-                result.trajectory,
-                result.first_request,
-            )
+            self.writer.write(result.record, result.trajectory, result.first_request)
             self.progress.update(result.record, result.rate_wait_s)
             return result.record, result.traceback
 
@@ -688,9 +679,10 @@ async def run_night(
                 await _execute(night, planner, driver, report)
             driver.say_broken()
         finally:
-            driver.close()
-            if owned:
-                executor.close()
+            with contextlib.ExitStack() as closing:
+                if owned:
+                    closing.callback(executor.close)
+                driver.close()  # raises a failed write's error, after the executor is closed
     except BaseException:
         # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
         night.save(status="interrupted", ended_at=iso_now())

@@ -173,7 +173,7 @@ def test_a_fault_that_outlasts_the_retries_is_infra_error(
         record, _, report = run_one(tmp_path, ep, agent, timeout_s=5)
         # Three attempts are ours; the SDK's own hidden retries would show as more hits.
         assert ep.hits["POST /v1/chat/completions"] == 3
-    assert record.outcome == "infra_error"
+    assert record.outcome == "infra_error", record.reason
     assert record.reason is not None and record.reason.startswith(f"{exc} ("), record.reason
     assert record.attempts == 3
     assert record.checks == {} and not record.crashed and report.crashes == []
@@ -263,7 +263,7 @@ def test_an_agent_that_swallows_the_fault_is_still_infra_error(
         record, _, _ = run_one(
             tmp_path, ep, agent, checks={"answer_not_contains": ["Paris"]}, timeout_s=5
         )
-    assert record.outcome == "infra_error"
+    assert record.outcome == "infra_error", record.reason
     assert record.final_answer == runner_agents.APOLOGY
     assert record.checks == {}
 
@@ -343,7 +343,7 @@ def test_an_infra_reason_names_the_status_the_endpoint_and_the_message(tmp_path:
     with FakeEndpoint(default=Fault("500", message="disk full")) as ep:
         record, _, _ = run_one(tmp_path / "slow", ep, "tool_agent", retry=slow_retries, timeout_s=3)
         api_base = ep.api_base
-    assert record.outcome == "infra_error"
+    assert record.outcome == "infra_error", record.reason
     assert record.reason == (
         "run timed out after 3 s; last endpoint fault: "
         f"InternalServerError (HTTP 500) from openai/fake at {api_base}: disk full"

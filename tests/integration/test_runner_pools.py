@@ -1,8 +1,8 @@
 """run_suite owns its thread pools: the caller's event loop and default executor stay as they were.
 
-Sync agents run in a pool the runner creates for the call, run files are
-written in another, and both are shut down before run_suite returns; nothing
-is created when the module is imported.
+Sync agents run in threads the runner starts for the call, run files are
+written on a thread of its own, and both are done before run_suite returns;
+nothing is created when the module is imported.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_endpoint import FakeEndpoint, Reply
 from runner_agents import fake_pool, one_scenario_night, write_suite
 from suite_runs import run_suite
@@ -196,3 +197,38 @@ def test_runs_queued_for_a_one_at_a_time_endpoint_keep_no_other_endpoint_waiting
     # and were all done while the slow endpoint still had runs to go.
     assert overlap(served["fast"]) >= 3
     assert max(b for _, b in served["fast"]) < max(b for _, b in served["slow"])
+
+
+def test_a_finished_run_is_handed_to_one_writer_thread_and_the_night_does_not_wait_for_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Awaiting each write on a pool cost a thread hand-off and a wake-up per run. Here
+    # every write is held until the night has counted all its runs: a night that waited
+    # for each file would count one run and then sit out each write's hold.
+    from evalrunner.live import _results
+
+    runs, counted, writers, held_out = 4, [], [], []
+    all_counted = threading.Event()
+    real_update, real_write = runner_module.Progress.update, _results.ResultsDir.write_run
+
+    def update(self: Any, record: Any, *args: Any) -> None:
+        counted.append(record.run_id)
+        if len(counted) == runs:
+            all_counted.set()
+        real_update(self, record, *args)
+
+    def write_run(self: Any, record: Any, *args: Any) -> None:
+        writers.append(threading.current_thread().name)
+        if not all_counted.wait(timeout=2):
+            held_out.append(record.run_id)
+        real_write(self, record, *args)
+
+    monkeypatch.setattr(runner_module.Progress, "update", update)
+    monkeypatch.setattr(_results.ResultsDir, "write_run", write_run)
+    with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
+        report = one_scenario_night(tmp_path, ep.api_base, "tool_agent", runs=runs, concurrency=1)
+    assert held_out == []
+    assert set(writers) == {"evalrunner-write"} and len(writers) == runs
+    # Every run handed over is on disk when the night returns, and read back from there.
+    assert sorted(r.run_id for r in report.records) == sorted(counted)
+    assert len(list((tmp_path / "out" / "runs").rglob("*.json"))) == runs

@@ -1,0 +1,53 @@
+"""The night's run-file writer: a failed write stops the night and nothing after it is written."""
+
+from __future__ import annotations
+
+import errno
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalrunner.live._results import ResultsDir, RunWriter
+from evalrunner.suite._record import RunRecord
+
+
+def record(index: int) -> RunRecord:
+    return RunRecord(
+        run_id=f"s/m/{index}", suite="x", scenario="s", model="m", index=index, outcome="passed"
+    )
+
+
+def test_a_failed_write_is_raised_on_the_next_hand_over_and_nothing_after_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = ResultsDir(tmp_path)
+    real = ResultsDir.write_run
+    release = threading.Event()
+
+    def write_run(self: ResultsDir, rec: RunRecord, *args: Any) -> None:
+        if rec.index == 1:
+            release.wait(5)  # until run 2 is queued behind this write
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.run_path(rec.run_id)))
+        real(self, rec, *args)
+
+    monkeypatch.setattr(ResultsDir, "write_run", write_run)
+    writer = RunWriter(results)
+    for i in range(3):
+        writer.write(record(i), {})
+    release.set()
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+    with pytest.raises(OSError, match="No space left"):
+        writer.write(record(3), {})
+    assert [p.name for p in (tmp_path / "runs").rglob("*.json")] == ["0.json"]
+
+
+def test_close_returns_once_every_run_handed_over_is_on_disk(tmp_path: Path) -> None:
+    writer = RunWriter(ResultsDir(tmp_path))
+    for i in range(20):
+        writer.write(record(i), {"steps": []})
+    writer.close()
+    assert len(list((tmp_path / "runs").rglob("*.json"))) == 20
+    writer.close()  # a second close is harmless
