@@ -289,6 +289,12 @@ class InfraLog:
         """Seconds to wait before the next attempt; re-raises when giving up."""
         # A call refused for lack of time is the run's timeout, not the endpoint's fault: it
         # is neither retried nor recorded, so a timed-out run names the endpoint's last fault.
+        if isinstance(exc, RunEnded) and attempt > 1:
+            # The time ran out while this call was retrying: the endpoint's faults held the
+            # run, also when this thread saw the deadline before the run's timeout fired
+            # and so left the call before the run ended.
+            with self._lock:
+                self._cut_off = True
         if isinstance(exc, RunEnded) or not is_infra_error(exc) or self.ended:
             raise exc
         reason = describe_fault(exc, endpoint, self.last_timeout)

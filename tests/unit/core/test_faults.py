@@ -353,3 +353,39 @@ def test_a_call_refused_for_lack_of_time_is_not_the_endpoint_s_last_fault(
         log.call(call) if mode == "sync" else asyncio.run(log.acall(acall))
     assert fn.calls == 1 and len(waits) == 1  # one backoff, then the refused retry, no more
     assert len(log.faults) == 1 and log.faults[-1].startswith("ConnectionResetError")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_retry_refused_for_lack_of_time_leaves_the_run_held_by_the_endpoint(
+    waits: list[float], mode: str
+) -> None:
+    """The agent's thread reaches its refused retry before the run's timeout fires, and has left
+    the call when the run ends: the endpoint's faults still held the run (infra_error, not
+    crashed). Seen on a loaded machine in tests/integration/test_outcomes.py."""
+    log = InfraLog(FAST)
+    failures = Flaky(gateway())
+
+    def call() -> str:
+        if failures.calls == 0:
+            return failures()
+        log.deadline = time.monotonic() - 0.1
+        log.attempt_timeout()
+        return "sent"
+
+    async def acall() -> str:
+        return call()
+
+    with pytest.raises(RunEnded):
+        log.call(call) if mode == "sync" else asyncio.run(log.acall(acall))
+    log.close()  # the run's timeout fires after the call has gone
+    assert log.waiting_on_endpoint
+
+
+def test_a_call_refused_at_its_first_attempt_did_not_hold_the_run() -> None:
+    """The agent's own code used the time up and then asked for a call: it held the run."""
+    log = InfraLog(FAST)
+    log.deadline = time.monotonic() - 0.1
+    with pytest.raises(RunEnded):
+        log.call(lambda: log.attempt_timeout())
+    log.close()
+    assert not log.waiting_on_endpoint
