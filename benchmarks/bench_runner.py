@@ -42,6 +42,7 @@ import math
 import multiprocessing as mp
 import os
 import pstats
+import shutil
 import statistics
 import sys
 import tempfile
@@ -165,19 +166,22 @@ def runner_line(
             }
         ],
     }
-    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
-        (Path(tmp) / "bench.yaml").write_text(yaml.safe_dump(suite_doc, sort_keys=False))
-        suite = load_suite(Path(tmp) / "bench.yaml")
-        profiler = cProfile.Profile() if profile else None
-        t0 = time.perf_counter()
-        if profiler:
-            profiler.enable()
-        report = asyncio.run(
-            run_suite(suite, out=Path(tmp) / "out", pool=Pool(), progress_stream=io.StringIO())
-        )
-        if profiler:
-            profiler.disable()
-        wall = time.perf_counter() - t0
+    # Removed at the end of the script, not here: deleting a night's files is not the
+    # runner's CPU (a user keeps them), and this line's CPU is measured around the call.
+    tmp = tempfile.mkdtemp(prefix="bench-runner-")
+    LEFT.append(tmp)
+    (Path(tmp) / "bench.yaml").write_text(yaml.safe_dump(suite_doc, sort_keys=False))
+    suite = load_suite(Path(tmp) / "bench.yaml")
+    profiler = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    report = asyncio.run(
+        run_suite(suite, out=Path(tmp) / "out", pool=Pool(), progress_stream=io.StringIO())
+    )
+    if profiler:
+        profiler.disable()
+    wall = time.perf_counter() - t0
     outcomes = {r.outcome for r in report.records}
     calls = {r.llm_calls for r in report.records}
     assert len(report.records) == runs and outcomes == {"passed"} and calls == {CALLS}, (
@@ -189,6 +193,9 @@ def runner_line(
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(20)
     return wall
 
+
+LEFT: list[str] = []
+"""The runner lines' results directories, removed when the script ends."""
 
 UNFROZEN = "runner, async agent, heap not frozen"
 
@@ -350,6 +357,8 @@ def main() -> int:
             runner_line(endpoint.api_base, "evalrunner.examples:tool_chain", n, c, profile=True)
     finally:
         served = endpoint.close()
+        for tmp in LEFT:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     print(
         f"\n{n} runs x {CALLS} calls, concurrency {c}, endpoint latency {args.latency * 1000:.0f} ms, "
