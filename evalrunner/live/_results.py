@@ -227,10 +227,10 @@ _Item = tuple[RunRecord, dict[str, Any], dict[str, Any] | None]
 class RunWriter:
     """Writes a night's run files on one thread of its own, in the order runs are handed over.
 
-    A run is handed over and the night goes on: the event loop neither waits for the
-    file nor is woken when it is written: awaiting each write on a pool cost a thread
+    A run is handed over and the night goes on; the event loop neither waits for the
+    file nor is woken when it is written. (Awaiting each write on a pool cost a thread
     hand-off and a wake-up per run, a few per cent of the runner's CPU beside the
-    agent's. The write itself (redaction, the pretty JSON, fsync) stays off the
+    agent's.) The write itself (redaction, the pretty JSON, fsync) stays off the
     loop's thread, where a slow disk would hold up every run.
 
     A write that fails stops the night: the next :meth:`write` raises its error, and
