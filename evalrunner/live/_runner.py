@@ -407,7 +407,6 @@ class _Driver:
     def __init__(
         self, results: ResultsDir, progress: Progress, limit: int, executor: JobExecutor
     ) -> None:
-        self.results = results
         self.progress = progress
         self.semaphore = asyncio.Semaphore(limit)
         self.executor = executor
