@@ -17,7 +17,7 @@ from evalrunner.baseline._file import (
 )
 from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
-from evalrunner.live._results import ResultsDir
+from evalrunner.live._results import Manifest, ResultsDir
 from evalrunner.suite._record import CellKey, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
@@ -34,14 +34,36 @@ class _Found:
     """The scenario's fingerprint when that night ran (from its manifest)."""
 
 
+def _check_night(source: Path, manifest: Manifest, suite: Suite, seen: dict[str, Path]) -> None:
+    """Refuse a directory that is not one whole night, or a night given twice.
+
+    A baseline counts its nights: the same night accepted twice would pass for two, and
+    an unfinished one for a whole night, and either would make a baseline gate early.
+    """
+    if manifest.suite != suite.name:
+        raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
+    if manifest.status != "finished":
+        raise BaselineMismatch(
+            f"{source}: its night is not finished (manifest status {manifest.status!r}), and a "
+            f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
+            f"--out {source} --resume --no-compare --no-history, or leave it out"
+        )
+    if manifest.started_at in seen:
+        raise BaselineMismatch(
+            f"{source}: the same night as {seen[manifest.started_at]} (started "
+            f"{manifest.started_at}); a baseline counts each night once: give it once"
+        )
+    seen[manifest.started_at] = source
+
+
 def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list[_Found]]:
     found: dict[CellKey, list[_Found]] = {}
     scenarios = {s.id: s for s in suite.scenarios}
+    seen: dict[str, Path] = {}
     for source in sources:
         results = ResultsDir(source)
         manifest = results.read_manifest()
-        if manifest.suite != suite.name:
-            raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
+        _check_night(source, manifest, suite, seen)
         for cell, records in group_records(results.records()).items():
             scenario = scenarios.get(cell.scenario)
             night = AcceptedNight(

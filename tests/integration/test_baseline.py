@@ -437,3 +437,35 @@ def test_from_a_results_dir_of_another_suite_is_refused(
         == f"error: {tmp_path / 'empty' / 'manifest.json'}: results manifest not found"
     )
     assert not where.exists()
+
+
+def test_the_same_night_given_twice_is_refused_and_nothing_is_written(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    # Three copies of one night would pass for three nights: a baseline old enough to gate.
+    night = lab.root / "night1"
+    copy = shutil.copytree(night, tmp_path / "copy-of-night1")
+    for second in (night, copy):
+        result = baseline_cmd(lab, where, "--from", str(night), "--from", str(second))
+        assert result.exit_code == 2, result.output
+        line = one_error(result)
+        assert line.startswith(f"error: {second}: the same night as {night} (started ")
+        assert line.endswith("a baseline counts each night once: give it once")
+        assert not where.exists()
+
+
+@pytest.mark.parametrize("status", ["interrupted", "running"])
+def test_an_unfinished_night_is_refused_with_how_to_finish_it(
+    lab: Lab, where: Path, tmp_path: Path, status: str
+) -> None:
+    night = shutil.copytree(lab.root / "night1", tmp_path / "cut-short")
+    manifest = night / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"finished"', f'"{status}"'))
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "night2"), "--from", str(night))
+    assert result.exit_code == 2, result.output
+    assert one_error(result) == (
+        f"error: {night}: its night is not finished (manifest status '{status}'), and a "
+        f"baseline accepts whole nights: finish it with evalrunner run --suite {SUITE} "
+        f"--out {night} --resume --no-compare --no-history, or leave it out"
+    )
+    assert not where.exists()
