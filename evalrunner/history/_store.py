@@ -20,7 +20,7 @@ import gc
 import gzip
 import secrets
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import (
@@ -36,7 +36,7 @@ from pydantic import (
 
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
-from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
+from evalrunner.errors import ConfigError, EvalrunnerError, FileFormatError, SkippedHistoryFile
 from evalrunner.history._columnar import ColumnarFile, float_array, pair_array, to_parquet
 from evalrunner.live._results import Manifest
 from evalrunner.stats._evidence_state import EvidenceState
@@ -198,7 +198,17 @@ def open_root(root: str) -> tuple[Any, str]:
         raise ConfigError(
             f"history location {root!r} cannot be used: {exc} (a path, or an fsspec URL whose package is installed, e.g. s3fs for s3://)"
         ) from None
+    except Exception as exc:  # some protocols (ftp) connect as their filesystem is made
+        raise _unusable(root, "reached", exc) from None
     return fs, str(base)
+
+
+def _unusable(root: str, doing: str, exc: Exception) -> ConfigError:
+    said = str(exc) or "its protocol does not support it"
+    return ConfigError(
+        f"history location {root!r} cannot be {doing}: {type(exc).__name__}: {said} "
+        "(pass another --history, or --no-history)"
+    )
 
 
 def _is_local(fs: Any) -> bool:
@@ -206,18 +216,36 @@ def _is_local(fs: Any) -> bool:
     return "file" in protocols
 
 
+@contextlib.contextmanager
+def _remote(root: str, doing: str) -> Iterator[None]:
+    """A remote location's failure (refused, read-only, no such bucket) as one ConfigError.
+
+    fsspec's backends raise what their libraries raise (OSError, NotImplementedError for
+    a read-only protocol, a cloud SDK's own errors), so everything but our own errors is
+    taken as the location's answer.
+    """
+    try:
+        yield
+    except EvalrunnerError:
+        raise
+    except Exception as exc:
+        raise _unusable(root, doing, exc) from None
+
+
 def exists(root: str) -> bool:
     """Whether a history location exists (a path that is not there, mistyped, does not)."""
     fs, base = open_root(root)
-    return bool(fs.exists(base))
+    with _remote(root, "read"):
+        return bool(fs.exists(base))
 
 
 def check_writable(root: str) -> None:
-    """A local history location must be (or become) a writable directory; ConfigError if not.
+    """A history location must be (or become) writable; ConfigError if not.
 
     Checked before a night's runs, so the history append at the end cannot fail
-    for a reason known at the start. Leaves no directory behind. Remote
-    locations (fsspec URLs) are only checked for a usable protocol.
+    for a reason known at the start. A local path is checked as a directory and
+    leaves none behind; a remote location (fsspec URL) gets a small probe file,
+    written and removed again.
     """
     from pathlib import Path
 
@@ -229,6 +257,13 @@ def check_writable(root: str) -> None:
             Path(base), what="history location", fix="pass another --history, or --no-history"
         )
         remove_dirs(created)
+        return
+    probe = f"{base.rstrip('/')}/.evalrunner-probe-{secrets.token_hex(4)}"
+    with _remote(root, "written"):
+        fs.makedirs(base, exist_ok=True)
+        with fs.open(probe, "wb") as fh:
+            fh.write(b"")
+        fs.rm(probe)
 
 
 def _stamp(created_at: str) -> str:
@@ -484,9 +519,11 @@ def open_sources(
     Files are chosen by their names (``<suite>/<stamp>-...``) before any is opened,
     so a report of one suite or the last month reads only those nights.
     """
-    fs, base = open_root(root)
-    if not fs.exists(base):
+    if not exists(root):
         return []
+    fs, base = open_root(root)
+    with _remote(root, "read"):
+        paths = _paths(fs, base, suites, since)
     sources = []
     # A year of JSON nights is ~500,000 records and results, none in a reference cycle:
     # the cyclic collector, run again and again over them while they load, would take
@@ -494,7 +531,7 @@ def open_sources(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for path in _paths(fs, base, suites, since):
+        for path in paths:
             try:
                 source = _open(fs, path)
             except FileFormatError as exc:

@@ -151,6 +151,35 @@ def test_a_location_that_cannot_be_written_stops_the_run(
     assert a_file.read_text() == "not a directory" and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        # http:// reads but cannot write: before, the night ran and then crashed on it.
+        ("http://127.0.0.1:1/h", "cannot be written: NotImplementedError"),
+        # ftp:// connects as its filesystem is made: before, a ConnectionRefusedError traceback.
+        ("ftp://127.0.0.1:1/h", "cannot be reached: ConnectionRefusedError"),
+    ],
+    ids=["read-only-protocol", "refused"],
+)
+def test_a_remote_history_location_that_cannot_be_written_stops_the_run_before_it(
+    tmp_path: Path, ep: FakeEndpoint, where: str, expected: str
+) -> None:
+    line = refused(cli(ep, tmp_path, "--suite", "plain", "--out", "out", "--history", where), ep)
+    assert line.startswith(f"error: history location '{where}' {expected}"), line
+    assert line.endswith("(pass another --history, or --no-history)"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_history_location_that_refuses_the_report_is_one_line(tmp_path: Path) -> None:
+    where = "ftp://127.0.0.1:1/h"
+    result = CliRunner().invoke(main, ["report", "--history", where, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    [line] = errors(result)
+    assert line.startswith(f"error: history location '{where}' cannot be reached: "), line
+    assert not (tmp_path / "r").exists()
+
+
 def test_an_output_location_that_is_a_file_is_a_usage_error(
     tmp_path: Path, ep: FakeEndpoint
 ) -> None:
