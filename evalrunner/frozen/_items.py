@@ -8,6 +8,7 @@ the test with its message; the hooks that wire them into pytest are in
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,6 +187,12 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from evalrunner.suite._loader import load_suite
 
+        # A suite names its agents 'module:fn' from the project, and `evalrunner run`
+        # imports them from the directory it runs in. `python -m pytest` puts that
+        # directory on sys.path; the plain `pytest` command does not.
+        project = str(self.config.invocation_params.dir)
+        if project not in sys.path:
+            sys.path.insert(0, project)
         try:
             suite = load_suite(self.path)
         except EvalrunnerError as exc:

@@ -77,6 +77,22 @@ def test_init_scaffolds_a_suite_an_agent_and_workflows_that_use_the_action(
     assert again.returncode == 2 and "already exist" in again.stderr  # nothing overwritten
 
 
+def test_init_s_next_steps_work_with_the_plain_pytest_command(
+    wheel_site: Path, tmp_path: Path
+) -> None:
+    # `pytest` (unlike `python -m pytest`) does not put the project on sys.path, and the
+    # suite names its agent 'evalrunner_agent:answer' from there, as `evalrunner run` does.
+    repo = fresh_repo(tmp_path / "team")
+    assert run_in(repo, wheel_site, "evalrunner", "init").returncode == 0
+    with FakeEndpoint(responder=capital_agent) as ep:
+        model = {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": ep.api_base}
+        recorded = run_in(repo, wheel_site, "pytest", "suites", "--golden-record", **model)
+        assert recorded.returncode == 0, recorded.stdout[-2000:]
+    replayed = run_in(repo, wheel_site, "pytest", "suites")
+    assert replayed.returncode == 0, replayed.stdout[-2000:]
+    assert "1 passed" in replayed.stdout
+
+
 def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_and_comment(
     wheel_site: Path, tmp_path: Path
 ) -> None:
