@@ -68,9 +68,10 @@ def validate_model(model: type[M], data: Any, where: object, fix: str = "", pref
     except ValidationError as exc:
         err = exc.errors()[0]
         field = prefix + ".".join(str(p) for p in err["loc"])
-        raise FileFormatError(
-            f"{where}: {field}: {err['msg']}" + (f"; {fix}" if fix else "")
-        ) from None
+        # pydantic prefixes our validators' messages with their kind; the reader needs the message.
+        msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        said = f"{field}: {msg}" if field else msg
+        raise FileFormatError(f"{where}: {said}" + (f"; {fix}" if fix else "")) from None
 
 
 def load_model(
@@ -86,7 +87,7 @@ def load_model(
 
     ``version``: the format version, or the versions, this release reads (the newest last).
     """
-    data = read_json(path, what)
+    data = read_json(path, what, fix)
     if not isinstance(data, dict):
         raise FileFormatError(f"{path}: expected a JSON object; {fix}")
     found = data.get("format_version")
@@ -104,8 +105,11 @@ def write_json(path: Path, obj: Any) -> None:
     write_text_atomic(path, dumps(redact(obj)))
 
 
-def read_json(path: Path, what: str = "file") -> Any:
-    """Load JSON, turning every failure into one line that names the file."""
+def read_json(path: Path, what: str = "file", fix: str = "") -> Any:
+    """Load JSON, turning every failure into one line that names the file.
+
+    ``fix``: what to do about a file that is not valid JSON (cut short, edited).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -117,13 +121,17 @@ def read_json(path: Path, what: str = "file") -> Any:
             f"{path}: {what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
             f"{exc.start}); save it as UTF-8 JSON"
         ) from None
-    return parse_json(text, path)
+    return parse_json(text, path, fix=fix)
 
 
 def parse_json(
-    text: str | bytes, where: object, error: type[EvalrunnerError] = FileFormatError
+    text: str | bytes,
+    where: object,
+    error: type[EvalrunnerError] = FileFormatError,
+    fix: str = "",
 ) -> Any:
-    """``json.loads``, with a decoding failure as one line naming ``where``, line and column."""
+    """``json.loads``, with a decoding failure as one line naming ``where``, line and column
+    (and ``fix``, when given)."""
     try:
         return json.loads(text)
     except UnicodeDecodeError as exc:  # bytes in another encoding
@@ -134,4 +142,5 @@ def parse_json(
     except json.JSONDecodeError as exc:
         raise error(
             f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            + (f"; {fix}" if fix else "")
         ) from None

@@ -14,6 +14,7 @@ from evalrunner._net import is_loopback
 from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT
 from evalrunner.endpoints._endpoints import check_model
 from evalrunner.errors import ConfigError, EvalrunnerError
+from evalrunner.proxy._recording import Recording
 from evalrunner.proxy._runs import Mode, ProxyRunResult
 from evalrunner.proxy._server import ProxyServer, new_token
 from evalrunner.proxy._upstream import Upstream
@@ -31,6 +32,10 @@ def _mode(record: Path | None, replay: Path | None) -> tuple[Mode, Path | None]:
             raise ConfigError(
                 f"--replay {replay}: no such directory; record into it first with --record"
             )
+        # Every recording read before anything is served: a damaged one is one line
+        # now, not an HTTP 500 (which SDKs retry) for each request of its run.
+        for path in sorted(replay.glob("*.proxy.json")):
+            Recording.load(path)
         return "replay", replay
     return "passthrough", None
 

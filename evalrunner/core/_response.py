@@ -58,6 +58,29 @@ class ResponseRecord(BaseModel):
     )
 
 
+def recorded_answer(data: Any) -> Any:
+    """Check one recorded call as read from a file: its response or its error, never neither.
+
+    For a ``model_validator(mode="before")`` of the recording formats. A call whose
+    answer is missing (``"response": null``) or empty (``{}``: every answer we write
+    has its finish_reason) would replay as an empty answer, and the run would look
+    like a change of behaviour that ``--golden-update`` then writes into the golden.
+    """
+    if not isinstance(data, Mapping):
+        return data
+    response, error = data.get("response"), data.get("error")
+    if response is None and error is None:
+        raise ValueError("has neither its response nor its error: the recording was cut or edited")
+    if response is not None and error is not None:
+        raise ValueError("has both a response and an error: the recording was edited")
+    if isinstance(response, Mapping) and "finish_reason" not in response:
+        raise ValueError(
+            "response has no finish_reason, which every recorded answer has: "
+            "the recording was cut or edited"
+        )
+    return data
+
+
 # --- conversions between litellm objects and records -----------------------------------
 
 

@@ -15,9 +15,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
-from evalrunner.core._shape import Shape
+from evalrunner.core._shape import Shape, shape
+from evalrunner.errors import FileFormatError
 
 GOLDEN_FORMAT_VERSION = 1
+REDO = "regenerate it with --golden-update"
 
 
 class Golden(BaseModel):
@@ -37,16 +39,31 @@ class Golden(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Golden:
-        return load_model(
-            path,
-            cls,
-            what="golden",
-            version=GOLDEN_FORMAT_VERSION,
-            fix="regenerate it with --golden-update",
-        )
+        golden = load_model(path, cls, what="golden", version=GOLDEN_FORMAT_VERSION, fix=REDO)
+        try:
+            shape(golden.trajectory)  # what every comparison reads of it
+        except (AttributeError, TypeError, KeyError, ValueError):
+            _malformed(golden.trajectory, path)
+            raise  # a valid trajectory we cannot shape: our bug, with its traceback
+        return golden
 
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json"))
+
+
+def _malformed(trajectory: dict[str, Any], path: Path) -> None:
+    """Say where an edited golden's trajectory stops being ATIF (FileFormatError), if it does.
+
+    Only on the way to a failure: the ATIF models cost more to import than a PR check
+    should pay for every golden that reads fine.
+    """
+    from evalrunner.core._atif import validate
+    from evalrunner.errors import TrajectoryError
+
+    try:
+        validate(trajectory, f"{path}: trajectory")
+    except TrajectoryError as exc:
+        raise FileFormatError(f"{exc}; {REDO}") from None
 
 
 GOLDEN_DIR = "__goldens__"

@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner._redact import redact, redact_text
 from evalrunner.core._fingerprint import fingerprint, request_view
 from evalrunner.core._normalize import ADDRESS_MASK
-from evalrunner.core._response import ResponseRecord, field_of
+from evalrunner.core._response import ResponseRecord, field_of, recorded_answer
 
 SCRIPT_FORMAT_VERSION = 2
 SCRIPT_FORMAT_VERSIONS = (1, 2)
@@ -72,6 +72,11 @@ class ScriptEntry(BaseModel):
     error: ErrorRecord | None = Field(
         default=None, description="The exception, when the call raised."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answered(cls, data: Any) -> Any:
+        return recorded_answer(data)
 
 
 class RecordedModelError(Exception):

@@ -29,7 +29,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.proxy._anthropic import (
     anthropic_error,
     anthropic_events,
@@ -208,6 +208,8 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
     def _run(request: Request) -> RunState:
         try:
             return runs.run_for_request(request.path_params.get("run_id", DEFAULT_RUN))
+        except FileFormatError as err:  # its recording was damaged after the proxy started
+            raise ProxyHTTPError(400, "malformed_recording", str(err)) from None
         except ConfigError as err:
             raise ProxyHTTPError(404, "not_found_error", str(err)) from None
 

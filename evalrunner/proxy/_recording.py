@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.core._fingerprint import (
@@ -30,7 +30,7 @@ from evalrunner.core._fingerprint import (
     request_view,
 )
 from evalrunner.core._mismatch import Recorded, RequestBook, view_label
-from evalrunner.core._response import ResponseRecord
+from evalrunner.core._response import ResponseRecord, recorded_answer
 from evalrunner.proxy._request import ModelRequest
 
 RECORDING_FORMAT_VERSION = 1
@@ -62,6 +62,11 @@ class RecordedCall(BaseModel):
         default=None,
         description="Chat-completions stream chunks as received (streamed chat calls only).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answered(cls, data: Any) -> Any:
+        return recorded_answer(data)
 
 
 class Recording(BaseModel):

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +236,8 @@ def test_record_check_break_update_cycle(
     broken = section(result, "test_broken")
     message = [line for line in broken.splitlines() if line.strip()]
     assert message == [
-        f"{demo / 'test_broken.json'}: not valid JSON at line 1 column 32: Expecting value"
+        f"{demo / 'test_broken.json'}: not valid JSON at line 1 column 32: Expecting value; "
+        "regenerate it with --golden-update"
     ]
 
     missing = section(result, "test_new")
@@ -323,6 +325,35 @@ def test_a_recording_without_entries_is_called_malformed(
         f"{demo / 'test_plain.llm.json'}: entries: Field required; malformed recording; "
         're-record it with: pytest --golden-record "test_demo.py::test_plain"'
     ]
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (lambda t: t.update(steps="x"), "$.steps"),
+        (lambda t: t["steps"][1].update(tool_calls="x"), "$.steps[1].tool_calls"),
+    ],
+    ids=["steps", "tool_calls"],
+)
+def test_a_golden_whose_trajectory_is_not_atif_is_one_line_naming_where(
+    pytester: pytest.Pytester,
+    demo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: Callable[[dict[str, Any]], None],
+    where: str,
+) -> None:
+    # Before: an AttributeError from deep in the comparison, ~790 lines of traceback.
+    _record_plain(pytester, monkeypatch)
+    golden = demo / "test_plain.json"
+    data = json.loads(golden.read_text())
+    edit(data["trajectory"])
+    golden.write_text(json.dumps(data))
+    result = run(pytester, "-k", "test_plain")
+    result.assert_outcomes(failed=1, deselected=5)
+    message = [line for line in section(result, "test_plain").splitlines() if line.strip()]
+    assert len(message) == 1, message
+    assert message[0].startswith(f"{golden}: trajectory: {where}: "), message
+    assert message[0].endswith("; regenerate it with --golden-update"), message
 
 
 SCENARIO_AGENTS = """

@@ -3,6 +3,7 @@ for agents, serves until Ctrl-C, then writes the recordings and says what it saw
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ from paths import REPO
 from sdk_agents import anthropic_agent, content_responder, openai_agent
 
 from evalrunner.cli._proxy import proxy
+from evalrunner.proxy import ProxyServer
 
 COMMAND = [sys.executable, "-c", "from evalrunner.cli._proxy import proxy; proxy()"]
 
@@ -112,3 +114,60 @@ def test_bad_options_fail_with_one_line_and_exit_2(args: list[str], message: str
     result = CliRunner().invoke(proxy, args)
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+GOOD_CALL = {
+    "call": 1,
+    "request": {"api": "chat", "messages": [{"role": "user", "content": "hi"}]},
+    "response": {"content": "hello", "finish_reason": "stop"},
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"format_version": 1, "run_id": "run1", "calls": [', "not valid JSON at line 1"),
+        (
+            json.dumps(
+                {"format_version": 1, "run_id": "run1", "calls": [{**GOOD_CALL, "response": None}]},
+            ),
+            "calls.0: has neither its response nor its error",
+        ),
+    ],
+    ids=["truncated", "no-answer"],
+)
+def test_a_damaged_recording_stops_replay_before_anything_is_served(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    (tmp_path / "run0.proxy.json").write_text(
+        json.dumps({"format_version": 1, "run_id": "run0", "calls": [GOOD_CALL]})
+    )
+    damaged = tmp_path / "run1.proxy.json"
+    damaged.write_text(text)
+    # A subprocess with a deadline: a proxy that does not refuse serves until stopped.
+    done = subprocess.run(
+        [*COMMAND, "--replay", str(tmp_path), "--port", "0"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: {damaged}: {said}") and "re-record it" in line, line
+    assert damaged.read_text() == text  # left as it was
+
+
+def test_a_recording_damaged_while_serving_is_a_400_naming_it_not_a_500(tmp_path: Path) -> None:
+    damaged = tmp_path / "run1.proxy.json"
+    with ProxyServer("replay", tmp_path) as server, httpx.Client() as client:
+        damaged.write_text('{"run_id": "run1", "calls": [')
+        reply = client.post(
+            server.base_url + "/runs/run1/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        )
+    assert reply.status_code == 400  # SDKs retry a 500 again and again; a 400 they report
+    error = reply.json()["error"]
+    assert error["type"] == "malformed_recording"
+    assert error["message"].startswith(f"{damaged}: not valid JSON at line 1")

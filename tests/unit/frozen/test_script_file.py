@@ -3,6 +3,7 @@ line for every malformed file."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -33,11 +34,51 @@ def test_script_round_trip_and_malformed_scripts(tmp_path: Path) -> None:
     path.write_text('{"entries": [', encoding="utf-8")
     with pytest.raises(FileFormatError) as info:
         Script.load(path)
-    assert str(info.value) == f"{path}: not valid JSON at line 1 column 14: Expecting value"
+    assert str(info.value) == (
+        f"{path}: not valid JSON at line 1 column 14: Expecting value; "
+        "malformed recording; re-record it with: pytest --golden-record"
+    )
     path.write_text('{"format_version": 9, "entries": []}', encoding="utf-8")
     with pytest.raises(FileFormatError, match="format_version 9 is not supported"):
         Script.load(path)
-    path.write_text('{"entries": [{"request": {}}]}', encoding="utf-8")
+    path.write_text(
+        '{"entries": [{"request": {}, "response": {"finish_reason": "stop"}}]}', encoding="utf-8"
+    )
     with pytest.raises(FileFormatError) as info:
         Script.load(path)
     assert "\n" not in str(info.value) and "entries.0.request.fingerprint" in str(info.value)
+
+
+CUT = "the recording was cut or edited"
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"response": None}, f"has neither its response nor its error: {CUT}"),
+        ({}, f"has neither its response nor its error: {CUT}"),
+        (
+            {"response": {}},
+            f"response has no finish_reason, which every recorded answer has: {CUT}",
+        ),
+        (
+            {"response": {"finish_reason": "stop"}, "error": {"type": "E", "message": "m"}},
+            "has both a response and an error: the recording was edited",
+        ),
+    ],
+    ids=["null", "absent", "empty", "both"],
+)
+def test_a_recorded_call_without_its_answer_is_a_malformed_recording_not_an_empty_reply(
+    tmp_path: Path, entry: dict[str, object], said: str
+) -> None:
+    # Replayed, such a call was an empty answer: the test failed as a change of behaviour
+    # and --golden-update would have written the empty run into the golden.
+    path = tmp_path / "x.llm.json"
+    _script("q1", "a1").save(path)
+    data = json.loads(path.read_text())
+    data["entries"][0] = {"request": data["entries"][0]["request"], **entry}
+    path.write_text(json.dumps(data))
+    with pytest.raises(FileFormatError) as info:
+        Script.load(path)
+    fix = "malformed recording; re-record it with: pytest --golden-record"
+    assert str(info.value) == f"{path}: entries.0: {said}; {fix}"
