@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
 import warnings
@@ -9,7 +10,7 @@ from typing import Any
 
 import click
 
-from evalrunner.errors import EvalrunnerError, EvalrunnerWarning
+from evalrunner.errors import EvalrunnerError, EvalrunnerWarning, UserError
 
 
 class ErrorBoundary(click.Group):
@@ -29,6 +30,21 @@ class ErrorBoundary(click.Group):
         except EvalrunnerError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:
+            # A directory the user cannot write or a full disk is the machine's answer, not
+            # our bug: one line naming the file. Any other OSError keeps its traceback.
+            if exc.errno not in _REFUSED or not exc.filename:
+                raise
+            click.echo(
+                f"error: {exc.filename}: {exc.strerror}; give this user access to it, free "
+                "some space, or choose another location",
+                err=True,
+            )
+            sys.exit(UserError.exit_code)
+
+
+_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""What the file system says when it refuses a write: permissions, space, a read-only mount."""
 
 
 def _show(default: Any, message: Warning | str, category: type[Warning], *args: Any) -> None:

@@ -469,3 +469,11 @@ def test_an_unfinished_night_is_refused_with_how_to_finish_it(
         f"--out {night} --resume --no-compare --no-history, or leave it out"
     )
     assert not where.exists()
+
+
+def test_a_baselines_directory_that_cannot_be_written_is_one_line(lab: Lab) -> None:
+    where = Path("/sys/evalrunner-baselines")  # refused to every user, root included
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "night1"))
+    assert result.exit_code == 2, result.output
+    assert one_error(result).startswith(f"error: {where}: ")
+    assert not where.exists()

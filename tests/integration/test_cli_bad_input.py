@@ -95,3 +95,22 @@ def test_serve_local_on_a_busy_port_is_one_line_naming_it(tmp_path: Path) -> Non
         f"error: port {port} on 127.0.0.1 is in use (Address already in use); pick another "
         "--port, or leave it out for a free one"
     ]
+
+
+def test_a_place_the_file_system_refuses_is_one_line_not_a_traceback() -> None:
+    # /sys refuses new entries to every user, root included (EPERM; EACCES for others):
+    # a directory the user cannot write, without needing a user who cannot write it.
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("evalrunner")), "init"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/sys",
+    )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, lines
+    assert lines[0].startswith("error: /sys/suites: "), lines
+    assert lines[0].endswith(
+        "; give this user access to it, free some space, or choose another location"
+    )
