@@ -51,7 +51,7 @@ def report(
             f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
         )
     loaded = load_history(history)
-    problem = missing(loaded, suites, models)
+    problem = missing(loaded, suites, models, since, until)
     if problem is not None:
         raise ConfigError(f"history location {history!r}: {problem}")
     # A year of history is ~500,000 objects that live while the report is rendered: frozen,

@@ -363,8 +363,14 @@ def _not_in(kind: str, name: str, known: Sequence[str]) -> str:
     return f"no history of {kind} {name!r}; {hint}{kind}s there: {', '.join(known) or 'none'}"
 
 
-def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] = ()) -> str | None:
-    """What a report asks for (``suites``, ``models``) that ``history`` lacks, in words.
+def missing(
+    history: History,
+    suites: Sequence[str] = (),
+    models: Sequence[str] = (),
+    since: str | None = None,
+    until: str | None = None,
+) -> str | None:
+    """What a report asks for (``suites``, ``models``, the window) that ``history`` lacks, in words.
 
     None when everything asked for is there, so an empty report is never written silently.
     """
@@ -374,6 +380,27 @@ def missing(history: History, suites: Sequence[str] = (), models: Sequence[str] 
     for suite in suites:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
+    if since or until:
+        wanted = [s for s in history.sources if not suites or s.suite in suites]
+        low = _bound(since, until=False) if since else _NEVER
+        high = _bound(until, until=True) if until else None
+        inside = [
+            s
+            for s in wanted
+            if low <= when(s.created_at) and (high is None or when(s.created_at) < high)
+        ]
+        if not inside:
+            # A mistyped date (2027 for 2026) would otherwise be an empty report, and exit 0.
+            first, last = min(s.created_at for s in wanted), max(s.created_at for s in wanted)
+            window = " ".join(
+                f"{name} {value}"
+                for name, value in (("--since", since), ("--until", until))
+                if value
+            )
+            return (
+                f"no night in the window {window}: its {len(wanted)} night(s) ran from {first} "
+                f"to {last}; widen the window"
+            )
     if not models:
         return None
     known: set[str] = set()

@@ -65,6 +65,11 @@ def test_report_says_what_it_did_not_find_instead_of_writing_an_empty_report(
         ("--history", str(root), "--model", "openai/gpt-5"): (
             f"error: history location '{root}': no history of model 'openai/gpt-5'; "
         ),
+        # A mistyped year: before, an empty report and exit 0.
+        ("--history", str(root), "--since", "2099-01-01"): (
+            f"error: history location '{root}': no night in the window --since 2099-01-01: "
+            "its 1 night(s) ran from "
+        ),
     }
     for args, expected in cases.items():
         out = tmp_path / "out"
