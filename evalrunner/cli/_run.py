@@ -276,6 +276,14 @@ def run(
         # A wrapper may pass --history always and a person add --no-history: the
         # latter wins, and the night says so rather than leave it unsaid.
         click.echo(f"note: --no-history: nothing is appended to --history {history}", err=True)
+    if adaptive and runs is not None and max_runs is None:
+        # Said, because --runs 1 --adaptive running 10 runs of a scenario reads as a bug.
+        click.echo(
+            f"note: --adaptive: a scenario with a baseline is planned for --max-runs (default "
+            f"{_ADAPTIVE['max_runs'].default}) and may stop at half of it; --runs {runs} is for "
+            "those without one",
+            err=True,
+        )
     if ray_address is not None and executor != "ray":
         raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
     suite = load_suite_by_name(suite_name, suites_dir)

@@ -268,6 +268,18 @@ def test_adaptive_stops_unchanged_scenarios_early(lab: Lab) -> None:
     assert len(manifest.run_ids or []) == made and manifest.adaptive is not None
 
 
+def test_adaptive_says_runs_is_not_the_n_of_a_scenario_with_a_baseline(lab: Lab) -> None:
+    result = lab.night(
+        "adaptive-runs", 6, "--adaptive", "--runs", "1", "--scenario", "steady", "--no-history"
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: --adaptive: a scenario with a baseline is planned for --max-runs (default 20) "
+        "and may stop at half of it; --runs 1 is for those without one"
+    ) in result.stderr.splitlines()
+    assert runs_of(lab.root / "adaptive-runs")["steady"] >= 10  # what the note says
+
+
 def test_adaptive_still_flags_a_changed_scenario(lab: Lab) -> None:
     result = lab.night(
         "adaptive-changed",
