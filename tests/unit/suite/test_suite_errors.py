@@ -260,6 +260,13 @@ MALFORMED: list[tuple[str, str, str]] = [
         "checks.tools_not_used: tool 'search' is in both tools_used and tools_not_used",
     ),
     (
+        # Before: accepted, and tools_used: [serach] failed every run as a behaviour.
+        "checked-tool-not-offered",
+        scenario_with("tools: [search, lookup]\nchecks: {tools_used: [serach]}\n"),
+        "checks.tools_used[0]: tool 'serach' is not among the scenario's tools (search, "
+        "lookup); did you mean 'search'? name one of them, or add it to tools",
+    ),
+    (
         "negative-max-tool-calls",
         scenario_with("checks: {max_tool_calls: -1}\n"),
         "checks.max_tool_calls: must be at least 0",
