@@ -1,5 +1,7 @@
 """``evalrunner show`` and ``evalrunner diff``: ATIF files from any tool, read like goldens.
 
+evalrunner's own goldens and run files are read too (the trajectory inside them).
+
 Both load leniently (known deviations of other producers are repaired, each
 repair said on stderr as a warning), normalise, and shape, exactly as frozen
 mode does; ``diff`` exits 1 when the behaviour differs, so it fits a script.
@@ -13,14 +15,25 @@ from typing import Any
 
 import click
 
-from evalrunner._jsonio import dumps
+from evalrunner._jsonio import dumps, read_json
 from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
 
 
 def _load(path: Path, strict: bool) -> dict[str, Any]:
+    source: Path | dict[str, Any] = path
+    name = None
+    found = read_json(path, "trajectory")
+    if (
+        isinstance(found, dict)
+        and "steps" not in found
+        and isinstance(found.get("trajectory"), dict)
+    ):
+        # evalrunner's own files hold the trajectory under "trajectory": a golden
+        # (beside its shape) and a results directory's run file (beside its record).
+        source, name = found["trajectory"], f"{path}: trajectory"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        doc = load_trajectory(path, strict=strict)
+        doc = load_trajectory(source, strict=strict, name=name)
     for warning in caught:
         click.echo(f"warning: {warning.message}", err=True)
     return normalize(doc)
@@ -50,7 +63,8 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @_STRICT
 @click.option("--json", "as_json", is_flag=True, help="Print the normalised trajectory instead.")
 def show(file: Path, strict: bool, as_json: bool) -> None:
-    """What an ATIF trajectory file did: steps, model and tool calls, tokens, answer."""
+    """What an ATIF trajectory file (or an evalrunner golden or run file) did: steps, model and
+    tool calls, tokens, answer."""
     doc = _load(file, strict)
     if as_json:
         click.echo(dumps(doc), nl=False)
@@ -63,7 +77,8 @@ def show(file: Path, strict: bool, as_json: bool) -> None:
 @click.argument("actual", type=_FILE)
 @_STRICT
 def diff_cmd(golden: Path, actual: Path, strict: bool) -> None:
-    """Compare two ATIF trajectory files as a golden test would; exit 1 when behaviour differs."""
+    """Compare two ATIF trajectory files (goldens and run files too) as a golden test would;
+    exit 1 when behaviour differs."""
     before, after = _load(golden, strict), _load(actual, strict)
     deltas = diff(before, after)
     if not deltas:

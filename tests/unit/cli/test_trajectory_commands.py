@@ -72,3 +72,21 @@ def test_a_repaired_deviation_is_a_warning_and_a_bad_file_one_line_exit_2(
     bad = CliRunner().invoke(main, ["show", str(utf16)])
     assert bad.exit_code == 2
     assert bad.output.count("\n") == 1 and "is not UTF-8 text" in bad.output
+
+
+def test_show_and_diff_read_evalrunner_s_own_goldens_and_run_files(tmp_path: Path) -> None:
+    # Before: "$.agent: Field required" for a golden, "$.schema_version" for a run file.
+    golden = write(
+        tmp_path / "golden.json",
+        {"format_version": 1, "schema_version": "ATIF-v1.8", "shape": {}, "trajectory": atif()},
+    )
+    run_file = write(
+        tmp_path / "run.json",
+        {"format_version": 1, "record": {}, "trajectory": atif("lookup")},
+    )
+    shown = CliRunner().invoke(main, ["show", run_file])
+    assert shown.exit_code == 0, shown.output
+    assert "tool calls  1  lookup" in shown.output
+    changed = CliRunner().invoke(main, ["diff", golden, run_file])
+    assert changed.exit_code == 1, changed.output
+    assert "tools: () -> (lookup,)" in changed.output
