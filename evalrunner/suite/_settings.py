@@ -332,6 +332,14 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
             f"{where}: program {program!r} not found (on PATH, or relative to {base}); "
             "install it or give its path"
         )
+    try:  # what the capture proxy serves with (its own check, which runs only once it starts)
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"{where}: a command agent's model calls go through the capture proxy, which needs "
+            f"starlette and uvicorn ({exc}); pip install 'evalrunner[proxy]'"
+        ) from None
 
     def command_agent(*args: Any, **kwargs: Any) -> Any:
         raise ConfigError(f"{where}: a command agent runs as a subprocess, not as a callable")

@@ -196,6 +196,19 @@ def test_a_command_whose_program_is_missing_fails_before_any_run(tmp_path: Path)
     assert not (tmp_path / "out" / "runs").exists()
 
 
+def test_a_command_agent_without_the_proxy_extra_fails_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: validate said ok, and run failed only once the night's proxy started, after
+    # it had made the results directory and marked the night interrupted.
+    from evalrunner.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if 'evalrunner[proxy]' were missing
+    with pytest.raises(ConfigError, match=r"needs starlette and uvicorn .*evalrunner\[proxy\]"):
+        run(tmp_path, "http://127.0.0.1:9", [py_command("openai")])
+    assert not (tmp_path / "out").exists()  # no night begun, none to mark interrupted
+
+
 def test_command_agents_get_baselines_and_verdicts_like_any_agent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
