@@ -10,7 +10,6 @@ and reading the YAML with its one-line errors in :mod:`evalrunner.suite._loader`
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Annotated
 
@@ -602,26 +601,6 @@ class ScenarioFields(BaseModel):
             raise located(
                 "the program (first item) is empty; name the program to run", "command", 0
             )
-        return self
-
-    @model_validator(mode="after")
-    def _checked_tools_offered(self) -> ScenarioFields:
-        # A check naming a tool the scenario does not offer is almost always a typo, and
-        # tools_not_used of such a tool is a check that cannot fail.
-        if not self.tools:
-            return self
-        for field in ("tools_used", "tools_in_order", "tools_not_used"):
-            for i, tool in enumerate(getattr(self.checks, field)):
-                if tool not in self.tools:
-                    close = difflib.get_close_matches(tool, self.tools, n=1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    raise located(
-                        f"tool {tool!r} is not among the scenario's tools "
-                        f"({', '.join(self.tools)}); {hint}name one of them, or add it to tools",
-                        "checks",
-                        field,
-                        i,
-                    )
         return self
 
     @field_validator("input")
