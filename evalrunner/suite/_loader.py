@@ -9,8 +9,10 @@ field, with a "did you mean" where one helps.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
@@ -327,13 +329,28 @@ _HANDLERS: dict[str, Callable[[Loc, Mapping[str, Any], Any], Explained]] = {
 
 def _wrong_type(kind: str, loc: Loc, value: Any) -> Explained:
     what = f"expected {_TYPE_NAMES[kind]}, got {_describe(value)}"
-    if kind == "list_type" and isinstance(value, str | int | float):
+    field = loc[-1] if loc else None
+    if kind == "list_type" and field == "scenarios" and not isinstance(value, dict):
+        what += "; give each scenario as an item starting with '- id: '"
+    elif kind == "list_type" and field == "command" and isinstance(value, str):
+        # One argument per item, as the program gets them; JSON-quoted, as YAML's flow
+        # style reads '{task}' unquoted as a mapping.
+        argv = ", ".join(json.dumps(arg) for arg in _split(value))
+        what += f"; write it as a list, one argument an item: [{argv}]"
+    elif kind == "list_type" and isinstance(value, str | int | float):
         what += f"; write it as a list: [{value}]"
     elif kind == "list_type" and isinstance(value, dict):
         what += "; start each item on its own line with '- '"
     elif isinstance(value, str) and _looks_like(kind, value):
         what += "; remove the quotes"
     return loc, what, loc
+
+
+def _split(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:  # an unclosed quote: split on spaces, and let the user see it
+        return command.split()
 
 
 def _explain(err: Mapping[str, Any]) -> Explained:

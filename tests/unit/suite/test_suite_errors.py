@@ -260,11 +260,18 @@ MALFORMED: list[tuple[str, str, str]] = [
         "checks.tools_not_used: tool 'search' is in both tools_used and tools_not_used",
     ),
     (
-        # Before: accepted, and tools_used: [serach] failed every run as a behaviour.
-        "checked-tool-not-offered",
-        scenario_with("tools: [search, lookup]\nchecks: {tools_used: [serach]}\n"),
-        "checks.tools_used[0]: tool 'serach' is not among the scenario's tools (search, "
-        "lookup); did you mean 'search'? name one of them, or add it to tools",
+        # Before: "write it as a list: [python3 agent.py {task}]", still one argument.
+        "command-as-text",
+        HEAD + "scenarios:\n  - id: a\n    command: 'python3 agent.py {task}'\n    input: hi\n",
+        "command: expected a list, got 'python3 agent.py {task}' (text); write it as a list, "
+        'one argument an item: ["python3", "agent.py", "{task}"]',
+    ),
+    (
+        # Before: "write it as a list: [5]".
+        "scenarios-a-number",
+        HEAD + "scenarios: 5\n",
+        "scenarios: expected a list, got 5 (a whole number); give each scenario as an item "
+        "starting with '- id: '",
     ),
     (
         "negative-max-tool-calls",
