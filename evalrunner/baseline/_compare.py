@@ -68,6 +68,8 @@ class Comparison:
     baselines: dict[CellKey, Baseline] = field(default_factory=dict)
     evidence: dict[CellKey, EvidenceState] = field(default_factory=dict)
     """Each compared cell's evidence after tonight: the history stores it for tomorrow."""
+    unfit: int = 0
+    """Cells whose baseline exists but is for another model or configuration (not compared)."""
 
     @property
     def regressions(self) -> list[MetricResult]:
@@ -113,8 +115,9 @@ def _usable_baseline(
     cell: CellKey,
     fingerprint: str,
     loaded: Mapping[CellKey, Baseline] | None,
-) -> tuple[Baseline | None, str]:
-    """The cell's baseline if it fits tonight's runs; otherwise None and why not.
+) -> tuple[Baseline | None, str, bool]:
+    """The cell's baseline if it fits tonight's runs; otherwise None, why not, and whether
+    there is one that does not fit.
     ``loaded``: the suite's baselines as read before the night (None: read the file now)."""
     path = baseline_path(root, suite, cell.scenario, cell.model)
     refresh = f"evalrunner baseline --suite {suite} --scenario {cell.scenario} --model {cell.model}"
@@ -123,17 +126,19 @@ def _usable_baseline(
     else:
         baseline = load_baseline(path) if path.exists() else None
     if baseline is None:
-        return None, f"{cell}: no baseline at {path}; create one with: {refresh}"
+        return None, f"{cell}: no baseline at {path}; create one with: {refresh}", False
     if baseline.model != cell.model:
-        return None, (
+        why = (
             f"{cell}: not compared, {path} is for model {baseline.model!r}; refresh with: {refresh}"
         )
+        return None, why, True
     if baseline.fingerprint != fingerprint:
-        return None, (
+        why = (
             f"{cell}: not compared, the scenario's configuration changed since {path} "
             f"was recorded (fingerprint {baseline.fingerprint} -> {fingerprint}); refresh with: {refresh}"
         )
-    return baseline, ""
+        return None, why, True
+    return baseline, "", False
 
 
 def compare_with_baselines(
@@ -155,16 +160,17 @@ def compare_with_baselines(
     ``loaded`` and ``references``: the baselines the night read before its runs and
     their fit, so a night reads and fits them once.
     """
-    notes, baselines, pairs = [], {}, []
+    notes, baselines, pairs, unfit = [], {}, [], 0
     scenarios = {s.id: s for s in suite.scenarios}
     for cell, night in group_records(records).items():
         scenario = scenarios.get(cell.scenario)
         if scenario is None:
             continue
         fingerprint = (fingerprints or {}).get(cell.scenario) or scenario.fingerprint
-        baseline, why_not = _usable_baseline(root, suite.name, cell, fingerprint, loaded)
+        baseline, why_not, stale = _usable_baseline(root, suite.name, cell, fingerprint, loaded)
         if baseline is None:
             notes.append(why_not)
+            unfit += stale
             continue
         baselines[cell] = baseline
         pairs.append(
@@ -180,7 +186,7 @@ def compare_with_baselines(
         )
     comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = notes
-    comparison.baselines = baselines
+    comparison.baselines, comparison.unfit = baselines, unfit
     return comparison
 
 

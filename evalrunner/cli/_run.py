@@ -79,6 +79,12 @@ def night_line(result: LiveResult, suite: str) -> str:
     comparison = result.comparison
     if comparison is None:
         return f"{head}."
+    if not comparison.results and comparison.unfit:
+        return (
+            f"{head}; nothing was compared: {comparison.unfit} baseline(s) are for another model "
+            "or configuration (the notes above name them). Next, to make this night the "
+            f"baseline: evalrunner baseline --suite {suite} --from {report.out}"
+        )
     if not comparison.results:
         return (
             f"{head}; no baselines yet, so nothing was compared. Next, to make this night the "

@@ -85,3 +85,26 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
     assert "nothing flagged" in line
     assert "changed but unconfirmed (every run moved): s success_rate, " in line, line
     assert re.search(r"s +openai/fake +success_rate \(young\) +unconfirmed", result.stdout)
+
+
+def test_a_night_whose_baselines_are_all_for_another_configuration_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "no baselines yet", below a note naming the baseline it did not use.
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=3, tolerance={"min_baseline_nights": 1})
+    with FakeEndpoint(default=Reply("Paris.")) as ep:
+        cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        edited = {**SCENARIO, "input": "Capital of Peru?"}  # a new configuration
+        write_suite(tmp_path, "capitals", [edited], runs=3, tolerance={"min_baseline_nights": 1})
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--no-history")
+    assert "not compared, the scenario's configuration changed" in result.stderr
+    assert night_line(result.stderr) == (
+        "night: 3 runs (3 passed); nothing was compared: 1 baseline(s) are for another model or "
+        "configuration (the notes above name them). Next, to make this night the baseline: "
+        "evalrunner baseline --suite capitals --from n2"
+    )
