@@ -367,6 +367,13 @@ def claim(root: Path, *, resume: bool) -> Iterator[ResultsDir]:
     """
     results = ResultsDir(root)
     if resume and not results.manifest_path.exists():
+        found = results.entries()
+        if found:  # without --resume it is refused too (_check_fresh): say the way out
+            raise ConfigError(
+                f"{root}: nothing to resume: it holds {', '.join(found[:3])}"
+                f"{', ...' if len(found) > 3 else ''} but no manifest.json, so no night "
+                "evalrunner can finish; choose an empty or new --out, without --resume"
+            )
         raise ConfigError(f"{root}: nothing to resume (no manifest.json); run without --resume")
     created = make_writable_dir(results.root, what="results directory", fix="choose another --out")
     try:

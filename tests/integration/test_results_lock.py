@@ -80,5 +80,10 @@ def test_a_non_empty_directory_without_a_manifest_is_not_written_into(tmp_path: 
     )
     assert stale.read_text() == '{"left": "over"}'
     assert not (out / "manifest.json").exists()
-    with pytest.raises(ConfigError, match="nothing to resume"), claim(out, resume=True):
+    # --resume gives the same way out, not "run without --resume", which was refused above.
+    with pytest.raises(ConfigError) as info, claim(out, resume=True):
         pass
+    assert str(info.value) == (
+        f"{out}: nothing to resume: it holds runs but no manifest.json, so no night evalrunner "
+        "can finish; choose an empty or new --out, without --resume"
+    )
