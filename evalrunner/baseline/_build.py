@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalrunner._clock import iso_now
+from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import (
     AcceptedNight,
     Baseline,
@@ -18,7 +20,7 @@ from evalrunner.baseline._file import (
 from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
 from evalrunner.live._results import Manifest, ResultsDir
-from evalrunner.suite._record import CellKey, group_records
+from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = ["build_baselines"]
@@ -34,11 +36,19 @@ class _Found:
     """The scenario's fingerprint when that night ran (from its manifest)."""
 
 
-def _check_night(source: Path, manifest: Manifest, suite: Suite, seen: dict[str, Path]) -> None:
+def _check_night(
+    source: Path,
+    manifest: Manifest,
+    records: Sequence[RunRecord],
+    suite: Suite,
+    seen: dict[tuple[str, str], Path],
+) -> None:
     """Refuse a directory that is not one whole night, or a night given twice.
 
     A baseline counts its nights: the same night accepted twice would pass for two, and
     an unfinished one for a whole night, and either would make a baseline gate early.
+    The same night is the same start and the same runs: two shards of one nightly job
+    (two --out directories) may start in the same second, never with the same runs.
     """
     if manifest.suite != suite.name:
         raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
@@ -48,23 +58,26 @@ def _check_night(source: Path, manifest: Manifest, suite: Suite, seen: dict[str,
             f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
             f"--out {source} --resume --no-compare --no-history, or leave it out"
         )
-    if manifest.started_at in seen:
+    runs = canonical(sorted((r.model_dump(mode="json") for r in records), key=canonical))
+    key = (manifest.started_at, hashlib.sha256(runs.encode()).hexdigest())
+    if key in seen:
         raise BaselineMismatch(
-            f"{source}: the same night as {seen[manifest.started_at]} (started "
-            f"{manifest.started_at}); a baseline counts each night once: give it once"
+            f"{source}: the same night as {seen[key]} (started {manifest.started_at}, the same "
+            "runs); a baseline counts each night once: give it once"
         )
-    seen[manifest.started_at] = source
+    seen[key] = source
 
 
 def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list[_Found]]:
     found: dict[CellKey, list[_Found]] = {}
     scenarios = {s.id: s for s in suite.scenarios}
-    seen: dict[str, Path] = {}
+    seen: dict[tuple[str, str], Path] = {}
     for source in sources:
         results = ResultsDir(source)
         manifest = results.read_manifest()
-        _check_night(source, manifest, suite, seen)
-        for cell, records in group_records(results.records()).items():
+        every = results.records()
+        _check_night(source, manifest, every, suite, seen)
+        for cell, records in group_records(every).items():
             scenario = scenarios.get(cell.scenario)
             night = AcceptedNight(
                 started_at=manifest.started_at,

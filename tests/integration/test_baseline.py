@@ -450,7 +450,7 @@ def test_the_same_night_given_twice_is_refused_and_nothing_is_written(
         assert result.exit_code == 2, result.output
         line = one_error(result)
         assert line.startswith(f"error: {second}: the same night as {night} (started ")
-        assert line.endswith("a baseline counts each night once: give it once")
+        assert line.endswith("the same runs); a baseline counts each night once: give it once")
         assert not where.exists()
 
 
@@ -477,3 +477,18 @@ def test_a_baselines_directory_that_cannot_be_written_is_one_line(lab: Lab) -> N
     assert result.exit_code == 2, result.output
     assert one_error(result).startswith(f"error: {where}: ")
     assert not where.exists()
+
+
+def test_two_nights_that_started_in_the_same_second_are_two_nights(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    # Two shards of one nightly job (two --out directories) can start in the same second.
+    shard = shutil.copytree(lab.root / "night2", tmp_path / "shard")
+    started = ResultsDir(lab.root / "night1").read_manifest().started_at
+    manifest = ResultsDir(shard).read_manifest()
+    (shard / "manifest.json").write_text(
+        json.dumps(manifest.model_copy(update={"started_at": started}).model_dump(mode="json"))
+    )
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "night1"), "--from", str(shard))
+    assert result.exit_code == 0, result.output
+    assert len(load_baseline(file_of(where, "capital")).nights) == 2
