@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import functools
 import math
 import os
@@ -53,6 +54,7 @@ from evalrunner.stats import (
     MetricResult,
     NightComparison,
     _reference,
+    _sequential,
     compare_night,
     drive,
     fit_references,
@@ -418,12 +420,22 @@ class NightTask:
 
 def one_night(task: NightTask) -> dict[str, Night]:
     """A fresh baseline and one night; every procedure in ``task`` on the same runs."""
-    if task.tau2_errors is None:
+    with _padding(task.tau2_errors):
         return _one_night(task)
-    # The trade-off table varies the engine's constant; each task sets it in its own process.
-    kept, _reference.TAU2_ERRORS = _reference.TAU2_ERRORS, task.tau2_errors
+
+
+@contextlib.contextmanager
+def _padding(tau2_errors: float | None) -> Iterator[None]:
+    """The engine's ``TAU2_ERRORS`` set to ``tau2_errors`` (None: left as it is).
+
+    The trade-off tables vary the engine's constant; each task sets it in its own process.
+    """
+    if tau2_errors is None:
+        yield
+        return
+    kept, _reference.TAU2_ERRORS = _reference.TAU2_ERRORS, tau2_errors
     try:
-        return _one_night(task)
+        yield
     finally:
         _reference.TAU2_ERRORS = kept
 
@@ -589,6 +601,8 @@ class SeasonTask:
     told_quiet: bool = False
     """Every night's tests told tau^2 = 0 (the truth of a quiet endpoint) instead of
     estimating it: what the estimate costs over a season."""
+    tau2_errors: float | None = None
+    """The standard errors of tau^2 the tests add (``TAU2_ERRORS``); None: the engine's."""
 
 
 @dataclass(frozen=True)
@@ -601,6 +615,11 @@ class Season:
 
 
 def one_season(task: SeasonTask) -> Season:
+    with _padding(task.tau2_errors):
+        return _one_season(task)
+
+
+def _one_season(task: SeasonTask) -> Season:
     rng = np.random.default_rng(task.seed)
     keys = task.suite.cells()
     profiles = {k: (task.change.base if i == 0 else null_profile(rng)) for i, k in enumerate(keys)}
@@ -1011,12 +1030,7 @@ def season_table(cfg: Config) -> None:
     )
     cfg.emit("|---|---|---|---|---|---|---|---|")
     for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
-        tag = f"aa-season|{drift}"
-        tasks = [
-            SeasonTask(s, suite, NONE, 90, MATURE, drift)
-            for s in seeds(cfg.seed, tag, cfg.aa_seasons)
-        ]
-        got = run_all(one_season, tasks, cfg.jobs)
+        got = _aa_seasons(cfg, suite, drift)
         cells = len(got) * len(suite.cells())
         ev = sum(x > 0 for s in got for x in s.evidence)
         nightly = sum(x > 0 for s in got for x in s.nightly)
@@ -1027,6 +1041,17 @@ def season_table(cfg: Config) -> None:
             f"| {pct(nightly, cells)} | {pct(anyflag, len(got))} | {runs:.1f} |"
         )
     cfg.emit()
+
+
+def _aa_seasons(
+    cfg: Config, suite: Suite, drift: Endpoint, tau2_errors: float | None = None
+) -> list[Season]:
+    """``cfg.aa_seasons`` seasons of 90 unchanged nights; the same seeds for every padding."""
+    tasks = [
+        SeasonTask(s, suite, NONE, 90, MATURE, drift, tau2_errors=tau2_errors)
+        for s in seeds(cfg.seed, f"aa-season|{drift}", cfg.aa_seasons)
+    ]
+    return run_all(one_season, tasks, cfg.jobs)
 
 
 def _cliffs_nb(mean_a: float, mean_b: float) -> float:
@@ -1212,6 +1237,40 @@ def tradeoff_table(cfg: Config) -> None:
     cfg.emit()
 
 
+def tradeoff_season_table(cfg: Config) -> None:
+    """Season-wide false alarms under both drift laws, per padding of tau^2."""
+    cfg.emit("## Trade-off over a season: the padding of tau^2 against season-wide false alarms\n")
+    cfg.emit(
+        f"5 x 1, escalation on, mature baseline, {cfg.aa_seasons} seasons of 90 unchanged nights "
+        "per drift law, the same seasons for every padding (those of the season table's "
+        "false-alarm rows). Share of scenario-seasons flagged at least once by tonight's test, "
+        "by the evidence since the anchor, and by either; first drift law / logit law. The "
+        "first-night power each padding leaves is in the trade-off table above.\n"
+    )
+    cfg.emit("| padding | tonight's test | evidence | either |")
+    cfg.emit("|---|---|---|---|")
+    suite = Suite(5, 1)
+    for k in TRADEOFF:
+        cols: list[list[str]] = [[], [], []]
+        for law in (UNIFORM, LOGIT):
+            got = _aa_seasons(cfg, suite, law, tau2_errors=k)
+            cells = len(got) * len(suite.cells())
+            pairs = [(a, b) for s in got for a, b in zip(s.nightly, s.evidence, strict=True)]
+            for col, hits in zip(
+                cols,
+                (
+                    sum(a > 0 for a, _ in pairs),
+                    sum(b > 0 for _, b in pairs),
+                    sum(a > 0 or b > 0 for a, b in pairs),
+                ),
+                strict=True,
+            ):
+                col.append(f"{100 * hits / cells:.1f}")
+        mark = " (default)" if k == _reference.TAU2_ERRORS else ""
+        cfg.emit(f"| {k:g}{mark} | " + " | ".join(" / ".join(c) for c in cols) + " |")
+    cfg.emit()
+
+
 TABLES: dict[str, Callable[[Config], None]] = {
     "speed": speed_table,
     "aa": aa_table,
@@ -1222,6 +1281,7 @@ TABLES: dict[str, Callable[[Config], None]] = {
     "adaptive": adaptive_table,
     "seasons": season_table,
     "tradeoff": tradeoff_table,
+    "tradeoff-seasons": tradeoff_season_table,
 }
 
 
@@ -1247,7 +1307,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--endpoints", default="", help="A/A, power, season tables: of quiet,drift,logit"
     )
+    parser.add_argument(
+        "--adaptive-bars",
+        default="",
+        metavar="RATES,COUNTS,LATER",
+        help="the adaptive look's bars to try instead of the engine's: PROMISE_ADAPTIVE for "
+        "rates and paths, for counts and continuous metrics, and PROMISE_ADAPTIVE_LATER, "
+        "e.g. 0.07,0.4,0.5",
+    )
     args = parser.parse_args(argv)
+    if args.adaptive_bars:
+        # Set here, before the worker processes fork, so every night sees them.
+        try:
+            rates, counts, later = (float(x) for x in args.adaptive_bars.split(","))
+        except ValueError:
+            parser.error("--adaptive-bars: three numbers, e.g. 0.07,0.4,0.5")
+        _sequential.PROMISE_ADAPTIVE.update(
+            binary=rates, categorical=rates, count=counts, continuous=counts
+        )
+        _sequential.PROMISE_ADAPTIVE_LATER = later
     cfg = Config(
         seed=args.seed,
         jobs=args.jobs,
