@@ -363,6 +363,25 @@ def _not_in(kind: str, name: str, known: Sequence[str]) -> str:
     return f"no history of {kind} {name!r}; {hint}{kind}s there: {', '.join(known) or 'none'}"
 
 
+def _outside(wanted: Sequence[Source], since: str | None, until: str | None) -> str | None:
+    """What a window holding none of ``wanted``'s nights misses, in words; None if it holds one."""
+    low = _bound(since, until=False) if since else _NEVER
+    high = _bound(until, until=True) if until else None
+    if any(
+        low <= when(s.created_at) and (high is None or when(s.created_at) < high) for s in wanted
+    ):
+        return None
+    # A mistyped date (2027 for 2026) would otherwise be an empty report, and exit 0.
+    first, last = min(s.created_at for s in wanted), max(s.created_at for s in wanted)
+    window = " ".join(
+        f"{name} {value}" for name, value in (("--since", since), ("--until", until)) if value
+    )
+    return (
+        f"no night in the window {window}: its {len(wanted)} night(s) ran from {first} "
+        f"to {last}; widen the window"
+    )
+
+
 def missing(
     history: History,
     suites: Sequence[str] = (),
@@ -380,35 +399,20 @@ def missing(
     for suite in suites:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
+    wanted = [s for s in history.sources if not suites or s.suite in suites]
     if since or until:
-        wanted = [s for s in history.sources if not suites or s.suite in suites]
-        low = _bound(since, until=False) if since else _NEVER
-        high = _bound(until, until=True) if until else None
-        inside = [
-            s
-            for s in wanted
-            if low <= when(s.created_at) and (high is None or when(s.created_at) < high)
-        ]
-        if not inside:
-            # A mistyped date (2027 for 2026) would otherwise be an empty report, and exit 0.
-            first, last = min(s.created_at for s in wanted), max(s.created_at for s in wanted)
-            window = " ".join(
-                f"{name} {value}"
-                for name, value in (("--since", since), ("--until", until))
-                if value
-            )
-            return (
-                f"no night in the window {window}: its {len(wanted)} night(s) ran from {first} "
-                f"to {last}; widen the window"
-            )
-    if not models:
-        return None
+        outside = _outside(wanted, since, until)
+        if outside is not None:
+            return outside
+    return _models_missing(wanted, models) if models else None
+
+
+def _models_missing(wanted: Sequence[Source], models: Sequence[str]) -> str | None:
     known: set[str] = set()
-    for source in history.sources:
-        if not suites or source.suite in suites:
-            source.preload("records", RECORD_COLUMNS)  # what the report reads next, in one go
-            source.release()
-            known.update(source.column("records", "model"))
+    for source in wanted:
+        source.preload("records", RECORD_COLUMNS)  # what the report reads next, in one go
+        source.release()
+        known.update(source.column("records", "model"))
     known_models = sorted(known)
     for model in models:
         if model not in known_models:
