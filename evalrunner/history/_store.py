@@ -263,6 +263,9 @@ def check_writable(root: str) -> None:
         fs.makedirs(base, exist_ok=True)
         with fs.open(probe, "wb") as fh:
             fh.write(b"")
+    # Writing is what the night needs. A store that lets us write but not delete (some
+    # bucket policies) keeps an empty probe, which no reader of the history lists.
+    with contextlib.suppress(Exception):
         fs.rm(probe)
 
 
