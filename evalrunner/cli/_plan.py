@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from evalrunner.cli import _options
 from evalrunner.cli._tables import format_table
+from evalrunner.errors import ConfigError
 from evalrunner.night._sentinel import DEFAULT_CALLS, DEFAULT_SHARE
 from evalrunner.suite import Tolerance, load_suite_by_name
 
@@ -53,9 +55,17 @@ def plan_cmd(
     a change of the margin needs, at the level the verdicts use (BH over the suite's gating
     tests and the margin rule), plus the nightly cost and the margins out of reach. The
     history's nights since each anchor count as tonight's test will count them."""
-    from evalrunner.history._store import evidence_so_far
+    from evalrunner.history._store import evidence_so_far, exists
     from evalrunner.night._plan import plan_suite
 
+    given = click.get_current_context().get_parameter_source("history")
+    if given is ParameterSource.COMMANDLINE and not exists(history):
+        # The default may not exist yet (no night has run); a location typed out that does
+        # not exist is a typo, and planning without its nights would promise too much.
+        raise ConfigError(
+            f"history location {history!r} does not exist; pass --history with the location "
+            f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
+        )
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)
     found = plan_suite(suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence)

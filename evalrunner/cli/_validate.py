@@ -31,4 +31,5 @@ def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
         check_suite_models(suite)
         rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
         data = f", {rows} dataset rows" if rows else ""
-        click.echo(f"ok  {path}  ({len(suite.scenarios)} scenarios{data})")
+        count = len(suite.scenarios)
+        click.echo(f"ok  {path}  ({count} scenario{'' if count == 1 else 's'}{data})")

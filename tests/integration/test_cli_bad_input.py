@@ -33,6 +33,10 @@ CASES = [
     (["run", "--suite", "huge", "--ray-address", "auto"], "--ray-address is for --executor ray"),
     (["baseline", "--suite", "huge", "--from", "{tmp}", "--runs", "5"], "shape a live run"),
     (["plan", "--suite", "nosuch", "--suites-dir", "{tmp}/suites"], "no suite named 'nosuch'"),
+    (
+        ["plan", "--suite", "huge", "--suites-dir", "{tmp}/suites", "--history", "{tmp}/histroy"],
+        "history location '{tmp}/histroy' does not exist",
+    ),
     (["list", "--suites-dir", "{tmp}/nosuchdir"], "{tmp}/nosuchdir does not exist"),
     (["compare", "{tmp}", "{tmp}/suites"], "results manifest not found"),
     (["init", "--suite", "Bad!"], "is not a valid suite name"),

@@ -227,7 +227,7 @@ def test_validate_list_and_plan_count_rows_times_n(
     listed = _cli("list", "--suites-dir", str(tmp_path))
     assert "capitals  (30 rows of capitals.jsonl)" in listed.output
     checked = _cli("validate", str(tmp_path / "atlas.yaml"))
-    assert checked.output.strip().endswith("(1 scenarios, 30 dataset rows)")
+    assert checked.output.strip().endswith("(1 scenario, 30 dataset rows)")
 
 
 @pytest.fixture(scope="module")
