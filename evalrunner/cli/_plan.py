@@ -29,6 +29,19 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
+def _check_history(history: str) -> None:
+    """A --history typed out must exist. The default may not yet (no night has run); a
+    location given that does not is a typo, and planning without its nights promises too much."""
+    from evalrunner.history._store import exists
+
+    given = click.get_current_context().get_parameter_source("history")
+    if given is ParameterSource.COMMANDLINE and not exists(history):
+        raise ConfigError(
+            f"history location {history!r} does not exist; pass --history with the location "
+            f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
+        )
+
+
 @click.command("plan")
 @_options.suite_name
 @_options.runs("Runs per scenario to plan for, per row of a dataset (default: each scenario's).")
@@ -55,17 +68,10 @@ def plan_cmd(
     a change of the margin needs, at the level the verdicts use (BH over the suite's gating
     tests and the margin rule), plus the nightly cost and the margins out of reach. The
     history's nights since each anchor count as tonight's test will count them."""
-    from evalrunner.history._store import evidence_so_far, exists
+    from evalrunner.history._store import evidence_so_far
     from evalrunner.night._plan import plan_suite
 
-    given = click.get_current_context().get_parameter_source("history")
-    if given is ParameterSource.COMMANDLINE and not exists(history):
-        # The default may not exist yet (no night has run); a location typed out that does
-        # not exist is a typo, and planning without its nights would promise too much.
-        raise ConfigError(
-            f"history location {history!r} does not exist; pass --history with the location "
-            f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
-        )
+    _check_history(history)
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)
     found = plan_suite(suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence)
