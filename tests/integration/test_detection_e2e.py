@@ -166,6 +166,7 @@ def test_plan_reads_the_nights_since_the_anchor_from_the_history_and_says_when_t
     lab.accept("planned", "n1", "n2", "n3")
     baselines = ("--baselines", str(lab.root / "planned"))
     empty = str(lab.root / "no-history")
+    Path(empty).mkdir()  # there, but no night in it (a location that is not there is a typo)
     alone = lab.cli("plan", *baselines, "--history", empty)
     assert alone.exit_code == 0, alone.output
     assert (
