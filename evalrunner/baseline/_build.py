@@ -58,7 +58,7 @@ def _check_night(
             f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
             f"--out {source} --resume --no-compare --no-history, or leave it out"
         )
-    runs = canonical(sorted((r.model_dump(mode="json") for r in records), key=canonical))
+    runs = "\n".join(sorted(canonical(r.model_dump(mode="json")) for r in records))
     key = (manifest.started_at, hashlib.sha256(runs.encode()).hexdigest())
     if key in seen:
         raise BaselineMismatch(

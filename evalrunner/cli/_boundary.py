@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from evalrunner.cli._exit import STORAGE_FULL
 from evalrunner.errors import EvalrunnerError, EvalrunnerWarning, UserError
 
 
@@ -43,7 +44,7 @@ class ErrorBoundary(click.Group):
             sys.exit(UserError.exit_code)
 
 
-_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+_REFUSED = STORAGE_FULL | {errno.EACCES, errno.EPERM}
 """What the file system says when it refuses a write: permissions, space, a read-only mount."""
 
 

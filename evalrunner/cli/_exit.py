@@ -94,7 +94,8 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-_STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+STORAGE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""A disk that is full or turned read-only."""
 
 
 @contextmanager
@@ -113,7 +114,7 @@ def on_interrupt(how_to_finish: str, out: Path | None = None) -> Iterator[None]:
         with _sigterm_interrupts():
             yield
     except OSError as exc:
-        if exc.errno not in _STORAGE_FULL:
+        if exc.errno not in STORAGE_FULL:
             raise
         # A full (or read-only) disk mid-night: the finished runs are on disk and
         # --resume finishes the rest once there is room; one line says so.

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +42,17 @@ class Golden(BaseModel):
     def load(cls, path: Path) -> Golden:
         golden = load_model(path, cls, what="golden", version=GOLDEN_FORMAT_VERSION, fix=REDO)
         try:
-            shape(golden.trajectory)  # what every comparison reads of it
+            golden.behaviour  # noqa: B018  (what every comparison reads of it, shaped once)
         except (AttributeError, TypeError, KeyError, ValueError):
             _malformed(golden.trajectory, path)
             raise  # a valid trajectory we cannot shape: our bug, with its traceback
         return golden
+
+    @functools.cached_property
+    def behaviour(self) -> Shape:
+        """The shape of the trajectory itself (not the stored ``shape``, which a hand edit
+        could make disagree with it)."""
+        return shape(self.trajectory)
 
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json"))

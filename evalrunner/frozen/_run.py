@@ -235,7 +235,7 @@ def compare_with_golden(
     normalized = _normalized(result.trajectory, config)
     # Compare against the golden's trajectory, not its stored shape: a
     # hand-edited shape must not hide a change.
-    deltas = diff_shapes(shape(golden.trajectory), shape(normalized))
+    deltas = diff_shapes(golden.behaviour, shape(normalized))
     if not deltas:
         return deltas, ""
     message = (
