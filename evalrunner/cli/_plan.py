@@ -30,12 +30,14 @@ def _num(value: float | None) -> str:
 
 
 def _check_history(history: str) -> None:
-    """A --history typed out must exist. The default may not yet (no night has run); a
-    location given that does not is a typo, and planning without its nights promises too much."""
+    """A --history typed out must exist. The default may not yet (no night has run), typed
+    out or not; another location given that does not is a typo, and planning without its
+    nights promises too much."""
     from evalrunner.history._store import exists
 
     given = click.get_current_context().get_parameter_source("history")
-    if given is ParameterSource.COMMANDLINE and not exists(history):
+    typed = given is ParameterSource.COMMANDLINE and history != _options.DEFAULT_HISTORY
+    if typed and not exists(history):
         raise ConfigError(
             f"history location {history!r} does not exist; pass --history with the location "
             f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"

@@ -173,6 +173,10 @@ def test_plan_reads_the_nights_since_the_anchor_from_the_history_and_says_when_t
         f"note: {empty} holds no night since the anchor of 6 of 6 cells: planned from their "
         "baselines' nights alone, as for a first night"
     ) in alone.stderr
+    # The README's fresh-checkout example: the default location, typed out, before any night.
+    default = lab.cli("plan", *baselines, "--history", "reports/history")
+    assert default.exit_code == 0 and not (lab.root / "reports" / "history").exists()
+    assert "note: reports/history holds no night since the anchor" in default.stderr
     history = str(lab.root / "plan-history")
     night = lab.night("p1", 41, "planned", "--history", history, changed=False)
     assert night.exit_code == 0, night.output
