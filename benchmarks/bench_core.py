@@ -5,6 +5,11 @@ beforehand) of a synthetic, realistic trajectory, next to a plain JSON round tri
 of the same trajectory (``json.dumps(json.loads(text))``), in one process with
 ``timeit`` (best of several repeats). Target: the core within 3x of the round trip.
 
+Then what a night pays per run file: ``ResultsDir.write_run`` (redaction, canonical
+JSON, an atomic write) next to ``json.dumps`` and a plain write of the same document,
+each run's trajectory with ids and timestamps of its own (as a night's are: the
+redaction memo cannot have seen them).
+
     python benchmarks/bench_core.py            # 10 and 1,000 steps
     python benchmarks/bench_core.py --profile  # plus a cProfile of the 1,000-step core
 """
@@ -164,6 +169,40 @@ def bench(n_steps: int, repeat: int) -> tuple[float, float, int]:
     return t_core, t_json, len(text)
 
 
+def bench_write(n_steps: int, runs: int) -> tuple[float, float]:
+    """Seconds per run file: ``ResultsDir.write_run`` and the plain floor, alternating."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from evalrunner.live._results import ResultsDir
+    from evalrunner.suite._record import RunRecord
+
+    trajectories = [synthetic(n_steps, seed=1000 + i, n_subagents=0) for i in range(2 * runs)]
+    ours = floor = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        results = ResultsDir(Path(tmp) / "ours")
+        plain = Path(tmp) / "plain"
+        plain.mkdir()
+        for i, traj in enumerate(trajectories):
+            rec = RunRecord(
+                run_id=f"s/m/{i}", suite="x", scenario="s", model="m", index=i, outcome="passed"
+            )
+            t0 = time.process_time()
+            if i % 2:
+                doc = {
+                    "format_version": 1,
+                    "record": rec.model_dump(mode="json"),
+                    "trajectory": traj,
+                }
+                (plain / f"{i}.json").write_text(json.dumps(doc), encoding="utf-8")
+                floor += time.process_time() - t0
+            else:
+                results.write_run(rec, traj)
+                ours += time.process_time() - t0
+    return ours / runs, floor / runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="*", default=[10, 1000])
@@ -184,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{n:>6} {size:>11,} {t_core * 1e3:>9.3f} {t_json * 1e3:>11.3f} {ratio:>6.2f}x  {'ok' if ratio <= TARGET else 'OVER'}"
         )
+    print(f"\n{'steps':>6} {'write_run ms':>13} {'json.dumps+write ms':>20} {'ratio':>7}")
+    for n in (10, 100):
+        ours, floor = bench_write(n, 400 if n == 10 else 60)
+        print(f"{n:>6} {ours * 1e3:>13.3f} {floor * 1e3:>20.3f} {ours / floor:>6.2f}x")
     if args.profile:
         n = max(args.steps)
         traj, golden = synthetic(n, seed=1), shape(normalize(synthetic(n, seed=2)))

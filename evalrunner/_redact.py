@@ -308,7 +308,12 @@ _memo = _Memo()
 
 class _Redactor:
     """One redaction pass: the configured secrets read once, each distinct string redacted
-    once (and, with the same secrets, once per process: :class:`_Memo`)."""
+    once (and, with the same secrets, once per process: :class:`_Memo`).
+
+    The walk is on the path of every run file a night writes, so it tests exact types
+    first (a run's tree is plain dicts, lists and strings) and takes a string's
+    redaction from the memo without a call; anything else goes the general way.
+    """
 
     def __init__(self, secrets: list[str]) -> None:
         self.secrets = secrets
@@ -322,24 +327,55 @@ class _Redactor:
         return out
 
     def value(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind is str:
+            out = self.done.get(obj)
+            return self.text(obj) if out is None else out
+        if kind is dict:
+            return self.mapping(obj)
+        if kind is list:
+            return self.sequence(obj)
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, dict):
             return self.mapping(obj)
         if isinstance(obj, list | tuple):
-            return [self.value(v) for v in obj]
+            return self.sequence(obj)
         return obj
 
-    def mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
-        out: dict[Any, Any] = {}
-        for key, value in obj.items():
-            new_key = self.text(key) if isinstance(key, str) else key
-            if new_key in out:  # two keys that were secrets: keep both values
-                new_key = _unique(new_key, out.__contains__)
-            if isinstance(key, str) and is_secret_key(key) and value not in (None, "", [], {}):
-                out[new_key] = REDACTED
+    def sequence(self, obj: list[Any] | tuple[Any, ...]) -> list[Any]:
+        done, value = self.done, self.value
+        out = []
+        for item in obj:
+            if type(item) is str:
+                hit = done.get(item)
+                out.append(self.text(item) if hit is None else hit)
             else:
-                out[new_key] = self.value(value)
+                out.append(value(item))
+        return out
+
+    def mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
+        done, value = self.done, self.value
+        out: dict[Any, Any] = {}
+        for key, item in obj.items():
+            if isinstance(key, str):
+                new_key = done.get(key)
+                if new_key is None:
+                    new_key = self.text(key)
+                if new_key in out:  # two keys that were secrets: keep both values
+                    new_key = _unique(new_key, out.__contains__)
+                if is_secret_key(key) and item not in (None, "", [], {}):
+                    out[new_key] = REDACTED
+                    continue
+            else:
+                new_key = key
+                if new_key in out:
+                    new_key = _unique(new_key, out.__contains__)
+            if type(item) is str:
+                hit = done.get(item)
+                out[new_key] = self.text(item) if hit is None else hit
+            else:
+                out[new_key] = value(item)
         return out
 
 

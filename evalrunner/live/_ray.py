@@ -54,7 +54,7 @@ from evalrunner.live._runner import (
     JobExecutor,
     JobResult,
     LocalExecutor,
-    _ThreadPerRun,
+    _AgentThreads,
     execute_job,
 )
 from evalrunner.live._schedule import Job
@@ -186,7 +186,7 @@ class _Worker:
         # By name, not by handle: a handle among the constructor's arguments is kept in the
         # object store, and a restart after losing it would fail (ray-project/ray#53727).
         self.limiter = _RemoteLimiter(_ray().get_actor(limiter)) if limiter is not None else None
-        self.agents = _ThreadPerRun()
+        self.agents = _AgentThreads()
         self.commands = CommandAgents()
 
         self._local_base: str | None = None

@@ -180,7 +180,7 @@ class ResultsDir:
         }
         if first_request is not None:
             doc["first_request"] = first_request
-        write_json(self.run_path(record.run_id), doc)
+        write_json(self.run_path(record.run_id), doc, compact=True)
 
     def run_files(self) -> list[Path]:
         return sorted((self.root / "runs").glob("**/*.json"))

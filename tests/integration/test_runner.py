@@ -446,11 +446,11 @@ def test_a_disk_that_fills_mid_night_is_one_line_naming_the_file_and_how_to_resu
     real = _jsonio.write_json
     written: list[Path] = []
 
-    def fills_up(path: Path, obj: Any) -> None:
+    def fills_up(path: Path, obj: Any, **how: Any) -> None:
         if len(written) >= 3:  # the manifest and two runs fit
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         written.append(path)
-        real(path, obj)
+        real(path, obj, **how)
 
     monkeypatch.setattr(_results, "write_json", fills_up)
     write_suite(tmp_path, "full", [scenario("pass", "tool_agent")], runs=6, concurrency=1)

@@ -72,3 +72,31 @@ def test_a_secret_used_as_a_key_is_redacted() -> None:
     assert redact({"note": {"my-gateway-key-0042": 1}}, env_secrets=["my-gateway-key-0042"]) == {
         "note": {R: 1}
     }
+
+
+def test_the_walk_redacts_inside_tuples_subclasses_and_non_string_keys() -> None:
+    # The walk tests exact types first for speed; whatever is not a plain dict, list
+    # or str still goes the general way.
+    import enum
+
+    class Kind(enum.StrEnum):
+        KEY = "api_key"
+
+    class Text(str):
+        pass
+
+    key = "sk-proj-Zq8Xw7Vv6Uu5Tt4Ss3Rr2Qq1"
+    doc = {
+        "t": (key, [Text(key)], {"password": "hunter2!"}),
+        Kind.KEY: "value-under-an-enum-key",
+        7: Text(f"Bearer {key}"),
+        "token": "",  # an empty secret field stays empty: nothing was there
+        "api_key": [],
+    }
+    assert redact(doc, env_secrets=[]) == {
+        "t": [R, [R], {"password": R}],
+        Kind.KEY: R,
+        7: f"Bearer {R}",
+        "token": "",
+        "api_key": [],
+    }
