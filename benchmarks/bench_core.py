@@ -169,17 +169,26 @@ def bench(n_steps: int, repeat: int) -> tuple[float, float, int]:
     return t_core, t_json, len(text)
 
 
-def bench_write(n_steps: int, runs: int) -> tuple[float, float]:
-    """Seconds per run file: ``ResultsDir.write_run`` and the plain floor, alternating."""
+WRITES = ("write_run", "redact+JSON", "redact+indented", "json.dumps+write")
+"""What :func:`bench_write` times: the whole write; its redaction and one-line JSON in memory;
+the same with the indented JSON run files had before; the floor."""
+
+
+def bench_write(n_steps: int, runs: int) -> dict[str, float]:
+    """Seconds of CPU per run file for each of :data:`WRITES`, taken in turn, each on
+    trajectories of its own (fresh ids and timestamps, as a night's runs have)."""
     import tempfile
     import time
     from pathlib import Path
 
+    from evalrunner._jsonio import canonical, dumps
+    from evalrunner._redact import redact
     from evalrunner.live._results import ResultsDir
     from evalrunner.suite._record import RunRecord
 
-    trajectories = [synthetic(n_steps, seed=1000 + i, n_subagents=0) for i in range(2 * runs)]
-    ours = floor = 0.0
+    kinds = len(WRITES)
+    trajectories = [synthetic(n_steps, seed=1000 + i, n_subagents=0) for i in range(kinds * runs)]
+    spent = dict.fromkeys(WRITES, 0.0)
     with tempfile.TemporaryDirectory() as tmp:
         results = ResultsDir(Path(tmp) / "ours")
         plain = Path(tmp) / "plain"
@@ -188,19 +197,19 @@ def bench_write(n_steps: int, runs: int) -> tuple[float, float]:
             rec = RunRecord(
                 run_id=f"s/m/{i}", suite="x", scenario="s", model="m", index=i, outcome="passed"
             )
+            doc = {"format_version": 1, "record": rec.model_dump(mode="json"), "trajectory": traj}
+            kind = WRITES[i % kinds]
             t0 = time.process_time()
-            if i % 2:
-                doc = {
-                    "format_version": 1,
-                    "record": rec.model_dump(mode="json"),
-                    "trajectory": traj,
-                }
-                (plain / f"{i}.json").write_text(json.dumps(doc), encoding="utf-8")
-                floor += time.process_time() - t0
-            else:
+            if kind == "write_run":
                 results.write_run(rec, traj)
-                ours += time.process_time() - t0
-    return ours / runs, floor / runs
+            elif kind == "redact+JSON":
+                canonical(redact(doc))
+            elif kind == "redact+indented":
+                dumps(redact(doc))
+            else:
+                (plain / f"{i}.json").write_text(json.dumps(doc), encoding="utf-8")
+            spent[kind] += time.process_time() - t0
+    return {kind: total / runs for kind, total in spent.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,10 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{n:>6} {size:>11,} {t_core * 1e3:>9.3f} {t_json * 1e3:>11.3f} {ratio:>6.2f}x  {'ok' if ratio <= TARGET else 'OVER'}"
         )
-    print(f"\n{'steps':>6} {'write_run ms':>13} {'json.dumps+write ms':>20} {'ratio':>7}")
+    print(f"\nCPU ms per run file: {', '.join(WRITES)}; write_run / json.dumps+write")
     for n in (10, 100):
-        ours, floor = bench_write(n, 400 if n == 10 else 60)
-        print(f"{n:>6} {ours * 1e3:>13.3f} {floor * 1e3:>20.3f} {ours / floor:>6.2f}x")
+        spent = bench_write(n, 300 if n == 10 else 40)
+        row = " ".join(f"{spent[kind] * 1e3:>8.3f}" for kind in WRITES)
+        ratio = spent["write_run"] / spent["json.dumps+write"]
+        print(f"{n:>6} steps {row} {ratio:>6.2f}x")
     if args.profile:
         n = max(args.steps)
         traj, golden = synthetic(n, seed=1), shape(normalize(synthetic(n, seed=2)))
