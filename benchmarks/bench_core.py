@@ -8,7 +8,8 @@ of the same trajectory (``json.dumps(json.loads(text))``), in one process with
 Then what a night pays per run file: ``ResultsDir.write_run`` (redaction, canonical
 JSON, an atomic write) next to ``json.dumps`` and a plain write of the same document,
 each run's trajectory with ids and timestamps of its own (as a night's are: the
-redaction memo cannot have seen them).
+redaction memo cannot have seen them). Last, capture's intake of a long run's requests
+(every request resends the conversation) next to ``json.dumps`` of the same requests.
 
     python benchmarks/bench_core.py            # 10 and 1,000 steps
     python benchmarks/bench_core.py --profile  # plus a cProfile of the 1,000-step core
@@ -212,6 +213,40 @@ def bench_write(n_steps: int, runs: int) -> dict[str, float]:
     return {kind: total / runs for kind, total in spent.items()}
 
 
+def bench_capture(calls: int, result_chars: int = 2000) -> tuple[float, float]:
+    """CPU seconds a run of ``calls`` model calls spends in capture's intake of the requests
+    (:meth:`TrajectoryBuilder.ingest_messages`), and in ``json.dumps`` of the same requests:
+    what sending them costs any SDK at least (each request carries the whole conversation)."""
+    import time
+
+    from evalrunner.core._steps import TrajectoryBuilder
+
+    builder = TrajectoryBuilder("bench")
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing test."},
+    ]
+    ours = sent = 0.0
+    for i in range(calls):
+        t0 = time.process_time()
+        builder.ingest_messages(messages)
+        t1 = time.process_time()
+        json.dumps({"model": "m", "messages": messages})
+        t2 = time.process_time()
+        ours, sent = ours + t1 - t0, sent + t2 - t1
+        call = {"id": f"call_{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        messages = [
+            *messages,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{i}",
+                "content": f"out {i} " * (result_chars // 6),
+            },
+        ]
+    return ours, sent
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="*", default=[10, 1000])
@@ -238,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         row = " ".join(f"{spent[kind] * 1e3:>8.3f}" for kind in WRITES)
         ratio = spent["write_run"] / spent["json.dumps+write"]
         print(f"{n:>6} steps {row} {ratio:>6.2f}x")
+    print("\nCPU ms per run, capture's intake of the requests vs json.dumps of them (2 KB results)")
+    for calls in (20, 200):
+        ours, sent = bench_capture(calls)
+        print(f"{calls:>6} calls {ours * 1e3:>9.1f} {sent * 1e3:>9.1f} {ours / sent:>6.2f}x")
     if args.profile:
         n = max(args.steps)
         traj, golden = synthetic(n, seed=1), shape(normalize(synthetic(n, seed=2)))

@@ -56,6 +56,13 @@ def message_text(content: object) -> str:
     return json.dumps(content, sort_keys=True, default=str)
 
 
+def _hashable(value: object) -> object:
+    """``value`` as a key: strings and None (what SDKs send) as they are, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return ("json", canonical(value))  # never equal to a string
+
+
 def _precise_now() -> str:
     return iso_now(precise=True)
 
@@ -117,7 +124,7 @@ class TrajectoryBuilder:
         self._tool_definitions: list[dict[str, Any]] | None = None
         self._model_name: str | None = None
         self._model_calls = 0
-        self._seen: Counter[str] = Counter()
+        self._seen: Counter[tuple[object, str, object]] = Counter()
         self._call_owner: dict[str, Step] = {}
         self._lock = threading.RLock()
 
@@ -140,14 +147,16 @@ class TrajectoryBuilder:
         with self._lock:
             if self._tool_definitions is None and tools:
                 self._tool_definitions = [dict(t) for t in tools]
-            counts: Counter[str] = Counter()
+            counts: Counter[tuple[object, str, object]] = Counter()
             for message in messages:
                 role = field_of(message, "role")
                 if role == "assistant":
                     continue  # our own agent steps already hold these
                 text = message_text(field_of(message, "content"))
                 call_id = field_of(message, "tool_call_id")
-                key = canonical([role, text, call_id])
+                # A tuple, not JSON: every request resends the conversation so far, and
+                # encoding each message again made a long run's capture quadratic in JSON.
+                key = (_hashable(role), text, _hashable(call_id))
                 counts[key] += 1
                 if counts[key] <= self._seen[key]:
                     continue

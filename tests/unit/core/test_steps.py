@@ -177,6 +177,25 @@ def test_only_messages_not_seen_before_become_steps() -> None:
     ]
 
 
+def test_a_message_is_the_same_one_again_only_with_the_same_role_text_and_call_id() -> None:
+    # Messages are told apart by value, whatever types an SDK sends: a call id that is a
+    # number is not the same as the string of it, and an enum role is its string.
+    import enum
+
+    class Role(enum.StrEnum):
+        USER = "user"
+
+    b = builder()
+    b.ingest_messages([{"role": "user", "content": "go"}])
+    b.ingest_messages([{"role": Role.USER, "content": "go"}])  # the same message again
+    b.ingest_messages([{"role": "tool", "tool_call_id": 5, "content": "a"}])
+    b.ingest_messages([{"role": "tool", "tool_call_id": "5", "content": "a"}])  # another one
+    steps = b.build()["steps"]
+    assert [s["message"] for s in steps if s["source"] == "user"] == ["go"]
+    results = [r for s in steps for r in (s.get("observation") or {}).get("results", [])]
+    assert len(results) == 2, steps
+
+
 def test_assistant_messages_are_skipped_and_objects_are_read_like_mappings() -> None:
     b = builder()
     b.ingest_messages(
