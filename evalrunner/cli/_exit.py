@@ -22,7 +22,10 @@ code   meaning
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import errno
+import os
 import signal
 import sys
 import threading
@@ -30,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -66,6 +69,16 @@ def compare_code(results: Sequence[MetricResult], *, gate: bool) -> int:
 
     regressed = any(r.gating and r.verdict in FAILING for r in results)
     return FAILED if gate and regressed else OK
+
+
+def leave_now(code: int) -> NoReturn:
+    """End the process with ``code`` now: exit handlers, flushed output, no finalisation
+    (see :func:`evalrunner.cli.command`, the only caller: a process that is ours)."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def exit_with(code: int) -> None:

@@ -13,6 +13,7 @@ import click
 
 from evalrunner._heap import exit_without_collecting
 from evalrunner._litellm import prepare
+from evalrunner.cli import _exit
 from evalrunner.cli._baseline import baseline
 from evalrunner.cli._boundary import ErrorBoundary
 from evalrunner.cli._compare import compare
@@ -28,7 +29,7 @@ from evalrunner.cli._serve import serve_local
 from evalrunner.cli._trajectory import diff_cmd, show
 from evalrunner.cli._validate import validate
 
-__all__ = ["main"]
+__all__ = ["command", "main"]
 
 
 @click.group(cls=ErrorBoundary)
@@ -69,3 +70,22 @@ for _command in (
     diff_cmd,
 ):
     main.add_command(_command)
+
+
+def command() -> None:
+    """The ``evalrunner`` console script: :func:`main`, ended at once after an interrupt.
+
+    Interrupted (exit 130, or 143 for SIGTERM), the command has already said how to
+    finish and the finished runs are on disk, but sync agents' threads may still be
+    running, and the interpreter's shutdown freezes them wherever they are. One frozen
+    while importing holds that module's lock for good, and a finaliser that imports the
+    same module (litellm's HTTP client does, as it is collected) then waits forever: a
+    Ctrl-C in a night's first seconds hung the process. So exit handlers run (while
+    those threads still run), and the process ends without finalising.
+    """
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code in (_exit.INTERRUPTED, _exit.TERMINATED):
+            _exit.leave_now(exc.code)
+        raise

@@ -1,0 +1,82 @@
+"""Ctrl-C ends the ``evalrunner`` process, whatever its agents' threads are doing.
+
+A night interrupted in its first seconds hung for good: a sync agent's thread was
+inside an import when the interpreter shut down and froze it, holding the import
+lock, and a finaliser (litellm's HTTP client's, run as the interpreter collected
+it) imported a module, waiting for that lock forever. Which import is under way
+at the moment of a Ctrl-C is timing; here the agent module's finaliser waits on a
+lock that nobody releases, as that one did, so the old hang is certain.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from fake_endpoint import FakeEndpoint
+from night_process import EVALRUNNER, respond
+from runner_agents import fake_env, write_suite
+
+AGENT = '''
+import builtins
+import pathlib
+import threading
+import time
+
+
+class Client:
+    """Collected at shutdown, and stuck there, as litellm's client was."""
+
+    def __del__(self, held=threading.Lock()):
+        held.acquire()
+        held.acquire()  # a lock nobody will release
+
+
+# Where the interpreter certainly lets go of it at shutdown, as it did of litellm's.
+builtins._evalrunner_test_client = Client()
+
+
+def agent(task, ctx):
+    pathlib.Path("agent-started").touch()
+    time.sleep(600)  # still running when the night is interrupted
+    return "Tokyo."
+'''
+
+
+def test_ctrl_c_ends_the_process_without_waiting_for_finalisers_or_agent_threads(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "stuck_agent.py").write_text(AGENT, encoding="utf-8")
+    scenario = {"id": "stuck", "agent": "stuck_agent:agent", "input": "Capital of Japan?"}
+    write_suite(tmp_path, "stuck", [scenario], runs=2, concurrency=2, timeout_s=300)
+    out = tmp_path / "out"
+    with FakeEndpoint(responder=respond) as ep:
+        env = fake_env(ep.api_base)
+        env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
+        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "stuck"]
+        proc = subprocess.Popen(
+            [*argv, "--out", str(out), "--no-history"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "agent-started").exists():
+                assert proc.poll() is None, proc.communicate()[1][-2000:]
+                assert time.monotonic() < deadline, "the agent never started"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)  # it hung here for good before
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "interrupted; finished runs are saved. Resume with:" in stderr
+    assert "Traceback" not in stderr
