@@ -46,6 +46,9 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests" / "support")]
 
 from evalrunner._litellm import prepare  # noqa: E402 - after the path setup
 
+NO_CAUSE = ("cause: unexplained", "cause: none found")
+"""The lines that name no cause: a divergence later on, or nothing differing."""
+
 prepare()
 
 from baseline_agents import evalrunner  # noqa: E402
@@ -207,7 +210,7 @@ def main() -> None:
                 if cause == "none":
                     tally["flagged"] += len(said)
                     tally["with a cause"] += sum(
-                        1 for s in said.values() if not s[0].startswith("cause: unexplained")
+                        1 for s in said.values() if not s[0].startswith(NO_CAUSE)
                     )
                     # Nothing is flagged on such a night, so the night explains nothing: ask
                     # `evalrunner explain` about every scenario anyway, the harder test.
@@ -215,7 +218,7 @@ def main() -> None:
                     heads = [x for x in text.splitlines() if " × " in x]
                     tally["explained anyway"] += len(heads)
                     tally["anyway with a cause"] += sum(
-                        "cause: unexplained" not in x for x in heads
+                        not any(c in x for c in NO_CAUSE) for x in heads
                     )
                 else:
                     cause_prefix, where = EXPECTED[cause]

@@ -17,7 +17,8 @@ of them says it (docs/explain.md has the method and what it cannot tell):
 The cause: the request, when it changed; a tool, when one answers otherwise for
 the same arguments; the model, when the first request is the same and the runs
 diverge at the very first action (the one answer that depends on nothing but
-that request); several of these; otherwise ``unexplained``.
+that request); several of these; otherwise ``unexplained`` where the runs diverge
+later, and ``none found`` where nothing differs (:data:`NONE_FOUND`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,15 @@ __all__ = [
 
 DEFAULT_ALPHA = 0.05
 _MAX_DEPTH = 12
+
+
+NONE_FOUND = (
+    "cause: none found (the first request, the tools' answers and the runs' actions are "
+    "as in the baseline)"
+)
+"""The line of a scenario in which nothing the attribution looks at differs: not
+"unexplained", which would say there was a change to explain (``evalrunner explain``
+is asked about unchanged scenarios too)."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +198,7 @@ class Explanation:
             return "cause: " + "; ".join(causes)
         if self.divergence is not None:
             return f"cause: unexplained (runs diverge {self.divergence.line()})"
-        return "cause: unexplained"
+        return NONE_FOUND
 
 
 @dataclass(frozen=True)

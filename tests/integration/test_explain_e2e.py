@@ -18,6 +18,8 @@ from click.testing import Result
 from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, write_lab_suite
 from fake_endpoint import FakeEndpoint, Fault
 
+from evalrunner.baseline._explain import NONE_FOUND
+
 SUITE = "why"
 
 
@@ -115,7 +117,7 @@ def test_explain_names_each_cause_and_where_the_runs_diverge(lab: Lab, changed: 
         r"tonight lookup (\d+)/(\d+) and \(answer\) \d+/\2 \(p=.*\)\)",
         said["model"][0],
     ), said["model"]
-    assert said["steady"] == ["cause: unexplained"]
+    assert said["steady"] == [NONE_FOUND]
     # Where the runs left the baseline's path: the injected action (tonight's N is escalated).
     assert said["prompt"][1].startswith("runs diverge at the first action: baseline lookup 20/20")
     assert said["schema"][1].startswith("runs diverge after lookup: baseline (answer) 20/20")
@@ -129,9 +131,7 @@ def test_a_night_like_the_baseline_gets_no_cause(lab: Lab) -> None:
     same = lab.run("same", "--baselines", str(lab.root / "b"), "--no-history")
     assert same.exit_code == 0, same.output
     said = lab.explain("same")
-    assert {name: lines[0] for name, lines in said.items()} == dict.fromkeys(
-        CAUSES, "cause: unexplained"
-    )
+    assert {name: lines[0] for name, lines in said.items()} == dict.fromkeys(CAUSES, NONE_FOUND)
 
 
 def test_a_baseline_written_before_traces_says_to_accept_a_new_one(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from evalrunner.baseline._explain import Explanation, _tool_changes, divergence, explain_runs
+from evalrunner.baseline._explain import (
+    NONE_FOUND,
+    Explanation,
+    _tool_changes,
+    divergence,
+    explain_runs,
+)
 from evalrunner.baseline._traces import FirstRequest
 from evalrunner.core._actions import Action
 
@@ -78,7 +84,7 @@ def test_request_drift_names_the_prompt_lines_and_each_tool_change() -> None:
 
 
 def test_the_cause_line_never_guesses() -> None:
-    assert Explanation().line() == "cause: unexplained"
+    assert Explanation().line() == NONE_FOUND
     deep = divergence([_run("a", "b")] * 20, [_run("a")] * 20, 0.05)
     assert deep is not None and deep.depth == 2
     # A divergence past the first action, with the request and tools unchanged: not the model.
