@@ -9,7 +9,17 @@ import click
 from evalrunner.baseline import compare_records
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import format_table, verdict_columns, verdict_rows
-from evalrunner.live import ResultsDir
+from evalrunner.live import Manifest, ResultsDir
+
+
+def no_runs(results_dir: Path, manifest: Manifest) -> str:
+    """The one line for a results directory with no finished run: how to finish it."""
+    if manifest.status == "finished":
+        return f"{results_dir} holds no runs (its night planned none)"
+    return (
+        f"{results_dir} holds no finished run yet (its night is {manifest.status}): finish it "
+        f"with evalrunner run --suite {manifest.suite} --out {results_dir} --resume"
+    )
 
 
 @click.command()
@@ -26,9 +36,18 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
             f"A holds suite {first.suite!r} and B suite {second.suite!r}: compare two runs "
             "of one suite"
         )
-    results = compare_records(a.records(), b.records())
+    records = {}
+    for results_dir, each, manifest in ((results_a, a, first), (results_b, b, second)):
+        records[results_dir] = each.records()
+        if not records[results_dir]:
+            raise click.UsageError(no_runs(results_dir, manifest))
+    results = compare_records(records[results_a], records[results_b])
     if not results:
-        raise click.UsageError("the two directories share no scenario")
+        scenarios_a, scenarios_b = ({r.scenario for r in records[d]} for d in records)
+        raise click.UsageError(
+            f"the two directories share no scenario x model (A ran {', '.join(sorted(scenarios_a))}; "
+            f"B ran {', '.join(sorted(scenarios_b))})"
+        )
     click.echo(f"A: {results_a}\nB: {results_b}")
     rows = verdict_rows(results, all_metrics=all_metrics)
     click.echo(format_table(rows, verdict_columns("A", "B")))

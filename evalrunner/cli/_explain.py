@@ -8,6 +8,7 @@ import click
 
 from evalrunner.baseline import explain_results
 from evalrunner.cli import _options
+from evalrunner.cli._compare import no_runs
 from evalrunner.live import ResultsDir
 from evalrunner.suite import CellKey, load_suite_by_name
 
@@ -47,10 +48,22 @@ def explain_cmd(
     manifest = results.read_manifest()
     if manifest.suite != suite.name:
         raise click.UsageError(f"{results_dir} holds suite {manifest.suite!r}, not {suite.name!r}")
+    records = results.records()
+    if not records:
+        raise click.UsageError(no_runs(results_dir, manifest))
+    for asked, what, there in (
+        (scenarios, "scenario", {r.scenario for r in records}),
+        (models, "model", {r.model for r in records}),
+    ):
+        if unknown := [x for x in asked if x not in there]:
+            raise click.UsageError(
+                f"{results_dir} has no runs of {what} {', '.join(map(repr, unknown))} "
+                f"(its {what}s: {', '.join(sorted(there))})"
+            )
     cells = sorted(
         {
             CellKey(r.scenario, r.model)
-            for r in results.records()
+            for r in records
             if (not scenarios or r.scenario in scenarios) and (not models or r.model in models)
         }
     )
