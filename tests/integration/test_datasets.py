@@ -300,7 +300,7 @@ def test_explain_markdown_junit_and_html_name_the_rows(planted: Any) -> None:
     assert {x.split()[1].rstrip(":") for x in rows} == _names(moved), explained.stdout
     assert report.exit_code == 0, report.output
     summary = (root / "r" / "summary.md").read_text(encoding="utf-8")
-    assert "  - rows that moved most: c03: passed 9/9 -&gt; 0/9; c08: " in summary
+    assert "  - rows that moved most: c03: passed 9/9 -> 0/9; c08: " in summary
     junit = ET.parse(root / "r" / "junit.xml").getroot()
     text = "".join(str(f.text) for f in junit.iter("failure"))
     assert all(f"row {name}: passed 9/9 -> 0/9" in text for name in _names(moved)), text
