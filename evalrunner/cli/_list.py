@@ -26,8 +26,14 @@ def list_cmd(suites_dir: Path) -> None:
         return
     for name, path in found.items():
         suite = load_suite(path)
-        click.echo(f"{name}  ({path}, {len(suite.scenarios)} scenarios, runs {suite.spec.runs})")
+        count = len(suite.scenarios)
+        scenarios = f"{count} scenario{'s' if count != 1 else ''}"
+        click.echo(f"{name}  ({path}, {scenarios}, runs {suite.spec.runs})")
         for sc in suite.scenarios:
             tags = f"  [{', '.join(sc.tags)}]" if sc.tags else ""
-            data = f"  ({len(sc.selected_rows)} rows of {sc.dataset})" if sc.data else ""
-            click.echo(f"  {sc.id}{tags}{data}  {sc.description}".rstrip())
+            if sc.data:  # runs are per row: say what a model runs in all, as plan does
+                rows = len(sc.selected_rows)
+                runs = f"  ({rows} rows of {sc.dataset} x {sc.runs} runs = {rows * sc.runs} runs)"
+            else:
+                runs = f"  (runs {sc.runs})" if sc.runs != suite.spec.runs else ""
+            click.echo(f"  {sc.id}{tags}{runs}  {sc.description}".rstrip())

@@ -65,6 +65,20 @@ def test_list_shows_suites_and_scenarios(suites: Path) -> None:
     assert lines[4] == "  only  Scenario only."
 
 
+def test_list_shows_a_scenario_s_own_runs(suites: Path) -> None:
+    text = suite_yaml("delta", "quick", "thorough").replace(
+        "    description: Scenario thorough.\n",
+        "    description: Scenario thorough.\n    runs: 9\n",
+    )
+    (suites / "delta.yaml").write_text(text)
+    lines = invoke("list", "--suites-dir", str(suites)).stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("delta  ("))
+    assert lines[at + 1 : at + 3] == [
+        "  quick  Scenario quick.",  # the suite's 3
+        "  thorough  (runs 9)  Scenario thorough.",
+    ]
+
+
 def test_list_with_no_suites_says_so(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()  # a directory that does not exist is an error (bad input)
     result = invoke("list", "--suites-dir", str(tmp_path / "empty"))

@@ -225,7 +225,7 @@ def test_validate_list_and_plan_count_rows_times_n(
     monkeypatch.chdir(tmp_path)
     _suite(tmp_path, 30, runs=3)
     listed = _cli("list", "--suites-dir", str(tmp_path))
-    assert "capitals  (30 rows of capitals.jsonl)" in listed.output
+    assert "capitals  (30 rows of capitals.jsonl x 3 runs = 90 runs)" in listed.output
     checked = _cli("validate", str(tmp_path / "atlas.yaml"))
     assert checked.output.strip().endswith("(1 scenario, 30 dataset rows)")
 
