@@ -213,7 +213,8 @@ def _print_why(result: LiveResult, suite: str) -> None:
 @_options.positive(
     "--max-runs",
     None,
-    "Runs each scenario is planned for with --adaptive (its N).",
+    "With --adaptive, the N a scenario with a baseline is planned for (one without a "
+    "baseline cannot stop early and runs the suite's runs, as without --adaptive).",
     shown=_ADAPTIVE["max_runs"].default,
 )
 @click.option(

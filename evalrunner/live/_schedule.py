@@ -308,7 +308,10 @@ class RunOptions(BaseModel):
         default=None, ge=1, description="Runs per look after the first (escalation's too)."
     )
     max_runs: int | None = Field(
-        default=None, ge=1, description="Runs each scenario is planned for with adaptive (N)."
+        default=None,
+        ge=1,
+        description="The N a scenario with a baseline is planned for under adaptive (one "
+        "without a baseline runs the suite's runs).",
     )
 
 
