@@ -5,6 +5,6 @@ below (``evalrunner.night.run_live``, ``evalrunner.report.write_report``, ...),
 which is what scripts should call too. One module per command.
 """
 
-from evalrunner.cli._main import command, main
+from evalrunner.cli._main import main
 
-__all__ = ["command", "main"]
+__all__ = ["main"]

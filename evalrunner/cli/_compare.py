@@ -9,7 +9,8 @@ import click
 from evalrunner.baseline import compare_records
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import format_table, verdict_columns, verdict_rows
-from evalrunner.live import Manifest, ResultsDir
+from evalrunner.live import ResultsDir
+from evalrunner.live._results import Manifest
 
 
 def no_runs(results_dir: Path, manifest: Manifest) -> str:

@@ -9,6 +9,6 @@ to the results directory (:class:`ResultsDir`) as it finishes. The whole night
 """
 
 from evalrunner.live._classify import Classification, classify
-from evalrunner.live._results import Manifest, ResultsDir, load_records
+from evalrunner.live._results import ResultsDir, load_records
 
-__all__ = ["Classification", "Manifest", "ResultsDir", "classify", "load_records"]
+__all__ = ["Classification", "ResultsDir", "classify", "load_records"]

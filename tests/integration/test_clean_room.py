@@ -135,7 +135,7 @@ def test_the_example_suite_runs_from_an_installed_wheel_in_an_empty_project(
             wheel_site,
             "python",
             "-c",
-            "from evalrunner.cli import command; command()",  # what the `evalrunner` script runs
+            "from evalrunner.cli._main import command; command()",  # what the `evalrunner` script runs
             "run",
             "--suite",
             "example",
