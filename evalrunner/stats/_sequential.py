@@ -158,6 +158,17 @@ class _Look:
     p: float
     promise: float
     suspicious: bool
+    floor: float | None = None
+    """The validity floor, when the p is at or below it (then the cell runs to its cap)."""
+
+    def said(self, target: int) -> str:
+        if self.floor is not None and self.promise < 0.005:
+            # Not its promise: a p this small must come from a cell run to its cap
+            # (the error-control argument above), whatever its chance of a flag.
+            return f"{self.metric} (p {self.p:.2g}, at or below {self.floor:.2g}: runs to the cap)"
+        return (
+            f"{self.metric} (p {self.p:.2g}, chance of a flag at {target} runs {self.promise:.0%})"
+        )
 
 
 def decide(
@@ -184,9 +195,7 @@ def decide(
         )
         return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
     more = min(budget.batch, target - done)
-    said = [
-        f"{k.metric} (p {k.p:.2g}, chance of a flag at {target} runs {k.promise:.0%})" for k in keep
-    ]
+    said = [k.said(target) for k in keep]
     said += [f"{name} (evidence since the anchor halfway to its boundary)" for name in watched]
     return Step(
         "continue",
@@ -286,7 +295,9 @@ def _look(
     z = z_upper(p / 2 if ref.direction == "changed" else p)
     final_n = max(m.n, round(m.n * target / max(done, 1)))
     promise = predictive_power(z, 1 / ref.null_var(m.n), 1 / ref.null_var(final_n), side_bar)
-    return _Look(ref.name, p, promise, p <= floor or promise >= enough)
+    return _Look(
+        ref.name, p, promise, p <= floor or promise >= enough, floor if p <= floor else None
+    )
 
 
 def _watched(reference: CellReference, evidence: EvidenceState | None) -> list[str]:

@@ -203,3 +203,14 @@ def test_a_metric_whose_interval_rules_out_its_margin_does_not_hold_its_cell(
     assert action == "stop" and "latency_s" not in reason, reason
     action, reason = step(1.05)
     assert action == "continue" and "latency_s (p " in reason, reason
+
+
+def test_a_metric_held_by_the_validity_floor_says_so_not_a_zero_chance() -> None:
+    # A p at or below the floor runs its cell to the cap whatever its chance of a flag
+    # (error control); the reason said "chance of a flag ... 0%", which read as a bug.
+    from evalrunner.stats._sequential import _Look
+
+    held = _Look("latency_s", 0.0043, 0.0, True, floor=0.0083)
+    assert held.said(180) == "latency_s (p 0.0043, at or below 0.0083: runs to the cap)"
+    promising = _Look("success_rate", 0.0043, 0.42, True, floor=0.0083)
+    assert promising.said(60) == "success_rate (p 0.0043, chance of a flag at 60 runs 42%)"
