@@ -87,12 +87,15 @@ def evidence_line(r: MetricResult) -> str:
 
 def accumulated(r: MetricResult) -> str:
     """The evidence accumulated since the baseline was accepted, in one phrase ('' if none):
-    'z 2.1 of 2.9 over 6 nights, change -0.07 [-0.11, -0.03]'; 'flagged' when it flagged."""
+    'z 2.1 of 2.9 over 6 nights, change as tested -0.07 [-0.11, -0.03]'; 'flagged' when it
+    flagged. "As tested": each night enters as its test's p puts it (exact for rates, the
+    night effect included), which for a small night is less than its raw difference
+    (12/18 against 18/18: -0.20, not -0.33), so it is not labelled as that difference."""
     if r.evidence is None or not r.evidence_nights:
         return ""
     limit = f" of {fmt(r.evidence_threshold)}" if r.evidence_threshold is not None else ""
     nights = f"{r.evidence_nights} night{'s' * (r.evidence_nights != 1)}"
-    change = f", change {fmt(r.evidence_effect)} {interval(r.evidence_ci)}".rstrip()
+    change = f", change as tested {fmt(r.evidence_effect)} {interval(r.evidence_ci)}".rstrip()
     flagged = "; flagged by the accumulated evidence" if r.flagged_by == "evidence" else ""
     test = "z" if r.evidence_test == "z" else "e"
     return f"{test} {fmt(r.evidence)}{limit} over {nights}{change}{flagged}"

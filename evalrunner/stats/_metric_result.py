@@ -138,7 +138,10 @@ class MetricResult(BaseModel):
     )
     evidence_nights: int = Field(default=0, description="Nights the evidence accumulates over.")
     evidence_effect: float | None = Field(
-        default=None, description="The change over those nights together (effect units)."
+        default=None,
+        description="The change over those nights together (effect units), each night as its "
+        "test's p puts it (exact for rates, the night effect included): less than the raw "
+        "difference for a small night.",
     )
     evidence_ci: tuple[float, float] | None = None
     unconfirmed: bool = Field(

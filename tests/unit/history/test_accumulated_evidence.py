@@ -57,7 +57,9 @@ def test_entries_keep_their_evidence_and_the_newest_per_cell_is_found(tmp_path: 
 def test_the_report_and_summary_show_the_cumulative_z_since_the_baseline() -> None:
     [entry] = build_entries(nights=1, scenarios=1)
     history = history_from_entries([_with_evidence(entry, 2.1, "z", 2.9)])
-    assert "z 2.1 of 2.9 over 6 nights, change \u22120.07" in render_html(history, generated_at="x")
+    assert "z 2.1 of 2.9 over 6 nights, change as tested \u22120.07" in render_html(
+        history, generated_at="x"
+    )
     summary = render_markdown(history)
     # 2.1 >= 2.9 / sqrt(2): half the boundary's log likelihood ratio.
     building = summary.split("### Evidence building up since the baseline")[1]
@@ -71,7 +73,7 @@ def test_history_written_before_the_z_shows_its_e_value_as_one() -> None:
     history = history_from_entries([_with_evidence(entry, 40.0)])
     page = render_html(history, generated_at="x")
     assert "Since the baseline" in page
-    assert "e 40 of 400 over 6 nights, change \u22120.07 [\u22120.11, \u22120.03]" in page
+    assert "e 40 of 400 over 6 nights, change as tested \u22120.07 [\u22120.11, \u22120.03]" in page
     summary = render_markdown(history)
     # 40 >= sqrt(400): halfway to flagging, in log terms.
     assert "### Evidence building up since the baseline" in summary
