@@ -10,6 +10,7 @@ from evalrunner.baseline import explain_results
 from evalrunner.cli import _options
 from evalrunner.cli._compare import no_runs
 from evalrunner.live import ResultsDir
+from evalrunner.live._results import Manifest
 from evalrunner.suite import CellKey, load_suite_by_name
 
 
@@ -48,25 +49,7 @@ def explain_cmd(
     manifest = results.read_manifest()
     if manifest.suite != suite.name:
         raise click.UsageError(f"{results_dir} holds suite {manifest.suite!r}, not {suite.name!r}")
-    records = results.records()
-    if not records:
-        raise click.UsageError(no_runs(results_dir, manifest))
-    for asked, what, there in (
-        (scenarios, "scenario", {r.scenario for r in records}),
-        (models, "model", {r.model for r in records}),
-    ):
-        if unknown := [x for x in asked if x not in there]:
-            raise click.UsageError(
-                f"{results_dir} has no runs of {what} {', '.join(map(repr, unknown))} "
-                f"(its {what}s: {', '.join(sorted(there))})"
-            )
-    cells = sorted(
-        {
-            CellKey(r.scenario, r.model)
-            for r in records
-            if (not scenarios or r.scenario in scenarios) and (not models or r.model in models)
-        }
-    )
+    cells = _cells(results_dir, results, manifest, scenarios, models)
     explained = explain_results(suite, results, baselines_dir, cells)
     if not explained:
         raise click.UsageError(
@@ -84,3 +67,32 @@ def explain_cmd(
         if diff:
             for line in why.request_diff:
                 click.echo(f"    {line}")
+
+
+def _cells(
+    results_dir: Path,
+    results: ResultsDir,
+    manifest: Manifest,
+    scenarios: tuple[str, ...],
+    models: tuple[str, ...],
+) -> list[CellKey]:
+    """The night's scenario x model cells asked about; one line for what it did not run."""
+    records = results.records()
+    if not records:
+        raise click.UsageError(no_runs(results_dir, manifest))
+    for asked, what, there in (
+        (scenarios, "scenario", {r.scenario for r in records}),
+        (models, "model", {r.model for r in records}),
+    ):
+        if unknown := [x for x in asked if x not in there]:
+            raise click.UsageError(
+                f"{results_dir} has no runs of {what} {', '.join(map(repr, unknown))} "
+                f"(its {what}s: {', '.join(sorted(there))})"
+            )
+    return sorted(
+        {
+            CellKey(r.scenario, r.model)
+            for r in records
+            if (not scenarios or r.scenario in scenarios) and (not models or r.model in models)
+        }
+    )
