@@ -311,8 +311,9 @@ class _Redactor:
     once (and, with the same secrets, once per process: :class:`_Memo`).
 
     The walk is on the path of every run file a night writes, so it tests exact types
-    first (a run's tree is plain dicts, lists and strings) and takes a string's
-    redaction from the memo without a call; anything else goes the general way.
+    first (a run's tree is plain dicts, lists and strings) and, for the values in a
+    dict or list, takes a string's redaction from the memo without a call; anything
+    else goes the general way.
     """
 
     def __init__(self, secrets: list[str]) -> None:
@@ -329,8 +330,7 @@ class _Redactor:
     def value(self, obj: Any) -> Any:
         kind = type(obj)
         if kind is str:
-            out = self.done.get(obj)
-            return self.text(obj) if out is None else out
+            return self.text(obj)
         if kind is dict:
             return self.mapping(obj)
         if kind is list:
@@ -359,9 +359,7 @@ class _Redactor:
         out: dict[Any, Any] = {}
         for key, item in obj.items():
             if isinstance(key, str):
-                new_key = done.get(key)
-                if new_key is None:
-                    new_key = self.text(key)
+                new_key = self.text(key)
                 if new_key in out:  # two keys that were secrets: keep both values
                     new_key = _unique(new_key, out.__contains__)
                 if is_secret_key(key) and item not in (None, "", [], {}):

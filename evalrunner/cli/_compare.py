@@ -37,17 +37,18 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
             f"A holds suite {first.suite!r} and B suite {second.suite!r}: compare two runs "
             "of one suite"
         )
-    records = {}
-    for results_dir, each, manifest in ((results_a, a, first), (results_b, b, second)):
-        records[results_dir] = each.records()
-        if not records[results_dir]:
+    records_a, records_b = a.records(), b.records()
+    for results_dir, records, manifest in (
+        (results_a, records_a, first),
+        (results_b, records_b, second),
+    ):
+        if not records:
             raise click.UsageError(no_runs(results_dir, manifest))
-    results = compare_records(records[results_a], records[results_b])
+    results = compare_records(records_a, records_b)
     if not results:
-        scenarios_a, scenarios_b = ({r.scenario for r in records[d]} for d in records)
+        ran_a, ran_b = (", ".join(sorted({r.scenario for r in x})) for x in (records_a, records_b))
         raise click.UsageError(
-            f"the two directories share no scenario x model (A ran {', '.join(sorted(scenarios_a))}; "
-            f"B ran {', '.join(sorted(scenarios_b))})"
+            f"the two directories share no scenario x model (A ran {ran_a}; B ran {ran_b})"
         )
     click.echo(f"A: {results_a}\nB: {results_b}")
     rows = verdict_rows(results, all_metrics=all_metrics)

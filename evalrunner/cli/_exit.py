@@ -73,7 +73,7 @@ def compare_code(results: Sequence[MetricResult], *, gate: bool) -> int:
 
 def leave_now(code: int) -> NoReturn:
     """End the process with ``code`` now: exit handlers, flushed output, no finalisation
-    (see :func:`evalrunner.cli.command`, the only caller: a process that is ours)."""
+    (see :func:`evalrunner.cli._main.command`, the only caller: a process that is ours)."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
