@@ -94,6 +94,12 @@ def load_model(
     found = data.get("format_version")
     versions = (version,) if isinstance(version, int) else version
     if versions is not None and found not in versions and not (version_optional and found is None):
+        if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
+            # Not ``fix``: regenerating it would overwrite what a newer release wrote.
+            raise FileFormatError(
+                f"{path}: {what} format_version {found} is newer than this evalrunner reads "
+                f"(up to {max(versions)}); upgrade evalrunner to read it"
+            )
         raise FileFormatError(
             f"{path}: {what} format_version {found!r} is not supported "
             f"(expected {' or '.join(map(str, versions))}); {fix}"

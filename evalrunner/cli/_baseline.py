@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
 
-from evalrunner.baseline import build_baselines
+from evalrunner.baseline import build_baselines, load_baseline
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import default_out, notice, print_run
+from evalrunner.errors import EvalrunnerError
 from evalrunner.night import NightOptions, run_live
 from evalrunner.suite import Suite, load_suite_by_name
 
@@ -118,5 +120,24 @@ def baseline(
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
+    before = {} if append else _nights_held(baselines_dir / suite.name)
     for path in build_baselines(suite, list(sources), baselines_dir, append=append):
         click.echo(f"wrote {path}")
+        if held := before.get(path):
+            now = len(load_baseline(path).nights)
+            click.echo(
+                f"note: {path.name} held {held} accepted night{'s' if held != 1 else ''}; "
+                f"without --append it now holds only the {now} given (restore it from version "
+                "control to undo, or rebuild with --append to keep them)",
+                err=True,
+            )
+
+
+def _nights_held(folder: Path) -> dict[Path, int]:
+    """Accepted nights of each baseline file already in ``folder`` (unreadable ones left
+    out: a rebuild is the way to replace a broken file)."""
+    held = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        with contextlib.suppress(EvalrunnerError):
+            held[path] = len(load_baseline(path).nights)
+    return held

@@ -17,6 +17,7 @@ import click
 
 from evalrunner._jsonio import dumps, read_json
 from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
+from evalrunner.errors import FileFormatError
 
 
 def _load(path: Path, strict: bool) -> dict[str, Any]:
@@ -31,6 +32,15 @@ def _load(path: Path, strict: bool) -> dict[str, Any]:
         # evalrunner's own files hold the trajectory under "trajectory": a golden
         # (beside its shape) and a results directory's run file (beside its record).
         source, name = found["trajectory"], f"{path}: trajectory"
+    elif (
+        isinstance(found, dict)
+        and "steps" not in found
+        and ("calls" in found or "entries" in found)
+    ):
+        raise FileFormatError(
+            f"{path}: a recording of model calls, not a trajectory; show and diff read ATIF "
+            "trajectories, goldens (its .golden.json beside it) and results' run files"
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         doc = load_trajectory(source, strict=strict, name=name)

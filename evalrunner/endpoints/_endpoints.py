@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -161,6 +162,21 @@ def check_requested_models(suite: Suite, cli: Sequence[str], models: Sequence[st
     from_env = set(models) - {m for s in suite.scenarios for m in s.models} - {LOCAL}
     for model in sorted(from_env):
         check_model(model, "EVALRUNNER_MODEL")
+    check_api_base(models)
+
+
+def check_api_base(models: Sequence[str]) -> None:
+    """``EVALRUNNER_API_BASE``, when an ``openai/...`` model of the night will use it, is an
+    http(s) URL: a mistyped one is a configuration error now, not every run an outage."""
+    base = os.environ.get("EVALRUNNER_API_BASE", "").strip()
+    if not base or not any(m.startswith("openai/") for m in models):
+        return
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"EVALRUNNER_API_BASE {base!r} is not an http(s) URL; give the server's base URL, "
+            "e.g. http://127.0.0.1:8080/v1"
+        )
 
 
 def requested_models(

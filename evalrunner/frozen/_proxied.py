@@ -113,7 +113,7 @@ def command_agent(
     timeout: float = 300.0,
 ) -> ProxiedAgent:
     """A subprocess agent: its final answer is read from stdout as in live runs."""
-    from evalrunner.suite._contract import final_answer, stderr_tail
+    from evalrunner.suite._contract import final_answer, output_text, stderr_tail
 
     def run(proxy_env: Mapping[str, str]) -> Any:
         full = {**os.environ, **(env or {}), **proxy_env}
@@ -121,7 +121,7 @@ def command_agent(
             full[key] = ",".join(h for h in (full.get(key, ""), "127.0.0.1", "localhost") if h)
         try:
             done = subprocess.run(
-                list(argv), env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout
+                list(argv), env=full, cwd=cwd, capture_output=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
             raise AgentFailed(
@@ -130,9 +130,9 @@ def command_agent(
         except OSError as exc:
             raise ConfigError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
         if done.returncode != 0:
-            tail = stderr_tail(done.stderr) or "no stderr"
+            tail = stderr_tail(output_text(done.stderr)) or "no stderr"
             raise AgentFailed(f"command exited with status {done.returncode}; stderr: {tail}")
-        return final_answer(done.stdout)
+        return final_answer(output_text(done.stdout))
 
     return run
 

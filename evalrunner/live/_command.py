@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
-from evalrunner.suite._contract import command_argv, final_answer, stderr_tail
+from evalrunner.suite._contract import command_argv, final_answer, output_text, stderr_tail
 
 if TYPE_CHECKING:
     from evalrunner.core._transport import Gate
@@ -115,7 +115,7 @@ async def _communicate(
     except asyncio.CancelledError:  # the night was interrupted: leave nothing running
         _kill(proc.pid)
         raise
-    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+    return proc.returncode, output_text(out), output_text(err)
 
 
 def _with_no_proxy(env: dict[str, str], host: str) -> dict[str, str]:
@@ -177,7 +177,6 @@ class CommandAgents:
             returncode = 127
         finally:
             result = await asyncio.to_thread(proxy.finish_run, run_id)
-            result.infra.close()  # fixes whether a call was under way as the run ended
         if returncode is None:
             timed_out = True
             error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")

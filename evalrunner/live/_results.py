@@ -202,13 +202,27 @@ class ResultsDir:
         return record, data.get("trajectory") or {}, first if isinstance(first, dict) else None
 
     def night_files(self) -> list[Path]:
-        """The run files of the runs that belong to the night (the manifest's ``run_ids``)."""
+        """The run files of the runs that belong to the night (the manifest's ``run_ids``).
+
+        Runs of an unfinished night may have no file yet. A finished night wrote every run
+        it lists, so one without its file is a damaged directory: read as it is, a baseline
+        or a comparison would rest on fewer runs than the night made, and say nothing.
+        """
         if not self.manifest_path.exists():
             return self.run_files()
-        ids = self.read_manifest().run_ids
-        if ids is None:
+        manifest = self.read_manifest()
+        if manifest.run_ids is None:
             return self.run_files()
-        return sorted(p for p in map(self.run_path, set(ids)) if p.is_file())
+        listed = sorted(map(self.run_path, set(manifest.run_ids)))
+        found = [p for p in listed if p.is_file()]
+        if manifest.status == "finished" and len(found) < len(listed):
+            missing = [p for p in listed if not p.is_file()]
+            raise FileFormatError(
+                f"{missing[0]}: missing, though {self.manifest_path.name} lists it among the "
+                f"runs of this finished night ({len(missing)} of {len(listed)} run files "
+                "missing); restore the directory from its copy, or run the night again"
+            )
+        return found
 
     def records(self) -> list[RunRecord]:
         """The night's records: every finished run the manifest lists, and nothing else."""

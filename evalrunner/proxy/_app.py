@@ -160,6 +160,14 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
                 return await handler(request, api)
             except ProxyHTTPError as err:
                 return _json(api.error(err.status, err.kind, err.message), err.status, _NO_RETRY)
+            except asyncio.CancelledError:
+                # The call's run was finished (its agent timed out or was stopped) or the
+                # server is stopping, with the upstream still to answer: the caller is gone
+                # or going. An answer, not a traceback in the log for a run that ended.
+                if (task := asyncio.current_task()) is not None:
+                    task.uncancel()
+                message = "evalrunner proxy: the run ended before the upstream answered"
+                return _json(api.error(503, "run_ended", message), 503, _NO_RETRY)
 
         return endpoint
 

@@ -169,7 +169,10 @@ async def _post(
     timeout: float,
     proxy: str | None = None,
 ) -> Any:
-    limit = aiohttp.ClientTimeout(total=timeout)
+    # Silence bounds an attempt (connecting, then each read), as httpx's timeout does in
+    # process: a long stream that keeps coming is not cut; the retry policy's attempt
+    # deadline bounds the whole (InfraLog.acall).
+    limit = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
     try:
         async with session.post(
             url, json=body, headers=headers, timeout=limit, proxy=proxy

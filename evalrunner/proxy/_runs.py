@@ -8,6 +8,7 @@ finishing), hence the lock; it is never held across an ``await``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import threading
@@ -171,6 +172,9 @@ class RunState:
         if self.book is not None:
             answer = self._replay(entry)
         else:
+            # Cancelled when the run is finished (its agent timed out), not left waiting on
+            # the upstream until the server stops.
+            self.infra.track(asyncio.current_task())
             answer = await self._forward(entry, session)
         if incoming.request.api == "responses":
             # Kept for a later request's previous_response_id (Responses API).

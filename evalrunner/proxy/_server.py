@@ -404,6 +404,8 @@ class ProxyServer:
                 self._finished.add(run_id)
         if state is None:
             raise ConfigError(f"proxy run {run_id!r} is not open (never opened, or finished)")
+        # Fixes whether a call was under way as the run ended, and cancels it.
+        state.infra.close()
         result = state.result()
         if (
             result.recording is not None

@@ -33,7 +33,7 @@ import functools
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from evalrunner._litellm import import_litellm
 from evalrunner.core._faults import InfraLog, NoUsableChoice, describe, is_infra_error
@@ -46,6 +46,8 @@ from evalrunner.proxy._anthropic import messages_body, record_from_message, why_
 from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     import aiohttp
 
     from evalrunner.core._transport import Gate
@@ -190,7 +192,6 @@ def _kwargs(
     else:
         kwargs.update(
             model=upstream.model,
-            timeout=upstream.timeout_s,
             drop_params=True,
             # Our retry policy is the only layer (see module doc).
             max_retries=0,
@@ -269,7 +270,11 @@ def record_from_chunks(chunks: list[dict[str, Any]]) -> ResponseRecord:
 
 
 async def _via_direct(
-    upstream: Upstream, session: aiohttp.ClientSession, kwargs: dict[str, Any], stream: bool
+    upstream: Upstream,
+    session: aiohttp.ClientSession,
+    kwargs: dict[str, Any],
+    stream: bool,
+    timeout: float,
 ) -> Forwarded:
     from evalrunner.proxy._direct import post_chat
 
@@ -283,15 +288,15 @@ async def _via_direct(
         key or os.environ.get("OPENAI_API_KEY"),
         kwargs,
         stream,
-        upstream.timeout_s,
+        timeout,
     )
     if isinstance(got, list):
         return Forwarded(record_from_chunks(got), chunks=got)
     return Forwarded(record_from_response(_with_a_choice(got)), body=got)
 
 
-async def _via_litellm(kwargs: dict[str, Any], stream: bool) -> Forwarded:
-    response = await import_litellm().acompletion(**kwargs)
+async def _via_litellm(kwargs: dict[str, Any], stream: bool, timeout: float) -> Forwarded:
+    response = await import_litellm().acompletion(**{**kwargs, "timeout": timeout})
     if stream:
         chunks = [c.model_dump(exclude_none=True) async for c in response]
         return Forwarded(record_from_chunks(chunks), chunks=chunks)
@@ -325,7 +330,7 @@ def _anthropic_send(
             "environment (or give the key's variable with --api-key-env)"
         )
     body = messages_body(kwargs, kwargs["model"])
-    return functools.partial(_via_anthropic, session, url, auth, body, upstream.timeout_s)
+    return functools.partial(_via_anthropic, session, url, auth, body)
 
 
 def _with_a_choice(body: dict[str, Any]) -> dict[str, Any]:
@@ -367,7 +372,15 @@ async def forward(
         send = functools.partial(_via_direct, upstream, session, kwargs, stream)
     else:
         send = functools.partial(_via_litellm, kwargs, stream)
-    return await infra.acall(lambda: athrough_gate(gate, kwargs, infra, send))
+
+    def attempt() -> Awaitable[Forwarded]:
+        # Each attempt waits for silence no longer than the retry policy's request timeout,
+        # as a call in process does (InfraLog.attempt_timeout), so a hung upstream is
+        # retried within the run instead of holding it to the attempt's whole deadline.
+        timeout = cast(float, infra.attempt_timeout(upstream.timeout_s))
+        return athrough_gate(gate, kwargs, infra, functools.partial(send, timeout))
+
+    return await infra.acall(attempt)
 
 
 @functools.cache

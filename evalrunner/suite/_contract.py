@@ -87,6 +87,13 @@ def command_argv(command: Sequence[str], task: str) -> list[str]:
     return [arg.replace("{task}", task) for arg in command]
 
 
+def output_text(raw: bytes) -> str:
+    """A command's stdout or stderr as text, the same on every path (live and frozen): UTF-8,
+    with any byte that is not replaced by U+FFFD, so output that is not text is the
+    agent's answer as it printed it, to be checked, not a decoding error of ours."""
+    return raw.decode("utf-8", errors="replace")
+
+
 def final_answer(stdout: str) -> str | None:
     """The answer a command printed.
 

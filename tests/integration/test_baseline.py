@@ -231,9 +231,16 @@ def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
     after = load_baseline(file_of(where, "capital"))
     assert [n.source for n in after.nights] == nights and after.anchor == before
 
-    # Without --append the file is replaced by exactly the nights given.
-    assert baseline_cmd(lab, where, "--from", sources[0]).exit_code == 0
+    # Without --append the file is replaced by exactly the nights given, and says so.
+    replaced = baseline_cmd(lab, where, "--from", sources[0])
+    assert replaced.exit_code == 0
     assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[:1]
+    for tag in TAGS:
+        name = file_of(where, tag).name
+        assert (
+            f"note: {name} held 3 accepted nights; without --append it now holds only the 1 "
+            "given (restore it from version control to undo, or rebuild with --append to keep them)"
+        ) in replaced.stderr
 
     # The rolling window is gone, with a line that says why and what to do instead.
     result = baseline_cmd(lab, where, "--from", sources[1], "--append", "--window", "2")
@@ -264,7 +271,7 @@ def corrupt(kind: str, text: str) -> str | bytes:
 
 EXPECTED_ERRORS = {
     "truncated": r"not valid JSON at line \d+ column \d+",
-    "format_version": r"baseline format_version 99 is not supported \(expected 1 or 2\); rebuild it with 'evalrunner baseline'",
+    "format_version": r"baseline format_version 99 is newer than this evalrunner reads \(up to 2\); upgrade evalrunner to read it",
     "missing_field": r"fingerprint: Field required; rebuild it with 'evalrunner baseline'",
     "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
     "not_an_object": r"expected a JSON object; rebuild it with 'evalrunner baseline'",
@@ -468,6 +475,53 @@ def test_an_unfinished_night_is_refused_with_how_to_finish_it(
         f"baseline accepts whole nights: finish it with evalrunner run --suite {SUITE} "
         f"--out {night} --resume --no-compare --no-history, or leave it out"
     )
+    assert not where.exists()
+
+
+def test_a_finished_night_missing_a_run_file_is_refused_by_baseline_compare_and_explain(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    # Read as it was, the night passed for one of fewer runs: a baseline, a comparison and
+    # an explanation resting on part of a night, and nothing said.
+    night = shutil.copytree(lab.root / "night1", tmp_path / "damaged")
+    manifest = json.loads((night / "manifest.json").read_text())
+    gone = ResultsDir(night).run_path(sorted(manifest["run_ids"])[0])
+    gone.unlink()
+    listed = len(set(manifest["run_ids"]))
+    expected = (
+        f"error: {gone}: missing, though manifest.json lists it among the runs of this "
+        f"finished night (1 of {listed} run files missing); restore the directory from its "
+        "copy, or run the night again"
+    )
+    commands = [
+        (
+            "baseline",
+            "--suite",
+            SUITE,
+            "--suites-dir",
+            str(lab.suites),
+            "--baselines",
+            str(where),
+            "--from",
+            str(night),
+        ),
+        ("compare", str(lab.root / "night2"), str(night)),
+        (
+            "explain",
+            "--suite",
+            SUITE,
+            "--suites-dir",
+            str(lab.suites),
+            "--baselines",
+            str(where),
+            "--results",
+            str(night),
+        ),
+    ]
+    for args in commands:
+        result = evalrunner(lab.ep, *args)
+        assert result.exit_code == 2, (args[0], result.output)
+        assert one_error(result) == expected, args[0]
     assert not where.exists()
 
 

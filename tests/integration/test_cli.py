@@ -85,6 +85,19 @@ def test_list_with_no_suites_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.stdout.strip() == f"no suites in {tmp_path / 'empty'}/"
 
 
+def test_list_outside_a_project_shows_the_built_in_example_run_can_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `run --suite example` works in any directory; list said "suites does not exist".
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EVALRUNNER_SUITES", raising=False)
+    result = invoke("list")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("example  (built in, ") and "  single_tool  [frozen]" in lines[2]
+    assert result.stderr.strip() == "note: no suites/ here; evalrunner init creates one"
+
+
 def test_list_of_a_broken_suite_is_one_line_exit_2(suites: Path) -> None:
     (suites / "gamma.yaml").write_text("format_version: 1\nname: gamma\nscenarios: nope\n")
     result = invoke("list", "--suites-dir", str(suites))

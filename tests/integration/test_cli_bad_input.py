@@ -79,6 +79,33 @@ def test_a_bad_argument_is_one_line_and_exit_2(tmp_path: Path, args: list[str], 
     assert len([line for line in lines if line.startswith(("error:", "Error:"))]) == 1
 
 
+@pytest.mark.parametrize("api_base", ["not-a-url", "127.0.0.1:8080/v1", "ftp://host/v1"])
+def test_an_api_base_that_is_not_a_url_is_one_line_before_any_run(
+    tmp_path: Path, api_base: str
+) -> None:
+    # It used to pass for an outage: every run retried, then infra_error, exit 3.
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "ok.yaml").write_text("format_version: 1\nname: ok\n" + SCENARIO + "    input: hi\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUNNER_")}
+    env |= {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": api_base}
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("evalrunner")), "run", "--suite", "ok", "--no-history"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert lines[-1] == (
+        f"error: EVALRUNNER_API_BASE {api_base!r} is not an http(s) URL; give the server's "
+        "base URL, e.g. http://127.0.0.1:8080/v1"
+    ), lines
+    assert not (tmp_path / "results").exists()
+
+
 def test_serve_local_on_a_busy_port_is_one_line_naming_it(tmp_path: Path) -> None:
     import socket
 

@@ -13,11 +13,12 @@ import json
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_endpoint import FakeEndpoint, Fault
+from fake_endpoint import FakeEndpoint, Fault, Reply
 from paths import REPO
 from runner_agents import FAKE_KEY, fake_pool, write_suite
 from sdk_agents import content_responder
@@ -175,6 +176,48 @@ def test_an_upstream_that_stays_down_is_infra_error_not_a_crash(
     assert reason is not None and shown in reason, reason
     assert not report.crashes
     assert attempts == 3  # the suite's retry policy: 3 attempts, no SDK retries on top
+
+
+def test_a_hung_upstream_call_is_abandoned_after_request_timeout_s_and_retried_in_the_run(
+    tmp_path: Path,
+) -> None:
+    # As in process: an attempt that hears nothing for request_timeout_s (2 s) is given
+    # up and retried. Before, the proxy waited for the attempt's whole deadline (60 s
+    # here; 4 x request_timeout_s by default), past the run's own 20 s, so one hung
+    # request cost the run.
+    def respond(body: dict[str, Any], n: int) -> Reply | Fault:
+        return Fault("hang") if n == 0 else content_responder(body, n)
+
+    retry = {"max_attempts": 2, "backoff_s": 0.01, "request_timeout_s": 2, "attempt_deadline_s": 60}
+    with FakeEndpoint(responder=respond) as ep:
+        report = run(
+            tmp_path, ep.api_base, [py_command("openai")], runs=1, timeout_s=20, retry=retry
+        )
+        deadline = time.monotonic() + 5
+        while ep.abandoned < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        abandoned = list(ep.abandoned_after)
+    assert outcomes(report)["openai"] == [("passed", None)], (len(ep.requests), abandoned)
+    assert len(abandoned) == 1 and 1.5 < abandoned[0] < 4, abandoned
+
+
+def test_a_run_that_times_out_during_a_hung_upstream_call_logs_no_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The proxy's request for the run was still waiting on the upstream when the run timed
+    # out: finishing the run cancels it and the agent, if still there, gets a 503. Before,
+    # the night's proxy waited 5 s at shutdown and uvicorn logged the cancelled request's
+    # traceback ("Exception in ASGI application").
+    # 8 s: the agent process (two SDKs to import) reaches the proxy well within it.
+    started = time.monotonic()
+    with FakeEndpoint(default=Fault("hang")) as ep:
+        report = run(tmp_path, ep.api_base, [py_command("openai")], runs=1, timeout_s=8)
+    took = time.monotonic() - started
+    ((outcome, reason),) = outcomes(report)["openai"]
+    assert (outcome, reason) == ("infra_error", "run timed out after 8 s"), reason
+    logged = caplog.text + "".join(capfd.readouterr())
+    assert "Traceback" not in logged and "Exception in ASGI application" not in logged, logged
+    assert took < 8 + 4, took  # no graceful-shutdown wait for a request nobody awaits
 
 
 def test_secrets_in_the_task_and_the_upstream_key_never_reach_the_results(tmp_path: Path) -> None:

@@ -89,12 +89,25 @@ def test_load_baselines_returns_the_cells_that_have_a_file(tmp_path: Path) -> No
 
 def test_a_baseline_of_another_format_version_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "capital--m.json"
+    path.write_text('{"format_version": 0}', encoding="utf-8")
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baseline(path)
+    assert str(excinfo.value) == (
+        f"{path}: baseline format_version 0 is not supported (expected 1 or 2); "
+        "rebuild it with 'evalrunner baseline'"
+    )
+
+
+def test_a_file_from_a_newer_evalrunner_says_upgrade_not_rebuild(tmp_path: Path) -> None:
+    # Rebuilding (or --golden-update, or re-recording) would overwrite what a newer
+    # release wrote: the fix for a newer format is a newer evalrunner.
+    path = tmp_path / "capital--m.json"
     path.write_text('{"format_version": 3}', encoding="utf-8")
     with pytest.raises(FileFormatError) as excinfo:
         load_baseline(path)
     assert str(excinfo.value) == (
-        f"{path}: baseline format_version 3 is not supported (expected 1 or 2); "
-        "rebuild it with 'evalrunner baseline'"
+        f"{path}: baseline format_version 3 is newer than this evalrunner reads (up to 2); "
+        "upgrade evalrunner to read it"
     )
 
 

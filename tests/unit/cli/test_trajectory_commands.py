@@ -90,3 +90,21 @@ def test_show_and_diff_read_evalrunner_s_own_goldens_and_run_files(tmp_path: Pat
     changed = CliRunner().invoke(main, ["diff", golden, run_file])
     assert changed.exit_code == 1, changed.output
     assert "tools: () -> (lookup,)" in changed.output
+
+
+def test_a_recording_given_to_show_or_diff_is_named_as_a_recording(tmp_path: Path) -> None:
+    # It said "$.schema_version: Field required", as if a trajectory were broken.
+    recordings = [
+        write(tmp_path / "t.proxy.json", {"format_version": 1, "run_id": "r", "calls": []}),
+        write(tmp_path / "t.llm.json", {"format_version": 2, "entries": []}),
+    ]
+    trajectory = write(tmp_path / "a.json", atif("lookup"))
+    for recording in recordings:
+        for args in (["show", recording], ["diff", trajectory, recording]):
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 2, result.output
+            assert result.stderr.strip() == (
+                f"error: {recording}: a recording of model calls, not a trajectory; show and "
+                "diff read ATIF trajectories, goldens (its .golden.json beside it) and results' "
+                "run files"
+            )

@@ -39,7 +39,7 @@ def test_script_round_trip_and_malformed_scripts(tmp_path: Path) -> None:
         "malformed recording; re-record it with: pytest --golden-record"
     )
     path.write_text('{"format_version": 9, "entries": []}', encoding="utf-8")
-    with pytest.raises(FileFormatError, match="format_version 9 is not supported"):
+    with pytest.raises(FileFormatError, match="format_version 9 is newer than this evalrunner"):
         Script.load(path)
     path.write_text(
         '{"entries": [{"request": {}, "response": {"finish_reason": "stop"}}]}', encoding="utf-8"

@@ -62,7 +62,7 @@ def test_recordings_round_trip_and_bad_ones_fail_in_one_line(tmp_path: Path) -> 
     original.save(path)
     assert Recording.load(path) == original
     path.write_text('{"format_version": 99, "run_id": "r"}')
-    with pytest.raises(FileFormatError, match="format_version 99 is not supported"):
+    with pytest.raises(FileFormatError, match="format_version 99 is newer than this evalrunner"):
         Recording.load(path)
     path.write_text('{"format_version": 1, "calls": []}')
     with pytest.raises(FileFormatError, match="run_id: Field required"):
