@@ -102,9 +102,15 @@ def load_model(
             )
         raise FileFormatError(
             f"{path}: {what} format_version {found!r} is not supported "
-            f"(expected {' or '.join(map(str, versions))}); {fix}"
+            f"(expected {_either(versions)}); {fix}"
         )
     return validate_model(model, data, path, fix)
+
+
+def _either(versions: tuple[int, ...]) -> str:
+    """``1``, ``1 or 2``, ``1, 2 or 3``."""
+    names = list(map(str, versions))
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def write_json(path: Path, obj: Any, *, compact: bool = False) -> None:

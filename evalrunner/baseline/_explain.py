@@ -34,7 +34,15 @@ from typing import TYPE_CHECKING, Any
 from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest
-from evalrunner.core._actions import ANSWER, PARAMETERS, Action, actions, request_view
+from evalrunner.core._actions import (
+    ANSWER,
+    PARAMETERS,
+    Action,
+    actions,
+    first_response_calls,
+    move,
+    request_view,
+)
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
 from evalrunner.suite._settings import Suite
@@ -84,6 +92,8 @@ class Divergence:
 
     def line(self) -> str:
         where = "at the first action" if not self.after else f"after {' > '.join(self.after)}"
+        if any(" + " in k for k in (*self.baseline, *self.tonight)):
+            where = "at the first model response"  # its tool calls made at once
         favourite = max(self.baseline, key=lambda k: self.baseline[k])
         theirs = max(self.tonight, key=lambda k: self.tonight[k])
         nb, nt = sum(self.baseline.values()), sum(self.tonight.values())
@@ -264,17 +274,30 @@ def _paths(runs: Sequence[Sequence[Action]]) -> list[tuple[str, ...]]:
 
 
 def divergence(
-    baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]], alpha: float
+    baseline: Sequence[Sequence[Action]],
+    tonight: Sequence[Sequence[Action]],
+    alpha: float,
+    moves: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> Divergence | None:
-    """The first depth at which tonight's next action differs (see module doc), if any."""
+    """The first depth at which tonight's next action differs (see module doc), if any.
+
+    ``moves``: each side's first model responses (:func:`~evalrunner.core._actions.move`),
+    when both kept them. Where some run called tools in parallel, the first look compares
+    those instead of the first tool calls: a response of two calls where there was one
+    starts with the same call, and is the model's doing all the same.
+    """
     from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
 
     base, night = _paths(baseline), _paths(tonight)
+    parallel = moves is not None and any(" + " in m for side in moves for m in side)
     looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
     prefix: tuple[str, ...] = ()
     for depth in range(1, _MAX_DEPTH + 1):
-        b = Counter(p[depth - 1] for p in base if len(p) >= depth and p[: depth - 1] == prefix)
-        t = Counter(p[depth - 1] for p in night if len(p) >= depth and p[: depth - 1] == prefix)
+        if depth == 1 and parallel and moves is not None:
+            b, t = Counter(moves[0]), Counter(moves[1])
+        else:
+            b = Counter(p[depth - 1] for p in base if len(p) >= depth and p[: depth - 1] == prefix)
+            t = Counter(p[depth - 1] for p in night if len(p) >= depth and p[: depth - 1] == prefix)
         if sum(b.values()) < 2 or sum(t.values()) < 2:
             break
         favourite = b.most_common(1)[0][0]
@@ -282,7 +305,7 @@ def divergence(
         looked.append((depth, prefix, b, t, two_proportions_p(b[favourite], nb, t[favourite], nt)))
         if favourite == ANSWER:
             break
-        prefix = (*prefix, favourite)
+        prefix = (*prefix, favourite.split(" + ")[0])
     for depth, after, b, t, p in looked:
         adjusted = min(1.0, p * len(looked))
         if adjusted <= alpha:
@@ -390,11 +413,13 @@ def explain_runs(
     *,
     sent_before: Mapping[str, Any] | None = None,
     sent_tonight: Sequence[Mapping[str, Any]] = (),
+    first_moves: Sequence[str] | None = None,
 ) -> Explanation:
     """Explain tonight's normalised trajectories against a baseline's requests and actions.
 
     ``sent_before`` / ``sent_tonight``: the first requests in full (the baseline's most
     sent one, tonight's runs'), when kept: their sampling parameters are compared too.
+    ``first_moves``: the baseline's runs' first model responses, when it kept them.
     """
     out = Explanation()
     if requests and tonight:
@@ -409,7 +434,12 @@ def explain_runs(
         out.request += _parameter_changes(sent_before, sent_tonight)
     night_actions = [actions(t) for t in tonight]
     out.tools = _tool_changes(baseline, night_actions)
-    out.divergence = divergence(baseline, night_actions, alpha)
+    night_moves = [
+        move([a.tool for a in acts[: first_response_calls(t)]])
+        for t, acts in zip(tonight, night_actions, strict=True)
+    ]
+    moves = None if first_moves is None else (first_moves, night_moves)
+    out.divergence = divergence(baseline, night_actions, alpha, moves)
     return out
 
 
@@ -431,9 +461,16 @@ def explain(
         )
     requests = [r for t in traced for r in t.requests]
     kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
-    runs = [r.as_actions() for t in traced for r in t.runs if kept is None or r.run_id in kept]
+    traces = [r for t in traced for r in t.runs if kept is None or r.run_id in kept]
+    moves = [r.first_move() for r in traces]
     return explain_runs(
-        requests, runs, tonight, alpha, sent_before=baseline.sent, sent_tonight=sent_tonight
+        requests,
+        [r.as_actions() for r in traces],
+        tonight,
+        alpha,
+        sent_before=baseline.sent,
+        sent_tonight=sent_tonight,
+        first_moves=None if any(m is None for m in moves) else [m for m in moves if m is not None],
     )
 
 

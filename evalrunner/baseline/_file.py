@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
-from evalrunner.baseline._traces import Traces
+from evalrunner.baseline._traces import RunTrace, Traces
 from evalrunner.core._actions import first_action
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, model_slug
@@ -42,9 +42,10 @@ __all__ = [
     "typical_trajectory",
 ]
 
-BASELINE_FORMAT_VERSION = 2
-"""2 added each night's ``traces``; a version-1 file still loads (without them)."""
-READABLE_VERSIONS = (1, 2)
+BASELINE_FORMAT_VERSION = 3
+"""2 added each night's ``traces``, 3 each traced run's ``first_response``; older files
+still load (without them)."""
+READABLE_VERSIONS = (1, 2, 3)
 DEFAULT_WINDOW = 5
 
 
@@ -112,15 +113,19 @@ class Baseline(BaseModel):
         """What each traced run that sent :attr:`sent`'s request did first: the tool it
         called, or answering. For a dataset scenario, the runs of that request's row (other
         rows ask other things); otherwise every traced run."""
+        return [first_action(r.as_actions()) for r in self._sent_runs()]
+
+    def first_moves(self) -> list[str] | None:
+        """:meth:`first_actions` as whole first responses (``lookup + lookup`` for two calls
+        at once); None when a run's traces predate keeping them (format 3)."""
+        moves = [r.first_move() for r in self._sent_runs()]
+        return None if any(m is None for m in moves) else [m for m in moves if m is not None]
+
+    def _sent_runs(self) -> list[RunTrace]:
         newest = next((t for t in reversed(self.traced) if t.sent is not None), None)
         row = newest.sent_row if newest is not None else None
         rows = {r.run_id: r.row for r in self.records}
-        return [
-            first_action(r.as_actions())
-            for t in self.traced
-            for r in t.runs
-            if row is None or rows.get(r.run_id) == row
-        ]
+        return [r for t in self.traced for r in t.runs if row is None or rows.get(r.run_id) == row]
 
     @property
     def anchor(self) -> str:

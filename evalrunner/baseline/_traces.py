@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from evalrunner._jsonio import canonical
-from evalrunner.core._actions import Action, actions, request_view
+from evalrunner.core._actions import Action, actions, first_response_calls, move, request_view
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import RunRecord
 
@@ -54,9 +54,22 @@ class RunTrace(BaseModel):
     actions: list[tuple[str, str, str | None]] = Field(
         description="The top-level agent's tool calls in order: tool, argument digest, answer digest."
     )
+    first_response: int | None = Field(
+        default=None,
+        ge=0,
+        description="How many of those calls the run's first model response made at once "
+        "(0: it answered); absent in baselines written before format 3.",
+    )
 
     def as_actions(self) -> list[Action]:
         return [Action(*a) for a in self.actions]
+
+    def first_move(self) -> str | None:
+        """The first model response's action (:func:`~evalrunner.core._actions.move`);
+        None when the baseline predates keeping it."""
+        if self.first_response is None:
+            return None
+        return move([a[0] for a in self.actions[: self.first_response]])
 
 
 class Traces(BaseModel):
@@ -89,7 +102,9 @@ class Traces(BaseModel):
 
 def run_trace(run_id: str, normalized: Mapping[str, Any]) -> RunTrace:
     return RunTrace(
-        run_id=run_id, actions=[(a.tool, a.args, a.observation) for a in actions(normalized)]
+        run_id=run_id,
+        actions=[(a.tool, a.args, a.observation) for a in actions(normalized)],
+        first_response=first_response_calls(normalized),
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,8 @@ __all__ = [
     "actions",
     "digest",
     "first_action",
+    "first_response_calls",
+    "move",
     "request_view",
     "sendable",
 ]
@@ -145,3 +147,18 @@ def sendable(request: Mapping[str, Any]) -> dict[str, Any]:
 def first_action(run: list[Action]) -> str:
     """What a run did first: the tool it called, or :data:`ANSWER`."""
     return run[0].tool if run else ANSWER
+
+
+def move(tools: Sequence[str]) -> str:
+    """One model response's action: the tools it called at once (``lookup + lookup``), or
+    :data:`ANSWER`. A model that starts calling tools in parallel makes another first move
+    with the same first tool call."""
+    return " + ".join(tools) if tools else ANSWER
+
+
+def first_response_calls(trajectory: Mapping[str, Any]) -> int:
+    """How many tool calls the top-level agent's first model response made (0: it answered)."""
+    for step in trajectory.get("steps") or []:
+        if step.get("source") == "agent":
+            return len(step.get("tool_calls") or [])
+    return 0

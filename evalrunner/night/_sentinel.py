@@ -23,7 +23,7 @@ from typing import Any
 
 from evalrunner.baseline._explain import SentinelResult
 from evalrunner.baseline._file import Baseline
-from evalrunner.core._actions import ANSWER
+from evalrunner.core._actions import ANSWER, move
 from evalrunner.core._faults import InfraLog, describe, is_infra_error
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._response import ResponseRecord
@@ -44,16 +44,23 @@ REFUSED = "(refused)"
 EMPTY = "(empty)"
 
 
-def _action(record: ResponseRecord) -> str:
+def _action(record: ResponseRecord, whole: bool) -> str:
+    """What the response did: its first tool call, or (``whole``) every call it made at once."""
     if record.tool_calls:
-        return record.tool_calls[0].name
+        return move([c.name for c in record.tool_calls]) if whole else record.tool_calls[0].name
     return ANSWER if (record.content or "").strip() else EMPTY
 
 
 async def _probe(
-    endpoint: Endpoint, request: Mapping[str, Any], calls: int, suite: Suite, cell: CellKey
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    calls: int,
+    suite: Suite,
+    cell: CellKey,
+    whole: bool,
 ) -> tuple[Counter[str], list[str]]:
-    """Send ``request`` ``calls`` times; the first actions it got back, and calls that failed."""
+    """Send ``request`` ``calls`` times; the first actions it got back (``whole``: the
+    responses' every call), and calls that failed."""
     scenario = next(s for s in suite.scenarios if s.id == cell.scenario)
     where = endpoint.litellm_kwargs()
     slots = asyncio.Semaphore(min(_CONCURRENCY, endpoint.max_concurrency or _CONCURRENCY))
@@ -76,7 +83,7 @@ async def _probe(
             if answer.record is None:
                 failed.append("no answer")
             else:
-                actions[_action(answer.record)] += 1
+                actions[_action(answer.record, whole)] += 1
 
     await asyncio.gather(*(one() for _ in range(calls)))
     return actions, failed
@@ -109,7 +116,10 @@ def run_sentinel(
             baseline = baselines.get(cell)
             if baseline is None:
                 continue
-            before = Counter(baseline.first_actions())
+            # Whole first responses where the baseline kept them: a model that starts
+            # calling tools in parallel keeps its first tool call, and would pass unseen.
+            moves = baseline.first_moves()
+            before = Counter(baseline.first_actions() if moves is None else moves)
             request = baseline.sent
             if request is None or not before:
                 out[cell] = SentinelResult.not_run(
@@ -119,7 +129,9 @@ def run_sentinel(
                 )
                 continue
             endpoint = endpoints.resolve(cell.model)
-            tonight, failed = asyncio.run(_probe(endpoint, request, calls, suite, cell))
+            tonight, failed = asyncio.run(
+                _probe(endpoint, request, calls, suite, cell, moves is not None)
+            )
             favourite = before.most_common(1)[0][0]
             n_b, n_t = sum(before.values()), sum(tonight.values())
             p = (

@@ -195,6 +195,30 @@ def test_the_night_sends_the_baseline_request_again_where_the_request_did_not_ch
     assert not lines[prompt + 1].strip().startswith("sentinel:")
 
 
+def test_a_model_that_starts_calling_tools_in_parallel_is_found_as_the_model(lab: Lab) -> None:
+    # Its first tool call is as before, so the first actions agreed: the sentinel said
+    # "no change" and the night's explanation "unexplained".
+    lab.world.night(6, parallel=True)
+    try:
+        night = lab.run(
+            "parallel", "--baselines", str(lab.root / "b"), "--history", str(lab.root / "h6")
+        )
+    finally:
+        lab.world.night(7)
+    lines = night.stdout.splitlines()
+    model = next(x for x in lines if x.startswith("model × "))
+    assert model.startswith(
+        "model × openai/fake: cause: model (the baseline's first request sent again: "
+        "first action lookup 20/20 -> 0/20 (lookup + lookup 20/20)"
+    ), night.stdout
+    said = lab.explain("parallel", "--scenario", "model")
+    assert re.match(
+        r"cause: model \(same first request; at the first model response: baseline lookup "
+        r"20/20, tonight lookup 0/(\d+) and lookup \+ lookup \1/\1 \(p=",
+        said["model"][0],
+    ), said
+
+
 def test_the_sentinel_on_its_own_tells_a_changed_model_from_an_unchanged_one(lab: Lab) -> None:
     lab.world.night(4, drifted=True)
     moved = lab.cli("sentinel", "--scenario", "model", "--baselines", str(lab.root / "b"))

@@ -81,13 +81,24 @@ class World:
     seed: int = 0
     answer_first: float = 0.0
     """How often the model answers the ``model`` scenario's first request without the tool."""
+    parallel: bool = False
+    """The model answers the ``model`` scenario's first request with two lookups at once."""
     _rngs: dict[str, random.Random] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def night(self, seed: int, *, drifted: bool = False, answer_first: float | None = None) -> None:
+    def night(
+        self,
+        seed: int,
+        *,
+        drifted: bool = False,
+        answer_first: float | None = None,
+        parallel: bool = False,
+    ) -> None:
         """Fresh draws from ``seed``; ``drifted``: the model answers the ``model`` scenario's
-        first request without the tool six times in ten (or ``answer_first``)."""
+        first request without the tool six times in ten (or ``answer_first``); ``parallel``:
+        it calls the tool twice at once there, the first call as before."""
         self.seed = seed
+        self.parallel = parallel
         self.answer_first = answer_first if answer_first is not None else 0.6 * drifted
         self._rngs = {}
 
@@ -113,6 +124,8 @@ class World:
                 return Reply("The capital of France is Paris.")
             if tag == "model" and self._draw(tag, "drift") < self.answer_first:
                 return Reply("The capital of France is Paris.")
+            if tag == "model" and self.parallel:
+                return Reply(None, tool_calls=[call.tool_calls[0], ("lookup", '{"country": "FR"}')])
             return call
         if len(answers) == 1 and "region" in params.get("lookup", {}):
             return Reply(

@@ -93,7 +93,7 @@ def test_a_baseline_of_another_format_version_is_refused_in_one_line(tmp_path: P
     with pytest.raises(FileFormatError) as excinfo:
         load_baseline(path)
     assert str(excinfo.value) == (
-        f"{path}: baseline format_version 0 is not supported (expected 1 or 2); "
+        f"{path}: baseline format_version 0 is not supported (expected 1, 2 or 3); "
         "rebuild it with 'evalrunner baseline'"
     )
 
@@ -102,11 +102,11 @@ def test_a_file_from_a_newer_evalrunner_says_upgrade_not_rebuild(tmp_path: Path)
     # Rebuilding (or --golden-update, or re-recording) would overwrite what a newer
     # release wrote: the fix for a newer format is a newer evalrunner.
     path = tmp_path / "capital--m.json"
-    path.write_text('{"format_version": 3}', encoding="utf-8")
+    path.write_text('{"format_version": 4}', encoding="utf-8")
     with pytest.raises(FileFormatError) as excinfo:
         load_baseline(path)
     assert str(excinfo.value) == (
-        f"{path}: baseline format_version 3 is newer than this evalrunner reads (up to 2); "
+        f"{path}: baseline format_version 4 is newer than this evalrunner reads (up to 3); "
         "upgrade evalrunner to read it"
     )
 

@@ -69,3 +69,21 @@ def test_a_dataset_sentinel_compares_with_the_runs_of_the_row_it_sends_again() -
     night.traces = night.traces.model_copy(update={"sent_row": None})
     assert sorted(baseline.first_actions()) == ["(answer)"] * 5 + ["lookup"] * 5
     assert "sent_row" not in night.traces.model_dump()
+
+
+def test_the_sentinel_counts_whole_first_responses_where_the_baseline_kept_them() -> None:
+    from evalrunner.core._response import ResponseRecord, ToolCallRecord
+    from evalrunner.night._sentinel import _action
+
+    two = ResponseRecord(
+        tool_calls=[ToolCallRecord(id=f"c{i}", name="lookup", arguments="{}") for i in (1, 2)],
+        finish_reason="tool_calls",
+    )
+    assert _action(two, whole=True) == "lookup + lookup"
+    assert _action(two, whole=False) == "lookup"  # against a baseline from before format 3
+    assert _action(ResponseRecord(content="Paris."), whole=True) == "(answer)"
+    kept = dataset_baseline(["a", "b", "c"], lambda row: row != "c")
+    assert kept.first_moves() is None  # its traces predate first_response
+    for run in kept.traced[0].runs:
+        run.first_response = len(run.actions)
+    assert kept.first_moves() == ["lookup", "lookup", "(answer)"]
