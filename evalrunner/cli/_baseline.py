@@ -120,17 +120,19 @@ def baseline(
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
-    before = {} if append else _nights_held(baselines_dir / suite.name)
+    before = _nights_held(baselines_dir / suite.name)
     for path in build_baselines(suite, list(sources), baselines_dir, append=append):
         click.echo(f"wrote {path}")
-        if held := before.get(path):
-            now = len(load_baseline(path).nights)
+        held, now = before.get(path), len(load_baseline(path).nights)
+        if held and not append:
             click.echo(
                 f"note: {path.name} held {held} accepted night{'s' if held != 1 else ''}; "
                 f"without --append it now holds only the {now} given (restore it from version "
                 "control to undo, or rebuild with --append to keep them)",
                 err=True,
             )
+        elif held and now == held:
+            click.echo(f"note: {path.name} held every night given already; none added", err=True)
 
 
 def _nights_held(folder: Path) -> dict[Path, int]:

@@ -94,7 +94,9 @@ def night_line(result: LiveResult, suite: str) -> str:
     if flagged:
         return (
             f"{head}; flagged: {', '.join(flagged)}. Next: evalrunner report, and if the change "
-            f"is intended: evalrunner baseline --suite {suite} --from {report.out} --append"
+            "is intended, a new baseline from nights that show it: evalrunner baseline "
+            f"--suite {suite} --from {report.out} [--from ANOTHER_NIGHT ...] (not --append: "
+            "a baseline of both behaviours flags neither)"
         )
     return f"{head}; nothing flagged against the baselines{_undecided(comparison.results, suite)}."
 

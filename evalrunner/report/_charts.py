@@ -4,7 +4,7 @@ A metric is drawn where its tolerance is defined, which depends only on its
 kind (the registry's :data:`~evalrunner.suite._metrics.Kind`): rates and
 continuous metrics in their own units (band: baseline +- margin, or baseline
 x [1/margin, margin]); counts and the tool-sequence distribution as their
-effect (Cliff's delta, JS distance) against the margin, because their margin is
+effect (Cliff's delta, atypicality change) against the margin, because their margin is
 not in the metric's units. A new metric of a known kind needs nothing here.
 """
 
@@ -66,6 +66,14 @@ def _ratio_axis(t: Trend) -> tuple[float, float]:
     return 0.0, nice_max(top * 1.05 if top is not None else 1.0, 1e-9)
 
 
+def _atypicality_axis(t: Trend) -> tuple[float, float]:
+    # Up to 2 (every run on a path the baseline never took); below 0 only as far as a
+    # night was more typical than the baseline itself.
+    below = _finite_max(-t.est, -t.low)
+    bottom = -nice_max(below, 0.5) if below is not None and below > 0 else 0.0
+    return bottom, 2.0
+
+
 @dataclass(frozen=True)
 class _KindChart:
     axis: str
@@ -99,10 +107,10 @@ _BY_KIND: dict[Kind, _KindChart] = {
         fmt="num",
     ),
     "categorical": _KindChart(
-        "JS distance from baseline (band: ≤ margin)",
+        "atypicality change vs baseline (band: ≤ margin)",
         effect=True,
-        band=lambda b, m: (b, m),
-        y_range=lambda t: (0.0, 1.0),
+        band=lambda b, m: (b - 2.0, m),
+        y_range=_atypicality_axis,
         fmt="num",
     ),
 }

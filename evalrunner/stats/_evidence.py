@@ -82,19 +82,35 @@ class Accumulated:
         return self.boundary if self.nights >= FIRST_LOOK else None
 
 
-_SPREAD = {"last_mean", "last_var", "pairs", "pair_excess", "pair_noise"}
+_SPREAD = {"last_mean", "last_var", "pairs", "pair_excess", "pair_noise", "last_failed"}
 """What a restart keeps of a metric's evidence: the night-to-night spread learned so far."""
 
 
-def restarted(state: EvidenceState, metrics: Iterable[str]) -> EvidenceState:
+def restarted(
+    state: EvidenceState, metrics: Iterable[str], before: EvidenceState | None = None
+) -> EvidenceState:
     """``state`` with these metrics' sums started over: each failed the night, so its alarm
     has been raised (a group-sequential test stops at its first crossing). Carrying the
     sums on would raise the same alarm every night after, even once the agent is fixed;
-    started over, a later alarm is new evidence."""
+    started over, a later alarm is new evidence.
+
+    ``before``: the state tonight was added to. A night that failed a metric after one
+    that did not is a change point, so the pair of nights across it measures the change,
+    not the night-to-night drift: that pair is taken back out of the spread (tonight's
+    mean stays the last one, so the next pair starts from the new level; a pair of two
+    failed nights is drift within the change, and counts). Left in, one failed night made
+    the band so wide that the same change, every night after, passed unflagged.
+    """
     kept = dict(state.metrics)
     for name in metrics:
         if name in kept:
-            kept[name] = MetricEvidence(**kept[name].model_dump(include=_SPREAD))
+            spread = kept[name].model_dump(include=_SPREAD)
+            old = before.metrics.get(name) if before is not None else None
+            if before is not None:
+                if old is not None and not old.last_failed:
+                    spread.update(old.model_dump(include={"pairs", "pair_excess", "pair_noise"}))
+                spread["last_failed"] = True
+            kept[name] = MetricEvidence(**spread)
     return state.model_copy(update={"metrics": kept})
 
 

@@ -14,11 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["EVIDENCE_FORMAT_VERSION", "EvidenceState", "MetricEvidence", "halfway"]
 
-EVIDENCE_FORMAT_VERSION = 3
+EVIDENCE_FORMAT_VERSION = 4
 """2 added the night-to-night spread (``last_mean`` ... ``pair_noise``); a version-1 state
 reads as one with no pairs yet. 3 replaced the e-value by the cumulative z and its
 boundary, and added seasons; an older state's e-value is dropped (its sums are kept, so
-the z comes back after its next night)."""
+the z comes back after its next night). 4 added ``last_failed``; an older state reads as
+one whose last night did not fail."""
 
 
 def halfway(z: float, limit: float) -> bool:
@@ -72,6 +73,11 @@ class MetricEvidence(BaseModel):
     pair_noise: float = Field(
         default=0.0,
         description="Sum over consecutive nights of the mean of both sampling variances.",
+    )
+    last_failed: bool = Field(
+        default=False,
+        description="The last night failed this metric: a change point, so the pair from "
+        "the night before it is not in the spread.",
     )
 
 

@@ -133,11 +133,14 @@ def compare_night(
         {cell.key.scenario: refs[cell.key].tolerance for cell in out},
     )
     final, i = [], 0
-    for cell in out:
+    for c, cell in zip(cells, out, strict=True):
         mine = results[i : i + len(cell.results)]
         i += len(cell.results)
-        known = [_known(r, refs[cell.key].tolerance.fdr_q, refs[cell.key].young) for r in mine]
-        evidence = restarted(cell.evidence, [r.metric for r in known if r.fails_night])
+        ref = refs[cell.key]
+        known = [_known(r, ref.tolerance.fdr_q, ref.young) for r in mine]
+        before = start(c.evidence, ref.anchor, ref.tolerance.season_nights)
+        failed = [r.metric for r in known if r.fails_night]
+        evidence = restarted(cell.evidence, failed, before)
         final.append(CellComparison(cell.key, known, evidence, cell.gating, cell.notes))
     return NightComparison(final)
 

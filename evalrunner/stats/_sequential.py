@@ -183,8 +183,11 @@ def decide(
     if fixed is not None:
         return fixed
     target = budget.runs if done < budget.runs else budget.cap
-    looks = _looks(reference, Runs.of(sorted(tonight, key=lambda r: r.index)), budget, done, target)
-    watched = _watched(reference, evidence) if done >= budget.runs else []
+    runs = Runs.of(sorted(tonight, key=lambda r: r.index))
+    looks = _looks(reference, runs, budget, done, target)
+    # Evidence halfway to its boundary keeps a cell running only when tonight's runs can
+    # add to it: runs that all met endpoint faults measured nothing, nor would more.
+    watched = _watched(reference, evidence) if done >= budget.runs and runs.outcome else []
     keep = [look for look in looks if look.suspicious]
     if not keep and not watched:
         best = max(looks, key=lambda look: look.promise, default=None)

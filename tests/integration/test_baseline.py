@@ -225,9 +225,13 @@ def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
         assert baseline.summary["n"] == 12  # the summary is of every accepted run
         assert [len(n.records) for n in baseline.nights] == [4, 4, 4]
 
-    # Accepting a night that is already in does not count it twice, nor move the anchor.
+    # Accepting a night that is already in does not count it twice, nor move the anchor,
+    # and says so.
     before = load_baseline(file_of(where, "capital")).anchor
-    assert baseline_cmd(lab, where, "--from", sources[2], "--append").exit_code == 0
+    again = baseline_cmd(lab, where, "--from", sources[2], "--append")
+    assert again.exit_code == 0
+    name = file_of(where, "capital").name
+    assert f"note: {name} held every night given already; none added" in again.stderr
     after = load_baseline(file_of(where, "capital"))
     assert [n.source for n in after.nights] == nights and after.anchor == before
 

@@ -57,7 +57,12 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
         flagged = night("n3")
     # Escalation added runs before it flagged: the count is the night's, whatever it came to.
     assert re.match(r"night: (\d+) runs \(\1 failed\); flagged: s success_rate", flagged)
-    assert flagged.endswith("evalrunner baseline --suite capitals --from n3 --append")
+    # A new baseline of nights that show the change, not the old one with this night in it.
+    assert flagged.endswith(
+        "if the change is intended, a new baseline from nights that show it: evalrunner "
+        "baseline --suite capitals --from n3 [--from ANOTHER_NIGHT ...] (not --append: a "
+        "baseline of both behaviours flags neither)"
+    )
 
 
 def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(

@@ -17,7 +17,8 @@ from evalrunner.suite._metrics import REGISTRY, Kind
 
 
 def test_each_gating_metric_is_charted_by_its_kind(html: str) -> None:
-    """Rates in their units, counts as Cliff's delta, tool paths as JS distance (the registry's kinds)."""
+    """Rates in their units, counts as Cliff's delta, tool paths as their atypicality change
+    (the registry's kinds)."""
     axes = dict(re.findall(r'<b>(\w+)</b><span class="axis">([^<]*)', html))
     for m in REGISTRY:
         if m.gating:
@@ -68,3 +69,19 @@ def test_a_one_night_chart_draws_that_night() -> None:
     )
     # A line through one point draws nothing; each series' night is a dot.
     assert svg.count('class="s0 sdot"') == 1 and svg.count('class="s1 sdot"') == 1
+
+
+def test_an_effect_chart_names_the_effect_its_numbers_are_and_holds_their_range() -> None:
+    # Tool paths were charted as "JS distance" on 0-1 while the results (and tooltips) held
+    # an atypicality change of up to 2: a path never taken sat clipped at the top.
+    from evalrunner.report._svg import Trend
+    from evalrunner.suite._metrics import EFFECT_LABELS
+
+    largest = {"count": 1.0, "categorical": 2.0}
+    for kind, style in _BY_KIND.items():
+        if not style.effect:
+            continue
+        assert EFFECT_LABELS[kind].lower() in style.axis.lower().replace("δ", "delta"), kind
+        top = np.array([largest[kind]])
+        trend = Trend(np.array([0.5]), top, top, top, np.zeros(1), np.zeros(1), np.zeros(1))
+        assert style.y_range(trend)[1] >= largest[kind], kind

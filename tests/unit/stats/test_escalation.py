@@ -214,3 +214,22 @@ def test_a_metric_held_by_the_validity_floor_says_so_not_a_zero_chance() -> None
     assert held.said(180) == "latency_s (p 0.0043, at or below 0.0083: runs to the cap)"
     promising = _Look("success_rate", 0.0043, 0.42, True, floor=0.0083)
     assert promising.said(60) == "success_rate (p 0.0043, chance of a flag at 60 runs 42%)"
+
+
+def test_evidence_halfway_escalates_a_cell_only_when_tonight_measured_something(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    # An outage night: every run an endpoint fault. Evidence from earlier nights halfway to
+    # its boundary used to buy more runs of the cell, every one another fault.
+    from evalrunner.stats import EvidenceState
+    from evalrunner.stats._evidence_state import MetricEvidence
+
+    ref = _reference(runs, cell)
+    halfway = MetricEvidence(nights=3, z=2.5, boundary=2.9)
+    evidence = EvidenceState(anchor=ref.anchor, nights=3, metrics={"success_rate": halfway})
+    budget = Budget.of(Tolerance(), 20, cells=1)
+    outage = decide(ref, runs(20, infra=20), budget, evidence)
+    assert (outage.action, outage.more) == ("stop", 0), outage.reason
+    measured = decide(ref, runs(20, passed=18, steps=STEPS), budget, evidence)
+    assert measured.action == "continue" and measured.suspicious == ("success_rate",)
+    assert "success_rate (evidence since the anchor halfway to its boundary)" in measured.reason

@@ -22,7 +22,7 @@ from evalrunner.stats._evidence_state import halfway
 from evalrunner.stats._formulas import z_upper
 from evalrunner.suite import Tolerance
 
-from .conftest import RunsMaker
+from .conftest import RunsMaker, cell_night
 
 
 def _night(
@@ -46,7 +46,7 @@ def test_the_state_is_json_and_comes_back_the_same(
     state, _ = _night(runs, cell, None, "a1", 16)
     again = EvidenceState.model_validate_json(state.model_dump_json())
     assert again == state
-    assert state.format_version == 3 and state.anchor == "a1" and state.nights == 1
+    assert state.format_version == 4 and state.anchor == "a1" and state.nights == 1
     assert {"success_rate", "step_count", "tool_sequence"} <= set(state.metrics)
 
 
@@ -230,3 +230,39 @@ def test_the_evidence_weighs_its_nights_by_the_night_effect_as_estimated_not_pad
         next(r.p for r in c.results if r.metric == "success_rate") for c in (estimated, as_padded)
     ]
     assert p_estimated == p_padded
+
+
+def test_a_change_that_persists_fails_every_night_not_only_the_first(runs: RunsMaker) -> None:
+    """A three-scenario suite (6 runs a night, three baseline nights); from the second night
+    on, every run of ``beta`` takes one more tool call, and runs 18 (escalated). The pair of
+    nights across its first failure entered the night-to-night spread, whose band the next
+    night took for drift: the same change was "inconclusive" the night after it failed."""
+    usual, longer = ("lookup", "population"), ("lookup", "population", "lookup")
+    shapes = {"alpha": ([("lookup",)], 3), "beta": ([usual], 4), "gamma": ([()], 2)}
+    base = {
+        name: [runs(6, scenario=name, tools=tools, steps=steps) for _ in range(3)]
+        for name, (tools, steps) in shapes.items()
+    }
+    states: dict[str, EvidenceState | None] = dict.fromkeys(shapes)
+    for night in range(4):  # a night like the baseline's, then the change for three nights
+        cells = []
+        for name, (tools, steps) in shapes.items():
+            changed = name == "beta" and night > 0
+            tonight = runs(
+                18 if name == "beta" else 6,
+                scenario=name,
+                tools=[longer] if changed else tools,
+                steps=steps + changed,
+            )
+            cells.append(
+                CellNight(
+                    cell_night(base[name], tonight, scenario=name).baseline, tonight, states[name]
+                )
+            )
+        for found in compare_night(cells).cells:
+            states[found.key.scenario] = found.evidence
+            failing = {r.metric for r in found.results if r.fails_night}
+            expected = (
+                {"tool_sequence", "step_count"} if found.key.scenario == "beta" and night else set()
+            )
+            assert failing == expected, (night, found.key.scenario, failing)

@@ -90,7 +90,8 @@ def test_a_step_change_enters_one_pair_not_every_night_after(
     tau2_swing = (
         swinging.metrics["success_rate"].pair_excess / swinging.metrics["success_rate"].pairs
     )
-    assert step.metrics["success_rate"].pairs == 19
+    # 19 pairs but the one into the first failed night: the change point.
+    assert step.metrics["success_rate"].pairs == 18
     # Both seasons' nights spread the same around their mean (half at 17, half at 11).
     assert tau2_swing > 0.02 and tau2_step < tau2_swing / 10
 
@@ -118,5 +119,5 @@ def test_a_version_1_state_reads_as_one_without_pairs(
     tonight = runs(20, passed=15)
     night = cell([runs(20, passed=p) for p in STEADY], tonight)
     after = compare_night([CellNight(night.baseline, tonight, old)]).cells[0].evidence
-    assert after.format_version == EVIDENCE_FORMAT_VERSION == 3
+    assert after.format_version == EVIDENCE_FORMAT_VERSION == 4
     assert after.metrics["success_rate"].nights == 4 and after.metrics["success_rate"].pairs == 0
