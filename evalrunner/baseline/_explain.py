@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import Baseline, load_baselines
-from evalrunner.baseline._traces import FirstRequest
+from evalrunner.baseline._traces import FirstRequest, first_moves
 from evalrunner.core._actions import (
     ANSWER,
     PARAMETERS,
@@ -289,15 +289,14 @@ def divergence(
     from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
 
     base, night = _paths(baseline), _paths(tonight)
-    parallel = moves is not None and any(" + " in m for side in moves for m in side)
+    parallel = moves if moves and any(" + " in m for side in moves for m in side) else None
     looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
     prefix: tuple[str, ...] = ()
     for depth in range(1, _MAX_DEPTH + 1):
-        if depth == 1 and parallel and moves is not None:
-            b, t = Counter(moves[0]), Counter(moves[1])
+        if depth == 1 and parallel is not None:
+            b, t = Counter(parallel[0]), Counter(parallel[1])
         else:
-            b = Counter(p[depth - 1] for p in base if len(p) >= depth and p[: depth - 1] == prefix)
-            t = Counter(p[depth - 1] for p in night if len(p) >= depth and p[: depth - 1] == prefix)
+            b, t = _next(base, depth, prefix), _next(night, depth, prefix)
         if sum(b.values()) < 2 or sum(t.values()) < 2:
             break
         favourite = b.most_common(1)[0][0]
@@ -311,6 +310,11 @@ def divergence(
         if adjusted <= alpha:
             return Divergence(depth, after, dict(b), dict(t), adjusted)
     return None
+
+
+def _next(paths: Sequence[tuple[str, ...]], depth: int, prefix: tuple[str, ...]) -> Counter[str]:
+    """The action at ``depth`` of the paths that took ``prefix`` before it."""
+    return Counter(p[depth - 1] for p in paths if len(p) >= depth and p[: depth - 1] == prefix)
 
 
 def _tool_changes(
@@ -462,7 +466,6 @@ def explain(
     requests = [r for t in traced for r in t.requests]
     kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
     traces = [r for t in traced for r in t.runs if kept is None or r.run_id in kept]
-    moves = [r.first_move() for r in traces]
     return explain_runs(
         requests,
         [r.as_actions() for r in traces],
@@ -470,7 +473,7 @@ def explain(
         alpha,
         sent_before=baseline.sent,
         sent_tonight=sent_tonight,
-        first_moves=None if any(m is None for m in moves) else [m for m in moves if m is not None],
+        first_moves=first_moves(traces),
     )
 
 

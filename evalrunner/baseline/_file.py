@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner._jsonio import load_model, write_json
-from evalrunner.baseline._traces import RunTrace, Traces
+from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, model_slug
@@ -118,8 +118,7 @@ class Baseline(BaseModel):
     def first_moves(self) -> list[str] | None:
         """:meth:`first_actions` as whole first responses (``lookup + lookup`` for two calls
         at once); None when a run's traces predate keeping them (format 3)."""
-        moves = [r.first_move() for r in self._sent_runs()]
-        return None if any(m is None for m in moves) else [m for m in moves if m is not None]
+        return first_moves(self._sent_runs())
 
     def _sent_runs(self) -> list[RunTrace]:
         newest = next((t for t in reversed(self.traced) if t.sent is not None), None)

@@ -28,7 +28,7 @@ from evalrunner.suite._record import RunRecord
 if TYPE_CHECKING:
     from evalrunner.core._normalize import NormalizeConfig
 
-__all__ = ["FirstRequest", "RunTrace", "Traces", "run_trace", "traces_of"]
+__all__ = ["FirstRequest", "RunTrace", "Traces", "first_moves", "run_trace", "traces_of"]
 
 
 class FirstRequest(BaseModel):
@@ -98,6 +98,14 @@ class Traces(BaseModel):
         if data.get("sent_row") is None:
             data.pop("sent_row", None)
         return data
+
+
+def first_moves(runs: Sequence[RunTrace]) -> list[str] | None:
+    """Each run's first model response (:meth:`RunTrace.first_move`); None when any run's
+    traces predate keeping them (baseline format 3)."""
+    moves = [r.first_move() for r in runs]
+    known = [m for m in moves if m is not None]
+    return known if len(known) == len(moves) else None
 
 
 def run_trace(run_id: str, normalized: Mapping[str, Any]) -> RunTrace:

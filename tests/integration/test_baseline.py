@@ -497,30 +497,11 @@ def test_a_finished_night_missing_a_run_file_is_refused_by_baseline_compare_and_
         f"finished night (1 of {listed} run files missing); restore the directory from its "
         "copy, or run the night again"
     )
+    suite = ("--suite", SUITE, "--suites-dir", str(lab.suites), "--baselines", str(where))
     commands = [
-        (
-            "baseline",
-            "--suite",
-            SUITE,
-            "--suites-dir",
-            str(lab.suites),
-            "--baselines",
-            str(where),
-            "--from",
-            str(night),
-        ),
+        ("baseline", *suite, "--from", str(night)),
         ("compare", str(lab.root / "night2"), str(night)),
-        (
-            "explain",
-            "--suite",
-            SUITE,
-            "--suites-dir",
-            str(lab.suites),
-            "--baselines",
-            str(where),
-            "--results",
-            str(night),
-        ),
+        ("explain", *suite, "--results", str(night)),
     ]
     for args in commands:
         result = evalrunner(lab.ep, *args)

@@ -47,6 +47,22 @@ CASES = [
 SCENARIO = "scenarios:\n  - id: a\n    agent: evalrunner.examples:direct_answer\n"
 
 
+def _evalrunner(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``evalrunner ARGV`` in a process of its own, as a user runs it (a server that started
+    anyway would hang here until the timeout instead of passing), EVALRUNNER_* unset but ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUNNER_")}
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("evalrunner")), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=clean | (env or {}),
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "said"), CASES, ids=[" ".join(a[:3]).replace("{tmp}", "") for a, _ in CASES]
 )
@@ -61,17 +77,7 @@ def test_a_bad_argument_is_one_line_and_exit_2(tmp_path: Path, args: list[str], 
         head.format("huge") + "runs: 1000000000\n" + SCENARIO + "    input: hi\n"
     )
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    # A process of its own, as a user runs it: a server that started anyway would
-    # hang here until the timeout instead of passing.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUNNER_")}
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("evalrunner")), *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
+    done = _evalrunner(argv, tmp_path)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
@@ -87,16 +93,8 @@ def test_an_api_base_that_is_not_a_url_is_one_line_before_any_run(
     suites = tmp_path / "suites"
     suites.mkdir()
     (suites / "ok.yaml").write_text("format_version: 1\nname: ok\n" + SCENARIO + "    input: hi\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALRUNNER_")}
-    env |= {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": api_base}
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("evalrunner")), "run", "--suite", "ok", "--no-history"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
+    env = {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": api_base}
+    done = _evalrunner(["run", "--suite", "ok", "--no-history"], tmp_path, env)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert lines[-1] == (

@@ -31,8 +31,15 @@ def dataset_baseline(
         RunTrace(run_id=r.run_id, actions=[("lookup", "x", "y")] if looks_up(str(r.row)) else [])
         for r in records
     ]
-    traces = Traces(runs=runs, **traced)  # type: ignore[arg-type]
-    night = AcceptedNight(started_at="t", source="n1", records=records, traces=traces)
+    return baseline_of(records, runs, **traced)
+
+
+def baseline_of(
+    records: Sequence[RunRecord], runs: Sequence[RunTrace], **traced: object
+) -> Baseline:
+    """One accepted night of ``records`` whose traces are ``runs`` (and ``traced``)."""
+    traces = Traces(runs=list(runs), **traced)  # type: ignore[arg-type]
+    night = AcceptedNight(started_at="t", source="n1", records=list(records), traces=traces)
     return Baseline(
         suite="t",
         scenario="s",

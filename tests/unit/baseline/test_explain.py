@@ -11,10 +11,12 @@ from evalrunner.baseline._explain import (
     divergence,
     explain_runs,
 )
-from evalrunner.baseline._traces import FirstRequest
+from evalrunner.baseline._file import Baseline
+from evalrunner.baseline._traces import FirstRequest, RunTrace
 from evalrunner.core._actions import Action
+from evalrunner.suite._record import RunRecord
 
-from .conftest import dataset_baseline
+from .conftest import baseline_of, dataset_baseline
 
 
 def _run(*tools: str, answer: str = "a") -> list[Action]:
@@ -133,31 +135,21 @@ def test_a_dataset_night_on_some_rows_is_explained_against_those_rows_of_the_bas
     assert explain(baseline, tonight).divergence is not None
 
 
-def _traced_baseline(first_response: int | None) -> object:
+def _traced_baseline(first_response: int | None) -> Baseline:
     """Twenty runs that look up two countries one response at a time (first_response=1),
     as format 3 keeps them, or as a format-2 baseline did (None)."""
-    from evalrunner.baseline._file import AcceptedNight, Baseline
-    from evalrunner.baseline._traces import RunTrace, Traces
-    from evalrunner.suite._record import RunRecord
-
     records = [
         RunRecord(run_id=f"s/m/{i}", suite="t", scenario="s", model="m", index=i, outcome="passed")
         for i in range(20)
     ]
-    actions = [("lookup", "fr", "paris"), ("lookup", "jp", "tokyo")]
-    runs = [
+    actions: list[tuple[str, str, str | None]] = [
+        ("lookup", "fr", "paris"),
+        ("lookup", "jp", "tokyo"),
+    ]
+    traces = [
         RunTrace(run_id=r.run_id, actions=actions, first_response=first_response) for r in records
     ]
-    night = AcceptedNight(started_at="t", source="n1", records=records, traces=Traces(runs=runs))
-    return Baseline(
-        suite="t",
-        scenario="s",
-        model="m",
-        fingerprint="f",
-        created_at="t",
-        evalrunner_version="0",
-        nights=[night],
-    )
+    return baseline_of(records, traces)
 
 
 def _parallel_run() -> dict[str, object]:
@@ -190,11 +182,11 @@ def test_a_model_that_starts_calling_tools_in_parallel_is_the_model_at_the_first
     # request alone, now makes two calls where it made one.
     from evalrunner.baseline._explain import explain
 
-    why = explain(_traced_baseline(1), [_parallel_run()] * 20)  # type: ignore[arg-type]
+    why = explain(_traced_baseline(1), [_parallel_run()] * 20)
     assert why.divergence is not None and why.divergence.depth == 1
     assert why.line().startswith(
         "cause: model (same first request; at the first model response: baseline lookup 20/20, "
         "tonight lookup 0/20 and lookup + lookup 20/20 (p="
     ), why.line()
     # A baseline from before format 3 cannot tell: nothing is claimed.
-    assert explain(_traced_baseline(None), [_parallel_run()] * 20).line() == NONE_FOUND  # type: ignore[arg-type]
+    assert explain(_traced_baseline(None), [_parallel_run()] * 20).line() == NONE_FOUND
