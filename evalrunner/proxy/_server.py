@@ -89,10 +89,16 @@ def new_token() -> str:
 
 
 def _default_retry() -> RetrySettings:
-    # The live runs' defaults, from the one place they are defined.
+    """The live runs' retries (from the one place they are defined), for runs that bring
+    no policy of their own (``evalrunner proxy``, frozen ``.proxied`` and ``.command``).
+    Their attempts may wait on the upstream for as long as ever (4 x the live default): a
+    slow model recording a golden has no suite to raise ``request_timeout_s`` in. A night's
+    ``command:`` runs bring their scenario's policy."""
     from evalrunner.suite._schema import RetryPolicy
 
-    return RetryPolicy()
+    live = RetryPolicy()
+    patience = 4 * live.request_timeout_s
+    return live.model_copy(update={"request_timeout_s": patience, "attempt_deadline_s": patience})
 
 
 class ProxyServer:

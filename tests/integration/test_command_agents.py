@@ -296,12 +296,14 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
     regressed = {r["metric"] for r in verdict_table(changed.stdout) if r["verdict"] == "REGRESSION"}
     assert "success_rate" in regressed, changed.stdout
     # Why, on the proxied path too: the baseline kept the command's first request in full
-    # (from the proxy), and tonight's runs left its path at their first action.
+    # (from the proxy), and tonight's runs left its path at their first model response
+    # (the baseline's made both lookups at once).
     kept = json.loads((tmp_path / "baselines" / "cmdbase" / "openai--openai_fake.json").read_text())
     assert kept["nights"][0]["traces"]["sent"]["messages"][0]["role"] in ("system", "user")
     assert re.search(
-        r"openai × openai/fake: cause: model \(same first request; at the first action: "
-        r"baseline lookup 8/8, tonight lookup 0/(\d+) and \(answer\) \1/\1",
+        r"openai × openai/fake: cause: model \(same first request; at the first model "
+        r"response: baseline lookup \+ lookup 8/8, tonight lookup \+ lookup 0/(\d+) and "
+        r"\(answer\) \1/\1",
         changed.stdout,
     ), changed.stdout
     assert (

@@ -67,3 +67,15 @@ def test_recordings_round_trip_and_bad_ones_fail_in_one_line(tmp_path: Path) -> 
     path.write_text('{"format_version": 1, "calls": []}')
     with pytest.raises(FileFormatError, match="run_id: Field required"):
         Recording.load(path)
+
+
+def test_runs_without_a_policy_of_their_own_wait_on_the_upstream_as_long_as_before() -> None:
+    # The proxy's attempts now time out on silence at the policy's request_timeout_s. A
+    # night's command: runs bring their scenario's; `evalrunner proxy` and frozen .proxied
+    # runs cannot set one, so theirs keeps the 240 s a slow model's recording had before.
+    from evalrunner.proxy._server import _default_retry
+    from evalrunner.suite._schema import RetryPolicy
+
+    patient = _default_retry()
+    assert (patient.request_timeout_s, patient.attempt_deadline_s) == (240.0, 240.0)
+    assert patient.max_attempts == RetryPolicy().max_attempts
