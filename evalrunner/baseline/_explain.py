@@ -33,14 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import Baseline, load_baselines
-from evalrunner.baseline._traces import FirstRequest, first_moves
+from evalrunner.baseline._traces import FirstRequest, run_trace
+from evalrunner.baseline._traces import first_moves as _first_moves
 from evalrunner.core._actions import (
     ANSWER,
     PARAMETERS,
+    TOGETHER,
     Action,
-    actions,
-    first_response_calls,
-    move,
     request_view,
 )
 from evalrunner.live._results import ResultsDir
@@ -92,7 +91,7 @@ class Divergence:
 
     def line(self) -> str:
         where = "at the first action" if not self.after else f"after {' > '.join(self.after)}"
-        if any(" + " in k for k in (*self.baseline, *self.tonight)):
+        if any(TOGETHER in k for k in (*self.baseline, *self.tonight)):
             where = "at the first model response"  # its tool calls made at once
         favourite = max(self.baseline, key=lambda k: self.baseline[k])
         theirs = max(self.tonight, key=lambda k: self.tonight[k])
@@ -289,7 +288,7 @@ def divergence(
     from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
 
     base, night = _paths(baseline), _paths(tonight)
-    parallel = moves if moves and any(" + " in m for side in moves for m in side) else None
+    parallel = moves if moves and any(TOGETHER in m for side in moves for m in side) else None
     looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
     prefix: tuple[str, ...] = ()
     for depth in range(1, _MAX_DEPTH + 1):
@@ -304,7 +303,7 @@ def divergence(
         looked.append((depth, prefix, b, t, two_proportions_p(b[favourite], nb, t[favourite], nt)))
         if favourite == ANSWER:
             break
-        prefix = (*prefix, favourite.split(" + ")[0])
+        prefix = (*prefix, favourite.split(TOGETHER)[0])
     for depth, after, b, t, p in looked:
         adjusted = min(1.0, p * len(looked))
         if adjusted <= alpha:
@@ -436,13 +435,11 @@ def explain_runs(
         out.request, out.request_diff = _request_changes(ours, theirs)
     if sent_before is not None:
         out.request += _parameter_changes(sent_before, sent_tonight)
-    night_actions = [actions(t) for t in tonight]
+    night = [run_trace("tonight", t) for t in tonight]  # as a baseline keeps its runs
+    night_actions = [r.as_actions() for r in night]
     out.tools = _tool_changes(baseline, night_actions)
-    night_moves = [
-        move([a.tool for a in acts[: first_response_calls(t)]])
-        for t, acts in zip(tonight, night_actions, strict=True)
-    ]
-    moves = None if first_moves is None else (first_moves, night_moves)
+    night_moves = _first_moves(night)
+    moves = None if first_moves is None or night_moves is None else (first_moves, night_moves)
     out.divergence = divergence(baseline, night_actions, alpha, moves)
     return out
 
@@ -473,7 +470,7 @@ def explain(
         alpha,
         sent_before=baseline.sent,
         sent_tonight=sent_tonight,
-        first_moves=first_moves(traces),
+        first_moves=_first_moves(traces),
     )
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from evalrunner.baseline import build_baselines, load_baseline
+from evalrunner._jsonio import read_json
+from evalrunner.baseline import build_baselines
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import default_out, notice, print_run
 from evalrunner.errors import EvalrunnerError
@@ -123,7 +124,7 @@ def baseline(
     before = _nights_held(baselines_dir / suite.name)
     for path in build_baselines(suite, list(sources), baselines_dir, append=append):
         click.echo(f"wrote {path}")
-        held, now = before.get(path), len(load_baseline(path).nights)
+        held, now = before.get(path), _nights_in(path)
         if held and not append:
             click.echo(
                 f"note: {path.name} held {held} accepted night{'s' if held != 1 else ''}; "
@@ -138,8 +139,15 @@ def baseline(
 def _nights_held(folder: Path) -> dict[Path, int]:
     """Accepted nights of each baseline file already in ``folder`` (unreadable ones left
     out: a rebuild is the way to replace a broken file)."""
-    held = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        with contextlib.suppress(EvalrunnerError):
-            held[path] = len(load_baseline(path).nights)
-    return held
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return {path: n for path in files if (n := _nights_in(path)) is not None}
+
+
+def _nights_in(path: Path) -> int | None:
+    """How many nights a baseline file holds, counted without validating its runs (every
+    file of the suite is read for this)."""
+    with contextlib.suppress(EvalrunnerError):
+        doc = read_json(path, "baseline")
+        nights = doc.get("nights") if isinstance(doc, dict) else None
+        return len(nights) if isinstance(nights, list) else None
+    return None

@@ -27,6 +27,7 @@ from evalrunner._jsonio import canonical
 __all__ = [
     "ANSWER",
     "PARAMETERS",
+    "TOGETHER",
     "Action",
     "actions",
     "digest",
@@ -39,6 +40,8 @@ __all__ = [
 
 ANSWER = "(answer)"
 """The action a run takes when it stops calling tools: its final answer."""
+TOGETHER = " + "
+"""Joins the tools one model response called at once (:func:`move`)."""
 
 
 def digest(value: object) -> str:
@@ -153,7 +156,7 @@ def move(tools: Sequence[str]) -> str:
     """One model response's action: the tools it called at once (``lookup + lookup``), or
     :data:`ANSWER`. A model that starts calling tools in parallel makes another first move
     with the same first tool call."""
-    return " + ".join(tools) if tools else ANSWER
+    return TOGETHER.join(tools) if tools else ANSWER
 
 
 def first_response_calls(trajectory: Mapping[str, Any]) -> int:
