@@ -612,6 +612,8 @@ class Season:
     nightly: tuple[int, ...]
     evidence: tuple[int, ...]
     runs: float
+    failed: tuple[int, ...] = ()
+    """Per cell: how many nights failed in all (by either test), the first included."""
 
 
 def one_season(task: SeasonTask) -> Season:
@@ -635,6 +637,7 @@ def _one_season(task: SeasonTask) -> Season:
     ]
     evidence: dict[CellKey, EvidenceState | None] = dict.fromkeys(keys)
     nightly, accumulated = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
+    failed = dict.fromkeys(keys, 0)
     runs = 0
     for night in range(1, task.nights + 1):
         # As the CLI does: refitted every night, the nights since the anchor sharpening tau^2.
@@ -652,6 +655,7 @@ def _one_season(task: SeasonTask) -> Season:
         for cell in result.cells:
             evidence[cell.key] = cell.evidence
             sources = {r.flagged_by for r in cell.results if r.fails_night}
+            failed[cell.key] += bool(sources)
             if "tonight" in sources and not nightly[cell.key]:
                 nightly[cell.key] = night
             if "evidence" in sources and not accumulated[cell.key]:
@@ -662,6 +666,7 @@ def _one_season(task: SeasonTask) -> Season:
         tuple(nightly[k] for k in keys),
         tuple(accumulated[k] for k in keys),
         runs / (night * len(keys)),
+        tuple(failed[k] for k in keys),
     )
 
 
@@ -1023,22 +1028,28 @@ def season_table(cfg: Config) -> None:
     cfg.emit("### Season-wide false alarms (90 nights, nothing changed)\n")
     cfg.emit(
         "Per scenario-season: share of unchanged cells flagged at least once in 90 nights, by "
-        "tonight's test and by the evidence; per suite-season: any flag anywhere.\n"
+        "tonight's test and by the evidence; per suite-season: any flag anywhere. Of the "
+        "scenario-seasons flagged at least once: how many nights failed in all (mean), and the "
+        "share that failed another night after their first.\n"
     )
     cfg.emit(
-        "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag | runs/cell/night |"
+        "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag "
+        "| failed nights per flagged scenario-season | flagged again after the first | runs/cell/night |"
     )
-    cfg.emit("|---|---|---|---|---|---|---|---|")
+    cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
         got = _aa_seasons(cfg, suite, drift)
         cells = len(got) * len(suite.cells())
         ev = sum(x > 0 for s in got for x in s.evidence)
         nightly = sum(x > 0 for s in got for x in s.nightly)
         anyflag = sum(any(s.evidence) or any(s.nightly) for s in got)
+        flagged = [x for s in got for x in s.failed if x]
+        again = sum(x > 1 for x in flagged)
         runs = np.mean([s.runs for s in got])
         cfg.emit(
             f"| {suite.label} | {ENDPOINTS[drift]} | {len(got)} | {cells} | {pct(ev, cells)} "
-            f"| {pct(nightly, cells)} | {pct(anyflag, len(got))} | {runs:.1f} |"
+            f"| {pct(nightly, cells)} | {pct(anyflag, len(got))} "
+            f"| {np.mean(flagged) if flagged else 0:.1f} | {pct(again, len(flagged))} | {runs:.1f} |"
         )
     cfg.emit()
 

@@ -100,6 +100,11 @@ def load_model(
                 f"{path}: {what} format_version {found} is newer than this evalrunner reads "
                 f"(up to {max(versions)}); upgrade evalrunner to read it"
             )
+        if isinstance(found, str) and found.strip().isdigit():
+            raise FileFormatError(
+                f"{path}: {what} format_version is the text {found!r}; write it as the "
+                f"number {found.strip()}, without quotes"
+            )
         raise FileFormatError(
             f"{path}: {what} format_version {found!r} is not supported "
             f"(expected {_either(versions)}); {fix}"

@@ -46,6 +46,7 @@ class Golden(BaseModel):
         except (AttributeError, TypeError, KeyError, ValueError):
             _malformed(golden.trajectory, path)
             raise  # a valid trajectory we cannot shape: our bug, with its traceback
+        _summary_matches(golden, path)
         return golden
 
     @functools.cached_property
@@ -56,6 +57,25 @@ class Golden(BaseModel):
 
     def save(self, path: Path) -> None:
         write_json(path, self.model_dump(mode="json"))
+
+
+def _summary_matches(golden: Golden, path: Path) -> None:
+    """Refuse a stored shape that disagrees with the trajectory (FileFormatError).
+
+    Comparisons read the trajectory, so a hand edit or a bad merge of ``shape`` would
+    otherwise pass, and show reviewers a summary the golden does not hold. Only the
+    fields the file states (an older golden may lack newer ones); not the content hash,
+    whose recipe may change between releases while the behaviour does not.
+    """
+    actual = golden.behaviour.model_dump(mode="json")
+    stored = golden.shape.model_dump(mode="json")
+    for name in sorted(golden.shape.model_fields_set - {"content_hash"}):
+        if stored[name] != actual[name]:
+            raise FileFormatError(
+                f"{path}: shape.{name} is {stored[name]!r} but the golden's trajectory gives "
+                f"{actual[name]!r} (the shape summarises the trajectory: an edit or a merge "
+                f"changed one without the other); {REDO}"
+            )
 
 
 def _malformed(trajectory: dict[str, Any], path: Path) -> None:

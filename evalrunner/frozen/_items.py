@@ -52,6 +52,14 @@ def _safe(name: str) -> str:
     return model_slug(name)  # the same file-name-safe form run files use
 
 
+def node_arg(item: pytest.Item) -> str:
+    """The item as a pytest argument from where pytest was run (node ids are relative to
+    the rootdir, so a hint built from one fails when pasted in a subdirectory)."""
+    path, sep, rest = item.nodeid.partition("::")
+    shown = os.path.relpath(item.config.rootpath / path, item.config.invocation_params.dir)
+    return f"{shown}{sep}{rest}"
+
+
 def _frozen(item: pytest.Item, fn: Callable[..., Any], *args: Any, **opts: Any) -> FrozenOutcome:
     """Run ``fn`` in frozen mode for ``item``; a failed check raises GoldenMismatch."""
     return _judged(item, lambda **common: run_frozen(fn, *args, **common, **opts), opts)
@@ -80,8 +88,8 @@ def _judged(
     session.ran_test(opts["golden_path"])
     outcome = run(
         mode=run_mode,
-        update_cmd=f'pytest --golden-update "{item.nodeid}"',
-        record_cmd=f'pytest --golden-record "{item.nodeid}"',
+        update_cmd=f'pytest --golden-update "{node_arg(item)}"',
+        record_cmd=f'pytest --golden-record "{node_arg(item)}"',
         strict=bool(item.config.getoption("--golden-strict")),
     )
     if not outcome.ok:
@@ -102,11 +110,27 @@ class GoldenChecker:
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
         self._request = request
+        self._taken: set[Path] = set()
 
     def path(self, name: str | None = None) -> Path:
         node = self._request.node
         test = _safe(node.name if name is None else f"{node.name}-{name}")
         return golden_path_for_test(Path(str(node.path)), test)
+
+    def _claim(self, name: str | None) -> Path:
+        """This call's golden, refused when an earlier call of the same test wrote it: two
+        runs on one golden and one recording overwrite each other and can never pass."""
+        path = self.path(name)
+        if path in self._taken:
+            called = "without a name" if name is None else f"with name={name!r}"
+            pytest.fail(
+                f"{self._request.node.nodeid}: golden_trajectory was already called {called} "
+                f"in this test, and both calls would share {path.name}; give each call its "
+                'own name, e.g. golden_trajectory(agent, ..., name="second")',
+                pytrace=False,
+            )
+        self._taken.add(path)
+        return path
 
     def __call__(
         self,
@@ -118,7 +142,7 @@ class GoldenChecker:
     ) -> CaptureResult:
         """Run ``agent(*args, **kwargs)`` in frozen mode; fail the test on any behavioural change."""
         node = self._request.node
-        path = self.path(name)
+        path = self._claim(name)
         return self._checked(
             lambda: _frozen(node, agent, *args, golden_path=path, config=config, **kwargs)
         )
@@ -165,7 +189,7 @@ class GoldenChecker:
         self, agent: ProxiedAgent, name: str | None, config: NormalizeConfig, model: str | None
     ) -> CaptureResult:
         node = self._request.node
-        path = self.path(name)
+        path = self._claim(name)
         return self._checked(lambda: _proxied(node, agent, model, golden_path=path, config=config))
 
     def _checked(self, run: Callable[[], FrozenOutcome]) -> CaptureResult:
@@ -306,7 +330,7 @@ class ScenarioItem(pytest.Item):
                 f"{self.golden}: the run {run} but fails the scenario's "
                 f"check(s) {', '.join(failed)} (final answer {shown!r}, tools {tools}). "
                 "The recording is of a run that does not do what the scenario asks: re-record "
-                f'until it does, with:\n  pytest --golden-record "{self.nodeid}"\n'
+                f'until it does, with:\n  pytest --golden-record "{node_arg(self)}"\n'
                 f"or correct the check in {self.path.name} if the check is wrong."
             )
 
@@ -335,7 +359,7 @@ class ScenarioItem(pytest.Item):
             result = asyncio.run(agrade(judge, sc.input, answer, grader.complete))
         except MissingGrade as exc:
             raise GoldenMismatch(
-                f'{exc}: record it again with:\n  pytest --golden-record "{self.nodeid}"'
+                f'{exc}: record it again with:\n  pytest --golden-record "{node_arg(self)}"'
             ) from None
         except JudgeAnswerError as exc:
             raise GoldenMismatch(

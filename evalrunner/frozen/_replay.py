@@ -42,7 +42,14 @@ class Replayer:
     are the capture proxy's (``core._mismatch.RequestBook``).
     """
 
-    def __init__(self, script: Script, *, strict: bool = False, source: str = "script") -> None:
+    def __init__(
+        self,
+        script: Script,
+        *,
+        strict: bool = False,
+        source: str = "script",
+        redo: str = "pytest --golden-record",
+    ) -> None:
         self.script = script
         self.strict = strict
         self.source = source
@@ -56,7 +63,7 @@ class Replayer:
                 for i, e in enumerate(script.entries)
             ],
             source,
-            "pytest --golden-record",
+            redo,
         )
         self.mismatches: list[str] = []
         self.exhausted: ScriptExhausted | None = None

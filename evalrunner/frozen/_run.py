@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from evalrunner._redact import redact
+from evalrunner._redact import redact, redact_text
 from evalrunner.core._diff import Delta, diff_shapes, render, summary
 from evalrunner.core._faults import describe
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
@@ -160,6 +160,7 @@ def _record(run: _Run) -> FrozenOutcome:
             False,
             f"recording failed, nothing written: the model endpoint failed ({what[:300]})",
         )
+    _stop_if_crashed(run, result, "recording failed, nothing written")
     if not recorder.script.entries:
         # An empty recording and golden would pass forever while testing nothing.
         return FrozenOutcome(
@@ -174,6 +175,7 @@ def _update(run: _Run) -> FrozenOutcome:
     """Replay the recording, rewrite the golden and report what moved."""
     _require_script(run)
     result, replayer = _replay(run)
+    _stop_if_crashed(run, result, f"{run.golden_path}: not updated")
     notes = _notes(run, replayer)
     if run.strict and replayer.unused:
         raise _Stop(_outcome(False, notes.strip(), replayer))
@@ -192,6 +194,7 @@ def _check(run: _Run) -> FrozenOutcome:
     _require_script(run)
     golden = golden_to_check(run.golden_path, run.update_cmd)
     result, replayer = _replay(run)
+    _stop_if_crashed(run, result, f"{run.golden_path}: the replayed run failed")
     notes = _notes(run, replayer)
     deltas, message = compare_with_golden(
         golden, result, run.golden_path, run.config, run.update_cmd, notes
@@ -327,7 +330,7 @@ def golden_to_check(golden_path: Path, update_cmd: str) -> Golden:
 def _replay(run: _Run) -> tuple[CaptureResult, Replayer]:
     """Run the agent against the recording with the network blocked."""
     script = Script.load(run.script_path, run.record_cmd)
-    replayer = Replayer(script, strict=run.strict, source=str(run.script_path))
+    replayer = Replayer(script, strict=run.strict, source=str(run.script_path), redo=run.record_cmd)
     install()  # import litellm before the network is blocked
     guard = block_network()
     try:
@@ -342,6 +345,27 @@ def _replay(run: _Run) -> tuple[CaptureResult, Replayer]:
         ) from None
     _stop_if_network_used(guard, replayer)
     return result, replayer
+
+
+def _stop_if_crashed(run: _Run, result: CaptureResult, what: str) -> None:
+    """Fail a run whose agent raised, with its traceback: a crash is a fault to fix, never
+    behaviour a golden keeps (a golden of a crash would pass for as long as the agent
+    keeps raising, where a live night counts every such run as crashed)."""
+    if result.error is None:
+        return
+    error = f"{type(result.error).__name__}: {result.error}"
+    raise _Stop(
+        FrozenOutcome(
+            False,
+            redact_text(
+                f"{what}: the agent raised {error}\n\n{(result.traceback or '').rstrip()}\n\n"
+                "A run that raises is never kept as behaviour: fix the agent (or handle the "
+                "error inside it), then run the test again; if its behaviour changed on "
+                f"purpose, record it with:\n  {run.record_cmd}"
+            ),
+            result=result,
+        )
+    )
 
 
 def _stop_if_network_used(guard: block_network, replayer: Replayer) -> None:

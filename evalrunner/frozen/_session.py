@@ -70,7 +70,23 @@ class SessionState:
                     continue
                 if full or path.stem in selected or path.stem.split("-", 1)[0] in selected:
                     unused.append(path)
+        for gone in _modules_gone({d.parent for d in self.golden_dirs}):
+            unused += [p for p in sorted(gone.glob("*.json")) if not is_script(p)]
         return unused
+
+
+def _modules_gone(roots: set[Path]) -> list[Path]:
+    """Golden directories under ``roots`` (``__goldens__`` folders) whose test module is no
+    longer beside them: the module was deleted or renamed, so no run can use them."""
+    from evalrunner.frozen._golden import GOLDEN_DIR
+
+    return [
+        d
+        for root in sorted(roots)
+        if root.name == GOLDEN_DIR and root.is_dir()
+        for d in sorted(root.iterdir())
+        if d.is_dir() and not (root.parent / f"{d.name}.py").exists()
+    ]
 
 
 _STATE = pytest.StashKey[SessionState]()

@@ -82,12 +82,14 @@ class Dataset(BaseModel):
         return tuple(sorted(rows, key=lambda r: r.id))
 
 
-def read_datasets(base: Path, pattern: str, needed: Mapping[str, str]) -> Dataset:
+def read_datasets(
+    base: Path, pattern: str, needed: Mapping[str, str], checks: Mapping[str, str] = {}
+) -> Dataset:
     """The rows of ``pattern`` under ``base``: one file, or every file a glob matches (in
-    name order, ids unique across them)."""
+    name order, ids unique across them). ``checks``: see :func:`read_dataset`."""
     shown = os.path.normpath(os.path.join(os.fspath(base), pattern))
     if not any(c in pattern for c in "*?["):
-        return read_dataset(base / pattern, shown, needed)
+        return read_dataset(base / pattern, shown, needed, checks)
     files = sorted(p for p in base.glob(pattern) if p.is_file())
     if not files:
         raise ConfigError(f"{shown}: no file matches (a dataset is relative to its suite file)")
@@ -95,7 +97,7 @@ def read_datasets(base: Path, pattern: str, needed: Mapping[str, str]) -> Datase
     first: dict[str, str] = {}
     for file in files:
         named = os.path.normpath(os.path.join(os.fspath(base), os.fspath(file.relative_to(base))))
-        for row in read_dataset(file, named, needed).rows:
+        for row in read_dataset(file, named, needed, checks).rows:
             where = f"{named}:{row.line}"
             if row.id in first:
                 raise ConfigError(
@@ -129,10 +131,13 @@ def fill(text: str, row: Mapping[str, Scalar], *, regex: bool = False) -> str:
     return _FIELD_RE.sub(value, text)
 
 
-def read_dataset(file: Path, shown: str, needed: Mapping[str, str]) -> Dataset:
+def read_dataset(
+    file: Path, shown: str, needed: Mapping[str, str], checks: Mapping[str, str] = {}
+) -> Dataset:
     """Read ``file`` (shown in messages as ``shown``); ``needed`` maps each field the
-    scenario's templates use to where it is used. Every problem is a one-line ConfigError
-    naming ``shown``, the line and the row."""
+    scenario's templates use to where it is used, ``checks`` each text check's place to its
+    template (a row must not fill one with empty text). Every problem is a one-line
+    ConfigError naming ``shown``, the line and the row."""
     if file.suffix not in DATA_SUFFIXES:
         raise ConfigError(
             f"{shown}: a dataset must be a .jsonl or .csv file (one row per input), "
@@ -162,7 +167,23 @@ def read_dataset(file: Path, shown: str, needed: Mapping[str, str]) -> Dataset:
                     f"{shown}:{row.line}: row {row.id!r} has no field {name!r} (used by "
                     f"{used_by}); add it to every row or change the template (its fields: {have})"
                 )
+        _no_empty_checks(row, checks, shown)
     return Dataset(path=shown, rows=tuple(rows))
+
+
+def _no_empty_checks(row: DataRow, checks: Mapping[str, str], shown: str) -> None:
+    """A check filled with empty text decides nothing: every answer contains "" and an empty
+    pattern matches anything. Written in a suite that is refused; from a row's empty or
+    null field it would pass (or fail) every run of the row without a word."""
+    for where, template in checks.items():
+        names = template_fields(template)
+        if names and not fill(template, row.fields).strip():
+            empty = ", ".join(repr(n) for n in names)
+            raise ConfigError(
+                f"{shown}:{row.line}: row {row.id!r}: field {empty} is empty, so {where} "
+                f"({template!r}) becomes empty text, which every answer matches; give the row "
+                "a value, or move it to a scenario without that check"
+            )
 
 
 def _jsonl(text: str, shown: str) -> Iterable[tuple[int, dict[str, Any]]]:

@@ -307,8 +307,11 @@ def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dat
     for field, text in templates:
         for name in template_fields(text):
             needed.setdefault(name, f"{where}.{field}")
+    checks = {
+        f"{where}.{field}": text for field, text in templates if field.startswith("checks.answer")
+    }
     return read_datasets(
-        suite_file.parent if suite_file is not None else Path(), entry.dataset, needed
+        suite_file.parent if suite_file is not None else Path(), entry.dataset, needed, checks
     )
 
 

@@ -68,6 +68,18 @@ def plain(question):
     return response.choices[0].message.content
 
 
+def fragile(question):
+    answer = plain(question)
+    if os.environ.get("DEMO_VARIANT") == "crash":
+        return {}["Tokyo"]  # a bug the change brought in
+    return answer
+
+
+def always_raises(question):
+    plain(question)
+    raise KeyError("Tokyo")
+
+
 def greedy(n):
     """Retries anything, so it swallows the replay's ScriptExhausted."""
     extra = 1 if os.environ.get("DEMO_VARIANT") else 0
@@ -354,6 +366,136 @@ def test_a_golden_whose_trajectory_is_not_atif_is_one_line_naming_where(
     assert len(message) == 1, message
     assert message[0].startswith(f"{golden}: trajectory: {where}: "), message
     assert message[0].endswith("; regenerate it with --golden-update"), message
+
+
+MISUSE = """
+import agents_demo
+
+
+def test_twice(golden_trajectory):
+    golden_trajectory(agents_demo.plain, "Say hi.")
+    golden_trajectory(agents_demo.plain, "Say bye.")
+
+
+def test_twice_named(golden_trajectory):
+    golden_trajectory(agents_demo.plain, "Say hi.")
+    golden_trajectory(agents_demo.plain, "Say bye.", name="bye")
+
+
+def test_fragile(golden_trajectory):
+    golden_trajectory(agents_demo.fragile, "Say hi.")
+
+
+def test_always_raises(golden_trajectory):
+    golden_trajectory(agents_demo.always_raises, "Say hi.")
+"""
+
+
+def _record_misuse(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
+    pytester.makepyfile(test_misuse=MISUSE)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        result = run(pytester, "--golden-record", "test_misuse.py")
+    monkeypatch.delenv("DEMO_API_BASE")
+    return result
+
+
+def test_a_second_call_of_the_fixture_on_the_same_golden_fails_and_named_calls_pass(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the second call overwrote the first's golden and recording, and the test
+    # could never pass again, re-recorded or not.
+    result = _record_misuse(pytester, monkeypatch)
+    message = section(result, "test_twice")
+    assert "golden_trajectory was already called without a name in this test" in message
+    assert 'name="second"' in message
+    goldens = demo.parent / "test_misuse"
+    golden = json.loads((goldens / "test_twice.json").read_text())
+    assert golden["shape"]["final_answer"] == "echo: Say hi."  # the first call's, kept
+    result = run(pytester, "test_misuse.py", "-k", "twice_named")
+    result.assert_outcomes(passed=1, deselected=3)
+
+
+def test_an_agent_that_raises_is_never_recorded_and_fails_with_its_traceback(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the crash was recorded as the golden's behaviour and passed on every replay.
+    result = _record_misuse(pytester, monkeypatch)
+    message = section(result, "test_always_raises")
+    assert "recording failed, nothing written: the agent raised KeyError: 'Tokyo'" in message
+    assert "in always_raises" in message and 'raise KeyError("Tokyo")' in message
+    goldens = demo.parent / "test_misuse"
+    assert not (goldens / "test_always_raises.json").exists()
+    assert not (goldens / "test_always_raises.llm.json").exists()
+
+    # A golden of a run that worked, and a change that makes the agent raise.
+    assert (goldens / "test_fragile.json").exists()
+    monkeypatch.setenv("DEMO_VARIANT", "crash")
+    result = run(pytester, "test_misuse.py", "-k", "fragile")
+    result.assert_outcomes(failed=1, deselected=3)
+    message = section(result, "test_fragile")
+    assert f"{goldens / 'test_fragile.json'}: the replayed run failed: the agent raised" in message
+    assert 'return {}["Tokyo"]' in message  # the agent's own line
+    result = run(pytester, "--golden-update", "test_misuse.py", "-k", "fragile")
+    result.assert_outcomes(failed=1, deselected=3)
+    assert "not updated: the agent raised KeyError" in section(result, "test_fragile")
+    assert json.loads((goldens / "test_fragile.json").read_text())["shape"]["crashed"] is False
+
+
+def test_a_golden_whose_summary_disagrees_with_its_trajectory_is_one_line_naming_the_field(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: comparisons read the trajectory, so an edited summary passed and showed
+    # reviewers behaviour the golden does not hold.
+    _record_plain(pytester, monkeypatch)
+    golden = demo / "test_plain.json"
+    data = json.loads(golden.read_text())
+    data["shape"]["step_count"] = 99
+    golden.write_text(json.dumps(data))
+    result = run(pytester, "-k", "test_plain")
+    result.assert_outcomes(failed=1, deselected=5)
+    message = [line for line in section(result, "test_plain").splitlines() if line.strip()]
+    assert len(message) == 1, message
+    assert message[0].startswith(f"{golden}: shape.step_count is 99 but the golden's trajectory")
+    assert message[0].endswith("; regenerate it with --golden-update"), message
+    run(pytester, "--golden-update", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+    run(pytester, "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+
+
+def test_goldens_of_a_deleted_test_module_are_listed_as_unused(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: only the directories of modules that ran were looked at.
+    _record_plain(pytester, monkeypatch)
+    _record_misuse(pytester, monkeypatch)
+    (pytester.path / "test_misuse.py").unlink()
+    result = run(pytester)
+    gone = demo.parent / "test_misuse"
+    result.stdout.fnmatch_lines(
+        [
+            "*evalrunner: unused goldens*",
+            f"{gone / 'test_fragile.json'} (and test_fragile.llm.json if present)",
+            f"{gone / 'test_twice.json'} (and test_twice.llm.json if present)",
+        ]
+    )
+
+
+def test_a_command_in_a_message_names_the_test_as_pytest_takes_it_where_it_was_run(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: run from tests/, the hint said "tests/test_sub.py::test_sub" (the node id,
+    # relative to the rootdir), which pytest in tests/ does not find.
+    pytester.makeini("[pytest]\n")
+    pytester.syspathinsert()
+    sub = pytester.mkdir("tests")
+    (sub / "test_sub.py").write_text(
+        "import agents_demo\n\n\ndef test_sub(golden_trajectory):\n"
+        '    golden_trajectory(agents_demo.plain, "Say hi.")\n'
+    )
+    monkeypatch.chdir(sub)
+    result = run(pytester, "test_sub.py")
+    result.assert_outcomes(failed=1)
+    assert 'pytest --golden-record "test_sub.py::test_sub"' in section(result, "test_sub")
 
 
 SCENARIO_AGENTS = """

@@ -107,6 +107,17 @@ def test_a_baseline_of_another_format_version_is_refused_in_one_line(
     assert str(excinfo.value) == f"{path}: baseline format_version {version} {said}"
 
 
+def test_a_format_version_written_as_text_says_to_write_the_number(tmp_path: Path) -> None:
+    # Before: "format_version '3' is not supported (expected 1, 2 or 3)".
+    path = tmp_path / "capital--m.json"
+    path.write_text('{"format_version": "3"}', encoding="utf-8")
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baseline(path)
+    assert str(excinfo.value) == (
+        f"{path}: baseline format_version is the text '3'; write it as the number 3, without quotes"
+    )
+
+
 def test_a_baseline_with_a_nan_latency_is_refused_in_one_line_naming_the_field(
     tmp_path: Path,
 ) -> None:

@@ -53,6 +53,9 @@ def test_unmatched_requests_are_served_in_order_and_counted() -> None:
         "(served recorded call 1 (1 messages, last user message 'q1') in its place; "
         "--golden-strict fails here)"
     )
+    named = Replayer(_script(("q1", "a1")), redo='pytest --golden-record "t.py::test_x"')
+    named.next(_req("changed question"))
+    assert 're-record: pytest --golden-record "t.py::test_x"\n' in named.mismatches[0]
     strict = Replayer(_script(("q1", "a1")), strict=True, source="demo.llm.json")
     with pytest.raises(RequestMismatch, match=r"^replay: model call 1 has no recorded response"):
         strict.next(_req("changed question"))

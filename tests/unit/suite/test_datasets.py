@@ -104,6 +104,35 @@ def test_a_template_naming_a_field_no_row_has_is_one_line(tmp_path: Path) -> Non
     assert "checks.answer_contains[0]" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("value", ["", None, "  "], ids=["empty", "null", "blank"])
+def test_a_row_that_fills_a_check_with_empty_text_is_one_line(
+    tmp_path: Path, value: object
+) -> None:
+    # Before: answer_contains [""] from this row held for every answer; the same check
+    # written in the suite file is refused.
+    rows: list[Mapping[str, object]] = [ROWS[0], {"id": "jp", "country": "Japan", "capital": value}]
+    with pytest.raises(ConfigError) as caught:
+        load_suite(suite_with(tmp_path, rows))
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path}/capitals.jsonl:2: row 'jp': field 'capital' is empty")
+    assert "checks.answer_contains[0] ('{capital}') becomes empty text" in message
+    assert "\n" not in message
+
+
+def test_an_empty_csv_cell_filling_a_check_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "capitals.csv").write_text("id,country,capital\nfr,France,\n", encoding="utf-8")
+    (tmp_path / "atlas.yaml").write_text(SUITE.format(data="capitals.csv"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"capitals.csv:2: row 'fr': field 'capital' is empty"):
+        load_suite(tmp_path / "atlas.yaml")
+
+
+def test_an_empty_field_only_the_input_uses_is_not_a_check(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"id": "a", "country": ""}) + "\n", encoding="utf-8")
+    data = read_dataset(path, "d.jsonl", {"country": "input"})
+    assert [r.id for r in data.rows] == ["a"]
+
+
 def test_fill_leaves_unknown_braces_alone() -> None:
     assert fill("{a} {b} [{c}] x{2}", {"a": 1, "c": None}) == "1 {b} [] x{2}"
 
