@@ -502,9 +502,11 @@ class _Driver:
             for name, failure in result.broken_checks.items():
                 self.broken[(sc.id, name)] += 1
                 if self.broken[(sc.id, name)] == 1:  # once a night: one bug, one report
+                    row = result.record.row
                     self.progress.note(
                         f"scenario {sc.id}: {_check_named(name)} failed itself on "
-                        f"{result.record.run_id} (the check's bug, not the agent's; runs are "
+                        f"{result.record.run_id}{f' (row {row!r})' if row else ''} (the "
+                        "check's bug, not the agent's; runs are "
                         f"judged without it):\n{redact_text(failure)}"
                     )
             self.writer.write(result.record, result.trajectory, result.first_request)

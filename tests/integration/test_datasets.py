@@ -7,6 +7,7 @@ pytest item, golden and recording per row."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -54,7 +55,7 @@ def test_every_row_runs_n_times_with_its_input_and_checks_filled(
         3,
         checks={
             "answer_contains": ["{capital}"],
-            "code": ["checks_for_tests:names_the_rows_capital"],
+            "code": ["checks_for_tests:names_the_rows_capital", "checks_for_tests:buggy"],
         },
     )
     world = Capitals(wrong={1})
@@ -71,6 +72,8 @@ def test_every_row_runs_n_times_with_its_input_and_checks_filled(
     assert by_row["c01"].checks["code:names_the_rows_capital"] is False
     assert by_row["c02"].checks["code:names_the_rows_capital"] is True
     assert sorted(set(world.seen)) == [f"What is the capital of Country{i}?" for i in range(3)]
+    # A check's own bug is named with the row it failed on, not only the run.
+    assert re.search(r"code check buggy failed itself on \S+ \(row 'c0\d'\)", result.stderr)
     # The run files say which row each run was.
     doc = json.loads((tmp_path / "n1" / "runs" / "capitals" / "openai_fake" / "1.json").read_text())
     assert doc["record"]["row"] == "c01"
