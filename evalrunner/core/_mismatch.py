@@ -225,6 +225,9 @@ class RequestBook:
         self.redo = redo
         self.missing = missing
         self.lock = threading.Lock()
+        self.stand_ins: dict[int, int] = {}
+        """Recorded call (index) -> the model call (from 1) it answered in place of its own
+        request, where a non-strict replay served it to a request that matched nothing."""
 
     def take(self, fp: str) -> int | None:
         """The first unused call with fingerprint ``fp``, marked used; the caller holds the lock."""
@@ -246,10 +249,17 @@ class RequestBook:
             return ": the file does not exist. Record the run first. "
         if not self.recorded:
             return ": nothing was recorded for this run. "
-        same = [r for r in self.recorded if r.fingerprint == fp]
+        same = [i for i, r in enumerate(self.recorded) if r.fingerprint == fp]
+        lent = [self.stand_ins[i] for i in same if i in self.stand_ins]
+        if lent:
+            return (
+                f": it is {self.recorded[same[0]].label}'s request, whose answer was served to "
+                f"model call {lent[0]} in its place (that call matches no recorded one): the "
+                "agent now makes a call the recording does not hold, before this one. "
+            )
         if same:
             return (
-                f": it repeats {same[0].label}, whose {len(same)} recorded answer(s) are all "
+                f": it repeats {self.recorded[same[0]].label}, whose {len(same)} recorded answer(s) are all "
                 "used: the agent now makes this request more often than when recorded. "
             )
         views = [r.view for r in self.recorded]

@@ -100,6 +100,7 @@ class Replayer:
                     f"{miss}\n(served {self.book.recorded[i].label} in its place; "
                     "--golden-strict fails here)"
                 )
+                self.book.stand_ins[i] = self.calls
             self.used[i] = True  # hand-written entries (no fingerprint) match by order
             return self._serve(entry)
         self.exhausted = ScriptExhausted(

@@ -34,6 +34,18 @@ def _script(*answers: tuple[str, str]) -> Script:
     return recorder.script
 
 
+def test_a_call_inserted_first_is_named_as_new_not_as_a_repeat_of_the_next() -> None:
+    # Before: call 2 (q1) was said to repeat recorded call 1 "more often than when
+    # recorded", though its answer had gone to the inserted call 1 in its place.
+    replayer = Replayer(_script(("q1", "a1"), ("q2", "a2")))
+    replayer.next(_req("an extra question"))
+    replayer.next(_req("q1"))
+    second = replayer.mismatches[1]
+    assert "model call 2 has no recorded response" in second
+    assert "whose answer was served to model call 1 in its place" in second
+    assert "more often than when recorded" not in second
+
+
 def test_fingerprint_match_wins_over_order() -> None:
     replayer = Replayer(_script(("q1", "a1"), ("q2", "a2")))
     assert replayer.next(_req("q2"))[0].content == "a2"
