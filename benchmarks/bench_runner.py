@@ -30,6 +30,12 @@ runner for this process's GIL.
     python benchmarks/bench_runner.py --profile     # plus a cProfile of the runner's event loop
     python benchmarks/bench_runner.py --unfrozen    # plus the runner with the collector as before
     python benchmarks/bench_runner.py --peer-python /tmp/peer/bin/python   # with inspect_ai's line
+
+Last, evalrunner's own CPU per run without litellm's noise: in a child process,
+litellm's entry points answer at once from memory (the same three responses),
+and the runner and the agent alone run there as above. Their difference is what
+evalrunner itself costs a run; over the agent alone on the real endpoint it is
+the runner's CPU ratio that a quiet machine would show.
 """
 
 from __future__ import annotations
@@ -285,6 +291,90 @@ def bare_async_line(
     return time.perf_counter() - t0
 
 
+# -- evalrunner's own CPU, litellm answering from memory ---------------------------------------
+
+
+def _instant(messages: list[Any]) -> Any:
+    """What the endpoint answers (see ``respond``), as litellm's response object, at once."""
+    from litellm import ModelResponse
+
+    done = sum(1 for m in messages if (m.get("role") if isinstance(m, dict) else m.role) == "tool")
+    calls = {
+        0: ("lookup_capital", '{"country": "Japan"}'),
+        1: ("city_population", '{"city": "Tokyo"}'),
+    }
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "About 14 million people live in Tokyo.",
+    }
+    if done in calls:
+        name, arguments = calls[done]
+        call = {"id": f"call_{time.perf_counter_ns()}", "type": "function"}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{**call, "function": {"name": name, "arguments": arguments}}],
+        }
+    return ModelResponse(
+        id=f"chatcmpl-{time.perf_counter_ns()}",
+        model="fake",
+        choices=[
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if done in calls else "stop",
+            }
+        ],
+        usage={"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+    )
+
+
+def _own_child(conn: Any, runs: int, concurrency: int, rounds: int) -> None:
+    import litellm
+
+    def completion(*args: Any, **kwargs: Any) -> Any:
+        return _instant(kwargs["messages"])
+
+    async def acompletion(*args: Any, **kwargs: Any) -> Any:
+        return _instant(kwargs["messages"])
+
+    # Before the runner wraps them: its transport then calls these as litellm's own.
+    litellm.completion, litellm.acompletion = completion, acompletion
+    nowhere = "http://127.0.0.1:9/v1"  # never reached
+    lines = {
+        "sync runner": lambda: runner_line(
+            nowhere, "evalrunner.examples:tool_chain", runs, concurrency
+        ),
+        "sync alone": lambda: agent_threads_line(nowhere, runs, concurrency),
+        "async runner": lambda: runner_line(
+            nowhere, "bench_runner:athree_calls", runs, concurrency
+        ),
+        "async alone": lambda: agent_async_line(nowhere, runs, concurrency),
+    }
+    for fn in lines.values():  # first use: imports, the suite loader, litellm's types
+        fn()
+    cpu: dict[str, list[float]] = {name: [] for name in lines}
+    for _ in range(rounds):
+        for name, fn in lines.items():
+            started = time.process_time()
+            fn()
+            cpu[name].append((time.process_time() - started) / runs * 1000)
+    for tmp in LEFT:
+        shutil.rmtree(tmp, ignore_errors=True)
+    conn.send({name: statistics.median(values) for name, values in cpu.items()})
+
+
+def own_cpu(runs: int, concurrency: int, rounds: int) -> dict[str, float]:
+    """ms of CPU per run of each line in ``_own_child``, in a fresh interpreter."""
+    ctx = mp.get_context("spawn")
+    conn, child = ctx.Pipe()
+    proc = ctx.Process(target=_own_child, args=(child, runs, concurrency, rounds))
+    proc.start()
+    got: dict[str, float] = conn.recv()
+    proc.join(30)
+    return got
+
+
 def warm_up(api_base: str) -> None:
     """Import litellm and make a call each way, so no line pays for first use."""
     import litellm
@@ -392,6 +482,16 @@ def main() -> int:
         print(
             f"CPU, async agent: heap not frozen / frozen = {statistics.median(paired):.2f} "
             f"(rounds {min(paired):.2f}-{max(paired):.2f})"
+        )
+    own = own_cpu(n, c, max(args.rounds, 3))
+    for kind, alone_name in (("sync", lines[1][0]), ("async", lines[3][0])):
+        extra = own[f"{kind} runner"] - own[f"{kind} alone"]
+        alone_ms = cpu_of[alone_name] / n * 1000
+        print(
+            f"evalrunner's own CPU, {kind} agent (litellm answering from memory): "
+            f"{extra:.2f} ms a run ({own[f'{kind} runner']:.2f} runner, {own[f'{kind} alone']:.2f} "
+            f"alone); over the agent alone on the endpoint ({alone_ms:.1f} ms): "
+            f"{1 + extra / alone_ms:.3f}"
         )
     if args.peer_python:
         peer = cpu_of[lines[-1][0]]
