@@ -24,7 +24,7 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
-from evalrunner.stats._metric_result import UNCONFIRMED, MetricResult
+from evalrunner.stats._metric_result import FAILING, UNCONFIRMED, MetricResult
 from evalrunner.suite import OUTCOMES, load_suite_by_name
 from evalrunner.suite._metrics import rank
 from evalrunner.suite._record import RunRecord
@@ -104,12 +104,25 @@ def night_line(result: LiveResult, suite: str) -> str:
 def _undecided(results: Sequence[MetricResult], suite: str) -> str:
     """What the night could not decide, counted: changes every run showed that it could not
     confirm (named), and rows no number of runs tonight would settle."""
-    rows = [r for r, _ in shown_results(results)]  # the rows the table shows
+    shown = shown_results(results)  # the rows the table shows
+    rows = [r for r, _ in shown]
     # Gating metrics first, as the registry orders them: the five named are the ones that matter.
     moved = sorted({(rank(r.metric), r.scenario, r.metric) for r in results if r.unconfirmed})
     unconfirmed = [f"{scenario} {metric}" for _, scenario, metric in moved]
     open_ = [r for r in rows if r.verdict == "inconclusive" and not r.unconfirmed]
+    # What would fail the night once these baselines are old enough: said here, not only
+    # in the table, so the line never reads "nothing flagged" over a regression.
+    young = sorted(
+        {(rank(r.metric), r.scenario, r.metric) for r, y in shown if y and r.verdict in FAILING}
+    )
     parts = []
+    if young:
+        named = ", ".join(f"{s} {m}" for _, s, m in young[:5]) + (
+            f" and {len(young) - 5} more" if len(young) > 5 else ""
+        )
+        parts.append(
+            f"flagged against baselines too young to gate (not failing the night): {named}"
+        )
     if unconfirmed:
         named = ", ".join(unconfirmed[:5]) + (
             f" and {len(unconfirmed) - 5} more" if len(unconfirmed) > 5 else ""

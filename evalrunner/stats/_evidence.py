@@ -95,23 +95,32 @@ def restarted(
     started over, a later alarm is new evidence.
 
     ``before``: the state tonight was added to. A night that failed a metric after one
-    that did not is a change point, so the pair of nights across it measures the change,
-    not the night-to-night drift: that pair is taken back out of the spread (tonight's
-    mean stays the last one, so the next pair starts from the new level; a pair of two
-    failed nights is drift within the change, and counts). Left in, one failed night made
-    the band so wide that the same change, every night after, passed unflagged.
+    that did not is a change point, and so is a night that passed it after one that
+    failed (the change was fixed, or was one night's): the pair of nights across either
+    measures the change, not the night-to-night drift, and is taken back out of the
+    spread (tonight's mean stays the last one, so the next pair starts from the new
+    level; a pair of two failed nights is drift within the change, and counts). Left in,
+    the pair into a failed night made the band so wide that the same change, every night
+    after, passed unflagged; the pair out of it, that a regression found and fixed left
+    the metric about half as sensitive until the next baseline.
     """
     kept = dict(state.metrics)
-    for name in metrics:
-        if name in kept:
-            spread = kept[name].model_dump(include=_SPREAD)
-            old = before.metrics.get(name) if before is not None else None
-            if before is not None:
-                if old is not None and not old.last_failed:
-                    spread.update(old.model_dump(include={"pairs", "pair_excess", "pair_noise"}))
-                spread["last_failed"] = True
-            kept[name] = MetricEvidence(**spread)
+    failed = set(metrics)
+    for name in failed & kept.keys():
+        spread = kept[name].model_dump(include=_SPREAD)
+        if before is not None:
+            spread["last_failed"] = True
+        kept[name] = MetricEvidence(**spread)
+    if before is not None:
+        for name, now in kept.items():
+            old = before.metrics.get(name)
+            if old is not None and old.last_failed != (name in failed) and now.pairs > old.pairs:
+                kept[name] = now.model_copy(update=_pairs_of(old))
     return state.model_copy(update={"metrics": kept})
+
+
+def _pairs_of(evidence: MetricEvidence) -> dict[str, Any]:
+    return evidence.model_dump(include={"pairs", "pair_excess", "pair_noise"})
 
 
 def start(state: EvidenceState | None, anchor: str, season_nights: int) -> EvidenceState:

@@ -115,7 +115,9 @@ def is_known(name: str) -> bool:
 
 def unknown_metric_message(name: str) -> str:
     """'unknown metric 'sucess_rate'; did you mean 'success_rate'?' (or the list of known ones)."""
-    close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
+    # A name cut short ('tool_seq') means the metric it starts, whatever looks closer.
+    close = [m for m in _BY_NAME if m.startswith(name)] if len(name) >= 4 else []
+    close = close[:1] if len(close) == 1 else difflib.get_close_matches(name, list(_BY_NAME), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(_BY_NAME)}"
     return f"unknown metric {name!r}; {hint}"
 

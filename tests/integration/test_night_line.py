@@ -92,6 +92,35 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
     assert re.search(r"s +openai/fake +success_rate \(young\) +unconfirmed", result.stdout)
 
 
+def test_a_regression_against_a_young_baseline_is_named_in_the_last_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # N = 10 on a one-night baseline: 10/10 -> 0/10 is a REGRESSION (young) in the table,
+    # and the last line read "nothing flagged" without naming it (review 4, defect 1).
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=10)
+    answer = {"text": "Paris."}
+
+    def respond(body: dict[str, Any], n: int) -> Reply:
+        return Reply(answer["text"])
+
+    with FakeEndpoint(responder=respond) as ep:
+        cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        answer["text"] = "Lima."
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--no-history")
+    assert result.exit_code == 0, "a young baseline does not gate"
+    assert re.search(r"s +openai/fake +success_rate \(young\) +REGRESSION", result.stdout)
+    line = night_line(result.stderr)
+    assert (
+        "flagged against baselines too young to gate (not failing the night): s success_rate"
+        in line
+    ), line
+
+
 def test_a_night_whose_baselines_are_all_for_another_configuration_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

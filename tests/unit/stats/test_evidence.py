@@ -232,6 +232,47 @@ def test_the_evidence_weighs_its_nights_by_the_night_effect_as_estimated_not_pad
     assert p_estimated == p_padded
 
 
+def test_a_change_found_and_fixed_leaves_the_metric_as_sensitive_as_before(
+    runs: RunsMaker,
+) -> None:
+    """A three-scenario suite (10 runs a night, three baseline nights); on one night every
+    run of ``beta`` takes one more tool call (flagged), the next night it is fixed. The pair
+    of nights out of the flagged one entered the night-to-night spread: from then on the
+    fitted night share of beta's tool path was that of a volatile endpoint, and its margin
+    out of reach (review 4, defect 2: the MDE of tool_sequence went from 0.48 to 0.92)."""
+    usual, longer = ("lookup", "population"), ("lookup", "population", "lookup")
+    shapes = {"alpha": ([("lookup",)], 3), "beta": ([usual], 4), "gamma": ([()], 2)}
+    base = {
+        name: [runs(10, scenario=name, tools=tools, steps=steps) for _ in range(3)]
+        for name, (tools, steps) in shapes.items()
+    }
+    states: dict[str, EvidenceState | None] = dict.fromkeys(shapes)
+    baselines = {name: cell_night(base[name], [], scenario=name).baseline for name in shapes}
+    for night in range(3):  # like the baseline, changed (and flagged), fixed
+        changed = night == 1
+        cells = []
+        for name, (tools, steps) in shapes.items():
+            moved = name == "beta" and changed
+            tonight = runs(
+                10, scenario=name, tools=[longer] if moved else tools, steps=steps + moved
+            )
+            cells.append(CellNight(baselines[name], tonight, states[name]))
+        found = {c.key.scenario: c for c in compare_night(cells).cells}
+        states = {name: found[name].evidence for name in shapes}
+        failing = {r.metric for r in found["beta"].results if r.fails_night}
+        assert ("tool_sequence" in failing) == changed, (night, failing)
+    fresh = fit_references(list(baselines.values()), {})
+    after = fit_references(
+        list(baselines.values()), {baselines[name].key: states[name] for name in shapes}
+    )
+    for name in shapes:
+        key = baselines[name].key
+        for metric in ("tool_sequence", "step_count"):
+            assert after[key].metrics[metric].icc == pytest.approx(
+                fresh[key].metrics[metric].icc, abs=0.02
+            ), (name, metric)
+
+
 def test_a_change_that_persists_fails_every_night_not_only_the_first(runs: RunsMaker) -> None:
     """A three-scenario suite (6 runs a night, three baseline nights); from the second night
     on, every run of ``beta`` takes one more tool call, and runs 18 (escalated). The pair of

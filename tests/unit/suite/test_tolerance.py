@@ -68,6 +68,16 @@ def test_tolerance_rejects_bad_settings(data: dict[str, Any]) -> None:
         Tolerance.model_validate(data)
 
 
+@pytest.mark.parametrize(
+    ("given", "meant"), [("tool_seq", "tool_sequence"), ("success_rate_v", "success_rate_valid")]
+)
+def test_a_metric_name_cut_short_suggests_the_metric_it_starts(given: str, meant: str) -> None:
+    # Before: 'tool_seq' suggested 'tool_used', which looks closer letter by letter.
+    with pytest.raises(ValidationError) as info:
+        Tolerance.model_validate({"gating": [given]})
+    assert info.value.errors()[0]["msg"].endswith(f"did you mean {meant!r}?")
+
+
 def test_an_unknown_metric_is_named_with_a_suggestion_at_its_own_key() -> None:
     with pytest.raises(ValidationError) as info:
         Tolerance.model_validate({"margins": {"sucess_rate": 0.1}})
