@@ -18,10 +18,13 @@ both, and more runs only narrow the interval).
 "Flagged" is judged at Benjamini-Hochberg's step-up bar for the metric's rank
 among the cell's own metrics of its family (k fdr_q / m when k of them have a p at
 most its own): metrics that move together, such as a success rate and the answers
-that go with it, are flagged together at a looser bar than a lone change. Every metric counts,
-gating and diagnostic, so stopping early never skips a diagnostic that was about
-to show something; the accumulated evidence of a gating metric that is halfway
-to its boundary keeps the cell escalating too, so slow changes get more runs.
+that go with it, are flagged together at a looser bar than a lone change. At the adaptive
+looks every metric counts, gating and diagnostic, so stopping early never skips a
+diagnostic that was about to show something. Past N only gating metrics do: a
+diagnostic never fails the night, so extra runs buy it nothing, and an endpoint's slow
+night (every cell's latency up) took a review's 8-scenario night from 80 runs to 220.
+The accumulated evidence of a gating metric that is halfway to its boundary keeps the
+cell escalating too, so slow changes get more runs.
 
 Error control: the verdict is the fixed-N test on the runs the cell ended with
 (:func:`evalrunner.stats._night.compare_night`). A cell stops short of the cap
@@ -60,8 +63,6 @@ PROMISE_ENTER = 0.1
 harmless a quarter of the time), and a false escalation is cheap because..."""
 PROMISE_GATING = 0.2
 """...after N, a cell keeps escalating only while a gating metric stays this promising."""
-PROMISE_DIAGNOSTIC = 0.35
-"""The same for diagnostics (more of them, so a stricter bar keeps false escalations rare)."""
 PROMISE_ADAPTIVE: dict[Kind, float] = {
     "binary": 0.1,
     "categorical": 0.1,
@@ -242,25 +243,25 @@ def _looks(
     lone = {gates: tol.fdr_q / (budget.cells * size) for gates, size in family.items()}
     out = []
     for ref, found, gates, rank in _ranked(measured):
+        if not gates and done >= budget.runs:
+            continue  # past N: a diagnostic never fails the night (module docstring)
         # Benjamini-Hochberg's step-up bar at this metric's rank among the cell's own
         # metrics of its family: metrics that move together (a success rate and the
         # answer that goes with it) are flagged together at a looser bar than a lone one.
         # The validity floor stays at the lone bar (the error-control argument above).
         floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone[gates])
-        promise = _enough(ref.kind, gates, done, budget)
+        promise = _enough(ref.kind, done, budget)
         margin = tol.margin_for(ref.name)
         out.append(_look(ref, found, rank * lone[gates], floor, done, target, promise, margin))
     return out
 
 
-def _enough(kind: Kind, gates: bool, done: int, budget: Budget) -> float:
+def _enough(kind: Kind, done: int, budget: Budget) -> float:
     """The chance of a flag at the look's target that keeps a metric's cell running."""
     if done < budget.runs:  # an adaptive look before N
         later = done > budget.first_look
         scale = min(1.0, math.sqrt(PROMISE_ADAPTIVE_CELLS / budget.cells))
         return PROMISE_ADAPTIVE[kind] * (PROMISE_ADAPTIVE_LATER if later else 1.0) * scale
-    if not gates:
-        return PROMISE_DIAGNOSTIC
     return PROMISE_ENTER if done == budget.runs else PROMISE_GATING
 
 

@@ -163,19 +163,43 @@ def test_drive_ends_when_the_runner_cannot_run_more(
 def test_metrics_that_move_together_are_judged_at_the_step_up_bar(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
-    # 14 of 20 passing against a 0.9 baseline, in a night of 3 cells. When the failed
-    # runs also give another answer, success_rate_valid and final_answer_match fall
-    # together: Benjamini-Hochberg flags both at twice a lone bar, so the look at N
-    # keeps both. When the failed runs still answer as usual, success_rate_valid falls
-    # alone and is not promising enough at the lone bar.
-    ref = _reference(runs, cell)
-    budget = Budget.of(Tolerance(), 20, cells=3)
-    together = runs(20, passed=14, steps=STEPS)
+    # 22 of 30 passing against a 0.9 baseline, in a night of 3 cells, after one batch past
+    # N. When the failed runs also give another answer, success_rate_valid and
+    # final_answer_match fall together: Benjamini-Hochberg flags both at twice a lone bar,
+    # so both keep the cell escalating. When the failed runs still answer as usual,
+    # success_rate_valid falls alone and is not promising enough at the lone bar. (Both
+    # made gating, success_rate not: past N, diagnostics hold no cell.)
+    gating = ["crash_rate", "skip_rate", "tool_sequence", "step_count"]
+    tolerance = Tolerance(gating=[*gating, "success_rate_valid", "final_answer_match"])
+    ref = _reference(runs, cell, tolerance=tolerance)
+    budget = Budget.of(tolerance, 20, cells=3)
+    together = runs(30, passed=22, steps=STEPS)
     alone = [r.model_copy(update={"final_answer": "Paris"}) for r in together]
     assert {"success_rate_valid", "final_answer_match"} <= set(
         decide(ref, together, budget).suspicious
     )
     assert "success_rate_valid" not in decide(ref, alone, budget).suspicious
+
+
+def test_a_diagnostic_holds_no_cell_past_n(runs: RunsMaker, cell: Callable[..., CellNight]) -> None:
+    """A latency 50 % up on every run (p ~ 1e-8), nothing else moved: a diagnostic never fails
+    the night, so escalation stops at N. A review's 8-scenario night on an endpoint 40 ms
+    slower went from 80 runs to 220, every extra run for latency_s. Made gating, it escalates."""
+    steady = (0.030, 0.031, 0.032, 0.029, 0.030)
+    slower = tuple(1.5 * x for x in steady)
+
+    def step(tolerance: Tolerance) -> str:
+        baseline = cell(
+            [runs(20, passed=18, steps=STEPS, latency=steady, start=20 * i) for i in range(3)],
+            [],
+            tolerance=tolerance,
+        ).baseline
+        ref = fit_references([baseline])[CellKey("s", "m")]
+        tonight = runs(20, passed=18, steps=STEPS, latency=slower)
+        return decide(ref, tonight, Budget.of(tolerance, 20, cells=1)).action
+
+    assert step(Tolerance()) == "stop"
+    assert step(Tolerance(gating=["success_rate", "latency_s"])) == "continue"
 
 
 def test_a_metric_whose_interval_rules_out_its_margin_does_not_hold_its_cell(
