@@ -154,10 +154,14 @@ def shown_results(
 
 def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
     hint = ""
-    if r.verdict == "inconclusive" and r.mde is not None:
-        hint = f"MDE {_num(r.mde)}" + (
-            f", ~{r.runs_needed} runs to settle" if r.runs_needed else ""
+    if r.verdict == "inconclusive":
+        # What settles it, in the column's width: the note that says so is longer.
+        settle = (
+            f"~{r.runs_needed} runs to settle"
+            if r.runs_needed
+            else "more baseline nights to settle"
         )
+        hint = ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
     return {
         "scenario": r.scenario,
         "model": r.model,
