@@ -106,7 +106,12 @@ def plan_cmd(
                     "margin": _num(m.margin),
                     "mde_runs": f"{_num(m.mde_at_runs)} ({cell.runs})",
                     "mde_budget": f"{_num(m.mde_at_budget)} ({cell.budget})",
-                    "needed": m.runs_for_margin or "none (needs a larger baseline)",
+                    "needed": m.runs_for_margin
+                    or (
+                        f"none; about {m.nights_for_margin} baseline nights would do"
+                        if m.nights_for_margin
+                        else "none (needs a larger baseline)"
+                    ),
                     "note": young or ("" if m.attainable else "out of reach at the budget"),
                 }
             )

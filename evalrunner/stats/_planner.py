@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +33,9 @@ from evalrunner.stats._reference import (
     fit_references,
 )
 from evalrunner.suite._record import CellKey
+
+MAX_NIGHTS = 30
+"""The largest baseline the planner prices: past a month of nights, say so instead."""
 
 
 class MetricPlan(BaseModel):
@@ -49,6 +53,11 @@ class MetricPlan(BaseModel):
         description="Runs for 80 % power at the margin (None: no number of runs reaches it)."
     )
     attainable: bool = Field(description="runs_for_margin is within the budget.")
+    nights_for_margin: int | None = Field(
+        default=None,
+        description="Where the budget cannot reach the margin: the baseline nights (of its "
+        f"mean size) at which it would; None when reachable, or not within {MAX_NIGHTS} nights.",
+    )
 
 
 class CellPlan(BaseModel):
@@ -117,8 +126,9 @@ def _totals(cells: list[CellPlan], level: float) -> Plan:
         f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs "
         + (
             f"{m.runs_for_margin} runs, budget {c.budget}"
+            + (f"; or a baseline of {_nights(k)}" if (k := m.nights_for_margin) else "")
             if m.runs_for_margin
-            else "a larger baseline"
+            else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
         )
         for c in cells
         for m in c.metrics
@@ -161,6 +171,10 @@ def _cell(c: CellBaseline, ref: CellReference, runs: int, cap: int, level: float
     )
 
 
+def _nights(found: int | None) -> str:
+    return f"about {found} nights" if found else f"more than {MAX_NIGHTS} nights"
+
+
 def _budget(budget: Mapping[str, int] | int | None, c: CellBaseline, runs: int) -> int:
     if budget is None:
         return max(runs, math.floor(runs * c.tolerance.escalate_to))
@@ -171,14 +185,49 @@ def _metric(
     ref: MetricReference, runs: int, cap: int, level: float, margin: float, ci: float
 ) -> MetricPlan:
     needed = runs_for_margin(ref, level, margin, ci)
+    attainable = needed is not None and needed <= cap
     return MetricPlan(
         metric=ref.name,
         margin=margin,
         mde_at_runs=mde(ref, runs, level, margin, ci),
         mde_at_budget=mde(ref, cap, level, margin, ci),
         runs_for_margin=needed,
-        attainable=needed is not None and needed <= cap,
+        attainable=attainable,
+        nights_for_margin=None if attainable else nights_for_margin(ref, cap, level, margin, ci),
     )
+
+
+def nights_for_margin(
+    ref: MetricReference, cap: int, level: float, margin: float, ci: float
+) -> int | None:
+    """The fewest baseline nights (each of the baseline's mean size, the night effect as
+    fitted) at which ``cap`` runs tonight reach the margin; None past :data:`MAX_NIGHTS`.
+    What "accept more nights" means in nights, where no number of runs tonight is enough:
+    the baseline's own uncertainty shrinks with its nights, the night effect does not."""
+
+    # The standard errors added to the night effect's estimate shrink as its nights
+    # grow (its variance goes as 1 / (nights - 1)); the estimate itself is kept.
+    now = len(ref.nights)
+    point = ref.icc if ref.point_icc is None else min(ref.point_icc, ref.icc)
+
+    def reaches(nights: int) -> bool:
+        shrink = math.sqrt((now - 1) / (nights - 1)) if now > 1 else 1.0
+        bigger = replace(
+            ref,
+            n=round(nights * ref.night_size),
+            size_sq=1 / nights,
+            icc=point + (ref.icc - point) * shrink,
+        )
+        found = runs_for_margin(bigger, level, margin, ci)
+        return found is not None and found <= cap
+
+    low, high = len(ref.nights) + 1, MAX_NIGHTS
+    if ref.night_size < 1 or low > high or not reaches(high):
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(mid) else (mid + 1, high)
+    return low
 
 
 def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float) -> int | None:

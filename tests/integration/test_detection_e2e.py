@@ -121,8 +121,14 @@ def test_a_blatant_change_in_one_scenario_of_six_fails_the_night_on_that_scenari
 def test_a_baseline_too_young_to_gate_says_so_in_one_line_and_fails_nothing(lab: Lab) -> None:
     result = lab.night("y1", 31, "young", "--no-history", changed=True)
     assert result.exit_code == 0, result.output
-    young = [line for line in result.stderr.splitlines() if "too young to gate" in line]
+    lines = result.stderr.splitlines()
+    young = [line for line in lines if line.startswith("note:") and "too young to gate" in line]
     assert len(young) == len(TAGS)
+    # The night's line names what the young baseline flagged, failing nothing.
+    (night,) = [line for line in lines if line.startswith("night: ")]
+    assert (
+        f"flagged against baselines too young to gate (not failing the night): {CHANGED} " in night
+    )
     assert (
         f"note: {CHANGED} [openai/fake]: baseline too young to gate (1 night of 10 runs; "
         "3 needed): compared and reported, not gating; accept 2 more nights into it"

@@ -75,6 +75,30 @@ def test_margins_out_of_reach_are_named(runs: RunsMaker, cell: Callable[..., Cel
     assert not success.attainable
 
 
+def test_a_margin_no_runs_tonight_reach_says_how_many_baseline_nights_would(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    # Before: "none (needs a larger baseline)", with no number (review 4, defect 4).
+    def baseline(nights: int) -> CellNight:
+        return cell(
+            [runs(10, passed=9, steps=STEPS, start=10 * i) for i in range(nights)],
+            [],
+            tolerance=Tolerance(margins={"success_rate": 0.3}),
+        )
+
+    small = plan([baseline(3).baseline], 10)
+    success = next(m for m in small.cells[0].metrics if m.metric == "success_rate")
+    assert not success.attainable and success.nights_for_margin is not None
+    k = success.nights_for_margin
+    assert any(f"or a baseline of about {k} nights" in x for x in small.unattainable)
+    # An estimate (the night effect's padding shrinks with the nights, its estimate kept):
+    # a baseline of one night more like these reaches the margin at the budget; two fewer
+    # do not.
+    for nights, reached in ((k + 1, True), (k - 2, False)):
+        found = plan([baseline(nights).baseline], 10).cells[0]
+        assert next(m for m in found.metrics if m.metric == "success_rate").attainable is reached
+
+
 def test_the_nights_since_the_anchor_plan_for_the_band_tonight_s_test_will_use(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
