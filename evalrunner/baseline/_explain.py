@@ -175,6 +175,9 @@ class Explanation:
     """Why the baseline cannot be explained against (written before it kept traces)."""
     moved: list[RowMove] = field(default_factory=list)
     """A dataset scenario's rows that moved most (:func:`rows_moved`)."""
+    answers: str | None = None
+    """How the usual final answer moved, where it did (:func:`answers_moved`): what a
+    "none found" line can still say when only the answers changed."""
 
     @property
     def rows(self) -> list[str]:
@@ -207,6 +210,8 @@ class Explanation:
             return "cause: " + "; ".join(causes)
         if self.divergence is not None:
             return f"cause: unexplained (runs diverge {self.divergence.line()})"
+        if self.answers:
+            return f"{NONE_FOUND}; what moved is the final answer: {self.answers}"
         return NONE_FOUND
 
 
@@ -233,6 +238,35 @@ class RowMove:
             f", steps {before:.1f} -> {after:.1f}" if round(before, 1) != round(after, 1) else ""
         )
         return f"{self.row}: passed {kb}/{nb} -> {kt}/{nt}{steps}"
+
+
+def answers_moved(baseline: Sequence[RunRecord], tonight: Sequence[RunRecord]) -> str | None:
+    """``'CORRECT' 30/30 -> 0/20 (now 'wrong' 20/20)`` when the baseline's usual final answer
+    (given by at least half its runs) is given by less than half as many of tonight's; None
+    otherwise, and for a dataset scenario, whose rows each have an answer of their own."""
+
+    def answers(records: Sequence[RunRecord]) -> Counter[str]:
+        return Counter(
+            r.final_answer for r in records if r.outcome != "infra_error" and r.final_answer
+        )
+
+    if any(r.row is not None for r in baseline):
+        return None
+    before, now = answers(baseline), answers(tonight)
+    if not before or not now:
+        return None
+    usual, count = before.most_common(1)[0]
+    nb, nt = sum(before.values()), sum(now.values())
+    share = now[usual] / nt
+    if count / nb < 0.5 or share >= count / nb / 2:
+        return None
+    top, times = now.most_common(1)[0]
+    return f"{_quoted(usual)} {count}/{nb} -> {now[usual]}/{nt} (now {_quoted(top)} {times}/{nt})"
+
+
+def _quoted(answer: str, width: int = 40) -> str:
+    text = " ".join(answer.split())
+    return repr(text if len(text) <= width else text[: width - 3] + "...")
 
 
 def rows_moved(
@@ -498,6 +532,7 @@ def explain_night(
         tonight, sent = _tonight(results, grouped[cell], scenario.normalize_config())
         out[cell] = explain(baselines[cell], tonight, each, sent, rows_of(grouped[cell]))
         out[cell].moved = rows_moved(baselines[cell].records, grouped[cell])
+        out[cell].answers = answers_moved(baselines[cell].records, grouped[cell])
     return out
 
 

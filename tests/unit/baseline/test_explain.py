@@ -8,6 +8,7 @@ from evalrunner.baseline._explain import (
     NONE_FOUND,
     Explanation,
     _tool_changes,
+    answers_moved,
     divergence,
     explain_runs,
 )
@@ -190,3 +191,33 @@ def test_a_model_that_starts_calling_tools_in_parallel_is_the_model_at_the_first
     ), why.line()
     # A baseline from before format 3 cannot tell: nothing is claimed.
     assert explain(_traced_baseline(None), [_parallel_run()] * 20).line() == NONE_FOUND
+
+
+def _answered(answers: list[str], row: str | None = None) -> list[RunRecord]:
+    return [
+        RunRecord(
+            run_id=f"s/m/{i}",
+            suite="t",
+            scenario="s",
+            model="m",
+            index=i,
+            row=row,
+            outcome="passed",
+            final_answer=a,
+        )
+        for i, a in enumerate(answers)
+    ]
+
+
+def test_when_only_the_final_answers_moved_none_found_says_so() -> None:
+    # Before: "cause: none found (...)" and nothing about the answers, which were what moved
+    # (a black-box review: the success rate fell 30/30 -> 0/20 with the same tool use).
+    moved = answers_moved(_answered(["CORRECT"] * 30), _answered(["wrong"] * 18 + ["CORRECT"] * 2))
+    assert moved == "'CORRECT' 30/30 -> 2/20 (now 'wrong' 18/20)"
+    assert Explanation(answers=moved).line() == (
+        f"{NONE_FOUND}; what moved is the final answer: 'CORRECT' 30/30 -> 2/20 (now 'wrong' 18/20)"
+    )
+    # Answers that vary anyway, or a dataset's rows (an answer each), say nothing.
+    assert answers_moved(_answered(["a", "b", "c"] * 10), _answered(["d"] * 20)) is None
+    assert answers_moved(_answered(["x"] * 30, row="r1"), _answered(["y"] * 20, row="r1")) is None
+    assert answers_moved(_answered(["x"] * 30), _answered(["x"] * 12 + ["y"] * 8)) is None
