@@ -8,7 +8,7 @@ import click
 
 from evalrunner.baseline import compare_records
 from evalrunner.cli import _exit, _options
-from evalrunner.cli._tables import format_table, verdict_columns, verdict_rows
+from evalrunner.cli._tables import format_table, undecided, verdict_columns, verdict_rows
 from evalrunner.live import ResultsDir
 from evalrunner.live._results import Manifest
 
@@ -53,4 +53,12 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     click.echo(f"A: {results_a}\nB: {results_b}")
     rows = verdict_rows(results, all_metrics=all_metrics)
     click.echo(format_table(rows, verdict_columns("A", "B")))
+    # The closing line `run` prints too: the table alone cuts its notes.
+    flagged = sorted({f"{r.scenario} {r.metric}" for r in results if r.fails_night})
+    click.echo(
+        f"compare: flagged from A to B: {', '.join(flagged)}"
+        if flagged
+        else f"compare: nothing flagged from A to B{undecided(results, first.suite)}",
+        err=True,
+    )
     _exit.exit_with(_exit.compare_code(results, gate=gate))

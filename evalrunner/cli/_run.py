@@ -15,8 +15,8 @@ from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
     format_table,
-    shown_results,
     summary_rows,
+    undecided,
     verdict_rows,
 )
 from evalrunner.live._ray import EXECUTORS
@@ -24,9 +24,7 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
-from evalrunner.stats._metric_result import FAILING, UNCONFIRMED, MetricResult
 from evalrunner.suite import OUTCOMES, load_suite_by_name
-from evalrunner.suite._metrics import rank
 from evalrunner.suite._record import RunRecord
 
 # Every default below is the options model's own, stated once there.
@@ -98,43 +96,7 @@ def night_line(result: LiveResult, suite: str) -> str:
             f"--suite {suite} --from {report.out} [--from ANOTHER_NIGHT ...] (not --append: "
             "a baseline of both behaviours flags neither)"
         )
-    return f"{head}; nothing flagged against the baselines{_undecided(comparison.results, suite)}."
-
-
-def _undecided(results: Sequence[MetricResult], suite: str) -> str:
-    """What the night could not decide, counted: changes every run showed that it could not
-    confirm (named), and rows no number of runs tonight would settle."""
-    shown = shown_results(results)  # the rows the table shows
-    rows = [r for r, _ in shown]
-    # Gating metrics first, as the registry orders them: the five named are the ones that matter.
-    moved = sorted({(rank(r.metric), r.scenario, r.metric) for r in results if r.unconfirmed})
-    unconfirmed = [f"{scenario} {metric}" for _, scenario, metric in moved]
-    open_ = [r for r in rows if r.verdict == "inconclusive" and not r.unconfirmed]
-    # What would fail the night once these baselines are old enough: said here, not only
-    # in the table, so the line never reads "nothing flagged" over a regression.
-    young = sorted(
-        {(rank(r.metric), r.scenario, r.metric) for r, y in shown if y and r.verdict in FAILING}
-    )
-    parts = []
-    if young:
-        named = ", ".join(f"{s} {m}" for _, s, m in young[:5]) + (
-            f" and {len(young) - 5} more" if len(young) > 5 else ""
-        )
-        parts.append(
-            f"flagged against baselines too young to gate (not failing the night): {named}"
-        )
-    if unconfirmed:
-        named = ", ".join(unconfirmed[:5]) + (
-            f" and {len(unconfirmed) - 5} more" if len(unconfirmed) > 5 else ""
-        )
-        parts.append(f"{UNCONFIRMED}: {named}")
-    if open_:
-        nights = sum(r.runs_needed is None for r in open_)
-        need = f", {nights} of them need more baseline nights, not runs" if nights else ""
-        parts.append(f"{len(open_)} rows inconclusive{need}")
-    if not parts:
-        return ""
-    return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
+    return f"{head}; nothing flagged against the baselines{undecided(comparison.results, suite)}."
 
 
 def print_run(result: LiveResult, suite: str) -> None:

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalrunner.stats._metric_result import FAILING
-from evalrunner.suite._metrics import DEFAULT_GATING, metric, sequence_label
+from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
+from evalrunner.suite._metrics import DEFAULT_GATING, metric, rank, sequence_label
 from evalrunner.suite._record import RunRecord, group_records
 
 if TYPE_CHECKING:
@@ -179,3 +179,39 @@ def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
         "margin": _num(r.margin),
         "hint": _short(hint or (r.note or "")),
     }
+
+
+def undecided(results: Sequence[MetricResult], suite: str) -> str:
+    """What the night could not decide, counted: changes every run showed that it could not
+    confirm (named), and rows no number of runs tonight would settle."""
+    shown = shown_results(results)  # the rows the table shows
+    rows = [r for r, _ in shown]
+    # Gating metrics first, as the registry orders them: the five named are the ones that matter.
+    moved = sorted({(rank(r.metric), r.scenario, r.metric) for r in results if r.unconfirmed})
+    unconfirmed = [f"{scenario} {metric}" for _, scenario, metric in moved]
+    open_ = [r for r in rows if r.verdict == "inconclusive" and not r.unconfirmed]
+    # What would fail the night once these baselines are old enough: said here, not only
+    # in the table, so the line never reads "nothing flagged" over a regression.
+    young = sorted(
+        {(rank(r.metric), r.scenario, r.metric) for r, y in shown if y and r.verdict in FAILING}
+    )
+    parts = []
+    if young:
+        named = ", ".join(f"{s} {m}" for _, s, m in young[:5]) + (
+            f" and {len(young) - 5} more" if len(young) > 5 else ""
+        )
+        parts.append(
+            f"flagged against baselines too young to gate (not failing the night): {named}"
+        )
+    if unconfirmed:
+        named = ", ".join(unconfirmed[:5]) + (
+            f" and {len(unconfirmed) - 5} more" if len(unconfirmed) > 5 else ""
+        )
+        parts.append(f"{UNCONFIRMED}: {named}")
+    if open_:
+        nights = sum(r.runs_needed is None for r in open_)
+        need = f", {nights} of them need more baseline nights, not runs" if nights else ""
+        parts.append(f"{len(open_)} rows inconclusive{need}")
+    if not parts:
+        return ""
+    return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"

@@ -321,6 +321,15 @@ def test_compare_two_results_dirs_of_different_behaviours_exits_1(
     # Default tolerances, same tests: the same gating regressions as the nightly comparison.
     assert flagged(gating(rows)) == flagged(gating(verdict_table(changed.stdout)))
     assert {r["model"] for r in rows} == {"openai/fake"}
+    # A closing line, as `run` ends with (before: the table, its notes cut, and nothing else).
+    named = ", ".join(
+        sorted(
+            f"{r['scenario']} {r['metric']}"
+            for r in gating(rows)
+            if r["verdict"] in ("REGRESSION", "CHANGED")
+        )
+    )
+    assert result.stderr.splitlines()[-1] == f"compare: flagged from A to B: {named}"
     assert compare(lab, "base", "changed", "--no-gate").exit_code == 0
 
 
@@ -330,6 +339,7 @@ def test_compare_two_results_dirs_of_the_same_behaviour_exits_0(lab: Lab, same: 
     rows = verdict_table(result.stdout)
     assert len(gating(rows)) == 20
     assert flagged(gating(rows)) == set()
+    assert result.stderr.splitlines()[-1].startswith("compare: nothing flagged from A to B")
 
 
 def test_compare_two_models_pairs_runs_by_scenario(lab: Lab) -> None:
