@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
+from evalrunner.errors import FileFormatError
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, model_slug
 
@@ -158,6 +159,16 @@ def load_baselines(root: Path, suite: str, cells: Iterable[CellKey]) -> dict[Cel
         path = baseline_path(root, suite, cell.scenario, cell.model)
         if path.exists():
             found[cell] = load_baseline(path)
+            held = (found[cell].suite, found[cell].scenario)
+            if held != (suite, cell.scenario):
+                # A file copied from another suite's baselines would be compared as this
+                # one's, its fingerprint matching whenever the scenario is the same.
+                raise FileFormatError(
+                    f"{path}: holds the baseline of suite {held[0]!r}, scenario {held[1]!r}, "
+                    f"not of {suite!r}, {cell.scenario!r}; build this one with evalrunner "
+                    f"baseline --suite {suite} --from NIGHT (after renaming a suite or "
+                    'scenario, set the file\'s "suite" and "scenario" fields to the new names)'
+                )
     return found
 
 

@@ -87,6 +87,23 @@ def test_load_baselines_returns_the_cells_that_have_a_file(tmp_path: Path) -> No
     assert found[CellKey("capital", "m")].nights[0].source == "results/night1"
 
 
+def test_a_baseline_copied_from_another_suite_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Before: used as the other suite's without a word (its fingerprint matched).
+    made = baseline_path(tmp_path, "demo", "capital", "m")
+    save_baseline(made, baseline("results/night1"))
+    copied = baseline_path(tmp_path, "other", "capital", "m")
+    copied.parent.mkdir(parents=True)
+    copied.write_bytes(made.read_bytes())
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baselines(tmp_path, "other", [CellKey("capital", "m")])
+    message = str(excinfo.value)
+    assert message.startswith(
+        f"{copied}: holds the baseline of suite 'demo', scenario 'capital', not of 'other', "
+        "'capital'; build this one with evalrunner baseline --suite other --from NIGHT"
+    )
+    assert "\n" not in message
+
+
 @pytest.mark.parametrize(
     ("version", "said"),
     [
