@@ -185,29 +185,18 @@ def undecided(results: Sequence[MetricResult], suite: str) -> str:
     """What the night could not decide, counted: changes every run showed that it could not
     confirm (named), and rows no number of runs tonight would settle."""
     shown = shown_results(results)  # the rows the table shows
-    rows = [r for r, _ in shown]
-    # Gating metrics first, as the registry orders them: the five named are the ones that matter.
-    moved = sorted({(rank(r.metric), r.scenario, r.metric) for r in results if r.unconfirmed})
-    unconfirmed = [f"{scenario} {metric}" for _, scenario, metric in moved]
-    open_ = [r for r in rows if r.verdict == "inconclusive" and not r.unconfirmed]
+    open_ = [r for r, _ in shown if r.verdict == "inconclusive" and not r.unconfirmed]
     # What would fail the night once these baselines are old enough: said here, not only
     # in the table, so the line never reads "nothing flagged" over a regression.
-    young = sorted(
-        {(rank(r.metric), r.scenario, r.metric) for r, y in shown if y and r.verdict in FAILING}
-    )
+    young = _named([r for r, y in shown if y and r.verdict in FAILING])
+    unconfirmed = _named([r for r in results if r.unconfirmed])
     parts = []
     if young:
-        named = ", ".join(f"{s} {m}" for _, s, m in young[:5]) + (
-            f" and {len(young) - 5} more" if len(young) > 5 else ""
-        )
         parts.append(
-            f"flagged against baselines too young to gate (not failing the night): {named}"
+            f"flagged against baselines too young to gate (not failing the night): {young}"
         )
     if unconfirmed:
-        named = ", ".join(unconfirmed[:5]) + (
-            f" and {len(unconfirmed) - 5} more" if len(unconfirmed) > 5 else ""
-        )
-        parts.append(f"{UNCONFIRMED}: {named}")
+        parts.append(f"{UNCONFIRMED}: {unconfirmed}")
     if open_:
         nights = sum(r.runs_needed is None for r in open_)
         need = f", {nights} of them need more baseline nights, not runs" if nights else ""
@@ -215,3 +204,11 @@ def undecided(results: Sequence[MetricResult], suite: str) -> str:
     if not parts:
         return ""
     return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
+
+
+def _named(results: Sequence[MetricResult], shown: int = 5) -> str:
+    """'s1 success_rate, s2 step_count and 3 more': gating metrics first, as the registry
+    orders them, so the ones named are the ones that matter."""
+    found = sorted({(rank(r.metric), r.scenario, r.metric) for r in results})
+    named = ", ".join(f"{scenario} {name}" for _, scenario, name in found[:shown])
+    return named + (f" and {len(found) - shown} more" if len(found) > shown else "")

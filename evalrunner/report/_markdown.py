@@ -156,14 +156,16 @@ def _regressions(v: CellView) -> list[str]:
         lines.append(f"  - rows that moved most: {md('; '.join(v.why.rows))}")
     diagnostics = [r.metric for r in regressed if not r.gating]
     if diagnostics:
-        # A young baseline's metrics gate by default and will once it has its nights.
-        what = (
-            "baseline too young to gate (does not fail the night)"
-            if v.verdict == YOUNG
-            else "diagnostics (do not fail the night)"
-        )
         lines.append(
-            f"- **{md(v.scenario)}** · {md(v.model)} · {what}: "
+            f"- **{md(v.scenario)}** · {md(v.model)} · {_not_gating(v)}: "
             + ", ".join(md(m) for m in diagnostics)
         )
     return lines
+
+
+def _not_gating(v: CellView) -> str:
+    """Why a cell's regressions do not fail the night. A young baseline's metrics gate by
+    default and will once it has its nights: not diagnostics."""
+    if v.verdict == YOUNG:
+        return "baseline too young to gate (does not fail the night)"
+    return "diagnostics (do not fail the night)"

@@ -65,13 +65,11 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
     )
 
 
-def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # N = 3 and a baseline of one night (three are needed to gate): 3/3 -> 0/3 cannot be
-    # confirmed, but the night must not read as if nothing happened.
+def _young_night(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int) -> Any:
+    """A baseline of one night (three are needed to gate), then a night on which the agent
+    gets every answer wrong."""
     monkeypatch.chdir(tmp_path)
-    write_suite(tmp_path, "capitals", [SCENARIO], runs=3)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=runs)
     answer = {"text": "Paris."}
 
     def respond(body: dict[str, Any], n: int) -> Reply:
@@ -86,6 +84,15 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
         answer["text"] = "Lima."
         result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--no-history")
     assert result.exit_code == 0, "a young baseline does not gate"
+    return result
+
+
+def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # N = 3: 3/3 -> 0/3 cannot be confirmed, but the night must not read as if nothing
+    # happened.
+    result = _young_night(tmp_path, monkeypatch, 3)
     line = night_line(result.stderr)
     assert "nothing flagged" in line
     assert "changed but unconfirmed (every run moved): s success_rate, " in line, line
@@ -95,24 +102,9 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
 def test_a_regression_against_a_young_baseline_is_named_in_the_last_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # N = 10 on a one-night baseline: 10/10 -> 0/10 is a REGRESSION (young) in the table,
-    # and the last line read "nothing flagged" without naming it (review 4, defect 1).
-    monkeypatch.chdir(tmp_path)
-    write_suite(tmp_path, "capitals", [SCENARIO], runs=10)
-    answer = {"text": "Paris."}
-
-    def respond(body: dict[str, Any], n: int) -> Reply:
-        return Reply(answer["text"])
-
-    with FakeEndpoint(responder=respond) as ep:
-        cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
-        made = CliRunner().invoke(
-            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
-        )
-        assert made.exit_code == 0, made.output
-        answer["text"] = "Lima."
-        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--no-history")
-    assert result.exit_code == 0, "a young baseline does not gate"
+    # N = 10: 10/10 -> 0/10 is a REGRESSION (young) in the table, and the last line read
+    # "nothing flagged" without naming it (review 4, defect 1).
+    result = _young_night(tmp_path, monkeypatch, 10)
     assert re.search(r"s +openai/fake +success_rate \(young\) +REGRESSION", result.stdout)
     line = night_line(result.stderr)
     assert (

@@ -9,13 +9,12 @@ from evalrunner.baseline._traces import RunTrace, Traces
 from evalrunner.suite._record import RunRecord
 
 
-def dataset_baseline(
-    rows: Sequence[str], looks_up: Callable[[str], bool], **traced: object
-) -> Baseline:
-    """One accepted night of passed runs, run ``i`` on ``rows[i]``; a run of a row for which
-    ``looks_up`` holds calls ``lookup`` first, the others answer at once. ``traced``: more
-    fields of the night's traces (``sent``, ``sent_row``)."""
-    records = [
+def passed_records(
+    rows: Sequence[str | None], answers: Sequence[str] | None = None
+) -> list[RunRecord]:
+    """One passed run per entry of ``rows``, run ``i`` on ``rows[i]`` (None: no dataset),
+    answering ``answers[i]``."""
+    return [
         RunRecord(
             run_id=f"s/m/{i}",
             suite="t",
@@ -24,9 +23,19 @@ def dataset_baseline(
             index=i,
             row=row,
             outcome="passed",
+            final_answer=None if answers is None else answers[i],
         )
         for i, row in enumerate(rows)
     ]
+
+
+def dataset_baseline(
+    rows: Sequence[str], looks_up: Callable[[str], bool], **traced: object
+) -> Baseline:
+    """One accepted night of passed runs, run ``i`` on ``rows[i]``; a run of a row for which
+    ``looks_up`` holds calls ``lookup`` first, the others answer at once. ``traced``: more
+    fields of the night's traces (``sent``, ``sent_row``)."""
+    records = passed_records(rows)
     runs = [
         RunTrace(run_id=r.run_id, actions=[("lookup", "x", "y")] if looks_up(str(r.row)) else [])
         for r in records

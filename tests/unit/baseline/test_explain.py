@@ -17,7 +17,7 @@ from evalrunner.baseline._traces import FirstRequest, RunTrace
 from evalrunner.core._actions import Action
 from evalrunner.suite._record import RunRecord
 
-from .conftest import baseline_of, dataset_baseline
+from .conftest import baseline_of, dataset_baseline, passed_records
 
 
 def _run(*tools: str, answer: str = "a") -> list[Action]:
@@ -194,19 +194,7 @@ def test_a_model_that_starts_calling_tools_in_parallel_is_the_model_at_the_first
 
 
 def _answered(answers: list[str], row: str | None = None) -> list[RunRecord]:
-    return [
-        RunRecord(
-            run_id=f"s/m/{i}",
-            suite="t",
-            scenario="s",
-            model="m",
-            index=i,
-            row=row,
-            outcome="passed",
-            final_answer=a,
-        )
-        for i, a in enumerate(answers)
-    ]
+    return passed_records([row] * len(answers), answers)
 
 
 def test_when_only_the_final_answers_moved_none_found_says_so() -> None:
