@@ -58,8 +58,8 @@ def explain_cmd(
         )
     for cell, why in explained.items():
         click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
-        if why.divergence is not None:
-            click.echo(f"  runs diverge {why.divergence.line()}")
+        if why.divergence is not None and why.divergence.line() not in why.line():
+            click.echo(f"  runs diverge {why.divergence.line()}")  # unless the cause said it
         for change in why.request:
             click.echo(f"  request: {change}")
         for line in why.rows:

@@ -118,6 +118,8 @@ def test_explain_names_each_cause_and_where_the_runs_diverge(lab: Lab, changed: 
         said["model"][0],
     ), said["model"]
     assert said["steady"] == [NONE_FOUND]
+    # The cause line already says where the model's runs diverge: not once more below it.
+    assert not any(x.startswith("runs diverge") for x in said["model"][1:]), said["model"]
     # Where the runs left the baseline's path: the injected action (tonight's N is escalated).
     assert said["prompt"][1].startswith("runs diverge at the first action: baseline lookup 20/20")
     assert said["schema"][1].startswith("runs diverge after lookup: baseline (answer) 20/20")
