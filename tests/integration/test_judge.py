@@ -166,8 +166,9 @@ def test_a_judge_that_starts_disagreeing_with_itself_is_flagged_as_the_judge(nig
     }
     assert "REGRESSION" in lines[("graded", "judge_agreement")], moved.stdout
     assert "REGRESSION" in lines[("graded", "score:judge")]
-    # Said as the judge's doing: its grades of one answer disagree where they did not.
-    assert re.search(r"disagreed on [1-9]\d* of 60 runs \(metric judge_agreement\)", moved.output)
+    # Said as the judge's doing: its grades of one answer disagree where they did not (on
+    # the runs the night made: escalation follows the gating metrics, not the judge's).
+    assert re.search(r"disagreed on [1-9]\d* of \d+ runs \(metric judge_agreement\)", moved.output)
 
 
 # ------------------------------------------------------------------------ frozen mode
