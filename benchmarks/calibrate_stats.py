@@ -65,6 +65,10 @@ from evalrunner.stats._reference import CellReference, Pool
 from evalrunner.suite import Tolerance
 from evalrunner.suite._record import CellKey, RunRecord
 
+INTEGRATED = "integrated"
+Padding = float | str | None
+"""A fixed padding of tau^2 (standard errors), :data:`INTEGRATED`, or None: the engine's."""
+
 N = 20
 PATHS: tuple[tuple[str, ...], ...] = (
     ("search", "read"),
@@ -414,8 +418,8 @@ class NightTask:
     size: float | None = None
     step_night_sd: float = 0.0
     """Every cell's steps get this night effect (log-mean sd): the night share in use."""
-    tau2_errors: float | None = None
-    """The standard errors of tau^2 the tests add (``TAU2_ERRORS``); None: the engine's."""
+    tau2_errors: Padding = None
+    """The standard errors of tau^2 the tests add (``TAU2_ERRORS``) or "integrated"; None: the engine's."""
 
 
 def one_night(task: NightTask) -> dict[str, Night]:
@@ -425,15 +429,17 @@ def one_night(task: NightTask) -> dict[str, Night]:
 
 
 @contextlib.contextmanager
-def _padding(tau2_errors: float | None) -> Iterator[None]:
-    """The engine's ``TAU2_ERRORS`` set to ``tau2_errors`` (None: left as it is).
+def _padding(tau2_errors: Padding) -> Iterator[None]:
+    """The engine's ``TAU2_ERRORS`` set to ``tau2_errors`` (None: left as it is; "integrated":
+    None, tau^2's uncertainty integrated instead of padded).
 
     The trade-off tables vary the engine's constant; each task sets it in its own process.
     """
     if tau2_errors is None:
         yield
         return
-    kept, _reference.TAU2_ERRORS = _reference.TAU2_ERRORS, tau2_errors
+    kept = _reference.TAU2_ERRORS
+    _reference.TAU2_ERRORS = None if tau2_errors == INTEGRATED else float(tau2_errors)
     try:
         yield
     finally:
@@ -601,8 +607,8 @@ class SeasonTask:
     told_quiet: bool = False
     """Every night's tests told tau^2 = 0 (the truth of a quiet endpoint) instead of
     estimating it: what the estimate costs over a season."""
-    tau2_errors: float | None = None
-    """The standard errors of tau^2 the tests add (``TAU2_ERRORS``); None: the engine's."""
+    tau2_errors: Padding = None
+    """The standard errors of tau^2 the tests add (``TAU2_ERRORS``) or "integrated"; None: the engine's."""
 
 
 @dataclass(frozen=True)
@@ -712,6 +718,8 @@ class Config:
 
     endpoints: tuple[str, ...] = ()
     """Only these endpoints ('quiet', 'drift', 'logit') in the A/A, power and season tables."""
+    paddings: tuple[Padding, ...] = ()
+    """Only these rows of the trade-off tables; empty: all."""
 
     def chosen(self, suites: Sequence[Suite]) -> list[Suite]:
         """The suites of ``--suites`` (all when it is empty)."""
@@ -746,7 +754,7 @@ def _nights(
     size: float | None = None,
     label: str = "",
     step_night_sd: float = 0.0,
-    tau2_errors: float | None = None,
+    tau2_errors: Padding = None,
 ) -> list[dict[str, Night]]:
     n = count or cfg.nights(suite)
     tag = f"{label}|{suite.label}|{change.name}|{drift}|{baseline}|{size}"
@@ -1055,7 +1063,7 @@ def season_table(cfg: Config) -> None:
 
 
 def _aa_seasons(
-    cfg: Config, suite: Suite, drift: Endpoint, tau2_errors: float | None = None
+    cfg: Config, suite: Suite, drift: Endpoint, tau2_errors: Padding = None
 ) -> list[Season]:
     """``cfg.aa_seasons`` seasons of 90 unchanged nights; the same seeds for every padding."""
     tasks = [
@@ -1207,8 +1215,14 @@ def speed_table(cfg: Config) -> None:
     )
 
 
-TRADEOFF = (0.25, 0.35, 0.5, 1.0)
-"""Standard errors of tau^2 added before use (``TAU2_ERRORS``) the trade-off table compares."""
+TRADEOFF: tuple[Padding, ...] = (0.25, 0.35, 0.5, 1.0, INTEGRATED)
+"""What the trade-off tables compare: fixed paddings of tau^2 (``TAU2_ERRORS``, standard
+errors of its estimate added before use) and its uncertainty integrated instead."""
+
+
+def _padding_label(k: Padding) -> str:
+    default = _reference.TAU2_ERRORS is None if k == INTEGRATED else k == _reference.TAU2_ERRORS
+    return (k if isinstance(k, str) else f"{k:g}") + " (default)" * default
 
 
 def tradeoff_table(cfg: Config) -> None:
@@ -1228,7 +1242,7 @@ def tradeoff_table(cfg: Config) -> None:
         "| padding | A/A drift | A/A logit drift | " + " | ".join(c.name for c in gating) + " |"
     )
     cfg.emit("|---|---|---|" + "---|" * len(gating))
-    for k in TRADEOFF:
+    for k in cfg.paddings or TRADEOFF:
         cells = []
         for law in (UNIFORM, LOGIT):
             got = _nights(
@@ -1243,8 +1257,7 @@ def tradeoff_table(cfg: Config) -> None:
                 found = sum(change.metric in g["escalation"].changed_metrics for g in got)
                 hits.append(f"{100 * found / len(got):.0f}")
             cells.append(" / ".join(hits))
-        mark = " (default)" if k == _reference.TAU2_ERRORS else ""
-        cfg.emit(f"| {k:g}{mark} | " + " | ".join(cells) + " |")
+        cfg.emit(f"| {_padding_label(k)} | " + " | ".join(cells) + " |")
     cfg.emit()
 
 
@@ -1261,7 +1274,7 @@ def tradeoff_season_table(cfg: Config) -> None:
     cfg.emit("| padding | tonight's test | evidence | either |")
     cfg.emit("|---|---|---|---|")
     suite = Suite(5, 1)
-    for k in TRADEOFF:
+    for k in cfg.paddings or TRADEOFF:
         cols: list[list[str]] = [[], [], []]
         for law in (UNIFORM, LOGIT):
             got = _aa_seasons(cfg, suite, law, tau2_errors=k)
@@ -1277,8 +1290,7 @@ def tradeoff_season_table(cfg: Config) -> None:
                 strict=True,
             ):
                 col.append(f"{100 * hits / cells:.1f}")
-        mark = " (default)" if k == _reference.TAU2_ERRORS else ""
-        cfg.emit(f"| {k:g}{mark} | " + " | ".join(" / ".join(c) for c in cols) + " |")
+        cfg.emit(f"| {_padding_label(k)} | " + " | ".join(" / ".join(c) for c in cols) + " |")
     cfg.emit()
 
 
@@ -1319,6 +1331,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--endpoints", default="", help="A/A, power, season tables: of quiet,drift,logit"
     )
     parser.add_argument(
+        "--paddings",
+        default="",
+        help="trade-off tables: only these rows, e.g. integrated,0.35",
+    )
+    parser.add_argument(
         "--adaptive-bars",
         default="",
         metavar="RATES,COUNTS,LATER",
@@ -1347,6 +1364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quick=args.quick,
         suites=tuple(t for t in args.suites.split(",") if t),
         endpoints=tuple(t for t in args.endpoints.split(",") if t),
+        paddings=tuple(t if t == INTEGRATED else float(t) for t in args.paddings.split(",") if t),
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy import optimize, special
 
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
 from evalrunner.stats._formulas import FloatArray, icc, placements, tie_factor
@@ -51,11 +52,14 @@ PRIOR_ICC = 0.05
 """Between-night share of variance assumed when nothing estimates it (no cell has 2+ nights).
 For a success rate of 0.9 it is a night-to-night sd of 0.067, about a +/-0.10 drift."""
 MAX_ICC = 0.5
-TAU2_ERRORS = 0.35
-"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`).
-The least padding of those measured at which neither drift law fails more than 3 % of 5 x 1
-nights with escalation on; a quarter failed 3.3 % under the logit-normal law (docs/calibration.md,
-the trade-off table)."""
+TAU2_ERRORS: float | None = 0.35
+"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`):
+the least padding of those measured at which neither drift law fails more than 3 % of 5 x 1
+nights with escalation on. None integrates over tau^2's uncertainty instead
+(:func:`integrated_tau2`); measured on the same nights it lands where a padding of 0.5 does,
+with 2-9 points less first-night power than 0.35 (docs/calibration.md, the trade-off tables)."""
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 PAIRED_FLOOR = 0.1
 """The least share of a run's variance pairing by dataset row may leave (at most 10 times
 the runs' worth): rows estimated to be perfectly repeatable are not taken at their word."""
@@ -223,13 +227,15 @@ class MetricReference:
             history=(found.pair_excess / found.pairs, found.pair_noise / found.pairs, found.pairs),
         )
 
-    def with_pool(self, pool: Pool | None) -> MetricReference:
-        """This reference with tau^2 from its own nights and the suite's, plus its standard error.
+    def with_pool(self, pool: Pool | None, bar: float = 0.002) -> MetricReference:
+        """This reference with tau^2 from its own nights and the suite's, and its uncertainty.
 
-        The tau^2 a test uses is the estimate plus :data:`TAU2_ERRORS` standard errors of it. With a
-        few nights the estimate is often much too small (5 nights of 20 runs estimate
-        a +/-0.10 drift of a success rate to within about its own size), and an
-        underestimate is exactly what turns an endpoint's drift into false alarms.
+        With a few nights the estimate of tau^2 is often much too small (5 nights of 20
+        runs estimate a +/-0.10 drift of a success rate to within about its own size), and
+        an underestimate is exactly what turns an endpoint's drift into false alarms. So a
+        test uses the estimate plus :data:`TAU2_ERRORS` standard errors of it, or (None)
+        the tau^2 whose normal tail at ``bar``, the raw p a lone change must reach, is the
+        tail averaged over what tau^2 may be (:func:`integrated_tau2`).
         """
         own = self.own_tau2(None if pool is None else pool.icc)
         if pool is None:
@@ -243,14 +249,49 @@ class MetricReference:
             tau2 = (w_own * own[0] + w_pool * pool.tau2) / (w_own + w_pool)
             var = 1 / (w_own + w_pool)
         point = max(tau2, 0.0)
-        used = point + TAU2_ERRORS * math.sqrt(var)
         if self.run_var <= 0:
             return replace(self, icc=0.0, point_icc=0.0)
+        if TAU2_ERRORS is not None:
+            used = point + TAU2_ERRORS * math.sqrt(var)
+        else:
+            # Tonight's mean less the baseline's has variance fixed + slope * tau^2.
+            runs = self.within_share * (1 / max(self.night_size, 1.0) + 1 / max(self.n, 1))
+            used = integrated_tau2(tau2, var, self.run_var * runs, 1 + self.size_sq - runs, bar)
         return replace(
             self,
             icc=min(used / self.run_var, MAX_ICC),
             point_icc=min(point / self.run_var, MAX_ICC),
         )
+
+
+def integrated_tau2(tau2: float, var: float, fixed: float, slope: float, bar: float) -> float:
+    """The tau^2 at which a normal test's two-sided tail at ``bar`` is what it is on
+    average over tau^2's uncertainty.
+
+    A difference of means has variance ``fixed + slope * tau^2``; tau^2 is taken as normal
+    around its estimate ``tau2`` with variance ``var``, censored at 0 (a negative
+    estimate says "little drift", not "none for sure"). Its predictive tail is the mixture
+    of the normal tails over tau^2 (Gauss-Hermite nodes), and a one-variance normal
+    matching it at the bar is what every test, escalation look and MDE then reads. Fatter
+    than any one variance in the mixture, so the less tau^2 is known and the larger a part
+    of the night's variance it is, the more it adds: about its estimate plus 0.2-0.8 of a
+    standard error at the bars 5- to 50-scenario suites use.
+    """
+    point = max(tau2, 0.0)
+    if var <= 0 or slope <= 0:
+        return point
+    nodes = np.maximum(tau2 + math.sqrt(var) * _NODES, 0.0)
+    sd = np.sqrt(np.maximum(fixed + slope * nodes, 1e-300))
+    z = float(special.ndtri(1 - bar / 2))
+
+    def excess(c: float) -> float:
+        return float((_WEIGHTS * special.ndtr(-c / sd)).sum()) * 2 - bar
+
+    low, high = z * float(sd.min()), z * float(sd.max())
+    if high - low <= 1e-12 * high:
+        return point
+    c = float(optimize.brentq(excess, low, high, xtol=1e-9 * high))
+    return max(((c / z) ** 2 - fixed) / slope, point)
 
 
 @dataclass(frozen=True)
@@ -299,6 +340,8 @@ class CellReference:
     metrics: dict[str, MetricReference] = field(default_factory=dict)
     rows: frozenset[str] | None = None
     """The dataset rows the baseline was fitted on (:attr:`CellBaseline.rows`)."""
+    bar: float = 0.002
+    """The raw p a lone gating change must reach tonight, as fitted (:func:`gating_tests`)."""
 
     @property
     def nights(self) -> int:
@@ -327,7 +370,9 @@ class CellReference:
         """The fitted reference of one metric (a tool first seen tonight is fitted here)."""
         found = self.metrics.get(coding.metric)
         if found is None or found.coding != coding:
-            found = _fit(coding, self.night_runs).with_pool(self.pool.get(family(coding.metric)))
+            found = _fit(coding, self.night_runs).with_pool(
+                self.pool.get(family(coding.metric)), self.bar
+            )
             self.metrics[coding.metric] = found
         return found
 
@@ -369,22 +414,36 @@ def fit_references(
             name: ref.with_history(since.get(name)) for name, ref in alone[c.key].items()
         }
     pools, taught_pools = _pools(alone), _pools(taught)
+    tests = gating_tests(cells, {key: list(metrics) for key, metrics in alone.items()})
     out = {}
     for c in cells:
         pool, wider = pools.get(c.key.model, {}), taught_pools.get(c.key.model, {})
+        bar = c.tolerance.fdr_q / max(1, tests)
         metrics = {}
         for name, ref in taught[c.key].items():
-            floor = alone[c.key][name].with_pool(pool.get(family(name)))
-            fitted = ref.with_pool(wider.get(family(name)))
+            floor = alone[c.key][name].with_pool(pool.get(family(name)), bar)
+            fitted = ref.with_pool(wider.get(family(name)), bar)
             metrics[name] = replace(
                 fitted,
                 icc=max(fitted.icc, floor.icc),
                 point_icc=max(fitted.point_icc or 0.0, floor.point_icc or 0.0),
             )
         out[c.key] = CellReference(
-            c.key, c.tolerance, c.anchor, nights[c.key], pool, metrics, c.rows
+            c.key, c.tolerance, c.anchor, nights[c.key], pool, metrics, c.rows, bar
         )
     return out
+
+
+def gating_tests(cells: Sequence[CellBaseline], metrics: Mapping[CellKey, Sequence[str]]) -> int:
+    """The gating tests the night will make: cells old enough to gate, times their gating
+    metrics. ``fdr_q`` over it is the raw p a lone change must reach, as
+    :func:`~evalrunner.stats._night.compare_night` sets it (less the metrics with no runs
+    tonight, which a fit cannot know)."""
+    return sum(
+        sum(c.tolerance.is_gating(name) for name in metrics.get(c.key, ()))
+        for c in cells
+        if len(c.nights) >= c.tolerance.min_baseline_nights
+    )
 
 
 def _pools(own: Mapping[CellKey, Mapping[str, MetricReference]]) -> dict[str, dict[str, Pool]]:

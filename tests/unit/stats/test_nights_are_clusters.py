@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+import numpy as np
+from scipy import stats
+
 from evalrunner.stats import CellNight, compare_night
+from evalrunner.stats._reference import integrated_tau2
 from evalrunner.suite import Tolerance
 
 from .conftest import RunsMaker
@@ -126,3 +131,22 @@ def test_no_valid_runs_tonight_says_so(runs: RunsMaker, cell: Callable[..., Cell
     assert found["skip_rate"].verdict in ("regression", "inconclusive")
     assert found["step_count"].note == "no valid runs tonight"
     assert found["step_count"].p is None and found["step_count"].verdict == "inconclusive"
+
+
+def test_integrating_tau2_s_uncertainty_matches_the_mixture_s_tail_at_the_bar() -> None:
+    """The calibration's alternative to padding (``TAU2_ERRORS = None``): the tau^2 whose
+    normal tail at the bar equals the tail averaged over tau^2's uncertainty, checked
+    against the mixture drawn at random (the oracle: tau^2 drawn, then a difference)."""
+    rng = np.random.default_rng(7)
+    fixed, slope, bar = 0.006, 1.2, 0.002
+    for tau2, var in ((0.0045, 0.0027**2), (0.0, 0.0067**2), (-0.002, 0.003**2)):
+        used = integrated_tau2(tau2, var, fixed, slope, bar)
+        drawn = np.maximum(rng.normal(tau2, math.sqrt(var), 2_000_000), 0.0)
+        diffs = rng.normal(0.0, np.sqrt(fixed + slope * drawn))
+        cut = stats.norm.isf(bar / 2) * math.sqrt(fixed + slope * used)
+        tail = float((np.abs(diffs) > cut).mean())
+        assert abs(tail - bar) < 0.15 * bar, (tau2, tail)
+        # More than the estimate itself (the mixture's tail is fatter than any one normal's).
+        assert used > max(tau2, 0.0) + 0.1 * math.sqrt(var)
+    # Known exactly: nothing to integrate.
+    assert integrated_tau2(0.004, 0.0, fixed, slope, bar) == 0.004
