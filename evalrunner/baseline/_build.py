@@ -19,6 +19,7 @@ from evalrunner.baseline._file import (
 )
 from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
+from evalrunner.live._outage import outage_of
 from evalrunner.live._results import Manifest, ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
@@ -58,6 +59,7 @@ def _check_night(
             f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
             f"--out {source} --resume --no-compare --no-history, or leave it out"
         )
+    _check_measured(source, records)
     runs = "\n".join(sorted(canonical(r.model_dump(mode="json")) for r in records))
     key = (manifest.started_at, hashlib.sha256(runs.encode()).hexdigest())
     if key in seen:
@@ -66,6 +68,30 @@ def _check_night(
             "runs); a baseline counts each night once: give it once"
         )
     seen[key] = source
+
+
+def _check_measured(source: Path, records: Sequence[RunRecord]) -> None:
+    """Refuse a night the endpoints failed: it measured them, not the agent.
+
+    A cell whose every run is infra_error would enter the baseline as a night of no
+    runs, yet count towards the nights a baseline needs to gate (and replace a good
+    baseline without ``--append``).
+    """
+    leave_out = "a baseline accepts nights that measured the agent: leave it out"
+    outage = outage_of(records)
+    if outage is not None:
+        raise BaselineMismatch(
+            f"{source}: an outage night ({outage.infra} of {outage.total} runs ended in "
+            f"infra_error, more than {outage.share:.0%}): the endpoints failed, not the agent; "
+            f"{leave_out}, and run the night again once they answer"
+        )
+    for cell, runs in sorted(group_records(records).items()):
+        if all(r.outcome == "infra_error" for r in runs):
+            raise BaselineMismatch(
+                f"{source}: {cell}: all {len(runs)} runs ended in infra_error, so nothing measured "
+                f"the agent there; {leave_out}, or run that scenario again "
+                "(evalrunner run --scenario ...) and accept that night"
+            )
 
 
 def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list[_Found]]:

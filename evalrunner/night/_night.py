@@ -31,6 +31,7 @@ from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
+from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, outage_of
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
 from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
@@ -44,34 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "NightOptions", "Outage", "outage_of", "run_live"]
 
 DEFAULT_BASELINES = Path("baselines")
-DEFAULT_OUTAGE_SHARE = 0.5
-"""A night with more than this share of infra_error runs is an outage."""
-
-
-@dataclass(frozen=True)
-class Outage:
-    """A night the endpoints failed: too many runs are infra_error to say anything."""
-
-    infra: int
-    total: int
-    share: float
-
-    def line(self) -> str:
-        return (
-            f"outage: {self.infra} of {self.total} runs ended in infra_error "
-            f"({self.infra / self.total:.0%}, more than {self.share:.0%}): the endpoints failed, "
-            "not the agent; no pass^k or verdicts were computed from this night"
-        )
-
-
-def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE) -> Outage | None:
-    """The night's outage, if more than ``share`` of its runs are infra_error."""
-    infra = sum(r.outcome == "infra_error" for r in records)
-    if records and infra / len(records) > share:
-        return Outage(infra, len(records), share)
-    return None
-
-
 @dataclass
 class LiveResult:
     report: RunReport

@@ -15,11 +15,12 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from baseline_agents import GOOD, PERFECT, World, evalrunner, make_suite, scenario, verdict_table
 from click.testing import Result
-from fake_endpoint import FakeEndpoint
+from fake_endpoint import FakeEndpoint, Fault
 from runner_agents import write_suite
 
 from evalrunner import __version__
@@ -531,3 +532,45 @@ def test_two_nights_that_started_in_the_same_second_are_two_nights(
     result = baseline_cmd(lab, where, "--from", str(lab.root / "night1"), "--from", str(shard))
     assert result.exit_code == 0, result.output
     assert len(load_baseline(file_of(where, "capital")).nights) == 2
+
+
+def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    # Accepted as it was, an outage night replaced a good baseline with one of no runs
+    # (exit 0), and appended it counted towards the nights a baseline needs to gate.
+    def night(out: Path, reply: Any) -> None:
+        with FakeEndpoint(responder=reply) as ep:
+            result = evalrunner(
+                ep,
+                *("run", "--suite", SUITE, "--suites-dir", str(lab.suites), "--runs", "2"),
+                *("--out", str(out), "--no-history", "--no-compare"),
+            )
+        assert result.exit_code in (0, 1, 3), result.output
+
+    down, half = tmp_path / "down", tmp_path / "half"
+    night(down, lambda body, n: Fault("503"))
+    # One scenario's runs all failed at the endpoint, the other's passed: not an outage
+    # (half the runs), but nothing measured that scenario.
+    night(half, lambda body, n: Fault("503") if "[steady]" in str(body) else lab.world(body, n))
+    expected = {
+        down: (
+            f"error: {down}: an outage night (4 of 4 runs ended in infra_error, more than 50%): "
+            "the endpoints failed, not the agent; a baseline accepts nights that measured the "
+            "agent: leave it out, and run the night again once they answer"
+        ),
+        half: (
+            f"error: {half}: steady [openai/fake]: all 2 runs ended in infra_error, so nothing "
+            "measured the agent there; a baseline accepts nights that measured the agent: leave "
+            "it out, or run that scenario again (evalrunner run --scenario ...) and accept that "
+            "night"
+        ),
+    }
+    baseline_cmd(lab, where, "--from", str(lab.root / "night1"))
+    before = {p: p.read_bytes() for p in where.rglob("*.json")}
+    for source, line in expected.items():
+        for more in ((), ("--append",)):
+            result = baseline_cmd(lab, where, "--from", str(source), *more)
+            assert result.exit_code == 2, result.output
+            assert one_error(result) == line
+            assert {p: p.read_bytes() for p in where.rglob("*.json")} == before
