@@ -157,11 +157,11 @@ def check_requested_models(suite: Suite, cli: Sequence[str], models: Sequence[st
         for model in cli:
             check_model(model, "--model")
         check_judge_models(suite)
-        return
-    check_suite_models(suite)
-    from_env = set(models) - {m for s in suite.scenarios for m in s.models} - {LOCAL}
-    for model in sorted(from_env):
-        check_model(model, "EVALRUNNER_MODEL")
+    else:
+        check_suite_models(suite)
+        from_env = set(models) - {m for s in suite.scenarios for m in s.models} - {LOCAL}
+        for model in sorted(from_env):
+            check_model(model, "EVALRUNNER_MODEL")
     check_api_base(models)
 
 

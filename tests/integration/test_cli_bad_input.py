@@ -86,15 +86,22 @@ def test_a_bad_argument_is_one_line_and_exit_2(tmp_path: Path, args: list[str], 
 
 
 @pytest.mark.parametrize("api_base", ["not-a-url", "127.0.0.1:8080/v1", "ftp://host/v1"])
+@pytest.mark.parametrize("model_from", ["EVALRUNNER_MODEL", "--model"])
 def test_an_api_base_that_is_not_a_url_is_one_line_before_any_run(
-    tmp_path: Path, api_base: str
+    tmp_path: Path, api_base: str, model_from: str
 ) -> None:
-    # It used to pass for an outage: every run retried, then infra_error, exit 3.
+    # It used to pass for an outage: every run retried, then infra_error, exit 3 (with the
+    # model given by --model, until a review found it).
     suites = tmp_path / "suites"
     suites.mkdir()
     (suites / "ok.yaml").write_text("format_version: 1\nname: ok\n" + SCENARIO + "    input: hi\n")
-    env = {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": api_base}
-    done = _evalrunner(["run", "--suite", "ok", "--no-history"], tmp_path, env)
+    env = {"EVALRUNNER_API_BASE": api_base}
+    args = ["run", "--suite", "ok", "--no-history"]
+    if model_from == "--model":
+        args += ["--model", "openai/fake"]
+    else:
+        env["EVALRUNNER_MODEL"] = "openai/fake"
+    done = _evalrunner(args, tmp_path, env)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert lines[-1] == (
