@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import shutil
@@ -199,7 +200,7 @@ class ResolvedScenario(RunSettings, ScenarioFields):
         file, scenario and field of one that cannot be imported."""
         where = self.origin or f"scenario '{self.id}'"
         return [
-            (code_check_name(spec), _import_agent(spec, f"{where}.checks.code"))
+            (code_check_name(spec), _import_agent(spec, f"{where}.checks.code", ("run",)))
             for spec in self.checks.code
         ]
 
@@ -213,7 +214,7 @@ class ResolvedScenario(RunSettings, ScenarioFields):
         if self.command is not None:
             return _check_command(self.command, self.cwd, f"{where}.command")
         assert self.agent is not None  # the schema requires one of the two
-        return _import_agent(self.agent, f"{where}.agent")
+        return _import_agent(self.agent, f"{where}.agent", ("task", "ctx"))
 
 
 def _fingerprint(scenario: ResolvedScenario) -> str:
@@ -350,8 +351,9 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
     return command_agent
 
 
-def _import_agent(spec: str, where: str) -> Callable[..., Any]:
-    """Import 'package.module:attr.path'; every failure is a one-line ConfigError."""
+def _import_agent(spec: str, where: str, called_with: tuple[str, ...]) -> Callable[..., Any]:
+    """Import 'package.module:attr.path', a callable taking ``called_with`` positionally;
+    every failure is a one-line ConfigError."""
     module_name, _, attr_path = spec.partition(":")
     try:
         with collector_paused():  # an agent's module may import litellm or a framework
@@ -384,4 +386,28 @@ def _import_agent(spec: str, where: str) -> Callable[..., Any]:
         owner = f"{owner}.{part}"
     if not callable(obj):
         raise ConfigError(f"{where}: {spec!r} is a {type(obj).__name__}, not a callable")
+    _check_signature(obj, spec, where, called_with)
     return obj  # type: ignore[no-any-return]
+
+
+def _check_signature(
+    fn: Callable[..., Any], spec: str, where: str, called_with: tuple[str, ...]
+) -> None:
+    """A callable that cannot take ``called_with`` would fail every run of the night as a
+    crash of the agent: a configuration error now instead."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins and C callables: nothing to read
+        return
+    try:
+        signature.bind(*called_with)
+    except TypeError as exc:
+        name = spec.rpartition(":")[2]
+        bare = signature.replace(  # names only: annotations may be strings or long types
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        raise ConfigError(
+            f"{where}: {spec!r} is {name}{bare}, which cannot be called as "
+            f"{name}({', '.join(called_with)}) ({exc}); give it those parameters"
+        ) from None

@@ -112,19 +112,31 @@ def test_a_score_is_a_metric_compared_across_nights(night: Any) -> None:
     assert ("scored", "score:brevity") in flagged(verdict_table(longer.stdout))
 
 
+@pytest.mark.parametrize(
+    ("check", "said"),
+    [
+        ("no_such_check", "'checks_for_tests' has no attribute 'no_such_check'"),
+        # It used to pass `validate` and fail as a bug of the check on every run.
+        (
+            "takes_nothing",
+            "'checks_for_tests:takes_nothing' is takes_nothing(), which cannot be called "
+            "as takes_nothing(run)",
+        ),
+    ],
+)
 def test_a_check_path_that_does_not_import_fails_before_any_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check: str, said: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    write_suite(tmp_path, "bad", [scenario("s", ["no_such_check"])])
+    write_suite(tmp_path, "bad", [scenario("s", [check])])
     with FakeEndpoint(responder=model) as ep:
-        result = evalrunner(ep, "run", "--suite", "bad", "--suites-dir", str(tmp_path))
-    assert result.exit_code == 2
-    assert re.search(
-        r"scenarios\[0\] \(id 's'\)\.checks\.code: 'checks_for_tests' has no attribute "
-        r"'no_such_check'",
-        result.output,
-    ), result.output
+        for args in (
+            ("validate", str(tmp_path / "bad.yaml")),
+            ("run", "--suite", "bad", "--suites-dir", str(tmp_path)),
+        ):
+            result = evalrunner(ep, *args)
+            assert result.exit_code == 2, result.output
+            assert "scenarios[0] (id 's').checks.code: " + said in result.output, result.output
     assert not ep.requests
 
 

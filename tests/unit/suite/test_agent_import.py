@@ -18,7 +18,9 @@ def agent_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "agents.py").write_text(
-        "def answer(task, ctx):\n    return 'ok'\n\nNOT_CALLABLE = 3\n", encoding="utf-8"
+        "def answer(task, ctx):\n    return 'ok'\n\nNOT_CALLABLE = 3\n\n"
+        "def one_arg(task):\n    return 'ok'\n\ndef by_name(*, task, ctx):\n    return 'ok'\n",
+        encoding="utf-8",
     )
     # An agent's module may import litellm or a framework: what the collector was doing then.
     (package / "heavy.py").write_text(
@@ -71,6 +73,16 @@ def test_load_agent(tmp_path: Path, agent_module: str) -> None:
         ("{pkg}.agents:answr", "'{pkg}.agents' has no attribute 'answr'; did you mean 'answer'?"),
         ("{pkg}.agents:answer.sub", "'{pkg}.agents.answer' has no attribute 'sub'"),
         ("{pkg}.agents:NOT_CALLABLE", "'{pkg}.agents:NOT_CALLABLE' is a int, not a callable"),
+        # Each used to pass `validate`, then crash every run of the night (a review found it).
+        (
+            "{pkg}.agents:one_arg",
+            "'{pkg}.agents:one_arg' is one_arg(task), which cannot be called as one_arg(task, ctx) "
+            "(too many positional arguments); give it those parameters",
+        ),
+        (
+            "{pkg}.agents:by_name",
+            "by_name(*, task, ctx), which cannot be called as by_name(task, ctx)",
+        ),
         ("{pkg}.broken:fn", "importing '{pkg}.broken' raised RuntimeError: no API key set"),
         (
             "{pkg}.needs_dep:fn",
@@ -83,6 +95,8 @@ def test_load_agent(tmp_path: Path, agent_module: str) -> None:
         "no-attribute",
         "no-nested-attribute",
         "not-callable",
+        "one-parameter",
+        "keyword-only",
         "import-raises",
         "missing-dependency",
     ],
