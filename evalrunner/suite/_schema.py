@@ -10,6 +10,7 @@ and reading the YAML with its one-line errors in :mod:`evalrunner.suite._loader`
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Annotated
 
@@ -625,6 +626,26 @@ class ScenarioSpec(RunSettings, ScenarioFields):
     def _rows_need_a_dataset(self) -> ScenarioSpec:
         if "rows" in self.model_fields_set and self.dataset is None:
             raise located("applies only to a scenario with a dataset; remove it", "rows")
+        return self
+
+    @model_validator(mode="after")
+    def _checked_tools_are_offered(self) -> ScenarioSpec:
+        """A tool check naming a near miss of an offered tool is a typo: as written it fails
+        (or, in tools_not_used, passes) every run. Other names are allowed: an agent may
+        call tools of its own that the scenario does not offer."""
+        if not self.tools:
+            return self
+        for field in ("tools_used", "tools_not_used", "tools_in_order"):
+            for i, tool in enumerate(getattr(self.checks, field)):
+                close = difflib.get_close_matches(tool, self.tools, n=1, cutoff=0.8)
+                if tool not in self.tools and close:
+                    raise located(
+                        f"tool {tool!r} is not among the scenario's tools "
+                        f"({', '.join(self.tools)}); did you mean {close[0]!r}?",
+                        "checks",
+                        field,
+                        i,
+                    )
         return self
 
 

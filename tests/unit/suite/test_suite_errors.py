@@ -260,6 +260,20 @@ MALFORMED: list[tuple[str, str, str]] = [
         "checks.tools_not_used: tool 'search' is in both tools_used and tools_not_used",
     ),
     (
+        # Before: accepted, and every run failed (a review found it).
+        "tool-check-typo",
+        scenario_with("tools: [lookup_capital]\nchecks: {tools_used: [lookup_captial]}\n"),
+        "checks.tools_used[0]: tool 'lookup_captial' is not among the scenario's tools "
+        "(lookup_capital); did you mean 'lookup_capital'?",
+    ),
+    (
+        # Before: accepted, and passed every run whatever the agent called.
+        "negative-tool-check-typo",
+        scenario_with("tools: [search, read]\nchecks: {tools_not_used: [serach]}\n"),
+        "checks.tools_not_used[0]: tool 'serach' is not among the scenario's tools "
+        "(search, read); did you mean 'search'?",
+    ),
+    (
         # Before: "write it as a list: [python3 agent.py {task}]", still one argument.
         "command-as-text",
         HEAD + "scenarios:\n  - id: a\n    command: 'python3 agent.py {task}'\n    input: hi\n",
