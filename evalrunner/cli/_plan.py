@@ -54,6 +54,9 @@ def _check_history(history: str) -> None:
     default=None,
     help="Most runs per scenario a night may spend (default: runs x the tolerance's escalate_to).",
 )
+@_options.models(
+    "Models to plan for, as run --model gives them (repeatable; default: the suite's)."
+)
 @_options.baselines_dir("Baselines to plan against.")
 @_options.history
 @_options.suites_dir
@@ -62,6 +65,7 @@ def plan_cmd(
     runs: int | None,
     rows: int | None,
     budget: int | None,
+    models: tuple[str, ...],
     baselines_dir: Path,
     history: str,
     suites_dir: Path,
@@ -76,7 +80,9 @@ def plan_cmd(
     _check_history(history)
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)
-    found = plan_suite(suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence)
+    found = plan_suite(
+        suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence, models=models
+    )
     for note in found.notes:
         click.echo(f"note: {note}", err=True)
     plan = found.plan
@@ -90,9 +96,17 @@ def plan_cmd(
             err=True,
         )
     if plan is None:
-        raise click.UsageError(
+        if found.other_models and not models:
+            given = " ".join(f"--model {m}" for m in found.other_models)
+            raise ConfigError(
+                f"suite {suite.name!r} has no baseline under {baselines_dir} for the models a "
+                f"night would run; its baselines are for {', '.join(found.other_models)}: "
+                f"evalrunner plan --suite {suite.name} {given}"
+            )
+        raise ConfigError(
             f"suite {suite.name!r} has no usable baseline under {baselines_dir}; "
             f"accept nights first: evalrunner baseline --suite {suite.name}"
+            + (" " + " ".join(f"--model {m}" for m in models) if models else "")
         )
     table = []
     for cell in plan.cells:

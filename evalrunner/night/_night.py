@@ -30,8 +30,8 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
-from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, outage_of
+from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
 from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "NightOptions", "Outage", "outage_of", "run_live"]
 
 DEFAULT_BASELINES = Path("baselines")
+
+
 @dataclass
 class LiveResult:
     report: RunReport

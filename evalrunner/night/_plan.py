@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,8 @@ class SuitePlan:
     notes: list[str] = field(default_factory=list)
     since_anchor: int = 0
     """Cells planned with nights since their anchor (the rest as for a first night)."""
+    other_models: list[str] = field(default_factory=list)
+    """With no cell planned: the models the suite's baselines there are for."""
 
 
 def plan_suite(
@@ -37,19 +39,21 @@ def plan_suite(
     rows: int | None = None,
     budget: int | None = None,
     evidence: Mapping[CellKey, EvidenceState] | None = None,
+    models: Sequence[str] = (),
 ) -> SuitePlan:
     """Runs per scenario for 80 % power on each gating metric, at the level the verdicts use
     (Benjamini-Hochberg over the suite's gating tests, and the margin rule), and the cost.
 
     ``evidence``: each cell's state from the history; the nights compared since each anchor
     widen the night-to-night variance as they will in tonight's test (None: none, as for a
-    first night).
+    first night). ``models``: the models to plan for, as ``run --model`` gives them (default:
+    the ones a night would run).
     """
     from evalrunner.stats._planner import plan
     from evalrunner.stats._reference import CellBaseline
 
     cells, notes, per_scenario = [], [], {}
-    for chosen in choose(suite, runs=runs, rows=rows):
+    for chosen in choose(suite, runs=runs, rows=rows, models=models):
         per_scenario[chosen.scenario.id] = chosen.scenario.cell_runs
         if chosen.scenario.data is not None:
             sc = chosen.scenario
@@ -73,7 +77,21 @@ def plan_suite(
                 )
             )
     if not cells:
-        return SuitePlan(None, notes)
+        return SuitePlan(None, notes, other_models=_baseline_models(root / suite.name))
     evidence = evidence or {}
     since = sum((s := evidence.get(c.key)) is not None and s.anchor == c.anchor for c in cells)
     return SuitePlan(plan(cells, per_scenario, budget=budget, evidence=evidence), notes, since)
+
+
+def _baseline_models(directory: Path) -> list[str]:
+    """The models of the baselines in ``directory`` (a damaged file is left out: it is
+    refused, naming itself, when it is used)."""
+    from evalrunner.errors import EvalrunnerError
+
+    found = set()
+    for path in sorted(directory.glob("*.json")):
+        try:
+            found.add(load_baseline(path).model)
+        except EvalrunnerError:
+            continue
+    return sorted(found)

@@ -4,7 +4,6 @@ frozen mode through pytest. A check's bug is never the agent's failure; a score 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from baseline_agents import (
     DOUBLE_LOOKUP_WRONG,
     GOOD,
@@ -164,6 +165,38 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     )
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
+    # A night's models, as run --model gives them (before: no such option, and a baseline
+    # for the model run --model gave read as "no usable baseline", its fix running another).
+    given = lab.cli("plan", "--baselines", str(lab.root / "mature"), "--model", "openai/fake")
+    assert given.exit_code == 0 and given.stdout == result.stdout
+    other = lab.cli("plan", "--baselines", str(lab.root / "mature"), "--model", "openai/other")
+    assert other.exit_code == 2
+    assert other.stderr.splitlines()[-1] == (
+        f"error: suite {SUITE!r} has no usable baseline under {lab.root / 'mature'}; accept "
+        f"nights first: evalrunner baseline --suite {SUITE} --model openai/other"
+    )
+
+
+def test_plan_for_a_suite_without_models_names_the_models_its_baselines_are_for(
+    lab: Lab, tmp_path: Path
+) -> None:
+    # A team that ran `--model openai/fake` from the start: plan planned for the embedded
+    # model, found no baseline for it, and its fix (`evalrunner baseline`) would run that.
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    doc = yaml.safe_load((lab.root / f"{SUITE}.yaml").read_text())
+    del doc["models"]
+    (suites / f"{SUITE}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    result = evalrunner(
+        lab.ep, "plan", "--suite", SUITE, "--suites-dir", str(suites),
+        "--baselines", str(lab.root / "mature"),
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"error: suite {SUITE!r} has no baseline under {lab.root / 'mature'} for the models a "
+        f"night would run; its baselines are for openai/fake: evalrunner plan --suite {SUITE} "
+        "--model openai/fake"
+    )
 
 
 def test_plan_reads_the_nights_since_the_anchor_from_the_history_and_says_when_there_are_none(
