@@ -106,8 +106,8 @@ def print_run(result: LiveResult, suite: str) -> None:
     if report.resumed_unclosed:
         click.echo(
             "note: the last process on this directory ended without closing it (killed, out "
-            "of memory, or an in-process agent that called os._exit): its finished runs are "
-            "kept and the runs it had under way run again",
+            "of memory, stopped by a full disk, or an in-process agent that called os._exit): "
+            "its finished runs are kept and the runs it had under way run again",
             err=True,
         )
     if report.resumed_skipped:

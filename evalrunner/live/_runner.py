@@ -95,7 +95,7 @@ class RunReport:
     resumed_skipped: int = 0
     resumed_unclosed: bool = False
     """A resumed directory's last process ended without closing it (killed, out of
-    memory, or an in-process agent that called ``os._exit``)."""
+    memory, stopped by a full disk, or an in-process agent that called ``os._exit``)."""
     adaptive: AdaptiveSummary | None = None
     adaptive_notes: list[str] = field(default_factory=list)
 

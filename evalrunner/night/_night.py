@@ -314,7 +314,12 @@ def _after_the_runs(
     try:
         result.history_path = _append_history(night, new, result, history)
     except (EvalrunnerError, OSError) as exc:
-        result.problems.append(f"history not written to {history}: {exc}")
+        # The night's runs are on disk: --resume appends what the history lacks.
+        result.problems.append(
+            f"history not written to {history}: {exc}; once it can be, append the night with "
+            f"evalrunner run --suite {night.suite.name} --out {night.results.root} --resume "
+            f"--history {history}"
+        )
         return
     night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
 

@@ -45,3 +45,12 @@ def test_a_failed_history_append_comes_after_the_tables(
     # The runs are safe, and a later resume would still append them (none recorded as sent).
     manifest = ResultsDir(tmp_path / "out").read_manifest()
     assert manifest.status == "finished" and manifest.history_run_ids == []
+    # The line ends with the command that appends the night (before: no fix was named).
+    fix = f"evalrunner run --suite late --out out --resume --history {history}"
+    assert errors[0].endswith(f"; once it can be, append the night with {fix}")
+    history.unlink()
+    with FakeEndpoint(responder=respond) as ep:
+        history.mkdir()
+        again = cli(ep, tmp_path, *fix.split()[2:])
+    assert again.exit_code == 0, again.output
+    assert len(ResultsDir(tmp_path / "out").read_manifest().history_run_ids) == 3
