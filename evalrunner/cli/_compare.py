@@ -23,6 +23,22 @@ def no_runs(results_dir: Path, manifest: Manifest) -> str:
     )
 
 
+def _caveats(*nights: tuple[Path, Manifest]) -> list[str]:
+    """What the comparison stands on that the table does not show: a night not finished
+    (compared as it stands), or the same night on both sides (nothing can differ)."""
+    notes = [
+        f"{path} is an unfinished night (its status is {manifest.status}): compared on the "
+        f"runs it holds; finish it with evalrunner run --suite {manifest.suite} --out {path} "
+        "--resume"
+        for path, manifest in nights
+        if manifest.status != "finished"
+    ]
+    (path_a, a), (path_b, b) = nights
+    if (a.started_at, sorted(a.run_ids or ())) == (b.started_at, sorted(b.run_ids or ())):
+        notes.append(f"{path_a} and {path_b} hold the same night: nothing in it can differ")
+    return notes
+
+
 @click.command()
 @click.argument("results_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.argument("results_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
@@ -50,6 +66,8 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
         raise click.UsageError(
             f"the two directories share no scenario x model (A ran {ran_a}; B ran {ran_b})"
         )
+    for note in _caveats((results_a, first), (results_b, second)):
+        click.echo(f"note: {note}", err=True)
     click.echo(f"A: {results_a}\nB: {results_b}")
     rows = verdict_rows(results, all_metrics=all_metrics)
     click.echo(format_table(rows, verdict_columns("A", "B")))

@@ -410,3 +410,29 @@ def test_compare_of_two_suites_is_a_usage_error_naming_both(lab: Lab, tmp_path: 
     result = evalrunner(lab.ep, "compare", str(lab.root / "base"), str(other))
     assert result.exit_code == 2
     assert f"A holds suite {SUITE!r} and B suite 'another'" in result.output
+
+
+def test_compare_names_an_unfinished_night_and_the_same_night_on_both_sides(
+    lab: Lab, same: Result, tmp_path: Path
+) -> None:
+    # Before: both compared without a word (baseline refuses either).
+    cut = shutil.copytree(lab.root / "same", tmp_path / "cut")
+    manifest = json.loads((cut / "manifest.json").read_text(encoding="utf-8"))
+    manifest["status"] = "interrupted"
+    (cut / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = evalrunner(lab.ep, "compare", str(lab.root / "base"), str(cut))
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note: {cut} is an unfinished night (its status is interrupted): compared on the runs "
+        f"it holds; finish it with evalrunner run --suite {SUITE} --out {cut} --resume"
+    ]
+    itself = compare(lab, "base", "base")
+    assert itself.exit_code == 0, itself.output
+    base = lab.root / "base"
+    assert f"note: {base} and {base} hold the same night: nothing in it can differ" in (
+        itself.stderr.splitlines()
+    )
+    assert not [
+        line for line in compare(lab, "base", "same").stderr.splitlines() if "note:" in line
+    ]
