@@ -33,8 +33,9 @@ def _check_history(history: str) -> None:
     """A --history typed out must exist. The default may not yet (no night has run), typed
     out or not; another location given that does not is a typo, and planning without its
     nights promises too much."""
-    from evalrunner.history._store import exists
+    from evalrunner.history._store import check_readable, exists
 
+    check_readable(history)
     given = click.get_current_context().get_parameter_source("history")
     typed = given is ParameterSource.COMMANDLINE and history != _options.DEFAULT_HISTORY
     if typed and not exists(history):
@@ -78,6 +79,11 @@ def plan_cmd(
     from evalrunner.night._plan import plan_suite
 
     _check_history(history)
+    if budget is not None and runs is not None and budget < runs:
+        raise ConfigError(
+            f"--budget {budget} is below --runs {runs}: a night spends its N runs before any "
+            f"more; give --budget of at least {runs}"
+        )
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)
     found = plan_suite(

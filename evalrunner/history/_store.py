@@ -239,6 +239,18 @@ def exists(root: str) -> bool:
         return bool(fs.exists(base))
 
 
+def check_readable(root: str) -> None:
+    """A history location that is there must be a directory: a file given by mistake would
+    read as a history of no nights. ConfigError if not."""
+    fs, base = open_root(root)
+    with _remote(root, "read"):
+        if fs.exists(base) and not fs.isdir(base):
+            raise ConfigError(
+                f"history location {root!r} is a file, not a directory; pass --history with "
+                f"the location 'evalrunner run' wrote to (default {DEFAULT_ROOT})"
+            )
+
+
 def check_writable(root: str) -> None:
     """A history location must be (or become) writable; ConfigError if not.
 

@@ -37,6 +37,24 @@ CASES = [
         ["plan", "--suite", "huge", "--suites-dir", "{tmp}/suites", "--history", "{tmp}/histroy"],
         "history location '{tmp}/histroy' does not exist",
     ),
+    # Before: read as a history of no nights, and planned as for a first night.
+    (
+        [
+            "plan",
+            "--suite",
+            "huge",
+            "--suites-dir",
+            "{tmp}/suites",
+            "--history",
+            "{tmp}/binary.yaml",
+        ],
+        "history location '{tmp}/binary.yaml' is a file, not a directory",
+    ),
+    # Before: accepted, planning an MDE at a budget below N.
+    (
+        ["plan", "--suite", "huge", "--suites-dir", "{tmp}/suites", "--runs", "5", "--budget", "2"],
+        "--budget 2 is below --runs 5",
+    ),
     (["list", "--suites-dir", "{tmp}/nosuchdir"], "{tmp}/nosuchdir does not exist"),
     (["compare", "{tmp}", "{tmp}/suites"], "results manifest not found"),
     (["init", "--suite", "Bad!"], "is not a valid suite name"),
