@@ -192,7 +192,10 @@ class ResultsDir:
     def read_run_file(self, path: Path) -> tuple[RunRecord, dict[str, Any], dict[str, Any] | None]:
         """The run's record, trajectory and first model request (None in files written
         before run files kept it)."""
-        data = read_json(path, "run record")
+        try:
+            data = read_json(path, "run record")
+        except FileFormatError as exc:
+            raise FileFormatError(f"{exc}; {self._damaged_run_fix()}") from None
         if not isinstance(data, dict) or data.get("format_version") != RUN_FORMAT_VERSION:
             raise FileFormatError(
                 f"{path}: not a version-{RUN_FORMAT_VERSION} run file; was it written by evalrunner?"
@@ -200,6 +203,20 @@ class ResultsDir:
         record = validate_model(RunRecord, data.get("record"), path, prefix="record.")
         first = data.get("first_request")
         return record, data.get("trajectory") or {}, first if isinstance(first, dict) else None
+
+    def _damaged_run_fix(self) -> str:
+        """What to do about a run file that cannot be read: a resume runs a run whose file is
+        gone again, unless the night is finished (then it is part of the night as made)."""
+        try:
+            manifest = self.read_manifest()
+        except FileFormatError:
+            return "restore it from its copy"
+        if manifest.status == "finished":
+            return "restore it from its copy, or run the night again"
+        return (
+            f"restore it from its copy, or delete it and finish the night with evalrunner run "
+            f"--suite {manifest.suite} --out {self.root} --resume, which runs that run again"
+        )
 
     def night_files(self) -> list[Path]:
         """The run files of the runs that belong to the night (the manifest's ``run_ids``).

@@ -229,3 +229,29 @@ def test_sigterm_stops_the_night_like_ctrl_c(tmp_path: Path) -> None:
         assert f"resumed: {done} runs were already done" in resumed.stderr
         assert "ended without closing it" not in resumed.stderr  # it closed as interrupted
     assert {r.run_id for r in results.records()} == planned()
+
+
+def test_a_damaged_run_file_names_the_fix_and_the_fix_finishes_the_night(tmp_path: Path) -> None:
+    # Before: one line naming the file and the JSON error, and no way on.
+    suite_file(tmp_path)
+    out = tmp_path / "out"
+    results = ResultsDir(out)
+    with FakeEndpoint(responder=respond, latency=0.2) as ep:
+        proc = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
+        wait_for_runs(proc, out, 2)
+        stop(proc, signal.SIGKILL)
+        damaged = results.run_files()[0]
+        damaged.write_text(damaged.read_text()[:100])  # cut short
+        args = ("--suite", "resumable", "--out", str(out), "--resume")
+        refused = evalrunner(ep, tmp_path, *args)
+        assert refused.returncode == 2, refused.stderr[-3000:]
+        line = error_line(refused.stderr)
+        assert line.startswith(f"error: {damaged}: not valid JSON at line 1 column ")
+        assert line.endswith(
+            "; restore it from its copy, or delete it and finish the night with evalrunner run "
+            f"--suite resumable --out {out} --resume, which runs that run again"
+        )
+        damaged.unlink()
+        resumed = evalrunner(ep, tmp_path, *args)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert {r.run_id for r in results.records()} == planned()
