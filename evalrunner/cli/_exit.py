@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -146,3 +146,38 @@ def on_interrupt(how_to_finish: str, out: Path | None = None) -> Iterator[None]:
         else:
             click.echo(f"\n{what}; finished runs are saved. {how_to_finish}", err=True)
         sys.exit(code)
+
+
+class _PipeClosed:
+    """stdout that, once its reader has gone (``evalrunner compare A B | head -1``), drops
+    what is written instead of raising: the command finishes and exits with its own code.
+    Without it click exits 1 on the first write, which for ``compare`` and ``run`` reads as
+    "a gating metric regressed" in a pipeline with ``set -o pipefail``."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def survive_a_closed_pipe() -> None:
+    """Let stdout's reader go away without changing the command's exit code."""
+    if not isinstance(sys.stdout, _PipeClosed):
+        sys.stdout = _PipeClosed(sys.stdout)  # type: ignore[assignment]

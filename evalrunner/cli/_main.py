@@ -44,6 +44,7 @@ def main() -> None:
     # an agent that imports litellm would otherwise fetch its cost map over the
     # network, a ~10 s stall offline.
     prepare()
+    _exit.survive_a_closed_pipe()
     # The process is ours and ends with the command: what it holds (pandas, litellm, the
     # night's records) is left to the operating system instead of walked once more.
     exit_without_collecting()

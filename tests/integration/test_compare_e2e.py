@@ -436,3 +436,32 @@ def test_compare_names_an_unfinished_night_and_the_same_night_on_both_sides(
     assert not [
         line for line in compare(lab, "base", "same").stderr.splitlines() if "note:" in line
     ]
+
+
+def test_compare_into_a_closed_pipe_exits_with_its_own_code(
+    lab: Lab, changed: Result, same: Result
+) -> None:
+    # `compare A B | head -1` under `set -o pipefail`: before, exit 1 whatever the verdicts
+    # (click's answer to the first write into a pipe nobody reads), "regressed" to CI.
+    import os
+    import subprocess
+    import sys
+
+    def closed(b: str) -> int:
+        command = Path(sys.executable).with_name("evalrunner")
+        reader, writer = os.pipe()
+        os.close(reader)
+        try:
+            done = subprocess.run(
+                [str(command), "compare", str(lab.root / "base"), str(lab.root / b)],
+                stdout=writer,
+                stderr=subprocess.PIPE,
+                timeout=120,
+            )
+        finally:
+            os.close(writer)
+        assert b"Traceback" not in done.stderr
+        return done.returncode
+
+    assert closed("same") == 0
+    assert closed("changed") == 1
