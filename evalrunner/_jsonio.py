@@ -48,15 +48,25 @@ def write_text_atomic(path: Path, text: str) -> None:
             break
         except FileExistsError:  # left by an earlier process with the same pid
             continue
+        except OSError as exc:
+            raise _about(exc, path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename == str(tmp):
+            raise _about(exc, path) from None
         raise
+
+
+def _about(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming the file being written rather than its temp file, which the user
+    never sees (and which is gone by the time they read the message)."""
+    return OSError(exc.errno, exc.strerror, str(path))
 
 
 M = TypeVar("M", bound=BaseModel)

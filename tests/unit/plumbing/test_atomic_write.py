@@ -42,3 +42,33 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path: Pat
         write_text_atomic(target, "new \ud800\n")  # a lone surrogate cannot be encoded
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["golden.json"]
+
+
+@pytest.mark.parametrize("fails", ["open", "fsync"])
+def test_a_refused_write_names_the_file_not_its_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    # Before: "error: baselines/s/.a.json.24740.0.tmp: Read-only file system" (a review).
+    import errno
+
+    target = tmp_path / "a.json"
+    if fails == "open":
+
+        def refuse(path: object, *args: object) -> int:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+        monkeypatch.setattr(os, "open", refuse)
+    else:
+        real_fsync = os.fsync
+
+        def fsync(fd: int) -> None:
+            real_fsync(fd)
+            tmp = next(p for p in tmp_path.iterdir() if p.name.endswith(".tmp"))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp))
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError) as info:
+        write_text_atomic(target, "{}\n")
+    assert info.value.filename == str(target)
+    assert info.value.errno in (errno.EROFS, errno.ENOSPC)
+    assert list(tmp_path.iterdir()) == []
