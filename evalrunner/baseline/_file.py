@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.baseline._traces import RunTrace, Traces, first_moves
@@ -95,6 +95,14 @@ class Baseline(BaseModel):
     typical: dict[str, Any] | None = Field(
         default=None, description="Normalised trajectory of a typical run."
     )
+
+    @field_validator("nights")
+    @classmethod
+    def _some_night(cls, value: list[AcceptedNight]) -> list[AcceptedNight]:
+        # A baseline of no nights compares every metric with nothing, and says little.
+        if not value:
+            raise ValueError("empty: a baseline holds the nights it accepted")
+        return value
 
     @property
     def records(self) -> list[RunRecord]:

@@ -165,3 +165,18 @@ def test_the_typical_run_takes_the_modal_path_and_prefers_a_passed_run() -> None
 
 def test_runs_that_all_ended_in_infra_errors_have_no_typical_run() -> None:
     assert typical_run([run(0, "infra_error", (), 0), run(1, "infra_error", (), 0)]) is None
+
+
+def test_a_baseline_of_no_nights_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Before: loaded, and every metric "compared" with 0 nights of 0 runs (a review).
+    path = baseline_path(tmp_path, "demo", "capital", "m")
+    save_baseline(path, baseline("results/night1"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["nights"] = []
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baseline(path)
+    assert str(excinfo.value) == (
+        f"{path}: nights: empty: a baseline holds the nights it accepted; rebuild it with "
+        "'evalrunner baseline'"
+    )
