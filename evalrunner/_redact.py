@@ -257,13 +257,20 @@ def _rules() -> tuple[_Rule, ...]:
 def _text(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         if secret in text:
-            text = text.replace(secret, REDACTED)
+            # With the rest of its token: a key pasted into a longer one ("sk-test-123" +
+            # "SECRET...") would leave the tail, which no pattern matches once the head is gone.
+            text = _secret_token(secret).sub(REDACTED, text)
     if len(text) < _MIN_SECRET:
         return text  # nothing any pattern matches fits
     lowered = text.lower()
     for rule in _rules():
         text = rule.apply(text, lowered)
     return text
+
+
+@functools.lru_cache(maxsize=256)
+def _secret_token(secret: str) -> re.Pattern[str]:
+    return re.compile(re.escape(secret) + _TAIL)
 
 
 def redact_text(text: str, env_secrets: list[str] | None = None) -> str:
@@ -276,7 +283,12 @@ def redact_text(text: str, env_secrets: list[str] | None = None) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
+    # camelCase as words: "myApiKey" as "my_Api_Key", "sessionToken" as "session_Token".
+    key = _CAMEL.sub("_", key)
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 _MEMO_CHARS = 4_000_000

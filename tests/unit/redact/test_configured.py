@@ -105,7 +105,8 @@ def test_an_endpoint_api_key_is_redacted_wherever_it_appears() -> None:
     assert redact_text(f"401: {key}") == f"401: {key}"
     Endpoint(label="gateway", model="openai/gpt-4o-mini", api_base="http://gw", api_key=key)
     assert redact_text(f"401: {key}") == f"401: {R}"
-    assert redact({key: [f"x{key}x"]}) == {R: [f"x{R}x"]}
+    # The rest of the token goes with it (a longer key that starts with it is a secret too).
+    assert redact({key: [f"x{key}x"]}) == {R: [f"x{R}"]}
 
 
 def test_an_api_key_passed_to_litellm_is_redacted_from_then_on(
@@ -156,3 +157,11 @@ def test_remembered_redactions_stay_within_their_budget(monkeypatch: pytest.Monk
     for i in range(200):
         redact({"text": f"message number {i} of a long night"})
     assert _redact._memo.chars <= 1_000 + 40
+
+
+def test_a_configured_secret_is_redacted_with_the_rest_of_its_token() -> None:
+    # Before: "[REDACTED]SECRETabcdefghijk" in a recording: the configured key went first,
+    # and what was left of the longer token matched no pattern (a review found it).
+    secrets = ["sk-test-123"]
+    text = 'the tool got {"token_value": "sk-test-123SECRETabcdefghijk"} and sk-test-123.'
+    assert redact_text(text, secrets) == f'the tool got {{"token_value": "{R}"}} and {R}.'

@@ -3,6 +3,8 @@ secrets), and a secret used as a key is itself redacted, like any other text."""
 
 from __future__ import annotations
 
+import pytest
+
 from evalrunner._redact import REDACTED, is_secret_key, redact
 
 R = REDACTED
@@ -100,3 +102,16 @@ def test_the_walk_redacts_inside_tuples_subclasses_and_non_string_keys() -> None
         "token": "",
         "api_key": [],
     }
+
+
+@pytest.mark.parametrize(
+    "key", ["myApiKey", "apiKey", "accessToken", "sessionToken", "clientSecret"]
+)
+def test_a_secret_key_written_in_camel_case_is_redacted(key: str) -> None:
+    # Before: "myApiKey" was written as it was ("apiKey" was not).
+    assert redact({key: "camelvalue999"}, []) == {key: REDACTED}
+
+
+@pytest.mark.parametrize("key", ["maxTokens", "promptTokens", "inputTokenCount", "authorName"])
+def test_camel_case_counts_and_names_are_not_secret_keys(key: str) -> None:
+    assert redact({key: "12345678"}, []) == {key: "12345678"}
