@@ -195,7 +195,7 @@ class _Steps:
 
     def _observation(self, obs: Mapping[str, Any]) -> dict[str, Any]:
         config = self.config
-        results = [self._result(res) for res in obs.get("results") or []]
+        results = _in_call_order([self._result(res) for res in obs.get("results") or []])
         if config.sort_subagents:
             results = _sort_ref_only(results)
         out = {
@@ -227,6 +227,24 @@ class _Steps:
         if old is not None:
             new["trajectory_id"] = self.id_map.get(old, old)
         return new
+
+
+def _in_call_order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool results in the order of the calls they answer (their ids are numbered in call
+    order by now): calls made at once finish in any order, which is not behaviour. Results
+    of no call keep their places."""
+    placed = [r for r in results if isinstance(r.get("source_call_id"), str)]
+    if len(placed) <= 1:
+        return results
+    places = {id(r) for r in placed}
+    ordered = iter(sorted(placed, key=lambda r: _call_number(r["source_call_id"])))
+    return [next(ordered) if id(r) in places else r for r in results]
+
+
+def _call_number(call_id: str) -> tuple[int, str]:
+    """``call_12`` -> (12, ...): numeric order, not text order (call_10 after call_9)."""
+    head, _, number = call_id.rpartition("_")
+    return (int(number), head) if head == "call" and number.isdigit() else (1 << 62, call_id)
 
 
 def _sort_ref_only(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -439,9 +439,10 @@ def test_provider_id_styles_all_map_to_the_same_numbering() -> None:
     norms = [one(ids) for ids in styles]
     assert norms[0] == norms[1] == norms[2]
     results = norms[0]["steps"][2]["observation"]["results"]
+    # Joined by id, then put in the calls' order (which call finished first is not behaviour).
     assert results == [
-        {"source_call_id": "call_2", "content": "Lima"},
         {"source_call_id": "call_1", "content": "Paris"},
+        {"source_call_id": "call_2", "content": "Lima"},
     ]
 
 
@@ -602,3 +603,43 @@ def test_a_star_volatile_key_drops_every_key_with_that_suffix() -> None:
     extra = normalize(traj, config)["steps"][2]["extra"]
     assert "parent_request_id" not in extra and extra["request_id_note"].startswith("kept")
     assert "parent_request_id" in normalize(traj)["steps"][2]["extra"]  # defaults untouched
+
+
+def test_results_of_calls_made_at_once_are_in_call_order_whatever_finished_first() -> None:
+    # Before: the same two parallel calls answered in the other order were a change
+    # (content_hash only), a false alarm in every golden of an agent that runs tools at once.
+    def run(first: str, second: str, answers: tuple[str, str]) -> dict[str, Any]:
+        calls = [
+            {"tool_call_id": first, "function_name": "lookup", "arguments": {"country": "France"}},
+            {"tool_call_id": second, "function_name": "lookup", "arguments": {"country": "Peru"}},
+        ]
+        results = {first: "Paris", second: "Lima"}
+        return {
+            "schema_version": "ATIF-v1.5",
+            "session_id": "s",
+            "agent": {"name": "a", "version": "1"},
+            "steps": [
+                {"step_id": 1, "source": "user", "message": "capitals?"},
+                {
+                    "step_id": 2,
+                    "source": "agent",
+                    "message": "",
+                    "tool_calls": calls,
+                    "observation": {
+                        "results": [{"source_call_id": c, "content": results[c]} for c in answers]
+                    },
+                },
+            ],
+        }
+
+    in_order = normalize(run("call_a", "call_b", ("call_a", "call_b")))
+    finished_late = normalize(run("call_x", "call_y", ("call_y", "call_x")))
+    assert in_order == finished_late
+    assert [r["content"] for r in in_order["steps"][1]["observation"]["results"]] == [
+        "Paris",
+        "Lima",
+    ]
+    # What the calls were answered still counts: another answer to the first is a change.
+    other = copy.deepcopy(in_order)
+    other["steps"][1]["observation"]["results"][0]["content"] = "Lyon"
+    assert normalize(other) != in_order
