@@ -55,7 +55,8 @@ def _lines(sh: Shape) -> list[str]:
         f"steps       {sh.step_count}",
         f"model calls {sh.llm_calls}",
         f"tool calls  {sh.tool_calls}  {' > '.join(sh.tools) or '(no tools)'}",
-        f"sub-agents  {sh.subagent_count}",
+        f"sub-agents  {sh.subagent_count}"
+        + (f" ({sh.subagents_crashed} crashed)" if sh.subagents_crashed else ""),
         f"tokens      {sh.prompt_tokens} prompt, {sh.completion_tokens} completion",
         f"crashed     {'yes' if sh.crashed else 'no'}",
         f"answer      {answer}",

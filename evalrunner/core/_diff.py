@@ -36,6 +36,7 @@ STRUCTURAL_FIELDS = (
     "llm_calls",
     "tool_calls",
     "crashed",
+    "subagents_crashed",
 )
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 

@@ -19,7 +19,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from evalrunner._jsonio import canonical
 from evalrunner.core._steps import message_text
@@ -47,6 +53,11 @@ class Shape(BaseModel):
     llm_calls: int = Field(description="Model calls, sub-agents included.")
     tool_calls: int = Field(description="Tool calls, sub-agents included.")
     crashed: bool = Field(description="The run raised inside its capture scope.")
+    subagents_crashed: int = Field(
+        default=0,
+        description="Sub-agents that raised inside their capture scopes, recursively (an agent "
+        "may carry on without one, yet that sub-agent's failure is behaviour).",
+    )
     prompt_tokens: int = Field(description="Prompt tokens, sub-agents included.")
     completion_tokens: int = Field(description="Completion tokens, sub-agents included.")
     final_answer: str | None = Field(
@@ -55,6 +66,15 @@ class Shape(BaseModel):
     content_hash: str = Field(
         description="sha256 of the canonical normalised trajectory (first 16 hex)."
     )
+
+    @model_serializer(mode="wrap")
+    def _written(self, write: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when a sub-agent crashed: the goldens of every other run stay byte for
+        # byte what they were before the field existed (a replay rewrites none of them).
+        data: dict[str, Any] = write(self)
+        if not data.get("subagents_crashed"):
+            data.pop("subagents_crashed", None)
+        return data
 
 
 def content_hash(normalized: Mapping[str, Any]) -> str:
@@ -76,6 +96,7 @@ class _Totals:
     """Counts over a trajectory and all its sub-agents."""
 
     subagents: int = 0
+    subagents_crashed: int = 0
     llm_calls: int = 0
     tool_calls: int = 0
     prompt: int = 0
@@ -87,6 +108,7 @@ def _totals(normalized: Mapping[str, Any]) -> _Totals:
     for traj in _walk(normalized):
         if traj is not normalized:
             totals.subagents += 1
+            totals.subagents_crashed += bool((traj.get("extra") or {}).get("crashed", False))
         for step in traj.get("steps") or []:
             if _copied(step):
                 continue
@@ -123,6 +145,7 @@ def shape(normalized: Mapping[str, Any]) -> Shape:
         llm_calls=totals.llm_calls,
         tool_calls=totals.tool_calls,
         crashed=bool((normalized.get("extra") or {}).get("crashed", False)),
+        subagents_crashed=totals.subagents_crashed,
         prompt_tokens=totals.prompt,
         completion_tokens=totals.completion,
         final_answer=_final_answer(steps),

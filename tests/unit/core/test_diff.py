@@ -192,6 +192,13 @@ def test_crash_and_subagent_changes_are_named() -> None:
         "completion_tokens",
         "content_hash",
     ]
+    # A sub-agent that raised while the agent carried on (asyncio.gather with
+    # return_exceptions): before, only content_hash moved.
+    failed = with_sub("lookup_capital")
+    failed["subagent_trajectories"][0]["extra"] = {"crashed": True}
+    deltas = diff(with_sub("lookup_capital"), failed)
+    assert fields(deltas) == ["subagents_crashed", "content_hash"]
+    assert str(deltas[0]) == "subagents_crashed: 0 -> 1"
 
 
 def test_token_tolerance_is_relative() -> None:
