@@ -95,6 +95,6 @@ def diff_cmd(golden: Path, actual: Path, strict: bool) -> None:
     if not deltas:
         click.echo("no behavioural change")
         return
-    click.echo(f"{golden} -> {actual}: {summary(deltas)}\n")
+    click.echo(f"{golden} -> {actual}: {summary(deltas, before, after)}\n")
     click.echo(render(before, after, deltas))
     raise SystemExit(1)

@@ -19,6 +19,7 @@ the schema (``schema_version``, ``agent``, ``agent.tool_definitions``) last.
 from __future__ import annotations
 
 import difflib
+import json
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -230,12 +231,62 @@ def diff(
     )
 
 
-def summary(deltas: list[Delta]) -> str:
+def summary(
+    deltas: list[Delta],
+    golden: Mapping[str, Any] | None = None,
+    actual: Mapping[str, Any] | None = None,
+) -> str:
     """One line naming every change: "step_count: 3 -> 4, tools: (lookup,) -> (lookup, lookup)".
 
-    Bounded: each delta is at most :data:`LINE_WIDTH` characters.
+    Given the two normalised trajectories, a changed content hash also says where they
+    first differ (``content_hash: 'a…' -> 'b…' (first difference: $.steps[2].tool_calls[0]
+    .arguments.city: "Paris" -> "Lyon")``): the hash alone names nothing a reader can act on,
+    and this line is what pytest's short summary shows. Bounded: each delta is at most
+    :data:`LINE_WIDTH` characters.
     """
-    return ", ".join(str(d) for d in deltas) if deltas else "no behavioural change"
+    if not deltas:
+        return "no behavioural change"
+    parts = [str(d) for d in deltas]
+    if golden is not None and actual is not None and deltas[-1].field == "content_hash":
+        where = first_difference(golden, actual)
+        if where is not None:
+            parts[-1] = cap(f"{parts[-1]} (first difference: {where})")
+    return ", ".join(parts)
+
+
+def first_difference(golden: Any, actual: Any, path: str = "$") -> str | None:
+    """``path: golden -> actual`` of the first value that differs, in the order a diff shows
+    a trajectory (steps, then sub-agents, then the rest, the agent's setup last); None when
+    they are equal."""
+    if golden == actual:
+        return None
+    if isinstance(golden, Mapping) and isinstance(actual, Mapping):
+        keys = list(dict.fromkeys([*golden, *actual]))
+        first = [k for k in ("steps", "subagent_trajectories") if k in keys]
+        rest = [k for k in keys if k not in first and k not in _SCHEMA_KEYS]
+        for key in [*first, *rest, *(k for k in _SCHEMA_KEYS if k in keys)]:
+            found = first_difference(
+                golden.get(key, _ABSENT), actual.get(key, _ABSENT), f"{path}.{key}"
+            )
+            if found is not None:
+                return found
+    if isinstance(golden, list) and isinstance(actual, list):
+        for i in range(max(len(golden), len(actual))):
+            found = first_difference(
+                golden[i] if i < len(golden) else _ABSENT,
+                actual[i] if i < len(actual) else _ABSENT,
+                f"{path}[{i}]",
+            )
+            if found is not None:
+                return found
+    return f"{path}: {_leaf(golden)} -> {_leaf(actual)}"
+
+
+def _leaf(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 60 else text[:59] + _ELLIPSIS
 
 
 # -- the text diff -------------------------------------------------------------------------

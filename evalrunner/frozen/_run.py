@@ -242,7 +242,7 @@ def compare_with_golden(
     if not deltas:
         return deltas, ""
     message = (
-        f"{golden_path}: {summary(deltas)}\n\n"
+        f"{golden_path}: {summary(deltas, golden.trajectory, normalized)}\n\n"
         + render(golden.trajectory, normalized, deltas)
         + notes
         + f"\n\nIf this change is intended, update the golden with:\n  {update_cmd}"

@@ -229,3 +229,18 @@ def test_render_caps_long_diffs() -> None:
     actual["steps"][0]["message"] = "\n".join(f"line {i}" for i in range(50))
     text = render(golden, actual, diff(golden, actual), max_lines=5)
     assert text.splitlines()[-1].endswith("more diff lines")
+
+
+def test_a_changed_hash_says_where_the_trajectories_first_differ() -> None:
+    # Before: "content_hash: 'a…' -> 'b…'", the line pytest's short summary shows, named
+    # nothing a reader could act on (a review).
+    actual = base()
+    actual["steps"][2]["tool_calls"][0]["arguments"] = {"country": "Peru"}
+    deltas = diff(base(), actual)
+    assert fields(deltas) == ["content_hash"]
+    line = summary(deltas, base(), actual)
+    assert line.startswith("content_hash: '")
+    assert line.endswith(
+        '(first difference: $.steps[2].tool_calls[0].arguments.country: "France" -> "Peru")'
+    )
+    assert summary(deltas) == str(deltas[0])  # without the trajectories, as before
