@@ -91,7 +91,7 @@ def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
     """
     first = _locate(doc, errors[0])
     if first.site is None:
-        return f"{_path(first.path)}: {first.error['msg']}"
+        return f"{_path(first.path)}: {_message(first.error)}"
     prefix = first.path[: first.site]
     rivals = [
         e
@@ -108,7 +108,12 @@ def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
     notes.append(f"reading {_path(prefix)} as {_member(best.branch)}; it may be {members}")
     if _chat_parts(value) is not None:
         notes.append("it is a list of {role, content} chat messages, which lenient loading joins")
-    return f"{_path(best.path)}: {best.error['msg'].rstrip('.')} ({'; '.join(notes)})"
+    return f"{_path(best.path)}: {_message(best.error).rstrip('.')} ({'; '.join(notes)})"
+
+
+def _message(error: Any) -> str:
+    """pydantic's message without the kind it prefixes a validator's own message with."""
+    return str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
 
 
 _JSON_TYPES = {

@@ -218,12 +218,12 @@ def _broken(edit: str) -> dict[str, Any]:
     [
         (
             "step_id",
-            "trajectory: $: Value error, steps[2].step_id=5 is not sequential; expected 3.",
+            "trajectory: $: steps[2].step_id=5 is not sequential; expected 3.",
         ),
         ("agent", "trajectory: $.agent: Field required"),
         (
             "join",
-            "trajectory: $.steps[1]: Value error, observation.results[*].source_call_id='toolu_99' does not match any tool_call in step 2.",
+            "trajectory: $.steps[1]: observation.results[*].source_call_id='toolu_99' does not match any tool_call in step 2.",
         ),
         (
             "version",
@@ -237,11 +237,11 @@ def _broken(edit: str) -> dict[str, Any]:
         ),
         (
             "subagent_without_id",
-            "trajectory: $: Value error, subagent_trajectories[0] must set `trajectory_id` when embedded in a parent trajectory.",
+            "trajectory: $: subagent_trajectories[0] must set `trajectory_id` when embedded in a parent trajectory.",
         ),
         (
             "timestamp",
-            "trajectory: $.steps[0].timestamp: Value error, timestamp must be ISO 8601, got 'yesterday'",
+            "trajectory: $.steps[0].timestamp: timestamp must be ISO 8601, got 'yesterday'",
         ),
     ],
 )

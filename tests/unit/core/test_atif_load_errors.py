@@ -38,9 +38,10 @@ def test_chat_messages_as_a_step_message_name_the_list_branch_and_the_repair() -
 
 
 def test_a_bad_content_part_is_named_not_the_string_branch() -> None:
+    # Without pydantic's "Value error, " before the message (a review saw it leak).
     text_without_text = doc({"source": "user", "message": [{"type": "text"}]})
     assert error(text_without_text) == (
-        "trajectory: $.steps[0].message[0]: Value error, ContentPart of type 'text' requires "
+        "trajectory: $.steps[0].message[0]: ContentPart of type 'text' requires "
         "`text` (reading $.steps[0].message as list[ContentPart]; it may be str or list[ContentPart])"
     )
     bmp = doc(
@@ -72,7 +73,7 @@ def test_observation_content_errors_name_the_result() -> None:
         "observation": {"results": [{"source_call_id": "c1", "content": [{"type": "audio"}]}]},
     }
     assert error(doc(step)).startswith(
-        "trajectory: $.steps[0].observation.results[0].content[0]: Value error, "
+        "trajectory: $.steps[0].observation.results[0].content[0]: "
         "ContentPart of type 'audio' requires `source`"
     )
 
