@@ -142,3 +142,11 @@ def request_view(
 
 def fingerprint(view: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(view).encode()).hexdigest()[:16]
+
+
+def masked_fingerprint(
+    view: Mapping[str, Any], masks: tuple[tuple[re.Pattern[str], str], ...]
+) -> str:
+    """The fingerprint of ``view`` once ``masks`` have replaced volatile text in it (a
+    golden's own masks: a temp path a tool answers with differs every run)."""
+    return fingerprint(_masked(dict(view), masks))

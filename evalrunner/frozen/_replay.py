@@ -10,6 +10,7 @@ makes the transport that answers a capture scope's calls
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from typing import Any
 
 from evalrunner._redact import redact, redact_text
 from evalrunner.core._faults import InfraLog
+from evalrunner.core._fingerprint import masked_fingerprint
 from evalrunner.core._mismatch import Recorded, RequestBook, recorded_label
 from evalrunner.core._response import ResponseRecord, response_from_record, stream_from_record
 from evalrunner.core._transport import Answer, Request, Transport
@@ -49,15 +51,18 @@ class Replayer:
         strict: bool = False,
         source: str = "script",
         redo: str = "pytest --golden-record",
+        masks: tuple[tuple[re.Pattern[str], str], ...] = (),
     ) -> None:
         self.script = script
         self.strict = strict
         self.source = source
+        self.masks = masks
+        """The golden's masks: requests match with their volatile text replaced, on both sides."""
         self.book = RequestBook(
             [
                 Recorded(
                     e.request.view,
-                    e.request.fingerprint,
+                    self._fingerprint(e.request.view, e.request.fingerprint),
                     recorded_label(i + 1, e.request.message_count, e.request.last_user_message),
                 )
                 for i, e in enumerate(script.entries)
@@ -75,10 +80,21 @@ class Replayer:
     def used(self) -> list[bool]:
         return self.book.used
 
+    def _fingerprint(self, view: Mapping[str, Any] | None, recorded: str) -> str:
+        """``recorded`` (a request's own fingerprint), or with :attr:`masks`, that of its
+        masked view. A hand-written entry ("": matched by order) stays as it is."""
+        if not self.masks or view is None or not recorded:
+            return recorded
+        return masked_fingerprint(view, self.masks)
+
     def next(self, kwargs: Mapping[str, Any]) -> tuple[ResponseRecord, int]:
         """The recorded response for this request and its call number (taken under the lock)."""
         hint = fingerprint_request(kwargs)
-        fp = hint.fingerprint if self.script.matches_by_view else format1_fingerprint(kwargs)
+        fp = (
+            self._fingerprint(hint.view, hint.fingerprint)
+            if self.script.matches_by_view
+            else format1_fingerprint(kwargs)
+        )
         with self.book.lock:
             self.calls += 1
             return self._next(hint, fp), self.calls

@@ -330,7 +330,13 @@ def golden_to_check(golden_path: Path, update_cmd: str) -> Golden:
 def _replay(run: _Run) -> tuple[CaptureResult, Replayer]:
     """Run the agent against the recording with the network blocked."""
     script = Script.load(run.script_path, run.record_cmd)
-    replayer = Replayer(script, strict=run.strict, source=str(run.script_path), redo=run.record_cmd)
+    replayer = Replayer(
+        script,
+        strict=run.strict,
+        source=str(run.script_path),
+        redo=run.record_cmd,
+        masks=run.config.masks,
+    )
     install()  # import litellm before the network is blocked
     guard = block_network()
     try:

@@ -125,3 +125,22 @@ def test_script_exhausted_is_surfaced_even_when_the_agent_swallows_it() -> None:
     assert res.output == ["one", "two"]
     with pytest.raises(ScriptExhausted, match="made model call 3, but only 2 were recorded"):
         run_captured(catches_everything, None, 3, replay=Replayer(script))
+
+
+def test_a_golden_s_masks_apply_to_matching_requests_too() -> None:
+    # A tool answering with a temp path sends a new path every run: with the golden's masks
+    # the requests still match (before: a mismatch every replay, so --golden-strict could
+    # never pass, and its hint was to re-record, which cannot help).
+    import re
+
+    recorded = _script(("saved to /tmp/tmp2ofap1kr", "done"))
+    again = _req("saved to /tmp/tmpcnis7mve")
+    masks = ((re.compile(r"/tmp/tmp\w+"), "/tmp/TMP"),)
+    replayer = Replayer(recorded, strict=True, masks=masks)
+    assert replayer.next(again)[0].content == "done"
+    assert replayer.mismatches == []
+    with pytest.raises(RequestMismatch):
+        Replayer(recorded, strict=True).next(again)
+    # What the masks do not cover still has to match.
+    with pytest.raises(RequestMismatch):
+        Replayer(recorded, strict=True, masks=masks).next(_req("saved to /var/tmp/x"))
