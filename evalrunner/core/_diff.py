@@ -398,6 +398,30 @@ class _Block(NamedTuple):
             budget.left -= len(lines)
 
 
+def _paired(
+    golden: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]]
+) -> list[tuple[int | None, int | None]]:
+    """Which golden sub-agent each actual one is: the same ones first (unchanged, wherever
+    sorting by content put them), then the rest in order; a side's extras alone.
+
+    Paired by index, one changed worker that moved past another read as two changed
+    workers, each diffed against the wrong one."""
+    text_g = [canonical({**g, "trajectory_id": None}) for g in golden]
+    text_a = [canonical({**a, "trajectory_id": None}) for a in actual]
+    rest_g, rest_a = list(range(len(golden))), list(range(len(actual)))
+    pairs: list[tuple[int | None, int | None]] = []
+    for gi in list(rest_g):
+        same = next((ai for ai in rest_a if text_a[ai] == text_g[gi]), None)
+        if same is not None:
+            pairs.append((gi, same))
+            rest_g.remove(gi)
+            rest_a.remove(same)
+    both = min(len(rest_g), len(rest_a))
+    pairs += list(zip(rest_g[:both], rest_a[:both], strict=True))
+    pairs += [(gi, None) for gi in rest_g[both:]] + [(None, ai) for ai in rest_a[both:]]
+    return sorted(pairs, key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1] or 0))
+
+
 def _blocks(
     golden: Mapping[str, Any],
     actual: Mapping[str, Any],
@@ -412,13 +436,15 @@ def _blocks(
     yield block, budgets.of("steps", block)
     g_subs = golden.get("subagent_trajectories") or []
     a_subs = actual.get("subagent_trajectories") or []
-    for i in range(max(len(g_subs), len(a_subs))):
-        sub = f"{path}.subagent_trajectories[{i}]"
-        if i < len(g_subs) and i < len(a_subs):
-            yield from _blocks(g_subs[i], a_subs[i], sub, indent + 4, budgets)
+    for gi, ai in _paired(g_subs, a_subs):
+        sub = f"{path}.subagent_trajectories[{gi if gi is not None else ai}]"
+        if gi is not None and ai is not None:
+            if gi != ai:  # sorted by content, a changed sub-agent may have moved
+                sub += f" (now [{ai}])"
+            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, budgets)
         else:
-            g_sub = g_subs[i] if i < len(g_subs) else _ABSENT
-            a_sub = a_subs[i] if i < len(a_subs) else _ABSENT
+            g_sub = g_subs[gi] if gi is not None else _ABSENT
+            a_sub = a_subs[ai] if ai is not None else _ABSENT
             block = _Block(
                 "sub-agents", f"{path}.subagent_trajectories", [_Hunk(sub, g_sub, a_sub, indent)]
             )

@@ -244,3 +244,28 @@ def test_a_changed_hash_says_where_the_trajectories_first_differ() -> None:
         '(first difference: $.steps[2].tool_calls[0].arguments.country: "France" -> "Peru")'
     )
     assert summary(deltas) == str(deltas[0])  # without the trajectories, as before
+
+
+def test_a_changed_sub_agent_is_diffed_against_itself_not_its_neighbour() -> None:
+    # Sorted by content, worker "apple" changed to "zebra" moves past worker "mango". Paired
+    # by position, the diff showed two changed workers (apple -> mango, mango -> zebra).
+    def worker(country: str, n: int) -> dict[str, Any]:
+        return {
+            "schema_version": "ATIF-v1.8",
+            "trajectory_id": f"sub-{n}",
+            "agent": {"name": "worker", "version": "0"},
+            "steps": [
+                {"step_id": 1, **USER},
+                {"step_id": 2, **_agent("", [("lookup", {"q": country}, "ok")])},
+            ],
+        }
+
+    def run(*countries: str) -> dict[str, Any]:
+        subs = [worker(c, i) for i, c in enumerate(countries)]
+        return normalize(trajectory([SYSTEM, USER, LOOKUP, ANSWER], subagent_trajectories=subs))
+
+    golden, actual = run("apple", "mango"), run("zebra", "mango")
+    text = render(golden, actual, diff(golden, actual))
+    changed = [line for line in text.splitlines() if line.startswith(("-", "+")) and '"q"' in line]
+    assert changed == ['-                "q": "apple"', '+                "q": "zebra"'], text
+    assert "$.subagent_trajectories[0] (now [1])" in text
