@@ -54,13 +54,29 @@ def _lines(sh: Shape) -> list[str]:
     return [
         f"steps       {sh.step_count}",
         f"model calls {sh.llm_calls}",
-        f"tool calls  {sh.tool_calls}  {' > '.join(sh.tools) or '(no tools)'}",
+        f"tool calls  {sh.tool_calls}  {_tool_line(sh)}",
         f"sub-agents  {sh.subagent_count}"
         + (f" ({sh.subagents_crashed} crashed)" if sh.subagents_crashed else ""),
         f"tokens      {sh.prompt_tokens} prompt, {sh.completion_tokens} completion",
         f"crashed     {'yes' if sh.crashed else 'no'}",
         f"answer      {answer}",
     ]
+
+
+def _tool_line(sh: Shape) -> str:
+    """The agent's own tools in order, runs counted (``lookup x300``) and the line cut at
+    200 characters; the sub-agents' calls, which the count includes, said apart."""
+    runs: list[list[Any]] = []
+    for tool in sh.tools:
+        if runs and runs[-1][0] == tool:
+            runs[-1][1] += 1
+        else:
+            runs.append([tool, 1])
+    text = " > ".join(t if n == 1 else f"{t} x{n}" for t, n in runs) or "(no tools)"
+    if len(text) > 200:
+        text = text[:199] + "…"
+    by_subagents = sh.tool_calls - len(sh.tools)
+    return text + (f"  (+{by_subagents} by sub-agents)" if by_subagents > 0 else "")
 
 
 _STRICT = click.option(

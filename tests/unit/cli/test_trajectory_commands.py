@@ -108,3 +108,21 @@ def test_a_recording_given_to_show_or_diff_is_named_as_a_recording(tmp_path: Pat
                 "diff read ATIF trajectories, goldens (its .golden.json beside it) and results' "
                 "run files"
             )
+
+
+def test_show_counts_runs_of_a_tool_and_says_which_calls_the_sub_agents_made(
+    tmp_path: Path,
+) -> None:
+    # Before: one 2,000-character line for 300 calls, and a count (sub-agents' calls
+    # included) beside a list of the agent's own calls only.
+    doc = atif(*["lookup"] * 300, "write")
+    sub = atif("search", "search")
+    sub["trajectory_id"] = "sub-1"
+    doc["subagent_trajectories"] = [sub]
+    doc["steps"][-1]["observation"] = {
+        "results": [{"subagent_trajectory_ref": [{"trajectory_id": "sub-1"}]}]
+    }
+    result = CliRunner().invoke(main, ["show", write(tmp_path / "a.json", doc)])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("tool calls"))
+    assert line == "tool calls  303  lookup x300 > write  (+2 by sub-agents)"
