@@ -45,6 +45,33 @@ def _check_history(history: str) -> None:
         )
 
 
+def _check_budget(runs: int | None, budget: int | None) -> None:
+    if budget is not None and runs is not None and budget < runs:
+        raise ConfigError(
+            f"--budget {budget} is below --runs {runs}: a night spends its N runs before any "
+            f"more; give --budget of at least {runs}"
+        )
+
+
+def _no_baseline(
+    suite: str, baselines_dir: Path, models: tuple[str, ...], others: list[str]
+) -> ConfigError:
+    """Nothing to plan against: the command that makes a baseline, or, when the suite's
+    baselines are all for other models than the night's, those models."""
+    if others and not models:
+        given = " ".join(f"--model {m}" for m in others)
+        return ConfigError(
+            f"suite {suite!r} has no baseline under {baselines_dir} for the models a night "
+            f"would run; its baselines are for {', '.join(others)}: evalrunner plan --suite "
+            f"{suite} {given}"
+        )
+    return ConfigError(
+        f"suite {suite!r} has no usable baseline under {baselines_dir}; accept nights first: "
+        f"evalrunner baseline --suite {suite}"
+        + (" " + " ".join(f"--model {m}" for m in models) if models else "")
+    )
+
+
 @click.command("plan")
 @_options.suite_name
 @_options.runs("Runs per scenario to plan for, per row of a dataset (default: each scenario's).")
@@ -79,11 +106,7 @@ def plan_cmd(
     from evalrunner.night._plan import plan_suite
 
     _check_history(history)
-    if budget is not None and runs is not None and budget < runs:
-        raise ConfigError(
-            f"--budget {budget} is below --runs {runs}: a night spends its N runs before any "
-            f"more; give --budget of at least {runs}"
-        )
+    _check_budget(runs, budget)
     suite = load_suite_by_name(suite_name, suites_dir)
     evidence = evidence_so_far(history, suite.name)
     found = plan_suite(
@@ -102,18 +125,7 @@ def plan_cmd(
             err=True,
         )
     if plan is None:
-        if found.other_models and not models:
-            given = " ".join(f"--model {m}" for m in found.other_models)
-            raise ConfigError(
-                f"suite {suite.name!r} has no baseline under {baselines_dir} for the models a "
-                f"night would run; its baselines are for {', '.join(found.other_models)}: "
-                f"evalrunner plan --suite {suite.name} {given}"
-            )
-        raise ConfigError(
-            f"suite {suite.name!r} has no usable baseline under {baselines_dir}; "
-            f"accept nights first: evalrunner baseline --suite {suite.name}"
-            + (" " + " ".join(f"--model {m}" for m in models) if models else "")
-        )
+        raise _no_baseline(suite.name, baselines_dir, models, found.other_models)
     table = []
     for cell in plan.cells:
         young = "" if cell.gating else f"too young to gate ({cell.baseline_nights} nights)"

@@ -261,25 +261,39 @@ def first_difference(golden: Any, actual: Any, path: str = "$") -> str | None:
     if golden == actual:
         return None
     if isinstance(golden, Mapping) and isinstance(actual, Mapping):
-        keys = list(dict.fromkeys([*golden, *actual]))
-        first = [k for k in ("steps", "subagent_trajectories") if k in keys]
-        rest = [k for k in keys if k not in first and k not in _SCHEMA_KEYS]
-        for key in [*first, *rest, *(k for k in _SCHEMA_KEYS if k in keys)]:
-            found = first_difference(
-                golden.get(key, _ABSENT), actual.get(key, _ABSENT), f"{path}.{key}"
-            )
-            if found is not None:
-                return found
-    if isinstance(golden, list) and isinstance(actual, list):
-        for i in range(max(len(golden), len(actual))):
-            found = first_difference(
-                golden[i] if i < len(golden) else _ABSENT,
-                actual[i] if i < len(actual) else _ABSENT,
-                f"{path}[{i}]",
-            )
-            if found is not None:
-                return found
-    return f"{path}: {_leaf(golden)} -> {_leaf(actual)}"
+        found = _first_in_mapping(golden, actual, path)
+    elif isinstance(golden, list) and isinstance(actual, list):
+        found = _first_in_list(golden, actual, path)
+    else:
+        found = None
+    return found or f"{path}: {_leaf(golden)} -> {_leaf(actual)}"
+
+
+def _first_in_mapping(
+    golden: Mapping[str, Any], actual: Mapping[str, Any], path: str
+) -> str | None:
+    keys = list(dict.fromkeys([*golden, *actual]))
+    first = [k for k in ("steps", "subagent_trajectories") if k in keys]
+    rest = [k for k in keys if k not in first and k not in _SCHEMA_KEYS]
+    for key in [*first, *rest, *(k for k in _SCHEMA_KEYS if k in keys)]:
+        found = first_difference(
+            golden.get(key, _ABSENT), actual.get(key, _ABSENT), f"{path}.{key}"
+        )
+        if found is not None:
+            return found
+    return None
+
+
+def _first_in_list(golden: list[Any], actual: list[Any], path: str) -> str | None:
+    for i in range(max(len(golden), len(actual))):
+        found = first_difference(
+            golden[i] if i < len(golden) else _ABSENT,
+            actual[i] if i < len(actual) else _ABSENT,
+            f"{path}[{i}]",
+        )
+        if found is not None:
+            return found
+    return None
 
 
 def _leaf(value: Any) -> str:
@@ -422,6 +436,31 @@ def _paired(
     return sorted(pairs, key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1] or 0))
 
 
+def _subagent_blocks(
+    golden: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    path: str,
+    indent: int,
+    budgets: _Budgets,
+) -> Iterator[tuple[_Block, _Budget]]:
+    """The sub-agents' blocks: a pair's own blocks, or one hunk for a side's extra one."""
+    g_subs = golden.get("subagent_trajectories") or []
+    a_subs = actual.get("subagent_trajectories") or []
+    for gi, ai in _paired(g_subs, a_subs):
+        sub = f"{path}.subagent_trajectories[{gi if gi is not None else ai}]"
+        if gi is not None and ai is not None:
+            if gi != ai:  # sorted by content, a changed sub-agent may have moved
+                sub += f" (now [{ai}])"
+            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, budgets)
+            continue
+        g_sub = g_subs[gi] if gi is not None else _ABSENT
+        a_sub = a_subs[ai] if ai is not None else _ABSENT
+        block = _Block(
+            "sub-agents", f"{path}.subagent_trajectories", [_Hunk(sub, g_sub, a_sub, indent)]
+        )
+        yield block, budgets.of("sub-agents", block)
+
+
 def _blocks(
     golden: Mapping[str, Any],
     actual: Mapping[str, Any],
@@ -434,21 +473,7 @@ def _blocks(
     step_hunks = _list_hunks(f"{path}.steps", g_steps, a_steps, indent, steps=True)
     block = _Block("steps", f"{path}.steps", step_hunks)
     yield block, budgets.of("steps", block)
-    g_subs = golden.get("subagent_trajectories") or []
-    a_subs = actual.get("subagent_trajectories") or []
-    for gi, ai in _paired(g_subs, a_subs):
-        sub = f"{path}.subagent_trajectories[{gi if gi is not None else ai}]"
-        if gi is not None and ai is not None:
-            if gi != ai:  # sorted by content, a changed sub-agent may have moved
-                sub += f" (now [{ai}])"
-            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, budgets)
-        else:
-            g_sub = g_subs[gi] if gi is not None else _ABSENT
-            a_sub = a_subs[ai] if ai is not None else _ABSENT
-            block = _Block(
-                "sub-agents", f"{path}.subagent_trajectories", [_Hunk(sub, g_sub, a_sub, indent)]
-            )
-            yield block, budgets.of("sub-agents", block)
+    yield from _subagent_blocks(golden, actual, path, indent, budgets)
     for key, g, a in _other_blocks(golden, actual):
         if g != a:
             hunks = (

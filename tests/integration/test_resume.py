@@ -45,15 +45,20 @@ def snapshot(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
+def killed_after(ep: FakeEndpoint, tmp_path: Path, out: Path, runs: int) -> None:
+    """A night of the resumable suite into ``out``, killed (-9) once ``runs`` are done."""
+    proc = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
+    wait_for_runs(proc, out, runs)
+    stop(proc, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+
+
 def test_resume_after_kill_9_finishes_exactly_the_planned_runs(tmp_path: Path) -> None:
     suite_file(tmp_path)
     out = tmp_path / "out"
     results = ResultsDir(out)
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
-        proc = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
-        wait_for_runs(proc, out, 4)
-        stop(proc, signal.SIGKILL)
-        assert proc.returncode == -signal.SIGKILL
+        killed_after(ep, tmp_path, out, 4)
 
         before = {p: p.read_bytes() for p in results.run_files()}
         assert 4 <= len(before) < len(planned()), "the kill came too late to test anything"
@@ -237,9 +242,7 @@ def test_a_damaged_run_file_names_the_fix_and_the_fix_finishes_the_night(tmp_pat
     out = tmp_path / "out"
     results = ResultsDir(out)
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
-        proc = start(ep, tmp_path, "--suite", "resumable", "--out", str(out))
-        wait_for_runs(proc, out, 2)
-        stop(proc, signal.SIGKILL)
+        killed_after(ep, tmp_path, out, 2)
         damaged = results.run_files()[0]
         damaged.write_text(damaged.read_text()[:100])  # cut short
         args = ("--suite", "resumable", "--out", str(out), "--resume")
