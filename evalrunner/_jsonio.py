@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,6 +73,12 @@ def _about(exc: OSError, path: Path) -> OSError:
 M = TypeVar("M", bound=BaseModel)
 
 
+def pydantic_message(error: Mapping[str, Any]) -> str:
+    """A pydantic error's message without the kind pydantic prefixes our validators' own
+    messages with ("Value error, "): the reader needs the message."""
+    return str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
 def validate_model(model: type[M], data: Any, where: object, fix: str = "", prefix: str = "") -> M:
     """Validate ``data`` as ``model``; the first problem becomes one line naming the field."""
     try:
@@ -79,8 +86,7 @@ def validate_model(model: type[M], data: Any, where: object, fix: str = "", pref
     except ValidationError as exc:
         err = exc.errors()[0]
         field = prefix + ".".join(str(p) for p in err["loc"])
-        # pydantic prefixes our validators' messages with their kind; the reader needs the message.
-        msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        msg = pydantic_message(err)
         said = f"{field}: {msg}" if field else msg
         raise FileFormatError(f"{where}: {said}" + (f"; {fix}" if fix else "")) from None
 

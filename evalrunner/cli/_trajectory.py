@@ -9,6 +9,7 @@ mode does; ``diff`` exits 1 when the behaviour differs, so it fits a script.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from pathlib import Path
 from typing import Any
@@ -66,12 +67,7 @@ def _lines(sh: Shape) -> list[str]:
 def _tool_line(sh: Shape) -> str:
     """The agent's own tools in order, runs counted (``lookup x300``) and the line cut at
     200 characters; the sub-agents' calls, which the count includes, said apart."""
-    runs: list[list[Any]] = []
-    for tool in sh.tools:
-        if runs and runs[-1][0] == tool:
-            runs[-1][1] += 1
-        else:
-            runs.append([tool, 1])
+    runs = ((tool, len(list(same))) for tool, same in itertools.groupby(sh.tools))
     text = " > ".join(t if n == 1 else f"{t} x{n}" for t, n in runs) or "(no tools)"
     if len(text) > 200:
         text = text[:199] + "…"

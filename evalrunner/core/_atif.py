@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from evalrunner._jsonio import parse_json, read_json
+from evalrunner._jsonio import parse_json, pydantic_message, read_json
 from evalrunner.errors import FileFormatError, TrajectoryError
 
 SUPPORTED_VERSIONS = ("1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
@@ -91,7 +91,7 @@ def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
     """
     first = _locate(doc, errors[0])
     if first.site is None:
-        return f"{_path(first.path)}: {_message(first.error)}"
+        return f"{_path(first.path)}: {pydantic_message(first.error)}"
     prefix = first.path[: first.site]
     rivals = [
         e
@@ -108,12 +108,7 @@ def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
     notes.append(f"reading {_path(prefix)} as {_member(best.branch)}; it may be {members}")
     if _chat_parts(value) is not None:
         notes.append("it is a list of {role, content} chat messages, which lenient loading joins")
-    return f"{_path(best.path)}: {_message(best.error).rstrip('.')} ({'; '.join(notes)})"
-
-
-def _message(error: Any) -> str:
-    """pydantic's message without the kind it prefixes a validator's own message with."""
-    return str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{_path(best.path)}: {pydantic_message(best.error).rstrip('.')} ({'; '.join(notes)})"
 
 
 _JSON_TYPES = {

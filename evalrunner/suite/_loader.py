@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from evalrunner._jsonio import pydantic_message
 from evalrunner.errors import ConfigError
 from evalrunner.suite._schema import (
     FORMAT_VERSION,
@@ -364,7 +365,7 @@ def _explain(err: Mapping[str, Any]) -> Explained:
     if kind in _HANDLERS:
         return _HANDLERS[kind](loc, ctx, value)
     if kind == "value_error":
-        return loc, str(err["msg"]).removeprefix("Value error, "), loc
+        return loc, pydantic_message(err), loc
     if kind in _TYPE_NAMES:
         return _wrong_type(kind, loc, value)
     if kind in _BOUNDS:

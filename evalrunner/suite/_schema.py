@@ -637,8 +637,10 @@ class ScenarioSpec(RunSettings, ScenarioFields):
             return self
         for field in ("tools_used", "tools_not_used", "tools_in_order"):
             for i, tool in enumerate(getattr(self.checks, field)):
+                if tool in self.tools:
+                    continue
                 close = difflib.get_close_matches(tool, self.tools, n=1, cutoff=0.8)
-                if tool not in self.tools and close:
+                if close:
                     raise located(
                         f"tool {tool!r} is not among the scenario's tools "
                         f"({', '.join(self.tools)}); did you mean {close[0]!r}?",
