@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import random
 import re
@@ -423,8 +424,13 @@ def _message(exc: BaseException) -> str:
 
 def endpoint_label(model: object, api_base: object) -> str:
     """'openai/gpt-4o-mini at https://host/v1', without credentials in the URL."""
-    where = str(model or "?")
-    if isinstance(api_base, str) and api_base:
+    return _label(str(model or "?"), api_base if isinstance(api_base, str) else None)
+
+
+@functools.lru_cache(maxsize=64)  # every call of a run is labelled; a night has few endpoints
+def _label(model: str, api_base: str | None) -> str:
+    where = model
+    if api_base:
         parts = urlsplit(api_base)
         host = parts.hostname or ""
         netloc = f"{host}:{parts.port}" if parts.port else host

@@ -10,6 +10,7 @@ baselines and the history read them and never resolve again.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -396,18 +397,34 @@ def _check_signature(
     """A callable that cannot take ``called_with`` would fail every run of the night as a
     crash of the agent: a configuration error now instead."""
     try:
+        problem = _signature_problem(fn, called_with)
+    except TypeError:  # an unhashable callable object: read its signature every time
+        problem = _signature_problem.__wrapped__(fn, called_with)
+    if problem is not None:
+        name = spec.rpartition(":")[2]
+        bare, why = problem
+        raise ConfigError(
+            f"{where}: {spec!r} is {name}{bare}, which cannot be called as "
+            f"{name}({', '.join(called_with)}) ({why}); give it those parameters"
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _signature_problem(
+    fn: Callable[..., Any], called_with: tuple[str, ...]
+) -> tuple[str, str] | None:
+    """(its parameters, why) if ``fn`` cannot be called with ``called_with``. Cached: every
+    run of a night loads its agent, and reading a signature costs more than the rest."""
+    try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # builtins and C callables: nothing to read
-        return
+        return None
     try:
         signature.bind(*called_with)
     except TypeError as exc:
-        name = spec.rpartition(":")[2]
         bare = signature.replace(  # names only: annotations may be strings or long types
             parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
             return_annotation=signature.empty,
         )
-        raise ConfigError(
-            f"{where}: {spec!r} is {name}{bare}, which cannot be called as "
-            f"{name}({', '.join(called_with)}) ({exc}); give it those parameters"
-        ) from None
+        return str(bare), str(exc)
+    return None
