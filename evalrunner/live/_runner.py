@@ -64,7 +64,7 @@ from evalrunner.live._schedule import (
 from evalrunner.suite._checks import Judged, judged
 from evalrunner.suite._code_checks import CheckInput, CodeChecked, acode_checks
 from evalrunner.suite._contract import RunContext
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import RunRecord, same_files
 from evalrunner.suite._schema import JUDGE, RateLimit
 from evalrunner.suite._settings import Suite
 
@@ -598,6 +598,8 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
             for label in labels:
                 check_model(label, f"{results.manifest_path}: models")
             check_judge_models(suite)
+        if (problem := same_files(labels)) is not None:
+            raise ConfigError(problem)
         for plan in plans:
             plan.scenario.load_agent()  # a bad agent path fails now, not halfway through the night
             plan.scenario.load_checks()

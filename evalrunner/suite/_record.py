@@ -140,7 +140,22 @@ class RunRecord(BaseModel):
 
 
 def model_slug(model: str) -> str:
+    """The model's name in file names (run files, baselines, goldens)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
+
+
+def same_files(models: Iterable[str]) -> str | None:
+    """Why two of ``models`` cannot be run together: their files would have one name, and
+    one model's runs and baselines would overwrite the other's. None if they can."""
+    seen: dict[str, str] = {}
+    for model in models:
+        other = seen.setdefault(model_slug(model), model)
+        if other != model:
+            return (
+                f"models {other!r} and {model!r} would share their results and baseline files "
+                f"(both are named {model_slug(model)!r} there); run one of them in another suite"
+            )
+    return None
 
 
 def rows_of(records: Iterable[RunRecord]) -> frozenset[str] | None:

@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from evalrunner.suite._record import same_files
 from evalrunner.suite._tolerance import Tolerance
 
 __all__ = [
@@ -113,6 +114,14 @@ def _check_names(values: list[str], what: str, *, unique: bool = False) -> list[
     return values
 
 
+def _check_models(values: list[str]) -> list[str]:
+    _check_names(values, "model", unique=True)
+    problem = same_files(values)
+    if problem is not None:
+        raise ValueError(problem)
+    return values
+
+
 def _names(what: str, *, unique: bool = False) -> AfterValidator:
     """Checks a list of names: none empty (and, with `unique`, none twice)."""
     return AfterValidator(lambda values: _check_names(values, what, unique=unique))
@@ -121,7 +130,7 @@ def _names(what: str, *, unique: bool = False) -> AfterValidator:
 Texts = Annotated[list[str], _names("text")]
 ToolNames = Annotated[list[str], _names("tool name")]
 UniqueToolNames = Annotated[list[str], _names("tool name", unique=True)]
-ModelNames = Annotated[list[str], _names("model", unique=True)]
+ModelNames = Annotated[list[str], AfterValidator(_check_models)]
 Keys = Annotated[list[str], _names("key")]
 Tags = Annotated[list[str], _names("tag")]
 

@@ -129,6 +129,31 @@ def test_an_api_base_that_is_not_a_url_is_one_line_before_any_run(
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("model_from", ["EVALRUNNER_MODEL", "--model"])
+def test_two_models_whose_files_would_share_a_name_are_one_line_before_any_run(
+    tmp_path: Path, model_from: str
+) -> None:
+    # Before: the night ran both, and one model's run files overwrote the other's (a
+    # review: 12 runs asked for, 6 in the results, one model's runs under the other's name).
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "ok.yaml").write_text("format_version: 1\nname: ok\n" + SCENARIO + "    input: hi\n")
+    env = {"EVALRUNNER_API_BASE": "http://127.0.0.1:9/v1"}
+    args = ["run", "--suite", "ok", "--no-history"]
+    if model_from == "--model":
+        args += ["--model", "openai/org/x", "--model", "openai/org_x"]
+    else:
+        env["EVALRUNNER_MODEL"] = "openai/org/x,openai/org_x"
+    done = _evalrunner(args, tmp_path, env)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert lines[-1] == (
+        "error: models 'openai/org/x' and 'openai/org_x' would share their results and "
+        "baseline files (both are named 'openai_org_x' there); run one of them in another suite"
+    ), lines
+    assert not (tmp_path / "results").exists()
+
+
 def test_serve_local_on_a_busy_port_is_one_line_naming_it(tmp_path: Path) -> None:
     import socket
 

@@ -250,6 +250,13 @@ MALFORMED: list[tuple[str, str, str]] = [
         "models[1]: model 'a/b' is listed twice; remove one",
     ),
     (
+        # Before: accepted, and one model's run files overwrote the other's (a review found it).
+        "models-sharing-files",
+        one_scenario(models="['openai/m:1', openai/m_1]"),
+        "models: models 'openai/m:1' and 'openai/m_1' would share their results and baseline "
+        "files (both are named 'openai_m_1' there); run one of them in another suite",
+    ),
+    (
         "empty-tool-name",
         scenario_with("tools: ['']\n"),
         "scenarios[0] (id 'a').tools[0]: empty tool name",
