@@ -19,7 +19,7 @@ from evalrunner.baseline._file import (
 )
 from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
-from evalrunner.live._outage import outage_of
+from evalrunner.live._outage import model_outages, outage_of
 from evalrunner.live._results import Manifest, ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
@@ -59,7 +59,7 @@ def _check_night(
             f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
             f"--out {source} --resume --no-compare --no-history, or leave it out"
         )
-    _check_measured(source, records)
+    _check_measured(source, records, suite.name)
     runs = "\n".join(sorted(canonical(r.model_dump(mode="json")) for r in records))
     key = (manifest.started_at, hashlib.sha256(runs.encode()).hexdigest())
     if key in seen:
@@ -70,38 +70,55 @@ def _check_night(
     seen[key] = source
 
 
-def _check_measured(source: Path, records: Sequence[RunRecord]) -> None:
+def _check_measured(source: Path, records: Sequence[RunRecord], suite: str) -> None:
     """Refuse a night the endpoints failed: it measured them, not the agent.
 
     A cell whose every run is infra_error would enter the baseline as a night of no
     runs, yet count towards the nights a baseline needs to gate (and replace a good
-    baseline without ``--append``).
+    baseline without ``--append``). The rest of such a night can be accepted on its own.
     """
-    leave_out = "a baseline accepts nights that measured the agent: leave it out"
+    leave_out = "a baseline accepts nights that measured the agent"
     outage = outage_of(records)
     if outage is not None:
         raise BaselineMismatch(
             f"{source}: an outage night ({outage.infra} of {outage.total} runs ended in "
-            f"infra_error, more than {outage.share:.0%}): the endpoints failed, not the agent; "
-            f"{leave_out}, and run the night again once they answer"
+            f"infra_error, more than {outage.threshold:.0%}): the endpoints failed, not the "
+            f"agent; {leave_out}: leave it out, and run the night again once they answer"
         )
+    others = sorted({r.model for r in records})
+    for model, out in model_outages(records).items():
+        rest = " ".join(f"--model {m}" for m in others if m != model)
+        raise BaselineMismatch(
+            f"{source}: the endpoint of {model} failed ({out.infra} of {out.total} runs ended "
+            f"in infra_error): {leave_out}; accept the other models' runs with evalrunner "
+            f"baseline --suite {suite} --from {source} {rest}"
+        )
+    scenarios = sorted({r.scenario for r in records})
     for cell, runs in sorted(group_records(records).items()):
         if all(r.outcome == "infra_error" for r in runs):
+            rest = " ".join(f"--scenario {s}" for s in scenarios if s != cell.scenario)
+            fix = (
+                f"accept the other scenarios' runs with evalrunner baseline --suite {suite} "
+                f"--from {source} {rest}, or leave the night out"
+                if rest
+                else "leave it out"
+            )
             raise BaselineMismatch(
                 f"{source}: {cell}: all {len(runs)} runs ended in infra_error, so nothing measured "
-                f"the agent there; {leave_out}, or run that scenario again "
-                "(evalrunner run --scenario ...) and accept that night"
+                f"the agent there; {leave_out}: {fix}"
             )
 
 
-def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list[_Found]]:
+def _nights_by_cell(
+    suite: Suite, sources: Sequence[Path], models: Sequence[str], scenario_ids: Sequence[str]
+) -> dict[CellKey, list[_Found]]:
     found: dict[CellKey, list[_Found]] = {}
     scenarios = {s.id: s for s in suite.scenarios}
     seen: dict[tuple[str, str], Path] = {}
     for source in sources:
         results = ResultsDir(source)
         manifest = results.read_manifest()
-        every = results.records()
+        every = _chosen(source, results.records(), models, scenario_ids)
         _check_night(source, manifest, every, suite, seen)
         for cell, records in group_records(every).items():
             scenario = scenarios.get(cell.scenario)
@@ -117,6 +134,27 @@ def _nights_by_cell(suite: Suite, sources: Sequence[Path]) -> dict[CellKey, list
             fingerprint = manifest.scenarios.get(cell.scenario)
             found.setdefault(cell, []).append(_Found(night, results, fingerprint))
     return found
+
+
+def _chosen(
+    source: Path, records: list[RunRecord], models: Sequence[str], scenario_ids: Sequence[str]
+) -> list[RunRecord]:
+    """The runs of the models and scenarios asked for (all, when none are named)."""
+    for wanted, what, held in (
+        (models, "model", {r.model for r in records}),
+        (scenario_ids, "scenario", {r.scenario for r in records}),
+    ):
+        missing = sorted(set(wanted) - held)
+        if missing:
+            raise BaselineMismatch(
+                f"{source}: holds no runs of {what} {', '.join(map(repr, missing))}; it has "
+                f"{', '.join(sorted(held)) or 'none'}"
+            )
+    return [
+        r
+        for r in records
+        if (not models or r.model in models) and (not scenario_ids or r.scenario in scenario_ids)
+    ]
 
 
 def _accepted(
@@ -162,18 +200,23 @@ def build_baselines(
     root: Path,
     *,
     append: bool = False,
+    models: Sequence[str] = (),
+    scenarios: Sequence[str] = (),
 ) -> list[Path]:
     """Write baselines from results directories (each one accepted night); return the files written.
 
-    With ``append`` the nights are accepted into the existing baseline (all of its
-    nights are kept: baselines are anchored, never rolled); a baseline of another
-    configuration is refused.
+    One file per scenario x model the nights ran (only ``models`` and ``scenarios``,
+    when given); the suite's other baseline files are left as they are. Without
+    ``append`` each file written holds only these nights; with it they are accepted
+    into the existing file (all of its nights are kept: baselines are anchored, never
+    rolled), and a file of another configuration is refused. A night an endpoint
+    failed is refused (the message names the models or scenarios to accept instead).
     Every file is checked before any is written: a refusal leaves them all as they were.
     """
-    scenarios = {s.id: s for s in suite.scenarios}
+    by_id = {s.id: s for s in suite.scenarios}
     pending: list[tuple[Path, Baseline]] = []
-    for cell, found in sorted(_nights_by_cell(suite, sources).items()):
-        scenario = scenarios.get(cell.scenario)
+    for cell, found in sorted(_nights_by_cell(suite, sources, models, scenarios).items()):
+        scenario = by_id.get(cell.scenario)
         if scenario is None:
             continue
         for each in found:  # every night pooled, not only the latest

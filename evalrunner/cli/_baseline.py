@@ -58,8 +58,11 @@ def _run_for_baseline(
     help="Build from existing results directories (one per night) instead of running.",
 )
 @_options.runs("Runs per scenario and model when running (default: the suite's).")
-@_options.models("litellm model string when running; 'local' = embedded model.")
-@_options.scenarios("Only these scenario ids when running.")
+@_options.models(
+    "litellm model string when running; 'local' = embedded model. With --from: accept only "
+    "this model's runs (repeatable)."
+)
+@_options.scenarios("Only these scenario ids (when running, or of the --from nights).")
 @_options.out("Results directory for the run.")
 @click.option(
     "--window",
@@ -103,26 +106,21 @@ def baseline(
         )
     if sources:
         # These shape a live run; with --from nothing runs, so they would be ignored.
-        given = [
-            name
-            for name, value in (
-                ("--runs", runs),
-                ("--model", models),
-                ("--scenario", scenarios),
-                ("--out", out),
-            )
-            if value
-        ]
+        given = [name for name, value in (("--runs", runs), ("--out", out)) if value]
         if given:
             raise click.UsageError(
-                f"{', '.join(given)} shape a live run, and --from builds from existing "
-                "results: drop them, or drop --from to run"
+                f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} a live run, and "
+                "--from builds from existing results: drop them, or drop --from to run"
             )
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
+        models = scenarios = ()  # the night ran only these
     before = _nights_held(baselines_dir / suite.name)
-    for path in build_baselines(suite, list(sources), baselines_dir, append=append):
+    written = build_baselines(
+        suite, list(sources), baselines_dir, append=append, models=models, scenarios=scenarios
+    )
+    for path in written:
         click.echo(f"wrote {path}")
         held, now = before.get(path), _nights_in(path)
         if held and not append:

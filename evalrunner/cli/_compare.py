@@ -8,7 +8,13 @@ import click
 
 from evalrunner.baseline import compare_records
 from evalrunner.cli import _exit, _options
-from evalrunner.cli._tables import format_table, undecided, verdict_columns, verdict_rows
+from evalrunner.cli._tables import (
+    flagged_names,
+    format_table,
+    undecided,
+    verdict_columns,
+    verdict_rows,
+)
 from evalrunner.live import ResultsDir
 from evalrunner.live._results import Manifest
 
@@ -72,7 +78,8 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     rows = verdict_rows(results, all_metrics=all_metrics)
     click.echo(format_table(rows, verdict_columns("A", "B")))
     # The closing line `run` prints too: the table alone cuts its notes.
-    flagged = sorted({f"{r.scenario} {r.metric}" for r in results if r.fails_night})
+    several = len({r.model for r in results}) > 1
+    flagged = flagged_names([r for r in results if r.fails_night], several_models=several)
     click.echo(
         f"compare: flagged from A to B: {', '.join(flagged)}"
         if flagged

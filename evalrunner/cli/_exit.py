@@ -13,8 +13,9 @@ code   meaning
        history or results file; CLI option; a model litellm does not know;
        a results directory another evalrunner is writing) -- one line naming
        file and field, before any run
-3      outage: more than ``--outage-share`` (default 50 %) of the night's runs
-       are infra_error; no pass^k or verdicts were computed
+3      outage: more than ``--outage-share`` (default 50 %) of some model's runs
+       are infra_error, and nothing above failed: that model's scenarios were not
+       compared (every model's: nothing was, and this comes first)
 130    interrupted (Ctrl-C); finished runs are kept, ``--resume`` finishes them
 143    terminated (SIGTERM), handled as Ctrl-C
 =====  ==========================================================================
@@ -46,21 +47,13 @@ if TYPE_CHECKING:
 OK = 0
 FAILED = EvalrunnerError.exit_code  # 1
 USAGE = UserError.exit_code  # 2, as click's own usage errors
-OUTAGE = 3
 INTERRUPTED = 130
 TERMINATED = 143  # 128 + SIGTERM, as shells report a process SIGTERM ended
 
 
 def run_code(result: LiveResult, *, gate: bool, fail_on_failure: bool) -> int:
-    """``run``: an outage says so first; crashes always fail; regressions with ``gate``;
-    failed runs with ``fail_on_failure``; a failed step after the runs fails too."""
-    if result.outage is not None:
-        return OUTAGE
-    # All records of the night, so a resumed run still fails on earlier crashes.
-    outcomes = {r.outcome for r in result.report.records}
-    if "crashed" in outcomes or (gate and result.regressed) or result.problems:
-        return FAILED
-    return FAILED if fail_on_failure and "failed" in outcomes else OK
+    """``run``: the night's own rule (:meth:`~evalrunner.night.LiveResult.exit_code`)."""
+    return result.exit_code(gate=gate, fail_on_failure=fail_on_failure)
 
 
 def compare_code(results: Sequence[MetricResult], *, gate: bool) -> int:

@@ -14,6 +14,7 @@ from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
+    flagged_names,
     format_table,
     summary_rows,
     undecided,
@@ -74,6 +75,9 @@ def night_line(result: LiveResult, suite: str) -> str:
     head = f"night: {len(report.records)} runs ({runs or 'none'})"
     if result.outage is not None:
         return f"{head}; an outage, so nothing was compared. Next: check the model endpoint."
+    if result.model_outages:
+        out = ", ".join(result.model_outages)
+        head += f"; the endpoint of {out} failed, so its scenarios were not compared"
     comparison = result.comparison
     if comparison is None:
         return f"{head}."
@@ -88,7 +92,8 @@ def night_line(result: LiveResult, suite: str) -> str:
             f"{head}; no baselines yet, so nothing was compared. Next, to make this night the "
             f"baseline: evalrunner baseline --suite {suite} --from {report.out}"
         )
-    flagged = sorted({f"{r.scenario} {r.metric}" for r in comparison.regressions})
+    several = len({r.model for r in report.records}) > 1
+    flagged = flagged_names(comparison.regressions, several_models=several)
     if flagged:
         return (
             f"{head}; flagged: {', '.join(flagged)}. Next: evalrunner report, and if the change "
@@ -132,8 +137,8 @@ def print_run(result: LiveResult, suite: str) -> None:
     for rid, tb in report.crashes:
         click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
     click.echo(night_line(result, suite), err=True)
-    if result.outage is not None:
-        click.echo(result.outage.line(), err=True)
+    for outage in [result.outage] if result.outage else result.model_outages.values():
+        click.echo(outage.line(), err=True)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
 

@@ -154,7 +154,9 @@ def shown_results(
 
 def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
     hint = ""
-    if r.verdict == "inconclusive":
+    if _unmeasured(r):
+        hint = f"no run measured tonight ({r.night_infra} infra_error): the endpoint failed"
+    elif r.verdict == "inconclusive":
         # What settles it, in the column's width: the note that says so is longer.
         settle = (
             f"~{r.runs_needed} runs to settle"
@@ -185,11 +187,16 @@ def undecided(results: Sequence[MetricResult], suite: str) -> str:
     """What the night could not decide, counted: changes every run showed that it could not
     confirm (named), and rows no number of runs tonight would settle."""
     shown = shown_results(results)  # the rows the table shows
-    open_ = [r for r, _ in shown if r.verdict == "inconclusive" and not r.unconfirmed]
+    unmeasured = {(r.scenario, r.model) for r, _ in shown if _unmeasured(r)}
+    open_ = [
+        r
+        for r, _ in shown
+        if r.verdict == "inconclusive" and not r.unconfirmed and not _unmeasured(r)
+    ]
     # What would fail the night once these baselines are old enough: said here, not only
     # in the table, so the line never reads "nothing flagged" over a regression.
-    young = _named([r for r, y in shown if y and r.verdict in FAILING])
-    unconfirmed = _named([r for r in results if r.unconfirmed])
+    young = _named([r for r, y in shown if y and r.verdict in FAILING], among=results)
+    unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
     parts = []
     if young:
         parts.append(
@@ -197,6 +204,11 @@ def undecided(results: Sequence[MetricResult], suite: str) -> str:
         )
     if unconfirmed:
         parts.append(f"{UNCONFIRMED}: {unconfirmed}")
+    if unmeasured:
+        parts.append(
+            f"{len(unmeasured)} scenario × model{'s' if len(unmeasured) > 1 else ''} with no "
+            "run measured tonight (every run infra_error: the endpoint failed)"
+        )
     if open_:
         nights = sum(r.runs_needed is None for r in open_)
         need = f", {nights} of them need more baseline nights, not runs" if nights else ""
@@ -206,9 +218,27 @@ def undecided(results: Sequence[MetricResult], suite: str) -> str:
     return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
 
 
-def _named(results: Sequence[MetricResult], shown: int = 5) -> str:
+def _unmeasured(r: MetricResult) -> bool:
+    """Nothing measured the agent tonight: every run of the cell ended in infra_error."""
+    return r.night_n == 0 and r.night_infra > 0
+
+
+def _named(
+    results: Sequence[MetricResult], shown: int = 5, among: Sequence[MetricResult] = ()
+) -> str:
     """'s1 success_rate, s2 step_count and 3 more': gating metrics first, as the registry
     orders them, so the ones named are the ones that matter."""
-    found = sorted({(rank(r.metric), r.scenario, r.metric) for r in results})
-    named = ", ".join(f"{scenario} {name}" for _, scenario, name in found[:shown])
+    several = len({r.model for r in among or results}) > 1
+    found = sorted({(rank(r.metric), r.scenario, r.model, r.metric) for r in results})
+    named = ", ".join(_name(s, m, name, several) for _, s, m, name in found[:shown])
     return named + (f" and {len(found) - shown} more" if len(found) > shown else "")
+
+
+def flagged_names(flagged: Sequence[MetricResult], *, several_models: bool) -> list[str]:
+    """'s step_count', or with ``several_models`` 's [model] step_count': the closing lines
+    of ``run`` and ``compare`` name what failed, and in which model."""
+    return sorted({_name(r.scenario, r.model, r.metric, several_models) for r in flagged})
+
+
+def _name(scenario: str, model: str, metric: str, with_model: bool) -> str:
+    return f"{scenario} [{model}] {metric}" if with_model else f"{scenario} {metric}"

@@ -1,38 +1,66 @@
 """Outages: nights the endpoints failed, told apart from nights that measured the agent.
 
-The run's exit code, the history entry and ``evalrunner baseline`` read the same rule.
+The rule is per model: a model whose runs tonight are mostly ``infra_error`` measured
+its endpoint, not the agent, and its scenarios are not compared. A night is an outage
+when that holds for every model it ran; one model's endpoint failing leaves the
+others' verdicts standing (a regression there still fails the night). The run's exit
+code, the history entry and ``evalrunner baseline`` read the same rule.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalrunner.suite._record import RunRecord
 
 DEFAULT_OUTAGE_SHARE = 0.5
-"""A night with more than this share of infra_error runs is an outage."""
+"""A model with more than this share of infra_error runs had an outage tonight."""
 
 
 @dataclass(frozen=True)
 class Outage:
-    """A night the endpoints failed: too many runs are infra_error to say anything."""
+    """Endpoints that failed: too many runs are infra_error to say anything."""
 
     infra: int
     total: int
-    share: float
+    threshold: float
+    """The share of infra_error runs above which it is an outage (``--outage-share``)."""
+    model: str | None = None
+    """The model whose endpoint failed; None: every model of the night."""
+
+    @property
+    def share(self) -> float:
+        """The share of runs that ended in infra_error."""
+        return self.infra / self.total
 
     def line(self) -> str:
+        who, what = (f" {self.model}:", "its runs") if self.model else ("", "this night")
         return (
-            f"outage: {self.infra} of {self.total} runs ended in infra_error "
-            f"({self.infra / self.total:.0%}, more than {self.share:.0%}): the endpoints failed, "
-            "not the agent; no pass^k or verdicts were computed from this night"
+            f"outage:{who} {self.infra} of {self.total} runs ended in infra_error "
+            f"({self.share:.0%}, more than {self.threshold:.0%}): the endpoint"
+            f"{'' if self.model else 's'} failed, not the agent; no pass^k or verdicts were "
+            f"computed from {what}"
         )
 
 
+def model_outages(
+    records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE
+) -> dict[str, Outage]:
+    """The models with more than ``share`` of their runs infra_error, in name order."""
+    runs = Counter(r.model for r in records)
+    infra = Counter(r.model for r in records if r.outcome == "infra_error")
+    return {
+        model: Outage(infra[model], runs[model], share, model)
+        for model in sorted(runs)
+        if infra[model] / runs[model] > share
+    }
+
+
 def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE) -> Outage | None:
-    """The night's outage, if more than ``share`` of its runs are infra_error."""
-    infra = sum(r.outcome == "infra_error" for r in records)
-    if records and infra / len(records) > share:
-        return Outage(infra, len(records), share)
-    return None
+    """The night's outage: every model it ran had one (see :func:`model_outages`)."""
+    out = model_outages(records, share)
+    if not records or len(out) < len({r.model for r in records}):
+        return None
+    return Outage(sum(o.infra for o in out.values()), len(records), share)

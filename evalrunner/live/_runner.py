@@ -233,10 +233,11 @@ class _AgentThreads(Executor):
 
     def __init__(self) -> None:
         self._numbers = itertools.count()
-        self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         # One permit per thread that finished its run and waits for the next (as in
         # concurrent.futures.ThreadPoolExecutor): a submit that takes one needs no new thread.
         self._idle = threading.Semaphore(0)
+        self._started = 0
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         future: Future[T] = Future()
@@ -255,7 +256,15 @@ class _AgentThreads(Executor):
         if not self._idle.acquire(blocking=False):
             name = f"evalrunner-agent-{next(self._numbers)}"
             threading.Thread(target=self._serve, name=name, daemon=True).start()
+            self._started += 1
         return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """End the threads once they are done with their runs (a process that runs night
+        after night, a notebook, keeps none of them). ``wait`` is not honoured: a stuck
+        agent's thread cannot be waited for."""
+        for _ in range(self._started):
+            self._work.put(None)
 
     def _serve(self) -> None:
         while True:
@@ -265,6 +274,8 @@ class _AgentThreads(Executor):
                 if self._idle.acquire(blocking=False):
                     return  # took back this thread's permit: no submit counts on it
                 continue  # a submit took the permit: its run is on the way
+            if work is None:
+                return
             work()
             del work  # the run's objects are not kept alive while this thread waits
             self._idle.release()
@@ -410,6 +421,7 @@ class LocalExecutor:
 
     def close(self) -> None:
         self.commands.close()
+        self.agents.shutdown()
 
     @property
     def serve_local(self) -> ServeLocal | None:

@@ -4,13 +4,14 @@
 over :func:`plan_suite`.
 """
 
-from evalrunner.night._night import LiveResult, NightOptions, run_live
+from evalrunner.night._night import LiveResult, NightOptions, Outage, run_live
 from evalrunner.night._plan import plan_suite
 from evalrunner.night._sentinel import SentinelResult, run_sentinel
 
 __all__ = [
     "LiveResult",
     "NightOptions",
+    "Outage",
     "SentinelResult",
     "plan_suite",
     "run_live",

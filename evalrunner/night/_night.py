@@ -15,11 +15,12 @@ no verdicts are computed from it, and its history entry says so.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from pydantic import Field
 
@@ -30,11 +31,12 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
-from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, outage_of
+from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, model_outages, outage_of
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
 from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
+from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
@@ -42,27 +44,72 @@ if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._reference import CellReference
 
-__all__ = ["DEFAULT_OUTAGE_SHARE", "LiveResult", "NightOptions", "Outage", "outage_of", "run_live"]
+__all__ = [
+    "DEFAULT_OUTAGE_SHARE",
+    "OUTAGE_EXIT",
+    "LiveResult",
+    "NightOptions",
+    "Outage",
+    "model_outages",
+    "outage_of",
+    "run_live",
+]
 
 DEFAULT_BASELINES = Path("baselines")
+T = TypeVar("T")
+
+
+OUTAGE_EXIT = 3
+"""What ``evalrunner run`` exits with when an endpoint failed (see :meth:`LiveResult.exit_code`)."""
 
 
 @dataclass
 class LiveResult:
+    """What one night did: its runs, the comparison with the baselines, the history entry.
+
+    For a gate in your own code, :meth:`exit_code` is what ``evalrunner run`` would exit
+    with (0 fine, 1 failed, 3 an endpoint failed); :attr:`regressed` alone misses crashed
+    runs, outages and failed steps after the runs.
+    """
+
     report: RunReport
+    """The night's runs (``report.records``) and where they are (``report.out``)."""
     comparison: Comparison | None = None
+    """Each scenario x model against its baseline; None: not compared (no baselines
+    directory, or an outage)."""
     history_path: str | None = None
+    """The history entry written for the night, if one was."""
     outage: Outage | None = None
+    """Set when every model's endpoint failed (too many infra_error runs): nothing compared."""
     problems: list[str] = field(default_factory=list)
     """Steps after the runs that failed (comparison, history), one line each."""
     history_note: str | None = None
     """Why nothing was appended to the history, when nothing was."""
     explanations: dict[CellKey, Explanation] = field(default_factory=dict)
     """Why each cell that fails the night changed (``NightOptions.explain``)."""
+    model_outages: dict[str, Outage] = field(default_factory=dict)
+    """Models whose endpoint failed tonight while others answered: their scenarios were not
+    compared; the other models' were."""
 
     @property
     def regressed(self) -> bool:
+        """A gating metric of some scenario x model regressed against its baseline."""
         return bool(self.comparison and self.comparison.regressions)
+
+    def exit_code(self, *, gate: bool = True, fail_on_failure: bool = False) -> int:
+        """What ``evalrunner run`` exits with for this night: 3 when every endpoint failed;
+        1 for a crashed run, a regression (with ``gate``), a failed step after the runs, or
+        (with ``fail_on_failure``) a run that failed its checks; 3 when one model's endpoint
+        failed and nothing else did; else 0."""
+        if self.outage is not None:
+            return OUTAGE_EXIT
+        # All records of the night, so a resumed run still fails on earlier crashes.
+        outcomes = {r.outcome for r in self.report.records}
+        if "crashed" in outcomes or (gate and self.regressed) or self.problems:
+            return 1
+        if self.model_outages:
+            return OUTAGE_EXIT
+        return 1 if fail_on_failure and "failed" in outcomes else 0
 
 
 def _fitting(
@@ -190,7 +237,7 @@ class NightOptions(RunOptions):
 
 
 def run_live(
-    suite: Suite,
+    suite: Suite | str | Path,
     options: NightOptions,
     *,
     progress_stream: TextIO | None = None,
@@ -198,12 +245,18 @@ def run_live(
 ) -> LiveResult:
     """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
-    ``options.resume`` continues the plan recorded in ``options.out``'s manifest
-    (options given again must agree with it). ``notify`` hears one-line notices
-    (where the results go, the embedded model starting, a concurrency cap);
-    default stderr. ``options.executor``: where the runs execute, 'local' (this
-    process) or 'ray' (see :mod:`evalrunner.live._ray`).
+    ``suite``: a loaded suite, or a suite file's path. ``options.resume`` continues
+    the plan recorded in ``options.out``'s manifest (options given again must agree
+    with it). ``progress_stream`` gets a line per finished run (default stderr;
+    ``io.StringIO()`` keeps them quiet). ``notify`` hears one-line notices (where the
+    results go, the embedded model starting, a concurrency cap); default stderr.
+    ``options.executor``: where the runs execute, 'local' (this process) or 'ray'
+    (see :mod:`evalrunner.live._ray`). Callable from a thread or from inside a
+    running event loop (a notebook): it blocks until the night is done.
+    :meth:`LiveResult.exit_code` is what ``evalrunner run`` would exit with.
     """
+    if not isinstance(suite, Suite):  # a suite file's path
+        suite = load_suite(suite)
     say = notify or _to_stderr
     history, baselines_dir = options.history, options.baselines_dir
     if history is not None:
@@ -245,7 +298,7 @@ def run_live(
             ) as jobs,
             EndpointPool(notify=say, serve_local=jobs.serve_local) as pool,
         ):
-            report = asyncio.run(
+            report = _run_to_end(
                 run_night(
                     night,
                     pool=pool,
@@ -257,9 +310,23 @@ def run_live(
                 )
             )
             result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
+            if result.outage is None:
+                result.model_outages = model_outages(report.records, options.outage_share)
             # Inside the pool: the sentinel reaches the models the runs did.
             _after_the_runs(night, result, baselines_dir, history, before, options.explain, pool)
     return result
+
+
+def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
+    """Run the night's event loop to its end, also when this thread already runs one (a
+    notebook's cell, an async service): asyncio.run refuses to start a loop there, so the
+    night's loop runs in a thread of its own while this one waits, as for any blocking call."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(night)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evalrunner-night") as pool:
+        return pool.submit(asyncio.run, night).result()
 
 
 @dataclass
@@ -283,10 +350,12 @@ def _after_the_runs(
     """Compare and append to the history; a failure here is reported, never raised."""
     records = result.report.records
     if result.outage is None and baselines_dir is not None:
+        # A model whose endpoint failed measured the endpoint: its runs are not compared.
+        measured = [r for r in records if r.model not in result.model_outages]
         try:
             result.comparison = compare_with_baselines(
                 night.suite,
-                records,
+                measured,
                 baselines_dir,
                 fingerprints=night.manifest.scenarios,
                 evidence=before.evidence,

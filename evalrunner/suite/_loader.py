@@ -391,6 +391,9 @@ def _read(file: Path, shown: str) -> str:
         except ConfigError:
             nearby = []
         hint = f"; suites there: {', '.join(nearby)}" if nearby else ""
+        if not file.suffix and file.parent == Path():
+            # A name, not a path: the CLI's --suite NAME is load_suite_by_name in Python.
+            hint += f"; a suite by its name: evalrunner.suite.load_suite_by_name({file.name!r})"
         raise ConfigError(f"{shown}: no such file{hint}") from None
     except IsADirectoryError:
         raise ConfigError(f"{shown}: is a directory, not a suite file") from None

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from evalrunner._heap import collector_paused
+from evalrunner._litellm import prepare as prepare_litellm
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
 from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
@@ -356,6 +357,7 @@ def _import_agent(spec: str, where: str, called_with: tuple[str, ...]) -> Callab
     """Import 'package.module:attr.path', a callable taking ``called_with`` positionally;
     every failure is a one-line ConfigError."""
     module_name, _, attr_path = spec.partition(":")
+    prepare_litellm()  # before an agent module that imports litellm does: no cost-map fetch
     try:
         with collector_paused():  # an agent's module may import litellm or a framework
             module = importlib.import_module(module_name)

@@ -561,9 +561,9 @@ def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
         ),
         half: (
             f"error: {half}: steady [openai/fake]: all 2 runs ended in infra_error, so nothing "
-            "measured the agent there; a baseline accepts nights that measured the agent: leave "
-            "it out, or run that scenario again (evalrunner run --scenario ...) and accept that "
-            "night"
+            "measured the agent there; a baseline accepts nights that measured the agent: "
+            f"accept the other scenarios' runs with evalrunner baseline --suite {SUITE} --from "
+            f"{half} --scenario capital, or leave the night out"
         ),
     }
     baseline_cmd(lab, where, "--from", str(lab.root / "night1"))
@@ -574,3 +574,31 @@ def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
             assert result.exit_code == 2, result.output
             assert one_error(result) == line
             assert {p: p.read_bytes() for p in where.rglob("*.json")} == before
+    # The command the message gives accepts the scenario the endpoint answered for.
+    result = baseline_cmd(lab, where, "--from", str(half), "--scenario", "capital", "--append")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == ["wrote", str(file_of(where, "capital"))]
+    assert (
+        where.joinpath(SUITE, "steady--openai_fake.json").read_bytes()
+        == before[file_of(where, "steady")]
+    )
+
+
+def test_a_model_or_scenario_the_nights_did_not_run_is_one_line(lab: Lab, where: Path) -> None:
+    # --model and --scenario with --from choose the cells to accept (before: refused as
+    # "shape a live run", and a multi-model night could only be accepted whole).
+    night = lab.root / "night1"
+    for flag, value, held in (
+        ("--model", "openai/nope", "openai/fake"),
+        ("--scenario", "capitl", "capital, steady"),
+    ):
+        result = baseline_cmd(lab, where, "--from", str(night), flag, value)
+        assert result.exit_code == 2, result.output
+        what = flag.removeprefix("--")
+        assert one_error(result) == (
+            f"error: {night}: holds no runs of {what} {value!r}; it has {held}"
+        )
+        assert not where.exists()
+    result = baseline_cmd(lab, where, "--from", str(night), "--scenario", "steady")
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in where.rglob("*.json")] == ["steady--openai_fake.json"]

@@ -31,7 +31,7 @@ CASES = [
     (["run", "--suite", "dir", "--suites-dir", "{tmp}/suites"], "is a directory, not a suite"),
     (["run", "--suite", "link", "--suites-dir", "{tmp}/suites"], "which does not exist"),
     (["run", "--suite", "huge", "--ray-address", "auto"], "--ray-address is for --executor ray"),
-    (["baseline", "--suite", "huge", "--from", "{tmp}", "--runs", "5"], "shape a live run"),
+    (["baseline", "--suite", "huge", "--from", "{tmp}", "--runs", "5"], "shapes a live run"),
     (["plan", "--suite", "nosuch", "--suites-dir", "{tmp}/suites"], "no suite named 'nosuch'"),
     (
         ["plan", "--suite", "huge", "--suites-dir", "{tmp}/suites", "--history", "{tmp}/histroy"],

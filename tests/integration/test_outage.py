@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from baseline_agents import evalrunner
+from baseline_agents import evalrunner, verdict_table
 from click.testing import Result
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from night_cli import cli, summary_table
@@ -105,3 +105,112 @@ def test_the_outage_share_is_configurable(lab: Lab) -> None:
     assert result.exit_code == 3, result.output
     assert "(33%, more than 25%)" in result.stderr
     assert lab.run("lenient", RUNS, "--outage-share", "1").exit_code == 0
+
+
+@dataclass
+class ByModel:
+    """Answers per model: 'Paris.', 'London.' (a regression), or 503 (its endpoint is down)."""
+
+    modes: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, body: dict[str, Any], n: int) -> Reply | Fault:
+        mode = self.modes.get(str(body.get("model", "")), "good")
+        if mode == "down":
+            return Fault("503")
+        return Reply("London." if mode == "wrong" else "Paris.")
+
+
+@dataclass
+class ThreeModels:
+    """A suite of one scenario on models a, b and c, with a baseline of one good night each."""
+
+    root: Path
+    ep: FakeEndpoint
+    world: ByModel
+
+    def night(self, out: str, **modes: str) -> Result:
+        self.world.modes = dict(modes)  # the endpoint sees "a", litellm having taken "openai/"
+        return cli(self.ep, self.root, "--suite", "three", "--out", out, "--no-history")
+
+    def baseline(self, *args: str) -> Result:
+        return evalrunner(
+            self.ep, "baseline", "--suite", "three", "--suites-dir", str(self.root), *args
+        )
+
+
+@pytest.fixture
+def three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreeModels]:
+    monkeypatch.chdir(tmp_path)
+    scenario = {
+        "id": "s",
+        "agent": "runner_agents:timed_agent",
+        "input": "Capital of France?",
+        "checks": {"answer_contains": ["Paris"]},
+        "tolerance": {"min_baseline_nights": 1},
+    }
+    models = ["openai/a", "openai/b", "openai/c"]
+    write_suite(tmp_path, "three", [scenario], runs=RUNS, models=models, retry={"max_attempts": 1})
+    with FakeEndpoint(responder=(world := ByModel())) as ep:
+        lab = ThreeModels(tmp_path, ep, world)
+        assert lab.night("good").exit_code == 0
+        made = lab.baseline("--from", "good")
+        assert made.exit_code == 0, made.output
+        yield lab
+
+
+def outage_lines(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("outage:")]
+
+
+def test_other_models_outages_do_not_hide_one_model_s_regression(three: ThreeModels) -> None:
+    # Before: 2 of 3 models down made 12 of 18 runs infra_error, so the whole night was an
+    # outage (exit 3) and a's regression, every run wrong, was never compared.
+    result = three.night("mixed", a="wrong", b="down", c="down")
+    assert result.exit_code == 1, result.output
+    flagged = [r for r in verdict_table(result.stdout) if r["verdict"] == "REGRESSION"]
+    assert {(r["scenario"], r["model"]) for r in flagged} == {("s", "openai/a")}
+    # The closing line names the model too (before: "flagged: s success_rate", any model).
+    night_line = next(line for line in result.stderr.splitlines() if line.startswith("night:"))
+    assert "; flagged: s [openai/a] success_rate" in night_line
+    assert outage_lines(result) == [
+        f"outage: openai/{m}: {RUNS} of {RUNS} runs ended in infra_error (100%, more than 50%): "
+        "the endpoint failed, not the agent; no pass^k or verdicts were computed from its runs"
+        for m in "bc"
+    ]
+
+
+def test_one_model_s_outage_is_said_exits_3_and_the_others_are_compared(
+    three: ThreeModels,
+) -> None:
+    # Before: a third of the runs was no outage; the down model's rows read "inconclusive,
+    # more baseline nights to settle", and the night exited 0.
+    result = three.night("one-down", c="down")
+    assert result.exit_code == 3, result.output
+    assert {r["model"] for r in verdict_table(result.stdout)} == {"openai/a", "openai/b"}
+    night_line = next(line for line in result.stderr.splitlines() if line.startswith("night:"))
+    assert "; the endpoint of openai/c failed, so its scenarios were not compared" in night_line
+    assert [line[:48] for line in outage_lines(result)] == [
+        f"outage: openai/c: {RUNS} of {RUNS} runs ended in infra_error"[:48]
+    ]
+    # As a baseline night it is refused, with the command that accepts the other models.
+    before = {p: p.read_bytes() for p in (three.root / "baselines").rglob("*.json")}
+    refused = three.baseline("--from", "one-down", "--append")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip() == (
+        f"error: one-down: the endpoint of openai/c failed ({RUNS} of {RUNS} runs ended in "
+        "infra_error): a baseline accepts nights that measured the agent; accept the other "
+        "models' runs with evalrunner baseline --suite three --from one-down --model openai/a "
+        "--model openai/b"
+    )
+    assert {p: p.read_bytes() for p in (three.root / "baselines").rglob("*.json")} == before
+    accepted = three.baseline(
+        "--from", "one-down", "--append", "--model", "openai/a", "--model", "openai/b"
+    )
+    assert accepted.exit_code == 0, accepted.output
+    written = [line.removeprefix("wrote ") for line in accepted.stdout.splitlines()]
+    assert sorted(Path(w).name for w in written) == ["s--openai_a.json", "s--openai_b.json"]
+    after = {p: p.read_bytes() for p in (three.root / "baselines").rglob("*.json")}
+    assert (
+        after[three.root / "baselines/three/s--openai_c.json"]
+        == before[three.root / "baselines/three/s--openai_c.json"]
+    )

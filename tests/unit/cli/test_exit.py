@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalrunner.baseline._compare import Comparison
-from evalrunner.cli._exit import FAILED, OK, OUTAGE, compare_code, run_code
+from evalrunner.cli._exit import FAILED, OK, compare_code, run_code
 from evalrunner.live._runner import RunReport
+from evalrunner.night._night import OUTAGE_EXIT as OUTAGE
 from evalrunner.night._night import LiveResult, Outage
 from evalrunner.stats._metric_result import MetricResult, Verdict
 from evalrunner.suite._record import Outcome, RunRecord
@@ -29,7 +30,7 @@ def night(
     return LiveResult(
         report=RunReport(out=Path("results"), records=records),
         comparison=comparison,
-        outage=Outage(infra=3, total=4, share=0.5) if outage else None,
+        outage=Outage(infra=3, total=4, threshold=0.5) if outage else None,
         problems=list(problems),
     )
 
@@ -50,6 +51,17 @@ def gating(verdict: Verdict, *, is_gating: bool = True) -> MetricResult:
 def test_an_outage_exits_3_before_crashes_and_regressions() -> None:
     result = night("crashed", "infra_error", verdict="regression", outage=True)
     assert run_code(result, gate=True, fail_on_failure=True) == OUTAGE == 3
+
+
+def test_one_model_s_outage_exits_3_after_crashes_and_regressions_of_the_others() -> None:
+    down = {"m2": Outage(infra=4, total=4, threshold=0.5, model="m2")}
+    regressed = night("passed", verdict="regression")
+    regressed.model_outages = down
+    assert run_code(regressed, gate=True, fail_on_failure=False) == FAILED
+    assert run_code(regressed, gate=False, fail_on_failure=False) == OUTAGE
+    quiet = night("passed", verdict="ok")
+    quiet.model_outages = down
+    assert run_code(quiet, gate=True, fail_on_failure=True) == OUTAGE
 
 
 @pytest.mark.parametrize("gate", [True, False])

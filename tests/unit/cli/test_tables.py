@@ -184,3 +184,20 @@ def test_an_improvement_shows_the_q_of_the_good_direction() -> None:
     (row,) = verdict_rows([result("success_rate", "improvement", q=0.9, q_improvement=0.002)])
     assert row["verdict"] == "improvement"
     assert row["q"] == "0.002"
+
+
+def test_a_cell_no_run_measured_says_the_endpoint_failed_not_more_baseline_nights() -> None:
+    # Before: "more baseline nights to settle", and the night's line counted it among the
+    # rows that need more baseline nights (a review: one scenario's endpoint was down).
+    from evalrunner.cli._tables import undecided
+
+    down = result("success_rate", "inconclusive", night_n=0, night_infra=5, baseline_n=20)
+    other = result("success_rate", "inconclusive", baseline_n=20, night_n=5)
+    other = other.model_copy(update={"scenario": "t"})
+    (row, _) = verdict_rows([down, other])
+    assert row["hint"] == "no run measured tonight (5 infra_error): the endpoint failed"
+    assert undecided([down, other], "demo") == (
+        "; 1 scenario × model with no run measured tonight (every run infra_error: the "
+        "endpoint failed); 1 rows inconclusive, 1 of them need more baseline nights, not runs "
+        "(`evalrunner plan --suite demo` says what settles them)"
+    )

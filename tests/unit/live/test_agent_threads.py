@@ -72,3 +72,25 @@ def test_many_runs_at_once_each_run_once() -> None:
     futures = [threads.submit(run, i) for i in range(300)]
     assert [f.result(timeout=30) for f in futures] == list(range(300))
     assert sorted(seen) == list(range(300))
+
+
+def test_shutdown_ends_every_thread_once_its_run_is_done() -> None:
+    # Before: a night's threads lived on for IDLE_S (10 s) after it, so a process running
+    # nights back to back (a notebook) held 4, 8, 12, ... of them (a review counted).
+    threads = _AgentThreads()
+    release = threading.Event()
+
+    def stuck_agent() -> threading.Thread:
+        release.wait(30)
+        return threading.current_thread()
+
+    stuck = threads.submit(stuck_agent)
+    started = [threads.submit(threading.current_thread).result(timeout=10) for _ in range(3)]
+    threads.shutdown()
+    for thread in started:
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+    release.set()  # the stuck agent's thread ends once its run does
+    held = stuck.result(timeout=10)
+    held.join(timeout=5)
+    assert not held.is_alive()

@@ -27,6 +27,12 @@ def agent_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         "import gc\nCOLLECTOR_ON = gc.isenabled()\n\ndef answer(task, ctx):\n    return 'ok'\n",
         encoding="utf-8",
     )
+    # An agent's module that imports litellm: litellm reads this when it is imported.
+    (package / "litellm_user.py").write_text(
+        "import os\nCOST_MAP = os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP')\n\n"
+        "def answer(task, ctx):\n    return 'ok'\n",
+        encoding="utf-8",
+    )
     (package / "broken.py").write_text("raise RuntimeError('no API key\\nset')\n", encoding="utf-8")
     (package / "needs_dep.py").write_text(
         "import surely_missing_dependency_xyz\n", encoding="utf-8"
@@ -54,6 +60,18 @@ def test_an_agent_module_is_imported_with_the_collector_paused(
     load_with_agent(tmp_path, f"{agent_module}.heavy:answer").load_agent()
     assert importlib.import_module(f"{agent_module}.heavy").COLLECTOR_ON is False
     assert gc.isenabled()  # and on again after it
+
+
+def test_an_agent_module_that_imports_litellm_finds_its_cost_map_kept_local(
+    tmp_path: Path, agent_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: from Python (run_live, not the CLI) an agent module that imported litellm at
+    # its top made litellm fetch its cost map over the network (a review saw the retries).
+    import importlib
+
+    monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
+    load_with_agent(tmp_path, f"{agent_module}.litellm_user:answer").load_agent()
+    assert importlib.import_module(f"{agent_module}.litellm_user").COST_MAP == "True"
 
 
 def test_load_agent(tmp_path: Path, agent_module: str) -> None:
