@@ -147,10 +147,12 @@ class Baseline(BaseModel):
 
 
 def baseline_path(root: Path, suite: str, scenario: str, model: str) -> Path:
+    """Where a scenario x model's baseline lives: ``<root>/<suite>/<scenario>--<model>.json``."""
     return Path(root) / suite / f"{scenario}--{model_slug(model)}.json"
 
 
 def load_baseline(path: Path) -> Baseline:
+    """Read one baseline file; a missing or malformed one is a one-line FileFormatError."""
     return load_model(
         path,
         Baseline,
@@ -181,6 +183,7 @@ def load_baselines(root: Path, suite: str, cells: Iterable[CellKey]) -> dict[Cel
 
 
 def save_baseline(path: Path, baseline: Baseline) -> None:
+    """Write one baseline file atomically (canonical JSON: a reviewable diff)."""
     write_json(path, baseline.model_dump(mode="json", exclude_none=True))
 
 

@@ -42,7 +42,7 @@ def report(
     from evalrunner.history import load_history  # jinja2, fsspec: only when used
     from evalrunner.history._store import exists
     from evalrunner.report import write_report  # jinja2, fsspec: only when used
-    from evalrunner.report._select import check_window, missing
+    from evalrunner.report._select import check_window
 
     check_window(since, until)
     if not exists(history):
@@ -51,9 +51,6 @@ def report(
             f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
         )
     loaded = load_history(history)
-    problem = missing(loaded, suites, models, since, until)
-    if problem is not None:
-        raise ConfigError(f"history location {history!r}: {problem}")
     # A year of history is ~500,000 objects that live while the report is rendered: frozen,
     # the cyclic collector stops rescanning them (half the rendering's time). Arrow's
     # buffers come from malloc, not its default pool, which keeps freed pages for reuse

@@ -455,6 +455,8 @@ class History:
         )
         self.skipped: list[str] = []
         """History files that could not be read and were left out, one line each."""
+        self.location: str | None = None
+        """Where :func:`load_history` read it from (for messages)."""
         if sources is None:
             self.__dict__["entries"] = list(entries)
 
@@ -593,5 +595,5 @@ def load_history(
     for w in caught:  # said again to whoever listens (the CLI prints them)
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     history = History(sources=sources)
-    history.skipped = skipped
+    history.skipped, history.location = skipped, root
     return history

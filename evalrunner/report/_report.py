@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalrunner._jsonio import write_text_atomic
+from evalrunner.errors import ConfigError
 from evalrunner.history._store import History
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown
+from evalrunner.report._select import check_window, missing
 
 
 def write_report(
@@ -26,7 +28,17 @@ def write_report(
     until: str | None = None,
     title: str = "evalrunner report",
 ) -> dict[str, Path]:
-    """Write ``report.html``, ``summary.md`` and ``junit.xml`` atomically; return their paths."""
+    """Write ``report.html``, ``summary.md`` and ``junit.xml`` atomically; return their paths.
+
+    A history with no entries, a suite or model it has no runs of, or a window it has
+    no nights in is a :class:`~evalrunner.errors.ConfigError`, not an empty report
+    (which would read as "no runs"), and nothing is written.
+    """
+    check_window(since, until)
+    problem = missing(history, suites or (), models or (), since, until)
+    if problem is not None:
+        where = f"history location {history.location!r}" if history.location else "history"
+        raise ConfigError(f"{where}: {problem}")
     out = Path(out_dir)
     texts = {
         "html": (

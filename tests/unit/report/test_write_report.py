@@ -24,3 +24,19 @@ def test_write_report_writes_three_files(tmp_path: Path, history: History) -> No
         "report.html",
         "summary.md",
     ]
+
+
+def test_nothing_to_report_is_an_error_and_writes_nothing(tmp_path: Path, history: History) -> None:
+    # Before: from Python (the CLI refused already) a mistyped history location or model
+    # wrote a "No runs yet." report (a review).
+    import pytest
+
+    from evalrunner.errors import ConfigError
+    from evalrunner.history import load_history
+
+    typo = str(tmp_path / "histroy")
+    with pytest.raises(ConfigError, match=f"history location '{typo}': holds no history files"):
+        write_report(load_history(typo), tmp_path / "out")
+    with pytest.raises(ConfigError, match="history: no history of model 'openai/zzz'"):
+        write_report(history, tmp_path / "out", models=["openai/zzz"])
+    assert not (tmp_path / "out").exists()
