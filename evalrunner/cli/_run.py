@@ -76,8 +76,13 @@ def night_line(result: LiveResult, suite: str) -> str:
     if result.outage is not None:
         return f"{head}; an outage, so nothing was compared. Next: check the model endpoint."
     if result.model_outages:
-        out = ", ".join(result.model_outages)
-        head += f"; the endpoint of {out} failed, so its scenarios were not compared"
+        out = list(result.model_outages)
+        head += (
+            f"; the endpoint of {out[0]} failed, so its scenarios were not compared"
+            if len(out) == 1
+            else f"; the endpoints of {', '.join(out[:-1])} and {out[-1]} failed, so their "
+            "scenarios were not compared"
+        )
     comparison = result.comparison
     if comparison is None:
         return f"{head}."

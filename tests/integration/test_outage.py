@@ -172,6 +172,9 @@ def test_other_models_outages_do_not_hide_one_model_s_regression(three: ThreeMod
     # The closing line names the model too (before: "flagged: s success_rate", any model).
     night_line = next(line for line in result.stderr.splitlines() if line.startswith("night:"))
     assert "; flagged: s [openai/a] success_rate" in night_line
+    assert (
+        "the endpoints of openai/b and openai/c failed, so their scenarios were not" in night_line
+    )
     assert outage_lines(result) == [
         f"outage: openai/{m}: {RUNS} of {RUNS} runs ended in infra_error (100%, more than 50%): "
         "the endpoint failed, not the agent; no pass^k or verdicts were computed from its runs"
