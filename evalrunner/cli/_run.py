@@ -65,6 +65,48 @@ def judge_lines(records: Sequence[RunRecord]) -> list[str]:
     ]
 
 
+_KEPT_ON_RESUME = (
+    "suites_dir",
+    "baselines_dir",
+    "no_compare",
+    "history",
+    "no_history",
+    "executor",
+    "ray_address",
+    "ray_workers",
+    "concurrency",
+    "outage_share",
+    "explain",
+    "gate",
+    "fail_on_failure",
+)
+"""Options of ``run`` that say where the night's files go and what follows the runs: a
+resume given without them would, say, append to the history a night run with
+--no-history. The plan's own options (runs, models, ...) are in the manifest."""
+
+
+def _resume_command(suite_name: str, out: Path) -> str:
+    """The command that finishes this night as it was started."""
+    import shlex
+
+    ctx = click.get_current_context()
+    words = ["evalrunner", "run", "--suite", suite_name, "--out", str(out), "--resume"]
+    for param in ctx.command.params:
+        if param.name not in _KEPT_ON_RESUME:
+            continue
+        if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[param.name]
+        if isinstance(param, click.Option) and param.is_flag:
+            if param.secondary_opts:  # --x/--no-x
+                words.append(param.opts[0] if value else param.secondary_opts[0])
+            elif value:
+                words.append(param.opts[0])
+        else:
+            words += [param.opts[0], str(value)]
+    return shlex.join(words)
+
+
 def night_line(result: LiveResult, suite: str) -> str:
     """What the night found, in one line, and the command to run next."""
     from collections import Counter
@@ -284,9 +326,7 @@ def run(
     if resume and out is None:
         raise click.UsageError("--resume needs --out DIR (the directory to finish)")
     out = out or default_out(suite.name)
-    with _exit.on_interrupt(
-        f"Resume with:\n  evalrunner run --suite {suite.name} --out {out} --resume", out
-    ):
+    with _exit.on_interrupt(f"Resume with:\n  {_resume_command(suite_name, out)}", out):
         options = NightOptions(
             out=out,
             runs=runs,

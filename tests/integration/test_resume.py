@@ -236,6 +236,38 @@ def test_sigterm_stops_the_night_like_ctrl_c(tmp_path: Path) -> None:
     assert {r.run_id for r in results.records()} == planned()
 
 
+def test_the_resume_command_keeps_where_the_night_s_files_go(tmp_path: Path) -> None:
+    # Before: "evalrunner run --suite resumable --out OUT --resume" for a night started with
+    # --no-history, and running it appended the night to the history (a review).
+    import shlex
+    import subprocess
+
+    from night_process import EVALRUNNER, fake_env
+
+    with FakeEndpoint(responder=respond, latency=0.2) as ep:
+        proc, out = interrupt_later(ep, tmp_path, "--no-history", "--baselines", "mine")
+        _, stderr = stop(proc, signal.SIGTERM)
+        assert proc.returncode == 143, stderr[-3000:]
+        lines = stderr.splitlines()
+        command = lines[
+            lines.index("terminated (SIGTERM); finished runs are saved. Resume with:") + 1
+        ]
+        assert command.strip() == shlex.join(
+            [
+                "evalrunner",
+                *("run", "--suite", "resumable", "--out", str(out), "--resume"),
+                *("--baselines", "mine", "--no-history", "--suites-dir", str(tmp_path)),
+            ]
+        )
+        argv = [EVALRUNNER, *shlex.split(command)[1:]]
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=fake_env(ep.api_base), capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert not (tmp_path / "reports").exists()  # no history written
+    assert {r.run_id for r in ResultsDir(out).records()} == planned()
+
+
 def test_a_damaged_run_file_names_the_fix_and_the_fix_finishes_the_night(tmp_path: Path) -> None:
     # Before: one line naming the file and the JSON error, and no way on.
     suite_file(tmp_path)
