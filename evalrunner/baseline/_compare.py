@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalrunner.baseline._file import Baseline, baseline_path, load_baseline
+from evalrunner.baseline._file import Baseline, baseline_models, baseline_path, load_baseline
 from evalrunner.endpoints._endpoints import LOCAL
 from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
 from evalrunner.suite._settings import Suite
@@ -70,6 +70,8 @@ class Comparison:
     """Each compared cell's evidence after tonight: the history stores it for tomorrow."""
     unfit: int = 0
     """Cells whose baseline exists but is for another model or configuration (not compared)."""
+    other_models: list[str] = field(default_factory=list)
+    """When no cell had a baseline: the models the suite's baselines are for."""
 
     @property
     def regressions(self) -> list[MetricResult]:
@@ -187,6 +189,11 @@ def compare_with_baselines(
     comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = notes
     comparison.baselines, comparison.unfit = baselines, unfit
+    if not baselines:  # "no baselines yet" would be wrong when other models have them
+        tonight = {r.model for r in records}
+        comparison.other_models = [
+            m for m in baseline_models(root, suite.name) if m not in tonight
+        ]
     return comparison
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
-from evalrunner.errors import FileFormatError
+from evalrunner.errors import EvalrunnerError, FileFormatError
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord, model_slug
 
@@ -180,6 +180,18 @@ def load_baselines(root: Path, suite: str, cells: Iterable[CellKey]) -> dict[Cel
                     'scenario, set the file\'s "suite" and "scenario" fields to the new names)'
                 )
     return found
+
+
+def baseline_models(root: Path, suite: str) -> list[str]:
+    """The models the suite's baselines under ``root`` are for (a damaged file is left
+    out: it is refused, naming itself, when it is used)."""
+    found = set()
+    for path in sorted((Path(root) / suite).glob("*.json")):
+        try:
+            found.add(load_baseline(path).model)
+        except EvalrunnerError:
+            continue
+    return sorted(found)
 
 
 def save_baseline(path: Path, baseline: Baseline) -> None:

@@ -65,6 +65,15 @@ def _no_baseline(
             f"would run; its baselines are for {', '.join(others)}: evalrunner plan --suite "
             f"{suite} {given}"
         )
+    others = [m for m in others if m not in models]
+    if others:
+        asked = " ".join(f"--model {m}" for m in models)
+        return ConfigError(
+            f"suite {suite!r} has no baseline under {baselines_dir} for {', '.join(models)}; "
+            f"its baselines are for {', '.join(others)} (evalrunner plan --suite {suite} "
+            + " ".join(f"--model {m}" for m in others)
+            + f"), or accept nights first: evalrunner baseline --suite {suite} {asked}"
+        )
     return ConfigError(
         f"suite {suite!r} has no usable baseline under {baselines_dir}; accept nights first: "
         f"evalrunner baseline --suite {suite}"

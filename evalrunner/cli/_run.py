@@ -134,6 +134,12 @@ def night_line(result: LiveResult, suite: str) -> str:
             "or configuration (the notes above name them). Next, to make this night the "
             f"baseline: evalrunner baseline --suite {suite} --from {report.out}"
         )
+    if not comparison.results and comparison.other_models:
+        return (
+            f"{head}; no baseline for tonight's models yet (the suite's baselines are for "
+            f"{', '.join(comparison.other_models)}), so nothing was compared. Next, to make "
+            f"this night theirs: evalrunner baseline --suite {suite} --from {report.out}"
+        )
     if not comparison.results:
         return (
             f"{head}; no baselines yet, so nothing was compared. Next, to make this night the "

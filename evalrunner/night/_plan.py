@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalrunner.baseline._file import baseline_path, load_baseline
+from evalrunner.baseline._file import baseline_models, baseline_path, load_baseline
 from evalrunner.live._schedule import choose
 from evalrunner.suite._settings import Suite
 
@@ -77,21 +77,9 @@ def plan_suite(
                 )
             )
     if not cells:
-        return SuitePlan(None, notes, other_models=_baseline_models(root / suite.name))
+        return SuitePlan(None, notes, other_models=baseline_models(root, suite.name))
     evidence = evidence or {}
     since = sum((s := evidence.get(c.key)) is not None and s.anchor == c.anchor for c in cells)
     return SuitePlan(plan(cells, per_scenario, budget=budget, evidence=evidence), notes, since)
 
 
-def _baseline_models(directory: Path) -> list[str]:
-    """The models of the baselines in ``directory`` (a damaged file is left out: it is
-    refused, naming itself, when it is used)."""
-    from evalrunner.errors import EvalrunnerError
-
-    found = set()
-    for path in sorted(directory.glob("*.json")):
-        try:
-            found.add(load_baseline(path).model)
-        except EvalrunnerError:
-            continue
-    return sorted(found)

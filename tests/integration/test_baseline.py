@@ -602,3 +602,25 @@ def test_a_model_or_scenario_the_nights_did_not_run_is_one_line(lab: Lab, where:
     result = baseline_cmd(lab, where, "--from", str(night), "--scenario", "steady")
     assert result.exit_code == 0, result.output
     assert [p.name for p in where.rglob("*.json")] == ["steady--openai_fake.json"]
+
+
+def test_a_night_of_a_model_without_baselines_names_the_models_that_have_them(
+    lab: Lab, where: Path
+) -> None:
+    # Before: "no baselines yet", though the suite had baselines for another model.
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    result = evalrunner(
+        lab.ep,
+        *("run", "--suite", SUITE, "--suites-dir", str(lab.suites), "--runs", "2"),
+        *("--model", "openai/other", "--baselines", str(where), "--no-history"),
+        *("--out", str(lab.root / "other")),
+    )
+    assert result.exit_code == 0, result.output
+    last = result.stderr.strip().splitlines()[-1]
+    counts, _, rest = last.partition("); ")  # "night: 4 runs (3 passed, 1 failed"
+    assert counts.startswith("night: 4 runs (")
+    assert rest == (
+        "no baseline for tonight's models yet (the suite's baselines are for openai/fake), so "
+        "nothing was compared. Next, to make this night theirs: evalrunner baseline --suite "
+        f"{SUITE} --from {lab.root / 'other'}"
+    )

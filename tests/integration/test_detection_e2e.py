@@ -171,9 +171,12 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     assert given.exit_code == 0 and given.stdout == result.stdout
     other = lab.cli("plan", "--baselines", str(lab.root / "mature"), "--model", "openai/other")
     assert other.exit_code == 2
+    # Before: "no usable baseline ...", naming neither the model that has one nor its plan.
     assert other.stderr.splitlines()[-1] == (
-        f"error: suite {SUITE!r} has no usable baseline under {lab.root / 'mature'}; accept "
-        f"nights first: evalrunner baseline --suite {SUITE} --model openai/other"
+        f"error: suite {SUITE!r} has no baseline under {lab.root / 'mature'} for openai/other; "
+        f"its baselines are for openai/fake (evalrunner plan --suite {SUITE} --model "
+        f"openai/fake), or accept nights first: evalrunner baseline --suite {SUITE} --model "
+        "openai/other"
     )
 
 
