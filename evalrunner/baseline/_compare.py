@@ -191,9 +191,7 @@ def compare_with_baselines(
     comparison.baselines, comparison.unfit = baselines, unfit
     if not baselines:  # "no baselines yet" would be wrong when other models have them
         tonight = {r.model for r in records}
-        comparison.other_models = [
-            m for m in baseline_models(root, suite.name) if m not in tonight
-        ]
+        comparison.other_models = [m for m in baseline_models(root, suite.name) if m not in tonight]
     return comparison
 
 

@@ -20,9 +20,11 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
+import sys
 import threading
 import time
 import traceback
+import types
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -242,8 +244,13 @@ class CaptureResult:
 
 
 def _result(
-    scope: CaptureScope, output: Any, error: BaseException | None, timed_out: bool = False
+    scope: CaptureScope,
+    output: Any,
+    error: BaseException | None,
+    timed_out: bool = False,
+    where: str | None = None,
 ) -> CaptureResult:
+    """``where``: a timed-out sync agent's stack, its traceback (the TimeoutError's is ours)."""
     assert scope.trajectory is not None
     infra = scope.transport.infra
     if scope.parent is None:
@@ -253,6 +260,8 @@ def _result(
     # Raises when the harness failed (replay errors), even if the agent caught it.
     notes = scope.transport.finish(error)
     tb = "".join(traceback.format_exception(error)) if error is not None else None
+    if timed_out and where is not None:
+        tb = where
     return CaptureResult(
         scope.trajectory, output, error, tb, notes, infra, timed_out, scope.first_request
     )
@@ -330,6 +339,12 @@ async def arun_captured(
     output: Any = None
     error: BaseException | None = None
 
+    thread: list[int] = []  # the sync agent's thread, to say where it was at a timeout
+
+    def in_thread() -> Any:
+        thread.append(threading.get_ident())
+        return fn(*args, **kwargs)
+
     async def call() -> Any:
         if inspect.iscoroutinefunction(fn):
             return await fn(*args, **kwargs)
@@ -337,7 +352,7 @@ async def arun_captured(
         # (as asyncio.to_thread does; run_in_executor alone would not).
         context = contextvars.copy_context()
         result = await asyncio.get_running_loop().run_in_executor(
-            executor, functools.partial(context.run, fn, *args, **kwargs)
+            executor, functools.partial(context.run, in_thread)
         )
         return await result if inspect.isawaitable(result) else result
 
@@ -356,4 +371,24 @@ async def arun_captured(
     except SystemExit as exc:
         error = AgentExited.of(exc)
     # RunEnded: a call found the deadline passed a moment before the timeout fired.
-    return _result(scope, output, error, limit.expired() or isinstance(error, RunEnded))
+    timed_out = limit.expired() or isinstance(error, RunEnded)
+    where = _stack_of(thread[0], in_thread.__code__, timeout) if timed_out and thread else None
+    return _result(scope, output, error, timed_out, where)
+
+
+def _stack_of(ident: int, below: types.CodeType, timeout: float | None) -> str | None:
+    """Where a sync agent's thread is now, from the frame under ``below`` (the executor's
+    frames are not the agent's), as a traceback reads."""
+    frame = sys._current_frames().get(ident)
+    if frame is None:  # it finished in the meantime
+        return None
+    frames = traceback.extract_stack(frame)
+    mine = [
+        i
+        for i, f in enumerate(frames)
+        if (f.name, f.filename) == (below.co_name, below.co_filename)
+    ]
+    after = f" after {timeout:g} s" if timeout is not None else ""
+    return f"the agent was still running, here, when the run timed out{after}:\n" + "".join(
+        traceback.format_list(frames[mine[0] + 1 if mine else 0 :])
+    )

@@ -81,5 +81,3 @@ def plan_suite(
     evidence = evidence or {}
     since = sum((s := evidence.get(c.key)) is not None and s.anchor == c.anchor for c in cells)
     return SuitePlan(plan(cells, per_scenario, budget=budget, evidence=evidence), notes, since)
-
-

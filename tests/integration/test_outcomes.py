@@ -239,12 +239,22 @@ def test_a_run_held_past_its_timeout_by_the_agent_s_own_code_is_crashed(
     # The model answered; then the agent's loop never ended. Its timeout is its own,
     # not the endpoint's: crashed, never infra_error (which a night counts as an outage).
     with FakeEndpoint(default=Reply("Paris.")) as ep:
-        record, _, _ = run_one(tmp_path, ep, agent, timeout_s=0.4)
+        record, _, report = run_one(tmp_path, ep, agent, timeout_s=0.4)
     assert (record.outcome, record.reason) == (
         "crashed",
         "timed out in the agent after 0.4 s (no model call was under way)",
     )
     assert record.llm_calls == 1
+    [(_, shown)] = report.crashes
+    if agent == "looping_agent":
+        # Where the sync agent was, not evalrunner's own TimeoutError (before: _scope.py's
+        # frames and "raise TimeoutError from exc_val", without the agent's, a review).
+        lines = shown.splitlines()
+        assert lines[0] == "the agent was still running, here, when the run timed out after 0.4 s:"
+        assert "in looping_agent" in lines[1] and "time.sleep(0.01)" in lines[-1]
+        assert "_scope.py" not in shown and "TimeoutError" not in shown
+    else:  # an async agent's cancellation passes through its own frames
+        assert "in alooping_agent" in shown
 
 
 @pytest.mark.parametrize(
