@@ -6,7 +6,8 @@ python -m pip install -q --upgrade pip
 if [ "$MODE" = night ]; then
   python -m pip install -q "$EVALRUNNER_SRC[local]"
 else
-  python -m pip install -q "$EVALRUNNER_SRC"
+  # The frozen check runs in pytest, which evalrunner does not depend on.
+  python -m pip install -q "$EVALRUNNER_SRC" pytest
 fi
 if [ -n "${INSTALL:-}" ]; then
   bash -c "$INSTALL"

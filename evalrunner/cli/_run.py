@@ -354,4 +354,8 @@ def run(
         )
         result = run_live(suite, options, notify=notice)
     print_run(result, suite.name)
-    _exit.exit_with(_exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure))
+    code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
+    if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
+        failed = sum(r.outcome == "failed" for r in result.report.records)
+        click.echo(f"exit 1: {failed} runs failed their checks (--fail-on-failure)", err=True)
+    _exit.exit_with(code)

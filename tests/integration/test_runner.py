@@ -337,6 +337,11 @@ def test_exit_0_with_failures_and_1_with_fail_on_failure(
         "--fail-on-failure",
     )
     assert result.exit_code == 1, result.output
+    # Said last (before: exit 1 with no line saying why).
+    assert result.stderr.splitlines()[-1] == (
+        "exit 1: 2 runs failed their checks (--fail-on-failure)"
+    )
+    assert "exit 1:" not in result.stdout
     # Infra errors and skips alone are not failures, even with --fail-on-failure.
     result = cli(
         endpoint,
