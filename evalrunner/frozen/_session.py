@@ -27,6 +27,7 @@ class SessionState:
     notes: list[str] = field(default_factory=list)  # passing checks' replay notes, by test
     golden_dirs: dict[Path, set[str]] = field(default_factory=dict)  # dir -> selected test names
     partial_dirs: set[Path] = field(default_factory=set)  # dirs whose module ran only in part
+    failed: set[tuple[Path, str]] = field(default_factory=set)  # (dir, test) of failed tests
     selected: int = 0
     ran: int = 0
     pool: EndpointPool | None = None  # started on the first --golden-record of a scenario
@@ -67,6 +68,9 @@ class SessionState:
             full = directory not in self.partial_dirs
             for path in sorted(directory.glob("*.json")):
                 if is_script(path) or path in self.used:
+                    continue
+                # A test that failed may not have reached its later goldens (name=...).
+                if (directory, path.stem.split("-", 1)[0]) in self.failed:
                     continue
                 if full or path.stem in selected or path.stem.split("-", 1)[0] in selected:
                     unused.append(path)

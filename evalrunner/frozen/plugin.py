@@ -116,6 +116,15 @@ def _golden_dirs(items: list[pytest.Item]) -> Iterator[tuple[Path, str]]:
             yield found
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.failed:
+        state = _session.state(item.config)
+        state.failed.update((d, name.split("-", 1)[0]) for d, name in _golden_dirs([item]))
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _session.state(config)
     if state.reports:

@@ -414,6 +414,13 @@ def test_a_second_call_of_the_fixture_on_the_same_golden_fails_and_named_calls_p
     assert golden["shape"]["final_answer"] == "echo: Say hi."  # the first call's, kept
     result = run(pytester, "test_misuse.py", "-k", "twice_named")
     result.assert_outcomes(passed=1, deselected=3)
+    # A test that fails at its first golden never reaches its second: that one is not
+    # "unused" (before: listed, with "delete them if their tests are gone").
+    (goldens / "test_twice_named.json").unlink()
+    result = run(pytester, "test_misuse.py", "-k", "twice_named")
+    result.assert_outcomes(failed=1, deselected=3)
+    assert (goldens / "test_twice_named-bye.json").exists()
+    assert "unused goldens" not in result.stdout.str()
 
 
 def test_an_agent_that_raises_is_never_recorded_and_fails_with_its_traceback(
