@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from evalrunner.cli import _options
-from evalrunner.endpoints._endpoints import check_suite_models
+from evalrunner.endpoints._endpoints import LOCAL, check_suite_models, requested_models
 from evalrunner.suite import find_suites, load_suite
 
 
@@ -29,6 +29,11 @@ def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
             sc.load_agent()
             sc.load_checks()
         check_suite_models(suite)
+        if any(LOCAL in requested_models(suite=list(sc.models)) for sc in suite.scenarios):
+            # A night would start the embedded model: say now if it is not installed.
+            from evalrunner.endpoints._local_model import check_embedded_model
+
+            check_embedded_model()
         rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
         data = f", {rows} dataset rows" if rows else ""
         count = len(suite.scenarios)

@@ -113,11 +113,17 @@ def _check_server_installed() -> None:
         )
 
 
+def check_embedded_model() -> None:
+    """A ConfigError with the install command unless the ``local`` extra (model file and
+    llama-cpp-python server) is installed."""
+    find_gguf()
+    _check_server_installed()
+
+
 def embedded_model_available() -> bool:
-    """Whether the ``local`` extra (model file and llama-cpp-python server) is installed."""
+    """Whether the ``local`` extra is installed (see :func:`check_embedded_model`)."""
     try:
-        find_gguf()
-        _check_server_installed()
+        check_embedded_model()
     except ConfigError:
         return False
     return True

