@@ -252,3 +252,19 @@ def test_validate_says_when_the_embedded_model_a_night_would_start_is_not_instal
     with_model = write_suite(tmp_path, "hosted", [scenario], models=["openai/gpt-4o-mini"])
     ok = CliRunner().invoke(main, ["validate", str(with_model)], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output  # a suite that names its models needs no local model
+
+
+def test_importing_evalrunner_keeps_litellm_s_cost_map_local(tmp_path: Path) -> None:
+    # Before: a script that imported evalrunner, then its agent (which imports litellm),
+    # made litellm fetch its cost map over the network, with retries (a review).
+    code = "import os, evalrunner\nprint(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))\n"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "True"
+    kept = {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "False"}  # the user's choice stays
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=kept, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
