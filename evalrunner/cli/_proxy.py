@@ -154,6 +154,12 @@ def proxy(
     """
     try:
         mode, directory = _mode(record_dir, replay_dir)
+        if mode == "replay" and (model or api_base):
+            click.echo(
+                "note: --replay answers from the recordings only; --model and "
+                "--api-base are not used",
+                err=True,
+            )
         # Without --token, a token of its own for this start (printed below as the
         # agents' API key); beyond loopback the user must choose one (ProxyServer says so).
         chosen = token is not None

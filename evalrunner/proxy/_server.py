@@ -426,7 +426,7 @@ class ProxyServer:
     def upstream_line(self) -> str:
         """The default upstream as the start line names it: the model and how it is reached."""
         upstream = self._upstream
-        if upstream is None:
+        if upstream is None or self.mode == "replay":  # replay never reaches an upstream
             return "none (replay: answers come from the recordings)"
         return upstream.described
 

@@ -171,3 +171,27 @@ def test_a_recording_damaged_while_serving_is_a_400_naming_it_not_a_500(tmp_path
     error = reply.json()["error"]
     assert error["type"] == "malformed_recording"
     assert error["message"].startswith(f"{damaged}: not valid JSON at line 1")
+
+
+def test_replay_says_it_reaches_no_upstream_even_given_one(tmp_path: Path) -> None:
+    # Before: "upstream openai/my-model (direct)" on the start line, though replay never
+    # sends anything upstream (a review).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    args = ["--replay", str(tmp_path), "--model", "openai/my-model", "--port", "0"]
+    args += ["--api-base", "http://127.0.0.1:9/v1"]
+    proc = subprocess.Popen(
+        [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        lines = _until_ready(proc)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert lines[0] == (
+        f"evalrunner proxy: replay ({tmp_path}), upstream none (replay: answers come from the "
+        "recordings)"
+    )
+    assert (
+        "note: --replay answers from the recordings only; --model and --api-base are not used"
+        in err
+    )
