@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -19,7 +20,8 @@ def list_cmd(suites_dir: Path) -> None:
     """List suites and their scenarios."""
     if not suites_dir.is_dir():
         source = click.get_current_context().get_parameter_source("suites_dir")
-        if source is not ParameterSource.DEFAULT:
+        # EVALRUNNER_SUITES is the default's source, but a directory the user named.
+        if source is not ParameterSource.DEFAULT or os.environ.get("EVALRUNNER_SUITES"):
             raise ConfigError(
                 f"suites directory {suites_dir} does not exist; pass --suites-dir (or set "
                 "EVALRUNNER_SUITES), or create it with evalrunner init"

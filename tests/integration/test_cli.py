@@ -98,6 +98,20 @@ def test_list_outside_a_project_shows_the_built_in_example_run_can_run(
     assert result.stderr.strip() == "note: no suites/ here; evalrunner init creates one"
 
 
+def test_list_of_an_evalrunner_suites_that_does_not_exist_is_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the built-in example, exit 0, and "note: no /nonexist/ here" (a review).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVALRUNNER_SUITES", str(tmp_path / "nonexist"))
+    result = invoke("list")
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        f"error: suites directory {tmp_path / 'nonexist'} does not exist; pass --suites-dir (or "
+        "set EVALRUNNER_SUITES), or create it with evalrunner init"
+    ]
+
+
 def test_list_of_a_broken_suite_is_one_line_exit_2(suites: Path) -> None:
     (suites / "gamma.yaml").write_text("format_version: 1\nname: gamma\nscenarios: nope\n")
     result = invoke("list", "--suites-dir", str(suites))
