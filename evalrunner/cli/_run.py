@@ -10,6 +10,7 @@ from click.core import ParameterSource
 
 from evalrunner import _clock as clock
 from evalrunner._redact import redact_text
+from evalrunner.baseline._compare import Comparison
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
@@ -117,34 +118,12 @@ def night_line(result: LiveResult, suite: str) -> str:
     head = f"night: {len(report.records)} runs ({runs or 'none'})"
     if result.outage is not None:
         return f"{head}; an outage, so nothing was compared. Next: check the model endpoint."
-    if result.model_outages:
-        out = list(result.model_outages)
-        head += (
-            f"; the endpoint of {out[0]} failed, so its scenarios were not compared"
-            if len(out) == 1
-            else f"; the endpoints of {', '.join(out[:-1])} and {out[-1]} failed, so their "
-            "scenarios were not compared"
-        )
+    head += _models_down(list(result.model_outages))
     comparison = result.comparison
     if comparison is None:
         return f"{head}."
-    if not comparison.results and comparison.unfit:
-        return (
-            f"{head}; nothing was compared: {comparison.unfit} baseline(s) are for another model "
-            "or configuration (the notes above name them). Next, to make this night the "
-            f"baseline: evalrunner baseline --suite {suite} --from {report.out}"
-        )
-    if not comparison.results and comparison.other_models:
-        return (
-            f"{head}; no baseline for tonight's models yet (the suite's baselines are for "
-            f"{', '.join(comparison.other_models)}), so nothing was compared. Next, to make "
-            f"this night theirs: evalrunner baseline --suite {suite} --from {report.out}"
-        )
     if not comparison.results:
-        return (
-            f"{head}; no baselines yet, so nothing was compared. Next, to make this night the "
-            f"baseline: evalrunner baseline --suite {suite} --from {report.out}"
-        )
+        return f"{head}; {_nothing_compared(comparison, suite, report.out)}"
     several = len({r.model for r in report.records}) > 1
     flagged = flagged_names(comparison.regressions, several_models=several)
     if flagged:
@@ -155,6 +134,38 @@ def night_line(result: LiveResult, suite: str) -> str:
             "a baseline of both behaviours flags neither)"
         )
     return f"{head}; nothing flagged against the baselines{undecided(comparison.results, suite)}."
+
+
+def _models_down(out: list[str]) -> str:
+    if not out:
+        return ""
+    if len(out) == 1:
+        return f"; the endpoint of {out[0]} failed, so its scenarios were not compared"
+    return (
+        f"; the endpoints of {', '.join(out[:-1])} and {out[-1]} failed, so their scenarios "
+        "were not compared"
+    )
+
+
+def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
+    """Why no scenario was compared, and the baseline command that would change that."""
+    accept = f"evalrunner baseline --suite {suite} --from {out}"
+    if comparison.unfit:
+        return (
+            f"nothing was compared: {comparison.unfit} baseline(s) are for another model or "
+            f"configuration (the notes above name them). Next, to make this night the "
+            f"baseline: {accept}"
+        )
+    if comparison.other_models:
+        return (
+            "no baseline for tonight's models yet (the suite's baselines are for "
+            f"{', '.join(comparison.other_models)}), so nothing was compared. Next, to make "
+            f"this night theirs: {accept}"
+        )
+    return (
+        f"no baselines yet, so nothing was compared. Next, to make this night the baseline: "
+        f"{accept}"
+    )
 
 
 def print_run(result: LiveResult, suite: str) -> None:

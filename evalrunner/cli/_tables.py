@@ -186,36 +186,42 @@ def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
 def undecided(results: Sequence[MetricResult], suite: str) -> str:
     """What the night could not decide, counted: changes every run showed that it could not
     confirm (named), and rows no number of runs tonight would settle."""
+    parts = _undecided_parts(results)
+    if not parts:
+        return ""
+    return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
+
+
+def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
     shown = shown_results(results)  # the rows the table shows
-    unmeasured = {(r.scenario, r.model) for r, _ in shown if _unmeasured(r)}
-    open_ = [
-        r
-        for r, _ in shown
-        if r.verdict == "inconclusive" and not r.unconfirmed and not _unmeasured(r)
-    ]
     # What would fail the night once these baselines are old enough: said here, not only
     # in the table, so the line never reads "nothing flagged" over a regression.
     young = _named([r for r, y in shown if y and r.verdict in FAILING], among=results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
-    parts = []
-    if young:
-        parts.append(
-            f"flagged against baselines too young to gate (not failing the night): {young}"
-        )
-    if unconfirmed:
-        parts.append(f"{UNCONFIRMED}: {unconfirmed}")
-    if unmeasured:
-        parts.append(
-            f"{len(unmeasured)} scenario × model{'s' if len(unmeasured) > 1 else ''} with no "
-            "run measured tonight (every run infra_error: the endpoint failed)"
-        )
-    if open_:
-        nights = sum(r.runs_needed is None for r in open_)
-        need = f", {nights} of them need more baseline nights, not runs" if nights else ""
-        parts.append(f"{len(open_)} rows inconclusive{need}")
-    if not parts:
+    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
+    said = [
+        (young, f"flagged against baselines too young to gate (not failing the night): {young}"),
+        (unconfirmed, f"{UNCONFIRMED}: {unconfirmed}"),
+        (
+            unmeasured,
+            f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
+            "tonight (every run infra_error: the endpoint failed)",
+        ),
+        (True, _open_rows([r for r, _ in shown])),
+    ]
+    return [text for found, text in said if found and text]
+
+
+def _open_rows(shown: Sequence[MetricResult]) -> str:
+    """'3 rows inconclusive, 2 of them need more baseline nights, not runs' ('' for none)."""
+    open_ = [
+        r for r in shown if r.verdict == "inconclusive" and not r.unconfirmed and not _unmeasured(r)
+    ]
+    if not open_:
         return ""
-    return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
+    nights = sum(r.runs_needed is None for r in open_)
+    need = f", {nights} of them need more baseline nights, not runs" if nights else ""
+    return f"{len(open_)} rows inconclusive{need}"
 
 
 def _unmeasured(r: MetricResult) -> bool:

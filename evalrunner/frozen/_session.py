@@ -63,19 +63,26 @@ class SessionState:
         from evalrunner.frozen._golden import is_script  # pydantic: only where goldens are
 
         for directory, selected in self.golden_dirs.items():
-            if not directory.is_dir():
-                continue
-            full = directory not in self.partial_dirs
-            for path in sorted(directory.glob("*.json")):
-                if is_script(path) or path in self.used:
-                    continue
-                # A test that failed may not have reached its later goldens (name=...).
-                if (directory, path.stem.split("-", 1)[0]) in self.failed:
-                    continue
-                if full or path.stem in selected or path.stem.split("-", 1)[0] in selected:
-                    unused.append(path)
+            if directory.is_dir():
+                unused += self._unused_in(directory, selected)
         for gone in _modules_gone({d.parent for d in self.golden_dirs}):
             unused += [p for p in sorted(gone.glob("*.json")) if not is_script(p)]
+        return unused
+
+    def _unused_in(self, directory: Path, selected: set[str]) -> list[Path]:
+        from evalrunner.frozen._golden import is_script
+
+        full = directory not in self.partial_dirs
+        unused = []
+        for path in sorted(directory.glob("*.json")):
+            if is_script(path) or path in self.used:
+                continue
+            test = path.stem.split("-", 1)[0]  # test_x-second.json: test_x's name="second"
+            # A test that failed may not have reached its later goldens (name=...).
+            if (directory, test) in self.failed:
+                continue
+            if full or path.stem in selected or test in selected:
+                unused.append(path)
         return unused
 
 

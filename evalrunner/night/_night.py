@@ -373,10 +373,14 @@ def _after_the_runs(
             _sentinel(night, result, pool)
         except (EvalrunnerError, OSError) as exc:
             result.problems.append(f"the flagged scenarios were not explained: {exc}")
-    if history is None:
-        return
+    if history is not None:
+        _to_history(night, result, history)
+
+
+def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
+    """Append the night's runs the history lacks; a failure is reported, never raised."""
     appended = set(night.manifest.history_run_ids)
-    new = [r for r in records if r.run_id not in appended]
+    new = [r for r in result.report.records if r.run_id not in appended]
     if not new:
         result.history_note = "every run of this night is in the history already; nothing appended"
         return
