@@ -211,15 +211,18 @@ def rewrite_golden(
     golden_path: Path, result: CaptureResult, config: NormalizeConfig, notes: str
 ) -> FrozenOutcome:
     """--golden-update: write the golden from a replayed run; the message says what moved."""
+    unreadable = None
     try:
         old = Golden.load(golden_path) if golden_path.exists() else None
-    except FileFormatError:
-        old = None  # an unreadable golden is exactly what --golden-update replaces
+    except FileFormatError as exc:
+        old, unreadable = None, exc  # an unreadable golden is what --golden-update replaces
     out = _write(golden_path, None, result, config, None)
     if old is not None:
         moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, config)))
         out.deltas = moved
         out.message = f"updated {golden_path}: {summary(moved)}"
+    elif unreadable is not None:
+        out.message = f"replaced {golden_path}, which could not be read ({unreadable})"
     else:
         out.message = f"created {golden_path}"
     out.message += notes

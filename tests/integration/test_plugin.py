@@ -465,7 +465,10 @@ def test_a_golden_whose_summary_disagrees_with_its_trajectory_is_one_line_naming
     assert len(message) == 1, message
     assert message[0].startswith(f"{golden}: shape.step_count is 99 but the golden's trajectory")
     assert message[0].endswith("; regenerate it with --golden-update"), message
-    run(pytester, "--golden-update", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+    updated = run(pytester, "--golden-update", "-k", "test_plain")
+    updated.assert_outcomes(passed=1, deselected=5)
+    # Said as what it did (before: "created", as if there had been no golden).
+    updated.stdout.fnmatch_lines([f"replaced {golden}, which could not be read ({golden}: *"])
     run(pytester, "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
 
 
