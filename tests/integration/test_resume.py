@@ -242,7 +242,8 @@ def test_the_resume_command_keeps_where_the_night_s_files_go(tmp_path: Path) -> 
     import shlex
     import subprocess
 
-    from night_process import EVALRUNNER, fake_env
+    from night_process import EVALRUNNER
+    from runner_agents import fake_env
 
     with FakeEndpoint(responder=respond, latency=0.2) as ep:
         proc, out = interrupt_later(ep, tmp_path, "--no-history", "--baselines", "mine")

@@ -54,7 +54,9 @@ def test_hung_requests_void_only_their_own_runs(tmp_path: Path, concurrency: int
         (r.run_id, r.outcome, r.reason) for r in report.records
     ]
     timed_out = [r for r in report.records if r.outcome == "infra_error"]
-    assert all(r.reason == f"run timed out after {RUN_TIMEOUT:g} s" for r in timed_out)
+    assert all(r.reason == f"run timed out after {RUN_TIMEOUT:g} s" for r in timed_out), [
+        r.reason for r in timed_out
+    ]
     # The later runs were not slowed by the stuck ones, and the hung requests ended
     # with their runs rather than holding the endpoint.
     assert all(r.latency_s < RUN_TIMEOUT for r in report.records if r.outcome == "passed")
