@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 
 from evalrunner import _clock as clock
 from evalrunner.report._select import when
@@ -61,6 +63,13 @@ def short_time(created_at: str) -> str:
 def day(created_at: str) -> str:
     t = when(created_at)
     return created_at[:10] if t.year == 1 else t.strftime("%Y-%m-%d")
+
+
+def night_labels(created_ats: Sequence[str]) -> dict[str, str]:
+    """Each night's label in a table: its day, or its time where several nights fell on
+    that day (a table of flags from three nights of one day would read as one night)."""
+    nights_a_day = Counter(day(c) for c in set(created_ats))
+    return {c: short_time(c) if nights_a_day[day(c)] > 1 else day(c) for c in created_ats}
 
 
 def span_ends(first: str, last: str) -> tuple[str, str]:

@@ -35,6 +35,7 @@ from evalrunner.report._format import (
     fmt,
     interval,
     margin,
+    night_labels,
     pct,
     short_time,
 )
@@ -345,6 +346,7 @@ def _detail(
     shown = [r.gating or r.verdict in FLAGGED for r in v.results]
     sequences, sequences_note = _sequences(v)
     diff_lines, diff_note = _diff(v) if v.flagged else ([], "")
+    labels = night_labels([night.created_at for night, _ in flagged.shown])
     return CellDetail(
         cell=v,
         anchor=anchor,
@@ -355,7 +357,7 @@ def _detail(
         ],
         evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if s],
         more_evidence=[EvidenceRow.of(r) for r, s in zip(v.results, shown, strict=True) if not s],
-        flags=[EvidenceRow.of(r, day(night.created_at)) for night, r in flagged.shown],
+        flags=[EvidenceRow.of(r, labels[night.created_at]) for night, r in flagged.shown],
         flags_more=flagged.total - len(flagged.shown),
         sequences=sequences,
         sequences_note=sequences_note,

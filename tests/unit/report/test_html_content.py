@@ -59,3 +59,23 @@ def test_flagged_scenarios_show_evidence_and_open(history: History, html: str) -
 
 def test_inconclusive_rows_say_what_would_resolve_them(html: str) -> None:
     assert re.search(r"MDE [\d.]+; (\d+ night runs|baseline too small)", html)
+
+
+def test_a_flag_table_tells_apart_nights_of_one_day_by_their_time() -> None:
+    from history_factory import build_entries, history_from_entries
+
+    from evalrunner.report._html import render_html
+
+    entries = build_entries(nights=3, scenarios=1, regressed=(0,), regress_nights=2)
+    # The two regressed nights, run by hand on one day: each of their flags names its night.
+    times = ("2025-01-05T09:15:00Z", "2025-01-05T16:40:00Z")
+    entries[-2:] = [
+        e.model_copy(
+            update={"created_at": t, "manifest": e.manifest.model_copy(update={"started_at": t})}
+        )
+        for e, t in zip(entries[-2:], times, strict=True)
+    ]
+    html = render_html(history_from_entries(entries), generated_at="test")
+    table = html.split("in the report's window</summary>", 1)[1].split("</table>", 1)[0]
+    first_cells = set(re.findall(r'<tr><td class="num">([^<]*)</td>', table))
+    assert first_cells == {"2025-01-05 09:15 UTC", "2025-01-05 16:40 UTC"}, first_cells
