@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -173,14 +174,53 @@ def parse_json(
     """``json.loads``, with a decoding failure as one line naming ``where``, line and column
     (and ``fix``, when given)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_one_value_a_key)
+    except _DuplicateKey as dup:
+        raise error(
+            f"{where}: the key {dup.key!r} appears twice in one object, so one of its values "
+            "would be dropped without a word (a merge that kept both sides?); keep one"
+            + (f", or {fix}" if fix else "")
+        ) from None
     except UnicodeDecodeError as exc:  # bytes in another encoding
         raise error(
             f"{where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
             f"{exc.start}); save it as UTF-8 JSON"
         ) from None
     except json.JSONDecodeError as exc:
+        marker = _CONFLICT_MARKER.search(
+            text if isinstance(text, str) else text.decode(errors="replace")
+        )
+        if marker is not None:
+            line = marker.string.count("\n", 0, marker.start()) + 1
+            raise error(
+                f"{where}: holds git merge conflict markers ({marker.group(1)} at line {line}); "
+                "resolve the conflict in the file (keep one side whole: each side is a file "
+                "evalrunner wrote), then run again"
+            ) from None
         raise error(
             f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             + (f"; {fix}" if fix else "")
         ) from None
+
+
+_CONFLICT_MARKER = re.compile(r"^(<{7}|={7}|>{7})(?: |$)", re.M)
+"""A line git writes into a file it could not merge."""
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _one_value_a_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object, refusing a key given twice: ``json`` keeps the last value silently, so a
+    golden with two ``final_answer`` fields reads as one thing in review and tests another."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj

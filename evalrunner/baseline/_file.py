@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalrunner._jsonio import load_model, write_json
+from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
 from evalrunner.errors import EvalrunnerError, FileFormatError
@@ -102,6 +102,18 @@ class Baseline(BaseModel):
         # A baseline of no nights compares every metric with nothing, and says little.
         if not value:
             raise ValueError("empty: a baseline holds the nights it accepted")
+        # The same night twice (a merge of two branches that each appended, resolved by
+        # keeping both) would pass for two nights, as `baseline --from` refuses it to.
+        seen: set[tuple[str, str]] = set()
+        for i, night in enumerate(value):
+            runs = sorted(canonical(r.model_dump(mode="json")) for r in night.records)
+            key = (night.started_at, "\n".join(runs))
+            if key in seen:
+                raise ValueError(
+                    f"night {i} (started {night.started_at}) is an earlier night again, the "
+                    "same runs; a baseline counts each night once: remove one"
+                )
+            seen.add(key)
         return value
 
     @property

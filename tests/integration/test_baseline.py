@@ -271,6 +271,21 @@ def corrupt(kind: str, text: str) -> str | bytes:
         doc["nights"][0]["records"][0]["outcome"] = "exploded"
     elif kind == "not_an_object":
         return "[]\n"
+    elif kind == "merge_conflict":  # two branches appended a night each, unresolved
+        lines = text.splitlines(keepends=True)
+        return "".join(
+            [
+                *lines[:3],
+                "<<<<<<< HEAD\n",
+                lines[3],
+                "=======\n",
+                lines[3],
+                ">>>>>>> other\n",
+                *lines[4:],
+            ]
+        )
+    elif kind == "duplicate_key":  # the same conflict resolved by keeping both sides
+        return text.replace('"outcome": ', '"outcome": "failed", "outcome": ', 1)
     return json.dumps(doc, indent=2)
 
 
@@ -281,6 +296,8 @@ EXPECTED_ERRORS = {
     "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
     "not_an_object": r"expected a JSON object; rebuild it with 'evalrunner baseline'",
     "random_bytes": r"baseline is not UTF-8 text \(byte 0x80 at offset 0\); save it as UTF-8 JSON",
+    "merge_conflict": r"holds git merge conflict markers \(<<<<<<< at line 4\); resolve the conflict",
+    "duplicate_key": r"the key 'outcome' appears twice in one object, .*; keep one",
 }
 
 

@@ -180,3 +180,20 @@ def test_a_baseline_of_no_nights_is_refused_in_one_line(tmp_path: Path) -> None:
         f"{path}: nights: empty: a baseline holds the nights it accepted; rebuild it with "
         "'evalrunner baseline'"
     )
+
+
+def test_a_baseline_holding_one_night_twice_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Two branches each appended a night; "keep both" in the merge copied a night again.
+    # Before: loaded as one more night than was run, so the baseline gated early.
+    path = baseline_path(tmp_path, "demo", "capital", "m")
+    save_baseline(path, baseline("results/night1"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["nights"].append(data["nights"][0])
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(FileFormatError) as excinfo:
+        load_baseline(path)
+    started = data["nights"][0]["started_at"]
+    assert str(excinfo.value) == (
+        f"{path}: nights: night 1 (started {started}) is an earlier night again, the same "
+        "runs; a baseline counts each night once: remove one; rebuild it with 'evalrunner baseline'"
+    )
