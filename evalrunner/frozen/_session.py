@@ -8,9 +8,10 @@ tests when a module ran in part.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,6 +29,7 @@ class SessionState:
     golden_dirs: dict[Path, set[str]] = field(default_factory=dict)  # dir -> selected test names
     partial_dirs: set[Path] = field(default_factory=set)  # dirs whose module ran only in part
     failed: set[tuple[Path, str]] = field(default_factory=set)  # (dir, test) of failed tests
+    test_dirs: set[Path] = field(default_factory=set)  # directories of the collected tests
     selected: int = 0
     ran: int = 0
     pool: EndpointPool | None = None  # started on the first --golden-record of a scenario
@@ -42,6 +44,34 @@ class SessionState:
     def ran_test(self, golden: Path) -> None:
         self.used.add(golden)
         self.ran += 1
+
+    def worker_output(self) -> dict[str, Any]:
+        """What a pytest-xdist worker hands its controller, which alone prints the summary."""
+        return {
+            "used": sorted(map(str, self.used)),
+            "reports": self.reports,
+            "notes": self.notes,
+            "golden_dirs": {str(d): sorted(tests) for d, tests in self.golden_dirs.items()},
+            "partial_dirs": sorted(map(str, self.partial_dirs)),
+            "failed": sorted([str(d), test] for d, test in self.failed),
+            "test_dirs": sorted(map(str, self.test_dirs)),
+            "selected": self.selected,
+            "ran": self.ran,
+        }
+
+    def merge_worker(self, out: Mapping[str, Any]) -> None:
+        """Add one xdist worker's :meth:`worker_output`. Every worker collects (and selects)
+        every test and runs its share, so the tests run add up and the selected do not."""
+        self.used.update(map(Path, out["used"]))
+        self.reports += out["reports"]
+        self.notes += out["notes"]
+        for directory, tests in out["golden_dirs"].items():
+            self.golden_dirs.setdefault(Path(directory), set()).update(tests)
+        self.partial_dirs.update(map(Path, out["partial_dirs"]))
+        self.failed.update((Path(d), test) for d, test in out["failed"])
+        self.test_dirs.update(map(Path, out["test_dirs"]))
+        self.selected = max(self.selected, out["selected"])
+        self.ran += out["ran"]
 
     def endpoint(self, model: str) -> Endpoint:
         """The live endpoint for ``model`` (starting the embedded model if it is ``local``)."""
@@ -58,14 +88,17 @@ class SessionState:
     def unused(self) -> list[Path]:
         """Goldens no test used: all unused ones of fully-run modules, else those of selected tests."""
         unused: list[Path] = []
-        if self.ran < self.selected or not self.golden_dirs:
+        if self.ran < self.selected:
             return unused  # stopped early (-x, Ctrl-C, a crash): nothing can be judged
-        from evalrunner.frozen._golden import is_script  # pydantic: only where goldens are
+        from evalrunner.frozen._golden import GOLDEN_DIR, is_script
 
         for directory, selected in self.golden_dirs.items():
             if directory.is_dir():
                 unused += self._unused_in(directory, selected)
-        for gone in _modules_gone({d.parent for d in self.golden_dirs}):
+        # A deleted module's goldens, found from any test collected beside where it was:
+        # its directory may hold no other test with goldens.
+        roots = {d.parent for d in self.golden_dirs} | {d / GOLDEN_DIR for d in self.test_dirs}
+        for gone in _modules_gone(roots):
             unused += [p for p in sorted(gone.glob("*.json")) if not is_script(p)]
         return unused
 

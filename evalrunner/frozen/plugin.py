@@ -89,6 +89,7 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     state = _session.state(config)
+    state.test_dirs.update(item.path.parent for item in items)
     partial = "::" in " ".join(config.args)
     for found in _golden_dirs(items):
         state.selected_test(*found, partial=partial)
@@ -123,6 +124,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.failed:
         state = _session.state(item.config)
         state.failed.update((d, name.split("-", 1)[0]) for d, name in _golden_dirs([item]))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Under pytest-xdist a worker has no terminal: its controller prints what it found.
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output[_WORKER_KEY] = _session.state(session.config).worker_output()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's hook on the controller as each worker ends (absent without xdist)."""
+    out = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
+    if out is not None:
+        _session.state(node.config).merge_worker(out)
+
+
+_WORKER_KEY = "evalrunner_goldens"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -490,6 +490,26 @@ def test_goldens_of_a_deleted_test_module_are_listed_as_unused(
     )
 
 
+def test_goldens_of_a_deleted_module_are_listed_when_no_test_beside_it_has_goldens(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: found only when another test of that directory used goldens, so deleting
+    # a project's one golden test module left its goldens unlisted.
+    _record_misuse(pytester, monkeypatch)
+    (pytester.path / "test_misuse.py").unlink()
+    (pytester.path / "test_demo.py").unlink()
+    pytester.makepyfile(test_other="def test_other():\n    assert True\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    gone = demo.parent / "test_misuse"
+    result.stdout.fnmatch_lines(
+        [
+            "*evalrunner: unused goldens*",
+            f"{gone / 'test_fragile.json'} (and test_fragile.llm.json if present)",
+        ]
+    )
+
+
 def test_a_command_in_a_message_names_the_test_as_pytest_takes_it_where_it_was_run(
     pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
