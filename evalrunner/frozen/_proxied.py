@@ -321,12 +321,19 @@ def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
         else ""
     )
     if update:
-        out = rewrite_golden(run.golden_path, result, run.config, notes)
+        stale = run.record_cmd if unused else None
+        out = rewrite_golden(run.golden_path, result, run.config, notes, stale)
         out.unused_recorded = unused
         return out
     assert golden is not None
     deltas, message = compare_with_golden(
-        golden, result, run.golden_path, run.config, run.update_cmd, notes
+        golden,
+        result,
+        run.golden_path,
+        run.config,
+        run.update_cmd,
+        notes,
+        run.record_cmd if unused else None,
     )
     if not deltas:
         return FrozenOutcome(

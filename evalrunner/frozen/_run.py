@@ -179,7 +179,7 @@ def _update(run: _Run) -> FrozenOutcome:
     notes = _notes(run, replayer)
     if run.strict and replayer.unused:
         raise _Stop(_outcome(False, notes.strip(), replayer))
-    out = rewrite_golden(run.golden_path, result, run.config, notes)
+    out = rewrite_golden(run.golden_path, result, run.config, notes, _stale(run, replayer))
     upgraded = replayer.upgraded()
     if upgraded is not None:
         upgraded.save(run.script_path)
@@ -197,7 +197,7 @@ def _check(run: _Run) -> FrozenOutcome:
     _stop_if_crashed(run, result, f"{run.golden_path}: the replayed run failed")
     notes = _notes(run, replayer)
     deltas, message = compare_with_golden(
-        golden, result, run.golden_path, run.config, run.update_cmd, notes
+        golden, result, run.golden_path, run.config, run.update_cmd, notes, _stale(run, replayer)
     )
     if not deltas:
         # Under --golden-strict a recorded call the run did not use fails it.
@@ -208,9 +208,17 @@ def _check(run: _Run) -> FrozenOutcome:
 
 
 def rewrite_golden(
-    golden_path: Path, result: CaptureResult, config: NormalizeConfig, notes: str
+    golden_path: Path,
+    result: CaptureResult,
+    config: NormalizeConfig,
+    notes: str,
+    stale: str | None = None,
 ) -> FrozenOutcome:
-    """--golden-update: write the golden from a replayed run; the message says what moved."""
+    """--golden-update: write the golden from a replayed run; the message says what moved.
+
+    ``stale``: the re-record command, when the recording no longer answers what the agent
+    asks (requests that differed, calls unused): the golden is then written from answers
+    to other requests, and the message says so."""
     unreadable = None
     try:
         old = Golden.load(golden_path) if golden_path.exists() else None
@@ -226,6 +234,11 @@ def rewrite_golden(
     else:
         out.message = f"created {golden_path}"
     out.message += notes
+    if stale is not None:
+        out.message += (
+            f"\nwarning: {golden_path.name} was written from answers recorded for other "
+            f"requests, not from what the agent now does; re-record it with:\n  {stale}"
+        )
     return out
 
 
@@ -236,8 +249,13 @@ def compare_with_golden(
     config: NormalizeConfig,
     update_cmd: str,
     notes: str,
+    stale: str | None = None,
 ) -> tuple[list[Delta], str]:
-    """The behavioural deltas from the golden, and the failure message when there are any."""
+    """The behavioural deltas from the golden, and the failure message when there are any.
+
+    ``stale``: the re-record command, when the recording no longer answers what the agent
+    asks. The fix is then to re-record: an update would write a golden from the old
+    answers, which passes and tests what the agent no longer does."""
     normalized = _normalized(result.trajectory, config)
     # Compare against the golden's trajectory, not its stored shape: a
     # hand-edited shape must not hide a change.
@@ -248,9 +266,20 @@ def compare_with_golden(
         f"{golden_path}: {summary(deltas, golden.trajectory, normalized)}\n\n"
         + render(golden.trajectory, normalized, deltas)
         + notes
-        + f"\n\nIf this change is intended, update the golden with:\n  {update_cmd}"
+        + (
+            f"\n\nIf this change is intended, update the golden with:\n  {update_cmd}"
+            if stale is None
+            else "\n\nThe recording no longer answers what the agent asks, so --golden-update "
+            "would write a golden from stale answers. If this change is intended, re-record "
+            f"with:\n  {stale}"
+        )
     )
     return deltas, message
+
+
+def _stale(run: _Run, replayer: Replayer) -> str | None:
+    """The re-record command when the recording no longer answers the agent's requests."""
+    return run.record_cmd if replayer.mismatches or replayer.unused_entries() else None
 
 
 def _notes(run: _Run, replayer: Replayer) -> str:

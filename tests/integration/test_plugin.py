@@ -223,11 +223,16 @@ def test_record_check_break_update_cycle(
         reference.index("\n--- golden\n+++ actual\n"),
         reference.index('+      "message": "Reminder: use the tool, answer in one word.",'),
         reference.index("2 request(s) differed from the recording:"),
+        # The recording answered other requests: the fix is a new recording. (Before, it
+        # offered --golden-update, which wrote a passing golden from the stale answers.)
         reference.index(
-            'If this change is intended, update the golden with:\n  pytest --golden-update "test_demo.py::test_reference"'
+            "The recording no longer answers what the agent asks, so --golden-update would "
+            "write a golden from stale answers. If this change is intended, re-record with:\n"
+            '  pytest --golden-record "test_demo.py::test_reference"'
         ),
     ]
     assert order == sorted(order)
+    assert "pytest --golden-update" not in reference
     assert "content_hash" in reference.split("\n\n")[1].splitlines()[-1]  # the hash comes last
 
     schema = section(result, "test_plain")
@@ -266,6 +271,13 @@ def test_record_check_break_update_cycle(
     result = run(pytester, "--golden-update", "-k", "test_reference")
     result.assert_outcomes(passed=1, deselected=5)
     result.stdout.fnmatch_lines([f"updated {golden_path}: {moved}, steps: *, content_hash: *"])
+    result.stdout.fnmatch_lines(
+        [
+            "warning: test_reference.json was written from answers recorded for other requests, "
+            "not from what the agent now does; re-record it with:",
+            '  pytest --golden-record "test_demo.py::test_reference"',
+        ]
+    )
     result.stdout.fnmatch_lines(
         [f"{demo / 'test_reference-old.json'} (and test_reference-old.llm.json if present)"]
     )
