@@ -277,8 +277,16 @@ class RequestBook:
     def _nearest(self, view: Mapping[str, Any], views: Sequence[Mapping[str, Any]]) -> str:
         best = nearest(view, views, self.used)
         state = "already used" if self.used[best] else "unused"
+        found = differences(views[best], view)
+        if not found:
+            # The stored request is this one; its fingerprint is not: a merge or an edit
+            # changed one line of the entry without the other.
+            return (
+                f": {self.recorded[best].label} stores this very request, but a fingerprint "
+                "that is not its own (the recording was merged or edited by hand). "
+            )
         lines = [f". Nearest: {self.recorded[best].label}, {state}; it differs in:"]
-        lines += [f"  - {d}" for d in differences(views[best], view)]
+        lines += [f"  - {d}" for d in found]
         return "\n".join(lines) + "\n"
 
     def unused(self) -> list[int]:

@@ -83,3 +83,23 @@ def test_the_nearest_recording_is_the_most_alike_unused_one() -> None:
     probe = view(messages=[*view()["messages"], {"role": "user", "content": "Mor"}])
     assert nearest(probe, [a, b], [False, False]) == 1
     assert nearest(probe, [a, b], [False, True]) == 0
+
+
+def test_a_recorded_request_whose_fingerprint_is_not_its_own_says_so() -> None:
+    # A merge took one branch's request view and the other's fingerprint. Before: "it
+    # differs in:" and an empty list.
+    from evalrunner.core._fingerprint import fingerprint
+    from evalrunner.core._mismatch import Recorded, RequestBook
+
+    request = view()
+    book = RequestBook(
+        [Recorded(request, "0" * 16, "recorded call 1 (1 messages)")],
+        "demo.llm.json",
+        "pytest --golden-record",
+    )
+    message = str(book.miss(1, request, fingerprint(request)))
+    assert "differs in" not in message
+    assert (
+        "recorded call 1 (1 messages) stores this very request, but a fingerprint that is not "
+        "its own (the recording was merged or edited by hand)"
+    ) in message
