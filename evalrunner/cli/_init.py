@@ -72,11 +72,20 @@ def _suite_name(value: str) -> str:
 )
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
 @click.option(
+    "--workflows",
+    "workflows_only",
+    is_flag=True,
+    help="Write only the two workflows (to pin --action, or take newer ones), not the suite "
+    "and agent, which are yours once written.",
+)
+@click.option(
     "--action", default=ACTION, show_default=True, help="The GitHub Action the workflows use."
 )
-def init(agent: str, suite_name: str, force: bool, action: str) -> None:
+def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action: str) -> None:
     """Scaffold evalrunner into this project: a suite, a first agent, PR and nightly workflows."""
     files = scaffold(Path.cwd(), suite_name, agent, action)
+    if workflows_only:
+        files = {p: text for p, text in files.items() if p.suffix == ".yml"}
     existing = [p for p in files if p.exists()]
     if existing and not force:
         names = ", ".join(str(p.relative_to(Path.cwd())) for p in existing)
@@ -85,6 +94,16 @@ def init(agent: str, suite_name: str, force: bool, action: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         click.echo(f"wrote {path.relative_to(Path.cwd())}")
+    if not workflows_only:
+        _next_steps(suite_name)
+    if not re.search(r"@[0-9a-f]{40}$", action):
+        click.echo(
+            f"\nThe workflows use {action}: pin it to a commit before you rely on it "
+            "(evalrunner init --workflows --force --action OWNER/REPO@COMMIT)."
+        )
+
+
+def _next_steps(suite_name: str) -> None:
     click.echo(
         "\nNext:\n"
         f"  1. Point {_AGENT_FILE} at your agent (or write its scenarios in suites/{suite_name}.yaml).\n"
@@ -93,8 +112,3 @@ def init(agent: str, suite_name: str, force: bool, action: str) -> None:
         f"  4. evalrunner baseline --suite {suite_name} --runs 20   (commit baselines/)\n"
         "  5. Commit .github/workflows/: PRs replay the frozen scenarios, nights run live."
     )
-    if not re.search(r"@[0-9a-f]{40}$", action):
-        click.echo(
-            f"\nThe workflows use {action}: pin it to a commit before you rely on it "
-            "(evalrunner init --force --action OWNER/REPO@COMMIT)."
-        )
