@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from evalrunner.cli import _options
 from evalrunner.endpoints._endpoints import LOCAL, check_suite_models, requested_models
-from evalrunner.suite import find_suites, load_suite
+from evalrunner.errors import FileFormatError
+from evalrunner.suite import Suite, find_suites, load_suite
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @_options.suites_dir
-def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
+@_options.baselines_dir()
+def validate(files: tuple[Path, ...], suites_dir: Path, baselines_dir: Path) -> None:
     """Check suite files without running anything (default: every suite in --suites-dir).
 
     Agents and code checks are imported and every model string is checked as litellm resolves
-    it (openai/ and anthropic/ by their prefix, without importing litellm).
+    it (openai/ and anthropic/ by their prefix, without importing litellm). The suite's
+    committed baselines and goldens are read, so a bad merge or edit is found here.
     """
     paths = list(files) or list(find_suites(suites_dir).values())
     if not paths:
@@ -37,4 +41,47 @@ def validate(files: tuple[Path, ...], suites_dir: Path) -> None:
         rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
         data = f", {rows} dataset rows" if rows else ""
         count = len(suite.scenarios)
+        broken = _committed_files(suite, path, baselines_dir)
+        if broken:
+            raise FileFormatError(
+                f"{path}: {broken} of the suite's committed files cannot be read (above)"
+            )
         click.echo(f"ok  {path}  ({count} scenario{'' if count == 1 else 's'}{data})")
+
+
+def _committed_files(suite: Suite, path: Path, baselines_dir: Path) -> int:
+    """Read every baseline and golden of the suite; say what cannot be read (each on its
+    own line, so one run names every file a merge broke) and which baselines belong to
+    no scenario of the suite. Returns how many cannot be read."""
+    from evalrunner.baseline._file import load_baseline
+    from evalrunner.frozen._golden import Golden, is_script
+    from evalrunner.frozen._script import Script
+
+    scenarios = {sc.id for sc in suite.scenarios}
+    broken = 0
+    for file in sorted((baselines_dir / suite.name).glob("*.json")):
+        try:
+            baseline = load_baseline(file)
+        except FileFormatError as exc:
+            click.echo(f"error: {exc}", err=True)
+            broken += 1
+            continue
+        if baseline.scenario not in scenarios:
+            click.echo(
+                f"note: {file}: scenario {baseline.scenario!r} is not in {path}; delete the "
+                "file if the scenario is gone, or move it and its scenario field to the new id",
+                err=True,
+            )
+    for file in sorted((path.parent / "goldens" / suite.name).glob("*.json")):
+        if file.name.endswith(".llm.json"):
+            load: Callable[[Path], object] = Script.load
+        elif is_script(file):
+            continue  # the proxy's and a judge's recordings: read where they are replayed
+        else:
+            load = Golden.load
+        try:
+            load(file)
+        except FileFormatError as exc:
+            click.echo(f"error: {exc}", err=True)
+            broken += 1
+    return broken

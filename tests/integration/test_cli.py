@@ -7,6 +7,7 @@ None of these may talk to a model, and none may pay for importing litellm
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -177,6 +178,45 @@ def test_validate_malformed_is_one_line_exit_2(
     assert lines[0].startswith(f"error: {tmp_path / where}"), lines[0]
     assert what in lines[0]
     assert result.stdout == "" and "Traceback" not in result.output
+
+
+def test_validate_reads_the_suite_s_baselines_and_goldens_and_names_every_broken_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: `validate` said ok with every baseline and golden left in conflict by a merge.
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "suites", tmp_path / "suites")
+    shutil.copytree(REPO / "baselines", tmp_path / "baselines")
+    conflicted = [
+        Path("baselines/example/fanout--local.json"),
+        Path("baselines/example/single_tool--local.json"),
+        Path("suites/goldens/example/fanout.json"),
+        Path("suites/goldens/example/fanout.llm.json"),
+    ]
+    for path in conflicted:
+        path.write_text("<<<<<<< HEAD\n" + path.read_text() + "=======\n>>>>>>> theirs\n")
+    gone = Path("baselines/example/renamed--local.json")
+    doc = json.loads(Path("baselines/example/cities--local.json").read_text())
+    gone.write_text(json.dumps({**doc, "scenario": "renamed"}))
+
+    result = invoke("validate", "suites/example.yaml")
+    assert result.exit_code == 2
+    lines = error_lines(result)
+    named = [
+        p
+        for p in conflicted
+        if any(line.startswith(f"error: {p}: holds git merge conflict markers") for line in lines)
+    ]
+    assert named == conflicted, lines
+    assert (
+        f"note: {gone}: scenario 'renamed' is not in suites/example.yaml; delete the file"
+        in "\n".join(lines)
+    )
+    assert (
+        lines[-1]
+        == "error: suites/example.yaml: 4 of the suite's committed files cannot be read (above)"
+    )
+    assert result.stdout == ""
 
 
 def test_validate_with_nothing_to_validate_is_a_usage_error(tmp_path: Path) -> None:
