@@ -13,6 +13,7 @@ accumulated against it.
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evalrunner import _clock as clock
 from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
@@ -114,6 +116,7 @@ class Baseline(BaseModel):
                     "same runs; a baseline counts each night once: remove one"
                 )
             seen.add(key)
+            _runs_of_its_own(i, night)
         return value
 
     @property
@@ -156,6 +159,27 @@ class Baseline(BaseModel):
         accepted = sorted(f"{n.started_at}|{n.source}" for n in self.nights)
         text = "\n".join([self.fingerprint, self.model, *accepted])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_SKEW = _dt.timedelta(minutes=10)
+"""How far before its night's start a run may seem to start (clocks of other machines)."""
+
+
+def _runs_of_its_own(i: int, night: AcceptedNight) -> None:
+    """Refuse a night holding a run that started well before the night did: runs of two
+    nights mixed, as resolving a merge of two appended nights hunk by hunk does."""
+    try:
+        start = clock.parse(night.started_at)
+        runs = [(r, clock.parse(r.started_at)) for r in night.records if r.started_at]
+    except ValueError:
+        return  # a time that does not parse is not this check's to judge
+    early = next((r for r, t in runs if t < start - _SKEW), None)
+    if early is not None:
+        raise ValueError(
+            f"night {i} (started {night.started_at}) holds run {early.run_id!r}, started "
+            f"{early.started_at}, before the night: it mixes the runs of two nights (a merge "
+            "resolved line by line?); keep one side of the merge whole"
+        )
 
 
 def baseline_path(root: Path, suite: str, scenario: str, model: str) -> Path:

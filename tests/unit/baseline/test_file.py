@@ -197,3 +197,20 @@ def test_a_baseline_holding_one_night_twice_is_refused_in_one_line(tmp_path: Pat
         f"{path}: nights: night 1 (started {started}) is an earlier night again, the same "
         "runs; a baseline counts each night once: remove one; rebuild it with 'evalrunner baseline'"
     )
+
+
+def test_a_baseline_night_mixing_the_runs_of_two_nights_is_refused(tmp_path: Path) -> None:
+    # A merge of two appended nights resolved hunk by hunk: one night's label and start,
+    # the other night's runs. Before: loaded without a word.
+    path = baseline_path(tmp_path, "demo", "capital", "m")
+    save_baseline(path, baseline("results/night1"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    night = data["nights"][0]
+    night["started_at"] = "2031-01-02T02:00:00Z"
+    night["records"][0]["started_at"] = "2031-01-01T02:00:03Z"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(
+        FileFormatError,
+        match=r"night 0 \(started 2031-01-02T02:00:00Z\) holds run '.*', started 2031-01-01T02:00:03Z, before the night: it mixes the runs of two nights",
+    ):
+        load_baseline(path)
