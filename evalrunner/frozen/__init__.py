@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from evalrunner._lazy import lazy_exports as _lazy_exports
 
+GOLDEN_DIR = "__goldens__"
+"""The folder beside a test module that holds its tests' goldens (here, not in ``_golden``:
+the plugin looks for it in every session, which must not import pydantic for it)."""
+
 if _TYPE_CHECKING:
     from evalrunner.frozen._golden import Golden, golden_path_for, script_path_for
     from evalrunner.frozen._network import block_network

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.core._shape import Shape, shape
 from evalrunner.errors import FileFormatError
+from evalrunner.frozen import GOLDEN_DIR
 
 GOLDEN_FORMAT_VERSION = 1
 REDO = "regenerate it with --golden-update"
@@ -91,9 +92,6 @@ def _malformed(trajectory: dict[str, Any], path: Path) -> None:
         validate(trajectory, f"{path}: trajectory")
     except TrajectoryError as exc:
         raise FileFormatError(f"{exc}; {REDO}") from None
-
-
-GOLDEN_DIR = "__goldens__"
 
 
 def module_golden_dir(module: Path) -> Path:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from evalrunner.frozen import GOLDEN_DIR
+
 if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
 
@@ -90,16 +92,22 @@ class SessionState:
         unused: list[Path] = []
         if self.ran < self.selected:
             return unused  # stopped early (-x, Ctrl-C, a crash): nothing can be judged
-        from evalrunner.frozen._golden import GOLDEN_DIR, is_script
+        # A deleted module's goldens, found from any test collected beside where it was
+        # (its directory may hold no other test with goldens); a deleted suite's likewise.
+        roots = {d.parent for d in self.golden_dirs} | {d / GOLDEN_DIR for d in self.test_dirs}
+        suite_roots = {d.parent for d in self.golden_dirs if d.parent.name == "goldens"} | {
+            d / "goldens" for d in self.test_dirs if d.name == "suites"
+        }
+        gone = _modules_gone(roots) + _suites_gone(suite_roots)
+        if not (self.golden_dirs or gone):
+            return unused
+        from evalrunner.frozen._golden import is_script  # pydantic: only where goldens are
 
         for directory, selected in self.golden_dirs.items():
             if directory.is_dir():
                 unused += self._unused_in(directory, selected)
-        # A deleted module's goldens, found from any test collected beside where it was:
-        # its directory may hold no other test with goldens.
-        roots = {d.parent for d in self.golden_dirs} | {d / GOLDEN_DIR for d in self.test_dirs}
-        for gone in _modules_gone(roots):
-            unused += [p for p in sorted(gone.glob("*.json")) if not is_script(p)]
+        for folder in gone:
+            unused += [p for p in sorted(folder.glob("*.json")) if not is_script(p)]
         return unused
 
     def _unused_in(self, directory: Path, selected: set[str]) -> list[Path]:
@@ -122,14 +130,25 @@ class SessionState:
 def _modules_gone(roots: set[Path]) -> list[Path]:
     """Golden directories under ``roots`` (``__goldens__`` folders) whose test module is no
     longer beside them: the module was deleted or renamed, so no run can use them."""
-    from evalrunner.frozen._golden import GOLDEN_DIR
-
     return [
         d
         for root in sorted(roots)
         if root.name == GOLDEN_DIR and root.is_dir()
         for d in sorted(root.iterdir())
         if d.is_dir() and not (root.parent / f"{d.name}.py").exists()
+    ]
+
+
+def _suites_gone(roots: set[Path]) -> list[Path]:
+    """``suites/goldens/<suite>/`` folders under ``roots`` with no ``suites/<suite>.yaml``:
+    the suite was deleted or renamed (its name is its file's), so no run can use them."""
+    return [
+        d
+        for root in sorted(roots)
+        if root.is_dir()
+        for d in sorted(root.iterdir())
+        if d.is_dir()
+        and not any((root.parent / f"{d.name}{ext}").exists() for ext in (".yaml", ".yml"))
     ]
 
 

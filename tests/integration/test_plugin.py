@@ -607,6 +607,33 @@ def test_frozen_scenarios_apply_their_checks(
     assert "or correct the check in demo.yaml if the check is wrong." in message
 
 
+def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: suites/goldens/<old name>/ was never listed after the suite file was renamed.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD", "EVALRUNNER_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-secret")
+    pytester.makepyfile(scenario_agents=SCENARIO_AGENTS)
+    pytester.syspathinsert()
+    suites = pytester.path / "suites"
+    suites.mkdir()
+    (suites / "demo.yaml").write_text(SUITE)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "suites", "--golden-record", "-k", "greets")
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    (suites / "demo.yaml").unlink()
+    (suites / "geo.yaml").write_text(SUITE.replace("name: demo", "name: geo"))
+    result = run(pytester, "suites", "-k", "greets")
+    result.assert_outcomes(failed=1, deselected=1)  # no golden yet under the new name
+    old = suites / "goldens" / "demo" / "greets.json"
+    result.stdout.fnmatch_lines(
+        ["*evalrunner: unused goldens*", f"{old} (and greets.llm.json if present)"]
+    )
+
+
 LOADED_PROBE = """
 import sys
 from pathlib import Path

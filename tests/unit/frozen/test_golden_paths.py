@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalrunner.frozen import GOLDEN_DIR
 from evalrunner.frozen._golden import (
-    GOLDEN_DIR,
     golden_path_for,
     golden_path_for_test,
     is_script,
