@@ -122,30 +122,37 @@ def baseline(
     )
     for path in written:
         click.echo(f"wrote {path}")
-        held, now = before.get(path), _nights_in(path)
-        if held and not append:
+        held, now = before.get(path), _nights_in(path) or set()
+        if held and not append and held - now:
+            dropped = len(held - now)
             click.echo(
-                f"note: {path.name} held {held} accepted night{'s' if held != 1 else ''}; "
-                f"without --append it now holds only the {now} given (restore it from version "
-                "control to undo, or rebuild with --append to keep them)",
+                f"note: {path.name} held {len(held)} accepted night{'s' if len(held) != 1 else ''}; "
+                f"without --append it now holds only the {len(now)} given, {dropped} of the old "
+                "not among them (restore it from version control to undo, or rebuild with "
+                "--append to keep them)",
                 err=True,
             )
-        elif held and now == held:
+        elif held and append and now == held:
             click.echo(f"note: {path.name} held every night given already; none added", err=True)
 
 
-def _nights_held(folder: Path) -> dict[Path, int]:
+def _nights_held(folder: Path) -> dict[Path, set[tuple[str, str]]]:
     """Accepted nights of each baseline file already in ``folder`` (unreadable ones left
     out: a rebuild is the way to replace a broken file)."""
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     return {path: n for path in files if (n := _nights_in(path)) is not None}
 
 
-def _nights_in(path: Path) -> int | None:
-    """How many nights a baseline file holds, counted without validating its runs (every
-    file of the suite is read for this)."""
+def _nights_in(path: Path) -> set[tuple[str, str]] | None:
+    """The nights a baseline file holds, as (start, source), read without validating its
+    runs (every file of the suite is read for this)."""
     with contextlib.suppress(EvalrunnerError):
         doc = read_json(path, "baseline")
         nights = doc.get("nights") if isinstance(doc, dict) else None
-        return len(nights) if isinstance(nights, list) else None
+        if isinstance(nights, list):
+            return {
+                (str(n.get("started_at")), str(n.get("source")))
+                for n in nights
+                if isinstance(n, dict)
+            }
     return None

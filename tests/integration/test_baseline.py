@@ -244,8 +244,12 @@ def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
         name = file_of(where, tag).name
         assert (
             f"note: {name} held 3 accepted nights; without --append it now holds only the 1 "
-            "given (restore it from version control to undo, or rebuild with --append to keep them)"
+            "given, 2 of the old not among them (restore it from version control to undo, or "
+            "rebuild with --append to keep them)"
         ) in replaced.stderr
+    # Rebuilt from the very nights it holds: nothing was lost, and nothing says otherwise.
+    same = baseline_cmd(lab, where, "--from", sources[0])
+    assert same.exit_code == 0 and "note:" not in same.stderr, same.stderr
 
     # The rolling window is gone, with a line that says why and what to do instead.
     result = baseline_cmd(lab, where, "--from", sources[1], "--append", "--window", "2")
