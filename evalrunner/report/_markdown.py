@@ -95,9 +95,10 @@ def _suite(suite: SuiteSelection) -> list[str]:
         "|---|---|---|---:|---:|---:|",
     ]
     for v in views:
-        stale = f" (as of {short_time(v.night)})" if v.stale else ""
+        # Not in the latest night (the scenario was left out, renamed or deleted since).
+        stale = " " + md(f"(as of {short_time(v.night)})") if v.stale else ""
         lines.append(
-            f"| {md(v.scenario)} | {md(v.model)} | {_MARKS[v.verdict]} {VERDICT_TEXT[v.verdict]}{md(stale)} "
+            f"| {md(v.scenario)} | {md(v.model)} | {_MARKS[v.verdict]} {VERDICT_TEXT[v.verdict]}{stale} "
             f"| {pct(v.success)} | {v.n_text} | {pct(v.skip)} |"
         )
     regressions = [line for v in views for line in _regressions(v)]

@@ -61,7 +61,7 @@ def test_a_cell_missing_from_the_latest_night_shows_its_own_latest_night() -> No
     stale = CellKey("scenario-01", "openai/gpt-4o-mini")
     assert suite.latest[stale].created_at == entries[1].created_at
     assert suite.night.created_at == entries[2].created_at
-    assert "(as of 2025-01-02 02:00 UTC)" in render_markdown(history)
+    assert " (as of 2025-01-02 02:00 UTC) |" in render_markdown(history)  # its own cell text
     assert '<span class="stale">as of 2025-01-02</span>' in render_html(history)
 
 
