@@ -22,6 +22,7 @@ if _TYPE_CHECKING:
     from evalrunner.frozen._script import Script, responses_from
 
 __all__ = [
+    "GOLDEN_DIR",
     "FrozenOutcome",
     "Golden",
     "Recorder",
