@@ -122,18 +122,22 @@ def baseline(
     )
     for path in written:
         click.echo(f"wrote {path}")
-        held, now = before.get(path), _nights_in(path) or set()
-        if held and not append and held - now:
-            dropped = len(held - now)
-            click.echo(
-                f"note: {path.name} held {len(held)} accepted night{'s' if len(held) != 1 else ''}; "
-                f"without --append it now holds only the {len(now)} given, {dropped} of the old "
-                "not among them (restore it from version control to undo, or rebuild with "
-                "--append to keep them)",
-                err=True,
-            )
-        elif held and append and now == held:
-            click.echo(f"note: {path.name} held every night given already; none added", err=True)
+        _say_what_moved(path, before.get(path), append)
+
+
+def _say_what_moved(path: Path, held: set[tuple[str, str]] | None, append: bool) -> None:
+    """A note when a rewritten baseline dropped accepted nights, or --append added none."""
+    now = _nights_in(path) or set()
+    if held and not append and held - now:
+        click.echo(
+            f"note: {path.name} held {len(held)} accepted night{'s' if len(held) != 1 else ''}; "
+            f"without --append it now holds only the {len(now)} given, {len(held - now)} of the "
+            "old not among them (restore it from version control to undo, or rebuild with "
+            "--append to keep them)",
+            err=True,
+        )
+    elif held and append and now == held:
+        click.echo(f"note: {path.name} held every night given already; none added", err=True)
 
 
 def _nights_held(folder: Path) -> dict[Path, set[tuple[str, str]]]:

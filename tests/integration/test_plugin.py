@@ -567,9 +567,10 @@ scenarios:
 """
 
 
-def test_frozen_scenarios_apply_their_checks(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _record_suite(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> pytest.RunResult:
+    """A project with suites/demo.yaml (SUITE), its frozen scenarios recorded."""
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     for var in ("EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD", "EVALRUNNER_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -580,8 +581,15 @@ def test_frozen_scenarios_apply_their_checks(
     (pytester.path / "suites" / "demo.yaml").write_text(SUITE)
     with FakeEndpoint(responder=responder) as ep:
         monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        recorded = run(pytester, "suites", "--golden-record")
+        recorded = run(pytester, "suites", "--golden-record", *args)
     monkeypatch.delenv("EVALRUNNER_API_BASE")
+    return recorded
+
+
+def test_frozen_scenarios_apply_their_checks(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = _record_suite(pytester, monkeypatch)
     # Recorded either way; the one that does not do what its scenario asks says so.
     recorded.assert_outcomes(passed=1, failed=1)
     assert section(recorded, "scenario demo::names_paris").startswith(
@@ -611,19 +619,8 @@ def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Before: suites/goldens/<old name>/ was never listed after the suite file was renamed.
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    for var in ("EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD", "EVALRUNNER_MODEL"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-secret")
-    pytester.makepyfile(scenario_agents=SCENARIO_AGENTS)
-    pytester.syspathinsert()
+    _record_suite(pytester, monkeypatch, "-k", "greets")
     suites = pytester.path / "suites"
-    suites.mkdir()
-    (suites / "demo.yaml").write_text(SUITE)
-    with FakeEndpoint(responder=responder) as ep:
-        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        run(pytester, "suites", "--golden-record", "-k", "greets")
-    monkeypatch.delenv("EVALRUNNER_API_BASE")
     (suites / "demo.yaml").unlink()
     (suites / "geo.yaml").write_text(SUITE.replace("name: demo", "name: geo"))
     result = run(pytester, "suites", "-k", "greets")

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,16 +170,22 @@ def test_runs_that_all_ended_in_infra_errors_have_no_typical_run() -> None:
     assert typical_run([run(0, "infra_error", (), 0), run(1, "infra_error", (), 0)]) is None
 
 
-def test_a_baseline_of_no_nights_is_refused_in_one_line(tmp_path: Path) -> None:
-    # Before: loaded, and every metric "compared" with 0 nights of 0 runs (a review).
+def _edited(tmp_path: Path, edit: Callable[[dict[str, Any]], object]) -> tuple[Path, str]:
+    """A saved baseline with ``edit`` applied to its JSON, and the error loading it gives."""
     path = baseline_path(tmp_path, "demo", "capital", "m")
     save_baseline(path, baseline("results/night1"))
     data = json.loads(path.read_text(encoding="utf-8"))
-    data["nights"] = []
+    edit(data)
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(FileFormatError) as excinfo:
         load_baseline(path)
-    assert str(excinfo.value) == (
+    return path, str(excinfo.value)
+
+
+def test_a_baseline_of_no_nights_is_refused_in_one_line(tmp_path: Path) -> None:
+    # Before: loaded, and every metric "compared" with 0 nights of 0 runs (a review).
+    path, error = _edited(tmp_path, lambda data: data.update(nights=[]))
+    assert error == (
         f"{path}: nights: empty: a baseline holds the nights it accepted; rebuild it with "
         "'evalrunner baseline'"
     )
@@ -185,16 +194,15 @@ def test_a_baseline_of_no_nights_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_a_baseline_holding_one_night_twice_is_refused_in_one_line(tmp_path: Path) -> None:
     # Two branches each appended a night; "keep both" in the merge copied a night again.
     # Before: loaded as one more night than was run, so the baseline gated early.
-    path = baseline_path(tmp_path, "demo", "capital", "m")
-    save_baseline(path, baseline("results/night1"))
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["nights"].append(data["nights"][0])
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(FileFormatError) as excinfo:
-        load_baseline(path)
-    started = data["nights"][0]["started_at"]
-    assert str(excinfo.value) == (
-        f"{path}: nights: night 1 (started {started}) is an earlier night again, the same "
+    started: list[str] = []
+
+    def twice(data: dict[str, Any]) -> None:
+        started.append(data["nights"][0]["started_at"])
+        data["nights"].append(data["nights"][0])
+
+    path, error = _edited(tmp_path, twice)
+    assert error == (
+        f"{path}: nights: night 1 (started {started[0]}) is an earlier night again, the same "
         "runs; a baseline counts each night once: remove one; rebuild it with 'evalrunner baseline'"
     )
 
@@ -202,15 +210,14 @@ def test_a_baseline_holding_one_night_twice_is_refused_in_one_line(tmp_path: Pat
 def test_a_baseline_night_mixing_the_runs_of_two_nights_is_refused(tmp_path: Path) -> None:
     # A merge of two appended nights resolved hunk by hunk: one night's label and start,
     # the other night's runs. Before: loaded without a word.
-    path = baseline_path(tmp_path, "demo", "capital", "m")
-    save_baseline(path, baseline("results/night1"))
-    data = json.loads(path.read_text(encoding="utf-8"))
-    night = data["nights"][0]
-    night["started_at"] = "2031-01-02T02:00:00Z"
-    night["records"][0]["started_at"] = "2031-01-01T02:00:03Z"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(
-        FileFormatError,
-        match=r"night 0 \(started 2031-01-02T02:00:00Z\) holds run '.*', started 2031-01-01T02:00:03Z, before the night: it mixes the runs of two nights",
-    ):
-        load_baseline(path)
+    def mixed(data: dict[str, Any]) -> None:
+        night = data["nights"][0]
+        night["started_at"] = "2031-01-02T02:00:00Z"
+        night["records"][0]["started_at"] = "2031-01-01T02:00:03Z"
+
+    _, error = _edited(tmp_path, mixed)
+    assert re.search(
+        r"night 0 \(started 2031-01-02T02:00:00Z\) holds run '.*', started "
+        r"2031-01-01T02:00:03Z, before the night: it mixes the runs of two nights",
+        error,
+    ), error
