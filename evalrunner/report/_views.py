@@ -136,7 +136,11 @@ class CellView:
 
     @property
     def counts_text(self) -> str:
-        return ", ".join(f"{self.counts[v]} {v}" for v in VERDICT_ORDER if self.counts.get(v))
+        text = ", ".join(f"{self.counts[v]} {v}" for v in VERDICT_ORDER if self.counts.get(v))
+        # Every run moved, and the night could not confirm it: said on the card, as the
+        # Markdown summary's section says it (not only in a collapsed row's cell).
+        moved = [r.metric for r in self.results if r.unconfirmed]
+        return text + (f"; changed, unconfirmed: {', '.join(moved)}" if moved else "")
 
     @property
     def gating(self) -> list[MetricResult]:

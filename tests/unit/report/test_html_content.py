@@ -79,3 +79,12 @@ def test_a_flag_table_tells_apart_nights_of_one_day_by_their_time() -> None:
     table = html.split("in the report's window</summary>", 1)[1].split("</table>", 1)[0]
     first_cells = set(re.findall(r'<tr><td class="num">([^<]*)</td>', table))
     assert first_cells == {"2025-01-05 09:15 UTC", "2025-01-05 16:40 UTC"}, first_cells
+
+
+def test_an_unconfirmed_change_shows_on_its_scenario_s_card(unconfirmed: History) -> None:
+    # Before: only in the "To resolve" cell of a collapsed row; the card read "inconclusive".
+    from evalrunner.report._html import render_html
+
+    html = render_html(unconfirmed, generated_at="test")
+    cards = re.findall(r'<span class="counts">([^<]*)</span>', html)
+    assert any("changed, unconfirmed: success_rate" in c for c in cards), cards
