@@ -92,7 +92,23 @@ def show(file: Path, strict: bool, as_json: bool) -> None:
     if as_json:
         click.echo(dumps(doc), nl=False)
         return
-    click.echo("\n".join(_lines(shape(doc))))
+    lines = _lines(shape(doc))
+    outcome = _run_outcome(file)
+    if outcome is not None:
+        # A run file's record says how the run ended; "crashed" from the trajectory alone
+        # would read yes for a run the endpoint failed (it raised too), which is no crash.
+        lines = [outcome if line.startswith("crashed ") else line for line in lines]
+    click.echo("\n".join(lines))
+
+
+def _run_outcome(path: Path) -> str | None:
+    """``outcome     infra_error (reason)`` for a results directory's run file, else None."""
+    found = read_json(path, "trajectory")
+    record = found.get("record") if isinstance(found, dict) else None
+    if not isinstance(record, dict) or not isinstance(record.get("outcome"), str):
+        return None
+    reason = record.get("reason")
+    return f"outcome     {record['outcome']}" + (f" ({reason})" if reason else "")
 
 
 @click.command(name="diff")

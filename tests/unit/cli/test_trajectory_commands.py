@@ -92,6 +92,23 @@ def test_show_and_diff_read_evalrunner_s_own_goldens_and_run_files(tmp_path: Pat
     assert "tools: () -> (lookup,)" in changed.output
 
 
+def test_show_of_a_run_file_says_how_the_run_ended_not_crashed_for_an_endpoint_failure(
+    tmp_path: Path,
+) -> None:
+    # Before: "crashed     yes" for a run whose endpoint failed (an infra_error, no crash).
+    doc = atif()
+    doc["steps"] = doc["steps"][:1]
+    doc["extra"] = {"error": "InternalServerError (HTTP 503)"}
+    record = {"outcome": "infra_error", "reason": "InternalServerError (HTTP 503)"}
+    run_file = write(
+        tmp_path / "run.json", {"format_version": 1, "record": record, "trajectory": doc}
+    )
+    shown = CliRunner().invoke(main, ["show", run_file])
+    assert shown.exit_code == 0, shown.output
+    assert "outcome     infra_error (InternalServerError (HTTP 503))" in shown.output.splitlines()
+    assert "crashed" not in shown.output
+
+
 def test_a_recording_given_to_show_or_diff_is_named_as_a_recording(tmp_path: Path) -> None:
     # It said "$.schema_version: Field required", as if a trajectory were broken.
     recordings = [
