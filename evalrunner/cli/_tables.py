@@ -198,10 +198,14 @@ def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
     # in the table, so the line never reads "nothing flagged" over a regression.
     young = _named([r for r, y in shown if y and r.verdict in FAILING], among=results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
+    # Diagnostics never fail a night, but a table showing "latency_s (diag) REGRESSION"
+    # above a line that says "nothing flagged" reads as a contradiction.
+    moved = _named([r for r, y in shown if not y and not r.gating and r.verdict in FAILING])
     unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
     said = [
         (young, f"flagged against baselines too young to gate (not failing the night): {young}"),
         (unconfirmed, f"{UNCONFIRMED}: {unconfirmed}"),
+        (moved, f"diagnostics that moved (they never fail a night): {moved}"),
         (
             unmeasured,
             f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "

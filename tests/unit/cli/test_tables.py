@@ -201,3 +201,15 @@ def test_a_cell_no_run_measured_says_the_endpoint_failed_not_more_baseline_night
         "endpoint failed); 1 rows inconclusive, 1 of them need more baseline nights, not runs "
         "(`evalrunner plan --suite demo` says what settles them)"
     )
+
+
+def test_the_night_line_names_diagnostics_that_moved_beside_nothing_flagged() -> None:
+    # Before: "nothing flagged against the baselines" under a table row that read
+    # "latency_s (diag) REGRESSION", and nothing else on the line.
+    from evalrunner.cli._tables import undecided
+
+    results = [result("success_rate"), result("latency_s", "regression", gating=False)]
+    assert undecided(results, "demo") == (
+        "; diagnostics that moved (they never fail a night): s latency_s "
+        "(`evalrunner plan --suite demo` says what settles them)"
+    )
