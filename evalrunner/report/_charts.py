@@ -290,10 +290,13 @@ def suite_charts(nights: Sequence[SelectedNight]) -> SuiteCharts:
         last=last,
     )
     prompt, completion = sums["prompt"], sums["completion"]
+    # A night the endpoint failed whole used no tokens because nothing ran: a gap, not a
+    # dip that reads as the agent's behaviour (as its skip and crash rates are gaps).
+    lines = [np.where(valid > 0, x, np.nan) for x in (prompt, completion, prompt + completion)]
     tokens = series_svg(
         label="prompt and completion tokens per night",
         frac=frac,
-        series=[prompt, completion, prompt + completion],
+        series=lines,
         y_high=nice_max(float((prompt + completion).max()) * 1.05, 1.0),
         fmt="num",
         first=first,

@@ -85,3 +85,24 @@ def test_an_effect_chart_names_the_effect_its_numbers_are_and_holds_their_range(
         top = np.array([largest[kind]])
         trend = Trend(np.array([0.5]), top, top, top, np.zeros(1), np.zeros(1), np.zeros(1))
         assert style.y_range(trend)[1] >= largest[kind], kind
+
+
+def test_a_night_the_endpoint_failed_whole_is_a_gap_in_the_tokens_chart_not_a_dip() -> None:
+    # Before: drawn as 0 tokens, a dip that read as the agent using none.
+    from history_factory import build_entries, history_from_entries
+
+    from evalrunner.report._charts import suite_charts
+    from evalrunner.report._select import select
+
+    entries = build_entries(nights=3, scenarios=1, regressed=())
+    down = entries[1]
+    failed = [
+        r.model_copy(update={"outcome": "infra_error", "prompt_tokens": 0, "completion_tokens": 0})
+        for r in down.records
+    ]
+    entries[1] = down.model_copy(update={"records": failed, "verdicts": [], "outage": True})
+    [suite] = select(history_from_entries(entries))
+    charts = suite_charts(suite.nights)
+    assert charts.tokens is not None
+    dotted = re.findall(r'class="s(\d) sdot" d="([^"]*)"', charts.tokens)
+    assert dotted and all(d.count("h0") == 2 for _, d in dotted), dotted  # 2 of 3 nights
