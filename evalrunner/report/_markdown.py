@@ -86,6 +86,15 @@ def _suite(suite: SuiteSelection) -> list[str]:
     lines = [
         f"## Suite {md(suite.name)}, night {md(short_time(suite.night.created_at))}",
         "",
+        *(
+            [
+                "That night was an outage (the endpoints failed; nothing was compared): each "
+                "scenario shows its last measured night.",
+                "",
+            ]
+            if suite.night.outage
+            else []
+        ),
         ", ".join(
             f"{_MARKS[v]} {counted(counts[v], v)}" for v in (*VERDICT_ORDER, *UNGATED) if counts[v]
         )

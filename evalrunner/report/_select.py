@@ -207,6 +207,28 @@ class SelectedNight:
         return {CellKey(scenario, model) for scenario, model in pairs}
 
     @functools.cached_property
+    def measured(self) -> set[CellKey]:
+        """The cells this night measured: compared, or with a run that reached the agent.
+        A cell whose every run the endpoint failed measured nothing of the agent."""
+        pairs = set(zip(self.result_column("scenario"), self.result_column("model"), strict=True))
+        pairs.update(
+            (scenario, model)
+            for scenario, model, outcome in zip(
+                self.record_column("scenario"),
+                self.record_column("model"),
+                self.record_column("outcome"),
+                strict=True,
+            )
+            if outcome != "infra_error"
+        )
+        return {CellKey(scenario, model) for scenario, model in pairs}
+
+    @property
+    def outage(self) -> bool:
+        """The night was an outage: the endpoints failed, so nothing was compared."""
+        return any(entry.outage for entry in self.entries)
+
+    @functools.cached_property
     def records_by_cell(self) -> dict[CellKey, list[RunRecord]]:
         return _by_cell(self.records, lambda r: r.cell)
 
@@ -352,7 +374,14 @@ def select(
     out = []
     for suite in sorted(by_suite):
         ordered = sorted(by_suite[suite], key=lambda n: (n.when, n.created_at))
-        latest = {cell: night for night in ordered for cell in night.cells}
+        latest: dict[CellKey, SelectedNight] = {}
+        for night in ordered:
+            for cell in night.cells:
+                # A night the endpoint failed a cell whole shows nothing of the agent: the
+                # cell keeps its last measured night ("as of ..."), so an outage does not
+                # turn a regression into "no baseline".
+                if cell in night.measured or cell not in latest:
+                    latest[cell] = night
         out.append(SuiteSelection(suite, ordered, latest))
     return out
 

@@ -323,7 +323,13 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
     return SuiteView(
         name=suite.name,
         anchor=f"s{index}",
-        night=short_time(suite.night.created_at),
+        night=short_time(suite.night.created_at)
+        + (
+            " (an outage: the endpoints failed, nothing was compared; each scenario shows its "
+            "last measured night)"
+            if suite.night.outage
+            else ""
+        ),
         nights=len(suite.nights),
         models=models,
         rows=[

@@ -87,3 +87,32 @@ def test_empty_history_gives_a_clear_page() -> None:
     assert "No runs yet" in render_markdown(empty)
     root = ET.fromstring(render_junit(empty))
     assert root.get("tests") == "0" and len(root) == 0
+
+
+def test_an_outage_night_keeps_each_cell_s_last_measured_night_and_says_it_was_an_outage() -> None:
+    # Before: the latest night, an outage, had no verdicts: every cell read "no baseline"
+    # and the regression of the night before was gone from the summary.
+    entries = build_entries(nights=3, scenarios=2, regressed=(0,), regress_nights=1)
+    down = entries[-1].model_copy(
+        update={
+            "created_at": "2025-01-09T02:00:00Z",
+            "manifest": entries[-1].manifest.model_copy(
+                update={"started_at": "2025-01-09T02:00:00Z"}
+            ),
+            "records": [
+                r.model_copy(update={"outcome": "infra_error"}) for r in entries[-1].records
+            ],
+            "verdicts": [],
+            "outage": True,
+        }
+    )
+    history = history_from_entries([*entries, down])
+    [suite] = select(history)
+    assert suite.night.created_at == down.created_at
+    assert {night.created_at for night in suite.latest.values()} == {entries[-1].created_at}
+    text = render_markdown(history)
+    assert "That night was an outage (the endpoints failed; nothing was compared)" in text
+    regressions = text.split("### Regressions", 1)[1]
+    assert "None." not in regressions.split("###", 1)[0]
+    assert "no baseline" not in text
+    assert "an outage: the endpoints failed, nothing was compared" in render_html(history)
