@@ -198,9 +198,7 @@ def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
     # in the table, so the line never reads "nothing flagged" over a regression.
     young = _named([r for r, y in shown if y and r.verdict in FAILING], among=results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
-    # Diagnostics never fail a night, but a table showing "latency_s (diag) REGRESSION"
-    # above a line that says "nothing flagged" reads as a contradiction.
-    moved = _named([r for r, y in shown if not y and not r.gating and r.verdict in FAILING])
+    moved = _moved_diagnostics(shown)
     unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
     said = [
         (young, f"flagged against baselines too young to gate (not failing the night): {young}"),
@@ -214,6 +212,13 @@ def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
         (True, _open_rows([r for r, _ in shown])),
     ]
     return [text for found, text in said if found and text]
+
+
+def _moved_diagnostics(shown: Sequence[tuple[MetricResult, bool]]) -> str:
+    """Diagnostics flagged against gating baselines, named. They never fail a night, but a
+    table showing "latency_s (diag) REGRESSION" above a line that says "nothing flagged"
+    reads as a contradiction."""
+    return _named([r for r, y in shown if not y and not r.gating and r.verdict in FAILING])
 
 
 def _open_rows(shown: Sequence[MetricResult]) -> str:

@@ -86,15 +86,7 @@ def _suite(suite: SuiteSelection) -> list[str]:
     lines = [
         f"## Suite {md(suite.name)}, night {md(short_time(suite.night.created_at))}",
         "",
-        *(
-            [
-                "That night was an outage (the endpoints failed; nothing was compared): each "
-                "scenario shows its last measured night.",
-                "",
-            ]
-            if suite.night.outage
-            else []
-        ),
+        *_outage_lines(suite),
         ", ".join(
             f"{_MARKS[v]} {counted(counts[v], v)}" for v in (*VERDICT_ORDER, *UNGATED) if counts[v]
         )
@@ -119,6 +111,16 @@ def _suite(suite: SuiteSelection) -> list[str]:
     if building:
         out += ["### Evidence building up since the baseline", "", *building, ""]
     return out
+
+
+def _outage_lines(suite: SuiteSelection) -> list[str]:
+    if not suite.night.outage:
+        return []
+    return [
+        "That night was an outage (the endpoints failed; nothing was compared): each "
+        "scenario shows its last measured night.",
+        "",
+    ]
 
 
 def _unconfirmed(v: CellView) -> list[str]:
