@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalrunner._clock import iso_now
-from evalrunner._jsonio import canonical
 from evalrunner.baseline._file import (
     AcceptedNight,
     Baseline,
     baseline_path,
     load_baseline,
+    night_key,
     save_baseline,
     typical_trajectory,
 )
@@ -60,8 +59,7 @@ def _check_night(
             f"--out {source} --resume --no-compare --no-history, or leave it out"
         )
     _check_measured(source, records, suite.name)
-    runs = "\n".join(sorted(canonical(r.model_dump(mode="json")) for r in records))
-    key = (manifest.started_at, hashlib.sha256(runs.encode()).hexdigest())
+    key = night_key(manifest.started_at, records)
     if key in seen:
         raise BaselineMismatch(
             f"{source}: the same night as {seen[key]} (started {manifest.started_at}, the same "

@@ -14,6 +14,7 @@ accumulated against it.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -108,8 +109,7 @@ class Baseline(BaseModel):
         # keeping both) would pass for two nights, as `baseline --from` refuses it to.
         seen: set[tuple[str, str]] = set()
         for i, night in enumerate(value):
-            runs = sorted(canonical(r.model_dump(mode="json")) for r in night.records)
-            key = (night.started_at, "\n".join(runs))
+            key = night_key(night.started_at, night.records)
             if key in seen:
                 raise ValueError(
                     f"night {i} (started {night.started_at}) is an earlier night again, the "
@@ -154,11 +154,16 @@ class Baseline(BaseModel):
     def anchor(self) -> str:
         """Names exactly the accepted nights (and configuration): accumulated evidence is
         measured against it and resets when nights are accepted into or out of it."""
-        import hashlib
-
         accepted = sorted(f"{n.started_at}|{n.source}" for n in self.nights)
         text = "\n".join([self.fingerprint, self.model, *accepted])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def night_key(started_at: str, records: Sequence[RunRecord]) -> tuple[str, str]:
+    """What makes a night the same night: its start and its runs. Two shards of one nightly
+    job (two --out directories) may start in the same second, never with the same runs."""
+    runs = "\n".join(sorted(canonical(r.model_dump(mode="json")) for r in records))
+    return started_at, hashlib.sha256(runs.encode()).hexdigest()
 
 
 _SKEW = _dt.timedelta(minutes=10)
