@@ -13,7 +13,9 @@ The server runs one request at a time; concurrency against it buys nothing.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
+import json
 import os
 import secrets
 import shutil
@@ -65,6 +67,17 @@ def watch():
     shutil.rmtree(log_dir, ignore_errors=True)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
+# No extra buffer types (weight repacking, Intel AMX): a build made on a CPU with AMX
+# (llama-cpp-python compiles for the machine it installs on) crashed in its AMX matrix
+# multiply on the first completion. A 135M model loses nothing worth having without them.
+import llama_cpp.llama_cpp as _c
+_defaults = _c.llama_model_default_params
+def _model_params():
+    params = _defaults()
+    if hasattr(params, "use_extra_bufts"):  # llama-cpp-python 0.3.16 and later
+        params.use_extra_bufts = False
+    return params
+_c.llama_model_default_params = _model_params
 sys.argv = ["llama_cpp.server", *sys.argv[3:]]
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
@@ -133,6 +146,16 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _exit_status(code: int | None) -> str:
+    """``code 1``, or ``signal 11 (SIGSEGV)`` for a process a signal ended."""
+    if code is not None and code < 0:
+        try:
+            return f"signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -241,12 +264,19 @@ class LocalModelServer:
             self.startup_seconds = time.monotonic() - started
             return self
 
-    def stop(self) -> None:
-        """Terminate the server's process group (SIGTERM, then SIGKILL); idempotent."""
+    def died(self) -> str | None:
+        """How the server ended if it exited on its own after starting (None while it runs,
+        and once stopped): ``signal 9 (SIGKILL)``."""
+        proc = self._proc
+        return None if proc is None or proc.poll() is None else _exit_status(proc.returncode)
+
+    def stop(self, *, keep_log: bool = False) -> None:
+        """Terminate the server's process group (SIGTERM, then SIGKILL); idempotent.
+        ``keep_log``: leave :attr:`log_path` for the person debugging."""
         with self._lock:
             self._kill()
             self._port = None
-            if self._log_dir is not None:
+            if self._log_dir is not None and not keep_log:
                 shutil.rmtree(self._log_dir, ignore_errors=True)
                 self._log_dir = None
 
@@ -307,9 +337,9 @@ class LocalModelServer:
         _LIVE.add(self)
 
     def _wait_ready(self, started: float, *, last_attempt: bool) -> bool:
-        """True once GET /models answers; False if the port was taken (retry)."""
+        """True once GET /models answers and the model completes one token; False if the
+        port was taken (retry)."""
         assert self._proc is not None and self.log_path is not None
-        url = f"{self.api_base}/models"
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
         while True:
             if self._proc.poll() is not None:
@@ -317,13 +347,13 @@ class LocalModelServer:
                 if "address already in use" in tail.lower() and not last_attempt:
                     return False
                 raise EndpointError(
-                    f"The embedded model server exited with code {self._proc.returncode} "
+                    f"The embedded model server exited with {_exit_status(self._proc.returncode)} "
                     f"before answering. Log {self.log_path}:\n{tail}"
                 )
             try:
-                with opener.open(url, timeout=2) as response:
+                with opener.open(f"{self.api_base}/models", timeout=2) as response:
                     if response.status == 200:
-                        return True
+                        break
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() - started > self.startup_timeout:
@@ -333,6 +363,43 @@ class LocalModelServer:
                     f"Log {self.log_path}:\n{tail}"
                 )
             time.sleep(0.1)
+        self._first_completion(opener)
+        return True
+
+    def _first_completion(self, opener: urllib.request.OpenerDirector) -> None:
+        """One token, before the server counts as ready: a server that answers /models but
+        dies computing (a native build's bad kernel) would otherwise turn every run of the
+        night into a connection error that names nothing."""
+        assert self._proc is not None and self.log_path is not None
+        body = json.dumps(
+            {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        ).encode()
+        request = urllib.request.Request(
+            f"{self.api_base}/chat/completions",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with opener.open(request, timeout=max(self.startup_timeout, 10)) as response:
+                response.read()
+                return
+        except (urllib.error.URLError, OSError) as exc:
+            failure = str(getattr(exc, "reason", exc))
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a crash takes a moment to reap
+            self._proc.wait(timeout=2)
+        tail = _tail(self.log_path)
+        if self._proc.poll() is not None:
+            raise EndpointError(
+                f"The embedded model server exited with {_exit_status(self._proc.returncode)} "
+                "on its first completion: llama-cpp-python was built for this machine's CPU and "
+                "does not run on it; build it for any CPU of its kind instead: "
+                'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-cache-dir '
+                f"llama-cpp-python. Log {self.log_path}:\n{tail}"
+            )
+        raise EndpointError(
+            f"The embedded model server failed its first completion ({failure}). "
+            f"Log {self.log_path}:\n{tail}"
+        )
 
     def _kill(self) -> None:
         proc = self._proc

@@ -436,9 +436,8 @@ class _Driver:
     """Hands jobs to an executor, at most `limit` at a time (fewer against an endpoint that
     serves fewer), and writes each result as it comes back.
 
-    Run files are written in a pool of their own: off the event loop, because
-    the atomic write (fsync included) takes milliseconds during which no async
-    agent would make progress.
+    Run files are written on a thread of their own (:class:`RunWriter`): off the event
+    loop, where a slow disk would hold up every async agent.
     """
 
     def __init__(

