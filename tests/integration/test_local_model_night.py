@@ -39,8 +39,11 @@ class StandIn:
         self.startup_seconds = 0.01
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, keep_log: bool = False) -> None:
         pass
+
+    def died(self) -> str | None:
+        return None
 
     @property
     def model(self) -> str:

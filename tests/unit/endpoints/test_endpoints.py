@@ -82,8 +82,11 @@ class _Server:
     def start(self) -> _Server:
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, keep_log: bool = False) -> None:
         pass
+
+    def died(self) -> str | None:
+        return None
 
 
 def test_the_embedded_model_is_announced_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
