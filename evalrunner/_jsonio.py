@@ -72,22 +72,20 @@ def write_text_atomic(path: Path, text: str, *, sync: bool = True) -> None:
         raise
 
 
-def flush_to_disk(paths: list[Path]) -> None:
-    """Put files written with ``sync=False`` on disk: one ``sync`` for all of them where the
-    system has it (one journal commit, where an fsync each costs one apiece), else an
-    fsync each. A file gone since (moved by the user) is skipped."""
+def flush_to_disk(directory: Path) -> None:
+    """Put the files under ``directory``, written with ``sync=False``, on disk: one
+    ``sync`` where the system has it (one journal commit, where an fsync a file costs one
+    apiece), else an fsync of each file."""
     if hasattr(os, "sync"):
         os.sync()
         return
-    for path in paths:  # pragma: no cover - platforms without sync(2)
-        try:
+    for path in directory.rglob("*"):  # pragma: no cover - platforms without sync(2)
+        if path.is_file():
             fd = os.open(path, os.O_RDWR)  # Windows commits only a handle open for writing
-        except FileNotFoundError:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
 
 def _about(exc: OSError, path: Path) -> OSError:

@@ -269,7 +269,7 @@ class RunWriter:
     leaves it to the kernel, so a night stopped any way loses none of its finished
     runs. :meth:`close` then puts every file on disk at once, before the manifest
     says the night ended, so a power cut after that loses none either. (An fsync a
-    file cost about an eighth of evalrunner's own CPU per run: benchmarks/bench_runner.py.)
+    file cost about a sixth of evalrunner's own CPU a run: benchmarks/bench_runner.py.)
 
     A write that fails stops the night: the next :meth:`write` raises its error, and
     :meth:`close` does if no write came after it.
@@ -279,7 +279,6 @@ class RunWriter:
         self.results = results
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._failed: BaseException | None = None
-        self._written: list[Path] = []
         self._thread = threading.Thread(target=self._drain, name="evalrunner-write", daemon=True)
         self._thread.start()
 
@@ -299,8 +298,7 @@ class RunWriter:
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
-            if self._written:
-                flush_to_disk(self._written)
+            flush_to_disk(self.results.root / "runs")
         self._raise_failure()
 
     def _raise_failure(self) -> None:
@@ -313,7 +311,6 @@ class RunWriter:
                 continue  # the night stops at its next hand-over: write nothing after the failure
             try:
                 self.results.write_run(*item)
-                self._written.append(self.results.run_path(item[0].run_id))
             except BaseException as exc:  # raised again on the loop's thread
                 self._failed = exc
 
