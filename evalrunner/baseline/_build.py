@@ -165,8 +165,16 @@ def _accepted(
             raise BaselineMismatch(
                 f"{path}: recorded for another configuration or model; rebuild it without --append"
             )
-        seen = {(n.started_at, n.source) for n in nights}
-        nights = [n for n in old.nights if (n.started_at, n.source) not in seen] + nights
+        # Tonight's version of a night replaces the file's: the same directory accepted
+        # again (after a resume) or a copy of it elsewhere (the same runs).
+        dirs = {(n.started_at, n.source) for n in nights}
+        runs = {night_key(n.started_at, n.records) for n in nights}
+        nights = [
+            n
+            for n in old.nights
+            if (n.started_at, n.source) not in dirs
+            and night_key(n.started_at, n.records) not in runs
+        ] + nights
     return sorted(nights, key=lambda n: n.started_at)
 
 

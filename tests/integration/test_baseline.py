@@ -258,6 +258,20 @@ def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
     assert [n.source for n in load_baseline(file_of(where, "steady")).nights] == nights[:1]
 
 
+def test_a_copy_of_a_night_already_accepted_replaces_it_rather_than_counting_it_twice(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    # It passed the check by directory and then failed the file's own check by runs:
+    # a pydantic traceback, exit 1.
+    night = lab.root / "night1"
+    assert baseline_cmd(lab, where, "--from", str(night)).exit_code == 0
+    copy = shutil.copytree(night, tmp_path / "copy-of-night1")
+    result = baseline_cmd(lab, where, "--from", str(copy), "--append")
+    assert result.exit_code == 0, result.output
+    for tag in TAGS:
+        assert [n.source for n in load_baseline(file_of(where, tag)).nights] == ["copy-of-night1"]
+
+
 # ---------------------------------------------- broken baselines: one line, exit 2, untouched
 
 
