@@ -194,7 +194,7 @@ class ResultsDir:
         """The run's record, trajectory and first model request (None in files written
         before run files kept it)."""
         try:
-            data = read_json(path, "run record")
+            data = read_json(path, "run record", merged=False)
         except FileFormatError as exc:
             raise FileFormatError(f"{exc}; {self._damaged_run_fix()}") from None
         if not isinstance(data, dict) or data.get("format_version") != RUN_FORMAT_VERSION:
