@@ -54,7 +54,7 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path) -> int:
     own line, so one run names every file a merge broke) and which baselines belong to
     no scenario of the suite. Returns how many cannot be read."""
     from evalrunner.baseline._file import load_baseline
-    from evalrunner.frozen._golden import Golden, is_script
+    from evalrunner.frozen._golden import Golden, golden_path_for, is_script
     from evalrunner.frozen._script import Script
 
     scenarios = {sc.id for sc in suite.scenarios}
@@ -72,7 +72,7 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path) -> int:
                 "file if the scenario is gone, or move it and its scenario field to the new id",
                 err=True,
             )
-    for file in sorted((path.parent / "goldens" / suite.name).glob("*.json")):
+    for file in sorted(golden_path_for(path, suite.name, "").parent.glob("*.json")):
         if file.name.endswith(".llm.json"):
             load: Callable[[Path], object] = Script.load
         elif is_script(file):

@@ -14,6 +14,9 @@ GOLDEN_DIR = "__goldens__"
 """The folder beside a test module that holds its tests' goldens (here, not in ``_golden``:
 the plugin looks for it in every session, which must not import pydantic for it)."""
 
+SUITE_GOLDENS = "goldens"
+"""The folder beside a suite file that holds its scenarios' goldens: ``goldens/<suite>/``."""
+
 if _TYPE_CHECKING:
     from evalrunner.frozen._golden import Golden, golden_path_for, script_path_for
     from evalrunner.frozen._network import block_network

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrunner._jsonio import load_model, write_json
 from evalrunner.core._shape import Shape, shape
 from evalrunner.errors import FileFormatError
-from evalrunner.frozen import GOLDEN_DIR
+from evalrunner.frozen import GOLDEN_DIR, SUITE_GOLDENS
 
 GOLDEN_FORMAT_VERSION = 1
 REDO = "regenerate it with --golden-update"
@@ -106,7 +106,7 @@ def golden_path_for_test(module: Path, test: str) -> Path:
 
 def golden_path_for(suite_file: Path, suite: str, scenario: str) -> Path:
     """Where a suite scenario's golden lives: ``suites/goldens/<suite>/<scenario>.json``."""
-    return suite_file.parent / "goldens" / suite / f"{scenario}.json"
+    return suite_file.parent / SUITE_GOLDENS / suite / f"{scenario}.json"
 
 
 def script_path_for(golden: Path) -> Path:

@@ -279,7 +279,7 @@ def compare_with_golden(
 
 def _stale(run: _Run, replayer: Replayer) -> str | None:
     """The re-record command when the recording no longer answers the agent's requests."""
-    return run.record_cmd if replayer.mismatches or replayer.unused_entries() else None
+    return run.record_cmd if replayer.mismatches or replayer.unused else None
 
 
 def _notes(run: _Run, replayer: Replayer) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evalrunner.frozen import GOLDEN_DIR
+from evalrunner.frozen import GOLDEN_DIR, SUITE_GOLDENS
 
 if TYPE_CHECKING:
     from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
@@ -95,10 +95,11 @@ class SessionState:
         # A deleted module's goldens, found from any test collected beside where it was
         # (its directory may hold no other test with goldens); a deleted suite's likewise.
         roots = {d.parent for d in self.golden_dirs} | {d / GOLDEN_DIR for d in self.test_dirs}
-        suite_roots = {d.parent for d in self.golden_dirs if d.parent.name == "goldens"} | {
-            d / "goldens" for d in self.test_dirs if d.name == "suites"
+        suite_roots = {d.parent for d in self.golden_dirs if d.parent.name == SUITE_GOLDENS} | {
+            d / SUITE_GOLDENS for d in self.test_dirs if d.name == "suites"
         }
-        gone = _modules_gone(roots) + _suites_gone(suite_roots)
+        gone = _owners_gone({r for r in roots if r.name == GOLDEN_DIR}, (".py",))
+        gone += _owners_gone(suite_roots, (".yaml", ".yml"))
         if not (self.golden_dirs or gone):
             return unused
         from evalrunner.frozen._golden import is_script  # pydantic: only where goldens are
@@ -127,28 +128,16 @@ class SessionState:
         return unused
 
 
-def _modules_gone(roots: set[Path]) -> list[Path]:
-    """Golden directories under ``roots`` (``__goldens__`` folders) whose test module is no
-    longer beside them: the module was deleted or renamed, so no run can use them."""
-    return [
-        d
-        for root in sorted(roots)
-        if root.name == GOLDEN_DIR and root.is_dir()
-        for d in sorted(root.iterdir())
-        if d.is_dir() and not (root.parent / f"{d.name}.py").exists()
-    ]
-
-
-def _suites_gone(roots: set[Path]) -> list[Path]:
-    """``suites/goldens/<suite>/`` folders under ``roots`` with no ``suites/<suite>.yaml``:
-    the suite was deleted or renamed (its name is its file's), so no run can use them."""
+def _owners_gone(roots: set[Path], suffixes: tuple[str, ...]) -> list[Path]:
+    """Golden folders under ``roots`` whose owner is no longer beside them: the test module
+    (``__goldens__/<module>/``, ``.py``) or the suite (``goldens/<suite>/``, ``.yaml``) was
+    deleted or renamed, so no run can use them."""
     return [
         d
         for root in sorted(roots)
         if root.is_dir()
         for d in sorted(root.iterdir())
-        if d.is_dir()
-        and not any((root.parent / f"{d.name}{ext}").exists() for ext in (".yaml", ".yml"))
+        if d.is_dir() and not any((root.parent / f"{d.name}{ext}").exists() for ext in suffixes)
     ]
 
 
