@@ -26,6 +26,7 @@ if _TYPE_CHECKING:
 
 __all__ = [
     "GOLDEN_DIR",
+    "SUITE_GOLDENS",
     "FrozenOutcome",
     "Golden",
     "Recorder",

@@ -92,14 +92,7 @@ class SessionState:
         unused: list[Path] = []
         if self.ran < self.selected:
             return unused  # stopped early (-x, Ctrl-C, a crash): nothing can be judged
-        # A deleted module's goldens, found from any test collected beside where it was
-        # (its directory may hold no other test with goldens); a deleted suite's likewise.
-        roots = {d.parent for d in self.golden_dirs} | {d / GOLDEN_DIR for d in self.test_dirs}
-        suite_roots = {d.parent for d in self.golden_dirs if d.parent.name == SUITE_GOLDENS} | {
-            d / SUITE_GOLDENS for d in self.test_dirs if d.name == "suites"
-        }
-        gone = _owners_gone({r for r in roots if r.name == GOLDEN_DIR}, (".py",))
-        gone += _owners_gone(suite_roots, (".yaml", ".yml"))
+        gone = self._owners_gone()
         if not (self.golden_dirs or gone):
             return unused
         from evalrunner.frozen._golden import is_script  # pydantic: only where goldens are
@@ -110,6 +103,16 @@ class SessionState:
         for folder in gone:
             unused += [p for p in sorted(folder.glob("*.json")) if not is_script(p)]
         return unused
+
+    def _owners_gone(self) -> list[Path]:
+        """A deleted module's goldens, found from any test collected beside where it was
+        (its directory may hold no other test with goldens); a deleted suite's likewise."""
+        roots = {d.parent for d in self.golden_dirs} | {d / GOLDEN_DIR for d in self.test_dirs}
+        suite_roots = {d.parent for d in self.golden_dirs if d.parent.name == SUITE_GOLDENS} | {
+            d / SUITE_GOLDENS for d in self.test_dirs if d.name == "suites"
+        }
+        modules = _owners_gone({r for r in roots if r.name == GOLDEN_DIR}, (".py",))
+        return modules + _owners_gone(suite_roots, (".yaml", ".yml"))
 
     def _unused_in(self, directory: Path, selected: set[str]) -> list[Path]:
         from evalrunner.frozen._golden import is_script
