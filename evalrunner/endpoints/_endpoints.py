@@ -247,16 +247,8 @@ class EndpointPool:
         )
 
     def local_server_died(self) -> str | None:
-        """A line saying that the embedded server this pool started exited by itself; None
-        while it runs (or none was started). Every run after that failed to connect, and
-        the night says so rather than leave only "check the model endpoint"."""
-        server = self._server
-        if server is None or (how := server.died()) is None:
-            return None
-        return (
-            f"the embedded model server exited with {how} during the night; runs after "
-            f"that could not reach it. Its log: {server.log_path}"
-        )
+        """:meth:`LocalModelServer.death_notice` of the embedded server this pool started."""
+        return self._server.death_notice() if self._server is not None else None
 
     def close(self) -> None:
         if self._server is not None:

@@ -270,6 +270,18 @@ class LocalModelServer:
         proc = self._proc
         return None if proc is None or proc.poll() is None else _exit_status(proc.returncode)
 
+    def death_notice(self, where: str = "") -> str | None:
+        """A line saying that the server exited on its own during the night, with its log;
+        None while it runs. Every run after that failed to connect, and the night says so
+        rather than leave only "check the model endpoint". ``where``: e.g. " on Ray node N"."""
+        how = self.died()
+        if how is None:
+            return None
+        return (
+            f"the embedded model server{where} exited with {how} during the night; runs "
+            f"after that could not reach it. Its log: {self.log_path}"
+        )
+
     def stop(self, *, keep_log: bool = False) -> None:
         """Terminate the server's process group (SIGTERM, then SIGKILL); idempotent.
         ``keep_log``: leave :attr:`log_path` for the person debugging."""

@@ -123,9 +123,13 @@ class _NodeModel:
         """(base URL, None) once serving, or (None, why it is not)."""
         return (self.server.api_base, None) if self.server is not None else (None, self.error)
 
+    def died(self, node: str) -> str | None:
+        """The night's line if this node's server exited on its own (None while it runs)."""
+        return self.server.death_notice(f" on Ray node {node}") if self.server else None
+
     def stop(self) -> None:
         if self.server is not None:
-            self.server.stop()
+            self.server.stop(keep_log=self.server.died() is not None)
 
 
 def _node_model(node_id: str) -> Any:
@@ -253,7 +257,7 @@ class RayExecutor:
                 log_to_driver=False,
             )
         worker_cls, limiter_cls, _ = _actor_classes()
-        self.node_models: list[Any] = []
+        self.node_models: dict[str, Any] = {}  # node id -> its embedded-model actor
         self.limits = dict(limits or {})
         name = f"evalrunner-limiter-{uuid.uuid4().hex}" if self.limits else None
         self.limiter = limiter_cls.options(name=name).remote(self.limits) if name else None
@@ -292,8 +296,8 @@ class RayExecutor:
         ray = _ray()
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
         notify(f"starting local model (the embedded SmolLM2-135M) on {len(nodes)} Ray node(s) ...")
-        self.node_models = [_node_model(node) for node in nodes]
-        answers = ray.get([actor.api_base.remote() for actor in self.node_models])
+        self.node_models = {node: _node_model(node) for node in nodes}
+        answers = ray.get([actor.api_base.remote() for actor in self.node_models.values()])
         failed = [
             f"node {n}: {error}" for n, (_, error) in zip(nodes, answers, strict=True) if error
         ]
@@ -310,6 +314,22 @@ class RayExecutor:
             per_node=True,
         )
 
+    def local_servers_died(self) -> list[str]:
+        """A line for each node whose embedded-model server exited on its own during the
+        night (the driver's pool only knows a server it started itself)."""
+        ray = _ray()
+        lines = []
+        for node, actor in self.node_models.items():
+            try:
+                line = ray.get(actor.died.remote(node), timeout=30)
+            except Exception as exc:  # the actor went with its node: say that instead
+                line = (
+                    f"the embedded model on Ray node {node} could not be asked how it ended: {exc}"
+                )
+            if line is not None:
+                lines.append(line)
+        return lines
+
     def worker_pids(self) -> list[int]:
         """The worker processes' ids (tests kill one to show no run is lost)."""
         ray = _ray()
@@ -318,11 +338,11 @@ class RayExecutor:
     def close(self) -> None:
         ray = _ray()
         with contextlib.suppress(Exception):  # a server's own watchdog stops it if this fails
-            ray.get([actor.stop.remote() for actor in self.node_models], timeout=30)
-        for actor in [*self.workers, self.limiter, *self.node_models]:
+            ray.get([actor.stop.remote() for actor in self.node_models.values()], timeout=30)
+        for actor in [*self.workers, self.limiter, *self.node_models.values()]:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
-        self.workers, self.limiter, self.node_models = [], None, []
+        self.workers, self.limiter, self.node_models = [], None, {}
 
 
 @contextlib.contextmanager

@@ -318,6 +318,11 @@ class JobExecutor(Protocol):
         """Where the embedded model is served for its runs; None: in this process."""
         ...
 
+    def local_servers_died(self) -> list[str]:
+        """A line for each embedded-model server this executor started that exited on its
+        own during the night (a server in this process is the pool's to report)."""
+        ...
+
 
 async def execute_job(
     job: Job,
@@ -426,6 +431,9 @@ class LocalExecutor:
     @property
     def serve_local(self) -> ServeLocal | None:
         return None  # runs happen here, so the pool's own embedded server is theirs
+
+    def local_servers_died(self) -> list[str]:
+        return []
 
 
 def _check_named(name: str) -> str:

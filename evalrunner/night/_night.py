@@ -309,8 +309,9 @@ def run_live(
                     executor=jobs,
                 )
             )
-            if (died := pool.local_server_died()) is not None:
-                say(died)
+            for died in [pool.local_server_died(), *jobs.local_servers_died()]:
+                if died is not None:
+                    say(died)
             result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
             if result.outage is None:
                 result.model_outages = model_outages(report.records, options.outage_share)

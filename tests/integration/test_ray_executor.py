@@ -322,6 +322,35 @@ def test_the_embedded_model_is_served_by_an_actor_on_the_node_that_runs(
 
 
 @pytest.mark.skipif(not embedded_model_available(), reason="needs the `local` extra")
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="the agent finds the server in /proc")
+def test_an_embedded_server_that_dies_on_a_ray_node_is_named_with_its_kept_log(
+    tmp_path: Path, ray_address: str
+) -> None:
+    # On Ray the server runs in an actor on each node, not in the driver's pool: the
+    # night knew only that every run failed to connect ("check the model endpoint").
+    import io
+
+    from evalrunner import NightOptions, run_live
+
+    scenario = {"id": "s", "agent": "runner_agents:server_killing_agent", "input": "Hi"}
+    suite = write_suite(tmp_path, "dies", [scenario], runs=2, models=["local"], concurrency=1)
+    heard: list[str] = []
+    options = NightOptions(
+        out=tmp_path / "out", baselines_dir=None, history=None, executor="ray", ray_workers=1
+    )
+    result = run_live(str(suite), options, progress_stream=io.StringIO(), notify=heard.append)
+    # No run reached the model: an outage, not behaviour.
+    assert result.outage is not None, [(r.outcome, r.reason) for r in result.report.records]
+    [line] = [h for h in heard if "embedded model server" in h]
+    assert " on Ray node " in line and "exited with signal 9 (SIGKILL) during the night" in line
+    log = Path(line.split("Its log: ")[1])
+    assert log.is_file() and "llama_cpp.server" in log.read_text()  # kept for the reader
+    import shutil
+
+    shutil.rmtree(log.parent)
+
+
+@pytest.mark.skipif(not embedded_model_available(), reason="needs the `local` extra")
 def test_on_two_nodes_each_worker_uses_its_own_nodes_embedded_model(tmp_path: Path) -> None:
     # Two Ray nodes on this machine (ray.cluster_utils), in a process of its own.
     support = Path(__file__).resolve().parents[1] / "support"

@@ -144,6 +144,20 @@ def plain_agent(task: str, ctx: RunContext) -> str | None:
     return content
 
 
+def server_killing_agent(task: str, ctx: RunContext) -> str | None:
+    """Kills the server its model is served by (SIGKILL, as the OOM killer would), then calls
+    it. Found by the ``--port`` on its command line: the embedded model's server."""
+    port = (ctx.api_base or "").rstrip("/").removesuffix("/v1").rsplit(":", 1)[-1]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        if b"--port" in argv and argv[argv.index(b"--port") + 1 :][:1] == [port.encode()]:
+            os.kill(int(cmdline.parent.name), 9)
+    return plain_agent(task, ctx)
+
+
 class _Stuck:
     """:func:`stuck_once_agent`'s switch: after ``arm()``, the next run blocks until ``release()``."""
 
