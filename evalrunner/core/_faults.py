@@ -124,6 +124,45 @@ def is_infra_error(exc: BaseException) -> bool:
     return False
 
 
+ENDPOINT_REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFoundError"})
+"""Answers that mean no model served the call at all: a rejected key (401), no permission
+(403), a model the endpoint does not have (404). Configuration, never the agent's behaviour,
+and another attempt gets the same answer."""
+_NO_KEY = re.compile(r"api_key client option must be set|missing credentials", re.IGNORECASE)
+
+
+def refusal_hint(exc: BaseException) -> str | None:
+    """What to check when a model call was refused outright (:data:`ENDPOINT_REFUSALS`, or a
+    client that had no key to send), else None."""
+    current: BaseException | None = exc
+    # Explicit causes only (as is_infra_error): a refusal an agent's own code was handling
+    # when it failed some other way is not this call's answer.
+    for _ in range(16):
+        if current is None:
+            return None
+        status = getattr(current, "status_code", None)
+        name = type(current).__name__
+        if name == "AuthenticationError" or status == 401 or _NO_KEY.search(str(current)):
+            return "check the model's API key"
+        if name == "PermissionDeniedError" or status == 403:
+            return "check that the API key may use this model"
+        if name == "NotFoundError" or status == 404:
+            return "check the model name and api_base"
+        current = current.__cause__
+    return None
+
+
+_REFUSED = "the endpoint refused the call, no model answered"
+_REFUSAL_IN_REASON = re.compile(rf"\((check [^;()]+); {_REFUSED}\)")
+
+
+def refusal_advice(reason: str | None) -> str | None:
+    """The hint a run's reason carries when its model call was refused outright
+    (:func:`refusal_hint`, as the retry loop wrote it into the reason), else None."""
+    found = _REFUSAL_IN_REASON.search(reason or "")
+    return found.group(1) if found else None
+
+
 def retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (Retry-After header), if it said."""
     response = getattr(exc, "response", None)
@@ -296,12 +335,20 @@ class InfraLog:
             # and so left the call before the run ended.
             with self._lock:
                 self._cut_off = True
-        if isinstance(exc, RunEnded) or not is_infra_error(exc) or self.ended:
+        if isinstance(exc, RunEnded) or self.ended:
+            raise exc
+        hint = refusal_hint(exc)
+        if hint is None and not is_infra_error(exc):
             raise exc
         reason = describe_fault(exc, endpoint, self.last_timeout)
+        if hint is not None:
+            # Refused outright: no model answered. The run is infra_error whatever the agent
+            # makes of the exception (an agent that crashed on it, or one that caught it and
+            # answered something, would otherwise read as behaviour), and not retried.
+            reason = f"{reason} ({hint}; {_REFUSED})"
         self.faults.append(reason)
         self._note_attempt(attempt)
-        if attempt >= self.attempts or self.policy is None:
+        if hint is not None or attempt >= self.attempts or self.policy is None:
             self.final_error, self.final_reason = exc, reason
             raise exc
         self.retries += 1

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from evalrunner._redact import redact, redact_text
 from evalrunner.core._diff import Delta, diff_shapes, render, summary
-from evalrunner.core._faults import describe
+from evalrunner.core._faults import ENDPOINT_REFUSALS, describe
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normalize
 from evalrunner.core._scope import CaptureResult, arun_captured, install, run_captured
 from evalrunner.core._shape import shape
@@ -60,10 +60,8 @@ def no_calls_cause(made: int, recorded: int) -> str:
     )
 
 
-# Endpoint answers that mean "no model behind this call", not model behaviour.
-_ENDPOINT_REFUSALS = frozenset(
-    {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "APIConnectionError"}
-)
+# Recorded errors that mean "no model behind this call", not model behaviour.
+_ENDPOINT_REFUSALS = ENDPOINT_REFUSALS | {"APIConnectionError"}
 
 
 @dataclass

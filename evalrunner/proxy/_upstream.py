@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from evalrunner._litellm import import_litellm
-from evalrunner.core._faults import InfraLog, NoUsableChoice, describe, is_infra_error
+from evalrunner.core._faults import (
+    ENDPOINT_REFUSALS,
+    InfraLog,
+    NoUsableChoice,
+    describe,
+    is_infra_error,
+)
 from evalrunner.core._response import ResponseRecord, record_from_response
 from evalrunner.core._transport import athrough_gate
 from evalrunner.endpoints._endpoints import LOCAL, Endpoint, api_key_for
@@ -54,9 +60,7 @@ if TYPE_CHECKING:
 
 # Upstream answers that mean "no model behind this proxy" (a missing provider
 # key, a wrong model name): the proxy's configuration, not the agent's doing.
-_REFUSALS = frozenset(
-    {"AuthenticationError", "PermissionDeniedError", "NotFoundError", "MissingKey"}
-)
+_REFUSALS = ENDPOINT_REFUSALS | {"MissingKey"}
 log = logging.getLogger("evalrunner.proxy")
 Transport = Literal["direct", "anthropic", "litellm"]
 _TIMEOUTS = frozenset(

@@ -134,3 +134,24 @@ def test_a_night_whose_baselines_are_all_for_another_configuration_says_so(
         "configuration (the notes above name them). Next, to make this night the baseline: "
         "evalrunner baseline --suite capitals --from n2"
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "advice"),
+    [("401", "check the model's API key"), ("404", "check the model name and api_base")],
+)
+def test_a_night_the_endpoint_refused_is_an_outage_whose_next_step_is_what_to_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, advice: str
+) -> None:
+    # A rotated key or a renamed model: every run was `crashed`, every scenario a
+    # regression, and the last line advised making that night the baseline.
+    from fake_endpoint import Fault
+
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=3)
+    with FakeEndpoint(default=Fault(status, message="no such key or model")) as ep:
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+    assert result.exit_code == 3, result.output
+    assert night_line(result.stderr) == (
+        f"night: 3 runs (3 infra_error); an outage, so nothing was compared. Next: {advice}."
+    )

@@ -313,6 +313,28 @@ def test_a_client_error_is_not_retried_and_not_infra(tmp_path: Path) -> None:
     assert len(report.crashes) == 1
 
 
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        ("401", "check the model's API key"),
+        ("403", "check that the API key may use this model"),
+        ("404", "check the model name and api_base"),
+    ],
+)
+@pytest.mark.parametrize("agent", ["timed_agent", "atool_agent", "catching_agent"])
+def test_an_endpoint_that_refuses_the_call_is_infra_error_not_retried_and_says_what_to_check(
+    tmp_path: Path, agent: str, status: str, hint: str
+) -> None:
+    # A rotated key or a renamed deployment: no model answered. It was `crashed` (and
+    # flagged as a regression on every scenario, with advice to accept it as the baseline).
+    with FakeEndpoint(default=Fault(status, message="no such key or model")) as ep:
+        record, _, report = run_one(tmp_path, ep, agent)
+        assert ep.hits["POST /v1/chat/completions"] == 1  # another attempt gets the same answer
+    assert (record.outcome, record.attempts, report.crashes) == ("infra_error", 1, [])
+    assert record.reason is not None and f"(HTTP {status})" in record.reason
+    assert f"({hint}; the endpoint refused the call, no model answered)" in record.reason
+
+
 # ---------------------------------------------- endpoint faults are never behaviour (issue 10)
 
 
