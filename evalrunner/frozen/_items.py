@@ -121,6 +121,18 @@ class GoldenChecker:
         """This call's golden, refused when an earlier call of the same test wrote it: two
         runs on one golden and one recording overwrite each other and can never pass."""
         path = self.path(name)
+        node = self._request.node
+        shared = state(node.config).shared.get(node.nodeid) if name is None else None
+        if shared:
+            others = ", ".join(n for n in shared if n != node.nodeid)
+            pytest.fail(
+                f"{node.nodeid}: its golden {path.name} would be the same file as that of "
+                f"{others} (a golden is named after the test alone, without its class and "
+                "with the characters a file name cannot hold replaced), and recording one "
+                "would overwrite the other; give each call its own name, e.g. "
+                'golden_trajectory(agent, ..., name="paris"), or rename one of the tests',
+                pytrace=False,
+            )
         if path in self._taken:
             called = "without a name" if name is None else f"with name={name!r}"
             pytest.fail(

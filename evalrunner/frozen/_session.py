@@ -32,6 +32,9 @@ class SessionState:
     partial_dirs: set[Path] = field(default_factory=set)  # dirs whose module ran only in part
     failed: set[tuple[Path, str]] = field(default_factory=set)  # (dir, test) of failed tests
     test_dirs: set[Path] = field(default_factory=set)  # directories of the collected tests
+    shared: dict[str, list[str]] = field(default_factory=dict)  # node id -> the tests whose
+    # default golden is the same file as its own (the file name holds no class and is
+    # file-name-safe), each of them included
     selected: int = 0
     ran: int = 0
     pool: EndpointPool | None = None  # started on the first --golden-record of a scenario

@@ -91,18 +91,22 @@ def pytest_collection_modifyitems(
     state = _session.state(config)
     state.test_dirs.update(item.path.parent for item in items)
     partial = "::" in " ".join(config.args)
-    for found in _golden_dirs(items):
+    owners: dict[tuple[Path, str], list[str]] = {}
+    for item, found in _golden_dirs(items):
         state.selected_test(*found, partial=partial)
+        owners.setdefault(found, []).append(item.nodeid)
+    # Each xdist worker collects every item, so each finds the same pairs.
+    state.shared = {node: ids for ids in owners.values() if len(ids) > 1 for node in ids}
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
     if items:
         state = _session.state(items[0].config)
-        state.partial_dirs.update(directory for directory, _ in _golden_dirs(items))
+        state.partial_dirs.update(directory for _, (directory, _) in _golden_dirs(items))
 
 
-def _golden_dirs(items: list[pytest.Item]) -> Iterator[tuple[Path, str]]:
-    """Each item's golden directory and name there, for the items that have one."""
+def _golden_dirs(items: list[pytest.Item]) -> Iterator[tuple[pytest.Item, tuple[Path, str]]]:
+    """Each item with a golden, and its golden's directory and name there."""
     # A suite scenario's item exists only once its module is imported; a test has
     # a golden only if it asks for the fixture.
     if "evalrunner.frozen._items" not in sys.modules and not any(
@@ -114,7 +118,7 @@ def _golden_dirs(items: list[pytest.Item]) -> Iterator[tuple[Path, str]]:
     for item in items:
         found = golden_dir(item)
         if found is not None:
-            yield found
+            yield item, found
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -123,7 +127,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.failed:
         state = _session.state(item.config)
-        state.failed.update((d, name.split("-", 1)[0]) for d, name in _golden_dirs([item]))
+        state.failed.update((d, name.split("-", 1)[0]) for _, (d, name) in _golden_dirs([item]))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

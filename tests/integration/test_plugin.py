@@ -435,6 +435,65 @@ def test_a_second_call_of_the_fixture_on_the_same_golden_fails_and_named_calls_p
     assert "unused goldens" not in result.stdout.str()
 
 
+SHARED = """
+import pytest
+
+import agents_demo
+
+
+@pytest.mark.parametrize("city", ["Paris", "Paris?"])
+def test_city(golden_trajectory, city):
+    golden_trajectory(agents_demo.plain, f"Weather in {city}")
+
+
+class TestA:
+    def test_same(self, golden_trajectory):
+        golden_trajectory(agents_demo.plain, "Say hi.")
+
+
+class TestB:
+    def test_same(self, golden_trajectory):
+        golden_trajectory(agents_demo.plain, "Say bye.")
+
+    def test_same_named(self, golden_trajectory):
+        golden_trajectory(agents_demo.plain, "Say bye.", name="b")
+
+
+def test_alone(golden_trajectory):
+    golden_trajectory(agents_demo.plain, "Say hi.")
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True])
+def test_two_tests_whose_goldens_would_be_one_file_are_refused_naming_each_other(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch, xdist: bool
+) -> None:
+    # A golden is named after the test alone: TestA::test_same and TestB::test_same, or
+    # test_city[Paris] and test_city[Paris?], were one file. Recording wrote it twice,
+    # said "9 passed", and the next replay failed whichever recorded first.
+    if xdist:
+        pytest.importorskip("xdist")
+    pytester.makepyfile(test_shared=SHARED)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        result = run(pytester, "--golden-record", "test_shared.py", *(["-n", "2"] if xdist else []))
+    result.assert_outcomes(passed=2, failed=4)
+    text = result.stdout.str()
+    for test, other in [
+        ("test_city[Paris]", "test_shared.py::test_city[Paris?]"),
+        ("test_city[Paris?]", "test_shared.py::test_city[Paris]"),
+        ("TestA::test_same", "test_shared.py::TestB::test_same"),
+        ("TestB::test_same", "test_shared.py::TestA::test_same"),
+    ]:
+        assert f"test_shared.py::{test}: its golden " in text
+        assert f"would be the same file as that of {other} " in text
+    goldens = demo.parent / "test_shared"
+    assert sorted(p.name for p in goldens.glob("*.json") if ".llm" not in p.name) == [
+        "test_alone.json",
+        "test_same_named-b.json",
+    ]
+
+
 def test_an_agent_that_raises_is_never_recorded_and_fails_with_its_traceback(
     pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
