@@ -152,6 +152,11 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
             MODEL="openai/fake",
             HISTORY_BRANCH="evalrunner-history",
         )
+        # An earlier accepted night, in the working tree (accept commits it to its branch).
+        earlier = run_in(
+            repo, wheel_site, "evalrunner", "baseline", "--suite", "agent", "--runs", "2", **model
+        )
+        assert earlier.returncode == 0, earlier.stderr[-3000:]
         night = run_in(repo, wheel_site, "bash", str(ACTION / "run.sh"), **night_env, **model)
     assert night.returncode == 0, night.stderr[-3000:]
     out = repo / "evalrunner-out"
@@ -182,13 +187,33 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
     assert files.count("reports/history/agent/") == 2
 
     # `accept`: the night becomes the suite's baseline on a branch of its own, for a PR.
+    # A night that flagged nothing is appended; one that flagged a change replaces the
+    # baseline (appended, a baseline of both behaviours flags neither: the night's own
+    # advice); a night that measured nothing (an outage) is not proposed.
     accept = str(ACTION / "accept.sh")
-    accepted = run_in(repo, wheel_site, "bash", accept, SUITE="agent", EVALRUNNER_DRY_RUN="1")
+    dry = {"SUITE": "agent", "EVALRUNNER_DRY_RUN": "1"}
+    baseline = repo / "baselines" / "agent" / "first--openai_fake.json"
+
+    def nights() -> int:
+        return len(json.loads(baseline.read_text())["nights"])
+
+    assert nights() == 1  # the earlier night
+    accepted = run_in(repo, wheel_site, "bash", accept, NIGHT_EXIT="0", **dry)
     assert accepted.returncode == 0, accepted.stderr
     assert git(repo, "branch", "--show-current").strip() == "evalrunner/baseline-agent-local"
     committed = git(repo, "show", "--name-only", "--format=%s", "HEAD")
-    assert committed.startswith("baseline: accept night local of agent")
+    assert committed.startswith("baseline: accept night local of agent (appended)")
     assert "baselines/agent/first--openai_fake.json" in committed
+    assert nights() == 2
+    accepted = run_in(repo, wheel_site, "bash", accept, NIGHT_EXIT="1", GITHUB_RUN_ID="7", **dry)
+    assert accepted.returncode == 0, accepted.stderr
+    committed = git(repo, "show", "--format=%s", "-s", "HEAD").strip()
+    assert committed.endswith("night 7 of agent (replaces the baselines: it flagged a change)")
+    assert nights() == 1  # tonight's alone
+    refused = run_in(repo, wheel_site, "bash", accept, NIGHT_EXIT="3", GITHUB_RUN_ID="9", **dry)
+    assert refused.returncode == 1
+    assert "the night exited 3 (2: bad input, 3: an outage)" in refused.stderr
+    assert git(repo, "branch", "--show-current").strip() == "evalrunner/baseline-agent-7"
 
 
 def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path: Path) -> None:
