@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from evalrunner._redact import redact
-from evalrunner.errors import EvalrunnerError, FileFormatError
+from evalrunner.errors import EvalrunnerError, FileFormatError, NewerFormat
 
 
 def dumps(obj: Any) -> str:
@@ -136,7 +136,7 @@ def load_model(
     if versions is not None and found not in versions and not (version_optional and found is None):
         if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
             # Not ``fix``: regenerating it would overwrite what a newer release wrote.
-            raise FileFormatError(
+            raise NewerFormat(
                 f"{path}: {what} format_version {found} is newer than this evalrunner reads "
                 f"(up to {max(versions)}); upgrade evalrunner to read it"
             )

@@ -4,6 +4,7 @@
     ├── UserError                   bad input from a person: one line, the fix, exit code 2
     │   ├── ConfigError             suite files, CLI options
     │   ├── FileFormatError         goldens, scripts, baselines, results, history files
+    │   │   └── NewerFormat         written by a newer evalrunner: never regenerated over
     │   ├── TrajectoryError         ATIF documents that do not conform
     │   └── BaselineMismatch        baseline recorded for another model or scenario config
     ├── ReplayError                 strict replay went wrong
@@ -37,6 +38,11 @@ class ConfigError(UserError):
 
 class FileFormatError(UserError):
     """A file evalrunner reads (golden, script, baseline, results) is malformed."""
+
+
+class NewerFormat(FileFormatError):
+    """A file's format_version is newer than this release reads: regenerating it (say with
+    ``--golden-update``) would overwrite what the newer release wrote with an older form."""
 
 
 class TrajectoryError(UserError):

@@ -26,7 +26,7 @@ from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normaliz
 from evalrunner.core._scope import CaptureResult, arun_captured, install, run_captured
 from evalrunner.core._shape import shape
 from evalrunner.core._steps import SCHEMA_VERSION
-from evalrunner.errors import FileFormatError, ReplayError
+from evalrunner.errors import FileFormatError, NewerFormat, ReplayError
 from evalrunner.frozen._golden import Golden, script_path_for
 from evalrunner.frozen._network import block_network, describe_blocks
 from evalrunner.frozen._replay import Recorder, Replayer
@@ -220,6 +220,10 @@ def rewrite_golden(
     unreadable = None
     try:
         old = Golden.load(golden_path) if golden_path.exists() else None
+    except NewerFormat as exc:
+        # A teammate's newer evalrunner wrote it; rewritten here, it would quietly go back
+        # to the older form.
+        return FrozenOutcome(False, f"{exc}; --golden-update left it as it is")
     except FileFormatError as exc:
         old, unreadable = None, exc  # an unreadable golden is what --golden-update replaces
     out = _write(golden_path, None, result, config, None)

@@ -435,6 +435,27 @@ def test_a_second_call_of_the_fixture_on_the_same_golden_fails_and_named_calls_p
     assert "unused goldens" not in result.stdout.str()
 
 
+def test_golden_update_leaves_a_golden_written_by_a_newer_evalrunner_as_it_is(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was "replaced ..., which could not be read", rc 0: a teammate on an older
+    # release quietly took the golden back to the older format.
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+    monkeypatch.delenv("DEMO_API_BASE")
+    golden = demo / "test_plain.json"
+    doc = json.loads(golden.read_text())
+    golden.write_text(json.dumps({**doc, "format_version": 99}))
+    newer = golden.read_bytes()
+    result = run(pytester, "--golden-update", "-k", "test_plain")
+    result.assert_outcomes(failed=1, deselected=5)
+    message = section(result, "test_plain")
+    assert "golden format_version 99 is newer than this evalrunner reads" in message
+    assert "upgrade evalrunner to read it; --golden-update left it as it is" in message
+    assert golden.read_bytes() == newer
+
+
 SHARED = """
 import pytest
 
