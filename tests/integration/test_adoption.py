@@ -141,7 +141,26 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
         assert "behaviour changed" in comment and "0 passed, 1 failed" in comment
         assert "llm_calls" in comment
         assert (repo / "github-output").read_text().splitlines()[-1] == "exit=1"
+
+        # A prompt changed and its golden was updated from the old answers instead of
+        # re-recorded: the PR check (strict) fails until it is re-recorded. Lenient, the
+        # golden of answers the model never gave to that prompt passed for good.
+        agent.write_text(working.replace("capital of a country", "capital city of a country"))
+        updated = run_in(repo, wheel_site, "python", "-m", "pytest", "suites", "--golden-update")
+        assert updated.returncode == 0, updated.stdout[-2000:]
+        assert "answers recorded for other requests" in updated.stdout
+        stale = run_in(
+            repo,
+            wheel_site,
+            "bash",
+            str(ACTION / "run.sh"),
+            **step_env(repo, MODE="frozen", PATHS="suites"),
+        )
+        assert stale.returncode == 0
+        assert (repo / "github-output").read_text().splitlines()[-1] == "exit=1"
+        assert "differ" in (repo / "evalrunner-out" / "frozen.txt").read_text()
         agent.write_text(working)
+        git(repo, "checkout", "-q", "--", "suites")
 
         # The nightly workflow: a live night, its report, the history pushed to the branch.
         night_env = step_env(
