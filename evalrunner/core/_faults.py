@@ -212,6 +212,9 @@ class InfraLog:
         """The timeout the latest attempt was given (for the reasons)."""
         self.rate_wait_s = 0.0
         """Seconds the run's calls waited for a shared rate limit (not the endpoint's latency)."""
+        self.retried_s = 0.0
+        """Seconds the run's calls spent in attempts that failed and were retried, and in the
+        backoff after them: the endpoint's faults, kept out of the run's latency."""
         self._ended = threading.Event()
         self._lock = threading.Lock()
         self._tasks: set[asyncio.Task[object]] = set()
@@ -364,10 +367,12 @@ class InfraLog:
         try:
             attempt = 1
             while True:
+                began = time.monotonic()
                 try:
                     result = fn()
                 except Exception as exc:
                     self._sleep(self._failure(attempt, exc, endpoint))
+                    self._retried(began)
                     attempt += 1
                     continue
                 self._note_attempt(attempt)
@@ -375,16 +380,22 @@ class InfraLog:
         finally:
             self._leave()
 
+    def _retried(self, began: float) -> None:
+        with self._lock:  # a sync run's calls may retry in several threads at once
+            self.retried_s += time.monotonic() - began
+
     async def acall(self, fn: Callable[[], Awaitable[T]], endpoint: str | None = None) -> T:
         self._enter()
         cut_off = False
         try:
             attempt = 1
             while True:
+                began = time.monotonic()
                 try:
                     result = await self._bounded(fn)
                 except Exception as exc:
                     await asyncio.sleep(self._failure(attempt, exc, endpoint))
+                    self._retried(began)
                     attempt += 1
                     continue
                 self._note_attempt(attempt)

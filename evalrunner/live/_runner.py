@@ -355,8 +355,9 @@ async def execute_job(
             timeout=sc.timeout_s,
             executor=agents,
         )
-    # Waiting for the shared rate limit is the night's throughput, not the agent's latency.
-    latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s)
+    # Waiting for the shared rate limit is the night's throughput, and failed attempts with
+    # their backoff are the endpoint's faults: neither is the agent's latency.
+    latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s - infra.retried_s)
     run = judged(res, sc.normalize_config())
     code = None
     finished = res.error is None and not res.timed_out

@@ -216,6 +216,24 @@ def test_retry_after_is_honoured_up_to_max_backoff(
     assert low <= arrivals[1] - arrivals[0] < high
 
 
+@pytest.mark.parametrize("agent", ["timed_agent", "atool_agent"])
+def test_the_time_a_retried_fault_took_is_not_the_run_s_latency(tmp_path: Path, agent: str) -> None:
+    # An attempt that hung until its 0.3 s timeout, then 0.4 s of backoff: the endpoint's
+    # fault, and it was counted as the agent's latency (a review's night flagged a
+    # latency_s REGRESSION x4 from retried 500s).
+    retry = {
+        "max_attempts": 2,
+        "backoff_s": 0.4,
+        "max_backoff_s": 0.4,
+        "jitter": False,
+        "request_timeout_s": 0.3,
+    }
+    with FakeEndpoint([Fault("slow", seconds=2)], default=Reply("Paris.")) as ep:
+        record, _, _ = run_one(tmp_path, ep, agent, retry=retry)
+    assert (record.outcome, record.attempts) == ("passed", 2), record.reason
+    assert record.latency_s < 0.4, record.latency_s
+
+
 def test_retries_off_means_one_attempt(tmp_path: Path) -> None:
     with FakeEndpoint([Fault("503"), Reply("Paris.")]) as ep:
         record, _, _ = run_one(tmp_path, ep, "timed_agent", retry={"max_attempts": 1})
