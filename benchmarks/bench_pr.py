@@ -10,6 +10,10 @@ round by round, so a loaded machine slows them alike; each line's median counts.
   journey), recorded once against a loopback endpoint, then replayed by plain
   ``pytest``: the capture proxy, the replay and the golden comparison.
   Target: <= 2 s.
+- ``litellm golden, 1 test``: the README's first golden test, in process: a test
+  module that imports its litellm agent at the top (so litellm is imported while
+  pytest collects, with the collector paused by the plugin), recorded once, then
+  replayed by plain ``pytest``.
 - ``PR subset (pytest suites)``: this checkout's frozen items (the example
   suite's ``frozen`` scenarios), replayed from their recordings. Target: <= 3 s.
   The example agents call litellm, so this line pays its import.
@@ -57,6 +61,28 @@ def test_agent(golden_trajectory):
     assert golden_trajectory.proxied(agent, "hi").output == "hello there"
 """
 
+LITELLM_AGENT = """
+import os
+
+import litellm
+
+
+def answer(task):
+    reply = litellm.completion(
+        model="openai/fake", api_base=os.environ.get("BENCH_API_BASE"), api_key="sk-bench-000000",
+        messages=[{"role": "user", "content": task}],
+    )
+    return reply.choices[0].message.content
+"""
+
+LITELLM_TEST = """
+from bench_agent import answer
+
+
+def test_capital(golden_trajectory):
+    assert golden_trajectory(answer, "hi").output == "hello there"
+"""
+
 IMPORTED = "import litellm, evalrunner's way"
 
 PLAIN_TEST = """
@@ -93,6 +119,17 @@ def proxied_project(root: Path) -> Path:
     return project
 
 
+def litellm_project(root: Path) -> Path:
+    project = root / "litellm"
+    project.mkdir()
+    (project / "bench_agent.py").write_text(LITELLM_AGENT, encoding="utf-8")
+    (project / "test_capital.py").write_text(LITELLM_TEST, encoding="utf-8")
+    with FakeEndpoint(responder=lambda body, n: Reply("hello there")) as ep:
+        env = user_env(project, BENCH_API_BASE=ep.api_base, PYTHONPATH=str(project))
+        cpu_of([*PYTEST, "--golden-record"], project, env)
+    return project
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -100,11 +137,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pr-") as tmp:
         root = Path(tmp)
         proxied = proxied_project(root)
+        in_process = litellm_project(root)
         plain = root / "plain"
         plain.mkdir()
         (plain / "test_plain.py").write_text(PLAIN_TEST, encoding="utf-8")
         lines: dict[str, tuple[list[str], Path, dict[str, str], float | None]] = {
             "proxied golden, 1 test": ([*PYTEST], proxied, user_env(proxied), 2.0),
+            "litellm golden, 1 test": (
+                [*PYTEST],
+                in_process,
+                user_env(in_process, PYTHONPATH=str(in_process)),
+                None,
+            ),
             "PR subset (pytest suites)": ([*PYTEST, "suites"], REPO, user_env(root), 3.0),
             "import litellm": (
                 [sys.executable, "-c", "import litellm"],

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from evalrunner._heap import collector_paused
 from evalrunner._litellm import prepare
 from evalrunner.frozen import _session
 
@@ -74,6 +75,15 @@ def golden_trajectory(request: pytest.FixtureRequest) -> GoldenChecker:
     from evalrunner.frozen._items import GoldenChecker
 
     return GoldenChecker(request)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    """Collection imports the test modules, and with them the agents and litellm: the
+    collector paused for that, as for a suite's agents (:func:`collector_paused`: every
+    full pass during the import walked its million objects again)."""
+    with collector_paused():
+        yield
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -112,3 +112,22 @@ def test_pytest_still_reports_an_exception_raised_in_a_finalizer(
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=1)
     result.stderr.fnmatch_lines(["*PytestUnraisableExceptionWarning*", "*raised in a finalizer*"])
+
+
+def test_test_modules_are_imported_with_the_collector_paused_and_tests_run_with_it_on(
+    pytester: pytest.Pytester,
+) -> None:
+    # A golden test's module imports its litellm agent at the top, while pytest collects:
+    # with the collector running, that import cost ~1.1 s more CPU (benchmarks/bench_pr.py).
+    pytester.makepyfile(
+        """
+        import gc
+
+        AT_IMPORT = gc.isenabled()
+
+
+        def test_collector():
+            assert (AT_IMPORT, gc.isenabled()) == (False, True)
+        """
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
