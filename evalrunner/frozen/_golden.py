@@ -117,4 +117,18 @@ def script_path_for(golden: Path) -> Path:
 def is_script(path: Path) -> bool:
     """A recording (``*.llm.json``, the capture proxy's ``*.proxy.json``, a judge's
     ``*.judge.json``), not a golden."""
-    return path.name.endswith((".llm.json", ".proxy.json", ".judge.json"))
+    return path.name.endswith(RECORDINGS)
+
+
+RECORDINGS = (".llm.json", ".proxy.json", ".judge.json")
+"""What a golden's recordings end in, beside it: in process, through the capture proxy, a
+judge's grades."""
+
+
+def with_recordings(golden: Path) -> str:
+    """The golden, and the recordings beside it that belong to it (for a list of files that
+    no test used: whoever deletes the golden deletes these with it)."""
+    found = [
+        golden.stem + end for end in RECORDINGS if golden.with_name(golden.stem + end).exists()
+    ]
+    return f"{golden} (with {', '.join(found)})" if found else str(golden)

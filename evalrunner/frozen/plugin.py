@@ -170,11 +170,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
     unused = state.unused()
     if unused:
-        from evalrunner.frozen._golden import script_path_for
+        from evalrunner.frozen._golden import with_recordings
 
         terminalreporter.section("evalrunner: unused goldens")
         for path in unused:
-            terminalreporter.write_line(f"{path} (and {script_path_for(path).name} if present)")
+            terminalreporter.write_line(with_recordings(path))
         terminalreporter.write_line(
             f"{len(unused)} golden(s) belong to no test that ran; delete them if their tests are gone."
         )

@@ -198,7 +198,7 @@ def test_record_check_break_update_cycle(
     result.stdout.fnmatch_lines(
         [
             "*evalrunner: unused goldens*",
-            f"{demo / 'test_gone.json'} (and test_gone.llm.json if present)",
+            f"{demo / 'test_gone.json'}",
             "1 golden(s) belong to no test that ran; delete them if their tests are gone.",
         ]
     )
@@ -263,7 +263,7 @@ def test_record_check_break_update_cycle(
         '  pytest --golden-update "test_demo.py::test_new"'
     ) in missing
     assert not (demo / "test_new.json").exists()  # never auto-created
-    result.stdout.fnmatch_lines([f"{demo / 'test_gone.json'} (and test_gone.llm.json if present)"])
+    result.stdout.fnmatch_lines([f"{demo / 'test_gone.json'}"])
 
     # 4. --golden-update on part of the module rewrites the golden and says what moved;
     #    only the selected test's goldens are judged unused.
@@ -278,9 +278,7 @@ def test_record_check_break_update_cycle(
             '  pytest --golden-record "test_demo.py::test_reference"',
         ]
     )
-    result.stdout.fnmatch_lines(
-        [f"{demo / 'test_reference-old.json'} (and test_reference-old.llm.json if present)"]
-    )
+    result.stdout.fnmatch_lines([f"{demo / 'test_reference-old.json'}"])
     result.stdout.no_fnmatch_line("*test_gone.json*")
     assert json.loads(golden_path.read_text())["shape"]["step_count"] == steps + 1
 
@@ -576,8 +574,8 @@ def test_goldens_of_a_deleted_test_module_are_listed_as_unused(
     result.stdout.fnmatch_lines(
         [
             "*evalrunner: unused goldens*",
-            f"{gone / 'test_fragile.json'} (and test_fragile.llm.json if present)",
-            f"{gone / 'test_twice.json'} (and test_twice.llm.json if present)",
+            f"{gone / 'test_fragile.json'} (with test_fragile.llm.json)",
+            f"{gone / 'test_twice.json'} (with test_twice.llm.json)",
         ]
     )
 
@@ -597,7 +595,7 @@ def test_goldens_of_a_deleted_module_are_listed_when_no_test_beside_it_has_golde
     result.stdout.fnmatch_lines(
         [
             "*evalrunner: unused goldens*",
-            f"{gone / 'test_fragile.json'} (and test_fragile.llm.json if present)",
+            f"{gone / 'test_fragile.json'} (with test_fragile.llm.json)",
         ]
     )
 
@@ -706,9 +704,7 @@ def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
     result = run(pytester, "suites", "-k", "greets")
     result.assert_outcomes(failed=1, deselected=1)  # no golden yet under the new name
     old = suites / "goldens" / "demo" / "greets.json"
-    result.stdout.fnmatch_lines(
-        ["*evalrunner: unused goldens*", f"{old} (and greets.llm.json if present)"]
-    )
+    result.stdout.fnmatch_lines(["*evalrunner: unused goldens*", f"{old} (with greets.llm.json)"])
 
 
 LOADED_PROBE = """

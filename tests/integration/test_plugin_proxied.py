@@ -173,6 +173,14 @@ def test_sdk_and_command_agents_record_replay_three_times_then_break(
     assert "model call 1 has no recorded response" in text
     assert "system message" in text and "French" in text
     assert "--golden-update" not in text.split("short test summary")[0].split("no recorded")[1]
+    monkeypatch.delenv("DEMO_SYSTEM")
+
+    # A golden no test uses any more is listed with the recording it would leave behind
+    # (it said "(and test_x.llm.json if present)", a file a proxied test never has).
+    shutil.copy(demo / "test_anthropic.json", demo / "test_gone.json")
+    shutil.copy(demo / "test_anthropic.proxy.json", demo / "test_gone.proxy.json")
+    result = run(pytester, "-p", "no:randomly", "test_demo.py")
+    result.stdout.fnmatch_lines([f"{demo / 'test_gone.json'} (with test_gone.proxy.json)"])
 
 
 def test_golden_record_writes_nothing_when_no_model_call_was_seen(
