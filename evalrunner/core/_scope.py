@@ -34,7 +34,7 @@ from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
-from evalrunner.core._steps import TrajectoryBuilder
+from evalrunner.core._steps import AnswerSlot, TrajectoryBuilder
 from evalrunner.core._transport import Answer, Request, Transport, TransportSource
 from evalrunner.core._warnings import NoModelCallsWarning, no_model_calls_message
 
@@ -161,22 +161,24 @@ class CaptureScope:
     # -- model calls (from the litellm hook) ------------------------------------------------
 
     def complete(self, request: Request) -> Any:
-        self._sent(request)
-        return self._received(self.transport.complete(request))
+        slot = self._sent(request)
+        return self._received(self.transport.complete(request), slot)
 
     async def acomplete(self, request: Request) -> Any:
-        self._sent(request)
-        return self._received(await self.transport.acomplete(request))
+        slot = self._sent(request)
+        return self._received(await self.transport.acomplete(request), slot)
 
-    def _sent(self, request: Request) -> None:
+    def _sent(self, request: Request) -> AnswerSlot:
         self.model_calls += 1
         if self.first_request is None:
             self.first_request = sendable(request)
-        self.builder.ingest_messages(request.get("messages") or [], request.get("tools"))
+        # The answer's place is kept next to the request: concurrent calls then give
+        # the same steps live and in replay, whatever order their answers arrive in.
+        return self.builder.send(request.get("messages") or [], request.get("tools"))
 
-    def _received(self, answer: Answer) -> Any:
+    def _received(self, answer: Answer, slot: AnswerSlot) -> Any:
         if answer.record is not None:
-            self.builder.add_response(answer.record, answer.generation_id)
+            self.builder.add_response(answer.record, answer.generation_id, slot)
         return answer.response
 
 

@@ -13,7 +13,12 @@ steps; :meth:`TrajectoryBuilder.build` returns the ATIF v1.8 dict.
   agent steps). Anthropic Messages requests are converted to this format
   first (``system`` to a system message, ``tool_result`` blocks to tool
   messages).
-- Each model response (:class:`ResponseRecord`) becomes an agent step.
+- Each model response (:class:`ResponseRecord`) becomes an agent step. A
+  call that reserves its answer's place when it is sent (:meth:`~TrajectoryBuilder.send`)
+  gets it right after the messages it sent, whenever the answer comes: calls
+  in flight together (``asyncio.gather``) read as they would one at a time,
+  in the order they were sent, so live and instant (replayed) answers give
+  the same steps.
 - Tool results join the calling step by call id; a result for an unknown
   call lands on the last agent step.
 - Sub-agents are linked from the step whose tool call spawned them (or the
@@ -29,7 +34,7 @@ import json
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from evalrunner._clock import iso_now
@@ -93,6 +98,15 @@ def _metrics(record: ResponseRecord) -> dict[str, int]:
     return metrics
 
 
+class AnswerSlot:
+    """Where the answer to one sent call goes among the steps (:meth:`TrajectoryBuilder.send`)."""
+
+    __slots__ = ("step",)
+
+    def __init__(self) -> None:
+        self.step: Step | None = None
+
+
 def _results(step: Step) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = step.setdefault("observation", {"results": []})["results"]
     return results
@@ -120,7 +134,8 @@ class TrajectoryBuilder:
         self.session_id = session_id or uuid.uuid4().hex
         self.extra: dict[str, Any] = dict(extra or {})
         self._clock = clock
-        self._steps: list[Step] = []
+        # Steps in order, and the places reserved for answers still on their way.
+        self._steps: list[Step | AnswerSlot] = []
         self._tool_definitions: list[dict[str, Any]] | None = None
         self._model_name: str | None = None
         self._model_calls = 0
@@ -163,6 +178,24 @@ class TrajectoryBuilder:
                 self._seen[key] += 1
                 self._add_message(role, text, call_id)
 
+    def send(
+        self, messages: Iterable[object], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> AnswerSlot:
+        """Take in one request (as :meth:`ingest_messages`) and reserve its answer's place,
+        right after what it sent; pass the slot to :meth:`add_response`.
+
+        Why: the steps must not depend on timing. Two calls in flight together
+        (``asyncio.gather``) would otherwise read question, question, answer,
+        answer live and question, answer, question, answer in replay, where
+        answers come at once; with slots both read as one call after another,
+        in the order they were sent.
+        """
+        with self._lock:
+            self.ingest_messages(messages, tools)
+            slot = AnswerSlot()
+            self._steps.append(slot)
+            return slot
+
     def _add_message(self, role: object, text: str, call_id: str | None) -> None:
         if role in ("system", "developer"):
             self._new_step("system", text)
@@ -171,8 +204,14 @@ class TrajectoryBuilder:
         elif role in ("tool", "function"):
             self._add_result(call_id, text, error=False)
 
-    def add_response(self, record: ResponseRecord, generation_id: str | None = None) -> None:
-        """One model response becomes an agent step (``generation_id``: the provider's response id)."""
+    def add_response(
+        self,
+        record: ResponseRecord,
+        generation_id: str | None = None,
+        slot: AnswerSlot | None = None,
+    ) -> None:
+        """One model response becomes an agent step (``generation_id``: the provider's response
+        id), in ``slot`` (from :meth:`send`) if given, else after the steps so far."""
         with self._lock:
             if self._model_name is None:
                 self._model_name = record.model
@@ -190,6 +229,7 @@ class TrajectoryBuilder:
                 metrics=_metrics(record),
                 llm_call_count=1,
                 extra=extra,
+                slot=slot,
             )
             for tc in tool_calls:
                 self._call_owner[tc["tool_call_id"]] = step
@@ -253,7 +293,11 @@ class TrajectoryBuilder:
                 agent["model_name"] = self._model_name
             if self._tool_definitions:
                 agent["tool_definitions"] = self._tool_definitions
-            steps = json.loads(json.dumps(self._steps, default=str))
+            placed = list(self._placed())
+            # Numbered here: an answer that filled its slot late sits before later steps.
+            steps = json.loads(json.dumps(placed, default=str))
+            for number, step in enumerate(steps, start=1):
+                step["step_id"] = number
             totals = {
                 "total_prompt_tokens": sum(
                     (s.get("metrics") or {}).get("prompt_tokens", 0) for s in steps
@@ -283,19 +327,31 @@ class TrajectoryBuilder:
 
     # -- steps (the caller holds the lock) ---------------------------------------------------
 
-    def _new_step(self, source: str, message: str, **fields: Any) -> Step:
+    def _placed(self, *, backwards: bool = False) -> Iterator[Step]:
+        """The steps in order, without the slots of answers not (or never) received."""
+        for entry in reversed(self._steps) if backwards else self._steps:
+            step = entry.step if isinstance(entry, AnswerSlot) else entry
+            if step is not None:
+                yield step
+
+    def _new_step(
+        self, source: str, message: str, slot: AnswerSlot | None = None, **fields: Any
+    ) -> Step:
         step: Step = {
-            "step_id": len(self._steps) + 1,
+            "step_id": 0,  # numbered by build()
             "timestamp": self._clock(),
             "source": source,
             "message": message,
         }
         step.update({k: v for k, v in fields.items() if v is not None})
-        self._steps.append(step)
+        if slot is not None and slot.step is None:
+            slot.step = step
+        else:
+            self._steps.append(step)
         return step
 
     def _last_agent_step(self) -> Step:
-        last = next((s for s in reversed(self._steps) if s["source"] == "agent"), None)
+        last = next((s for s in self._placed(backwards=True) if s["source"] == "agent"), None)
         return last if last is not None else self._new_step("agent", "", llm_call_count=0)
 
     def _add_result(self, call_id: str | None, content: str, *, error: bool) -> None:

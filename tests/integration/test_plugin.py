@@ -747,3 +747,56 @@ def test_a_session_that_never_uses_a_golden_loads_none_of_the_frozen_machinery(
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
     loaded = set((pytester.path / "loaded.txt").read_text(encoding="utf-8").split())
     assert {"pydantic", "evalrunner.frozen._items"} <= loaded
+
+
+CONCURRENT = """
+import asyncio
+import os
+
+import litellm
+
+
+async def two_cities(task):
+    # Both calls are in flight together live; replayed, each is answered at once.
+    async def one(city):
+        response = await litellm.acompletion(
+            model="openai/fake",
+            api_base=os.environ.get("DEMO_API_BASE"),
+            api_key="sk-demo-0000000000000000",
+            messages=[{"role": "user", "content": f"{task} {city}"}],
+        )
+        return response.choices[0].message.content
+
+    return " / ".join(await asyncio.gather(one("Paris"), one("Rome")))
+
+
+def test_two_cities(golden_trajectory):
+    assert golden_trajectory(two_cities, "weather in").output == (
+        "echo: weather in Paris / echo: weather in Rome"
+    )
+"""
+
+
+def test_concurrent_calls_in_one_scope_replay_as_recorded(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: live, both questions were steps before either answer (user, user, agent,
+    # agent); in replay answers come at once (user, agent, user, agent), so a fresh
+    # golden failed its first replay. Each answer now sits after its own question.
+    pytester.makepyfile(test_concurrent=CONCURRENT)
+    with FakeEndpoint(responder=responder, latency=0.3) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record", "test_concurrent.py").assert_outcomes(passed=1)
+    monkeypatch.delenv("DEMO_API_BASE")
+    golden = demo.parent / "test_concurrent" / "test_two_cities.json"
+    written = golden.read_text(encoding="utf-8")
+    for _ in range(2):
+        run(pytester, "test_concurrent.py").assert_outcomes(passed=1)
+    assert golden.read_text(encoding="utf-8") == written
+    steps = json.loads(written)["trajectory"]["steps"]
+    assert [(s["source"], s["message"]) for s in steps] == [
+        ("user", "weather in Paris"),
+        ("agent", "echo: weather in Paris"),
+        ("user", "weather in Rome"),
+        ("agent", "echo: weather in Rome"),
+    ]

@@ -384,3 +384,43 @@ def test_concurrent_front_ends_share_one_builder() -> None:
             assert result["source_call_id"] == call["tool_call_id"]
             assert result["content"] == "answer " + call["tool_call_id"][1:]
     validate(traj)
+
+
+def test_an_answer_sits_after_the_request_it_answers_whenever_it_arrives() -> None:
+    # Calls in flight together (asyncio.gather): live, both questions come before either
+    # answer; replayed, each answer comes at once. Both must read the same.
+    def ask(city: str) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": f"weather in {city}"}]
+
+    live = builder()
+    paris, rome = live.send(ask("Paris")), live.send(ask("Rome"))
+    live.add_response(ResponseRecord(content="rainy"), slot=rome)  # answered first
+    live.add_response(ResponseRecord(content="sunny"), slot=paris)
+    replayed = builder()
+    for city, answer in (("Paris", "sunny"), ("Rome", "rainy")):
+        replayed.add_response(ResponseRecord(content=answer), slot=replayed.send(ask(city)))
+
+    def steps(b: TrajectoryBuilder) -> list[tuple[int, str, str]]:
+        return [(s["step_id"], s["source"], s["message"]) for s in b.build()["steps"]]
+
+    assert steps(live) == steps(replayed)
+    assert steps(live) == [
+        (1, "user", "weather in Paris"),
+        (2, "agent", "sunny"),
+        (3, "user", "weather in Rome"),
+        (4, "agent", "rainy"),
+    ]
+    validate(live.build())
+
+
+def test_a_call_that_got_no_answer_leaves_no_step_and_no_gap() -> None:
+    b = builder()
+    b.send([{"role": "user", "content": "first"}])  # raised: no response
+    b.add_response(ResponseRecord(content="two"), slot=b.send([{"role": "user", "content": "2"}]))
+    traj = b.build()
+    assert [(s["step_id"], s["source"]) for s in traj["steps"]] == [
+        (1, "user"),
+        (2, "user"),
+        (3, "agent"),
+    ]
+    validate(traj)
