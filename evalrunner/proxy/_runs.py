@@ -65,6 +65,7 @@ class CallLog:
     chunks: list[dict[str, Any]] | None = None
     error: RecordedError | None = None
     infra: bool = False
+    recorded_as: int | None = None  # replay: the arrival number of the recorded call it got
 
 
 @dataclass
@@ -200,6 +201,7 @@ class RunState:
             entry.error = recorded.error
             raise ProxyHTTPError(recorded.error.status, recorded.error.type, recorded.error.message)
         entry.record = recorded.response or ResponseRecord()
+        entry.recorded_as = recorded.call
         same_stream = recorded.stream and recorded.request.api == "chat"
         return Answer(entry.n, entry.record, chunks=recorded.chunks if same_stream else None)
 
@@ -244,7 +246,15 @@ class RunState:
         return Recording(run_id=self.run_id, upstream=label, calls=calls)
 
     def trajectory(self) -> dict[str, Any]:
-        answered = [(c.incoming.request, c.record) for c in self.calls if c.record is not None]
+        done = [c for c in self.calls if c.record is not None]
+        # A replay is read in the recorded run's order, not in the order requests came
+        # now: calls in flight together (asyncio.gather, threads) reach the proxy in any
+        # order, and the first conversation to arrive is the agent, the others its
+        # sub-agents. Each request got the recorded call with its own fingerprint, so
+        # this is the order those requests had when recorded, and a replay gives the
+        # recorded trajectory every time. (Calls served nothing recorded failed the run.)
+        done.sort(key=lambda c: (c.recorded_as is None, c.recorded_as or 0, c.n))
+        answered = [(c.incoming.request, c.record) for c in done if c.record is not None]
         numbers = conversations([(request.messages, record) for request, record in answered])
         return build_trajectory(
             self.name,

@@ -302,3 +302,63 @@ def test_refused(golden_trajectory):
         "(400: tool type 'web_search' is not supported by the proxy (function tools only))"
     ) in report
     assert "no model call through the capture proxy" not in report
+
+
+CONCURRENT = """
+import asyncio
+import os
+
+import openai
+
+
+async def two_cities(task):
+    client = openai.AsyncOpenAI()  # OPENAI_BASE_URL: the run's proxy
+
+    async def one(city):
+        response = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"{task} {city}"}]
+        )
+        return response.choices[0].message.content
+
+    cities = os.environ.get("DEMO_CITIES", "Paris,Rome").split(",")
+    if os.environ.get("DEMO_ONE_BY_ONE"):
+        # The order in which concurrent requests may reach the proxy, made certain.
+        return " / ".join([await one(city) for city in cities])
+    return " / ".join(await asyncio.gather(*(one(city) for city in cities)))
+
+
+def test_two_cities(golden_trajectory):
+    assert golden_trajectory.proxied(two_cities, "weather in").output
+"""
+
+
+def test_concurrent_conversations_replay_as_recorded_whichever_arrives_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two conversations in flight together (asyncio.gather) reach the proxy in any
+    # order, and the first to arrive is the agent, the other its sub-agent. Before,
+    # a replay in which Rome came first failed ($.steps[0].message: "weather in
+    # Paris" -> "weather in Rome"); now a replay is read in the recorded order.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("DEMO_CITIES", "DEMO_ONE_BY_ONE", "EVALRUNNER_GOLDEN_RECORD"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(test_concurrent=CONCURRENT)
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    monkeypatch.setenv("DEMO_ONE_BY_ONE", "1")  # recorded: Paris first
+    with FakeEndpoint(responder=content_responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "--golden-record").assert_outcomes(passed=1)
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    golden = pytester.path / "__goldens__" / "test_concurrent" / "test_two_cities.json"
+    written = golden.read_text(encoding="utf-8")
+    trajectory = json.loads(written)["trajectory"]
+    assert trajectory["steps"][0]["message"] == "weather in Paris"
+    assert trajectory["subagent_trajectories"][0]["steps"][0]["message"] == "weather in Rome"
+
+    monkeypatch.setenv("DEMO_CITIES", "Rome,Paris")  # replayed: Rome reaches the proxy first
+    run(pytester).assert_outcomes(passed=1)
+    monkeypatch.delenv("DEMO_ONE_BY_ONE")  # and truly concurrent, a few times
+    for _ in range(3):
+        run(pytester).assert_outcomes(passed=1)
+    assert golden.read_text(encoding="utf-8") == written

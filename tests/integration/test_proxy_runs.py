@@ -155,3 +155,25 @@ def test_run_ids_with_slashes_become_nested_recording_files(tmp_path: Path) -> N
             result = proxy.finish_run("suite/scenario/0")
     assert result.recording_path == tmp_path / "suite" / "scenario" / "0.proxy.json"
     assert result.recording_path.exists()
+
+
+def test_a_replay_is_read_in_recorded_order_whichever_request_arrives_first(
+    tmp_path: Path,
+) -> None:
+    # Conversations in flight together reach the proxy in any order, and the first to
+    # arrive is the agent. Before, a replay in which the other one came first swapped
+    # the agent and its sub-agent; now a replay's trajectory is the recorded one.
+    def run(mode: Any, order: list[str], upstream: Upstream | None) -> Any:
+        with ProxyServer(mode, tmp_path, upstream) as proxy:
+            env = proxy.run_env("two")
+            for city in order:
+                assert openai_agent(env, f"weather in {city}") == f"echo: weather in {city}"
+            return proxy.finish_run("two")
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        upstream = Upstream("openai/fake", api_base=ep.api_base, api_key=KEY)
+        recorded = run("record", ["Paris", "Rome"], upstream)
+    replayed = run("replay", ["Rome", "Paris"], None)
+    assert replayed.ok and not replayed.unused_recorded
+    assert _texts(replayed.trajectory)[1:] == ["weather in Paris", "echo: weather in Paris"]
+    assert normalize(replayed.trajectory) == normalize(recorded.trajectory)
