@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalrunner import _clock as clock
 from evalrunner._jsonio import canonical, load_model, write_json
@@ -119,6 +120,27 @@ class Baseline(BaseModel):
             _runs_of_its_own(i, night)
         return value
 
+    @model_validator(mode="after")
+    def _summary_of_its_runs(self) -> Baseline:
+        # Reviewers read the summary in a baseline's diff, and nothing compares with it:
+        # an edit of it (or a merge that took it from one side and the runs from the
+        # other) would show one thing and test another. Checked where the file's format
+        # is this release's (an older release may have summed up otherwise) and for the
+        # entries both have.
+        if self.summary and self.format_version == BASELINE_FORMAT_VERSION:
+            from evalrunner.stats import summarize  # scipy: only once a summary is there to check
+
+            runs = summarize(self.records).model_dump(mode="json", exclude_none=True)
+            found = _first_difference(self.summary, runs, "summary")
+            if found is not None:
+                where, written, worked_out = found
+                raise ValueError(
+                    f"{where} is {written!r}, but its runs give {worked_out!r}: the summary is "
+                    "worked out from the runs, and an edit or a merge changed one and not the "
+                    "other; rebuild it with 'evalrunner baseline --from ...', or restore it"
+                )
+        return self
+
     @property
     def records(self) -> list[RunRecord]:
         return [r for night in self.nights for r in night.records]
@@ -157,6 +179,21 @@ class Baseline(BaseModel):
         accepted = sorted(f"{n.started_at}|{n.source}" for n in self.nights)
         text = "\n".join([self.fingerprint, self.model, *accepted])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _first_difference(written: Any, worked_out: Any, where: str) -> tuple[str, Any, Any] | None:
+    """The first entry present in both whose values differ: (its path, written, worked out)."""
+    if isinstance(written, dict) and isinstance(worked_out, dict):
+        for key in written.keys() & worked_out.keys():
+            found = _first_difference(written[key], worked_out[key], f"{where}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(written, float | int) and isinstance(worked_out, float | int):
+        same = math.isclose(written, worked_out, rel_tol=1e-9, abs_tol=1e-12)
+    else:
+        same = written == worked_out
+    return None if same else (where, written, worked_out)
 
 
 def night_key(started_at: str, records: Sequence[RunRecord]) -> tuple[str, str]:
