@@ -264,14 +264,20 @@ def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
             )
         )
     if proxied.model_calls == 0:
+        bypass = (
+            "It must create its SDK client inside the run (the base URL is read from "
+            "OPENAI_BASE_URL / ANTHROPIC_BASE_URL when the client is created) and not "
+            f"pass its own base_url. {NO_CALLS_HINT}"
+        )
+        # A crash first: an agent that failed before its first call says why it made none.
         raise _Stop(
             FrozenOutcome(
                 False,
-                f"{nothing}: the agent made no model call through the capture proxy. It must "
-                "create its SDK client inside the run (the base URL is read from "
-                "OPENAI_BASE_URL / ANTHROPIC_BASE_URL when the client is created) and not "
-                f"pass its own base_url. {NO_CALLS_HINT}"
-                + (f" The agent failed: {error}" if error is not None else ""),
+                f"{nothing}: the agent made no model call through the capture proxy. {bypass}"
+                if error is None
+                else f"{nothing}: the agent failed before any model call reached the capture "
+                f"proxy: {type(error).__name__}: {error}\n(If it had made a call and it went "
+                f"elsewhere: {bypass})",
             )
         )
     if error is not None:

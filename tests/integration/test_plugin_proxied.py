@@ -226,6 +226,32 @@ def test_capture_bypass(golden_trajectory):
     )
 
 
+def test_a_command_agent_that_crashes_before_its_first_call_fails_recording_with_its_crash_first(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The crash came last, after ~700 characters of advice about clients that bypass the
+    # proxy (which this agent never reached).
+    pytester.makepyfile(
+        test_crash="""
+import sys
+
+
+def test_crash(golden_trajectory):
+    golden_trajectory.command([sys.executable, "-c", "raise SystemExit('agent crashed on purpose')"])
+"""
+    )
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        result = run(pytester, "--golden-record")
+    result.assert_outcomes(failed=1)
+    report = result.stdout.str().split("short test summary info")[0]
+    first = next(line for line in report.splitlines() if "recording failed" in line)
+    assert "the agent failed before any model call reached the capture proxy" in first
+    assert "agent crashed on purpose" in first
+
+
 def test_a_replay_that_leaves_recorded_calls_unused_fails_and_names_them(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
