@@ -45,6 +45,9 @@ class StandIn:
     def died(self) -> str | None:
         return None
 
+    def death_notice(self, where: str = "") -> str | None:
+        return None
+
     @property
     def model(self) -> str:
         return "openai/smollm2-135m-instruct"

@@ -79,7 +79,5 @@ def test_under_xdist_the_controller_prints_what_the_workers_wrote_noted_and_left
     replayed = run(pytester)
     replayed.assert_outcomes(passed=3)
     replayed.stdout.fnmatch_lines(["*evalrunner: replay notes*"])
-    replayed.stdout.fnmatch_lines(
-        ["*evalrunner: unused goldens*", f"{goldens / 'test_gone.json'} *"]
-    )
+    replayed.stdout.fnmatch_lines(["*evalrunner: unused goldens*", str(goldens / "test_gone.json")])
     assert str(goldens / "test_one.json") + " " not in replayed.stdout.str()
