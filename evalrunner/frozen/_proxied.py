@@ -190,7 +190,7 @@ class _ProxiedRun(Judging):
             name=self.name,
         )
         with server:
-            server.open_run(RUN_ID, recording=self.recording)
+            server.open_run(RUN_ID, recording=self.recording, redo=self.record_cmd)
             env = server.run_env(RUN_ID)
             guard = block_network(allow=(("127.0.0.1", server.port),)) if mode == "replay" else None
             output: Any = None

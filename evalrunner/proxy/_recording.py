@@ -113,6 +113,7 @@ class ReplayBook:
         source: str,
         config: FingerprintConfig = DEFAULT_FINGERPRINT,
         missing: bool = False,
+        redo: str | None = None,
     ) -> None:
         self.calls = recording.calls
         self.config = config
@@ -120,7 +121,7 @@ class ReplayBook:
         for c in self.calls:
             view = request_view(c.request.replayed_as(), config)
             recorded.append(Recorded(view, fingerprint(view), view_label(c.call, view)))
-        self.book = RequestBook(recorded, source, REDO, missing=missing)
+        self.book = RequestBook(recorded, source, redo or REDO, missing=missing)
 
     def take(self, request: ModelRequest, n: int) -> RecordedCall:
         """The recorded call answering model call ``n``; raises

@@ -322,6 +322,7 @@ class ProxyServer:
         recording: Path | None = None,
         name: str | None = None,
         gate: Gate | None = None,
+        redo: str | None = None,
     ) -> str:
         """Start a run afresh (replacing any open one of that id); returns its base URL.
 
@@ -329,6 +330,8 @@ class ProxyServer:
         models uses one proxy), retry policy, replay fingerprint, recording file
         (default ``<directory>/<run-id>.proxy.json``) and trajectory agent name.
         ``gate``: the night's shared rate limit for the run's model (live nights).
+        ``redo``: the command a replay mismatch gives to re-record this run (a pytest
+        test's own node id; default: both ways of recording, for the proxy's user).
         A recording that cannot be read raises :class:`FileFormatError`; a
         missing one answers every call with a replay error saying so.
         """
@@ -339,7 +342,9 @@ class ProxyServer:
             assert path is not None
             missing = not path.exists()
             loaded = Recording(run_id=run_id) if missing else Recording.load(path)
-            book = ReplayBook(loaded, str(path), fingerprint or self.fingerprint, missing=missing)
+            book = ReplayBook(
+                loaded, str(path), fingerprint or self.fingerprint, missing=missing, redo=redo
+            )
         state = RunState(
             run_id,
             mode=self.mode,

@@ -172,6 +172,9 @@ def test_sdk_and_command_agents_record_replay_three_times_then_break(
     text = result.stdout.str()
     assert "model call 1 has no recorded response" in text
     assert "system message" in text and "French" in text
+    # The test's own re-record command, as in process (it gave every test's, and the
+    # proxy CLI's, which a pytest user does not run).
+    assert 're-record: pytest --golden-record "test_demo.py::test_openai_sync"' in text
     assert "--golden-update" not in text.split("short test summary")[0].split("no recorded")[1]
     monkeypatch.delenv("DEMO_SYSTEM")
 
