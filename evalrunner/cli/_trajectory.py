@@ -33,6 +33,14 @@ def _load(path: Path, strict: bool) -> dict[str, Any]:
         # evalrunner's own files hold the trajectory under "trajectory": a golden
         # (beside its shape) and a results directory's run file (beside its record).
         source, name = found["trajectory"], f"{path}: trajectory"
+    elif isinstance(found, dict) and "nights" in found and "fingerprint" in found:
+        # A baseline: what it can show is the trajectory of its typical run.
+        if not isinstance(found.get("typical"), dict):
+            raise FileFormatError(
+                f"{path}: a baseline file without a typical run's trajectory; show and diff "
+                "read ATIF trajectories, goldens and results' run files"
+            )
+        source, name = found["typical"], f"{path}: typical run"
     elif (
         isinstance(found, dict)
         and "steps" not in found

@@ -127,6 +127,21 @@ def test_a_recording_given_to_show_or_diff_is_named_as_a_recording(tmp_path: Pat
             )
 
 
+def test_show_of_a_baseline_file_shows_its_typical_run(tmp_path: Path) -> None:
+    # It said "$.schema_version: Field required", as if a trajectory were broken.
+    baseline = {"format_version": 3, "nights": [], "fingerprint": "f", "typical": atif("lookup")}
+    shown = CliRunner().invoke(main, ["show", write(tmp_path / "b.json", baseline)])
+    assert shown.exit_code == 0, shown.output
+    assert "tool calls  1  lookup" in shown.output
+    bare = write(tmp_path / "old.json", {**baseline, "typical": None})
+    result = CliRunner().invoke(main, ["show", bare])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {bare}: a baseline file without a typical run's trajectory; show and diff "
+        "read ATIF trajectories, goldens and results' run files"
+    )
+
+
 def test_show_counts_runs_of_a_tool_and_says_which_calls_the_sub_agents_made(
     tmp_path: Path,
 ) -> None:
