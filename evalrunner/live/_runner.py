@@ -642,12 +642,14 @@ def open_night(suite: Suite, out: Path, options: RunOptions) -> Iterator[OpenNig
 async def _execute(night: OpenNight, planner: Planner, driver: _Driver, report: RunReport) -> None:
     """Every batch the planner gives, minus the runs a resumed directory holds."""
     finished = {r.run_id: r for r in night.previous}
+    # Every run the directory held, escalation's included: a batch the plan gives again
+    # may be settled without the runs escalation added to it the first time.
+    report.resumed_skipped = len(finished)
     batch = planner.next_jobs([])
     while batch:
         # The manifest lists a batch's runs before they start: they belong to the night.
         night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
         todo = [job for job in batch if job.run_id not in finished]
-        report.resumed_skipped += len(batch) - len(todo)
         driver.progress.total += len(todo)
 
         def done(record: RunRecord, tb: str | None) -> None:
