@@ -190,10 +190,13 @@ def test_golden_record_writes_nothing_when_no_model_call_was_seen(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An SDK agent given its own base URL bypasses the proxy; a litellm-less agent
-    # bypasses capture: both must fail --golden-record, leaving no empty golden.
+    # bypasses capture: both must fail --golden-record, leaving no empty golden. A command
+    # agent that crashed before its first call says so first (the crash came last, after
+    # ~700 characters of advice about clients that bypass the proxy).
     pytester.makepyfile(
         test_bypass="""
 import os
+import sys
 
 import openai
 
@@ -209,34 +212,6 @@ def test_proxied_bypass(golden_trajectory):
 
 def test_capture_bypass(golden_trajectory):
     golden_trajectory(bypassing, "hi")
-"""
-    )
-    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
-    with FakeEndpoint(default=Reply("hello")) as ep:
-        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        monkeypatch.setenv("DEMO_DIRECT", ep.api_base)
-        result = run(pytester, "--golden-record")
-    result.assert_outcomes(failed=2)
-    text = result.stdout.str()
-    # Count in the failure reports: the short summary repeats them, cut to the terminal's width.
-    reports = text.split("short test summary info")[0]
-    assert reports.count("recording failed, nothing written") == 2
-    assert "no model call through the capture proxy" in text
-    assert "golden_trajectory.proxied" in text
-    assert not (pytester.path / "__goldens__").exists() or not list(
-        (pytester.path / "__goldens__").rglob("*.json")
-    )
-
-
-def test_a_command_agent_that_crashes_before_its_first_call_fails_recording_with_its_crash_first(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The crash came last, after ~700 characters of advice about clients that bypass the
-    # proxy (which this agent never reached).
-    pytester.makepyfile(
-        test_crash="""
-import sys
 
 
 def test_crash(golden_trajectory):
@@ -247,12 +222,22 @@ def test_crash(golden_trajectory):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
     with FakeEndpoint(default=Reply("hello")) as ep:
         monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        monkeypatch.setenv("DEMO_DIRECT", ep.api_base)
         result = run(pytester, "--golden-record")
-    result.assert_outcomes(failed=1)
-    report = result.stdout.str().split("short test summary info")[0]
-    first = next(line for line in report.splitlines() if "recording failed" in line)
+    result.assert_outcomes(failed=3)
+    text = result.stdout.str()
+    # Count in the failure reports: the short summary repeats them, cut to the terminal's width.
+    reports = text.split("short test summary info")[0]
+    assert reports.count("recording failed, nothing written") == 3
+    assert "the agent made no model call through the capture proxy. It must" in text
+    crash = reports.split(" test_crash _")[1]
+    first = next(line for line in crash.splitlines() if "recording failed" in line)
     assert "the agent failed before any model call reached the capture proxy" in first
     assert "agent crashed on purpose" in first
+    assert "golden_trajectory.proxied" in text
+    assert not (pytester.path / "__goldens__").exists() or not list(
+        (pytester.path / "__goldens__").rglob("*.json")
+    )
 
 
 def test_a_replay_that_leaves_recorded_calls_unused_fails_and_names_them(
