@@ -339,7 +339,8 @@ def run(
         # Said, because --runs 1 --adaptive running 10 runs of a scenario reads as a bug.
         click.echo(
             f"note: --adaptive: a scenario with a baseline is planned for --max-runs (default "
-            f"{_ADAPTIVE['max_runs'].default}) and may stop at half of it; --runs {runs} is for "
+            f"{_ADAPTIVE['max_runs'].default}), may stop at half of it, and may escalate to its "
+            f"escalate_to times it (default 3) when a change looks likely; --runs {runs} is for "
             "those without one",
             err=True,
         )

@@ -274,8 +274,9 @@ def test_adaptive_says_runs_is_not_the_n_of_a_scenario_with_a_baseline(lab: Lab)
     )
     assert result.exit_code == 0, result.output
     assert (
-        "note: --adaptive: a scenario with a baseline is planned for --max-runs (default 20) "
-        "and may stop at half of it; --runs 1 is for those without one"
+        "note: --adaptive: a scenario with a baseline is planned for --max-runs (default 20), "
+        "may stop at half of it, and may escalate to its escalate_to times it (default 3) when "
+        "a change looks likely; --runs 1 is for those without one"
     ) in result.stderr.splitlines()
     assert runs_of(lab.root / "adaptive-runs")["steady"] >= 10  # what the note says
 
