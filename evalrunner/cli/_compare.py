@@ -16,7 +16,9 @@ from evalrunner.cli._tables import (
     verdict_rows,
 )
 from evalrunner.live import ResultsDir
+from evalrunner.live._outage import outage_of, what_to_check
 from evalrunner.live._results import Manifest
+from evalrunner.night._night import OUTAGE_EXIT
 
 
 def no_runs(results_dir: Path, manifest: Manifest) -> str:
@@ -66,6 +68,19 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     ):
         if not records:
             raise click.UsageError(no_runs(results_dir, manifest))
+    for side, results_dir, records in (("A", results_a, records_a), ("B", results_b, records_b)):
+        outage = outage_of(records)
+        if outage is not None:
+            # The night measured no agent: "nothing flagged" and exit 0 would pass a branch
+            # whose night never reached the model. As `run` says it of the night itself.
+            click.echo(f"{side}: {results_dir}", err=True)
+            click.echo(outage.line(), err=True)
+            click.echo(
+                f"compare: {side} is an outage night, so nothing was compared. Next: "
+                f"{what_to_check(records)}, and run that night again",
+                err=True,
+            )
+            _exit.exit_with(OUTAGE_EXIT)
     results = compare_records(records_a, records_b)
     if not results:
         ran_a, ran_b = (", ".join(sorted({r.scenario for r in x})) for x in (records_a, records_b))

@@ -21,7 +21,7 @@ from evalrunner.cli._tables import (
     undecided,
     verdict_rows,
 )
-from evalrunner.core._faults import refusal_advice
+from evalrunner.live._outage import what_to_check
 from evalrunner.live._ray import EXECUTORS
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport
@@ -118,11 +118,7 @@ def night_line(result: LiveResult, suite: str) -> str:
     runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
     head = f"night: {len(report.records)} runs ({runs or 'none'})"
     if result.outage is not None:
-        advice = Counter(
-            refusal_advice(r.reason) for r in report.records if r.outcome == "infra_error"
-        )
-        advice.pop(None, None)
-        check = advice.most_common(1)[0][0] if advice else "check the model endpoint"
+        check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
     head += _models_down(list(result.model_outages))
     comparison = result.comparison

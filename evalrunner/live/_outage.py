@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evalrunner.core._faults import refusal_advice
 from evalrunner.suite._record import RunRecord
 
 DEFAULT_OUTAGE_SHARE = 0.5
@@ -56,6 +57,14 @@ def model_outages(
         for model in sorted(runs)
         if infra[model] / runs[model] > share
     }
+
+
+def what_to_check(records: Sequence[RunRecord]) -> str:
+    """The next step for an outage: what the endpoint's refusals said to check (a rejected
+    key, an unknown model), the most common first, else the endpoint itself."""
+    found = (refusal_advice(r.reason) for r in records if r.outcome == "infra_error")
+    advice = Counter(a for a in found if a is not None)
+    return advice.most_common(1)[0][0] if advice else "check the model endpoint"
 
 
 def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE) -> Outage | None:

@@ -385,6 +385,40 @@ def test_compare_two_models_pairs_runs_by_scenario(lab: Lab) -> None:
     assert {"success_rate", "tool_sequence", "step_count"} <= {m for _, m in flagged(gating(rows))}
 
 
+def test_compare_with_an_outage_night_exits_3_and_says_so(lab: Lab) -> None:
+    # It said "nothing flagged from A to B" and exited 0 for a B whose every run was
+    # infra_error: a CI job gating on `compare main branch` passed a night that measured
+    # nothing (`run` on the same night exited 3).
+    from fake_endpoint import Fault
+
+    with FakeEndpoint(default=Fault("503")) as down:
+        night = evalrunner(
+            down,
+            "run",
+            "--suite",
+            SUITE,
+            "--suites-dir",
+            str(lab.root),
+            "--out",
+            str(lab.root / "down"),
+            "--runs",
+            "2",
+            "--no-history",
+            "--no-compare",
+        )
+    assert night.exit_code == 3, night.output
+    for a, b, side in (("base", "down", "B"), ("down", "base", "A")):
+        result = compare(lab, a, b)
+        assert result.exit_code == 3, result.output
+        lines = result.stderr.splitlines()
+        assert lines[-1] == (
+            f"compare: {side} is an outage night, so nothing was compared. Next: check the "
+            "model endpoint, and run that night again"
+        )
+        assert lines[-2].startswith("outage: 8 of 8 runs ended in infra_error")
+        assert result.stdout == ""  # no table of verdicts from a night that measured nothing
+
+
 def test_compare_dirs_without_a_common_scenario_is_a_usage_error(lab: Lab) -> None:
     lab.world.set(9, **BASELINE)
     for out, tag in (("only-capital", "capital"), ("only-steady", "steady")):
