@@ -7,10 +7,12 @@ from pathlib import Path
 import click
 
 from evalrunner.baseline import explain_results
-from evalrunner.cli import _options
+from evalrunner.cli import _exit, _options
 from evalrunner.cli._compare import no_runs
 from evalrunner.live import ResultsDir
+from evalrunner.live._outage import model_outages, outage_of, what_to_check
 from evalrunner.live._results import Manifest
+from evalrunner.night._night import OUTAGE_EXIT
 from evalrunner.suite import CellKey, load_suite_by_name
 
 
@@ -50,6 +52,22 @@ def explain_cmd(
     if manifest.suite != suite.name:
         raise click.UsageError(f"{results_dir} holds suite {manifest.suite!r}, not {suite.name!r}")
     cells = _cells(results_dir, results, manifest, scenarios, models)
+    records = results.records()
+    if (outage := outage_of(records)) is not None:
+        # Every run was the endpoint's failure: "as in the baseline" would be said of
+        # runs that never acted.
+        click.echo(outage.line(), err=True)
+        click.echo(
+            f"explain: {results_dir} is an outage night: no run measured the agent, so there "
+            f"is nothing to explain. Next: {what_to_check(records)}",
+            err=True,
+        )
+        _exit.exit_with(OUTAGE_EXIT)
+    down = model_outages(records)
+    for cell in cells:
+        if cell.model in down:
+            click.echo(f"{cell.scenario} × {cell.model}: not explained: {down[cell.model].line()}")
+    cells = [c for c in cells if c.model not in down]
     explained = explain_results(suite, results, baselines_dir, cells)
     if not explained:
         raise click.UsageError(

@@ -136,6 +136,38 @@ def test_a_night_like_the_baseline_gets_no_cause(lab: Lab) -> None:
     assert {name: lines[0] for name, lines in said.items()} == dict.fromkeys(CAUSES, NONE_FOUND)
 
 
+def test_an_outage_night_is_not_explained_as_runs_like_the_baseline(lab: Lab) -> None:
+    # Every run was infra_error, and each scenario read "cause: none found (the first
+    # request, the tools' answers and the runs' actions are as in the baseline)", exit 0.
+    from fake_endpoint import FakeEndpoint, Fault
+
+    with FakeEndpoint(default=Fault("503")) as down:
+        night = evalrunner(
+            down,
+            "run",
+            "--suite",
+            SUITE,
+            "--suites-dir",
+            str(lab.root),
+            "--out",
+            str(lab.root / "down"),
+            "--runs",
+            "1",
+            "--no-history",
+            "--no-compare",
+        )
+    assert night.exit_code == 3, night.output
+    result = lab.cli(
+        "explain", "--results", str(lab.root / "down"), "--baselines", str(lab.root / "b")
+    )
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"explain: {lab.root / 'down'} is an outage night: no run measured the agent, so there "
+        "is nothing to explain. Next: check the model endpoint"
+    )
+
+
 def test_a_baseline_written_before_traces_says_to_accept_a_new_one(
     lab: Lab, changed: Result, tmp_path: Path
 ) -> None:
