@@ -29,7 +29,9 @@ from evalrunner._litellm import prepare as prepare_litellm
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
 from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
+from evalrunner.suite._metrics import SCORE
 from evalrunner.suite._schema import (
+    JUDGE,
     RetryPolicy,
     RunSettings,
     ScenarioFields,
@@ -288,7 +290,45 @@ def resolve_suite(
                 **{name: getattr(settings, name) for name in RunSettings.model_fields},
             )
         )
+    _scores_named_exist(spec, origins, path)
     return Suite(spec=spec, scenarios=tuple(scenarios), path=path)
+
+
+def _scores_named_exist(spec: SuiteSpec, origins: Sequence[str] | None, path: Path | None) -> None:
+    """Every ``score:<check>`` a tolerance names is a score a check gives: the scenario's
+    own checks for its tolerance, some scenario's for the suite's. A misspelt one was
+    accepted and never gated (the metric names around it are checked by the schema)."""
+
+    def scores(entry: ScenarioSpec) -> set[str]:
+        named = {code_check_name(c) for c in entry.checks.code}
+        return named | ({JUDGE} if entry.checks.judge is not None else set())
+
+    everywhere = set().union(*(scores(e) for e in spec.scenarios))
+    file = f"{path}: " if path is not None else ""
+    places = [(f"{file}tolerance", spec.tolerance, everywhere)] + [
+        (
+            # origins already say where in which file
+            f"{origins[i] if origins else f'{file}scenarios[{i}] (id {e.id!r})'}.tolerance",
+            e.tolerance,
+            scores(e),
+        )
+        for i, e in enumerate(spec.scenarios)
+    ]
+    prefix = f"{SCORE}:"
+    for where, tolerance, known in places:
+        for metric in [*tolerance.gating, *tolerance.margins]:
+            name = metric.removeprefix(prefix)
+            if metric.startswith(prefix) and name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = (
+                    f"did you mean '{prefix}{close[0]}'?"
+                    if close
+                    else f"the scores there: {', '.join(sorted(known)) or 'none'}"
+                )
+                raise ConfigError(
+                    f"{where}: {metric!r} is no score a check gives (the functions of "
+                    f"checks: code: and the judge give scores); {hint}"
+                )
 
 
 def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dataset | None:

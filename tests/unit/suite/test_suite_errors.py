@@ -305,6 +305,22 @@ MALFORMED: list[tuple[str, str, str]] = [
         "keep_order: expected true or false, got 'yes' (text)",
     ),
     (
+        # A misspelt score was accepted and never gated (a review's score:score_rez).
+        "unknown-score-suite-tolerance",
+        HEAD
+        + "tolerance:\n  gating: [success_rate, 'score:cites_sorce']\nscenarios:\n"
+        + SCENARIO
+        + "    checks:\n      code: ['pkg.checks:cites_source']\n",
+        "tolerance: 'score:cites_sorce' is no score a check gives (the functions of checks: "
+        "code: and the judge give scores); did you mean 'score:cites_source'?",
+    ),
+    (
+        "unknown-score-scenario-tolerance",
+        scenario_with("tolerance:\n  margins: {'score:judge': 0.2}\n"),
+        "scenarios[0] (id 'a').tolerance: 'score:judge' is no score a check gives (the functions "
+        "of checks: code: and the judge give scores); the scores there: none",
+    ),
+    (
         "non-string-key",
         one_scenario(**{"1": "x"}),
         "field names must be text, got 1 (a whole number)",
