@@ -59,14 +59,14 @@ def _suite(root: ET.Element, suite: SuiteSelection) -> Counter[str]:
     counts = Counter[str]()
     for v in cell_views(suite):
         counts["tests"] += 1
-        counts[_case(node, suite.name, v)] += 1
+        counts[_case(node, suite.name, v, outage=suite.night.outage)] += 1
     for name in _COUNTS:
         node.set(name, str(counts[name]))
     node.set("errors", "0")
     return counts
 
 
-def _case(node: ET.Element, suite: str, v: CellView) -> str:
+def _case(node: ET.Element, suite: str, v: CellView, *, outage: bool) -> str:
     """Add the testcase of ``v``; return how it ended: 'failures', 'skipped' or 'passed'."""
     case = ET.SubElement(
         node,
@@ -78,7 +78,17 @@ def _case(node: ET.Element, suite: str, v: CellView) -> str:
     gating = v.gating
     regressions = [r for r in gating if r.verdict in FAILING]
     ended = "passed"
-    if regressions:
+    if v.stale:
+        # Not measured on the latest night (an outage, or its model's endpoint failed):
+        # its last measured night's verdicts would pass a night that tested nothing.
+        ended = "skipped"
+        why = "an outage" if outage else "its model's endpoint failed"
+        message = (
+            f"not measured on the latest night ({why}: its runs were infra_error); the "
+            f"verdicts below are of night {v.night}"
+        )
+        ET.SubElement(case, "skipped", message=xml(message))
+    elif regressions:
         ended = "failures"
         failure = ET.SubElement(
             case,

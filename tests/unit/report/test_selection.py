@@ -116,3 +116,14 @@ def test_an_outage_night_keeps_each_cell_s_last_measured_night_and_says_it_was_a
     assert "None." not in regressions.split("###", 1)[0]
     assert "no baseline" not in text
     assert "an outage: the endpoints failed, nothing was compared" in render_html(history)
+    # JUnit said the night before's verdicts as that night's: every case passed (or failed)
+    # on a night that measured nothing.
+    root = ET.fromstring(render_junit(history))
+    cases = root.findall(".//testcase")
+    assert cases and root.get("skipped") == str(len(cases)) and root.get("failures") == "0"
+    for case in cases:
+        skipped = case.find("skipped")
+        assert skipped is not None and skipped.get("message") == (
+            "not measured on the latest night (an outage: its runs were infra_error); the "
+            f"verdicts below are of night {entries[-1].created_at}"
+        )
