@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     from evalrunner.stats._metric_result import MetricResult
     from evalrunner.stats._reference import CellReference
 
-__all__ = ["CellPair", "Comparison", "compare_pairs", "compare_records", "compare_with_baselines"]
+__all__ = [
+    "CellPair",
+    "Comparison",
+    "compare_pairs",
+    "compare_records",
+    "compare_with_baselines",
+    "row_notes",
+]
 
 
 @dataclass(frozen=True)
@@ -195,16 +202,50 @@ def compare_with_baselines(
     return comparison
 
 
+def _on_common_rows(
+    a: dict[CellKey, list[RunRecord]], b: dict[CellKey, list[RunRecord]]
+) -> tuple[dict[CellKey, list[RunRecord]], dict[CellKey, list[RunRecord]]]:
+    """Both sides' runs of a dataset scenario cut to the rows both ran: rows differ in how
+    hard they are, so rows run on one side only would pass for a change of the agent."""
+    a, b = dict(a), dict(b)
+    for cell in a.keys() & b.keys():
+        rows_a, rows_b = rows_of(a[cell]), rows_of(b[cell])
+        if rows_a is not None and rows_b is not None and rows_a != rows_b:
+            both = rows_a & rows_b
+            a[cell] = [r for r in a[cell] if r.row in both]
+            b[cell] = [r for r in b[cell] if r.row in both]
+            if not both:
+                del a[cell], b[cell]
+    return a, b
+
+
+def row_notes(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]) -> list[str]:
+    """For :func:`compare_records`' caller: the dataset scenarios compared on fewer rows
+    than a side ran (only the rows both ran are compared)."""
+    a, b = group_records(baseline), group_records(candidate)
+    notes = []
+    for cell in sorted(a.keys() & b.keys()):
+        rows_a, rows_b = rows_of(a[cell]), rows_of(b[cell])
+        if rows_a is not None and rows_b is not None and rows_a != rows_b:
+            notes.append(
+                f"{cell.scenario} [{cell.model}]: compared on the {len(rows_a & rows_b)} dataset "
+                f"rows both ran (A ran {len(rows_a)}, B {len(rows_b)}): a row's difficulty is "
+                "not the agent's change"
+            )
+    return notes
+
+
 def compare_records(
     baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]
 ) -> list[MetricResult]:
     """Compare two record sets scenario by scenario (``evalrunner compare A B``), default tolerances.
 
     Each side is one night, and A is taken as a baseline old enough to gate: the
-    user chose it. Cells pair by scenario and model; when none match (A/B of a model
+    user chose it. A dataset scenario is compared on the rows both sides ran
+    (:func:`row_notes` says where that left rows out). Cells pair by scenario and model; when none match (A/B of a model
     swap), by scenario alone, each result's model reading 'a -> b'.
     """
-    a, b = group_records(baseline), group_records(candidate)
+    a, b = _on_common_rows(group_records(baseline), group_records(candidate))
     tolerance = Tolerance(min_baseline_nights=1)
     pairs = [CellPair(cell, [a[cell]], b[cell], tolerance) for cell in sorted(a.keys() & b.keys())]
     if not pairs:

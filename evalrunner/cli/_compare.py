@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalrunner.baseline import compare_records
+from evalrunner.baseline._compare import row_notes
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
     flagged_names,
@@ -87,7 +88,10 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
         raise click.UsageError(
             f"the two directories share no scenario x model (A ran {ran_a}; B ran {ran_b})"
         )
-    for note in _caveats((results_a, first), (results_b, second)):
+    for note in [
+        *_caveats((results_a, first), (results_b, second)),
+        *row_notes(records_a, records_b),
+    ]:
         click.echo(f"note: {note}", err=True)
     click.echo(f"A: {results_a}\nB: {results_b}")
     rows = verdict_rows(results, all_metrics=all_metrics)

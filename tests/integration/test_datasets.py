@@ -130,6 +130,33 @@ def test_rows_k_runs_the_same_subset_every_night_whatever_the_file_order(
     )
 
 
+def test_compare_of_nights_that_ran_different_rows_compares_the_rows_both_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A ran all 10 rows (the 6 rows B left out are hard: answered wrong), B ran 4 of them
+    # with --rows 4. compare called it a success_rate "improvement" 0.4 -> 1: the rows, not
+    # the agent.
+    monkeypatch.chdir(tmp_path)
+    _suite(tmp_path, 10)
+    with FakeEndpoint(responder=Capitals()) as ep:
+        b = _run(ep, tmp_path, "b", "--runs", "2", "--rows", "4", "--no-compare", "--no-history")
+        assert b.exit_code == 0, b.output
+    subset = {r.row for r in ResultsDir(tmp_path / "b").records()}
+    hard = {i for i in range(10) if f"c{i:02d}" not in subset}
+    with FakeEndpoint(responder=Capitals(wrong=hard)) as ep:
+        a = _run(ep, tmp_path, "a", "--runs", "2", "--no-compare", "--no-history")
+        assert a.exit_code == 0, a.output
+        result = evalrunner(ep, "compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert result.exit_code == 0, result.output
+    rows = verdict_table(result.stdout)
+    [success] = [r for r in rows if r["metric"] == "success_rate"]
+    assert success["verdict"] not in ("improvement", "REGRESSION"), success
+    assert (
+        "note: capitals [openai/fake]: compared on the 4 dataset rows both ran (A ran 10, B 4): "
+        "a row's difficulty is not the agent's change"
+    ) in result.stderr.splitlines()
+
+
 @pytest.mark.parametrize(
     ("data", "name", "said"),
     [
