@@ -154,13 +154,20 @@ class HistoryEntry(BaseModel):
         "docs/explain.md). Written only when there is some.",
     )
 
+    broken_checks: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="scenario -> check (a code check's function, or 'judge') -> runs of this "
+        "night on which the check failed itself (raised, or returned what a check cannot): "
+        "those runs were judged without it. Written only when there is some.",
+    )
+
     @model_serializer(mode="wrap")
     def _omit_defaults_older_entries_lack(
         self, handler: SerializerFunctionWrapHandler
     ) -> dict[str, Any]:
         # Older entries never had these fields: without them an entry is written as they were.
         data: dict[str, Any] = handler(self)
-        for name in ("outage", "evidence", "causes"):
+        for name in ("outage", "evidence", "causes", "broken_checks"):
             if not data.get(name):
                 data.pop(name, None)
         return data

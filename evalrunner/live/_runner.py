@@ -98,6 +98,9 @@ class RunReport:
     memory, stopped by a full disk, or an in-process agent that called ``os._exit``)."""
     adaptive: AdaptiveSummary | None = None
     adaptive_notes: list[str] = field(default_factory=list)
+    broken_checks: dict[str, dict[str, int]] = field(default_factory=dict)
+    """scenario -> check -> runs of this process on which it failed itself (those runs were
+    judged without it)."""
 
     def __repr__(self) -> str:
         # Short: Python 3.11's asyncio.run formats the finished night's task, result and
@@ -728,6 +731,8 @@ async def run_night(
             with heap_frozen():
                 await _execute(night, planner, driver, report)
             driver.say_broken()
+            for (scenario, name), count in sorted(driver.broken.items()):
+                report.broken_checks.setdefault(scenario, {})[name] = count
         finally:
             with contextlib.ExitStack() as closing:
                 if owned:

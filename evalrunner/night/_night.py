@@ -477,6 +477,7 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
         typical=typical,
         baseline_typical={cell: b.typical for cell, b in baselines.items() if b.typical},
         outage=result.outage is not None,
+        broken_checks=result.report.broken_checks,
         evidence=comparison.evidence if comparison else {},
         causes={
             cell: Why(

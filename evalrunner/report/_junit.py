@@ -59,14 +59,17 @@ def _suite(root: ET.Element, suite: SuiteSelection) -> Counter[str]:
     counts = Counter[str]()
     for v in cell_views(suite):
         counts["tests"] += 1
-        counts[_case(node, suite.name, v, outage=suite.night.outage)] += 1
+        broken = [b for b in suite.night.broken_checks if b.startswith(f"scenario {v.scenario}:")]
+        counts[_case(node, suite.name, v, outage=suite.night.outage, broken=broken)] += 1
     for name in _COUNTS:
         node.set(name, str(counts[name]))
     node.set("errors", "0")
     return counts
 
 
-def _case(node: ET.Element, suite: str, v: CellView, *, outage: bool) -> str:
+def _case(
+    node: ET.Element, suite: str, v: CellView, *, outage: bool, broken: Sequence[str] = ()
+) -> str:
     """Add the testcase of ``v``; return how it ended: 'failures', 'skipped' or 'passed'."""
     case = ET.SubElement(
         node,
@@ -106,6 +109,7 @@ def _case(node: ET.Element, suite: str, v: CellView, *, outage: bool) -> str:
         ended = "skipped"
         ET.SubElement(case, "skipped", message=xml(f"{_undecided(v)} (N {v.n_text})"))
     out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
+    out += [f"warning: {line}" for line in broken]
     out += [evidence_line(r) for r in v.results if r.verdict != "ok"]
     ET.SubElement(case, "system-out").text = xml("\n".join(out))
     return ended

@@ -114,9 +114,12 @@ def _suite(suite: SuiteSelection) -> list[str]:
 
 
 def _outage_lines(suite: SuiteSelection) -> list[str]:
+    broken = [f"Warning: {md(line)}." for line in suite.night.broken_checks]
+    out = [*broken, ""] if broken else []
     if not suite.night.outage:
-        return []
+        return out
     return [
+        *out,
         "That night was an outage (the endpoints failed; nothing was compared): each "
         "scenario shows its last measured night.",
         "",

@@ -228,6 +228,22 @@ class SelectedNight:
         """The night was an outage: the endpoints failed, so nothing was compared."""
         return any(entry.outage for entry in self.entries)
 
+    @property
+    def broken_checks(self) -> list[str]:
+        """One line per check that failed itself on runs of this night (they were judged
+        without it): the terminal said it once; a reader of the report must see it too."""
+        counts: dict[tuple[str, str], int] = {}
+        for entry in self.entries:
+            for scenario, checks in entry.broken_checks.items():
+                for name, runs in checks.items():
+                    counts[(scenario, name)] = counts.get((scenario, name), 0) + runs
+        return [
+            f"scenario {scenario}: "
+            f"{'the judge' if name == 'judge' else f'code check {name}'} failed itself on "
+            f"{runs} run{'s' if runs != 1 else ''}; they were judged without it"
+            for (scenario, name), runs in sorted(counts.items())
+        ]
+
     @functools.cached_property
     def records_by_cell(self) -> dict[CellKey, list[RunRecord]]:
         return _by_cell(self.records, lambda r: r.cell)

@@ -299,6 +299,8 @@ class SuiteView:
     charts: SuiteCharts
     skip_reasons: list[ReasonRow]
     infra_reasons: list[ReasonRow]
+    broken_checks: list[str]
+    """Checks that failed themselves on the latest night's runs (judged without them)."""
 
 
 def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) -> SuiteView:
@@ -338,6 +340,7 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
         ],
         details=details,
         counts=dict(Counter(v.verdict for v in views)),
+        broken_checks=suite.night.broken_checks,
         charts=suite_charts(suite.nights),
         skip_reasons=_reasons(suite, "skipped"),
         infra_reasons=_reasons(suite, "infra_error"),

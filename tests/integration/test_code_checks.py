@@ -93,6 +93,28 @@ def test_code_checks_judge_runs_and_a_broken_check_is_reported_once_not_counted(
     assert written["record"]["scores"] == {"brevity": 1.0}
 
 
+def test_a_check_that_failed_itself_is_in_the_report_not_only_the_terminal(night: Any) -> None:
+    # The terminal said it once a night; the report (what a team reads) never did, while
+    # the scenario showed 100 % passed: a check could check nothing for weeks unseen.
+    root, run, ep = night
+    common = ["--suite", "coded", "--suites-dir", str(root), "--out", "n1", "--runs", "6"]
+    result = evalrunner(ep, "run", *common, "--history", str(root / "h"), "--no-compare")
+    assert result.exit_code == 0, result.output
+    made = evalrunner(ep, "report", "--history", str(root / "h"), "--out", str(root / "r"))
+    assert made.exit_code == 0, made.output
+    lines = [
+        "scenario scored: code check buggy failed itself on 6 runs; they were judged without it",
+        "scenario scored: code check says_yes failed itself on 6 runs; they were judged without it",
+    ]
+    summary = (root / "r" / "summary.md").read_text()
+    html = (root / "r" / "report.html").read_text()
+    junit = (root / "r" / "junit.xml").read_text()
+    for line in lines:
+        assert f"Warning: {line}." in summary.replace("\\", "")
+        assert f"Warning: {line}." in html
+        assert f"warning: {line}" in junit
+
+
 def test_a_score_is_a_metric_compared_across_nights(night: Any) -> None:
     root, run, _ = night
     base = run("base", "--no-compare")
