@@ -96,7 +96,7 @@ def test_code_checks_judge_runs_and_a_broken_check_is_reported_once_not_counted(
 def test_a_check_that_failed_itself_is_in_the_report_not_only_the_terminal(night: Any) -> None:
     # The terminal said it once a night; the report (what a team reads) never did, while
     # the scenario showed 100 % passed: a check could check nothing for weeks unseen.
-    root, run, ep = night
+    root, _, ep = night
     common = ["--suite", "coded", "--suites-dir", str(root), "--out", "n1", "--runs", "6"]
     result = evalrunner(ep, "run", *common, "--history", str(root / "h"), "--no-compare")
     assert result.exit_code == 0, result.output
