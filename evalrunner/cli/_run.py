@@ -15,6 +15,7 @@ from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
+    beside_flags,
     flagged_names,
     format_table,
     summary_rows,
@@ -130,7 +131,8 @@ def night_line(result: LiveResult, suite: str) -> str:
     flagged = flagged_names(comparison.regressions, several_models=several)
     if flagged:
         return (
-            f"{head}; flagged: {', '.join(flagged)}. Next: evalrunner report, and if the change "
+            f"{head}; flagged: {', '.join(flagged)}{beside_flags(comparison.results)}. Next: "
+            "evalrunner report, and if the change "
             "is intended, a new baseline from nights that show it: evalrunner baseline "
             f"--suite {suite} --from {report.out} [--from ANOTHER_NIGHT ...] (not --append: "
             "a baseline of both behaviours flags neither)"

@@ -192,6 +192,21 @@ def undecided(results: Sequence[MetricResult], suite: str) -> str:
     return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
 
 
+def beside_flags(results: Sequence[MetricResult]) -> str:
+    """For a night that flagged something: the changes it could not confirm and the cells
+    it measured nothing of, which a line naming only the flags would leave unsaid."""
+    shown = shown_results(results)
+    unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
+    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
+    parts = [f"also {UNCONFIRMED}: {unconfirmed}"] if unconfirmed else []
+    if unmeasured:
+        parts.append(
+            f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
+            "tonight (every run infra_error: the endpoint failed)"
+        )
+    return "".join(f"; {part}" for part in parts)
+
+
 def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
     shown = shown_results(results)  # the rows the table shows
     # What would fail the night once these baselines are old enough: said here, not only

@@ -155,3 +155,44 @@ def test_a_night_the_endpoint_refused_is_an_outage_whose_next_step_is_what_to_ch
     assert night_line(result.stderr) == (
         f"night: 3 runs (3 infra_error); an outage, so nothing was compared. Next: {advice}."
     )
+
+
+def test_a_flagged_night_also_names_the_scenarios_it_measured_nothing_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The line named the flags only: a scenario whose every run failed at the endpoint
+    # (and changes it could not confirm) went unsaid beside them.
+    from fake_endpoint import Fault
+
+    monkeypatch.chdir(tmp_path)
+    peru = {**SCENARIO, "id": "p", "input": "Capital of Peru?", "checks": {}}
+    write_suite(
+        tmp_path,
+        "capitals",
+        [SCENARIO, peru],
+        runs=6,
+        retry={"max_attempts": 1},
+        tolerance={"min_baseline_nights": 1},
+    )
+    night = {"n": 1}
+
+    def respond(body: dict[str, Any], n: int) -> Reply | Fault:
+        if night["n"] == 1:
+            return Reply("Paris.")
+        asked = " ".join(str(m.get("content")) for m in body["messages"])
+        return Fault("503") if "Peru" in asked else Reply("Lima.")
+
+    with FakeEndpoint(responder=respond) as ep:
+        cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        night["n"] = 2
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--no-history")
+    line = night_line(result.stderr)
+    assert "; flagged: s success_rate" in line, line
+    assert (
+        "; 1 scenario × model with no run measured tonight (every run infra_error: the "
+        "endpoint failed). Next: evalrunner report"
+    ) in line, line
