@@ -177,7 +177,7 @@ def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
         "night": f"{_num(r.night_estimate)} ({r.night_n})",
         "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
         # An improvement was judged in the good direction: show that q.
-        "q": _num(r.q_improvement if r.verdict == "improvement" else r.q),
+        "q": _num(r.shown_pq[1]),
         "margin": _num(r.margin),
         "hint": _short(hint or (r.note or "")),
     }

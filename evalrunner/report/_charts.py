@@ -125,7 +125,7 @@ class ChartView:
 
 
 TEXT_FIELDS = ("kind", "verdict", "effect_label")
-NUMBER_FIELDS = ("margin", "effect", "q", "night_estimate", "baseline_estimate")
+NUMBER_FIELDS = ("margin", "effect", "q", "q_improvement", "night_estimate", "baseline_estimate")
 INTERVALS = ("effect_ci", "night_ci")
 """The fields of a metric result a trend chart reads at every night: texts as lists, numbers
 as float arrays, intervals as (n, 2) arrays (a year of them as Python objects took 90 MB)."""
@@ -190,12 +190,14 @@ def _tip(points: Points, i: int) -> str:
         return points.values(name)[i]
 
     label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
+    # An improvement's q is the good direction's (MetricResult.shown_pq).
+    q = value("q_improvement") if value("verdict") == "improvement" else value("q")
     low, high = (float(x) for x in value("effect_ci"))
     ci = None if math.isnan(low) and math.isnan(high) else (low, high)
     return (
         f"{short_time(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
         f"{fmt(value('baseline_estimate'))} → night {fmt(value('night_estimate'))}; {label} "
-        f"{fmt(value('effect'))} {interval(ci)}; q {fmt(value('q'))}"
+        f"{fmt(value('effect'))} {interval(ci)}; q {fmt(q)}"
     )
 
 

@@ -89,7 +89,8 @@ def evidence_line(r: MetricResult) -> str:
     verdict = "changed, unconfirmed" if r.unconfirmed else r.verdict
     return (
         f"{r.metric} {verdict}: {effect_label(r)} {fmt(r.effect)} {interval(r.effect_ci)}, "
-        f"p {fmt(r.p)}, q {fmt(r.q)}, margin {margin(r)}, baseline {fmt(r.baseline_estimate)} "
+        f"p {fmt(r.shown_pq[0])}, q {fmt(r.shown_pq[1])}, margin {margin(r)}, "
+        f"baseline {fmt(r.baseline_estimate)} "
         f"(n {r.baseline_n}), night {fmt(r.night_estimate)} (n {r.night_n}), {r.test or 'no test'}"
     )
 

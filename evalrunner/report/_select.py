@@ -305,7 +305,7 @@ RECORD_COLUMNS = ("scenario", "model", "outcome", "reason", "prompt_tokens", "co
 """What the report reads of every record of every night (the rest only of the nights it shows in full)."""
 RESULT_COLUMNS = (
     *("scenario", "model", "metric", "kind", "verdict", "margin", "effect", "effect_ci"),
-    *("effect_label", "q", "night_estimate", "night_ci", "baseline_estimate"),
+    *("effect_label", "q", "q_improvement", "night_estimate", "night_ci", "baseline_estimate"),
 )
 """What the report reads of every metric result of every night (trend charts, flags)."""
 

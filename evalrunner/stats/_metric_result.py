@@ -176,6 +176,14 @@ class MetricResult(BaseModel):
         return (low, high) if math.isfinite(low) and math.isfinite(high) else None
 
     @property
+    def shown_pq(self) -> tuple[float | None, float | None]:
+        """The p and q of the side the verdict is on: an improvement's are the good
+        direction's (beside them the harmful side's read p 1, q 0)."""
+        if self.verdict == "improvement":
+            return self.p_improvement, self.q_improvement
+        return self.p, self.q
+
+    @property
     def fails_night(self) -> bool:
         """A gating metric whose verdict is a regression or a change."""
         return self.gating and self.verdict in FAILING

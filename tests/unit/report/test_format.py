@@ -57,3 +57,28 @@ def test_a_chart_of_nights_of_one_day_tells_them_apart_by_time() -> None:
     assert same_day == ("2026-12-01 03:17", "15:40 UTC")
     assert span_ends("2026-11-30T03:17:00Z", "2026-12-01T03:17:00Z") == ("2026-11-30", "2026-12-01")
     assert span_ends("2026-12-01T03:17:00Z", "2026-12-01T03:17:00Z") == ("2026-12-01", "2026-12-01")
+
+
+def test_an_improvement_shows_the_p_and_q_of_its_own_side() -> None:
+    # The HTML table and JUnit paired the harmful side's p (1) with the improvement's q
+    # (0): "p 1, q 0", which no Benjamini-Hochberg q can be.
+    from evalrunner.report._format import evidence_line
+
+    result = MetricResult(
+        scenario="a",
+        model="m",
+        metric="prompt_tokens",
+        kind="continuous",
+        gating=False,
+        direction="higher",
+        margin=1.25,
+        verdict="improvement",
+        p=1.0,
+        q=1.0,
+        p_improvement=0.0001,
+        q_improvement=0.0002,
+    )
+    assert result.shown_pq == (0.0001, 0.0002)
+    assert "p 0.0001, q 0.0002" in evidence_line(result)
+    harmful = result.model_copy(update={"verdict": "regression"})
+    assert harmful.shown_pq == (1.0, 1.0)
