@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -20,6 +21,7 @@ from evalrunner.live import ResultsDir
 from evalrunner.live._outage import outage_of, what_to_check
 from evalrunner.live._results import Manifest
 from evalrunner.night._night import OUTAGE_EXIT
+from evalrunner.suite._record import RunRecord
 
 
 def no_runs(results_dir: Path, manifest: Manifest) -> str:
@@ -48,6 +50,18 @@ def _caveats(*nights: tuple[Path, Manifest]) -> list[str]:
     return notes
 
 
+def stop_on_outage(records: Sequence[RunRecord], said: str) -> None:
+    """For a command that reads a night: when it was an outage (every model's runs mostly
+    infra_error), its outage line, ``said`` with the next step, and exit 3, as ``run``
+    exits on it; nothing measured the agent, so nothing can be compared or explained."""
+    outage = outage_of(records)
+    if outage is None:
+        return
+    click.echo(outage.line(), err=True)
+    click.echo(f"{said}. Next: {what_to_check(records)}, and run that night again", err=True)
+    _exit.exit_with(OUTAGE_EXIT)
+
+
 @click.command()
 @click.argument("results_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.argument("results_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
@@ -70,18 +84,10 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
         if not records:
             raise click.UsageError(no_runs(results_dir, manifest))
     for side, results_dir, records in (("A", results_a, records_a), ("B", results_b, records_b)):
-        outage = outage_of(records)
-        if outage is not None:
-            # The night measured no agent: "nothing flagged" and exit 0 would pass a branch
-            # whose night never reached the model. As `run` says it of the night itself.
+        # "Nothing flagged" and exit 0 would pass a branch whose night never reached the model.
+        if outage_of(records) is not None:
             click.echo(f"{side}: {results_dir}", err=True)
-            click.echo(outage.line(), err=True)
-            click.echo(
-                f"compare: {side} is an outage night, so nothing was compared. Next: "
-                f"{what_to_check(records)}, and run that night again",
-                err=True,
-            )
-            _exit.exit_with(OUTAGE_EXIT)
+        stop_on_outage(records, f"compare: {side} is an outage night, so nothing was compared")
     results = compare_records(records_a, records_b)
     if not results:
         ran_a, ran_b = (", ".join(sorted({r.scenario for r in x})) for x in (records_a, records_b))

@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from evalrunner.baseline import explain_results
-from evalrunner.cli import _exit, _options
-from evalrunner.cli._compare import no_runs
+from evalrunner.cli import _options
+from evalrunner.cli._compare import no_runs, stop_on_outage
 from evalrunner.live import ResultsDir
-from evalrunner.live._outage import model_outages, outage_of, what_to_check
+from evalrunner.live._outage import model_outages
 from evalrunner.live._results import Manifest
-from evalrunner.night._night import OUTAGE_EXIT
 from evalrunner.suite import CellKey, load_suite_by_name
+from evalrunner.suite._record import RunRecord
 
 
 @click.command("explain")
@@ -53,21 +53,14 @@ def explain_cmd(
         raise click.UsageError(f"{results_dir} holds suite {manifest.suite!r}, not {suite.name!r}")
     cells = _cells(results_dir, results, manifest, scenarios, models)
     records = results.records()
-    if (outage := outage_of(records)) is not None:
-        # Every run was the endpoint's failure: "as in the baseline" would be said of
-        # runs that never acted.
-        click.echo(outage.line(), err=True)
-        click.echo(
-            f"explain: {results_dir} is an outage night: no run measured the agent, so there "
-            f"is nothing to explain. Next: {what_to_check(records)}",
-            err=True,
-        )
-        _exit.exit_with(OUTAGE_EXIT)
-    down = model_outages(records)
-    for cell in cells:
-        if cell.model in down:
-            click.echo(f"{cell.scenario} × {cell.model}: not explained: {down[cell.model].line()}")
-    cells = [c for c in cells if c.model not in down]
+    # Every run the endpoint's failure: "as in the baseline" would be said of runs that
+    # never acted.
+    stop_on_outage(
+        records,
+        f"explain: {results_dir} is an outage night: no run measured the agent, so there is "
+        "nothing to explain",
+    )
+    cells = _measured(cells, records)
     explained = explain_results(suite, results, baselines_dir, cells)
     if not explained:
         raise click.UsageError(
@@ -85,6 +78,15 @@ def explain_cmd(
         if diff:
             for line in why.request_diff:
                 click.echo(f"    {line}")
+
+
+def _measured(cells: list[CellKey], records: list[RunRecord]) -> list[CellKey]:
+    """The cells whose model's endpoint answered tonight; a line for each of the others."""
+    down = model_outages(records)
+    for cell in cells:
+        if cell.model in down:
+            click.echo(f"{cell.scenario} × {cell.model}: not explained: {down[cell.model].line()}")
+    return [c for c in cells if c.model not in down]
 
 
 def _cells(

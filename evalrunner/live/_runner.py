@@ -467,15 +467,19 @@ class _Driver:
         # Every write of a finished run is on disk before the manifest says so.
         self.writer.close()
 
-    def say_broken(self) -> None:
+    def say_broken(self) -> dict[str, dict[str, int]]:
         """How many runs each check that failed itself left unjudged (its traceback was shown
-        once): a judge that never grades must not pass for one that graded."""
+        once): a judge that never grades must not pass for one that graded. Returned as
+        scenario -> check -> runs, for the history."""
+        out: dict[str, dict[str, int]] = {}
         for (scenario, name), count in sorted(self.broken.items()):
+            out.setdefault(scenario, {})[name] = count
             if count > 1:
                 self.progress.note(
                     f"scenario {scenario}: {_check_named(name)} failed itself on {count} runs in all; "
                     "they are judged without it"
                 )
+        return out
 
     async def run_all(
         self, jobs: Sequence[Job], finished: Callable[[RunRecord, str | None], None]
@@ -730,9 +734,7 @@ async def run_night(
         try:
             with heap_frozen():
                 await _execute(night, planner, driver, report)
-            driver.say_broken()
-            for (scenario, name), count in sorted(driver.broken.items()):
-                report.broken_checks.setdefault(scenario, {})[name] = count
+            report.broken_checks = driver.say_broken()
         finally:
             with contextlib.ExitStack() as closing:
                 if owned:

@@ -78,21 +78,29 @@ def _case(
         name=xml(v.model),
         time=f"{v.latency:.3f}",
     )
+    ended = _verdict(case, v, outage)
+    out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
+    out += [f"warning: {line}" for line in broken]
+    out += [evidence_line(r) for r in v.results if r.verdict != "ok"]
+    ET.SubElement(case, "system-out").text = xml("\n".join(out))
+    return ended
+
+
+def _verdict(case: ET.Element, v: CellView, outage: bool) -> str:
+    """The testcase's failure or skip, if any; how it ended."""
     gating = v.gating
     regressions = [r for r in gating if r.verdict in FAILING]
-    ended = "passed"
     if v.stale:
         # Not measured on the latest night (an outage, or its model's endpoint failed):
         # its last measured night's verdicts would pass a night that tested nothing.
-        ended = "skipped"
         why = "an outage" if outage else "its model's endpoint failed"
         message = (
             f"not measured on the latest night ({why}: its runs were infra_error); the "
             f"verdicts below are of night {v.night}"
         )
         ET.SubElement(case, "skipped", message=xml(message))
-    elif regressions:
-        ended = "failures"
+        return "skipped"
+    if regressions:
         failure = ET.SubElement(
             case,
             "failure",
@@ -105,14 +113,11 @@ def _case(
         )
         moved = [f"row {line}" for line in (v.why.rows if v.why else [])]
         failure.text = xml("\n".join([*(evidence_line(r) for r in regressions), *moved]))
-    elif not gating or all(r.verdict == "inconclusive" for r in gating):
-        ended = "skipped"
+        return "failures"
+    if not gating or all(r.verdict == "inconclusive" for r in gating):
         ET.SubElement(case, "skipped", message=xml(f"{_undecided(v)} (N {v.n_text})"))
-    out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
-    out += [f"warning: {line}" for line in broken]
-    out += [evidence_line(r) for r in v.results if r.verdict != "ok"]
-    ET.SubElement(case, "system-out").text = xml("\n".join(out))
-    return ended
+        return "skipped"
+    return "passed"
 
 
 def _undecided(v: CellView) -> str:

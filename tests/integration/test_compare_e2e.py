@@ -36,6 +36,7 @@ from baseline_agents import (
     evalrunner,
     flagged,
     make_suite,
+    outage_night,
     verdict_table,
 )
 from click.testing import Result
@@ -389,24 +390,7 @@ def test_compare_with_an_outage_night_exits_3_and_says_so(lab: Lab) -> None:
     # It said "nothing flagged from A to B" and exited 0 for a B whose every run was
     # infra_error: a CI job gating on `compare main branch` passed a night that measured
     # nothing (`run` on the same night exited 3).
-    from fake_endpoint import Fault
-
-    with FakeEndpoint(default=Fault("503")) as down:
-        night = evalrunner(
-            down,
-            "run",
-            "--suite",
-            SUITE,
-            "--suites-dir",
-            str(lab.root),
-            "--out",
-            str(lab.root / "down"),
-            "--runs",
-            "2",
-            "--no-history",
-            "--no-compare",
-        )
-    assert night.exit_code == 3, night.output
+    outage_night(lab.root, SUITE, lab.root / "down", runs=2)
     for a, b, side in (("base", "down", "B"), ("down", "base", "A")):
         result = compare(lab, a, b)
         assert result.exit_code == 3, result.output

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from baseline_agents import evalrunner, flagged, verdict_table
+from baseline_agents import evalrunner, flagged, outage_night, verdict_table
 from click.testing import Result
 from explain_lab import AGENTS, CAUSES, FROM_MEMORY, World, write_lab_suite
 from fake_endpoint import FakeEndpoint, Fault
@@ -139,24 +139,7 @@ def test_a_night_like_the_baseline_gets_no_cause(lab: Lab) -> None:
 def test_an_outage_night_is_not_explained_as_runs_like_the_baseline(lab: Lab) -> None:
     # Every run was infra_error, and each scenario read "cause: none found (the first
     # request, the tools' answers and the runs' actions are as in the baseline)", exit 0.
-    from fake_endpoint import FakeEndpoint, Fault
-
-    with FakeEndpoint(default=Fault("503")) as down:
-        night = evalrunner(
-            down,
-            "run",
-            "--suite",
-            SUITE,
-            "--suites-dir",
-            str(lab.root),
-            "--out",
-            str(lab.root / "down"),
-            "--runs",
-            "1",
-            "--no-history",
-            "--no-compare",
-        )
-    assert night.exit_code == 3, night.output
+    outage_night(lab.root, SUITE, lab.root / "down", runs=1)
     result = lab.cli(
         "explain", "--results", str(lab.root / "down"), "--baselines", str(lab.root / "b")
     )
@@ -164,7 +147,7 @@ def test_an_outage_night_is_not_explained_as_runs_like_the_baseline(lab: Lab) ->
     assert result.stdout == ""
     assert result.stderr.splitlines()[-1] == (
         f"explain: {lab.root / 'down'} is an outage night: no run measured the agent, so there "
-        "is nothing to explain. Next: check the model endpoint"
+        "is nothing to explain. Next: check the model endpoint, and run that night again"
     )
 
 

@@ -133,6 +133,20 @@ def evalrunner(ep: FakeEndpoint, *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
+def outage_night(suites_dir: Path, suite: str, out: Path, runs: int) -> Result:
+    """A night of ``suite`` whose endpoint answers every request 503: an outage (exit 3)."""
+    from fake_endpoint import Fault
+
+    with FakeEndpoint(default=Fault("503")) as down:
+        night = evalrunner(
+            down,
+            *("run", "--suite", suite, "--suites-dir", str(suites_dir), "--out", str(out)),
+            *("--runs", str(runs), "--no-history", "--no-compare"),
+        )
+    assert night.exit_code == 3, night.output
+    return night
+
+
 def verdict_table(stdout: str) -> list[dict[str, str]]:
     """The verdict table `run` ("Compared with baselines:") or `compare` prints, as rows.
 
