@@ -191,6 +191,17 @@ def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: 
     assert {k.token() for k in entry.baselines} == {f"{t}|openai/fake" for t in TAGS}
 
 
+def test_resuming_a_finished_escalated_night_counts_every_run_it_held(
+    lab: Lab, changed: Result
+) -> None:
+    # A review's finished escalated night said "resumed: 30 runs were already done" when
+    # the directory held 40: the count was of the batches the plan gave again.
+    held = len(ResultsDir(lab.root / "changed").records())
+    assert held > 80  # 4 scenarios x 20, and escalation's runs
+    resumed = lab.run("changed", "--resume", "--baselines", str(lab.baselines), "--no-history")
+    assert f"resumed: {held} runs were already done" in resumed.stderr.splitlines(), resumed.stderr
+
+
 def test_a_night_of_the_same_behaviour_exits_0_with_nothing_flagged(lab: Lab, same: Result) -> None:
     assert same.exit_code == 0, same.output
     rows = verdict_table(same.stdout)
