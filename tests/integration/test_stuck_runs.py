@@ -54,9 +54,11 @@ def test_hung_requests_void_only_their_own_runs(tmp_path: Path, concurrency: int
         (r.run_id, r.outcome, r.reason) for r in report.records
     ]
     timed_out = [r for r in report.records if r.outcome == "infra_error"]
-    assert all(r.reason == f"run timed out after {RUN_TIMEOUT:g} s" for r in timed_out), [
-        r.reason for r in timed_out
-    ]
+    # The attempt's own timeout is the run's remaining time, so on a loaded machine it may
+    # fire a moment before the run's: the reason then names that last fault too.
+    assert all(
+        (r.reason or "").startswith(f"run timed out after {RUN_TIMEOUT:g} s") for r in timed_out
+    ), [r.reason for r in timed_out]
     # The later runs were not slowed by the stuck ones, and the hung requests ended
     # with their runs rather than holding the endpoint.
     assert all(r.latency_s < RUN_TIMEOUT for r in report.records if r.outcome == "passed")
