@@ -10,7 +10,7 @@ history and goes back out with the results.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,37 +202,40 @@ def compare_with_baselines(
     return comparison
 
 
+def _rows_differ(
+    a: dict[CellKey, list[RunRecord]], b: dict[CellKey, list[RunRecord]]
+) -> Iterator[tuple[CellKey, frozenset[str], frozenset[str]]]:
+    """The dataset cells whose two sides ran different rows: (cell, A's rows, B's rows)."""
+    for cell in sorted(a.keys() & b.keys()):
+        rows_a, rows_b = rows_of(a[cell]), rows_of(b[cell])
+        if rows_a is not None and rows_b is not None and rows_a != rows_b:
+            yield cell, rows_a, rows_b
+
+
 def _on_common_rows(
     a: dict[CellKey, list[RunRecord]], b: dict[CellKey, list[RunRecord]]
 ) -> tuple[dict[CellKey, list[RunRecord]], dict[CellKey, list[RunRecord]]]:
     """Both sides' runs of a dataset scenario cut to the rows both ran: rows differ in how
     hard they are, so rows run on one side only would pass for a change of the agent."""
     a, b = dict(a), dict(b)
-    for cell in a.keys() & b.keys():
-        rows_a, rows_b = rows_of(a[cell]), rows_of(b[cell])
-        if rows_a is not None and rows_b is not None and rows_a != rows_b:
-            both = rows_a & rows_b
-            a[cell] = [r for r in a[cell] if r.row in both]
-            b[cell] = [r for r in b[cell] if r.row in both]
-            if not both:
-                del a[cell], b[cell]
+    for cell, rows_a, rows_b in list(_rows_differ(a, b)):
+        both = rows_a & rows_b
+        a[cell] = [r for r in a[cell] if r.row in both]
+        b[cell] = [r for r in b[cell] if r.row in both]
+        if not both:
+            del a[cell], b[cell]
     return a, b
 
 
 def row_notes(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]) -> list[str]:
     """For :func:`compare_records`' caller: the dataset scenarios compared on fewer rows
     than a side ran (only the rows both ran are compared)."""
-    a, b = group_records(baseline), group_records(candidate)
-    notes = []
-    for cell in sorted(a.keys() & b.keys()):
-        rows_a, rows_b = rows_of(a[cell]), rows_of(b[cell])
-        if rows_a is not None and rows_b is not None and rows_a != rows_b:
-            notes.append(
-                f"{cell.scenario} [{cell.model}]: compared on the {len(rows_a & rows_b)} dataset "
-                f"rows both ran (A ran {len(rows_a)}, B {len(rows_b)}): a row's difficulty is "
-                "not the agent's change"
-            )
-    return notes
+    return [
+        f"{cell.scenario} [{cell.model}]: compared on the {len(rows_a & rows_b)} dataset rows "
+        f"both ran (A ran {len(rows_a)}, B {len(rows_b)}): a row's difficulty is not the "
+        "agent's change"
+        for cell, rows_a, rows_b in _rows_differ(group_records(baseline), group_records(candidate))
+    ]
 
 
 def compare_records(

@@ -50,13 +50,15 @@ def _caveats(*nights: tuple[Path, Manifest]) -> list[str]:
     return notes
 
 
-def stop_on_outage(records: Sequence[RunRecord], said: str) -> None:
+def stop_on_outage(records: Sequence[RunRecord], said: str, heading: str | None = None) -> None:
     """For a command that reads a night: when it was an outage (every model's runs mostly
     infra_error), its outage line, ``said`` with the next step, and exit 3, as ``run``
     exits on it; nothing measured the agent, so nothing can be compared or explained."""
     outage = outage_of(records)
     if outage is None:
         return
+    if heading is not None:
+        click.echo(heading, err=True)
     click.echo(outage.line(), err=True)
     click.echo(f"{said}. Next: {what_to_check(records)}, and run that night again", err=True)
     _exit.exit_with(OUTAGE_EXIT)
@@ -85,9 +87,11 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
             raise click.UsageError(no_runs(results_dir, manifest))
     for side, results_dir, records in (("A", results_a, records_a), ("B", results_b, records_b)):
         # "Nothing flagged" and exit 0 would pass a branch whose night never reached the model.
-        if outage_of(records) is not None:
-            click.echo(f"{side}: {results_dir}", err=True)
-        stop_on_outage(records, f"compare: {side} is an outage night, so nothing was compared")
+        stop_on_outage(
+            records,
+            f"compare: {side} is an outage night, so nothing was compared",
+            heading=f"{side}: {results_dir}",
+        )
     results = compare_records(records_a, records_b)
     if not results:
         ran_a, ran_b = (", ".join(sorted({r.scenario for r in x})) for x in (records_a, records_b))
