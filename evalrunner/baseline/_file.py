@@ -29,7 +29,7 @@ from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
 from evalrunner.errors import EvalrunnerError, FileFormatError
 from evalrunner.live._results import ResultsDir
-from evalrunner.suite._record import CellKey, RunRecord, model_slug
+from evalrunner.suite._record import CellKey, RunRecord, model_slug, rows_of
 
 if TYPE_CHECKING:
     from evalrunner.core._normalize import NormalizeConfig
@@ -47,10 +47,16 @@ __all__ = [
     "typical_trajectory",
 ]
 
-BASELINE_FORMAT_VERSION = 3
+BASELINE_FORMAT_VERSION = 4
 """2 added each night's ``traces``, 3 each traced run's ``first_response``; older files
-still load (without them)."""
-READABLE_VERSIONS = (1, 2, 3)
+still load (without them). 4: a dataset scenario's pass^k and pass@k in the summary are
+per row, averaged (3 pooled the rows)."""
+READABLE_VERSIONS = (1, 2, 3, 4)
+_SUMMARY_CHECKED = 3
+"""The first format whose summary is checked against its runs (older releases summed up
+otherwise)."""
+_PER_ROW_SUMMARY = 4
+"""The first format whose summary takes a dataset scenario's pass^k and pass@k per row."""
 DEFAULT_WINDOW = 5
 
 
@@ -124,13 +130,15 @@ class Baseline(BaseModel):
     def _summary_of_its_runs(self) -> Baseline:
         # Reviewers read the summary in a baseline's diff, and nothing compares with it:
         # an edit of it (or a merge that took it from one side and the runs from the
-        # other) would show one thing and test another. Checked where the file's format
-        # is this release's (an older release may have summed up otherwise) and for the
-        # entries both have.
-        if self.summary and self.format_version == BASELINE_FORMAT_VERSION:
+        # other) would show one thing and test another. Checked for the entries both have,
+        # summed up as the file's format did.
+        if self.summary and self.format_version >= _SUMMARY_CHECKED:
             from evalrunner.stats import summarize  # scipy: only once a summary is there to check
 
             runs = summarize(self.records).model_dump(mode="json", exclude_none=True)
+            if self.format_version < _PER_ROW_SUMMARY and rows_of(self.records):
+                # Format 3 pooled a dataset scenario's rows for these two: not comparable.
+                runs = {k: v for k, v in runs.items() if k not in ("pass_hat_k", "pass_at_k")}
             found = _first_difference(self.summary, runs, "summary")
             if found is not None:
                 where, written, worked_out = found

@@ -35,10 +35,21 @@ class CellCounts:
     """A cell's runs counted by outcome."""
 
     outcomes: Counter[str]
+    rows: tuple[tuple[int, int], ...] = ()
+    """A dataset scenario's (runs that measured the agent, passed) per row; empty outside
+    datasets."""
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> CellCounts:
-        return cls(Counter(r.outcome for r in records))
+        records = list(records)
+        by_row: dict[str, Counter[str]] = {}
+        for r in records:
+            if r.row is not None:
+                by_row.setdefault(r.row, Counter())[r.outcome] += 1
+        rows = tuple(
+            (sum(c.values()) - c["infra_error"], c["passed"]) for _, c in sorted(by_row.items())
+        )
+        return cls(Counter(r.outcome for r in records), rows)
 
     @property
     def attempted(self) -> int:
@@ -62,7 +73,18 @@ class CellCounts:
         return self.outcomes[outcome] / self.n if self.n else None
 
     def pass_k(self, k: int) -> tuple[float, float] | None:
-        """pass^k (all k tries pass) and pass@k (at least one does); None below k runs."""
+        """pass^k (all k tries pass) and pass@k (at least one does); None below k runs.
+
+        A dataset scenario's rows are its tasks: k tries of one task, averaged over the rows
+        with k runs that measured the agent (None when no row has k). Pooled, k tries would
+        mix rows, and a scenario that always passes one row and always fails the other would
+        read as sometimes passing each.
+        """
+        if self.rows:
+            each = [(pass_hat_k(n, c, k), pass_at_k(n, c, k)) for n, c in self.rows if n >= k]
+            if not each:
+                return None
+            return sum(h for h, _ in each) / len(each), sum(a for _, a in each) / len(each)
         if self.n < k:
             return None
         return pass_hat_k(self.n, self.passed, k), pass_at_k(self.n, self.passed, k)

@@ -110,10 +110,10 @@ def test_a_baseline_copied_from_another_suite_is_refused_in_one_line(tmp_path: P
 @pytest.mark.parametrize(
     ("version", "said"),
     [
-        (0, "is not supported (expected 1, 2 or 3); rebuild it with 'evalrunner baseline'"),
+        (0, "is not supported (expected 1, 2, 3 or 4); rebuild it with 'evalrunner baseline'"),
         # Rebuilding (or --golden-update, or re-recording) would overwrite what a newer
         # release wrote: the fix for a newer format is a newer evalrunner.
-        (4, "is newer than this evalrunner reads (up to 3); upgrade evalrunner to read it"),
+        (5, "is newer than this evalrunner reads (up to 4); upgrade evalrunner to read it"),
     ],
     ids=["older", "newer"],
 )
@@ -221,3 +221,46 @@ def test_a_baseline_night_mixing_the_runs_of_two_nights_is_refused(tmp_path: Pat
         r"2031-01-01T02:00:03Z, before the night: it mixes the runs of two nights",
         error,
     ), error
+
+
+def _dataset_baseline(version: int, pass_hat_3: float) -> dict[str, Any]:
+    rows = [("easy", "passed")] * 3 + [("hard", "failed")] * 3
+    records = [
+        run(i, outcome, ("lookup",), 2).model_copy(update={"row": row})
+        for i, (row, outcome) in enumerate(rows)
+    ]
+    doc = baseline("results/night1").model_copy(
+        update={
+            "nights": [
+                AcceptedNight(started_at="2025-01-01T02:00:00Z", source="n", records=records)
+            ]
+        }
+    )
+    data = json.loads(doc.model_dump_json())
+    data.update(format_version=version, summary={"pass_hat_k": {"3": pass_hat_3}})
+    return data
+
+
+@pytest.mark.parametrize(
+    ("version", "pass_hat_3", "refused"),
+    [
+        (3, 0.05, False),  # format 3 pooled the rows: 3 tries of 6 runs all pass 1 in 20
+        (4, 0.5, False),  # format 4: per row (1 and 0), averaged
+        (4, 0.05, True),
+    ],
+    ids=["format-3-pooled", "format-4-per-row", "format-4-pooled"],
+)
+def test_a_dataset_baselines_pass_k_is_checked_as_its_format_summed_it_up(
+    tmp_path: Path, version: int, pass_hat_3: float, refused: bool
+) -> None:
+    # A baseline the last release wrote must still load after pass^k went per row; one
+    # this release writes is still checked against its runs.
+    path = tmp_path / "capital--m.json"
+    path.write_text(json.dumps(_dataset_baseline(version, pass_hat_3)), encoding="utf-8")
+    if not refused:
+        assert load_baseline(path).summary["pass_hat_k"]["3"] == pass_hat_3
+        return
+    with pytest.raises(
+        FileFormatError, match=r"summary\.pass_hat_k\.3 is 0\.05, but its runs give 0\.5"
+    ):
+        load_baseline(path)
