@@ -118,6 +118,33 @@ def check_model(model: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown model {model!r}: {what}; {example}")
 
 
+_PLAIN_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def missing_keys(model: str) -> list[str]:
+    """The API key variables ``model``'s provider reads that are not set here (``evalrunner
+    validate``'s note: without them every run of a night is refused by the endpoint).
+
+    Only ``*_API_KEY`` variables: a provider's base URL has a default, and cloud credentials
+    may come from a profile or a role that no variable shows. An ``openai/`` model at
+    ``EVALRUNNER_API_BASE`` (a server of the user's own) needs none.
+    """
+    prefix, _, _ = model.partition("/")
+    if model == LOCAL or (prefix == "openai" and os.environ.get("EVALRUNNER_API_BASE")):
+        return []
+    if prefix in _PLAIN_KEYS:
+        needed = [_PLAIN_KEYS[prefix]]
+    else:
+        from evalrunner._litellm import import_litellm
+
+        try:
+            found = import_litellm().validate_environment(model=model)
+        except Exception:  # litellm's own failure for a model it resolves: nothing to say
+            return []
+        needed = list(found.get("missing_keys") or [])
+    return [k for k in needed if k.endswith("_API_KEY") and not os.environ.get(k)]
+
+
 def _where(suite: Suite, *loc: str | int) -> str:
     """'file:line: ' of the suite file's field at ``loc`` (the file alone without a line)."""
     from evalrunner.suite._loader import field_line

@@ -268,3 +268,33 @@ def test_importing_evalrunner_keeps_litellm_s_cost_map_local(tmp_path: Path) -> 
         [sys.executable, "-c", code], env=kept, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+def test_validate_notes_each_model_whose_providers_api_key_is_not_set_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "ok" and exit 0, then the night stopped as an outage on the endpoint's 401s.
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GROQ_API_KEY", "EVALRUNNER_API_BASE"):
+        monkeypatch.delenv(key, raising=False)
+    models = ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest", "groq/llama3-8b-8192"]
+    path = write_suite(tmp_path, "keys", [SCENARIO], models=models)
+
+    def notes() -> list[str]:
+        result = CliRunner().invoke(main, ["validate", str(path)], catch_exceptions=False)
+        assert result.exit_code == 0 and result.stdout.startswith(f"ok  {path}"), result.output
+        return [line for line in result.stderr.splitlines() if line.startswith("note:")]
+
+    said = notes()
+    assert [line.split(" reads ")[1].split(",")[0] for line in said] == [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GROQ_API_KEY",
+    ]
+    assert said[0] == (
+        f"note: {path}: model 'openai/gpt-4o-mini' reads OPENAI_API_KEY, which is not set "
+        "here; a night run like this would stop as an outage (the endpoint refuses every call)"
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key-0000")
+    # An openai/ model at a server of the user's own is sent a placeholder key.
+    monkeypatch.setenv("EVALRUNNER_API_BASE", "http://127.0.0.1:9/v1")
+    assert [line.split("'")[1] for line in notes()] == ["groq/llama3-8b-8192"]
