@@ -159,7 +159,8 @@ def plan_cmd(
     click.echo(format_table(table, COLUMNS))
     click.echo(
         f"\nlevel a lone change must reach: p <= {plan.level:.2g}; "
-        f"runs a night: {plan.runs_now} now, {plan.runs_planned} planned; "
+        f"runs a night: {plan.runs_now} now, {plan.runs_planned} with each scenario at the runs "
+        "its margins need (within its budget); "
         f"model calls {plan.calls_now:.0f} -> {plan.calls_planned:.0f}; "
         f"tokens {plan.tokens_now:.0f} -> {plan.tokens_planned:.0f}"
     )
