@@ -10,7 +10,7 @@ from click.core import ParameterSource
 from evalrunner.cli import _options
 from evalrunner.cli._tables import format_table
 from evalrunner.errors import ConfigError
-from evalrunner.night._sentinel import DEFAULT_CALLS, DEFAULT_SHARE
+from evalrunner.night._sentinel import DEFAULT_CALLS, DEFAULT_SHARE, MIN_CALLS
 from evalrunner.suite import Tolerance, load_suite_by_name
 
 COLUMNS = (
@@ -186,8 +186,15 @@ def _season_line(cells: list[Tolerance]) -> str:
 def _sentinel_line(calls_planned: float) -> str:
     """What explaining a failing night may add: the sentinel's share of the night's calls."""
     most = int(calls_planned * DEFAULT_SHARE)
+    covers = most // MIN_CALLS
+    reach = (
+        "here too few for one, so it is skipped"
+        if covers == 0
+        else f"here enough for {covers} failing scenario{'' if covers == 1 else 's'}; with "
+        "more, it is skipped"
+    )
     return (
         f"when a night fails, the sentinel (for failing scenarios whose first request did not "
         f"change) adds at most {DEFAULT_SHARE:.0%} of its model calls, about {most}, at most "
-        f"{DEFAULT_CALLS} a scenario (--no-explain: none)"
+        f"{DEFAULT_CALLS} and at least {MIN_CALLS} a scenario: {reach} (--no-explain: none)"
     )

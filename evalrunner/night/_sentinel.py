@@ -31,14 +31,22 @@ from evalrunner.endpoints._endpoints import Endpoint, EndpointPool
 from evalrunner.suite._record import CellKey
 from evalrunner.suite._settings import Suite
 
-__all__ = ["DEFAULT_CALLS", "DEFAULT_SHARE", "SentinelResult", "run_sentinel", "sentinel_budget"]
+__all__ = [
+    "DEFAULT_CALLS",
+    "DEFAULT_SHARE",
+    "MIN_CALLS",
+    "SentinelResult",
+    "run_sentinel",
+    "sentinel_budget",
+]
 
 DEFAULT_CALLS = 20
 """Calls per cell: 0.9 -> 0.6 of one first action is found 4 times in 5 against a
 baseline of 60 runs at alpha 0.05 (docs/explain.md)."""
 DEFAULT_SHARE = 0.10
 """In a night, the sentinel spends at most this share of the night's model calls."""
-_MIN_CALLS = 5
+MIN_CALLS = 5
+"""Fewer calls a cell than this tell nothing: the sentinel is skipped rather than spread thin."""
 _CONCURRENCY = 4
 REFUSED = "(refused)"
 EMPTY = "(empty)"
@@ -93,7 +101,7 @@ def sentinel_budget(night_calls: int, cells: int, share: float = DEFAULT_SHARE) 
     """Calls per cell a night can give the sentinel: ``share`` of its model calls, at most
     :data:`DEFAULT_CALLS` each; 0 when that is too few to tell anything."""
     each = min(DEFAULT_CALLS, int(night_calls * share) // max(1, cells))
-    return each if each >= _MIN_CALLS else 0
+    return each if each >= MIN_CALLS else 0
 
 
 def run_sentinel(
@@ -136,7 +144,7 @@ def run_sentinel(
             n_b, n_t = sum(before.values()), sum(tonight.values())
             p = (
                 two_proportions_p(before[favourite], n_b, tonight[favourite], n_t)
-                if n_t >= _MIN_CALLS
+                if n_t >= MIN_CALLS
                 else None
             )
             out[cell] = SentinelResult(cell, before, tonight, failed, p, each)

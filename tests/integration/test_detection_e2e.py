@@ -158,11 +158,13 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
         "evidence since the anchor: seasons of 90 nights; false-alarm budget 0.05 per "
         "scenario-season (split over its gating metrics), about 0.3 per suite-season of 6 cells"
     ) in result.stdout
-    assert re.search(
+    sentinel = re.search(
         r"when a night fails, the sentinel \(.*\) adds at most 10% of its model calls, about "
-        r"\d+, at most 20 a scenario",
+        r"(\d+), at most 20 and at least 5 a scenario: here enough for (\d+) failing scenarios?;",
         result.stdout,
     )
+    # Before: the 5-call minimum that skips it when many scenarios fail went unsaid.
+    assert sentinel and int(sentinel[2]) == int(sentinel[1]) // 5 > 0, result.stdout
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
     # A night's models, as run --model gives them (before: no such option, and a baseline
