@@ -11,6 +11,7 @@ from evalrunner.baseline import compare_records
 from evalrunner.baseline._compare import row_notes
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
+    BETWEEN_DIRECTORIES,
     flagged_names,
     format_table,
     undecided,
@@ -104,7 +105,7 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     ]:
         click.echo(f"note: {note}", err=True)
     click.echo(f"A: {results_a}\nB: {results_b}")
-    rows = verdict_rows(results, all_metrics=all_metrics)
+    rows = verdict_rows(results, all_metrics=all_metrics, settles=BETWEEN_DIRECTORIES)
     click.echo(format_table(rows, verdict_columns("A", "B")))
     # The closing line `run` prints too: the table alone cuts its notes.
     several = len({r.model for r in results}) > 1
@@ -112,7 +113,8 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     click.echo(
         f"compare: flagged from A to B: {', '.join(flagged)}"
         if flagged
-        else f"compare: nothing flagged from A to B{undecided(results, first.suite)}",
+        else "compare: nothing flagged from A to B"
+        + undecided(results, first.suite, BETWEEN_DIRECTORIES),
         err=True,
     )
     _exit.exit_with(_exit.compare_code(results, gate=gate))

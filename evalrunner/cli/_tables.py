@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
@@ -126,11 +127,34 @@ def verdict_columns(reference: str, candidate: str) -> tuple[tuple[str, str], ..
 VERDICT_COLUMNS = verdict_columns("baseline", "tonight")
 
 
+@dataclass(frozen=True)
+class Settles:
+    """What settles an inconclusive row, in the words of what was compared."""
+
+    reference: str
+    """More of the reference side: what helps where no number of runs on the other would."""
+    candidate: str
+    """More of the side compared with it."""
+    pointer: str
+    """Where to read more ({suite}: the suite's name); empty: nowhere."""
+
+
+AGAINST_BASELINES = Settles(
+    "more baseline nights", "runs", "`evalrunner plan --suite {suite}` says what settles them"
+)
+BETWEEN_DIRECTORIES = Settles("a larger A", "a larger B", "")
+"""``compare A B``: A is one results directory, not a baseline that accepts nights."""
+
+
 def verdict_rows(
-    results: Sequence[MetricResult], *, all_metrics: bool = False
+    results: Sequence[MetricResult],
+    *,
+    all_metrics: bool = False,
+    settles: Settles = AGAINST_BASELINES,
 ) -> list[dict[str, Any]]:
     """The rows of :func:`shown_results`, formatted."""
-    return [_verdict_row(r, young) for r, young in shown_results(results, all_metrics=all_metrics)]
+    shown = shown_results(results, all_metrics=all_metrics)
+    return [_verdict_row(r, young, settles) for r, young in shown]
 
 
 def shown_results(
@@ -152,7 +176,7 @@ def shown_results(
     return rows
 
 
-def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
+def _verdict_row(r: MetricResult, young: bool, settles: Settles) -> dict[str, Any]:
     hint = ""
     if _unmeasured(r):
         hint = f"no run measured tonight ({r.night_infra} infra_error): the endpoint failed"
@@ -161,7 +185,7 @@ def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
         settle = (
             f"~{r.runs_needed} runs to settle"
             if r.runs_needed
-            else "more baseline nights to settle"
+            else f"{settles.reference} to settle"
         )
         hint = ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
     return {
@@ -183,13 +207,16 @@ def _verdict_row(r: MetricResult, young: bool) -> dict[str, Any]:
     }
 
 
-def undecided(results: Sequence[MetricResult], suite: str) -> str:
+def undecided(
+    results: Sequence[MetricResult], suite: str, settles: Settles = AGAINST_BASELINES
+) -> str:
     """What the night could not decide, counted: changes every run showed that it could not
     confirm (named), and rows no number of runs tonight would settle."""
-    parts = _undecided_parts(results)
+    parts = _undecided_parts(results, settles)
     if not parts:
         return ""
-    return f"; {'; '.join(parts)} (`evalrunner plan --suite {suite}` says what settles them)"
+    pointer = f" ({settles.pointer.format(suite=suite)})" if settles.pointer else ""
+    return f"; {'; '.join(parts)}{pointer}"
 
 
 def beside_flags(results: Sequence[MetricResult]) -> str:
@@ -207,7 +234,7 @@ def beside_flags(results: Sequence[MetricResult]) -> str:
     return "".join(f"; {part}" for part in parts)
 
 
-def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
+def _undecided_parts(results: Sequence[MetricResult], settles: Settles) -> list[str]:
     shown = shown_results(results)  # the rows the table shows
     # What would fail the night once these baselines are old enough: said here, not only
     # in the table, so the line never reads "nothing flagged" over a regression.
@@ -224,7 +251,7 @@ def _undecided_parts(results: Sequence[MetricResult]) -> list[str]:
             f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
             "tonight (every run infra_error: the endpoint failed)",
         ),
-        (True, _open_rows([r for r, _ in shown])),
+        (True, _open_rows([r for r, _ in shown], settles)),
     ]
     return [text for found, text in said if found and text]
 
@@ -236,7 +263,7 @@ def _moved_diagnostics(shown: Sequence[tuple[MetricResult, bool]]) -> str:
     return _named([r for r, y in shown if not y and not r.gating and r.verdict in FAILING])
 
 
-def _open_rows(shown: Sequence[MetricResult]) -> str:
+def _open_rows(shown: Sequence[MetricResult], settles: Settles) -> str:
     """'3 rows inconclusive, 2 of them need more baseline nights, not runs' ('' for none)."""
     open_ = [
         r for r in shown if r.verdict == "inconclusive" and not r.unconfirmed and not _unmeasured(r)
@@ -244,7 +271,7 @@ def _open_rows(shown: Sequence[MetricResult]) -> str:
     if not open_:
         return ""
     nights = sum(r.runs_needed is None for r in open_)
-    need = f", {nights} of them need more baseline nights, not runs" if nights else ""
+    need = f", {nights} of them need {settles.reference}, not {settles.candidate}" if nights else ""
     return f"{len(open_)} rows inconclusive{need}"
 
 

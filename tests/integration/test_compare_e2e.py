@@ -352,7 +352,12 @@ def test_compare_two_results_dirs_of_the_same_behaviour_exits_0(lab: Lab, same: 
     rows = verdict_table(result.stdout)
     assert len(gating(rows)) == 20
     assert flagged(gating(rows)) == set()
-    assert result.stderr.splitlines()[-1].startswith("compare: nothing flagged from A to B")
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("compare: nothing flagged from A to B"), last
+    # A is a results directory, not a baseline: what settles a row is a larger A (before:
+    # "more baseline nights", and `evalrunner plan`, which sizes committed baselines).
+    assert "baseline nights" not in result.output and "evalrunner plan" not in result.output
+    assert "a larger A to settle" in result.stdout and "need a larger A, not a larger B" in last
 
 
 def test_compare_two_models_pairs_runs_by_scenario(lab: Lab) -> None:
