@@ -10,7 +10,7 @@ import click
 from evalrunner.cli import _options
 from evalrunner.endpoints._endpoints import (
     LOCAL,
-    check_suite_models,
+    check_requested_models,
     missing_keys,
     requested_models,
 )
@@ -38,10 +38,11 @@ def validate(files: tuple[Path, ...], suites_dir: Path, baselines_dir: Path) -> 
         for sc in suite.scenarios:
             sc.load_agent()
             sc.load_checks()
-        check_suite_models(suite)
         models = {
             m: None for sc in suite.scenarios for m in requested_models(suite=list(sc.models))
         }
+        # As `run` checks them: the suite's models, EVALRUNNER_MODEL's and EVALRUNNER_API_BASE.
+        check_requested_models(suite, (), list(models))
         judges = (sc.checks.judge for sc in suite.scenarios if sc.checks.judge is not None)
         models.update({j.model: None for j in judges if j.model})
         for model in models:

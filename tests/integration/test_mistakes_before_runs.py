@@ -298,3 +298,26 @@ def test_validate_notes_each_model_whose_providers_api_key_is_not_set_here(
     # An openai/ model at a server of the user's own is sent a placeholder key.
     monkeypatch.setenv("EVALRUNNER_API_BASE", "http://127.0.0.1:9/v1")
     assert [line.split("'")[1] for line in notes()] == ["groq/llama3-8b-8192"]
+
+
+def test_validate_checks_the_models_and_api_base_a_night_would_take_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "ok" with EVALRUNNER_MODEL=gpt4o-typo, which `run` then refused (a review).
+    path = tmp_path / "env.yaml"  # no models: a night takes EVALRUNNER_MODEL's
+    path.write_text(
+        "format_version: 1\nname: env\nscenarios:\n  - id: s\n"
+        "    agent: runner_agents:timed_agent\n    input: Capital of France?\n"
+    )
+
+    def said(**env: str) -> list[str]:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        result = CliRunner().invoke(main, ["validate", str(path)], catch_exceptions=False)
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        return errors(result)
+
+    [line] = said(EVALRUNNER_MODEL="gpt4o-typo")
+    assert line.startswith("error: EVALRUNNER_MODEL: unknown model 'gpt4o-typo'"), line
+    [line] = said(EVALRUNNER_MODEL="openai/x", EVALRUNNER_API_BASE="localhost:8099/v1")
+    assert line.startswith("error: EVALRUNNER_API_BASE 'localhost:8099/v1' is not an http(s) URL")
