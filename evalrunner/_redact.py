@@ -28,7 +28,7 @@ import importlib
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,14 @@ def register_secret(value: str | None) -> None:
     if isinstance(value, str) and len(value) >= _MIN_SECRET:
         with _registered_lock:
             _registered.add(value)
+
+
+def register_env_secrets(env: Mapping[str, str]) -> None:
+    """Redact the credentials in an environment evalrunner builds for an agent (a command's
+    ``env``), as those of its own environment are: they are in no variable it reads."""
+    for name, value in env.items():
+        if is_secret_env_name(name):
+            register_secret(value)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalrunner._redact import register_env_secrets
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
 from evalrunner.errors import ConfigError
@@ -114,6 +115,8 @@ def command_agent(
 ) -> ProxiedAgent:
     """A subprocess agent: its final answer is read from stdout as in live runs."""
     from evalrunner.suite._contract import final_answer, output_text, stderr_tail
+
+    register_env_secrets(env or {})
 
     def run(proxy_env: Mapping[str, str]) -> Any:
         full = {**os.environ, **(env or {}), **proxy_env}

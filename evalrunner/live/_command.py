@@ -30,6 +30,7 @@ import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from evalrunner._redact import register_env_secrets
 from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
 from evalrunner.suite._contract import command_argv, final_answer, output_text, stderr_tail
@@ -164,6 +165,7 @@ class CommandAgents:
         proxy.open_run(
             run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id, gate=gate
         )
+        register_env_secrets(sc.env)
         env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
         timed_out = False
         returncode: int | None = None

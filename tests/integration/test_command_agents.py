@@ -230,6 +230,25 @@ def test_secrets_in_the_task_and_the_upstream_key_never_reach_the_results(tmp_pa
     assert written and SECRET not in written and FAKE_KEY not in written
 
 
+SEARCH_KEY = "srch_inline_55aa66bb77cc"
+"""A credential that matches no pattern: only its variable's name says what it is."""
+
+
+def test_a_key_given_in_a_commands_env_never_reaches_the_results(tmp_path: Path) -> None:
+    # Before: a key in the suite's env: (not in evalrunner's own environment) was written in
+    # clear to run files (a review); the same key inherited from the environment was not.
+    scenario = py_command(
+        "echo-env", env={"PYTHONPATH": str(SUPPORT), "SEARCH_API_KEY": SEARCH_KEY}
+    )
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, [scenario], runs=1)
+        sent = json.dumps(ep.requests)
+    assert [r.outcome for r in report.records] in (["passed"], ["failed"])  # it ran
+    assert SEARCH_KEY in sent  # the agent did send it: the test can fail
+    written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").rglob("*.json"))
+    assert "[REDACTED]" in written and SEARCH_KEY not in written
+
+
 def test_a_command_whose_program_is_missing_fails_before_any_run(tmp_path: Path) -> None:
     from evalrunner.errors import ConfigError
 
@@ -338,7 +357,7 @@ def test_the_nights_proxy_answers_only_requests_that_carry_its_token(tmp_path: P
         "key = os.environ['OPENAI_API_KEY']\n"
         "print(status({}), status({'Authorization': 'Bearer wrong'}), status({'Authorization': 'Bearer ' + key}))\n"
     )
-    scenario = {"id": "probe", "command": [sys.executable, "-c", probe], "input": "x"}
+    scenario = {"id": "probe", "command": [sys.executable, "-c", probe, "{task}"], "input": "x"}
     with FakeEndpoint(responder=content_responder) as ep:
         report = run(tmp_path, ep.api_base, [scenario], runs=1)
     (record,) = report.records
@@ -357,8 +376,8 @@ def test_a_command_that_goes_around_the_proxy_is_infra_error_naming_the_base_url
     )
     own_bug = "raise ValueError('the agent broke before calling anything')"
     scenarios = [
-        {"id": "around", "command": [sys.executable, "-c", around], "input": "x"},
-        {"id": "own-bug", "command": [sys.executable, "-c", own_bug], "input": "x"},
+        {"id": "around", "command": [sys.executable, "-c", around, "{task}"], "input": "x"},
+        {"id": "own-bug", "command": [sys.executable, "-c", own_bug, "{task}"], "input": "x"},
     ]
     with FakeEndpoint(responder=content_responder) as ep:
         report = run(tmp_path, ep.api_base, scenarios, runs=1)
@@ -379,7 +398,11 @@ def test_a_command_whose_request_the_proxy_refused_says_the_refusal_first(
         "openai.OpenAI(max_retries=0).responses.create(\n"
         "    model='m', input='news', tools=[{'type': 'web_search'}])\n"
     )
-    scenario = {"id": "search", "command": [sys.executable, "-c", searching], "input": "x"}
+    scenario = {
+        "id": "search",
+        "command": [sys.executable, "-c", searching, "{task}"],
+        "input": "x",
+    }
     with FakeEndpoint(responder=content_responder) as ep:
         report = run(tmp_path, ep.api_base, [scenario], runs=1)
     (record,) = report.records

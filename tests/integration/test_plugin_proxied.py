@@ -376,3 +376,35 @@ def test_concurrent_conversations_replay_as_recorded_whichever_arrives_first(
     for _ in range(3):
         run(pytester).assert_outcomes(passed=1)
     assert golden.read_text(encoding="utf-8") == written
+
+
+SEARCH_KEY = "srch_inline_55aa66bb77cc"
+"""A credential that matches no pattern: only its variable's name says what it is."""
+
+
+def test_a_key_given_to_a_command_through_env_is_in_no_golden_or_recording(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: `.command(argv, env={"SEARCH_API_KEY": ...})` wrote the key in clear to the
+    # golden and its recording (a review); inherited from the environment it was redacted.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    pytester.makepyfile(
+        test_env=f"""
+import os, sys
+
+def test_echo(golden_trajectory):
+    argv = [sys.executable, os.path.join({str(SUPPORT)!r}, "sdk_agent_main.py"), "echo-env", "hi"]
+    golden_trajectory.command(argv, env={{"PYTHONPATH": {str(SUPPORT)!r}, "SEARCH_API_KEY": {SEARCH_KEY!r}}})
+"""
+    )
+    with FakeEndpoint(responder=content_responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "--golden-record").assert_outcomes(passed=1)
+        sent = json.dumps(ep.requests)
+    assert SEARCH_KEY in sent  # the agent did send it: the test can fail
+    written = goldens(pytester.path)
+    assert sorted(written) == ["test_echo.json", "test_echo.proxy.json"]
+    assert all(SEARCH_KEY not in text for text in written.values())
+    assert any("[REDACTED]" in text for text in written.values())

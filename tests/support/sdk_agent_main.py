@@ -38,6 +38,9 @@ def main(kind: str, task: str) -> int:
     if kind == "no-calls":
         print("Paris, without asking anyone")
         return 0
+    if kind == "echo-env":  # logs its configuration into the conversation, key and all
+        task = f"{task} (search key {os.environ['SEARCH_API_KEY']})"
+        kind = "openai"
     if kind == "plain-last-line":
         answer = openai_agent(os.environ, task)
         print("some log line")
