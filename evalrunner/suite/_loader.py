@@ -342,6 +342,9 @@ def _wrong_type(kind: str, loc: Loc, value: Any) -> Explained:
         what += f"; write it as a list: [{value}]"
     elif kind == "list_type" and isinstance(value, dict):
         what += "; start each item on its own line with '- '"
+    elif field is not None and isinstance(value, dict) and list(value) == ["task"]:
+        # [python, agent.py, {task}]: YAML reads an unquoted {task} as a mapping.
+        what += '; quote it: "{task}"'
     elif isinstance(value, str) and _looks_like(kind, value):
         what += "; remove the quotes"
     return loc, what, loc

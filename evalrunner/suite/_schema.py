@@ -75,6 +75,32 @@ MAX_RUNS = 10_000
 # --------------------------------------------------------------------------- helpers
 
 
+_PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_]\w*)\}")
+"""'{name}' in a command's argument; '${NAME}' is the shell's, left alone."""
+
+
+def _takes_the_task(command: list[str]) -> None:
+    """A command agent gets the scenario's input only where an argument says '{task}': without
+    it (or with a misspelt one) every run would test the program on no task at all."""
+    for i, arg in enumerate(command):
+        for name in _PLACEHOLDER.findall(arg):
+            if name != "task":
+                raise located(
+                    f"'{{{name}}}' is not a placeholder: '{{task}}', the scenario's input, is "
+                    "the only one",
+                    "command",
+                    i,
+                )
+    if not any("{task}" in arg for arg in command):
+        args = [*command, "{task}"] if len(" ".join(command)) <= 60 else [command[0], "…", "{task}"]
+        shown = ", ".join(f'"{arg}"' for arg in args)
+        raise located(
+            "never gives the program the scenario's input: add '{task}' where it takes the "
+            f"task, e.g. [{shown}]",
+            "command",
+        )
+
+
 def located(message: str, *suffix: str | int) -> PydanticCustomError:
     """A validation error whose location extends the validator's by `suffix`.
 
@@ -611,6 +637,8 @@ class ScenarioFields(BaseModel):
             raise located(
                 "the program (first item) is empty; name the program to run", "command", 0
             )
+        else:
+            _takes_the_task(self.command)
         return self
 
     @field_validator("input")

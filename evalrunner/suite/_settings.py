@@ -362,6 +362,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+_INTERPRETERS = {".py": "python", ".sh": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby"}
+
+
 def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable[..., Any]:
     """A command's program must exist before the night starts (a typo costs one line)."""
     if cwd is not None and not Path(cwd).is_dir():
@@ -377,6 +380,13 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
         raise ConfigError(
             f"{where}: program {program!r} not found (on PATH, or relative to {base}); "
             "install it or give its path"
+        )
+    if ("/" in program or os.sep in program) and not os.access(base / program, os.X_OK):
+        # Every run would end "crashed" on the same PermissionError: configuration, not behaviour.
+        raise ConfigError(
+            f"{where}: program {program!r} is not executable; chmod +x {program}, or name its "
+            f"interpreter first: [{_INTERPRETERS.get(Path(program).suffix, 'INTERPRETER')}, "
+            f"{program}, ...]"
         )
     try:  # what the capture proxy serves with (its own check, which runs only once it starts)
         import starlette  # noqa: F401

@@ -48,8 +48,33 @@ def load(tmp_path: Path, text: str) -> Suite:
             HEAD + "scenarios:\n" + COMMAND + "    env: {A: 1}\n",
             "scenarios[0] (id 'a').env.A:",
         ),
+        # Before, each of these passed `validate` and the runs never got the input (a review).
+        (
+            HEAD + "scenarios:\n" + COMMAND.replace(', "{task}"', ""),
+            "scenarios[0] (id 'a').command: never gives the program the scenario's input: add "
+            """'{task}' where it takes the task, e.g. ["python3", "agent.py", "{task}"]""",
+        ),
+        (
+            HEAD + "scenarios:\n" + COMMAND.replace("{task}", "{taks}"),
+            "scenarios[0] (id 'a').command[2]: '{taks}' is not a placeholder: '{task}', the "
+            "scenario's input, is the only one",
+        ),
+        (
+            # Flow style reads an unquoted {task} as a mapping.
+            HEAD + "scenarios:\n" + COMMAND.replace('"{task}"', "{task}"),
+            "scenarios[0] (id 'a').command[2]: expected text, got a mapping; quote it: \"{task}\"",
+        ),
     ],
-    ids=["neither", "both", "env-without-command", "empty-command", "env-not-text"],
+    ids=[
+        "neither",
+        "both",
+        "env-without-command",
+        "empty-command",
+        "env-not-text",
+        "no-task",
+        "misspelt-task",
+        "unquoted-task",
+    ],
 )
 def test_mistakes_are_one_line_naming_file_and_field(
     tmp_path: Path, text: str, message: str
@@ -66,6 +91,29 @@ def test_a_missing_program_is_found_before_any_run(tmp_path: Path) -> None:
         suite.scenarios[0].load_agent()
     ok = load_suite_text(tmp_path, COMMAND)
     ok.scenarios[0].load_agent()  # python3 is on PATH
+
+
+def test_a_shell_variable_in_a_command_is_not_taken_for_a_placeholder(tmp_path: Path) -> None:
+    suite = load_suite_text(tmp_path, COMMAND.replace('"{task}"', '"${HOME}/{task}"'))
+    assert suite.scenarios[0].command == ["python3", "agent.py", "${HOME}/{task}"]
+
+
+def test_a_program_that_is_not_executable_is_found_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: every run "crashed" on PermissionError, and the night offered itself as the
+    # baseline (a review).
+    monkeypatch.chdir(tmp_path)  # a command's relative program is found from here
+    (tmp_path / "agent.sh").write_text("#!/bin/sh\necho hi\n", encoding="utf-8")
+    suite = load_suite_text(tmp_path, COMMAND.replace("python3, agent.py", "./agent.sh"))
+    with pytest.raises(ConfigError) as info:
+        suite.scenarios[0].load_agent()
+    assert str(info.value).endswith(
+        "command: program './agent.sh' is not executable; chmod +x ./agent.sh, or name its "
+        "interpreter first: [bash, ./agent.sh, ...]"
+    )
+    (tmp_path / "agent.sh").chmod(0o755)
+    suite.scenarios[0].load_agent()
 
 
 def load_suite_text(tmp_path: Path, scenario: str) -> Suite:
