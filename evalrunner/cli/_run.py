@@ -204,9 +204,10 @@ def print_run(result: LiveResult, suite: str) -> None:
         click.echo(f"history: {result.history_note}", err=True)
     for rid, tb in report.crashes:
         click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
-    click.echo(night_line(result, suite), err=True)
     for outage in [result.outage] if result.outage else result.model_outages.values():
         click.echo(outage.line(), err=True)
+    # Last: what the night found and what to run next (after an outage's own line too).
+    click.echo(night_line(result, suite), err=True)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
 

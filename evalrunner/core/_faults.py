@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import functools
 import math
+import os
 import random
 import re
 import threading
@@ -153,7 +154,13 @@ def refusal_hint(exc: BaseException) -> str | None:
 
 
 _REFUSED = "the endpoint refused the call, no model answered"
-_REFUSAL_IN_REASON = re.compile(rf"\((check [^;()]+); {_REFUSED}\)")
+_NO_KEY_SENT = "the client had no API key to send, no model answered"
+_REFUSAL_IN_REASON = re.compile(r"\((check [^;()]+); [^;()]+, no model answered\)")
+
+
+def _no_key(exc: BaseException) -> bool:
+    """The client refused to send the call: it had no key (no server was asked)."""
+    return any(_NO_KEY.search(str(each)) for each in _chain(exc))
 
 
 def refusal_advice(reason: str | None) -> str | None:
@@ -348,7 +355,7 @@ class InfraLog:
             # Refused outright: no model answered. The run is infra_error whatever the agent
             # makes of the exception (an agent that crashed on it, or one that caught it and
             # answered something, would otherwise read as behaviour), and not retried.
-            reason = f"{reason} ({hint}; {_REFUSED})"
+            reason = f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(exc) else _REFUSED})"
         self.faults.append(reason)
         self._note_attempt(attempt)
         if hint is not None or attempt >= self.attempts or self.policy is None:
@@ -461,6 +468,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _kind(chain: list[BaseException], timeout: float | None) -> str:
     """'HTTP 503' when the server sent a status; else what went wrong on the way."""
+    if any(_NO_KEY.search(str(each)) for each in chain):
+        return "no API key"  # litellm calls the client's refusal a 500: no server said so
     for each in chain:
         response = getattr(each, "response", None)
         if type(each).__name__ == "HTTPStatusError" and response is not None:
@@ -480,9 +489,32 @@ def _message(exc: BaseException) -> str:
     return _PREFIX.sub("", text).strip()
 
 
+DEFAULT_BASE = "(given no api_base)"
+"""Said after the URL of a call given no api_base, which went where its provider's default is."""
+
+
 def endpoint_label(model: object, api_base: object) -> str:
-    """'openai/gpt-4o-mini at https://host/v1', without credentials in the URL."""
-    return _label(str(model or "?"), api_base if isinstance(api_base, str) else None)
+    """'openai/gpt-4o-mini at https://host/v1', without credentials in the URL.
+
+    With no ``api_base``, an ``openai/`` or ``anthropic/`` model's call went to litellm's
+    default for it (the provider's variable, else its public API): named, since a night
+    whose server of its own was never set is a connection error with nothing else to go on.
+    """
+    name = str(model or "?")
+    if isinstance(api_base, str) and api_base:
+        return _label(name, api_base)
+    default = _default_base(name.partition("/")[0])
+    return f"{_label(name, default)} {DEFAULT_BASE}" if default else name
+
+
+def _default_base(provider: str) -> str | None:
+    if provider == "openai":
+        env = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        return env or "https://api.openai.com/v1"
+    if provider == "anthropic":
+        env = os.environ.get("ANTHROPIC_BASE_URL") or os.environ.get("ANTHROPIC_API_BASE")
+        return env or "https://api.anthropic.com"
+    return None
 
 
 @functools.lru_cache(maxsize=64)  # every call of a run is labelled; a night has few endpoints

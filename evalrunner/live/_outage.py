@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalrunner.core._faults import refusal_advice
+from evalrunner.core._faults import DEFAULT_BASE, refusal_advice
 from evalrunner.suite._record import RunRecord
 
 DEFAULT_OUTAGE_SHARE = 0.5
@@ -64,7 +64,16 @@ def what_to_check(records: Sequence[RunRecord]) -> str:
     key, an unknown model), the most common first, else the endpoint itself."""
     found = (refusal_advice(r.reason) for r in records if r.outcome == "infra_error")
     advice = Counter(a for a in found if a is not None)
-    return advice.most_common(1)[0][0] if advice else "check the model endpoint"
+    if advice:
+        return advice.most_common(1)[0][0]
+    if any(DEFAULT_BASE in (r.reason or "") for r in records if r.outcome == "infra_error"):
+        # No api_base: the calls went to the provider's public API, not a server of one's own.
+        return (
+            "check the model endpoint (calls given no api_base went where litellm sends them "
+            "by default; EVALRUNNER_API_BASE=http://HOST:PORT/v1 sends openai/ models to a "
+            "server of your own)"
+        )
+    return "check the model endpoint"
 
 
 def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE) -> Outage | None:

@@ -151,9 +151,20 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            reason = f" ({record.reason[:240]})" if record.reason else ""
+            reason = f" ({_clipped(record.reason)})" if record.reason else ""
             self.stream.write(f"{status} | {record.run_id}: {record.outcome}{reason}\n")
         self.stream.flush()
+
+
+def _clipped(reason: str, width: int = 240) -> str:
+    """``reason`` in about ``width`` characters, cut in the middle: its head says what failed
+    and its tail (a refused call's hint) what to check."""
+    if len(reason) <= width:
+        return reason
+    # The tail from its last parenthesis (the hint), if that is not over half the width.
+    cut = reason.rfind(" (", len(reason) - width // 2)
+    tail = reason[cut + 1 :] if cut > 0 else reason[-(width // 3) :]
+    return f"{reason[: width - len(tail) - 3]} … {tail}"
 
 
 def _record(

@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 from fake_endpoint import FakeEndpoint, Reply
 from night_cli import cli
-from runner_agents import write_suite
+from runner_agents import FAKE_KEY, write_suite
 
 from evalrunner.cli._main import main
+from evalrunner.live import ResultsDir
 
 SCENARIO = {
     "id": "s",
@@ -196,3 +197,63 @@ def test_a_flagged_night_also_names_the_scenarios_it_measured_nothing_of(
         "; 1 scenario × model with no run measured tonight (every run infra_error: the "
         "endpoint failed). Next: evalrunner report"
     ) in line, line
+
+
+def test_a_night_whose_calls_had_no_api_base_names_where_they_went_and_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forgetting EVALRUNNER_API_BASE: the calls went to the provider's default, and the
+    # reason named no URL and the last line no variable (a review). The default here is
+    # OPENAI_BASE_URL's dead loopback port, as no test may leave the machine.
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=1, retry={"max_attempts": 1})
+    env = {
+        "EVALRUNNER_API_BASE": None,
+        "EVALRUNNER_MODEL": None,
+        "OPENAI_API_KEY": FAKE_KEY,
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    args = ["run", "--suites-dir", str(tmp_path), "--suite", "capitals", "--out", "n1"]
+    result = CliRunner().invoke(main, [*args, "--no-history"], env=env, catch_exceptions=False)
+    assert result.exit_code == 3, result.output
+    # The night's line is the last, after the outage's own.
+    assert (
+        result.stderr.splitlines()[-1]
+        == night_line(result.stderr)
+        == (
+            "night: 1 runs (1 infra_error); an outage, so nothing was compared. Next: check the "
+            "model endpoint (calls given no api_base went where litellm sends them by default; "
+            "EVALRUNNER_API_BASE=http://HOST:PORT/v1 sends openai/ models to a server of your own)."
+        )
+    )
+    [record] = ResultsDir(tmp_path / "n1").records()
+    assert (record.reason or "").startswith(
+        "InternalServerError (connection error) from openai/fake at http://127.0.0.1:9/v1 "
+        "(given no api_base): "
+    ), record.reason
+
+
+def test_a_night_with_no_key_to_send_says_so_not_http_500_and_keeps_the_hint_in_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "InternalServerError (HTTP 500) ... (check the model's API key; )": litellm
+    # calls the client's refusal a 500, and the progress line cut the hint (a review).
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=1)
+    env = {
+        "EVALRUNNER_API_BASE": None,
+        "EVALRUNNER_MODEL": None,
+        "OPENAI_API_KEY": None,
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    args = ["run", "--suites-dir", str(tmp_path), "--suite", "capitals", "--out", "n1"]
+    result = CliRunner().invoke(main, [*args, "--no-history"], env=env, catch_exceptions=False)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[-1].endswith("Next: check the model's API key.")
+    [record] = ResultsDir(tmp_path / "n1").records()
+    reason = record.reason or ""
+    assert reason.startswith("InternalServerError (no API key) from openai/fake at "), reason
+    hint = "(check the model's API key; the client had no API key to send, no model answered)"
+    assert reason.endswith(hint), reason
+    [progress] = [line for line in result.stderr.splitlines() if line.startswith("[1/1]")]
+    assert progress.endswith(hint + ")"), progress

@@ -291,7 +291,28 @@ def test_a_fault_is_described_by_what_happened_where_and_the_message(
 def test_the_endpoint_in_a_reason_carries_no_credentials() -> None:
     api_base = "https://user:sk-secret@gateway.example:8443/v1?api-key=sk-other#x"
     assert endpoint_label("openai/x", api_base) == "openai/x at https://gateway.example:8443/v1"
-    assert endpoint_label("anthropic/claude", None) == "anthropic/claude"
+    assert endpoint_label("groq/llama", None) == "groq/llama"
+
+
+def test_a_call_given_no_api_base_is_labelled_with_where_litellm_sent_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: no URL at all, the one case where it says what went wrong (a server of one's
+    # own never set, the calls gone to the provider's public API).
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    assert endpoint_label("anthropic/claude", None) == (
+        "anthropic/claude at https://api.anthropic.com (given no api_base)"
+    )
+    assert (
+        endpoint_label("openai/x", "")
+        == "openai/x at https://api.openai.com/v1 (given no api_base)"
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://user:pw@proxy.example/v1")
+    assert (
+        endpoint_label("openai/x", None)
+        == "openai/x at https://proxy.example/v1 (given no api_base)"
+    )
 
 
 # ------------------------------------------------- an attempt's timeout, a run's end (item 2)
