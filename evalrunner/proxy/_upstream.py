@@ -41,6 +41,7 @@ from evalrunner.core._faults import (
     InfraLog,
     NoUsableChoice,
     describe,
+    endpoint_label,
     is_infra_error,
 )
 from evalrunner.core._response import ResponseRecord, record_from_response
@@ -384,7 +385,8 @@ async def forward(
         timeout = cast(float, infra.attempt_timeout(upstream.timeout_s))
         return athrough_gate(gate, kwargs, infra, functools.partial(send, timeout))
 
-    return await infra.acall(attempt)
+    # Its faults name the upstream, as a call in process does ("... from MODEL at URL: ...").
+    return await infra.acall(attempt, endpoint_label(upstream.model, upstream.api_base))
 
 
 @functools.cache

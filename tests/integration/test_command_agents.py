@@ -171,9 +171,12 @@ def test_an_upstream_that_stays_down_is_infra_error_not_a_crash(
     with FakeEndpoint(default=fault) as ep:
         report = run(tmp_path, ep.api_base, [py_command(kind)], runs=1)
         attempts = len(ep.requests)
+        api_base = ep.api_base
     ((outcome, reason),) = outcomes(report)[kind]
     assert outcome == "infra_error", reason
     assert reason is not None and shown in reason, reason
+    # Where, as in process (before: "UpstreamHTTPError (HTTP 503): ...", a review).
+    assert f" from openai/fake at {api_base}: " in reason, reason
     assert not report.crashes
     assert attempts == 3  # the suite's retry policy: 3 attempts, no SDK retries on top
 
