@@ -139,14 +139,15 @@ def add_night(
     state: EvidenceState,
     tonight: Mapping[str, tuple[MetricReference, Measured]],
     level: float,
-    means: Mapping[str, float],
+    means: Mapping[str, tuple[float, float]],
     *,
     alpha: float,
     season_nights: int,
 ) -> tuple[EvidenceState, dict[str, Accumulated]]:
     """Tonight added to every metric's evidence; metrics not measured tonight carry over.
 
-    ``means``: tonight's mean of each metric on its test scale, for the night-to-night
+    ``means``: tonight's mean of each metric on its test scale and its sampling variance
+    from tonight's own runs (:meth:`MetricReference.night_mean`), for the night-to-night
     spread (raw, not through the test's tail: that maps tonight through the night effect
     the spread is there to estimate). ``alpha``: each metric's chance of a false alarm in
     a season of ``season_nights`` nights.
@@ -155,7 +156,6 @@ def add_night(
     out: dict[str, Accumulated] = {}
     for name, (ref, measured) in tonight.items():
         before = metrics.get(name, MetricEvidence())
-        within = ref.within_var(measured.n)
         # Tonight's estimate as the normal model sees it, through the test's own tail:
         # exact for rates and paths, so three crashes in 60 runs weigh what their p says.
         x = ref.mean + measured.z * math.sqrt(ref.null_var(measured.n))
@@ -180,7 +180,7 @@ def add_night(
             weighted_sum=total,
             z=z,
             boundary=limit,
-            **_pair(before, means[name], within),
+            **_pair(before, *means[name]),
         )
         centre = total / weight - (
             ref.mean if ref.kind in ("count", "continuous") else ref.estimate

@@ -189,7 +189,7 @@ def _cell(
     state = start(c.evidence, ref.anchor, tol.season_nights)
     measured = {d.ref.name: (d.ref, d.measured) for d in drafts if d.measured is not None}
     means = {
-        name: ref.scale_mean(ref.coding.values(tonight)) for name, (ref, _) in measured.items()
+        name: ref.night_mean(ref.coding.values(tonight)) for name, (ref, _) in measured.items()
     }
     gating_count = sum(tol.is_gating(d.ref.name) for d in drafts)
     state, accumulated = add_night(

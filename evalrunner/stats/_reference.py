@@ -169,11 +169,22 @@ class MetricReference:
             return self
         return replace(self, icc=self.point_icc)
 
-    def scale_mean(self, values: FloatArray) -> float:
-        """The mean of per-run values on the test scale (counts: placements among the baseline's)."""
+    def night_mean(self, values: FloatArray) -> tuple[float, float]:
+        """A night's mean of per-run values on the test scale (counts: placements among the
+        baseline's) and that mean's sampling variance, from the night's own runs.
+
+        Its own, not :meth:`within_var`'s (the baseline's run variance): the spread of
+        nights since the anchor subtracts it from each pair's difference, and a night that
+        runs at another rate than the baseline (a success rate of 0.7 against a baseline
+        at 1.0) has a sampling noise the baseline's never had, which then passed for
+        night-to-night drift and widened the band that should have caught it.
+        """
         if self.kind == "count":
             values = placements(values, self.sorted_base)
-        return float(values.mean())
+        n = values.size
+        if n < 2:
+            return float(values.mean()), self.within_var(n)
+        return float(values.mean()), float(values.var(ddof=1)) * self.within_share / n
 
     def own_tau2(self, at: float | None = None) -> tuple[float, float] | None:
         """This cell's estimate of tau^2 (unclipped) and its sampling variance, if it has one:

@@ -123,3 +123,34 @@ def test_a_version_1_state_reads_as_one_without_pairs(
     after = compare_night([CellNight(night.baseline, tonight, old)]).cells[0].evidence
     assert after.format_version == EVIDENCE_FORMAT_VERSION == 4
     assert after.metrics["success_rate"].nights == 4 and after.metrics["success_rate"].pairs == 0
+
+
+def test_nights_at_another_rate_than_the_anchor_are_not_taken_for_drift(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """A persistent drop from an anchor that always passed: nights since at about 0.7 differ
+    by their binomial noise alone. Each pair's noise is the nights' own: taken from the
+    anchor (0 at a success rate of 1.0), the noise passed for night-to-night drift, widened
+    the band until the drop could not be flagged (a review: 30 points for 8 nights, the
+    night share at its cap of 0.5, "nothing flagged" every night)."""
+    nights = [runs(10, passed=10, start=10 * i) for i in range(3)]
+    state = None
+    for i, passed in enumerate([7, 6, 8, 7, 5, 8, 7, 6, 9, 7, 6, 8]):
+        tonight = runs(10, passed=passed, start=100 + 10 * i)
+        night = cell(nights, tonight)
+        # As nights that tonight's test cannot fail: a suite of many cells at a strict bar.
+        compared = compare_night([CellNight(night.baseline, tonight, state)])
+        state = compared.cells[0].evidence
+        state = state.model_copy(
+            update={
+                "metrics": {
+                    k: v.model_copy(update={"last_failed": False}) for k, v in state.metrics.items()
+                }
+            }
+        )
+    assert state is not None
+    success = state.metrics["success_rate"]
+    drift = success.pair_excess / success.pairs  # an unbiased estimate of tau^2
+    noise = success.pair_noise / success.pairs
+    assert 0.015 < noise < 0.03  # a night of 10 at about 0.7: 0.7 x 0.3 / 10 = 0.021
+    assert abs(drift) < 0.01, (drift, noise)  # before: 0.02, all of it the nights' noise
