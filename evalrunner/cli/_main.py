@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import click
 
@@ -87,6 +88,16 @@ def command() -> None:
     try:
         main()
     except SystemExit as exc:
-        if exc.code in (_exit.INTERRUPTED, _exit.TERMINATED):
-            _exit.leave_now(exc.code)
+        if exc.code in (_exit.INTERRUPTED, _exit.TERMINATED) or (
+            exc.code not in (None, _exit.OK) and _threads_left()
+        ):
+            # Also a night stopped by an error (a disk that filled mid-night) with agents'
+            # threads still running: the same hang, 2 runs in 6 in a review.
+            _exit.leave_now(exc.code if isinstance(exc.code, int) else _exit.USAGE)
         raise
+
+
+def _threads_left() -> bool:
+    """Threads other than this one still running (agents', litellm's, the run writer's)."""
+    main_thread = threading.main_thread()
+    return any(t.is_alive() and t is not main_thread for t in threading.enumerate())
