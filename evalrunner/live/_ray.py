@@ -34,6 +34,8 @@ import dataclasses
 import functools
 import itertools
 import os
+import signal
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -230,6 +232,21 @@ def _actor_classes() -> tuple[Any, Any, Any]:
     return worker, limiter, node_model
 
 
+@contextlib.contextmanager
+def _own_sigterm() -> Iterator[None]:
+    """Keep the process's SIGTERM handler through ``ray.init``, which sets one of its own
+    (``sys.exit(15)``, with a native stack dump): a cancelled CI job is then an interrupt
+    like any other, exit 143 with the line that resumes the night."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, kept)
+
+
 class RayExecutor:
     """Runs jobs on Ray worker actors; the driver's concurrency bounds how many at once.
 
@@ -250,12 +267,13 @@ class RayExecutor:
         ray = _ray()
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS") or None
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                runtime_env=dict(runtime_env) if runtime_env else None,
-                log_to_driver=False,
-            )
+            with _own_sigterm():
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    runtime_env=dict(runtime_env) if runtime_env else None,
+                    log_to_driver=False,
+                )
         worker_cls, limiter_cls, _ = _actor_classes()
         self.node_models: dict[str, Any] = {}  # node id -> its embedded-model actor
         self.limits = dict(limits or {})
