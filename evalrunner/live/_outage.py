@@ -20,6 +20,14 @@ DEFAULT_OUTAGE_SHARE = 0.5
 """A model with more than this share of infra_error runs had an outage tonight."""
 
 
+WORKER_LOST = "worker lost"
+"""How the reason of a run lost with its Ray worker (or node) begins: the cluster's fault."""
+
+
+def _lost_with_worker(record: RunRecord) -> bool:
+    return record.outcome == "infra_error" and (record.reason or "").startswith(WORKER_LOST)
+
+
 @dataclass(frozen=True)
 class Outage:
     """Endpoints that failed: too many runs are infra_error to say anything."""
@@ -30,6 +38,8 @@ class Outage:
     """The share of infra_error runs above which it is an outage (``--outage-share``)."""
     model: str | None = None
     """The model whose endpoint failed; None: every model of the night."""
+    lost: int = 0
+    """Of the infra_error runs, those lost with their Ray worker: the cluster failed."""
 
     @property
     def share(self) -> float:
@@ -38,11 +48,15 @@ class Outage:
 
     def line(self) -> str:
         who, what = (f" {self.model}:", "its runs") if self.model else ("", "this night")
+        failed = (
+            f"the Ray cluster lost {self.lost} of them with their workers"
+            if 2 * self.lost > self.infra
+            else f"the endpoint{'' if self.model else 's'} failed"
+        )
         return (
             f"outage:{who} {self.infra} of {self.total} runs ended in infra_error "
-            f"({self.share:.0%}, more than {self.threshold:.0%}): the endpoint"
-            f"{'' if self.model else 's'} failed, not the agent; no pass^k or verdicts were "
-            f"computed from {what}"
+            f"({self.share:.0%}, more than {self.threshold:.0%}): {failed}, not the agent; "
+            f"no pass^k or verdicts were computed from {what}"
         )
 
 
@@ -52,8 +66,9 @@ def model_outages(
     """The models with more than ``share`` of their runs infra_error, in name order."""
     runs = Counter(r.model for r in records)
     infra = Counter(r.model for r in records if r.outcome == "infra_error")
+    lost = Counter(r.model for r in records if _lost_with_worker(r))
     return {
-        model: Outage(infra[model], runs[model], share, model)
+        model: Outage(infra[model], runs[model], share, model, lost[model])
         for model in sorted(runs)
         if infra[model] / runs[model] > share
     }
@@ -62,11 +77,14 @@ def model_outages(
 def what_to_check(records: Sequence[RunRecord]) -> str:
     """The next step for an outage: what the endpoint's refusals said to check (a rejected
     key, an unknown model), the most common first, else the endpoint itself."""
-    found = (refusal_advice(r.reason) for r in records if r.outcome == "infra_error")
+    infra = [r for r in records if r.outcome == "infra_error"]
+    if 2 * sum(map(_lost_with_worker, infra)) > len(infra):
+        return "check the Ray cluster (its workers or a node died with the runs)"
+    found = (refusal_advice(r.reason) for r in infra)
     advice = Counter(a for a in found if a is not None)
     if advice:
         return advice.most_common(1)[0][0]
-    if any(DEFAULT_BASE in (r.reason or "") for r in records if r.outcome == "infra_error"):
+    if any(DEFAULT_BASE in (r.reason or "") for r in infra):
         # No api_base: the calls went to the provider's public API, not a server of one's own.
         return (
             "check the model endpoint (calls given no api_base went where litellm sends them "
@@ -81,4 +99,9 @@ def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE)
     out = model_outages(records, share)
     if not records or len(out) < len({r.model for r in records}):
         return None
-    return Outage(sum(o.infra for o in out.values()), len(records), share)
+    return Outage(
+        sum(o.infra for o in out.values()),
+        len(records),
+        share,
+        lost=sum(o.lost for o in out.values()),
+    )

@@ -52,6 +52,7 @@ from evalrunner.endpoints._endpoints import (
 from evalrunner.errors import ConfigError, EndpointError, EvalrunnerError
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Pacer
+from evalrunner.live._outage import WORKER_LOST
 from evalrunner.live._runner import (
     JobExecutor,
     JobResult,
@@ -67,7 +68,6 @@ __all__ = ["EXECUTORS", "WORKER_LOST", "RayExecutor", "lost_run", "open_executor
 
 EXECUTORS = ("local", "ray")
 
-WORKER_LOST = "worker lost"
 DEFAULT_WORKERS = 4
 """Worker processes when not told: each runs many jobs at a time."""
 RESTARTS = 3
