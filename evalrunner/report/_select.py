@@ -223,6 +223,16 @@ class SelectedNight:
         )
         return {CellKey(scenario, model) for scenario, model in pairs}
 
+    @functools.cached_property
+    def shown_for(self) -> set[CellKey]:
+        """The cells for which this night is the one to show: those it measured, but on an
+        outage night only those it compared (none: nothing was), since its runs that
+        reached the agent before the endpoint died were compared with nothing."""
+        if not self.outage:
+            return self.measured
+        pairs = zip(self.result_column("scenario"), self.result_column("model"), strict=True)
+        return {CellKey(scenario, model) for scenario, model in pairs}
+
     @property
     def outage(self) -> bool:
         """The night was an outage: the endpoints failed, so nothing was compared."""
@@ -393,10 +403,10 @@ def select(
         latest: dict[CellKey, SelectedNight] = {}
         for night in ordered:
             for cell in night.cells:
-                # A night the endpoint failed a cell whole shows nothing of the agent: the
-                # cell keeps its last measured night ("as of ..."), so an outage does not
-                # turn a regression into "no baseline".
-                if cell in night.measured or cell not in latest:
+                # A night the endpoint failed a cell whole shows nothing of the agent, and an
+                # outage night compared nothing: the cell keeps its last measured night ("as
+                # of ..."), so an outage does not turn a regression into "no baseline".
+                if cell in night.shown_for or cell not in latest:
                     latest[cell] = night
         out.append(SuiteSelection(suite, ordered, latest))
     return out

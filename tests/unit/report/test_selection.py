@@ -127,3 +127,23 @@ def test_an_outage_night_keeps_each_cell_s_last_measured_night_and_says_it_was_a
             "not measured on the latest night (an outage: its runs were infra_error); the "
             f"verdicts below are of night {entries[-1].created_at}"
         )
+
+
+def test_an_outage_night_leaves_every_cell_its_last_compared_night() -> None:
+    # The endpoint died partway: the cells whose runs reached the agent first showed "no
+    # baseline" and no charts, though they had both (a review). Nothing was compared.
+    entries = build_entries(nights=3, scenarios=2, regressed=())
+    last = entries[-1]
+    ran = [r for r in last.records if r.scenario == "scenario-00"]
+    down = [
+        r.model_copy(update={"outcome": "infra_error", "reason": "Connection error."})
+        for r in last.records
+        if r.scenario != "scenario-00"
+    ]
+    entries[-1] = last.model_copy(update={"records": ran + down, "verdicts": [], "outage": True})
+    history = history_from_entries(entries)
+    [suite] = select(history)
+    for scenario in ("scenario-00", "scenario-01"):
+        cell = CellKey(scenario, "openai/gpt-4o-mini")
+        assert suite.latest[cell].created_at == entries[1].created_at, scenario
+    assert "no baseline" not in render_markdown(history)
