@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from evalrunner.errors import FileFormatError
 
@@ -159,6 +159,9 @@ def to_parquet(
 
 
 def _unreadable(where: str, exc: BaseException) -> FileFormatError:
+    if isinstance(exc, ValidationError):  # its first error, not pydantic's whole report
+        first = exc.errors(include_url=False)[0]
+        exc = ValueError(first["msg"])
     text = " ".join(str(exc).split())[:200]
     return FileFormatError(f"{where}: unreadable history file ({text}); move it aside")
 

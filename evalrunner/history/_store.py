@@ -306,8 +306,13 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
     name = f"{_stamp(entry.created_at)}-{secrets.token_hex(4)}"
     if parquet:
         path = f"{base.rstrip('/')}/{entry.suite}/{name}.parquet"
-        keys = {"suite": entry.suite, "created_at": entry.created_at}
-        payload = to_parquet(HistoryEntry, data, {**keys, "started_at": entry.manifest.started_at})
+        keys = {
+            "suite": entry.suite,
+            "created_at": entry.created_at,
+            "started_at": entry.manifest.started_at,
+            "outage": "true" if entry.outage else "false",
+        }
+        payload = to_parquet(HistoryEntry, data, keys)
     else:
         path = f"{base.rstrip('/')}/{entry.suite}/{name}.json.gz"
         payload = gzip.compress(canonical(data).encode(), mtime=0)
@@ -330,8 +335,8 @@ def append(entry: HistoryEntry, root: str = DEFAULT_ROOT, *, parquet: bool = Tru
 class Source(Protocol):
     """One history entry as the report reads it: its head at once, its tables on demand.
 
-    ``suite``, ``created_at`` and ``started_at`` (the manifest's) are known without
-    parsing anything else; ``head`` is the entry without its tables (``records``
+    ``suite``, ``created_at``, ``started_at`` (the manifest's) and ``outage`` are known
+    without parsing anything else; ``head`` is the entry without its tables (``records``
     and ``verdicts`` may be empty); :meth:`column` gives one field of a table's
     rows (:meth:`preload` reads several at once), :meth:`rows` the rows
     themselves, :meth:`entry` the whole entry. :meth:`texts` is :meth:`column`
@@ -346,6 +351,11 @@ class Source(Protocol):
 
     @property
     def started_at(self) -> str: ...
+
+    @property
+    def outage(self) -> bool:
+        """The night was an outage (known without parsing the head where the file says)."""
+        ...
 
     @property
     def head(self) -> HistoryEntry: ...
@@ -375,6 +385,7 @@ class InMemory:
         self.head = entry
         self.suite, self.created_at = entry.suite, entry.created_at
         self.started_at = entry.manifest.started_at
+        self.outage = entry.outage
 
     def preload(self, table: str, fields: Sequence[str]) -> None:
         pass
@@ -420,6 +431,13 @@ class InParquet:
     @property
     def head(self) -> HistoryEntry:
         return self.file.head
+
+    @property
+    def outage(self) -> bool:
+        """Whether the night was an outage, from the metadata where it carries it (a report
+        asks of every night, and a head takes milliseconds to parse)."""
+        said = self.file.keys.get("outage")
+        return said == "true" if isinstance(said, str) else self.head.outage
 
     def preload(self, table: str, fields: Sequence[str]) -> None:
         self.file.preload(table, fields)
@@ -585,7 +603,15 @@ def evidence_so_far(root: str, suite: str) -> dict[CellKey, EvidenceState]:
     if not exists(root):
         return {}
     # Heads only: the evidence sits there, and a year of run records is not read to find it.
-    return latest_evidence([s.head for s in open_sources(root, suites=[suite])])
+    heads = []
+    for source in open_sources(root, suites=[suite]):
+        try:
+            heads.append(source.head)
+        except FileFormatError as exc:
+            # A head damaged inside a file whose footer is whole is found only here: left
+            # out as a file that cannot be opened is, not a stop of every later night.
+            warnings.warn(f"{exc.args[0]} (left out)", SkippedHistoryFile, stacklevel=2)
+    return latest_evidence(heads)
 
 
 def load_history(

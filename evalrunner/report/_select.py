@@ -236,7 +236,7 @@ class SelectedNight:
     @property
     def outage(self) -> bool:
         """The night was an outage: the endpoints failed, so nothing was compared."""
-        return any(entry.outage for entry in self.entries)
+        return any(p.source.outage for p in self.parts)
 
     @property
     def broken_checks(self) -> list[str]:

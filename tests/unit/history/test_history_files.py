@@ -13,9 +13,11 @@ from pydantic import BaseModel
 
 from evalrunner._jsonio import canonical
 from evalrunner.errors import ConfigError, SkippedHistoryFile
-from evalrunner.history._columnar import META_KEY, read_parquet, to_parquet
+from evalrunner.history._columnar import ENTRY, META_KEY, read_parquet, to_parquet
 from evalrunner.history._store import (
     BaselineSummary,
+    InParquet,
+    evidence_so_far,
     load_history,
     read_entries,
 )
@@ -282,3 +284,41 @@ def test_a_write_that_fails_half_way_leaves_no_temp_file(
     with pytest.raises(OSError, match="No space left"):
         write_history(str(tmp_path), build_entries(nights=1, scenarios=1))
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_a_parquet_file_whose_head_is_damaged_is_left_out_not_a_stop(tmp_path: Path) -> None:
+    # Damage inside the entry's head (the file's footer whole) was found only when a night
+    # read the evidence there: `run` and `plan` stopped with exit 2 and a pydantic fragment,
+    # and `report` said nothing (a review).
+    import pyarrow.parquet as pq
+
+    entries = build_entries(nights=2, scenarios=1)
+    paths = write_history(str(tmp_path), entries)
+    path = Path(paths[0])
+    source = pq.ParquetFile(path)
+    groups = [source.read_row_group(i) for i in range(source.num_row_groups)]
+    column = groups[0].schema.get_field_index(f"{ENTRY}.json")
+    [head] = groups[0].column(column).to_pylist()  # the head is row group 0, one row
+    damaged = head[:100] + "garbage" + head[107:]
+    groups[0] = groups[0].set_column(column, groups[0].field(column), [[damaged]])
+    with pq.ParquetWriter(path, source.schema_arrow) as writer:  # its row groups kept
+        for group in groups:
+            writer.write_table(group)
+    said = r"unreadable history file \(Invalid JSON: [^;()]*\); move it aside \(left out\)"
+    with pytest.warns(SkippedHistoryFile, match=said):  # a night reading its evidence goes on
+        evidence_so_far(str(tmp_path), "demo")
+    assert path.exists()  # nothing deleted: moving it aside is the user's call
+
+
+def test_a_parquet_night_says_whether_it_was_an_outage_without_its_head_parsed(
+    tmp_path: Path,
+) -> None:
+    # The report asks it of every night (an outage compared nothing), and a head of a
+    # 50-scenario night takes milliseconds to parse: a year of them, seconds.
+    entries = build_entries(nights=2, scenarios=1)
+    entries[1] = entries[1].model_copy(update={"outage": True})
+    write_history(str(tmp_path), entries)
+    sources = load_history(str(tmp_path)).sources
+    assert [s.outage for s in sources] == [False, True]
+    files = [s.file for s in sources if isinstance(s, InParquet)]
+    assert len(files) == 2 and all("head" not in vars(f) for f in files)  # never parsed
