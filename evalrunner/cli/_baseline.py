@@ -48,7 +48,7 @@ def _run_for_baseline(
     return out
 
 
-@click.command()
+@click.command(short_help="Accept nights into the committed baselines.")
 @_options.suite_name
 @click.option(
     "--from",

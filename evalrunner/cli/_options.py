@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,8 +19,10 @@ DEFAULT_HISTORY = NightOptions.model_fields["history"].default
 suites_dir = click.option(
     "--suites-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: os.environ.get("EVALRUNNER_SUITES", "suites"),
-    show_default="suites (env EVALRUNNER_SUITES)",
+    default="suites",
+    envvar="EVALRUNNER_SUITES",
+    show_envvar=True,
+    show_default=True,
     help="Directory holding suite YAML files.",
 )
 
@@ -84,6 +85,7 @@ def positive(
         flag,
         type=click.IntRange(min=1),
         default=default,
-        show_default=True if shown is None else str(shown),
-        help=help,
+        # A shown text would print in parentheses, "(5)", as if it were not the value.
+        show_default=shown is None,
+        help=help if shown is None else f"{help} Default: {shown}.",
     )

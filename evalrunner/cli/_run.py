@@ -273,7 +273,8 @@ def _print_why(result: LiveResult, suite: str) -> None:
     type=click.FloatRange(min=0, max=1, min_open=True),
     default=_NIGHT["outage_share"].default,
     show_default=True,
-    help="A night with more than this share of infra_error runs is an outage (exit 3).",
+    help="A model more than this share of whose runs are infra_error had an outage: its runs "
+    "are not compared, and the night exits 3 (1 if another model's regression or a crash).",
 )
 @click.option(
     "--executor",

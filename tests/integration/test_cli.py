@@ -410,3 +410,14 @@ def test_a_bad_agent_path_or_history_location_fails_before_any_run(tmp_path: Pat
     )
     assert code == 2 and "history location" in out
     assert not (tmp_path / "r2").exists()
+
+
+def test_help_names_every_command_and_shows_defaults_as_values() -> None:
+    # Before: "baseline     Accept nights as the..." and defaults printed "(5)" and
+    # "(suites (env EVALRUNNER_SUITES))" (a review).
+    top = invoke("--help").stdout
+    assert "baseline     Accept nights into the committed baselines." in top
+    run_help = " ".join(invoke("run", "--help").stdout.split())
+    assert "default: (" not in run_help
+    assert "[env var: EVALRUNNER_SUITES; default: suites]" in run_help
+    assert "Default: 5." in run_help and "Default: 20." in run_help
