@@ -142,10 +142,11 @@ class Baseline(BaseModel):
             found = _first_difference(self.summary, runs, "summary")
             if found is not None:
                 where, written, worked_out = found
+                # The fix follows, as for every problem of the file (load_baseline's).
                 raise ValueError(
                     f"{where} is {written!r}, but its runs give {worked_out!r}: the summary is "
                     "worked out from the runs, and an edit or a merge changed one and not the "
-                    "other; rebuild it with 'evalrunner baseline --from ...', or restore it"
+                    "other"
                 )
         return self
 
