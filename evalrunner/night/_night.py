@@ -403,7 +403,7 @@ def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
 def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
     """Send the baseline's first request again for failing cells whose first request did not
     change (the one case where it can tell the model from the agent), within the budget."""
-    from evalrunner.night._sentinel import run_sentinel, sentinel_budget
+    from evalrunner.night._sentinel import MIN_CALLS, run_sentinel, sentinel_budget
 
     assert result.comparison is not None
     baselines = result.comparison.baselines
@@ -418,7 +418,11 @@ def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -
     if calls == 0:
         for cell in cells:
             result.explanations[cell].sentinel = SentinelResult.not_run(
-                cell, "not run (a tenth of tonight's model calls is too few for it)"
+                cell,
+                "not run: sending the baseline's first request again, to tell a model change "
+                f"from an agent change, takes at least {MIN_CALLS} calls a failing scenario, "
+                f"and its share of tonight's calls (a tenth) is fewer; `evalrunner sentinel "
+                f"--suite {night.suite.name}` runs it alone",
             )
         return
     for cell, seen in run_sentinel(night.suite, baselines, cells, calls=calls, pool=pool).items():

@@ -328,9 +328,13 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
         r"\(answer\) \1/\1",
         changed.stdout,
     ), changed.stdout
+    # What the sentinel is and how to run it, where the night could not (before: "not run
+    # (a tenth of tonight's model calls is too few for it)", a review).
     assert (
-        "sentinel: not run (a tenth of tonight's model calls is too few for it)" in changed.stdout
-    )
+        "sentinel: not run: sending the baseline's first request again, to tell a model change "
+        "from an agent change, takes at least 5 calls a failing scenario, and its share of "
+        "tonight's calls (a tenth) is fewer; `evalrunner sentinel --suite cmdbase` runs it alone"
+    ) in changed.stdout
 
 
 def test_a_command_that_gives_up_on_a_context_window_refusal_is_skipped(tmp_path: Path) -> None:
