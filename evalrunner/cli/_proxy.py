@@ -150,8 +150,15 @@ def proxy(
     """Serve OpenAI and Anthropic APIs for any agent: record, replay or capture its model calls.
 
     Point an agent at the printed base URL (per run: .../runs/<run-id>/v1);
-    Ctrl-C stops the proxy and writes the recordings.
+    Ctrl-C stops the proxy and writes the recordings. A replay in which a request had no
+    recorded response exits 1.
     """
+    evicted: list[ProxyRunResult] = []
+
+    def finished_early(result: ProxyRunResult) -> None:
+        evicted.append(result)
+        click.echo(f"{_report(result)} (finished: runs kept open at once are bounded)")
+
     try:
         mode, directory = _mode(record_dir, replay_dir)
         if mode == "replay" and (model or api_base):
@@ -175,18 +182,25 @@ def proxy(
             allow_remote=allow_remote,
             fingerprint=DEFAULT_FINGERPRINT.extended(match_include, match_ignore),
             max_body_bytes=int(max_body_mb * 1024 * 1024),
-            on_evict=lambda result: click.echo(
-                f"{_report(result)} (finished: runs kept open at once are bounded)"
-            ),
+            on_evict=finished_early,
         )
-        _serve(server, mode, directory, chosen)
+        finished = _serve(server, mode, directory, chosen)
     except EvalrunnerError as exc:
         # The same one line and exit code as every other evalrunner command.
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    missed = sum(len(r.replay_errors) for r in [*evicted, *finished])
+    if missed:
+        # A replay that could not answer a request fails, as pytest's replay does: a shell
+        # or Node team's offline check reads the exit, not the lines.
+        click.echo(f"replay: {missed} request(s) had no recorded response (exit 1)", err=True)
+        sys.exit(1)
 
 
-def _serve(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool) -> None:
+def _serve(
+    server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool
+) -> list[ProxyRunResult]:
+    """Serve until Ctrl-C or SIGTERM; the runs still open then, finished and reported."""
     # A CI job or supervisor stops with SIGTERM: write the recordings then too.
     signal.signal(signal.SIGTERM, _interrupt)
     with server:
@@ -201,6 +215,7 @@ def _serve(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen
         click.echo(_report(result))
     if not used:
         click.echo("no model call reached the proxy")
+    return finished
 
 
 def _announce(server: ProxyServer, mode: Mode, directory: Path | None, token_chosen: bool) -> None:

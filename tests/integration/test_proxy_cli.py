@@ -3,6 +3,7 @@ for agents, serves until Ctrl-C, then writes the recordings and says what it saw
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -195,3 +196,41 @@ def test_replay_says_it_reaches_no_upstream_even_given_one(tmp_path: Path) -> No
         "note: --replay answers from the recordings only; --model and --api-base are not used"
         in err
     )
+
+
+def test_a_replay_that_could_not_answer_a_request_exits_1(tmp_path: Path) -> None:
+    # Before: exit 0 after "1 replay mismatch(es)", so a shell or Node team's offline check
+    # had to read the lines to fail (a review).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def serve(args: list[str], *tasks: str) -> tuple[int, str, str]:
+        proc = subprocess.Popen(
+            [*COMMAND, *args, "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            exports = _exports(_until_ready(proc))
+            for task in tasks:
+                with contextlib.suppress(Exception):  # the replay's 400: the agent's to report
+                    openai_agent(exports, task)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        return proc.returncode, out, err
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        recorded = serve(
+            ["--record", str(tmp_path), "--model", "openai/fake", "--api-base", ep.api_base],
+            "hello",
+        )
+    assert recorded[0] == 0, recorded[2]
+    same = serve(["--replay", str(tmp_path)], "hello")
+    assert same[0] == 0, same[2]
+    code, out, err = serve(["--replay", str(tmp_path)], "something else")
+    assert "1 replay mismatch(es)" in out
+    assert code == 1 and err.splitlines()[-1] == (
+        "replay: 1 request(s) had no recorded response (exit 1)"
+    ), err
