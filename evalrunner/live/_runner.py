@@ -389,7 +389,9 @@ async def execute_job(
     if judge_fault is not None:
         # The answer could not be graded: nothing is known of the run's behaviour.
         record = record.model_copy(update={"outcome": "infra_error", "reason": judge_fault})
-    tb = res.traceback if record.outcome == "crashed" else None
+    # Every crashed run gets its section; a command agent that timed out has no traceback,
+    # and its reason (where it stopped) is what there is to print.
+    tb = (res.traceback or record.reason) if record.outcome == "crashed" else None
     return JobResult(
         record,
         res.trajectory,

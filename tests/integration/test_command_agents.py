@@ -148,7 +148,11 @@ def test_exit_codes_timeouts_and_missing_calls_each_get_their_outcome(tmp_path: 
     assert none[0] == "infra_error" and none[1] is not None
     assert none[1].startswith("no model calls")
     assert found["plain-last-line"] == [("passed", None)]  # the last stdout line is the answer
-    assert report.crashes and "the agent broke" in report.crashes[0][1]
+    crashes = dict(report.crashes)
+    assert "the agent broke" in crashes["crash/openai_fake/0"]
+    # The timed-out one is listed too (before: only in its progress line, a review).
+    hung = crashes["hang/openai_fake/0"]
+    assert hung == "timed out in the agent after 3 s (no model call was under way)"
 
 
 @pytest.mark.parametrize(
