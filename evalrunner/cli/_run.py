@@ -122,6 +122,12 @@ def night_line(result: LiveResult, suite: str) -> str:
         check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
     head += _models_down(list(result.model_outages))
+    if report.records and counts["crashed"] == len(report.records):
+        # Not offered as a baseline: a night of crashes measured the agent's bug, not it.
+        return (
+            f"{head}; every run crashed (the CRASHED sections above say where). Next: fix the "
+            "agent and run the night again."
+        )
     comparison = result.comparison
     if comparison is None:
         return f"{head}."

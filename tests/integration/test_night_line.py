@@ -257,3 +257,24 @@ def test_a_night_with_no_key_to_send_says_so_not_http_500_and_keeps_the_hint_in_
     assert reason.endswith(hint), reason
     [progress] = [line for line in result.stderr.splitlines() if line.startswith("[1/1]")]
     assert progress.endswith(hint + ")"), progress
+
+
+def test_a_night_whose_every_run_crashed_is_not_offered_as_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "... Next, to make this night the baseline: evalrunner baseline --from ...",
+    # a night of nothing but the agent's own bug (a review).
+    monkeypatch.chdir(tmp_path)
+    crashing = {**SCENARIO, "agent": "runner_agents:crashing_agent"}
+    write_suite(tmp_path, "capitals", [crashing], runs=3)
+    with FakeEndpoint(default=Reply("Paris.")) as ep:
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+    assert result.exit_code == 1, result.output
+    assert (
+        result.stderr.splitlines()[-1]
+        == night_line(result.stderr)
+        == (
+            "night: 3 runs (3 crashed); every run crashed (the CRASHED sections above say where). "
+            "Next: fix the agent and run the night again."
+        )
+    )
