@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -30,6 +31,9 @@ from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
 from evalrunner.suite import OUTCOMES, load_suite_by_name
 from evalrunner.suite._record import RunRecord
+
+if TYPE_CHECKING:
+    from evalrunner.stats._metric_result import MetricResult
 
 # Every default below is the options model's own, stated once there.
 _NIGHT = NightOptions.model_fields
@@ -146,6 +150,12 @@ def night_line(result: LiveResult, suite: str) -> str:
     return f"{head}; nothing flagged against the baselines{undecided(comparison.results, suite)}."
 
 
+def _young_cells(results: Sequence[MetricResult]) -> int:
+    """Cells compared with a baseline too young to gate (no gating metric tonight)."""
+    gating = {(r.scenario, r.model) for r in results if r.gating}
+    return len({(r.scenario, r.model) for r in results if r.baseline_nights > 0} - gating)
+
+
 def _models_down(out: list[str]) -> str:
     if not out:
         return ""
@@ -203,6 +213,14 @@ def print_run(result: LiveResult, suite: str) -> None:
             click.echo(format_table(rows, VERDICT_COLUMNS))
         for note in result.comparison.notes:
             click.echo(f"note: {note}", err=True)
+        young = _young_cells(result.comparison.results)
+        if young:
+            click.echo(
+                f"note: baselines too young to gate: {young}; accept nights that behaved as "
+                f"intended into them with evalrunner baseline --suite {suite} --from NIGHT "
+                f"--append (tonight's: --from {report.out})",
+                err=True,
+            )
     _print_why(result, suite)
     if result.history_path:
         click.echo(f"history: {result.history_path}", err=True)

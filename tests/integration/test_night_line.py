@@ -98,6 +98,12 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
     assert "nothing flagged" in line
     assert "changed but unconfirmed (every run moved): s success_rate, " in line, line
     assert re.search(r"s +openai/fake +success_rate \(young\) +unconfirmed", result.stdout)
+    # What "accept more nights" is, as a command (before: no command, a review).
+    assert (
+        "note: baselines too young to gate: 1; accept nights that behaved as intended into "
+        "them with evalrunner baseline --suite capitals --from NIGHT --append (tonight's: "
+        "--from n2)"
+    ) in result.stderr
 
 
 def test_a_regression_against_a_young_baseline_is_named_in_the_last_line(
