@@ -150,6 +150,24 @@ def _usable_baseline(
     return baseline, "", False
 
 
+_MISSING_SHOWN = 3
+"""Cells without a baseline named one note each up to this many; more are one note."""
+
+
+def _missing_notes(missing: list[tuple[CellKey, str]], where: Path, suite: str) -> list[str]:
+    """A note per cell without a baseline, or one for all of them: a first night of a big
+    suite printed 80 notes that said the same (a review)."""
+    if len(missing) <= _MISSING_SHOWN:
+        return [note for _, note in missing]
+    named = ", ".join(str(cell) for cell, _ in missing[:_MISSING_SHOWN])
+    return [
+        f"{len(missing)} scenario × models have no baseline under {where}/ ({named} and "
+        f"{len(missing) - _MISSING_SHOWN} more); create them from a night that ran them with "
+        f"evalrunner baseline --suite {suite} --from NIGHT, or with a night of their own: "
+        f"evalrunner baseline --suite {suite}"
+    ]
+
+
 def compare_with_baselines(
     suite: Suite,
     records: Sequence[RunRecord],
@@ -170,6 +188,7 @@ def compare_with_baselines(
     their fit, so a night reads and fits them once.
     """
     notes, baselines, pairs, unfit = [], {}, [], 0
+    missing: list[tuple[CellKey, str]] = []
     scenarios = {s.id: s for s in suite.scenarios}
     for cell, night in group_records(records).items():
         scenario = scenarios.get(cell.scenario)
@@ -178,7 +197,10 @@ def compare_with_baselines(
         fingerprint = (fingerprints or {}).get(cell.scenario) or scenario.fingerprint
         baseline, why_not, stale = _usable_baseline(root, suite.name, cell, fingerprint, loaded)
         if baseline is None:
-            notes.append(why_not)
+            if stale:
+                notes.append(why_not)
+            else:
+                missing.append((cell, why_not))
             unfit += stale
             continue
         baselines[cell] = baseline
@@ -194,7 +216,7 @@ def compare_with_baselines(
             )
         )
     comparison = compare_pairs(pairs, references)
-    comparison.notes[:0] = notes
+    comparison.notes[:0] = [*_missing_notes(missing, root / suite.name, suite.name), *notes]
     comparison.baselines, comparison.unfit = baselines, unfit
     if not baselines:  # "no baselines yet" would be wrong when other models have them
         tonight = {r.model for r in records}

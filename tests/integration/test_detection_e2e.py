@@ -123,7 +123,7 @@ def test_a_baseline_too_young_to_gate_says_so_in_one_line_and_fails_nothing(lab:
     result = lab.night("y1", 31, "young", "--no-history", changed=True)
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    young = [line for line in lines if line.startswith("note:") and "too young to gate" in line]
+    young = [line for line in lines if line.startswith("note:") and "too young to gate (" in line]
     assert len(young) == len(TAGS)
     # The night's line names what the young baseline flagged, failing nothing.
     (night,) = [line for line in lines if line.startswith("night: ")]

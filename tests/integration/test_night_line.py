@@ -284,3 +284,22 @@ def test_a_night_whose_every_run_crashed_is_not_offered_as_the_baseline(
             "Next: fix the agent and run the night again."
         )
     )
+
+
+def test_a_first_night_of_many_scenarios_says_they_have_no_baseline_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: a note per scenario × model, 80 of them on a big suite's first night (a review).
+    monkeypatch.chdir(tmp_path)
+    scenarios = [{**SCENARIO, "id": f"s{i}"} for i in range(5)]
+    write_suite(tmp_path, "capitals", scenarios, runs=1)
+    with FakeEndpoint(default=Reply("Paris.")) as ep:
+        result = cli(ep, tmp_path, "--suite", "capitals", "--out", "n1", "--no-history")
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note: 5 scenario × models have no baseline under {Path('baselines') / 'capitals'}/ "
+        "(s0 [openai/fake], s1 [openai/fake], s2 [openai/fake] and 2 more); create them from a "
+        "night that ran them with evalrunner baseline --suite capitals --from NIGHT, or with a "
+        "night of their own: evalrunner baseline --suite capitals"
+    ], notes
+    assert night_line(result.stderr).endswith("evalrunner baseline --suite capitals --from n1")
