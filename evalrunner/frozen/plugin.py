@@ -61,7 +61,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# pydantic warns as it builds litellm's response types (the openai SDK's TypedDicts mark
+# items ReadOnly), once per process, the first time a live call is recorded: a dozen
+# warnings that bury the lines saying which goldens were written, about code not the user's.
+LITELLM_TYPES_NOISE = "ignore:Items? .* using the `ReadOnly` qualifier:UserWarning"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("filterwarnings", LITELLM_TYPES_NOISE)
     _session.start(config)
 
 

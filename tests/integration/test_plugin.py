@@ -800,3 +800,19 @@ def test_concurrent_calls_in_one_scope_replay_as_recorded(
         ("user", "weather in Rome"),
         ("agent", "echo: weather in Rome"),
     ]
+
+
+def test_recording_prints_no_warnings_from_litellms_types(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh process (pydantic warns once per process, as it builds litellm's types): a
+    # dozen "... using the `ReadOnly` qualifier" warnings buried the lines saying which
+    # goldens were written (a review).
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        result = pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--golden-record", "-k", "test_reference"
+        )
+    result.assert_outcomes(passed=1)
+    assert "wrote " in result.stdout.str()
+    assert "ReadOnly" not in result.stdout.str() + result.stderr.str()
