@@ -40,8 +40,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from evalrunner._clock import iso_now
-from evalrunner._redact import redact_text
 from evalrunner.endpoints._endpoints import (
     LOCAL,
     Endpoint,
@@ -59,9 +57,9 @@ from evalrunner.live._runner import (
     LocalExecutor,
     _AgentThreads,
     execute_job,
+    infra_run,
 )
 from evalrunner.live._schedule import Job
-from evalrunner.suite._record import RunRecord
 from evalrunner.suite._schema import RateLimit
 
 __all__ = ["EXECUTORS", "WORKER_LOST", "RayExecutor", "lost_run", "open_executor"]
@@ -87,24 +85,9 @@ def _ray() -> Any:
 def lost_run(job: Job, exc: BaseException) -> JobResult:
     """The record of a job whose worker died more often than Ray retries: infra_error."""
     detail = " ".join(str(exc).split())[:200]
-    return _infra_run(
+    return infra_run(
         job, f"{WORKER_LOST}: {type(exc).__name__}" + (f": {detail}" if detail else "")
     )
-
-
-def _infra_run(job: Job, reason: str) -> JobResult:
-    record = RunRecord(
-        run_id=job.run_id,
-        suite=job.scenario.suite,
-        scenario=job.scenario.id,
-        model=job.endpoint.label,
-        index=job.index,
-        row=job.scenario.row.id if job.scenario.row is not None else None,
-        outcome="infra_error",
-        reason=redact_text(reason),
-        started_at=iso_now(),
-    )
-    return JobResult(record, {})
 
 
 class _NodeModel:
@@ -204,7 +187,7 @@ class _Worker:
         if job.endpoint.per_node:
             base, error = await self._node_server()
             if base is None:
-                return _infra_run(job, f"embedded model unavailable on this node: {error}")
+                return infra_run(job, f"embedded model unavailable on this node: {error}")
             job = dataclasses.replace(
                 job, endpoint=dataclasses.replace(job.endpoint, api_base=base, per_node=False)
             )

@@ -311,6 +311,30 @@ class JobResult:
     """Code checks that failed themselves on this run -> their traceback."""
 
 
+def infra_run(job: Job, reason: str) -> JobResult:
+    """The record of a job that reached no model, for a reason that is no run's own: a
+    Ray worker lost, an endpoint down for the night (:class:`_Driver`)."""
+    record = RunRecord(
+        run_id=job.run_id,
+        suite=job.scenario.suite,
+        scenario=job.scenario.id,
+        model=job.endpoint.label,
+        index=job.index,
+        row=job.scenario.row.id if job.scenario.row is not None else None,
+        outcome="infra_error",
+        reason=redact_text(reason),
+        started_at=iso_now(),
+    )
+    return JobResult(record, {})
+
+
+DOWN_AFTER = 10
+"""Runs in a row that ended in infra_error (each after its retries) after which an
+endpoint is taken as down for the rest of the night (at least twice the concurrency)."""
+NOT_RUN = "not run"
+"""How the reason of a run the night did not start, its endpoint down, begins."""
+
+
 class JobExecutor(Protocol):
     """Where jobs run: this process (:class:`LocalExecutor`) or a Ray cluster.
 
@@ -475,6 +499,9 @@ class _Driver:
         self.broken: Counter[tuple[str, str]] = Counter()  # (scenario, check) -> runs it failed
         self.limit = limit
         self.writer = RunWriter(results)
+        self.down_after = max(DOWN_AFTER, 2 * limit)
+        self.failing: dict[str, tuple[int, str]] = {}
+        """Endpoint -> (runs in a row that ended in infra_error, the last one's reason)."""
 
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
@@ -532,8 +559,27 @@ class _Driver:
         """One run, executed and written; the traceback too if it crashed."""
         # The endpoint's own limit is its number of workers (run_all): a run waiting
         # for the local server holds no slot a run against another endpoint could use.
+        label = job.endpoint.label
+        streak, last = self.failing.get(label, (0, ""))
+        if streak >= self.down_after:
+            # Down for the night: each run left would wait out its retries and timeouts for
+            # the same answer (hours against a hung endpoint). Recorded, not run: the night
+            # is then the outage it is, in minutes.
+            result = infra_run(
+                job,
+                f"{NOT_RUN}: the last {streak} runs against {label} ended in infra_error, so "
+                f"it is taken as down for the rest of the night (the last: {last})",
+            )
+            self.writer.write(result.record, result.trajectory, None)
+            self.progress.update(result.record, 0.0)
+            return result.record, None
         async with self.semaphore:
             result = await self.executor.execute(job)
+            if result.record.outcome == "infra_error":  # counted as runs end, not as they start
+                ended = self.failing.get(label, (0, ""))[0] + 1
+                self.failing[label] = (ended, result.record.reason or "")
+            else:
+                self.failing[label] = (0, "")
             sc = job.scenario
             disagreement = tools_disagreement(result.trajectory, sc.tools)
             if disagreement and sc.id not in self.noted:

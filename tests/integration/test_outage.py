@@ -21,6 +21,7 @@ from night_cli import cli, summary_table
 from runner_agents import write_suite
 
 from evalrunner.history._store import read_entries
+from evalrunner.live import ResultsDir
 
 RUNS = 6
 
@@ -217,3 +218,55 @@ def test_one_model_s_outage_is_said_exits_3_and_the_others_are_compared(
         after[three.root / "baselines/three/s--openai_c.json"]
         == before[three.root / "baselines/three/s--openai_c.json"]
     )
+
+
+def test_an_endpoint_down_for_the_night_is_not_waited_out_run_by_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every run waited out its retries and timeouts for the same answer: 40 runs took 50 s
+    # against a hung endpoint, hours at the defaults (a review). After 10 runs in a row
+    # ended in infra_error (at concurrency 2), the rest are recorded without being run.
+    monkeypatch.chdir(tmp_path)
+    scenario = {"id": "s", "agent": "runner_agents:timed_agent", "input": "Capital of France?"}
+    write_suite(tmp_path, "down", [scenario], runs=30, concurrency=2, retry={"max_attempts": 1})
+    with FakeEndpoint(default=Fault("503")) as ep:
+        result = cli(ep, tmp_path, "--suite", "down", "--out", "n1", "--no-history")
+        asked = len(ep.requests)
+    assert result.exit_code == 3, result.output
+    records = ResultsDir(tmp_path / "n1").records()
+    assert len(records) == 30 and {r.outcome for r in records} == {"infra_error"}
+    skipped = [r for r in records if (r.reason or "").startswith("not run: ")]
+    assert 10 <= asked < 14 and len(skipped) == 30 - asked, (asked, len(skipped))
+    assert skipped[0].reason is not None and skipped[0].reason.startswith(
+        "not run: the last 10 runs against openai/fake ended in infra_error, so it is taken as "
+        "down for the rest of the night (the last: ServiceUnavailableError (HTTP 503)"
+    ), skipped[0].reason
+
+
+def test_a_model_down_for_the_night_does_not_cut_off_another_models_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    scenario = {"id": "s", "agent": "runner_agents:timed_agent", "input": "Capital of France?"}
+    models = ["openai/fake", "openai/down"]
+    write_suite(
+        tmp_path,
+        "half",
+        [scenario],
+        runs=20,
+        concurrency=2,
+        models=models,
+        retry={"max_attempts": 1},
+    )
+
+    def respond(body: dict[str, Any], n: int) -> Reply | Fault:
+        return Fault("503") if body.get("model") == "down" else Reply("Paris.")
+
+    with FakeEndpoint(responder=respond) as ep:
+        result = cli(ep, tmp_path, "--suite", "half", "--out", "n1", "--no-history")
+    assert result.exit_code == 3, result.output
+    records = ResultsDir(tmp_path / "n1").records()
+    fine = [r for r in records if r.model == "openai/fake"]
+    down = [r for r in records if r.model == "openai/down"]
+    assert len(fine) == 20 and {r.outcome for r in fine} == {"passed"}
+    assert len(down) == 20 and any((r.reason or "").startswith("not run: ") for r in down)
