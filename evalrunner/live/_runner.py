@@ -46,6 +46,7 @@ from evalrunner.errors import ConfigError
 from evalrunner.live._classify import classify, tools_disagreement
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
+from evalrunner.live._outage import WORKER_LOST
 from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, RunWriter, claim
 from evalrunner.live._schedule import (
     Adaptive,
@@ -575,9 +576,12 @@ class _Driver:
             return result.record, None
         async with self.semaphore:
             result = await self.executor.execute(job)
-            if result.record.outcome == "infra_error":  # counted as runs end, not as they start
+            reason = result.record.reason or ""
+            if reason.startswith(WORKER_LOST):
+                pass  # the cluster's fault, not the endpoint's: no evidence either way
+            elif result.record.outcome == "infra_error":  # counted as runs end, not start
                 ended = self.failing.get(label, (0, ""))[0] + 1
-                self.failing[label] = (ended, result.record.reason or "")
+                self.failing[label] = (ended, reason)
             else:
                 self.failing[label] = (0, "")
             sc = job.scenario
