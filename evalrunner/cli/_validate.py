@@ -38,22 +38,7 @@ def validate(files: tuple[Path, ...], suites_dir: Path, baselines_dir: Path) -> 
         for sc in suite.scenarios:
             sc.load_agent()
             sc.load_checks()
-        models = {
-            m: None for sc in suite.scenarios for m in requested_models(suite=list(sc.models))
-        }
-        # As `run` checks them: the suite's models, EVALRUNNER_MODEL's and EVALRUNNER_API_BASE.
-        check_requested_models(suite, (), list(models))
-        judges = (sc.checks.judge for sc in suite.scenarios if sc.checks.judge is not None)
-        models.update({j.model: None for j in judges if j.model})
-        for model in models:
-            for key in missing_keys(model):
-                # A note, not a failure: the nightly job's environment may hold what this
-                # shell does not.
-                click.echo(
-                    f"note: {path}: model {model!r} reads {key}, which is not set here; a night "
-                    "run like this would stop as an outage (the endpoint refuses every call)",
-                    err=True,
-                )
+        models = _check_models(suite, path)
         if LOCAL in models:
             # A night would start the embedded model: say now if it is not installed.
             from evalrunner.endpoints._local_model import check_embedded_model
@@ -68,6 +53,25 @@ def validate(files: tuple[Path, ...], suites_dir: Path, baselines_dir: Path) -> 
                 f"{path}: {broken} of the suite's committed files cannot be read (above)"
             )
         click.echo(f"ok  {path}  ({count} scenario{'' if count == 1 else 's'}{data})")
+
+
+def _check_models(suite: Suite, path: Path) -> list[str]:
+    """The models a night of ``suite`` would use, checked as ``run`` checks them (the suite's,
+    EVALRUNNER_MODEL's and EVALRUNNER_API_BASE), each without its API key noted."""
+    runs = {m: None for sc in suite.scenarios for m in requested_models(suite=list(sc.models))}
+    check_requested_models(suite, (), list(runs))
+    judges = (sc.checks.judge for sc in suite.scenarios if sc.checks.judge is not None)
+    models = list(dict.fromkeys([*runs, *(j.model for j in judges if j.model)]))
+    for model in models:
+        for key in missing_keys(model):
+            # A note, not a failure: the nightly job's environment may hold what this
+            # shell does not.
+            click.echo(
+                f"note: {path}: model {model!r} reads {key}, which is not set here; a night "
+                "run like this would stop as an outage (the endpoint refuses every call)",
+                err=True,
+            )
+    return models
 
 
 def _committed_files(suite: Suite, path: Path, baselines_dir: Path) -> int:

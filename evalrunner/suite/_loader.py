@@ -331,23 +331,31 @@ _HANDLERS: dict[str, Callable[[Loc, Mapping[str, Any], Any], Explained]] = {
 def _wrong_type(kind: str, loc: Loc, value: Any) -> Explained:
     what = f"expected {_TYPE_NAMES[kind]}, got {_describe(value)}"
     field = loc[-1] if loc else None
-    if kind == "list_type" and field == "scenarios" and not isinstance(value, dict):
-        what += "; give each scenario as an item starting with '- id: '"
-    elif kind == "list_type" and field == "command" and isinstance(value, str):
-        # One argument per item, as the program gets them; JSON-quoted, as YAML's flow
-        # style reads '{task}' unquoted as a mapping.
-        argv = ", ".join(json.dumps(arg) for arg in _split(value))
-        what += f"; write it as a list, one argument an item: [{argv}]"
-    elif kind == "list_type" and isinstance(value, str | int | float):
-        what += f"; write it as a list: [{value}]"
-    elif kind == "list_type" and isinstance(value, dict):
-        what += "; start each item on its own line with '- '"
+    hint = _list_hint(field, value) if kind == "list_type" else None
+    if hint is not None:
+        what += hint
     elif field is not None and isinstance(value, dict) and list(value) == ["task"]:
         # [python, agent.py, {task}]: YAML reads an unquoted {task} as a mapping.
         what += '; quote it: "{task}"'
     elif isinstance(value, str) and _looks_like(kind, value):
         what += "; remove the quotes"
     return loc, what, loc
+
+
+def _list_hint(field: str | int | None, value: Any) -> str | None:
+    """How to write as a list what was given otherwise (None: nothing to say)."""
+    if field == "scenarios" and not isinstance(value, dict):
+        return "; give each scenario as an item starting with '- id: '"
+    if field == "command" and isinstance(value, str):
+        # One argument per item, as the program gets them; JSON-quoted, as YAML's flow
+        # style reads '{task}' unquoted as a mapping.
+        argv = ", ".join(json.dumps(arg) for arg in _split(value))
+        return f"; write it as a list, one argument an item: [{argv}]"
+    if isinstance(value, str | int | float):
+        return f"; write it as a list: [{value}]"
+    if isinstance(value, dict):
+        return "; start each item on its own line with '- '"
+    return None
 
 
 def _split(command: str) -> list[str]:
