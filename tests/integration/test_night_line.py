@@ -205,23 +205,29 @@ def test_a_flagged_night_also_names_the_scenarios_it_measured_nothing_of(
     ) in line, line
 
 
-def test_a_night_whose_calls_had_no_api_base_names_where_they_went_and_the_variable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Forgetting EVALRUNNER_API_BASE: the calls went to the provider's default, and the
-    # reason named no URL and the last line no variable (a review). The default here is
-    # OPENAI_BASE_URL's dead loopback port, as no test may leave the machine.
-    monkeypatch.chdir(tmp_path)
+def _night_given_no_api_base(tmp_path: Path, key: str | None) -> Any:
+    """A one-run outage night of openai/fake given no api_base, with ``key`` (or none): its
+    calls go to OPENAI_BASE_URL's dead loopback port, as no test may leave the machine."""
     write_suite(tmp_path, "capitals", [SCENARIO], runs=1, retry={"max_attempts": 1})
     env = {
         "EVALRUNNER_API_BASE": None,
         "EVALRUNNER_MODEL": None,
-        "OPENAI_API_KEY": FAKE_KEY,
+        "OPENAI_API_KEY": key,
         "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
     }
     args = ["run", "--suites-dir", str(tmp_path), "--suite", "capitals", "--out", "n1"]
     result = CliRunner().invoke(main, [*args, "--no-history"], env=env, catch_exceptions=False)
     assert result.exit_code == 3, result.output
+    return result
+
+
+def test_a_night_whose_calls_had_no_api_base_names_where_they_went_and_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forgetting EVALRUNNER_API_BASE: the calls went to the provider's default, and the
+    # reason named no URL and the last line no variable (a review).
+    monkeypatch.chdir(tmp_path)
+    result = _night_given_no_api_base(tmp_path, FAKE_KEY)
     # The night's line is the last, after the outage's own.
     assert (
         result.stderr.splitlines()[-1]
@@ -245,16 +251,7 @@ def test_a_night_with_no_key_to_send_says_so_not_http_500_and_keeps_the_hint_in_
     # Before: "InternalServerError (HTTP 500) ... (check the model's API key; )": litellm
     # calls the client's refusal a 500, and the progress line cut the hint (a review).
     monkeypatch.chdir(tmp_path)
-    write_suite(tmp_path, "capitals", [SCENARIO], runs=1)
-    env = {
-        "EVALRUNNER_API_BASE": None,
-        "EVALRUNNER_MODEL": None,
-        "OPENAI_API_KEY": None,
-        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-    }
-    args = ["run", "--suites-dir", str(tmp_path), "--suite", "capitals", "--out", "n1"]
-    result = CliRunner().invoke(main, [*args, "--no-history"], env=env, catch_exceptions=False)
-    assert result.exit_code == 3, result.output
+    result = _night_given_no_api_base(tmp_path, None)
     assert result.stderr.splitlines()[-1].endswith("Next: check the model's API key.")
     [record] = ResultsDir(tmp_path / "n1").records()
     reason = record.reason or ""
