@@ -224,7 +224,7 @@ def test_a_baseline_night_mixing_the_runs_of_two_nights_is_refused(tmp_path: Pat
 
 
 def _dataset_baseline(version: int, pass_hat_3: float) -> dict[str, Any]:
-    rows = [("easy", "passed")] * 3 + [("hard", "failed")] * 3
+    rows: list[tuple[str, Outcome]] = [("easy", "passed")] * 3 + [("hard", "failed")] * 3
     records = [
         run(i, outcome, ("lookup",), 2).model_copy(update={"row": row})
         for i, (row, outcome) in enumerate(rows)
@@ -236,7 +236,7 @@ def _dataset_baseline(version: int, pass_hat_3: float) -> dict[str, Any]:
             ]
         }
     )
-    data = json.loads(doc.model_dump_json())
+    data: dict[str, Any] = json.loads(doc.model_dump_json())
     data.update(format_version=version, summary={"pass_hat_k": {"3": pass_hat_3}})
     return data
 
