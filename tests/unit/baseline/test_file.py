@@ -224,7 +224,9 @@ def test_a_baseline_night_mixing_the_runs_of_two_nights_is_refused(tmp_path: Pat
 
 
 def _dataset_baseline(version: int, pass_hat_3: float) -> dict[str, Any]:
-    rows: list[tuple[str, Outcome]] = [("easy", "passed")] * 3 + [("hard", "failed")] * 3
+    passed: Outcome = "passed"
+    failed: Outcome = "failed"
+    rows = [("easy", passed)] * 3 + [("hard", failed)] * 3
     records = [
         run(i, outcome, ("lookup",), 2).model_copy(update={"row": row})
         for i, (row, outcome) in enumerate(rows)
