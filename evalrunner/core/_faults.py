@@ -158,9 +158,9 @@ _NO_KEY_SENT = "the client had no API key to send, no model answered"
 _REFUSAL_IN_REASON = re.compile(r"\((check [^;()]+); [^;()]+, no model answered\)")
 
 
-def _no_key(exc: BaseException) -> bool:
+def _no_key(chain: list[BaseException]) -> bool:
     """The client refused to send the call: it had no key (no server was asked)."""
-    return any(_NO_KEY.search(str(each)) for each in _chain(exc))
+    return any(_NO_KEY.search(str(each)) for each in chain)
 
 
 def refusal_advice(reason: str | None) -> str | None:
@@ -355,7 +355,7 @@ class InfraLog:
             # Refused outright: no model answered. The run is infra_error whatever the agent
             # makes of the exception (an agent that crashed on it, or one that caught it and
             # answered something, would otherwise read as behaviour), and not retried.
-            reason = f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(exc) else _REFUSED})"
+            reason = f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(_chain(exc)) else _REFUSED})"
         self.faults.append(reason)
         self._note_attempt(attempt)
         if hint is not None or attempt >= self.attempts or self.policy is None:
@@ -468,7 +468,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _kind(chain: list[BaseException], timeout: float | None) -> str:
     """'HTTP 503' when the server sent a status; else what went wrong on the way."""
-    if any(_NO_KEY.search(str(each)) for each in chain):
+    if _no_key(chain):
         return "no API key"  # litellm calls the client's refusal a 500: no server said so
     for each in chain:
         response = getattr(each, "response", None)

@@ -332,8 +332,6 @@ def infra_run(job: Job, reason: str) -> JobResult:
 DOWN_AFTER = 10
 """Runs in a row that ended in infra_error (each after its retries) after which an
 endpoint is taken as down for the rest of the night (at least twice the concurrency)."""
-NOT_RUN = "not run"
-"""How the reason of a run the night did not start, its endpoint down, begins."""
 
 
 class JobExecutor(Protocol):
@@ -556,34 +554,42 @@ class _Driver:
             for task in workers:  # a bug in one run stops the night's other workers
                 task.cancel()
 
+    def _not_run(self, job: Job) -> JobResult | None:
+        """The record of a job whose endpoint is down for the night, instead of running it:
+        each run left would wait out its retries and timeouts for the same answer (hours
+        against a hung endpoint), and the night is the outage it is in minutes."""
+        label = job.endpoint.label
+        streak, last = self.failing.get(label, (0, ""))
+        if streak < self.down_after:
+            return None
+        return infra_run(
+            job,
+            f"not run: the last {streak} runs against {label} ended in infra_error, so it is "
+            f"taken as down for the rest of the night (the last: {last})",
+        )
+
+    def _count(self, label: str, record: RunRecord) -> None:
+        """Count ``record`` in its endpoint's run of infra_errors (as runs end, not start)."""
+        reason = record.reason or ""
+        if reason.startswith(WORKER_LOST):
+            return  # the cluster's fault, not the endpoint's: no evidence either way
+        if record.outcome == "infra_error":
+            self.failing[label] = (self.failing.get(label, (0, ""))[0] + 1, reason)
+        else:
+            self.failing.pop(label, None)
+
     async def run(self, job: Job) -> tuple[RunRecord, str | None]:
         """One run, executed and written; the traceback too if it crashed."""
         # The endpoint's own limit is its number of workers (run_all): a run waiting
         # for the local server holds no slot a run against another endpoint could use.
-        label = job.endpoint.label
-        streak, last = self.failing.get(label, (0, ""))
-        if streak >= self.down_after:
-            # Down for the night: each run left would wait out its retries and timeouts for
-            # the same answer (hours against a hung endpoint). Recorded, not run: the night
-            # is then the outage it is, in minutes.
-            result = infra_run(
-                job,
-                f"{NOT_RUN}: the last {streak} runs against {label} ended in infra_error, so "
-                f"it is taken as down for the rest of the night (the last: {last})",
-            )
-            self.writer.write(result.record, result.trajectory, None)
-            self.progress.update(result.record, 0.0)
-            return result.record, None
+        skipped = self._not_run(job)
+        if skipped is not None:
+            self.writer.write(skipped.record, skipped.trajectory, None)
+            self.progress.update(skipped.record, 0.0)
+            return skipped.record, None
         async with self.semaphore:
             result = await self.executor.execute(job)
-            reason = result.record.reason or ""
-            if reason.startswith(WORKER_LOST):
-                pass  # the cluster's fault, not the endpoint's: no evidence either way
-            elif result.record.outcome == "infra_error":  # counted as runs end, not start
-                ended = self.failing.get(label, (0, ""))[0] + 1
-                self.failing[label] = (ended, reason)
-            else:
-                self.failing[label] = (0, "")
+            self._count(job.endpoint.label, result.record)
             sc = job.scenario
             disagreement = tools_disagreement(result.trajectory, sc.tools)
             if disagreement and sc.id not in self.noted:

@@ -371,17 +371,14 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
         raise ConfigError(f"{where}: cwd {cwd!r} is not a directory (relative to {Path.cwd()})")
     program = argv[0]
     base = Path(cwd) if cwd is not None else Path.cwd()
-    found = (
-        (base / program).is_file()
-        if ("/" in program or os.sep in program)
-        else shutil.which(program)
-    )
+    as_path = "/" in program or os.sep in program  # else looked up on PATH
+    found = (base / program).is_file() if as_path else shutil.which(program)
     if not found:
         raise ConfigError(
             f"{where}: program {program!r} not found (on PATH, or relative to {base}); "
             "install it or give its path"
         )
-    if ("/" in program or os.sep in program) and not os.access(base / program, os.X_OK):
+    if as_path and not os.access(base / program, os.X_OK):
         # Every run would end "crashed" on the same PermissionError: configuration, not behaviour.
         raise ConfigError(
             f"{where}: program {program!r} is not executable; chmod +x {program}, or name its "
