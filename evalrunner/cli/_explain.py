@@ -51,8 +51,8 @@ def explain_cmd(
     manifest = results.read_manifest()
     if manifest.suite != suite.name:
         raise click.UsageError(f"{results_dir} holds suite {manifest.suite!r}, not {suite.name!r}")
-    cells = _cells(results_dir, results, manifest, scenarios, models)
     records = results.records()
+    cells = _cells(results_dir, records, manifest, scenarios, models)
     # Every run the endpoint's failure: "as in the baseline" would be said of runs that
     # never acted.
     stop_on_outage(
@@ -91,13 +91,12 @@ def _measured(cells: list[CellKey], records: list[RunRecord]) -> list[CellKey]:
 
 def _cells(
     results_dir: Path,
-    results: ResultsDir,
+    records: list[RunRecord],
     manifest: Manifest,
     scenarios: tuple[str, ...],
     models: tuple[str, ...],
 ) -> list[CellKey]:
     """The night's scenario x model cells asked about; one line for what it did not run."""
-    records = results.records()
     if not records:
         raise click.UsageError(no_runs(results_dir, manifest))
     for asked, what, there in (
