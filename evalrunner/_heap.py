@@ -9,7 +9,8 @@ exit. Figures: ``/usr/bin/time python -c "import litellm"`` against the same wit
 the collector paused, and with ``gc.freeze()`` last; ``benchmarks/bench_pr.py`` and
 ``benchmarks/bench_runner.py`` for what that gives a PR check and a night.
 
-- :func:`collector_paused`: around a big import (litellm, an agent's module).
+- :func:`collector_paused`: around a big import (litellm, an agent's module); what a
+  big one built is frozen afterwards.
 - :func:`heap_frozen`: around work that keeps what it started with (a night, the
   rendering of a report).
 - :func:`exit_without_collecting`: a process that made a big import leaves what it
@@ -27,18 +28,38 @@ import gc
 import sys
 from collections.abc import Iterator
 
+FREEZE_AT = 100_000
+"""Objects a paused block may leave before they are frozen: about 30 ms of every full pass
+of the collector (the openai SDK's import leaves 130,000, litellm's 580,000, a test module
+a few thousand)."""
+_frozen_by_imports = 0
+"""How many objects :func:`collector_paused` froze (0: none). A freeze no bigger than that
+is ours; a bigger one is the process's own (a forking server's), and is left alone."""
+
+
+def _ours() -> bool:
+    """Is whatever is frozen ours (or nothing)? (Frozen objects that die leave the count.)"""
+    return gc.get_freeze_count() <= _frozen_by_imports
+
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """No cyclic collection while a big package is imported.
+    """No cyclic collection while a big package is imported, and what it built kept out of
+    the collector's way afterwards.
 
     The import's objects nearly all live as long as the process, and every full pass the
     collector made during the import walked them again: about a quarter of litellm's import
-    CPU (3.5 s with it, 2.9 s paused, exit included). Whatever garbage the import leaves is
-    collected once the collector runs again. A process that turned the collector off
-    itself keeps it off. A process that made such an import exits without collecting
-    (:func:`exit_without_collecting`).
+    CPU (3.5 s with it, 2.9 s paused, exit included). Left to the collector once it runs
+    again, the same objects were walked three more times in a PR check's first golden
+    test (a young pass, a middle one, a full one: 0.5 s of CPU for litellm). So a block
+    that left more than :data:`FREEZE_AT` objects freezes the heap until something gives
+    it back (the end of a night, a pytest session's last collections:
+    :func:`unfreeze_imports`); an object that turns into cyclic garbage meanwhile waits
+    for that (litellm's import itself leaves about 2,000 such objects). A process that
+    turned the collector off itself keeps it off. A process that made such an import exits
+    without collecting (:func:`exit_without_collecting`).
     """
+    global _frozen_by_imports
     exit_without_collecting()
     if not gc.isenabled():
         yield
@@ -47,7 +68,24 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        # While the collector is off, the youngest generation's count is every object the
+        # block allocated and kept: a measure of what a full pass would walk again.
+        if gc.get_count()[0] >= FREEZE_AT and _ours():
+            gc.freeze()
+            _frozen_by_imports = gc.get_freeze_count()
         gc.enable()
+
+
+def unfreeze_imports() -> None:
+    """Give what a big import froze back to the collector (nothing if it froze nothing).
+
+    For a pytest session before its last collections, which report exceptions raised in
+    finalizers: an object alive when litellm was imported and garbage since is found
+    there, as in a session that never froze."""
+    global _frozen_by_imports
+    if _frozen_by_imports and _ours():
+        gc.unfreeze()
+        _frozen_by_imports = 0
 
 
 @contextlib.contextmanager
@@ -57,9 +95,11 @@ def heap_frozen() -> Iterator[None]:
 
     For a night: its modules and their tables live all night, and each full collection
     walked them again. Unfrozen at the end, so what died in the meantime is collected as
-    before; a process that froze its own heap (a forking server) is left as it is.
+    before (a big import's freeze with it: its objects go back to the collector); a
+    process that froze its own heap (a forking server) is left as it is.
     """
-    if gc.get_freeze_count():
+    global _frozen_by_imports
+    if not _ours():
         yield
         return
     gc.freeze()
@@ -67,6 +107,7 @@ def heap_frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+        _frozen_by_imports = 0
 
 
 @functools.cache

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evalrunner._heap import collector_paused
+from evalrunner._heap import collector_paused, unfreeze_imports
 from evalrunner._litellm import prepare
 from evalrunner.frozen import _session
 
@@ -72,7 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
     _session.start(config)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
+    # Before pytest's own last collections, which must see every object (evalrunner/_heap.py).
+    unfreeze_imports()
     _session.end(config)
 
 
