@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from evalrunner._redact import redact
+from evalrunner._version import __version__
 from evalrunner.errors import EvalrunnerError, FileFormatError, NewerFormat
 
 
@@ -136,9 +137,11 @@ def load_model(
     if versions is not None and found not in versions and not (version_optional and found is None):
         if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
             # Not ``fix``: regenerating it would overwrite what a newer release wrote.
+            writer = data.get("evalrunner_version")
+            by = f", written by evalrunner {writer}" if isinstance(writer, str) else ""
             raise NewerFormat(
-                f"{path}: {what} format_version {found} is newer than this evalrunner reads "
-                f"(up to {max(versions)}); upgrade evalrunner to read it"
+                f"{path}: {what} format_version {found} is newer than this evalrunner "
+                f"({__version__}) reads (up to {max(versions)}{by}); upgrade evalrunner to read it"
             )
         if isinstance(found, str) and found.strip().isdigit():
             raise FileFormatError(

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from evalrunner.errors import FileFormatError
+from evalrunner._version import __version__
+from evalrunner.errors import FileFormatError, NewerFormat
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,8 +40,15 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float64]
 
-COLUMNAR_FORMAT_VERSION = 2
-"""History format version of Parquet entries (1: one JSON document per night)."""
+COLUMNAR_FORMAT_VERSION = 3
+"""History format version of Parquet entries (1: one JSON document per night).
+
+3 holds what 2 held, and the fields 2's files gained later without a new number (the
+evidence's ``last_failed``): a release that reads only 2 failed on those fields and
+stopped its report; given 3, it leaves the file out with a warning that says to upgrade.
+A change to what an entry holds takes a new number (tests/meta/test_file_formats.py)."""
+READS = (2, 3)
+"""The Parquet history formats this release reads (their columns are the same)."""
 META_KEY = b"evalrunner.history"
 ENTRY = "entry"
 """The row group holding every field that is not a list of models, as one JSON document."""
@@ -207,10 +215,16 @@ class ColumnarFile(Generic[M]):
         if not isinstance(layout, dict):
             layout = {}
         version = layout.get("format_version")
-        if version != COLUMNAR_FORMAT_VERSION:
+        if isinstance(version, int) and version > max(READS):
+            # Not "move it aside": it is a night another machine's newer release wrote.
+            raise NewerFormat(
+                f"{where}: history format_version {version} is newer than this evalrunner "
+                f"({__version__}) reads (up to {max(READS)}); upgrade evalrunner to read it"
+            )
+        if version not in READS:
             raise FileFormatError(
                 f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
-                f"{COLUMNAR_FORMAT_VERSION} in Parquet files); upgrade evalrunner, or move the file aside"
+                f"{' and '.join(map(str, READS))} in Parquet files); move the file aside"
             )
         stored: dict[str, Any] = layout.get("tables", {})
         groups = self._pf.num_row_groups

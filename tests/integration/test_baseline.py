@@ -311,7 +311,7 @@ def corrupt(kind: str, text: str) -> str | bytes:
 
 EXPECTED_ERRORS = {
     "truncated": r"not valid JSON at line \d+ column \d+",
-    "format_version": r"baseline format_version 99 is newer than this evalrunner reads \(up to 4\); upgrade evalrunner to read it",
+    "format_version": r"baseline format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 4, written by evalrunner [^)]+\); upgrade evalrunner to read it",
     "missing_field": r"fingerprint: Field required; rebuild it with 'evalrunner baseline'",
     "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
     # Its fix once (before: "...; rebuild it with ..., or restore it; rebuild it with ...").

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from evalrunner._version import __version__
 from evalrunner.baseline._file import (
     AcceptedNight,
     Baseline,
@@ -21,7 +22,7 @@ from evalrunner.baseline._file import (
     save_baseline,
     typical_run,
 )
-from evalrunner.errors import FileFormatError
+from evalrunner.errors import FileFormatError, NewerFormat
 from evalrunner.suite._record import CellKey, Outcome, RunRecord
 
 
@@ -113,7 +114,10 @@ def test_a_baseline_copied_from_another_suite_is_refused_in_one_line(tmp_path: P
         (0, "is not supported (expected 1, 2, 3 or 4); rebuild it with 'evalrunner baseline'"),
         # Rebuilding (or --golden-update, or re-recording) would overwrite what a newer
         # release wrote: the fix for a newer format is a newer evalrunner.
-        (5, "is newer than this evalrunner reads (up to 4); upgrade evalrunner to read it"),
+        (
+            5,
+            f"is newer than this evalrunner ({__version__}) reads (up to 4); upgrade evalrunner to read it",
+        ),
     ],
     ids=["older", "newer"],
 )
@@ -125,6 +129,15 @@ def test_a_baseline_of_another_format_version_is_refused_in_one_line(
     with pytest.raises(FileFormatError) as excinfo:
         load_baseline(path)
     assert str(excinfo.value) == f"{path}: baseline format_version {version} {said}"
+
+
+def test_a_newer_baseline_names_the_release_that_wrote_it(tmp_path: Path) -> None:
+    # Every build once called itself 0.1.0; a number of its own per release now says
+    # which release to upgrade to.
+    path = tmp_path / "capital--m.json"
+    path.write_text('{"format_version": 5, "evalrunner_version": "9.1.0"}', encoding="utf-8")
+    with pytest.raises(NewerFormat, match=r"\(up to 4, written by evalrunner 9\.1\.0\); upgrade"):
+        load_baseline(path)
 
 
 def test_a_format_version_written_as_text_says_to_write_the_number(tmp_path: Path) -> None:

@@ -246,15 +246,45 @@ def test_a_damaged_parquet_file_fails_in_one_line(tmp_path: Path) -> None:
     _left_out(tmp_path, Path(path), "unreadable history file")
 
 
-def test_a_parquet_file_of_another_format_version_is_refused(tmp_path: Path) -> None:
-    import pyarrow as pa
+def _with_layout_version(path: Path, version: object) -> None:
     import pyarrow.parquet as pq
 
-    (tmp_path / "demo").mkdir()
-    path = tmp_path / "demo" / "20250101T000000Z-00000000.parquet"
-    table = pa.table({"x": [1]}).replace_schema_metadata({META_KEY: b'{"format_version": 99}'})
-    pq.write_table(table, path)
-    _left_out(tmp_path, path, "unsupported history format_version 99")
+    found = pq.ParquetFile(path)
+    layout = json.loads(found.schema_arrow.metadata[META_KEY])
+    layout["format_version"] = version
+    schema = found.schema_arrow.with_metadata({META_KEY: json.dumps(layout).encode()})
+    groups = [found.read_row_group(i) for i in range(found.num_row_groups)]
+    with pq.ParquetWriter(path, schema) as writer:  # row group by row group, as written
+        for group in groups:
+            writer.write_table(group.replace_schema_metadata(schema.metadata))
+
+
+def test_a_night_a_newer_release_wrote_is_left_out_with_upgrade_not_move_it_aside(
+    tmp_path: Path,
+) -> None:
+    # A shared history (CI on a newer release, a laptop on this one): the newer night is
+    # valid, so the line says to upgrade, and the report goes on without it.
+    paths = write_history(str(tmp_path), build_entries(nights=2, scenarios=1))
+    _with_layout_version(Path(paths[-1]), 99)
+    _left_out(
+        tmp_path,
+        Path(paths[-1]),
+        r"history format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 3\); "
+        r"upgrade evalrunner to read it \(left out\)$",
+    )
+
+
+def test_a_parquet_file_of_an_unknown_format_version_is_refused(tmp_path: Path) -> None:
+    [path] = write_history(str(tmp_path), build_entries(nights=1, scenarios=1))
+    _with_layout_version(Path(path), "two")
+    _left_out(tmp_path, Path(path), "unsupported history format_version 'two'")
+
+
+def test_a_night_written_as_history_format_2_still_reads(tmp_path: Path) -> None:
+    entries = build_entries(nights=2, scenarios=1)
+    paths = write_history(str(tmp_path), entries)
+    _with_layout_version(Path(paths[0]), 2)
+    assert read_entries(str(tmp_path)) == entries
 
 
 def test_json_history_and_parquet_history_load_together(tmp_path: Path) -> None:
