@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
 from evalrunner.live._outage import model_outages, outage_of
 from evalrunner.live._results import Manifest, ResultsDir
-from evalrunner.suite._record import CellKey, RunRecord, group_records
+from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = ["build_baselines"]
@@ -200,6 +201,39 @@ def _baseline(
     )
 
 
+def _refuse_flagged(
+    suite: str, scenario: ResolvedScenario, cell: CellKey, path: Path, found: Sequence[_Found]
+) -> None:
+    """Refuse to append nights that fail a gating metric against the baseline they would
+    join: a baseline of both behaviours flags neither, and the night said so, but
+    ``--append`` took a night that had failed 0/9 against it, and the next night against
+    the mixed baseline passed (a review)."""
+    from evalrunner.baseline._compare import CellPair, compare_pairs
+
+    old = load_baseline(path)
+    records = [r for each in found for r in each.night.records]
+    pair = CellPair(
+        cell,
+        [n.records for n in old.nights],
+        records,
+        scenario.tolerance,
+        old.anchor,
+        None,
+        rows_of(records),
+    )
+    failed = sorted({r.metric for r in compare_pairs([pair]).regressions})
+    if not failed:
+        return
+    sources = " ".join(f"--from {shlex.quote(str(each.results.root))}" for each in found)
+    scope = f"--scenario {shlex.quote(cell.scenario)} --model {shlex.quote(cell.model)}"
+    raise BaselineMismatch(
+        f"{path}: the nights given fail {', '.join(failed)} against it ({cell}); appended, the "
+        "baseline would hold both behaviours and flag neither. If the new behaviour is "
+        f"intended, make it the baseline: evalrunner baseline --suite {suite} {sources} "
+        f"{scope} (without --append); to append them anyway, add --accept-flagged"
+    )
+
+
 def build_baselines(
     suite: Suite,
     sources: Sequence[Path],
@@ -208,6 +242,7 @@ def build_baselines(
     append: bool = False,
     models: Sequence[str] = (),
     scenarios: Sequence[str] = (),
+    accept_flagged: bool = False,
 ) -> list[Path]:
     """Write baselines from results directories (each one accepted night); return the files written.
 
@@ -215,9 +250,11 @@ def build_baselines(
     when given); the suite's other baseline files are left as they are. Without
     ``append`` each file written holds only these nights; with it they are accepted
     into the existing file (all of its nights are kept: baselines are anchored, never
-    rolled), and a file of another configuration is refused. A night an endpoint
-    failed is refused (the message names the models or scenarios to accept instead).
-    Every file is checked before any is written: a refusal leaves them all as they were.
+    rolled), and a file of another configuration is refused, as are nights that fail
+    a gating metric against the file they would join (``accept_flagged`` takes them
+    anyway). A night an endpoint failed is refused (the message names the models or
+    scenarios to accept instead). Every file is checked before any is written: a
+    refusal leaves them all as they were.
     """
     by_id = {s.id: s for s in suite.scenarios}
     pending: list[tuple[Path, Baseline]] = []
@@ -235,6 +272,8 @@ def build_baselines(
         nights = _accepted(
             path, cell, scenario.fingerprint, [each.night for each in found], append=append
         )
+        if append and not accept_flagged and path.exists():
+            _refuse_flagged(suite.name, scenario, cell, path, found)
         pending.append((path, _baseline(scenario, cell, nights, found[-1])))
     for path, baseline in pending:
         save_baseline(path, baseline)

@@ -10,6 +10,7 @@ history and goes back out with the results.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,8 +76,10 @@ class Comparison:
     baselines: dict[CellKey, Baseline] = field(default_factory=dict)
     evidence: dict[CellKey, EvidenceState] = field(default_factory=dict)
     """Each compared cell's evidence after tonight: the history stores it for tomorrow."""
-    unfit: int = 0
+    unfit: list[CellKey] = field(default_factory=list)
     """Cells whose baseline exists but is for another model or configuration (not compared)."""
+    missing: list[CellKey] = field(default_factory=list)
+    """Cells run tonight with no baseline file (not compared)."""
     other_models: list[str] = field(default_factory=list)
     """When no cell had a baseline: the models the suite's baselines are for."""
 
@@ -124,18 +127,27 @@ def _usable_baseline(
     cell: CellKey,
     fingerprint: str,
     loaded: Mapping[CellKey, Baseline] | None,
+    night_dir: Path | None = None,
 ) -> tuple[Baseline | None, str, bool]:
     """The cell's baseline if it fits tonight's runs; otherwise None, why not, and whether
     there is one that does not fit.
-    ``loaded``: the suite's baselines as read before the night (None: read the file now)."""
+    ``loaded``: the suite's baselines as read before the night (None: read the file now).
+    ``night_dir``: tonight's results, which the note offers to accept."""
     path = baseline_path(root, suite, cell.scenario, cell.model)
-    refresh = f"evalrunner baseline --suite {suite} --scenario {cell.scenario} --model {cell.model}"
+    scope = f"--scenario {shlex.quote(cell.scenario)} --model {shlex.quote(cell.model)}"
+    refresh = f"evalrunner baseline --suite {suite} {scope}"
     if loaded is not None:
         baseline = loaded.get(cell)
     else:
         baseline = load_baseline(path) if path.exists() else None
     if baseline is None:
-        return None, f"{cell}: no baseline at {path}; create one with: {refresh}", False
+        create = (
+            f"create one from tonight's runs with: evalrunner baseline --suite {suite} "
+            f"--from {shlex.quote(str(night_dir))} {scope}, or with a night of its own: {refresh}"
+            if night_dir is not None
+            else f"create one with: {refresh}"
+        )
+        return None, f"{cell}: no baseline at {path}; {create}", False
     if baseline.model != cell.model:
         why = (
             f"{cell}: not compared, {path} is for model {baseline.model!r}; refresh with: {refresh}"
@@ -154,16 +166,19 @@ _MISSING_SHOWN = 3
 """Cells without a baseline named one note each up to this many; more are one note."""
 
 
-def _missing_notes(missing: list[tuple[CellKey, str]], where: Path, suite: str) -> list[str]:
+def _missing_notes(
+    missing: list[tuple[CellKey, str]], where: Path, suite: str, night_dir: Path | None
+) -> list[str]:
     """A note per cell without a baseline, or one for all of them: a first night of a big
     suite printed 80 notes that said the same (a review)."""
     if len(missing) <= _MISSING_SHOWN:
         return [note for _, note in missing]
     named = ", ".join(str(cell) for cell, _ in missing[:_MISSING_SHOWN])
+    night = shlex.quote(str(night_dir)) if night_dir is not None else "NIGHT"
     return [
         f"{len(missing)} scenario × models have no baseline under {where}/ ({named} and "
         f"{len(missing) - _MISSING_SHOWN} more); create them from a night that ran them with "
-        f"evalrunner baseline --suite {suite} --from NIGHT, or with a night of their own: "
+        f"evalrunner baseline --suite {suite} --from {night}, or with a night of their own: "
         f"evalrunner baseline --suite {suite}"
     ]
 
@@ -177,6 +192,7 @@ def compare_with_baselines(
     evidence: Mapping[CellKey, EvidenceState] | None = None,
     loaded: Mapping[CellKey, Baseline] | None = None,
     references: Mapping[CellKey, CellReference] | None = None,
+    night_dir: Path | None = None,
 ) -> Comparison:
     """Compare each scenario x model of tonight with its baseline file under ``root``.
 
@@ -187,7 +203,7 @@ def compare_with_baselines(
     ``loaded`` and ``references``: the baselines the night read before its runs and
     their fit, so a night reads and fits them once.
     """
-    notes, baselines, pairs, unfit = [], {}, [], 0
+    notes, baselines, pairs, unfit = [], {}, [], []
     missing: list[tuple[CellKey, str]] = []
     scenarios = {s.id: s for s in suite.scenarios}
     for cell, night in group_records(records).items():
@@ -195,13 +211,15 @@ def compare_with_baselines(
         if scenario is None:
             continue
         fingerprint = (fingerprints or {}).get(cell.scenario) or scenario.fingerprint
-        baseline, why_not, stale = _usable_baseline(root, suite.name, cell, fingerprint, loaded)
+        baseline, why_not, stale = _usable_baseline(
+            root, suite.name, cell, fingerprint, loaded, night_dir
+        )
         if baseline is None:
             if stale:
                 notes.append(why_not)
+                unfit.append(cell)
             else:
                 missing.append((cell, why_not))
-            unfit += stale
             continue
         baselines[cell] = baseline
         pairs.append(
@@ -216,8 +234,12 @@ def compare_with_baselines(
             )
         )
     comparison = compare_pairs(pairs, references)
-    comparison.notes[:0] = [*_missing_notes(missing, root / suite.name, suite.name), *notes]
+    comparison.notes[:0] = [
+        *_missing_notes(missing, root / suite.name, suite.name, night_dir),
+        *notes,
+    ]
     comparison.baselines, comparison.unfit = baselines, unfit
+    comparison.missing = [cell for cell, _ in missing]
     if not baselines:  # "no baselines yet" would be wrong when other models have them
         tonight = {r.model for r in records}
         comparison.other_models = [m for m in baseline_models(root, suite.name) if m not in tonight]

@@ -77,6 +77,12 @@ def _run_for_baseline(
     help="Accept these nights into the existing baselines (all their nights are kept) "
     "instead of replacing them. Either way the accumulated evidence starts again.",
 )
+@click.option(
+    "--accept-flagged",
+    is_flag=True,
+    help="With --append: take nights that fail a gating metric against the baseline they "
+    "join (refused otherwise: a baseline of both behaviours flags neither).",
+)
 @_options.baselines_dir()
 @_options.suites_dir
 def baseline(
@@ -88,6 +94,7 @@ def baseline(
     out: Path | None,
     window: int | None,
     append: bool,
+    accept_flagged: bool,
     baselines_dir: Path,
     suites_dir: Path,
 ) -> None:
@@ -118,7 +125,13 @@ def baseline(
         models = scenarios = ()  # the night ran only these
     before = _nights_held(baselines_dir / suite.name)
     written = build_baselines(
-        suite, list(sources), baselines_dir, append=append, models=models, scenarios=scenarios
+        suite,
+        list(sources),
+        baselines_dir,
+        append=append,
+        models=models,
+        scenarios=scenarios,
+        accept_flagged=accept_flagged,
     )
     for path in written:
         click.echo(f"wrote {path}")

@@ -139,21 +139,74 @@ def night_line(result: LiveResult, suite: str) -> str:
         return f"{head}; {_nothing_compared(comparison, suite, report.out)}"
     several = len({r.model for r in report.records}) > 1
     flagged = flagged_names(comparison.regressions, several_models=several)
+    left = _not_compared(comparison)
     if flagged:
+        # Only the flagged scenarios: the suite-wide command replaced every baseline, and
+        # cut the unflagged ones back to one young night (a review).
+        scope = _scope(comparison.regressions, several)
         return (
-            f"{head}; flagged: {', '.join(flagged)}{beside_flags(comparison.results)}. Next: "
-            "evalrunner report, and if the change "
-            "is intended, a new baseline from nights that show it: evalrunner baseline "
-            f"--suite {suite} --from {report.out} [--from ANOTHER_NIGHT ...] (not --append: "
-            "a baseline of both behaviours flags neither)"
+            f"{head}; flagged: {', '.join(flagged)}{beside_flags(comparison.results)}{left}. "
+            "Next: evalrunner report, and if the change is intended, a new baseline from "
+            f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
+            f"[--from ANOTHER_NIGHT ...] {scope} (not --append: a baseline of both behaviours "
+            "flags neither)"
         )
-    return f"{head}; nothing flagged against the baselines{undecided(comparison.results, suite)}."
+    return (
+        f"{head}; nothing flagged against the baselines{left}"
+        f"{undecided(comparison.results, suite)}."
+    )
 
 
-def _young_cells(results: Sequence[MetricResult]) -> int:
-    """Cells compared with a baseline too young to gate (no gating metric tonight)."""
+def _scope(flagged: Sequence[MetricResult], several_models: bool) -> str:
+    """``--scenario`` (and with several models ``--model``) for each flagged cell's."""
+    import shlex
+
+    words = [f"--scenario {shlex.quote(s)}" for s in sorted({r.scenario for r in flagged})]
+    if several_models:
+        words += [f"--model {shlex.quote(m)}" for m in sorted({r.model for r in flagged})]
+    return " ".join(words)
+
+
+def _not_compared(comparison: Comparison) -> str:
+    """The cells the night ran and did not compare, named: a line that says "nothing
+    flagged" over them reads as if they had passed (a review)."""
+    parts = []
+    for cells, why in (
+        (comparison.unfit, "their baseline is for another configuration or model"),
+        (comparison.missing, "no baseline"),
+    ):
+        if cells:
+            named = ", ".join(str(c) for c in cells[:3]) + (
+                f" and {len(cells) - 3} more" if len(cells) > 3 else ""
+            )
+            parts.append(f"{len(cells)} not compared ({why}: {named})")
+    return "".join(f"; {part}" for part in parts)
+
+
+def _say_if_baselines_elsewhere(suite: str, suites_dir: Path, baselines_dir: Path) -> None:
+    """A note when the default baselines/ (beside where the command runs) has none of the
+    suite's, and the project its suites come from has: run from another directory, a
+    night compared nothing, said "no baselines yet" and offered to make new ones (a
+    review)."""
+    here = baselines_dir / suite
+    there = suites_dir.resolve().parent / baselines_dir / suite
+    if here.is_dir() or not there.is_dir() or here.resolve() == there.resolve():
+        return
+    project = suites_dir.resolve().parent
+    click.echo(
+        f"note: no baselines of {suite} under {here.resolve()}; the project of "
+        f"{suites_dir} has them in {there}: run from {project}, or pass --baselines "
+        f"{project / baselines_dir} (and --history, whose default is relative too)",
+        err=True,
+    )
+
+
+def _young_cells(results: Sequence[MetricResult]) -> list[MetricResult]:
+    """A result of each cell compared with a baseline too young to gate (no gating metric
+    tonight)."""
     gating = {(r.scenario, r.model) for r in results if r.gating}
-    return len({(r.scenario, r.model) for r in results if r.baseline_nights > 0} - gating)
+    young = {(r.scenario, r.model): r for r in results if r.baseline_nights > 0}
+    return [r for key, r in sorted(young.items()) if key not in gating]
 
 
 def _models_down(out: list[str]) -> str:
@@ -172,7 +225,7 @@ def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     accept = f"evalrunner baseline --suite {suite} --from {out}"
     if comparison.unfit:
         return (
-            f"nothing was compared: {comparison.unfit} baseline(s) are for another model or "
+            f"nothing was compared: {len(comparison.unfit)} baseline(s) are for another model or "
             f"configuration (the notes above name them). Next, to make this night the "
             f"baseline: {accept}"
         )
@@ -215,10 +268,11 @@ def print_run(result: LiveResult, suite: str) -> None:
             click.echo(f"note: {note}", err=True)
         young = _young_cells(result.comparison.results)
         if young:
+            several = len({r.model for r in report.records}) > 1
             click.echo(
-                f"note: baselines too young to gate: {young}; accept nights that behaved as "
-                f"intended into them with evalrunner baseline --suite {suite} --from NIGHT "
-                f"--append (tonight's: --from {report.out})",
+                f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
+                f"as intended into them with evalrunner baseline --suite {suite} --from NIGHT "
+                f"{_scope(young, several)} --append (tonight's: --from {report.out})",
                 err=True,
             )
     _print_why(result, suite)
@@ -371,6 +425,8 @@ def run(
     if ray_address is not None and executor != "ray":
         raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
     suite = load_suite_by_name(suite_name, suites_dir)
+    if not no_compare and given("baselines_dir") is not ParameterSource.COMMANDLINE:
+        _say_if_baselines_elsewhere(suite.name, suites_dir, baselines_dir)
     if resume and out is None:
         raise click.UsageError("--resume needs --out DIR (the directory to finish)")
     out = out or default_out(suite.name)

@@ -364,6 +364,7 @@ def _after_the_runs(
                 evidence=before.evidence,
                 loaded=before.loaded,
                 references=before.references,
+                night_dir=night.results.root,
             )
         except EvalrunnerError as exc:
             result.problems.append(f"not compared with baselines: {exc}")

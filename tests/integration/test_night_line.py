@@ -61,8 +61,8 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
     # A new baseline of nights that show the change, not the old one with this night in it.
     assert flagged.endswith(
         "if the change is intended, a new baseline from nights that show it: evalrunner "
-        "baseline --suite capitals --from n3 [--from ANOTHER_NIGHT ...] (not --append: a "
-        "baseline of both behaviours flags neither)"
+        "baseline --suite capitals --from n3 [--from ANOTHER_NIGHT ...] --scenario s (not "
+        "--append: a baseline of both behaviours flags neither)"
     )
 
 
@@ -101,8 +101,8 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
     # What "accept more nights" is, as a command (before: no command, a review).
     assert (
         "note: baselines too young to gate: 1; accept nights that behaved as intended into "
-        "them with evalrunner baseline --suite capitals --from NIGHT --append (tonight's: "
-        "--from n2)"
+        "them with evalrunner baseline --suite capitals --from NIGHT --scenario s --append "
+        "(tonight's: --from n2)"
     ) in result.stderr
 
 
@@ -296,7 +296,7 @@ def test_a_first_night_of_many_scenarios_says_they_have_no_baseline_once(
     assert notes == [
         f"note: 5 scenario × models have no baseline under {Path('baselines') / 'capitals'}/ "
         "(s0 [openai/fake], s1 [openai/fake], s2 [openai/fake] and 2 more); create them from a "
-        "night that ran them with evalrunner baseline --suite capitals --from NIGHT, or with a "
+        "night that ran them with evalrunner baseline --suite capitals --from n1, or with a "
         "night of their own: evalrunner baseline --suite capitals"
     ], notes
     assert night_line(result.stderr).endswith("evalrunner baseline --suite capitals --from n1")
