@@ -22,40 +22,92 @@ from evalrunner.errors import FileFormatError
 
 
 def _load(path: Path, strict: bool) -> dict[str, Any]:
-    source: Path | dict[str, Any] = path
-    name = None
+    _refuse_history(path)  # before reading it as text, which it is not
     found = read_json(path, "trajectory")
-    if (
-        isinstance(found, dict)
-        and "steps" not in found
-        and isinstance(found.get("trajectory"), dict)
-    ):
-        # evalrunner's own files hold the trajectory under "trajectory": a golden
-        # (beside its shape) and a results directory's run file (beside its record).
-        source, name = found["trajectory"], f"{path}: trajectory"
-    elif isinstance(found, dict) and "nights" in found and "fingerprint" in found:
-        # A baseline: what it can show is the trajectory of its typical run.
-        if not isinstance(found.get("typical"), dict):
-            raise FileFormatError(
-                f"{path}: a baseline file without a typical run's trajectory; show and diff "
-                "read ATIF trajectories, goldens and results' run files"
-            )
-        source, name = found["typical"], f"{path}: typical run"
-    elif (
-        isinstance(found, dict)
-        and "steps" not in found
-        and ("calls" in found or "entries" in found)
-    ):
-        raise FileFormatError(
-            f"{path}: a recording of model calls, not a trajectory; show and diff read ATIF "
-            "trajectories, goldens (its .golden.json beside it) and results' run files"
-        )
+    source, name = _trajectory_in(path, found)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         doc = load_trajectory(source, strict=strict, name=name)
     for warning in caught:
         click.echo(f"warning: {warning.message}", err=True)
     return normalize(doc)
+
+
+def _trajectory_in(path: Path, found: Any) -> tuple[Path | dict[str, Any], str | None]:
+    """The trajectory ``path`` holds, and what to call it in messages.
+
+    evalrunner's files that hold none are refused, each saying what it is and what
+    reads it: read as a trajectory, they failed on a field no such file has.
+    """
+    if not isinstance(found, dict) or "steps" in found:
+        return path, None
+    if isinstance(found.get("trajectory"), dict):
+        # evalrunner's own files hold the trajectory under "trajectory": a golden
+        # (beside its shape) and a results directory's run file (beside its record).
+        return found["trajectory"], f"{path}: trajectory"
+    if "nights" in found and "fingerprint" in found:
+        # A baseline: what it can show is the trajectory of its typical run.
+        if not isinstance(found.get("typical"), dict):
+            raise FileFormatError(
+                f"{path}: a baseline file without a typical run's trajectory; show and diff "
+                "read ATIF trajectories, goldens and results' run files"
+            )
+        return found["typical"], f"{path}: typical run"
+    _refuse_recording(path, found)
+    _refuse_manifest(path, found)
+    return path, None
+
+
+def _refuse_recording(path: Path, found: dict[str, Any]) -> None:
+    """A frozen run's recording: its golden is ``<stem>.json`` beside it."""
+    from evalrunner.frozen._golden import RECORDINGS
+
+    ending = next((end for end in RECORDINGS if path.name.endswith(end)), None)
+    if ending is None:
+        if "calls" in found or "entries" in found:  # renamed, so its golden is unknown
+            raise FileFormatError(
+                f"{path}: a recording of model calls, not a trajectory; its golden is the "
+                "<test>.json beside its <test>.llm.json or <test>.proxy.json"
+            )
+        return
+    golden = path.with_name(path.name.removesuffix(ending) + ".json")
+    of = "a judge's grades" if ending == ".judge.json" else "model calls"
+    what = f"{path}: a recording of {of}, not a trajectory"
+    if not golden.is_file():
+        raise FileFormatError(
+            f"{what}; its golden would be {golden.name} beside it, which is not there "
+            "(pytest --golden-update writes it)"
+        )
+    raise FileFormatError(
+        f"{what}; its golden is {golden.name} beside it: evalrunner show {golden}"
+    )
+
+
+def _refuse_manifest(path: Path, found: dict[str, Any]) -> None:
+    """A results directory's manifest: the night's plan, its runs in files beside it."""
+    if not {"suite", "models", "runs", "scenarios"} <= found.keys():
+        return
+    results = path.parent
+    example = next(results.glob("runs/*/*/*.json"), None)
+    suite = found["suite"] if isinstance(found["suite"], str) else "<suite>"
+    runs = f"e.g. {example}" if example else f"{results}/runs/<scenario>/<model>/<index>.json"
+    raise FileFormatError(
+        f"{path}: a results directory's manifest, not a trajectory; show and diff read its "
+        f"run files ({runs}); for the night as a whole: evalrunner explain --suite {suite} "
+        f"--results {results}, or evalrunner compare <reference results> {results}"
+    )
+
+
+_HISTORY = (".parquet", ".json.gz")
+"""A run history's files: ``<history>/<suite>/<time>-<random>.parquet`` (older: .json.gz)."""
+
+
+def _refuse_history(path: Path) -> None:
+    if path.name.endswith(_HISTORY):
+        raise FileFormatError(
+            f"{path}: a run history file, not a trajectory; read the history with evalrunner "
+            f"report --history {path.parent.parent}"
+        )
 
 
 def _lines(sh: Shape) -> list[str]:

@@ -42,9 +42,11 @@ from evalrunner.frozen._run import (
     _Stop,
     _write,
     compare_with_golden,
+    golden_before,
     golden_to_check,
     no_calls_cause,
     rewrite_golden,
+    said_what_moved,
 )
 
 if TYPE_CHECKING:
@@ -288,10 +290,10 @@ def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
             FrozenOutcome(False, f"{nothing}: the agent failed: {type(error).__name__}: {error}")
         )
     assert proxied.recording_path is not None
+    before = golden_before(run.golden_path)
     out = _write(run.golden_path, None, _result(proxied, output, None), run.config, None)
     out.written.insert(0, proxied.recording_path)
-    out.message = f"wrote {', '.join(map(str, out.written))}"
-    return out
+    return said_what_moved(out, before, run.config)
 
 
 def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:

@@ -166,7 +166,32 @@ def _record(run: _Run) -> FrozenOutcome:
             "recording failed, nothing written: the agent made no model call that capture "
             "saw. " + NO_CALLS_HINT,
         )
-    return _write(run.golden_path, run.script_path, result, run.config, recorder.script)
+    before = golden_before(run.golden_path)
+    out = _write(run.golden_path, run.script_path, result, run.config, recorder.script)
+    return said_what_moved(out, before, run.config)
+
+
+def golden_before(golden_path: Path) -> Golden | None:
+    """The golden a recording is about to replace, read to say what moved; None when there is
+    none, or none readable (recording replaces it all the same)."""
+    try:
+        return Golden.load(golden_path) if golden_path.exists() else None
+    except FileFormatError:
+        return None
+
+
+def said_what_moved(
+    out: FrozenOutcome, before: Golden | None, config: NormalizeConfig
+) -> FrozenOutcome:
+    """``wrote <files>``, and what moved from the golden it replaced, in the words a check
+    fails with: whoever re-records by habit would otherwise never see the behaviour change
+    that a check would have failed on."""
+    out.message = f"wrote {', '.join(map(str, out.written))}"
+    if before is not None and out.result is not None:
+        normalized = _normalized(out.result.trajectory, config)
+        out.deltas = diff_shapes(before.behaviour, shape(normalized))
+        out.message += f": {summary(out.deltas, before.trajectory, normalized)}"
+    return out
 
 
 def _update(run: _Run) -> FrozenOutcome:
@@ -226,11 +251,14 @@ def rewrite_golden(
         return FrozenOutcome(False, f"{exc}; --golden-update left it as it is")
     except FileFormatError as exc:
         old, unreadable = None, exc  # an unreadable golden is what --golden-update replaces
+    was = golden_path.read_bytes() if old is not None else None
     out = _write(golden_path, None, result, config, None)
     if old is not None:
         moved = diff_shapes(old.shape, shape(_normalized(result.trajectory, config)))
         out.deltas = moved
-        out.message = f"updated {golden_path}: {summary(moved)}"
+        # "updated" only for a file whose bytes changed: reviewers look for its diff.
+        verb = "unchanged" if golden_path.read_bytes() == was else "updated"
+        out.message = f"{verb} {golden_path}: {summary(moved)}"
     elif unreadable is not None:
         out.message = f"replaced {golden_path}, which could not be read ({unreadable})"
     else:

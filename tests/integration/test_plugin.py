@@ -449,7 +449,7 @@ def test_golden_update_leaves_a_golden_written_by_a_newer_evalrunner_as_it_is(
     result = run(pytester, "--golden-update", "-k", "test_plain")
     result.assert_outcomes(failed=1, deselected=5)
     message = section(result, "test_plain")
-    assert "golden format_version 99 is newer than this evalrunner reads" in message
+    assert "golden format_version 99 is newer than this evalrunner (" in message
     assert "upgrade evalrunner to read it; --golden-update left it as it is" in message
     assert golden.read_bytes() == newer
 
@@ -816,3 +816,79 @@ def test_recording_prints_no_warnings_from_litellms_types(
     result.assert_outcomes(passed=1)
     assert "wrote " in result.stdout.str()
     assert "ReadOnly" not in result.stdout.str() + result.stderr.str()
+
+
+def test_golden_update_says_unchanged_of_a_golden_whose_bytes_it_left_as_they_were(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "updated <golden>: no behavioural change" for a file git showed no change
+    # in, and reviewers looked for a diff that was not there (a review).
+    _record_plain(pytester, monkeypatch)
+    golden = demo / "test_plain.json"
+    recorded = golden.read_bytes()
+    result = run(pytester, "--golden-update", "-k", "test_plain")
+    result.assert_outcomes(passed=1, deselected=5)
+    assert golden.read_bytes() == recorded
+    result.stdout.fnmatch_lines(
+        ["*evalrunner goldens*", f"unchanged {golden}: no behavioural change"]
+    )
+    result.stdout.no_fnmatch_line("updated *")
+
+    # The same behaviour in other bytes (reformatted by hand): rewritten, so "updated".
+    golden.write_text(json.dumps(json.loads(recorded)), encoding="utf-8")
+    result = run(pytester, "--golden-update", "-k", "test_plain")
+    result.assert_outcomes(passed=1, deselected=5)
+    result.stdout.fnmatch_lines([f"updated {golden}: no behavioural change"])
+    assert golden.read_bytes() == recorded
+
+
+def test_re_recording_a_golden_says_what_changed_in_the_words_of_the_check(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "wrote <recording>, <golden>" alone, so whoever re-recorded by habit never
+    # saw that the agent's behaviour had changed (a review).
+    golden, recording = demo / "test_reference.json", demo / "test_reference.llm.json"
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        first = run(pytester, "--golden-record", "-k", "test_reference")
+        first.assert_outcomes(passed=1, deselected=5)
+        assert f"wrote {recording}, {golden}" in first.stdout.lines  # nothing it replaced
+        monkeypatch.setenv("DEMO_VARIANT", "reminder")  # one step more
+        checked = run(pytester, "-k", "test_reference")
+        checked.assert_outcomes(failed=1, deselected=5)
+        moved = section(checked, "test_reference").splitlines()[0].removeprefix(f"{golden}: ")
+        assert moved.startswith("step_count: ")
+        again = run(pytester, "--golden-record", "-k", "test_reference")
+        again.assert_outcomes(passed=1, deselected=5)
+        assert f"wrote {recording}, {golden}: {moved}" in again.stdout.lines
+        same = run(pytester, "--golden-record", "-k", "test_reference")
+    same.assert_outcomes(passed=1, deselected=5)
+    assert f"wrote {recording}, {golden}: no behavioural change" in same.stdout.lines
+
+
+def test_re_recording_a_suite_scenario_says_what_changed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `pytest suites --golden-record` over a changed scenario: the same line as a test's.
+    _record_suite(pytester, monkeypatch, "-k", "greets")
+    suite = pytester.path / "suites" / "demo.yaml"
+    suite.write_text(SUITE.replace("input: Say hello.", "input: Say hello twice."))
+    recorded = _record_suite_again(pytester, monkeypatch, "-k", "greets")
+    recorded.assert_outcomes(passed=1, deselected=1)
+    goldens = pytester.path / "suites" / "goldens" / "demo"
+    recorded.stdout.fnmatch_lines(
+        [
+            f"wrote {goldens / 'greets.llm.json'}, {goldens / 'greets.json'}: final_answer: "
+            "'echo: Say hello.' -> 'echo: Say hello twice.', content_hash: *"
+        ]
+    )
+
+
+def _record_suite_again(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> pytest.RunResult:
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        recorded = run(pytester, "suites", "--golden-record", *args)
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    return recorded

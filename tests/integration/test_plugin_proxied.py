@@ -408,3 +408,46 @@ def test_echo(golden_trajectory):
     assert sorted(written) == ["test_echo.json", "test_echo.proxy.json"]
     assert all(SEARCH_KEY not in text for text in written.values())
     assert any("[REDACTED]" in text for text in written.values())
+
+
+def test_re_recording_through_the_proxy_says_what_changed_from_the_golden_it_replaced(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "wrote <recording>, <golden>" alone, so whoever re-recorded by habit never
+    # saw that the agent now makes one model call more (a review).
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("DEMO_CALLS", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(
+        test_calls="""
+import os
+
+import openai
+
+
+def agent(task):
+    client = openai.OpenAI()  # OPENAI_BASE_URL: the run's proxy
+    for i in range(int(os.environ.get("DEMO_CALLS", "1"))):
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"{task} (step {i})"}]
+        )
+    return "done"
+
+
+def test_calls(golden_trajectory):
+    golden_trajectory.proxied(agent, "hi")
+"""
+    )
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    goldens = pytester.path / "__goldens__" / "test_calls"
+    wrote = f"wrote {goldens / 'test_calls.proxy.json'}, {goldens / 'test_calls.json'}"
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        first = run(pytester, "--golden-record")
+        first.assert_outcomes(passed=1)
+        assert wrote in first.stdout.lines  # nothing it replaced
+        monkeypatch.setenv("DEMO_CALLS", "2")
+        again = run(pytester, "--golden-record")
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines([f"{wrote}: *llm_calls: 1 -> 2, *"])

@@ -109,8 +109,10 @@ def test_show_of_a_run_file_says_how_the_run_ended_not_crashed_for_an_endpoint_f
     assert "crashed" not in shown.output
 
 
-def test_a_recording_given_to_show_or_diff_is_named_as_a_recording(tmp_path: Path) -> None:
-    # It said "$.schema_version: Field required", as if a trajectory were broken.
+def test_a_recording_given_to_show_or_diff_names_its_golden_beside_it(tmp_path: Path) -> None:
+    # It said "$.schema_version: Field required", as if a trajectory were broken; then it
+    # pointed at "its .golden.json beside it", a name no golden has (a review).
+    golden = write(tmp_path / "t.json", {"format_version": 1, "trajectory": atif()})
     recordings = [
         write(tmp_path / "t.proxy.json", {"format_version": 1, "run_id": "r", "calls": []}),
         write(tmp_path / "t.llm.json", {"format_version": 2, "entries": []}),
@@ -121,10 +123,75 @@ def test_a_recording_given_to_show_or_diff_is_named_as_a_recording(tmp_path: Pat
             result = CliRunner().invoke(main, args)
             assert result.exit_code == 2, result.output
             assert result.stderr.strip() == (
-                f"error: {recording}: a recording of model calls, not a trajectory; show and "
-                "diff read ATIF trajectories, goldens (its .golden.json beside it) and results' "
-                "run files"
+                f"error: {recording}: a recording of model calls, not a trajectory; its "
+                f"golden is t.json beside it: evalrunner show {golden}"
             )
+    judge = write(tmp_path / "t.judge.json", {"format_version": 1, "model": "m", "answers": []})
+    result = CliRunner().invoke(main, ["show", judge])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: {judge}: a recording of a judge's grades, not a trajectory; its golden is "
+        f"t.json beside it: evalrunner show {golden}"
+    )
+
+
+def test_a_recording_without_its_golden_says_which_golden_is_missing(tmp_path: Path) -> None:
+    recording = write(tmp_path / "test_japan.llm.json", {"format_version": 2, "entries": []})
+    result = CliRunner().invoke(main, ["show", recording])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: {recording}: a recording of model calls, not a trajectory; its golden would "
+        f"be test_japan.json beside it, which is not there (pytest --golden-update writes it)"
+    )
+
+
+def test_a_results_manifest_given_to_show_points_at_its_run_files_and_the_night_commands(
+    tmp_path: Path,
+) -> None:
+    # It said "$.schema_version: Field required", as if a trajectory were broken (a review).
+    results = tmp_path / "int1"
+    run_file = results / "runs" / "greets" / "openai_fake" / "0.json"
+    run_file.parent.mkdir(parents=True)
+    write(run_file, {"format_version": 1, "record": {}, "trajectory": atif()})
+    manifest = {
+        "format_version": 2,
+        "suite": "demo",
+        "models": ["openai/fake"],
+        "runs": {"greets": 1},
+        "scenarios": {"greets": "f"},
+        "run_ids": ["greets/openai_fake/0"],
+        "started_at": "2026-01-01T00:00:00Z",
+        "evalrunner_version": "0.1.0",
+    }
+    shown = write(results / "manifest.json", manifest)
+    for args in (["show", shown], ["diff", shown, str(run_file)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == (
+            f"error: {shown}: a results directory's manifest, not a trajectory; show and diff "
+            f"read its run files (e.g. {run_file}); for the night as a whole: evalrunner "
+            f"explain --suite demo --results {results}, or evalrunner compare <reference "
+            f"results> {results}"
+        )
+    assert CliRunner().invoke(main, ["show", str(run_file)]).exit_code == 0
+
+
+def test_a_history_file_given_to_show_points_at_evalrunner_report(tmp_path: Path) -> None:
+    # It said "trajectory is not UTF-8 text (byte 0xca at offset 7); save it as UTF-8
+    # JSON" of a Parquet file (a review).
+    history = tmp_path / "reports" / "history"
+    (history / "team").mkdir(parents=True)
+    for name in ("20260101T000000Z-0a1b2c3d.parquet", "20250101T000000Z-0a1b2c3d.json.gz"):
+        path = history / "team" / name
+        path.write_bytes(
+            b"PAR1\x15\x04\x15\xca\x01\x00" if name.endswith("parquet") else b"\x1f\x8b"
+        )
+        result = CliRunner().invoke(main, ["show", str(path)])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == (
+            f"error: {path}: a run history file, not a trajectory; read the history with "
+            f"evalrunner report --history {history}"
+        )
 
 
 def test_show_of_a_baseline_file_shows_its_typical_run(tmp_path: Path) -> None:
