@@ -183,6 +183,27 @@ def _not_compared(comparison: Comparison) -> str:
     return "".join(f"; {part}" for part in parts)
 
 
+def _say_what_options_do(unwritten_history: str | None, adaptive_runs: int | None) -> None:
+    """Notes on options that do less than they seem to: ``--no-history`` beside a --history
+    given (``unwritten_history``), ``--runs`` beside ``--adaptive`` (``adaptive_runs``)."""
+    given = click.get_current_context().get_parameter_source
+    if unwritten_history is not None and given("history") is ParameterSource.COMMANDLINE:
+        # A wrapper may pass --history always and a person add --no-history: the
+        # latter wins, and the night says so rather than leave it unsaid.
+        click.echo(
+            f"note: --no-history: nothing is appended to --history {unwritten_history}", err=True
+        )
+    if adaptive_runs is not None:
+        # Said, because --runs 1 --adaptive running 10 runs of a scenario reads as a bug.
+        click.echo(
+            f"note: --adaptive: a scenario with a baseline is planned for --max-runs (default "
+            f"{_ADAPTIVE['max_runs'].default}), may stop at half of it, and may escalate to its "
+            f"escalate_to times it (default 3) when a change looks likely; --runs "
+            f"{adaptive_runs} is for those without one",
+            err=True,
+        )
+
+
 def _say_if_baselines_elsewhere(suite: str, suites_dir: Path, baselines_dir: Path) -> None:
     """A note when the default baselines/ (beside where the command runs) has none of the
     suite's, and the project its suites come from has: run from another directory, a
@@ -409,19 +430,9 @@ def run(
     is continued; options given again must agree with it.
     """
     given = click.get_current_context().get_parameter_source
-    if no_history and given("history") is ParameterSource.COMMANDLINE:
-        # A wrapper may pass --history always and a person add --no-history: the
-        # latter wins, and the night says so rather than leave it unsaid.
-        click.echo(f"note: --no-history: nothing is appended to --history {history}", err=True)
-    if adaptive and runs is not None and max_runs is None:
-        # Said, because --runs 1 --adaptive running 10 runs of a scenario reads as a bug.
-        click.echo(
-            f"note: --adaptive: a scenario with a baseline is planned for --max-runs (default "
-            f"{_ADAPTIVE['max_runs'].default}), may stop at half of it, and may escalate to its "
-            f"escalate_to times it (default 3) when a change looks likely; --runs {runs} is for "
-            "those without one",
-            err=True,
-        )
+    _say_what_options_do(
+        history if no_history else None, runs if adaptive and max_runs is None else None
+    )
     if ray_address is not None and executor != "ray":
         raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
     suite = load_suite_by_name(suite_name, suites_dir)
