@@ -18,7 +18,9 @@ The cause: the request, when it changed; a tool, when one answers otherwise for
 the same arguments; the model, when the first request is the same and the runs
 diverge at the very first action (the one answer that depends on nothing but
 that request); several of these; otherwise ``unexplained`` where the runs diverge
-later, and ``none found`` where nothing differs (:data:`NONE_FOUND`).
+later, and ``none found`` where nothing differs (:data:`NONE_FOUND`). Where nothing
+the agent did differs but a check passes otherwise, the check is named
+(:func:`checks_moved`): its own code may be what changed.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from evalrunner.core._actions import (
     request_view,
 )
 from evalrunner.live._results import ResultsDir
+from evalrunner.suite._checks import NO_STRUCTURED_TOOL_CALLS
 from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
 from evalrunner.suite._settings import Suite
 
@@ -51,10 +54,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "CheckMove",
     "Divergence",
     "Explanation",
     "RowMove",
     "SentinelResult",
+    "checks_moved",
     "explain",
     "explain_night",
     "explain_results",
@@ -178,6 +183,12 @@ class Explanation:
     answers: str | None = None
     """How the usual final answer moved, where it did (:func:`answers_moved`): what a
     "none found" line can still say when only the answers changed."""
+    checks: list[CheckMove] = field(default_factory=list)
+    """Checks that passed otherwise than in the baseline (:func:`checks_moved`): the cause
+    when nothing the agent did differs."""
+    stale: str | None = None
+    """What the baseline is for instead of tonight's runs (``for another configuration
+    (fingerprint A -> B)``), when the night would not compare the cell with it."""
 
     @property
     def rows(self) -> list[str]:
@@ -212,7 +223,28 @@ class Explanation:
             return f"cause: unexplained (runs diverge {self.divergence.line()})"
         if self.answers:
             return f"{NONE_FOUND}; what moved is the final answer: {self.answers}"
+        if self.checks:
+            return _checks_line(self.checks)
         return NONE_FOUND
+
+
+def _checks_line(moved: Sequence[CheckMove]) -> str:
+    """The cause when only checks moved: the runs did what they did before, so what judges
+    them is the suspect. Where the same final answers got other verdicts the agent is out of
+    it; otherwise the answers' text, which the attribution does not compare, may have moved."""
+    checks = "; ".join(m.line() for m in moved)
+    one = len(moved) == 1
+    itself = "the check itself" if one else "the checks themselves"
+    if any(m.same_answers for m in moved):
+        return (
+            f"cause: {checks}; the agent's runs are as in the baseline, so {itself} may have "
+            "changed"
+        )
+    answers = "the final answers it reads" if one else "the final answers they read"
+    return (
+        f"cause: {checks}; the first request, the tools' answers and the runs' actions are as "
+        f"in the baseline, so {itself}, or {answers}, may have changed"
+    )
 
 
 @dataclass(frozen=True)
@@ -267,6 +299,95 @@ def answers_moved(baseline: Sequence[RunRecord], tonight: Sequence[RunRecord]) -
 def _quoted(answer: str, width: int = 40) -> str:
     text = " ".join(answer.split())
     return repr(text if len(text) <= width else text[: width - 3] + "...")
+
+
+@dataclass(frozen=True)
+class CheckMove:
+    """One check's verdicts on the baseline's runs and on tonight's."""
+
+    check: str
+    """As the run records name it (``code:mentions_city``, ``answer_contains:Paris``)."""
+    baseline: tuple[int, int]
+    tonight: tuple[int, int]
+    """(runs it passed, runs it judged) on each side."""
+    reason: tuple[str | None, str | None] = (None, None)
+    """The reason it gave most often when it failed a run, baseline and tonight."""
+    same_answers: bool = False
+    """Some final answer given on both sides passed it on one and failed it on the other."""
+
+    @property
+    def move(self) -> float:
+        (kb, nb), (kt, nt) = self.baseline, self.tonight
+        return kt / nt - kb / nb
+
+    def line(self) -> str:
+        (kb, nb), (kt, nt) = self.baseline, self.tonight
+        before, after = (f' ("{_short(r)}")' if r else "" for r in self.reason)
+        if after:
+            before = ""  # tonight's reason says what the check now objects to
+        said = f"passed {kb}/{nb} in the baseline{before}, {kt}/{nt} tonight{after}"
+        return f"check {self.check}: {said}"
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _check_reason(run: RunRecord, check: str) -> str | None:
+    """What ``check`` said when it failed ``run``, from the run's reason: the failed checks
+    joined by "; ", each ``name (what it said)`` where it said something. What it said may
+    hold "); " itself: it ends where the next failed check's name starts."""
+    _, found, said = f"; {run.reason or ''}".partition(f"; {check} (")
+    if not found:
+        return None
+    others = [name for name, held in run.checks.items() if not held and name != check]
+    ends = [at for name in others if (at := said.find(f"); {name}")) >= 0]
+    ends += [at for at in [said.find(f"); {NO_STRUCTURED_TOOL_CALLS}")] if at >= 0]
+    return said[: min(ends)] if ends else said.removesuffix(")")
+
+
+def _verdicts(records: Sequence[RunRecord], check: str) -> list[RunRecord]:
+    return [r for r in records if check in r.checks and r.outcome != "infra_error"]
+
+
+def _check_move(check: str, before: Sequence[RunRecord], now: Sequence[RunRecord]) -> CheckMove:
+    def reason(runs: Sequence[RunRecord]) -> str | None:
+        said = Counter(x for r in runs if not r.checks[check] and (x := _check_reason(r, check)))
+        return said.most_common(1)[0][0] if said else None
+
+    def by_answer(runs: Sequence[RunRecord]) -> dict[str, set[bool]]:
+        out: dict[str, set[bool]] = {}
+        for r in runs:
+            out.setdefault(" ".join((r.final_answer or "").split()), set()).add(r.checks[check])
+        return out
+
+    b, t = by_answer(before), by_answer(now)
+    return CheckMove(
+        check,
+        (sum(r.checks[check] for r in before), len(before)),
+        (sum(r.checks[check] for r in now), len(now)),
+        (reason(before), reason(now)),
+        any(len(b[a]) == len(t[a]) == 1 and b[a] != t[a] for a in b.keys() & t.keys()),
+    )
+
+
+def checks_moved(
+    baseline: Sequence[RunRecord],
+    tonight: Sequence[RunRecord],
+    alpha: float = DEFAULT_ALPHA,
+    limit: int = 3,
+) -> list[CheckMove]:
+    """The checks whose share of passed runs moved from the baseline's to tonight's, most
+    moved first: those whose move Boschloo's exact test finds at ``alpha``, Bonferroni over
+    the checks both sides ran. A run-to-run wobble of a check is no cause."""
+    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
+
+    names = {c for r in baseline for c in r.checks} & {c for r in tonight for c in r.checks}
+    sides = {c: (_verdicts(baseline, c), _verdicts(tonight, c)) for c in sorted(names)}
+    moves = [_check_move(c, *runs) for c, runs in sides.items() if all(runs)]
+    found = [m for m in moves if two_proportions_p(*m.baseline, *m.tonight) * len(moves) <= alpha]
+    return sorted(found, key=lambda m: (-abs(m.move), m.check))[:limit]
 
 
 def rows_moved(
@@ -529,10 +650,14 @@ def explain_night(
         scenario = scenarios.get(cell.scenario)
         if scenario is None or cell not in grouped or cell not in baselines:
             continue
-        tonight, sent = _tonight(results, grouped[cell], scenario.normalize_config())
-        out[cell] = explain(baselines[cell], tonight, each, sent, rows_of(grouped[cell]))
-        out[cell].moved = rows_moved(baselines[cell].records, grouped[cell])
-        out[cell].answers = answers_moved(baselines[cell].records, grouped[cell])
+        night, baseline = grouped[cell], baselines[cell]
+        tonight, sent = _tonight(results, night, scenario.normalize_config())
+        rows = rows_of(night)
+        out[cell] = explain(baseline, tonight, each, sent, rows)
+        out[cell].moved = rows_moved(baseline.records, night)
+        out[cell].answers = answers_moved(baseline.records, night)
+        same_rows = [r for r in baseline.records if rows is None or r.row in rows]
+        out[cell].checks = checks_moved(same_rows, night, each)
     return out
 
 
@@ -556,6 +681,25 @@ def explain_results(
     cells: Sequence[CellKey],
     alpha: float = DEFAULT_ALPHA,
 ) -> dict[CellKey, Explanation]:
-    """:func:`explain_night` with the baselines read from ``baselines_root``."""
+    """:func:`explain_night` with the baselines read from ``baselines_root``.
+
+    A baseline the night would not compare with (recorded for another configuration of
+    the scenario than the night's manifest names, or for another model) is explained
+    against all the same, its :attr:`Explanation.stale` saying so.
+    """
     loaded = load_baselines(baselines_root, suite.name, cells)
-    return explain_night(suite, results, loaded, cells, alpha)
+    out = explain_night(suite, results, loaded, cells, alpha)
+    fingerprints = results.read_manifest().scenarios
+    for cell, why in out.items():
+        why.stale = _other_configuration(loaded[cell], cell, fingerprints.get(cell.scenario))
+    return out
+
+
+def _other_configuration(baseline: Baseline, cell: CellKey, fingerprint: str | None) -> str | None:
+    """What ``baseline`` is for when it is not tonight's runs' (the night's own test:
+    :func:`~evalrunner.baseline._compare.compare_with_baselines`), else None."""
+    if baseline.model != cell.model:
+        return f"for model {baseline.model!r}"
+    if fingerprint is not None and baseline.fingerprint != fingerprint:
+        return f"for another configuration (fingerprint {baseline.fingerprint} -> {fingerprint})"
+    return None

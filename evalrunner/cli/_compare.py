@@ -35,16 +35,22 @@ def no_runs(results_dir: Path, manifest: Manifest) -> str:
     )
 
 
+def unfinished_note(path: Path, manifest: Manifest, done: str = "compared") -> str | None:
+    """A night not finished is read as it stands (``done``: what this command did with it),
+    and the command that finishes it; None for a finished night."""
+    if manifest.status == "finished":
+        return None
+    return (
+        f"{path} is an unfinished night (its status is {manifest.status}): {done} on the "
+        f"runs it holds; finish it with evalrunner run --suite {manifest.suite} --out {path} "
+        "--resume"
+    )
+
+
 def _caveats(*nights: tuple[Path, Manifest]) -> list[str]:
     """What the comparison stands on that the table does not show: a night not finished
     (compared as it stands), or the same night on both sides (nothing can differ)."""
-    notes = [
-        f"{path} is an unfinished night (its status is {manifest.status}): compared on the "
-        f"runs it holds; finish it with evalrunner run --suite {manifest.suite} --out {path} "
-        "--resume"
-        for path, manifest in nights
-        if manifest.status != "finished"
-    ]
+    notes = [note for path, manifest in nights if (note := unfinished_note(path, manifest))]
     (path_a, a), (path_b, b) = nights
     if (a.started_at, sorted(a.run_ids or ())) == (b.started_at, sorted(b.run_ids or ())):
         notes.append(f"{path_a} and {path_b} hold the same night: nothing in it can differ")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
-from evalrunner.baseline import explain_results
+from evalrunner.baseline import Explanation, explain_results
+from evalrunner.baseline._file import baseline_models
 from evalrunner.cli import _options
-from evalrunner.cli._compare import no_runs, stop_on_outage
+from evalrunner.cli._compare import no_runs, stop_on_outage, unfinished_note
+from evalrunner.errors import ConfigError
 from evalrunner.live import ResultsDir
 from evalrunner.live._outage import model_outages
 from evalrunner.live._results import Manifest
@@ -60,24 +64,109 @@ def explain_cmd(
         f"explain: {results_dir} is an outage night: no run measured the agent, so there is "
         "nothing to explain",
     )
+    for note in _unfinished(results_dir, manifest, records, scenarios, models):
+        click.echo(f"note: {note}", err=True)
     cells = _measured(cells, records)
+    if not cells:
+        return  # each model asked about failed tonight: its line is said
     explained = explain_results(suite, results, baselines_dir, cells)
     if not explained:
-        raise click.UsageError(
-            f"no scenario of {results_dir} has a baseline under {baselines_dir / suite.name}"
-            + (f" among {', '.join(scenarios)}" if scenarios else "")
-        )
+        raise _no_baseline(suite.name, results_dir, baselines_dir, cells, scenarios)
     for cell, why in explained.items():
-        click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
-        if why.divergence is not None and why.divergence.line() not in why.line():
-            click.echo(f"  runs diverge {why.divergence.line()}")  # unless the cause said it
-        for change in why.request:
-            click.echo(f"  request: {change}")
-        for line in why.rows:
-            click.echo(f"  row {line}")
-        if diff:
-            for line in why.request_diff:
-                click.echo(f"    {line}")
+        refresh = f"evalrunner baseline --suite {suite.name} --scenario {cell.scenario} "
+        _say(cell, why, diff, refresh + f"--model {cell.model}{_baselines_option(baselines_dir)}")
+
+
+def _say(cell: CellKey, why: Explanation, diff: bool, refresh: str) -> None:
+    """One cell's explanation: the cause line, then what it rests on, indented.
+    ``refresh``: the command that accepts a new baseline for the cell."""
+    head = f"{cell.scenario} × {cell.model}:"
+    indent = "  "
+    if why.stale is not None:
+        # The night refused this baseline: its differences are the configuration's change
+        # as much as anything, so they are shown under that heading, not as the cell's cause.
+        click.echo(
+            f"{head} its baseline is {why.stale}, so the night did not compare it; refresh it "
+            f"with: {refresh}"
+        )
+        head, indent = "  against that baseline all the same:", "    "
+    click.echo(f"{head} {why.line()}")
+    if why.divergence is not None and why.divergence.line() not in why.line():
+        click.echo(f"{indent}runs diverge {why.divergence.line()}")  # unless the cause said it
+    for change in why.request:
+        click.echo(f"{indent}request: {change}")
+    for line in why.rows:
+        click.echo(f"{indent}row {line}")
+    if diff:
+        for line in why.request_diff:
+            click.echo(f"{indent}  {line}")
+
+
+def _no_baseline(
+    suite: str,
+    results_dir: Path,
+    baselines_dir: Path,
+    cells: list[CellKey],
+    scenarios: tuple[str, ...],
+) -> ConfigError:
+    """Nothing to explain against: the models the suite's baselines are for, when they are
+    all for other models than the night's (as ``plan`` says it), and the command that
+    accepts baselines for the night's."""
+    ours = sorted({c.model for c in cells})
+    others = [m for m in baseline_models(baselines_dir, suite) if m not in ours]
+    where = f"{results_dir} has a baseline under {baselines_dir / suite}"
+    among = f" among {', '.join(scenarios)}" if scenarios else ""
+    accept = f"evalrunner baseline --suite {suite}" + "".join(f" --model {m}" for m in ours)
+    accept += "".join(f" --scenario {s}" for s in scenarios) + _baselines_option(baselines_dir)
+    if not others:
+        return ConfigError(f"no scenario of {where}{among}; accept nights first: {accept}")
+    ran = f"the model{'s' if len(ours) != 1 else ''} it ran"
+    those = "that model" if len(others) == 1 else "those models"
+    return ConfigError(
+        f"no scenario of {where} for {', '.join(ours)}, {ran}{among}; the baselines there "
+        f"are for {', '.join(others)} (explain a night of {those} instead), or accept nights "
+        f"of {', '.join(ours)} first: {accept}"
+    )
+
+
+def _baselines_option(baselines_dir: Path) -> str:
+    """``--baselines DIR`` for a command to give, when this one was given it."""
+    given = click.get_current_context().get_parameter_source("baselines_dir")
+    return f" --baselines {baselines_dir}" if given is ParameterSource.COMMANDLINE else ""
+
+
+_NAMED = 3
+"""Cells of an unfinished night without a run named one by one up to this many."""
+
+
+def _unfinished(
+    results_dir: Path,
+    manifest: Manifest,
+    records: Sequence[RunRecord],
+    scenarios: tuple[str, ...],
+    models: tuple[str, ...],
+) -> list[str]:
+    """For a night not finished: compare's note on it, and the cells it planned that have
+    no finished run, which explain cannot speak of (it used to leave them out unsaid)."""
+    note = unfinished_note(results_dir, manifest, "explained")
+    if note is None:
+        return []
+    notes = [note]
+    ran = {r.cell for r in records}
+    by_scenario = manifest.models_by_scenario or {}
+    waiting = [
+        CellKey(s, m)
+        for s in sorted(manifest.runs)
+        for m in by_scenario.get(s) or manifest.models
+        if CellKey(s, m) not in ran
+        and (not scenarios or s in scenarios)
+        and (not models or m in models)
+    ]
+    if waiting:
+        named = ", ".join(map(str, waiting[:_NAMED]))
+        more = f" and {len(waiting) - _NAMED} more" if len(waiting) > _NAMED else ""
+        notes.append(f"no run of {named}{more} has finished yet: not explained")
+    return notes
 
 
 def _measured(cells: list[CellKey], records: list[RunRecord]) -> list[CellKey]:

@@ -209,3 +209,58 @@ def test_when_only_the_final_answers_moved_none_found_says_so() -> None:
     assert answers_moved(_answered(["a", "b", "c"] * 10), _answered(["d"] * 20)) is None
     assert answers_moved(_answered(["x"] * 30, row="r1"), _answered(["y"] * 20, row="r1")) is None
     assert answers_moved(_answered(["x"] * 30), _answered(["x"] * 12 + ["y"] * 8)) is None
+
+
+def _judged(verdicts: list[bool], answer: str = "Oslo", reason: str = "") -> list[RunRecord]:
+    """Runs judged by ``code:city``, failing it with ``reason`` where the verdict is False,
+    and by two checks that fail every run: one whose name ends as this one's, named before
+    it, and one named after it (a run's reason joins them all)."""
+    return [
+        RunRecord(
+            run_id=f"s/m/{i}",
+            suite="t",
+            scenario="s",
+            model="m",
+            index=i,
+            outcome="failed",
+            reason="; ".join(
+                ["no_final_answer", "code:by_city (other)"]
+                + ([] if held else [f"code:city ({reason})"])
+                + ["code:late"]
+            ),
+            final_answer=answer,
+            checks={"code:by_city": False, "code:city": held, "code:late": False},
+        )
+        for i, held in enumerate(verdicts)
+    ]
+
+
+def test_a_check_that_moved_is_the_cause_only_when_nothing_the_agent_did_moved() -> None:
+    from evalrunner.baseline._explain import checks_moved
+
+    before = _judged([True] * 9)
+    moved = checks_moved(before, _judged([False] * 9, reason="no city named (yet); see docs"))
+    assert [m.check for m in moved] == ["code:city"]  # the others failed on both sides
+    assert Explanation(checks=moved).line() == (
+        'cause: check code:city: passed 9/9 in the baseline, 0/9 tonight ("no city named '
+        "(yet); see docs\"); the agent's runs are as in the baseline, so the check itself may "
+        "have changed"
+    )
+    # A cause the agent's runs show comes first: the check's verdicts follow from it.
+    request = Explanation(request=["system prompt, 1 line"], checks=moved)
+    assert request.line() == "cause: request changed (system prompt, 1 line)"
+    # A run-to-run wobble of the check names nothing.
+    assert checks_moved(before, _judged([True] * 8 + [False])) == []
+
+
+def test_a_check_that_moved_with_other_answers_does_not_claim_the_runs_are_unchanged() -> None:
+    # The attribution does not compare the answers' text: the check may read answers that
+    # moved (an answer that varies every run escapes answers_moved).
+    from evalrunner.baseline._explain import checks_moved
+
+    moved = checks_moved(_judged([True] * 9, "Oslo"), _judged([False] * 9, "Bergen"))
+    assert Explanation(checks=moved).line() == (
+        "cause: check code:city: passed 9/9 in the baseline, 0/9 tonight; the first request, "
+        "the tools' answers and the runs' actions are as in the baseline, so the check itself, "
+        "or the final answers it reads, may have changed"
+    )
