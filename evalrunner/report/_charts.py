@@ -202,12 +202,17 @@ def _tip(points: Points, i: int) -> str:
 
 
 def metric_chart(
-    metric: str, points: Points, span: Sequence[SelectedNight], latest: SelectedNight
+    metric: str,
+    points: Points,
+    span: Sequence[SelectedNight],
+    latest: SelectedNight,
+    uncompared: str = NO_BASELINE,
 ) -> ChartView:
     """One metric's trend over the suite's nights ``span``; ``points`` oldest first.
 
     ``latest`` is the scenario x model's latest night: the chart's badge shows
-    the verdict of that night, or "no baseline" when the metric was not compared then.
+    the verdict of that night, or ``uncompared`` ("no baseline" unless said otherwise)
+    when the metric was not compared then.
     """
     verdicts: list[str] = points.values("verdict")
     # The kind stored with the newest result decides how the whole series reads.
@@ -241,7 +246,7 @@ def metric_chart(
         first=first,
         last=last,
     )
-    verdict = safe_verdict(verdicts[-1]) if points.nights[-1] is latest else NO_BASELINE
+    verdict = safe_verdict(verdicts[-1]) if points.nights[-1] is latest else uncompared
     return ChartView(metric=metric, axis=axis, verdict=verdict, svg=svg)
 
 

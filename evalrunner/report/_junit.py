@@ -1,10 +1,12 @@
 """JUnit XML of the latest night, for CI test tabs: one testcase per scenario x model.
 
 A gating regression is a ``<failure>``; ``<skipped>`` when no gating metric
-reached a decision (all inconclusive, or no baseline), because CI should show
-"not evaluated" rather than a pass it cannot vouch for; otherwise a pass
-(improvements and diagnostics regressions included, named in system-out).
-ElementTree escapes markup; characters XML 1.0 cannot carry become U+FFFD.
+reached a decision (all inconclusive, no baseline, not compared), because CI should
+show "not evaluated" rather than a pass it cannot vouch for; otherwise a pass
+(improvements and diagnostics regressions included, named in system-out). A scenario
+x model the latest night did not run is no testcase (it is no test of the suite now):
+the testsuite's system-out names it. ElementTree escapes markup; characters XML 1.0
+cannot carry become U+FFFD.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import Sequence
 from evalrunner.history._store import History
 from evalrunner.report._format import evidence_line, pct
 from evalrunner.report._select import SuiteSelection, select
-from evalrunner.report._views import CellView, cell_views
+from evalrunner.report._verdicts import NOT_COMPARED, VERDICT_TEXT
+from evalrunner.report._views import CellView, absent_line, cell_views
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -60,16 +63,17 @@ def _suite(root: ET.Element, suite: SuiteSelection) -> Counter[str]:
     for v in cell_views(suite):
         counts["tests"] += 1
         broken = [b for b in suite.night.broken_checks if b.startswith(f"scenario {v.scenario}:")]
-        counts[_case(node, suite.name, v, outage=suite.night.outage, broken=broken)] += 1
+        counts[_case(node, suite.name, v, broken=broken)] += 1
+    absent = absent_line(suite)
+    if absent:
+        ET.SubElement(node, "system-out").text = xml(absent)
     for name in _COUNTS:
         node.set(name, str(counts[name]))
     node.set("errors", "0")
     return counts
 
 
-def _case(
-    node: ET.Element, suite: str, v: CellView, *, outage: bool, broken: Sequence[str] = ()
-) -> str:
+def _case(node: ET.Element, suite: str, v: CellView, *, broken: Sequence[str] = ()) -> str:
     """Add the testcase of ``v``; return how it ended: 'failures', 'skipped' or 'passed'."""
     case = ET.SubElement(
         node,
@@ -78,7 +82,7 @@ def _case(
         name=xml(v.model),
         time=f"{v.latency:.3f}",
     )
-    ended = _verdict(case, v, outage)
+    ended = _verdict(case, v)
     out = [f"night {v.night}: success {pct(v.success)}, N {v.n_text}, skip {pct(v.skip)}"]
     out += [f"warning: {line}" for line in broken]
     out += [evidence_line(r) for r in v.results if r.verdict != "ok"]
@@ -86,18 +90,15 @@ def _case(
     return ended
 
 
-def _verdict(case: ET.Element, v: CellView, outage: bool) -> str:
+def _verdict(case: ET.Element, v: CellView) -> str:
     """The testcase's failure or skip, if any; how it ended."""
     gating = v.gating
     regressions = [r for r in gating if r.verdict in FAILING]
     if v.stale:
-        # Not measured on the latest night (an outage, or its model's endpoint failed):
-        # its last measured night's verdicts would pass a night that tested nothing.
-        why = "an outage" if outage else "its model's endpoint failed"
-        message = (
-            f"not measured on the latest night ({why}: its runs were infra_error); the "
-            f"verdicts below are of night {v.night}"
-        )
+        # The latest night ran it but did not measure it (an outage, or its model's
+        # endpoint failed): its last measured night's verdicts would pass a night that
+        # tested nothing.
+        message = f"{v.stale_why}; the verdicts below are of night {v.night}"
         ET.SubElement(case, "skipped", message=xml(message))
         return "skipped"
     if regressions:
@@ -125,6 +126,8 @@ def _undecided(v: CellView) -> str:
     why = "all gating metrics inconclusive" if v.gating else "nothing gating (a young baseline?)"
     if not v.results:
         why = "no baseline comparison"
+    if v.last_compared:
+        why = f"{VERDICT_TEXT[NOT_COMPARED]}; {v.last_compared.text}"
     unconfirmed = [r.metric for r in v.results if r.unconfirmed]
     if unconfirmed:
         why += f"; {UNCONFIRMED}: {', '.join(unconfirmed)}"

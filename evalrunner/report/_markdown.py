@@ -23,6 +23,7 @@ from evalrunner.report._format import (
 from evalrunner.report._select import SuiteSelection, select
 from evalrunner.report._verdicts import (
     NO_BASELINE,
+    NOT_COMPARED,
     UNGATED,
     VERDICT_ORDER,
     VERDICT_TEXT,
@@ -30,7 +31,7 @@ from evalrunner.report._verdicts import (
     counted,
     severity,
 )
-from evalrunner.report._views import CellView, cell_views
+from evalrunner.report._views import CellView, absent_line, cell_views, night_note
 from evalrunner.stats._metric_result import FAILING
 
 _MARKS = {
@@ -40,6 +41,7 @@ _MARKS = {
     "inconclusive": "⚪",
     "ok": "🟢",
     YOUNG: "🔘",
+    NOT_COMPARED: "⬜",
     NO_BASELINE: "⚫",
 }
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
@@ -86,7 +88,7 @@ def _suite(suite: SuiteSelection) -> list[str]:
     lines = [
         f"## Suite {md(suite.name)}, night {md(short_time(suite.night.created_at))}",
         "",
-        *_outage_lines(suite),
+        *_night_lines(suite),
         ", ".join(
             f"{_MARKS[v]} {counted(counts[v], v)}" for v in (*VERDICT_ORDER, *UNGATED) if counts[v]
         )
@@ -96,16 +98,23 @@ def _suite(suite: SuiteSelection) -> list[str]:
         "|---|---|---|---:|---:|---:|",
     ]
     for v in views:
-        # Not in the latest night (the scenario was left out, renamed or deleted since).
-        stale = " " + md(f"(as of {short_time(v.night)})") if v.stale else ""
         lines.append(
-            f"| {md(v.scenario)} | {md(v.model)} | {_MARKS[v.verdict]} {VERDICT_TEXT[v.verdict]}{stale} "
+            f"| {md(v.scenario)} | {md(v.model)} | {_verdict_text(v)} "
             f"| {pct(v.success)} | {v.n_text} | {pct(v.skip)} |"
         )
+    absent = absent_line(suite)
+    lines += ["", md(absent) + "."] if absent else []
+    return [*lines, "", *_sections(suite, views)]
+
+
+def _sections(suite: SuiteSelection, views: Sequence[CellView]) -> list[str]:
+    """The regressions, and what is moving but not failing."""
     regressions = [line for v in views for line in _regressions(v)]
     building = [line for v in views for line in _building(v)]
     unconfirmed = [line for v in views for line in _unconfirmed(v)]
-    out = [*lines, "", "### Regressions", "", *(regressions or ["None."]), ""]
+    # A night that compared nothing found no regression, and cleared none either.
+    none = "None." if suite.night.compared or suite.night.outage else "None compared on this night."
+    out = ["### Regressions", "", *(regressions or [none]), ""]
     if unconfirmed:
         out += ["### Changed, unconfirmed (every run moved; not failing)", "", *unconfirmed, ""]
     if building:
@@ -113,17 +122,35 @@ def _suite(suite: SuiteSelection) -> list[str]:
     return out
 
 
-def _outage_lines(suite: SuiteSelection) -> list[str]:
+def _verdict_text(v: CellView) -> str:
+    """'🟢 ok', with the night it is of when that is not the suite's latest (its latest
+    night did not measure it), and the last compared verdict of a cell not compared."""
+    text = f"{_MARKS[v.verdict]} {VERDICT_TEXT[v.verdict]}"
+    if v.stale:
+        text += " " + md(f"(as of {short_time(v.night)})")
+    if v.last_compared:
+        last = v.last_compared
+        as_of = md(f"(as of {short_time(last.night.created_at)})")
+        text += f"; last compared: {_MARKS[last.verdict]} {VERDICT_TEXT[last.verdict]} {as_of}"
+    return text
+
+
+def _night_lines(suite: SuiteSelection) -> list[str]:
     broken = [f"Warning: {md(line)}." for line in suite.night.broken_checks]
     out = [*broken, ""] if broken else []
-    if not suite.night.outage:
-        return out
-    return [
-        *out,
-        "That night was an outage (the endpoints failed; nothing was compared): each "
-        "scenario shows its last measured night.",
-        "",
-    ]
+    if suite.night.outage:
+        return [
+            *out,
+            "That night was an outage (the endpoints failed; nothing was compared): each "
+            "scenario shows its last measured night.",
+            "",
+        ]
+    note = night_note(suite.night)
+    return [*out, _sentence(note), ""] if note else out
+
+
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:] + "."
 
 
 def _unconfirmed(v: CellView) -> list[str]:

@@ -207,12 +207,27 @@ class SelectedNight:
         return {CellKey(scenario, model) for scenario, model in pairs}
 
     @functools.cached_property
+    def compared_cells(self) -> set[CellKey]:
+        """The cells with a metric result this night: compared with a baseline."""
+        pairs = zip(self.result_column("scenario"), self.result_column("model"), strict=True)
+        return {CellKey(scenario, model) for scenario, model in pairs}
+
+    @property
+    def compared(self) -> bool:
+        """The night compared some cell with a baseline, of any model (selected or not).
+
+        A night that compared nothing cannot say why: --no-compare, a comparison that
+        failed, and no usable baseline for any cell write the same entry (no metric
+        results, no baseline summaries).
+        """
+        return any(p.source.column("verdicts", "model") for p in self.parts)
+
+    @functools.cached_property
     def measured(self) -> set[CellKey]:
         """The cells this night measured: compared, or with a run that reached the agent.
         A cell whose every run the endpoint failed measured nothing of the agent."""
-        pairs = set(zip(self.result_column("scenario"), self.result_column("model"), strict=True))
-        pairs.update(
-            (scenario, model)
+        reached = {
+            CellKey(scenario, model)
             for scenario, model, outcome in zip(
                 self.record_column("scenario"),
                 self.record_column("model"),
@@ -220,18 +235,15 @@ class SelectedNight:
                 strict=True,
             )
             if outcome != "infra_error"
-        )
-        return {CellKey(scenario, model) for scenario, model in pairs}
+        }
+        return self.compared_cells | reached
 
     @functools.cached_property
     def shown_for(self) -> set[CellKey]:
         """The cells for which this night is the one to show: those it measured, but on an
         outage night only those it compared (none: nothing was), since its runs that
         reached the agent before the endpoint died were compared with nothing."""
-        if not self.outage:
-            return self.measured
-        pairs = zip(self.result_column("scenario"), self.result_column("model"), strict=True)
-        return {CellKey(scenario, model) for scenario, model in pairs}
+        return self.compared_cells if self.outage else self.measured
 
     @property
     def outage(self) -> bool:
@@ -281,16 +293,34 @@ class SelectedNight:
 
 @dataclass
 class SuiteSelection:
-    """One suite's selected nights, oldest first, and each scenario x model's latest night."""
+    """One suite's selected nights, oldest first, and each scenario x model's latest night.
+
+    ``latest`` holds every cell the window ever ran; only :attr:`current` ones are the
+    suite's now. A cell with no run in the suite's latest night (not even an infra
+    error) was removed from the suite, renamed, or not selected for that night: its
+    verdict is history, not the suite's state (:attr:`absent`).
+    """
 
     name: str
     nights: list[SelectedNight]
     latest: dict[CellKey, SelectedNight]
+    compared: dict[CellKey, SelectedNight] = field(default_factory=dict)
+    """Each cell's last night with a metric result (a night that compared it)."""
 
     @property
     def night(self) -> SelectedNight:
         """The suite's latest night."""
         return self.nights[-1]
+
+    @property
+    def current(self) -> dict[CellKey, SelectedNight]:
+        """The cells of the suite's latest night, each with the night it shows."""
+        return {cell: n for cell, n in self.latest.items() if cell in self.night.cells}
+
+    @property
+    def absent(self) -> dict[CellKey, SelectedNight]:
+        """The cells the suite's latest night did not run at all, each with its last night."""
+        return {cell: n for cell, n in self.latest.items() if cell not in self.night.cells}
 
 
 @dataclass(frozen=True)
@@ -400,16 +430,22 @@ def select(
     out = []
     for suite in sorted(by_suite):
         ordered = sorted(by_suite[suite], key=lambda n: (n.when, n.created_at))
-        latest: dict[CellKey, SelectedNight] = {}
-        for night in ordered:
-            for cell in night.cells:
-                # A night the endpoint failed a cell whole shows nothing of the agent, and an
-                # outage night compared nothing: the cell keeps its last measured night ("as
-                # of ..."), so an outage does not turn a regression into "no baseline".
-                if cell in night.shown_for or cell not in latest:
-                    latest[cell] = night
-        out.append(SuiteSelection(suite, ordered, latest))
+        out.append(_suite_selection(suite, ordered))
     return out
+
+
+def _suite_selection(suite: str, ordered: Sequence[SelectedNight]) -> SuiteSelection:
+    latest: dict[CellKey, SelectedNight] = {}
+    compared: dict[CellKey, SelectedNight] = {}
+    for night in ordered:
+        for cell in night.cells:
+            # A night the endpoint failed a cell whole shows nothing of the agent, and an
+            # outage night compared nothing: the cell keeps its last measured night ("as
+            # of ..."), so an outage does not turn a regression into "no baseline".
+            if cell in night.shown_for or cell not in latest:
+                latest[cell] = night
+        compared.update(dict.fromkeys(night.compared_cells, night))
+    return SuiteSelection(suite, list(ordered), latest, compared)
 
 
 def _not_in(kind: str, name: str, known: Sequence[str]) -> str:

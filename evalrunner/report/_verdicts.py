@@ -5,7 +5,9 @@ order regression > changed > improvement > inconclusive > ok (``changed``: a
 two-sided metric moved and no direction of it is harmful): a detected change, good or
 bad, needs a human before "not enough runs to tell" does. Without gating
 verdicts the cell reads "young baseline" when it was compared with a baseline too
-young to gate (its rows and unconfirmed changes still show), else "no baseline".
+young to gate (its rows and unconfirmed changes still show); "not compared on this
+night" when its night compared nothing at all and an earlier night compared the cell
+(so it has had a baseline); else "no baseline".
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ VERDICT_ORDER = ("regression", "changed", "improvement", "inconclusive", "ok")
 NO_BASELINE = "none"
 YOUNG = "young"
 """Compared with a baseline too young to gate: nothing gating, but not nothing."""
+NOT_COMPARED = "uncompared"
+"""Its night compared nothing (--no-compare, a failed comparison, or no usable baseline
+for any cell: the history does not say which), and an earlier night compared the cell."""
 FLAGGED = ("regression", "changed", "improvement")
 """Verdicts that open a scenario's section and mark its charts."""
 VERDICT_TEXT = {
@@ -24,9 +29,10 @@ VERDICT_TEXT = {
     "inconclusive": "inconclusive",
     "ok": "ok",
     YOUNG: "young baseline",
+    NOT_COMPARED: "not compared on this night",
     NO_BASELINE: "no baseline",
 }
-UNGATED = (YOUNG, NO_BASELINE)
+UNGATED = (YOUNG, NOT_COMPARED, NO_BASELINE)
 """Cell verdicts without a gating verdict, after VERDICT_ORDER in every listing."""
 
 

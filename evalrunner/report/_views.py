@@ -1,9 +1,10 @@
 """View models the formats render, built from a suite's selected nights.
 
 :class:`CellView` is one scenario x model on its latest night (every format
-shows it); :class:`SuiteView` and :class:`CellDetail` add what only the HTML
-page shows: charts, evidence tables, flags, tool-sequence bars, trajectory diffs
-and the suite's skip and infra-error reasons.
+shows the current ones; :func:`absent_line` names the others); :class:`SuiteView`
+and :class:`CellDetail` add what only the HTML page shows: charts, evidence tables,
+flags, tool-sequence bars, trajectory diffs and the suite's skip and infra-error
+reasons.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ from evalrunner.report._select import SelectedNight, SuiteSelection
 from evalrunner.report._verdicts import (
     FLAGGED,
     NO_BASELINE,
+    NOT_COMPARED,
     VERDICT_ORDER,
+    VERDICT_TEXT,
     YOUNG,
     safe_verdict,
     severity,
@@ -56,7 +59,23 @@ from evalrunner.suite._record import CellKey, RunRecord
 _MAX_FLAG_ROWS = 30
 _MAX_SEQUENCES = 8
 _MAX_REASONS = 8
+_MAX_ABSENT = 20
 _DIFF_LINES = 150
+
+
+@dataclass(frozen=True)
+class LastCompared:
+    """The last night that compared a cell, shown where its own night compared nothing."""
+
+    night: SelectedNight
+    results: list[MetricResult]
+    verdict: str
+
+    @property
+    def text(self) -> str:
+        """'last compared: ok, as of 2025-01-02 02:00 UTC'."""
+        as_of = short_time(self.night.created_at)
+        return f"last compared: {VERDICT_TEXT[self.verdict]}, as of {as_of}"
 
 
 @dataclass(frozen=True)
@@ -75,6 +94,12 @@ class CellView:
     counts: dict[str, int]
     """Gating verdict -> how many gating metrics have it."""
     by_outcome: CellCounts
+    current: bool = True
+    """It ran in its suite's latest night; if not, it is history (:func:`absent_line`)."""
+    stale_why: str | None = None
+    """Why a current cell shows an older night: what the suite's latest night did to it."""
+    last_compared: LastCompared | None = None
+    """Where its night compared nothing (:data:`NOT_COMPARED`): the last night that did."""
 
     @property
     def scenario(self) -> str:
@@ -146,28 +171,131 @@ class CellView:
     def gating(self) -> list[MetricResult]:
         return [r for r in self.results if r.gating]
 
+    @property
+    def charted_results(self) -> list[MetricResult]:
+        """The results whose metrics its charts draw: its night's, else its last compared
+        night's (a night not compared keeps the trends it had)."""
+        return self.results or (self.last_compared.results if self.last_compared else [])
+
 
 def cell_views(suite: SuiteSelection) -> list[CellView]:
-    """Every scenario x model of the suite on its latest night, by scenario and model."""
-    views = []
-    for cell, night in sorted(suite.latest.items()):
-        results = sorted(night.results_by_cell.get(cell, []), key=lambda r: rank(r.metric))
-        records = night.records_by_cell.get(cell, [])
-        gating = [safe_verdict(r.verdict) for r in results if r.gating]
-        views.append(
-            CellView(
-                suite=suite.name,
-                cell=cell,
-                latest=night,
-                stale=night is not suite.night,
-                records=records,
-                results=results,
-                verdict=min(gating, key=severity) if gating else YOUNG if results else NO_BASELINE,
-                counts=dict(Counter(gating)),
-                by_outcome=CellCounts.of(records),
-            )
+    """Every current scenario x model of the suite (one its latest night ran), by scenario
+    and model, each on the latest night that shows it."""
+    return [
+        _view(suite, cell, night, stale_why=_stale_why(suite, cell, night))
+        for cell, night in sorted(suite.current.items())
+    ]
+
+
+def absent_views(suite: SuiteSelection) -> list[CellView]:
+    """The scenario x models the suite's latest night did not run, each on its last night."""
+    return [
+        _view(suite, cell, night, current=False) for cell, night in sorted(suite.absent.items())
+    ]
+
+
+def _results(night: SelectedNight, cell: CellKey) -> list[MetricResult]:
+    return sorted(night.results_by_cell.get(cell, []), key=lambda r: rank(r.metric))
+
+
+def _verdict(results: Sequence[MetricResult]) -> str:
+    gating = [safe_verdict(r.verdict) for r in results if r.gating]
+    return min(gating, key=severity) if gating else YOUNG if results else NO_BASELINE
+
+
+def _last_compared(
+    suite: SuiteSelection, cell: CellKey, night: SelectedNight, results: Sequence[MetricResult]
+) -> LastCompared | None:
+    """The cell's last compared night, when ``night`` compared nothing at all and an earlier
+    one compared the cell: "no baseline" would be false, since it had one then."""
+    earlier = suite.compared.get(cell)
+    if results or night.compared or earlier is None:
+        return None
+    before = _results(earlier, cell)
+    return LastCompared(earlier, before, _verdict(before))
+
+
+def _view(
+    suite: SuiteSelection,
+    cell: CellKey,
+    night: SelectedNight,
+    *,
+    current: bool = True,
+    stale_why: str | None = None,
+) -> CellView:
+    results = _results(night, cell)
+    records = night.records_by_cell.get(cell, [])
+    last = _last_compared(suite, cell, night, results)
+    return CellView(
+        suite=suite.name,
+        cell=cell,
+        latest=night,
+        stale=night is not suite.night,
+        records=records,
+        results=results,
+        verdict=NOT_COMPARED if last else _verdict(results),
+        counts=dict(Counter(safe_verdict(r.verdict) for r in results if r.gating)),
+        by_outcome=CellCounts.of(records),
+        current=current,
+        stale_why=stale_why,
+        last_compared=last,
+    )
+
+
+def _stale_why(suite: SuiteSelection, cell: CellKey, shown: SelectedNight) -> str | None:
+    """Why a current cell shows ``shown`` rather than the suite's latest night, in words
+    (None when it shows the latest). The latest night ran it, so it either failed every
+    run of it at the endpoint, or was an outage (which compared nothing)."""
+    latest = suite.night
+    if shown is latest:
+        return None
+    runs = latest.records_by_cell.get(cell, [])
+    if runs and all(r.outcome == "infra_error" for r in runs):
+        why = "an outage" if latest.outage else "its model's endpoint failed"
+        return f"not measured on the latest night ({why}: its runs were infra_error)"
+    # Some of its runs reached the agent: only an outage night leaves such a cell unshown.
+    return "not compared on the latest night (an outage: nothing was compared)"
+
+
+def absent_line(suite: SuiteSelection) -> str | None:
+    """The cells the suite's latest night did not run, in one line (None: there are none):
+    'Not in the latest night (removed from the suite, or not selected for it): a × m, b × m
+    (last run 2025-01-02)'. A suite whose scenarios or models changed keeps them in its
+    history; counting them as current would report verdicts of cells that no longer run."""
+    by_day: dict[str, list[CellKey]] = {}
+    for cell, night in sorted(suite.absent.items(), key=lambda kv: (-kv[1].stamp, kv[0])):
+        by_day.setdefault(day(night.created_at), []).append(cell)
+    if not by_day:
+        return None
+    groups, named = [], 0
+    for last, cells in by_day.items():
+        shown = cells[: max(0, _MAX_ABSENT - named)]
+        named += len(shown)
+        if shown:
+            names = ", ".join(f"{c.scenario} × {c.model}" for c in shown)
+            groups.append(f"{names} (last run {last})")
+    more = len(suite.absent) - named
+    return (
+        "Not in the latest night (removed from the suite, or not selected for it): "
+        + "; ".join(groups)
+        + (f"; and {more} more" if more else "")
+    )
+
+
+def night_note(night: SelectedNight) -> str | None:
+    """What a reader must know of a suite's latest night before its cells, or None."""
+    if night.outage:
+        return (
+            "an outage: the endpoints failed, nothing was compared; each scenario shows its "
+            "last measured night"
         )
-    return views
+    if not night.compared:
+        return (
+            "nothing was compared on this night (run with --no-compare, a comparison that "
+            "failed, or no usable baseline: the history does not record which); a scenario "
+            "compared before shows its last compared verdict"
+        )
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -295,6 +423,10 @@ class SuiteView:
     rows: list[tuple[str, list[CellDetail | None]]]
     """Scenario -> its detail per model (None: not run), for the grid of several models."""
     details: list[CellDetail]
+    """The current cells'."""
+    absent: list[CellDetail]
+    """The cells the latest night did not run: their history, apart from the current."""
+    absent_line: str | None
     counts: dict[str, int]
     charts: SuiteCharts
     skip_reasons: list[ReasonRow]
@@ -306,7 +438,8 @@ class SuiteView:
 def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) -> SuiteView:
     """The HTML section of ``suite`` (the ``index``-th on the page)."""
     views = cell_views(suite)
-    charted = {v.cell: _charted(v, diagnostics) for v in views}
+    every = [*views, *absent_views(suite)]
+    charted = {v.cell: _charted(v, diagnostics) for v in every}
     series = _series(suite, charted)
     flags = _flags(suite)
     details = [
@@ -318,27 +451,25 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
             flags.get(v.cell, _Flags([], 0)),
             suite.nights,
         )
-        for n, v in enumerate(views)
+        for n, v in enumerate(every)
     ]
+    current = details[: len(views)]
     models = sorted({v.model for v in views})
-    by_cell = {d.cell.cell: d for d in details}
+    by_cell = {d.cell.cell: d for d in current}
+    note = night_note(suite.night)
     return SuiteView(
         name=suite.name,
         anchor=f"s{index}",
-        night=short_time(suite.night.created_at)
-        + (
-            " (an outage: the endpoints failed, nothing was compared; each scenario shows its "
-            "last measured night)"
-            if suite.night.outage
-            else ""
-        ),
+        night=short_time(suite.night.created_at) + (f" ({note})" if note else ""),
         nights=len(suite.nights),
         models=models,
         rows=[
             (scenario, [by_cell.get(CellKey(scenario, m)) for m in models])
             for scenario in sorted({v.scenario for v in views})
         ],
-        details=details,
+        details=current,
+        absent=details[len(views) :],
+        absent_line=absent_line(suite),
         counts=dict(Counter(v.verdict for v in views)),
         broken_checks=suite.night.broken_checks,
         charts=suite_charts(suite.nights),
@@ -360,11 +491,12 @@ def _detail(
     sequences, sequences_note = _sequences(v)
     diff_lines, diff_note = _diff(v) if v.flagged else ([], "")
     labels = night_labels([night.created_at for night, _ in flagged.shown])
+    uncompared = NOT_COMPARED if v.last_compared else NO_BASELINE
     return CellDetail(
         cell=v,
         anchor=anchor,
         charts=[
-            metric_chart(m, series[(v.scenario, v.model, m)], span, v.latest)
+            metric_chart(m, series[(v.scenario, v.model, m)], span, v.latest, uncompared)
             for m in charted
             if (v.scenario, v.model, m) in series
         ],
@@ -395,7 +527,9 @@ def _why_rows(why: Why | None) -> list[tuple[str, str]]:
 def _charted(v: CellView, diagnostics: Sequence[str]) -> list[str]:
     """The metrics charted for a scenario x model: gating, chosen diagnostics, anything flagged."""
     metrics = {
-        r.metric for r in v.results if r.gating or r.metric in diagnostics or r.verdict in FLAGGED
+        r.metric
+        for r in v.charted_results
+        if r.gating or r.metric in diagnostics or r.verdict in FLAGGED
     }
     return sorted(metrics, key=rank)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import typing
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from history_factory import build_entries, history_from_entries
+from history_factory import build_entries, history_from_entries, write_history
 from report_pages import cells, latest_gating, worst
 
-from evalrunner.history._store import History, HistoryEntry
+from evalrunner.history._store import History, HistoryEntry, load_history
 from evalrunner.live._results import Manifest
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
@@ -36,6 +37,42 @@ def test_runs_without_verdicts_read_no_baseline() -> None:
     assert "No comparison with a baseline" in page
     root = ET.fromstring(render_junit(history))
     assert root.get("skipped") == "2" and root.get("failures") == "0"
+
+
+def test_a_night_that_compared_nothing_reads_not_compared_with_the_last_compared_verdict(
+    tmp_path: Path,
+) -> None:
+    # Before: a night run with --no-compare (or whose comparison failed) read "no baseline"
+    # for every cell, though the night before had compared them all. Its entry holds what
+    # `evalrunner run --no-compare` writes: runs, and no results, baselines or evidence.
+    entries = build_entries(nights=3, scenarios=2, regressed=(0,), regress_nights=2)
+    entries[-1] = entries[-1].model_copy(
+        update={"verdicts": [], "baselines": {}, "baseline_typical": {}, "evidence": {}}
+    )
+    write_history(str(tmp_path), entries)
+    history = load_history(str(tmp_path))
+
+    summary = render_markdown(history)
+    assert "no baseline" not in summary
+    assert "\n⬜ 2 not compared on this night (scenario x model" in summary
+    assert "Nothing was compared on this night (run with --no-compare, " in summary
+    assert (
+        "| scenario-00 | openai/gpt-4o-mini | ⬜ not compared on this night; last compared: "
+        "🔴 regression (as of 2025-01-02 02:00 UTC) |"
+    ) in summary
+    assert "None compared on this night." in summary.split("### Regressions", 1)[1]
+
+    page = render_html(history, generated_at="x")
+    assert set(cells(page).values()) == {"uncompared"}
+    assert "last compared: regression, as of 2025-01-02 02:00 UTC" in page
+    # Its trends stay: the charts of the metrics last compared, badged as not compared.
+    assert 'aria-label="success_rate over 2 nights"' in page
+    assert '<span class="badge small uncompared">not compared on this night</span>' in page
+    assert "no baseline</span>" not in page
+
+    messages = [s.get("message", "") for s in ET.fromstring(render_junit(history)).iter("skipped")]
+    assert len(messages) == 2
+    assert all(m.startswith("not compared on this night; last compared: ") for m in messages)
 
 
 def test_a_baseline_too_young_to_gate_reads_young_not_no_baseline() -> None:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 from history_factory import build_entries, history_from_entries
+from markupsafe import escape
+from report_pages import cells
 
 from evalrunner.errors import ConfigError
-from evalrunner.history._store import History
+from evalrunner.history._store import History, HistoryEntry
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
-from evalrunner.report._markdown import render_markdown
+from evalrunner.report._markdown import md, render_markdown
 from evalrunner.report._select import select
 from evalrunner.suite._record import CellKey
 
@@ -47,22 +50,73 @@ def test_window_bounds_are_times_in_utc() -> None:
     assert nights(since="2025-01-02", until="2025-01-02") == ["2025-01-02"]
 
 
-def test_a_cell_missing_from_the_latest_night_shows_its_own_latest_night() -> None:
-    entries = build_entries(nights=3, scenarios=2, regressed=())
+GPT = "openai/gpt-4o-mini"
+GONE = (
+    "Not in the latest night (removed from the suite, or not selected for it): "
+    "scenario-00 × anthropic/claude-3-5-haiku, scenario-01 × anthropic/claude-3-5-haiku, "
+    "scenario-02 × anthropic/claude-3-5-haiku, scenario-02 × openai/gpt-4o-mini "
+    "(last run 2025-01-02)"
+)
+
+
+def _evolved() -> list[HistoryEntry]:
+    """Three nights of 3 scenarios x 2 models; on the last, scenario-02 is gone from the
+    suite and anthropic/claude-3-5-haiku from its models, and every run of scenario-01 was
+    an infra error (so that night compared it with nothing)."""
+    entries = build_entries(nights=3, scenarios=3, models=2, regressed=())
     last = entries[-1]
-    entries[-1] = last.model_copy(
-        update={
-            "records": [r for r in last.records if r.scenario != "scenario-01"],
-            "verdicts": [v for v in last.verdicts if v.scenario != "scenario-01"],
-        }
-    )
-    history = history_from_entries(entries)
+    kept = [r for r in last.records if r.scenario != "scenario-02" and r.model == GPT]
+    down = [
+        r.model_copy(update={"outcome": "infra_error", "reason": "Connection error."})
+        if r.scenario == "scenario-01"
+        else r
+        for r in kept
+    ]
+    verdicts = [v for v in last.verdicts if v.scenario == "scenario-00" and v.model == GPT]
+    entries[-1] = last.model_copy(update={"records": down, "verdicts": verdicts})
+    return entries
+
+
+def test_a_cell_the_latest_night_did_not_run_is_history_not_a_current_cell() -> None:
+    # Before: every cell ever recorded was current: the header counted 6 cells for a suite
+    # of 2, removed cells kept rows "(as of ...)", and JUnit skipped them saying their
+    # model's endpoint failed, though they were removed.
+    history = history_from_entries(_evolved())
+    text = render_markdown(history)
+    header = next(line for line in text.splitlines() if line.endswith("worst gating verdict)"))
+    assert sum(int(n) for n in re.findall(r"(\d+) ", header)) == 2
+    rows = [line for line in text.splitlines() if line.startswith("| scenario-")]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| scenario-00", GPT],
+        ["| scenario-01", GPT],
+    ]
+    assert md(GONE) + "." in text.splitlines()
+
+    root = ET.fromstring(render_junit(history))
+    cases = {(c.get("classname"), c.get("name")) for c in root.iter("testcase")}
+    assert cases == {("demo.scenario-00", GPT), ("demo.scenario-01", GPT)}
+    assert root.get("tests") == "2"
+    failed = [m for s in root.iter("skipped") if "endpoint failed" in (m := s.get("message", ""))]
+    assert failed == [  # only the one whose endpoint did fail
+        "not measured on the latest night (its model's endpoint failed: its runs were "
+        "infra_error); the verdicts below are of night 2025-01-02T02:00:00Z"
+    ]
+    down = root.find("testsuite/testcase[@classname='demo.scenario-01']/skipped")
+    assert down is not None and down.get("message") == failed[0]
+    assert root.findtext("testsuite/system-out") == GONE
+
+    page = render_html(history, generated_at="x")
+    assert set(cells(page)) == {("scenario-00", GPT), ("scenario-01", GPT)}
+    chips = re.search(r'<div class="totals">(.*?)</div>', page, re.S)
+    assert chips is not None
+    assert sum(int(n) for n in re.findall(r"<b>(\d+)</b>", chips.group(1))) == 2
+    assert f'<p class="note absent">{escape(GONE)}.</p>' in page
+    # Their trends stay, apart, marked as not in the latest night.
+    assert page.count('<span class="badge gone">not in the latest night</span>') == 4
+    assert page.count('<span class="stale">as of 2025-01-02</span>') == 1  # scenario-01 only
     [suite] = select(history)
-    stale = CellKey("scenario-01", "openai/gpt-4o-mini")
-    assert suite.latest[stale].created_at == entries[1].created_at
-    assert suite.night.created_at == entries[2].created_at
-    assert " (as of 2025-01-02 02:00 UTC) |" in render_markdown(history)  # its own cell text
-    assert '<span class="stale">as of 2025-01-02</span>' in render_html(history)
+    assert set(suite.current) == {CellKey("scenario-00", GPT), CellKey("scenario-01", GPT)}
+    assert len(suite.absent) == 4
 
 
 def test_models_outside_the_selection_leave_no_nights() -> None:
@@ -147,3 +201,14 @@ def test_an_outage_night_leaves_every_cell_its_last_compared_night() -> None:
         cell = CellKey(scenario, "openai/gpt-4o-mini")
         assert suite.latest[cell].created_at == entries[1].created_at, scenario
     assert "no baseline" not in render_markdown(history)
+    # scenario-00's runs reached the agent: JUnit said they were infra errors.
+    root = ET.fromstring(render_junit(history))
+    reasons = {
+        case.get("classname"): str(skipped.get("message")).split(";", 1)[0]
+        for case in root.iter("testcase")
+        if (skipped := case.find("skipped")) is not None
+    }
+    assert reasons == {
+        "demo.scenario-00": "not compared on the latest night (an outage: nothing was compared)",
+        "demo.scenario-01": "not measured on the latest night (an outage: its runs were infra_error)",
+    }
