@@ -47,12 +47,34 @@ def validate(files: tuple[Path, ...], suites_dir: Path, baselines_dir: Path) -> 
         rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
         data = f", {rows} dataset rows" if rows else ""
         count = len(suite.scenarios)
-        broken = _committed_files(suite, path, baselines_dir)
+        broken = _committed_files(suite, path, baselines_dir, models)
         if broken:
             raise FileFormatError(
                 f"{path}: {broken} of the suite's committed files cannot be read (above)"
             )
         click.echo(f"ok  {path}  ({count} scenario{'' if count == 1 else 's'}{data})")
+
+
+def _model_note(file: Path, model: str, path: Path, models: list[str]) -> str | None:
+    """A baseline a night would not use for its model: its name and its model field
+    disagree (a file renamed by hand), or its model is not one a night of the suite runs
+    (a model dropped, or a model string renamed: "openai/x" to "hosted_vllm/x")."""
+    from evalrunner.suite._record import model_slug
+
+    named = f"{model_slug(model)}.json"
+    if not file.name.endswith(f"--{named}"):
+        return (
+            f"{file}: holds the baseline of model {model!r}, whose file name ends --{named}; "
+            "a night reads it for no model: rename it back, or set its model field to the "
+            "model its name is for"
+        )
+    if model in models:
+        return None
+    return (
+        f"{file}: model {model!r} is not one a night of {path} runs ({', '.join(models)}); "
+        "delete the file if the model is gone, or, for a model string renamed, rename the "
+        "file and set its model field to the new string"
+    )
 
 
 def _check_models(suite: Suite, path: Path) -> list[str]:
@@ -74,10 +96,11 @@ def _check_models(suite: Suite, path: Path) -> list[str]:
     return models
 
 
-def _committed_files(suite: Suite, path: Path, baselines_dir: Path) -> int:
+def _committed_files(suite: Suite, path: Path, baselines_dir: Path, models: list[str]) -> int:
     """Read every baseline and golden of the suite; say what cannot be read (each on its
     own line, so one run names every file a merge broke) and which baselines belong to
-    no scenario of the suite. Returns how many cannot be read."""
+    no scenario or model of the suite (``models``: those a night would run). Returns how
+    many cannot be read."""
     from evalrunner.baseline._file import load_baseline
     from evalrunner.frozen._golden import Golden, golden_path_for, is_script
     from evalrunner.frozen._script import Script
@@ -97,6 +120,10 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path) -> int:
                 "file if the scenario is gone, or move it and its scenario field to the new id",
                 err=True,
             )
+        else:
+            note = _model_note(file, baseline.model, path, models)
+            if note:
+                click.echo(f"note: {note}", err=True)
     for file in sorted(golden_path_for(path, suite.name, "").parent.glob("*.json")):
         if file.name.endswith(".llm.json"):
             load: Callable[[Path], object] = Script.load

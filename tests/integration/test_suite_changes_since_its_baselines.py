@@ -156,3 +156,35 @@ def test_a_night_run_from_another_directory_says_where_the_projects_baselines_ar
         f"project of {project / 'suites'} has them in {project.resolve() / 'baselines' / 'caps'}: "
         f"run from {project.resolve()}, or pass --baselines {project.resolve() / 'baselines'}"
     ) in result.stderr, result.stderr
+
+
+def test_validate_notes_baselines_of_a_model_the_suite_no_longer_runs_or_misnamed(
+    world: Any,
+) -> None:
+    # Before: "ok" after a model string was renamed, and "ok" once the files were renamed
+    # but not their model field; the night then said "not compared" (a review).
+    def validate() -> Result:
+        return CliRunner().invoke(
+            main,
+            ["validate", "--suites-dir", str(world.tmp_path)],
+            env={"EVALRUNNER_MODEL": None, "OPENAI_API_KEY": "sk-test"},
+        )
+
+    folder = Path("baselines") / "caps"  # as validate names it, from the project
+    write_suite(world.tmp_path, "caps", [PARIS, LIMA], **{**SETTINGS, "models": ["openai/fake2"]})
+    said = validate()
+    assert said.exit_code == 0, said.output
+    assert (
+        f"note: {folder / 'lima--openai_fake.json'}: model 'openai/fake' is not one a night of "
+        f"{world.tmp_path / 'caps.yaml'} runs (openai/fake2); delete the file if the model is "
+        "gone, or, for a model string renamed, rename the file and set its model field to the "
+        "new string"
+    ) in said.stderr, said.stderr
+    for old in sorted((world.tmp_path / folder).glob("*--openai_fake.json")):
+        old.rename(old.with_name(old.name.replace("--openai_fake.", "--openai_fake2.")))
+    said = validate()
+    assert (
+        f"note: {folder / 'paris--openai_fake2.json'}: holds the baseline of model "
+        "'openai/fake', whose file name ends --openai_fake.json; a night reads it for no "
+        "model: rename it back, or set its model field to the model its name is for"
+    ) in said.stderr, said.stderr
