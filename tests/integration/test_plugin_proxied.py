@@ -240,13 +240,9 @@ def test_crash(golden_trajectory):
     )
 
 
-def test_a_replay_that_leaves_recorded_calls_unused_fails_and_names_them(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Recorded with two calls; the agent now stops after one. The replay fails (strict by
-    # default) and the message lists the recorded call nobody asked for, and how to re-record.
-    pytester.makepyfile(
-        test_calls="""
+def calls_test(default: int) -> str:
+    """A test module whose SDK agent makes ``DEMO_CALLS`` model calls (``default`` unset)."""
+    return f"""
 import os
 
 import openai
@@ -254,9 +250,9 @@ import openai
 
 def agent(task):
     client = openai.OpenAI()  # OPENAI_BASE_URL: the run's proxy
-    for i in range(int(os.environ.get("DEMO_CALLS", "2"))):
+    for i in range(int(os.environ.get("DEMO_CALLS", "{default}"))):
         client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": f"{task} (step {i})"}]
+            model="m", messages=[{{"role": "user", "content": f"{{task}} (step {{i}})"}}]
         )
     return "done"
 
@@ -264,7 +260,14 @@ def agent(task):
 def test_calls(golden_trajectory):
     golden_trajectory.proxied(agent, "hi")
 """
-    )
+
+
+def test_a_replay_that_leaves_recorded_calls_unused_fails_and_names_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recorded with two calls; the agent now stops after one. The replay fails (strict by
+    # default) and the message lists the recorded call nobody asked for, and how to re-record.
+    pytester.makepyfile(test_calls=calls_test(default=2))
     monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
     with FakeEndpoint(default=Reply("hello")) as ep:
@@ -418,26 +421,7 @@ def test_re_recording_through_the_proxy_says_what_changed_from_the_golden_it_rep
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     for var in ("DEMO_CALLS", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
         monkeypatch.delenv(var, raising=False)
-    pytester.makepyfile(
-        test_calls="""
-import os
-
-import openai
-
-
-def agent(task):
-    client = openai.OpenAI()  # OPENAI_BASE_URL: the run's proxy
-    for i in range(int(os.environ.get("DEMO_CALLS", "1"))):
-        client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": f"{task} (step {i})"}]
-        )
-    return "done"
-
-
-def test_calls(golden_trajectory):
-    golden_trajectory.proxied(agent, "hi")
-"""
-    )
+    pytester.makepyfile(test_calls=calls_test(default=1))
     monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
     goldens = pytester.path / "__goldens__" / "test_calls"
