@@ -274,7 +274,10 @@ def _result(
 def _note(ref: MetricReference, m: Measured, cell: CellReference, tonight: Runs) -> str | None:
     notes = [m.note] if m.note else []
     usual = ref.coding.usual
-    if ref.name == "final_answer_match":
+    if ref.name == "final_answer_match" and ref.coding.by_row:
+        rows = len(ref.coding.by_row)
+        notes.append(f"share of runs answering their row's usual answer ({rows} rows)")
+    elif ref.name == "final_answer_match":
         shown = str(usual)
         notes.append(
             f"share of runs answering the baseline's usual {shown[:57] + '...' if len(shown) > 60 else shown!r}"

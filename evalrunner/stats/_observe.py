@@ -118,6 +118,10 @@ class Coding:
     """The baseline's usual answer / first tool / tool path where the metric needs one."""
     known: frozenset[tuple[str, ...]] = frozenset()
     """Tool paths the baseline took (tool_sequence)."""
+    by_row: tuple[tuple[str, Hashable], ...] = ()
+    """A dataset scenario's usual answer of each row (final_answer_match): each row asks its
+    own question, and one usual answer across rows counted every row but the commonest as
+    a miss (a baseline of right answers read 0.5)."""
 
     def values(self, runs: Runs) -> FloatArray:
         """One value per run the metric covers (non-infra runs for outcome rates, else valid runs)."""
@@ -157,7 +161,14 @@ class Coding:
         if name == "success_rate_valid":
             return [runs.outcome[i] == "passed" for i in runs.valid]
         if name == "final_answer_match":
-            return [runs.answers[i] == self.usual for i in runs.valid]
+            if not self.by_row:
+                return [runs.answers[i] == self.usual for i in runs.valid]
+            usual = dict(self.by_row)
+            rows = runs.rows or (None,) * runs.n
+            return [
+                (u := usual.get(rows[i] or "")) is not None and runs.answers[i] == u
+                for i in runs.valid
+            ]
         if name == "first_tool":
             return [(t[0] if t else None) == self.usual for t in runs.valid_tools()]
         if name == "tool_sequence":
@@ -180,9 +191,9 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     out = [Coding(m) for m in ("success_rate", "crash_rate", "skip_rate")]
     out.append(Coding("tool_sequence", modal(tools_b), frozenset(tools_b)))
     out += [Coding(m) for m in ("step_count", "success_rate_valid")]
-    answers = [pooled.answers[i] for i in pooled.valid if pooled.answers[i] is not None]
-    if answers:
-        out.append(Coding("final_answer_match", modal(answers)))
+    answered = [i for i in pooled.valid if pooled.answers[i] is not None]
+    if answered:
+        out.append(_answer_coding(pooled, answered))
     out.append(Coding("first_tool", modal(t[0] if t else None for t in tools_b)))
     out += [Coding(m) for m in ("llm_calls", "tool_calls", *_CONTINUOUS)]
     seen = {t for seq in tools_b for t in seq}
@@ -190,6 +201,21 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
     out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
     return out + _check_codings(pooled, tonight)
+
+
+def _answer_coding(pooled: Runs, answered: Sequence[int]) -> Coding:
+    """final_answer_match: the baseline's usual answer, per row for a dataset scenario."""
+    usual = modal(pooled.answers[i] for i in answered)
+    if not pooled.rows:
+        return Coding("final_answer_match", usual)
+    by_row: dict[str, list[Hashable]] = {}
+    for i in answered:
+        by_row.setdefault(pooled.rows[i] or "", []).append(pooled.answers[i])
+    return Coding(
+        "final_answer_match",
+        usual,
+        by_row=tuple(sorted((row, modal(found)) for row, found in by_row.items())),
+    )
 
 
 def _check_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:

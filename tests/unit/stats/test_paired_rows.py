@@ -91,3 +91,27 @@ def test_the_baseline_is_compared_on_tonights_rows_only() -> None:
         estimates[rows is not None] = results["success_rate"].baseline_estimate
         assert not results["success_rate"].fails_night
     assert estimates == {True: 1.0, False: 20 / 30}
+
+
+def test_a_dataset_scenarios_usual_answer_is_each_rows_own() -> None:
+    # Before: one usual answer across rows; a baseline whose every run answered its own
+    # row right read 0.5, and rows that ran in other shares tonight looked like a change
+    # (a review: "final_answer_match 0.5 -> 0.0556" with every baseline run right).
+    def answered(rows: list[str], start: int) -> list[RunRecord]:
+        out = []
+        for i, row in enumerate(rows):
+            (record,) = make_runs(1, passed=1, start=start + i)
+            out.append(record.model_copy(update={"row": row, "final_answer": f"answer {row}"}))
+        return out
+
+    base = [answered(["ke", "fr"] * 9, 100 * j) for j in range(3)]
+    cell = CellBaseline(CellKey("s", "m"), Tolerance(), base, "a", frozenset({"ke", "fr"}))
+    tonight = answered(["ke"] * 6 + ["fr"] * 12, 900)  # the same answers, in other shares
+    (result,) = [
+        r
+        for r in compare_night([CellNight(cell, tonight)]).results
+        if r.metric == "final_answer_match"
+    ]
+    assert (result.baseline_estimate, result.night_estimate) == (1.0, 1.0), result
+    assert result.verdict != "regression"
+    assert "their row's usual answer (2 rows)" in (result.note or "")
