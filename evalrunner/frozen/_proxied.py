@@ -252,6 +252,7 @@ def _result(proxied: ProxyRunResult, output: Any, error: BaseException | None) -
 
 
 def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
+    before = golden_before(run.golden_path)  # first: a newer release's golden stops it
     proxied, output, error, _ = run.run("record", upstream)
     nothing = "recording failed, nothing written"
     if proxied.infra_error is not None:
@@ -290,7 +291,6 @@ def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
             FrozenOutcome(False, f"{nothing}: the agent failed: {type(error).__name__}: {error}")
         )
     assert proxied.recording_path is not None
-    before = golden_before(run.golden_path)
     out = _write(run.golden_path, None, _result(proxied, output, None), run.config, None)
     out.written.insert(0, proxied.recording_path)
     return said_what_moved(out, before, run.config)

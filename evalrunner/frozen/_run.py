@@ -146,6 +146,7 @@ def run_frozen(
 
 def _record(run: _Run) -> FrozenOutcome:
     """Call the live model; write the recording and the golden unless the endpoint failed."""
+    before = golden_before(run.golden_path)  # first: a newer release's golden stops it
     recorder = Recorder()
     result = run.capture(recorder=recorder)
     failed = result.infra.final_error if result.infra is not None else None
@@ -166,16 +167,19 @@ def _record(run: _Run) -> FrozenOutcome:
             "recording failed, nothing written: the agent made no model call that capture "
             "saw. " + NO_CALLS_HINT,
         )
-    before = golden_before(run.golden_path)
     out = _write(run.golden_path, run.script_path, result, run.config, recorder.script)
     return said_what_moved(out, before, run.config)
 
 
 def golden_before(golden_path: Path) -> Golden | None:
     """The golden a recording is about to replace, read to say what moved; None when there is
-    none, or none readable (recording replaces it all the same)."""
+    none, or none readable (recording replaces it all the same). One a newer release wrote
+    stops the recording before it starts: never regenerated over (``NewerFormat``), as
+    --golden-update leaves it."""
     try:
         return Golden.load(golden_path) if golden_path.exists() else None
+    except NewerFormat as exc:
+        raise _Stop(FrozenOutcome(False, f"{exc}; --golden-record left it as it is")) from None
     except FileFormatError:
         return None
 

@@ -454,6 +454,27 @@ def test_golden_update_leaves_a_golden_written_by_a_newer_evalrunner_as_it_is(
     assert golden.read_bytes() == newer
 
 
+def test_golden_record_leaves_a_golden_written_by_a_newer_evalrunner_as_it_is(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Re-recording wrote this release's format over it, with "wrote ...", rc 0.
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+        golden = demo / "test_plain.json"
+        recording = demo / "test_plain.llm.json"
+        golden.write_text(json.dumps({**json.loads(golden.read_text()), "format_version": 99}))
+        newer, recorded = golden.read_bytes(), recording.read_bytes()
+        calls = len(ep.requests)
+        result = run(pytester, "--golden-record", "-k", "test_plain")
+        assert len(ep.requests) == calls  # stopped before it called the model
+    result.assert_outcomes(failed=1, deselected=5)
+    message = section(result, "test_plain")
+    assert "golden format_version 99 is newer than this evalrunner (" in message
+    assert "upgrade evalrunner to read it; --golden-record left it as it is" in message
+    assert (golden.read_bytes(), recording.read_bytes()) == (newer, recorded)
+
+
 SHARED = """
 import pytest
 

@@ -435,3 +435,27 @@ def test_re_recording_through_the_proxy_says_what_changed_from_the_golden_it_rep
         again = run(pytester, "--golden-record")
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines([f"{wrote}: *llm_calls: 1 -> 2, *"])
+
+
+def test_re_recording_through_the_proxy_leaves_a_newer_releases_golden_and_recording_alone(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Re-recording wrote this release's format over a newer release's golden and its
+    # recording, "wrote ...", rc 0 (--golden-update leaves such a golden as it is).
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("DEMO_CALLS", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(test_calls=calls_test(default=1))
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    folder = pytester.path / "__goldens__" / "test_calls"
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "--golden-record").assert_outcomes(passed=1)
+        golden, recording = folder / "test_calls.json", folder / "test_calls.proxy.json"
+        golden.write_text(json.dumps({**json.loads(golden.read_text()), "format_version": 99}))
+        before = (golden.read_bytes(), recording.read_bytes())
+        again = run(pytester, "--golden-record")
+    again.assert_outcomes(failed=1)
+    assert "--golden-record left it as it is" in again.stdout.str()
+    assert (golden.read_bytes(), recording.read_bytes()) == before
