@@ -413,18 +413,25 @@ def test_echo(golden_trajectory):
     assert any("[REDACTED]" in text for text in written.values())
 
 
-def test_re_recording_through_the_proxy_says_what_changed_from_the_golden_it_replaced(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Before: "wrote <recording>, <golden>" alone, so whoever re-recorded by habit never
-    # saw that the agent now makes one model call more (a review).
+@pytest.fixture
+def one_call_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project whose one test's SDK agent makes ``DEMO_CALLS`` calls (1 unset) to
+    openai/fake through the proxy; returns its golden folder."""
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     for var in ("DEMO_CALLS", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
         monkeypatch.delenv(var, raising=False)
     pytester.makepyfile(test_calls=calls_test(default=1))
     monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
-    goldens = pytester.path / "__goldens__" / "test_calls"
+    return pytester.path / "__goldens__" / "test_calls"
+
+
+def test_re_recording_through_the_proxy_says_what_changed_from_the_golden_it_replaced(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, one_call_project: Path
+) -> None:
+    # Before: "wrote <recording>, <golden>" alone, so whoever re-recorded by habit never
+    # saw that the agent now makes one model call more (a review).
+    goldens = one_call_project
     wrote = f"wrote {goldens / 'test_calls.proxy.json'}, {goldens / 'test_calls.json'}"
     with FakeEndpoint(default=Reply("hello")) as ep:
         monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
@@ -438,17 +445,11 @@ def test_re_recording_through_the_proxy_says_what_changed_from_the_golden_it_rep
 
 
 def test_re_recording_through_the_proxy_leaves_a_newer_releases_golden_and_recording_alone(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, one_call_project: Path
 ) -> None:
     # Re-recording wrote this release's format over a newer release's golden and its
     # recording, "wrote ...", rc 0 (--golden-update leaves such a golden as it is).
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    for var in ("DEMO_CALLS", "EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
-        monkeypatch.delenv(var, raising=False)
-    pytester.makepyfile(test_calls=calls_test(default=1))
-    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
-    folder = pytester.path / "__goldens__" / "test_calls"
+    folder = one_call_project
     with FakeEndpoint(default=Reply("hello")) as ep:
         monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
         run(pytester, "--golden-record").assert_outcomes(passed=1)
