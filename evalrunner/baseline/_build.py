@@ -157,11 +157,11 @@ def _chosen(
 
 
 def _accepted(
-    path: Path, cell: CellKey, fingerprint: str, nights: list[AcceptedNight], *, append: bool
+    path: Path, cell: CellKey, fingerprint: str, nights: list[AcceptedNight], old: Baseline | None
 ) -> list[AcceptedNight]:
-    """Tonight's nights, after the existing file's with ``append``; every accepted night is kept."""
-    if append and path.exists():
-        old = load_baseline(path)
+    """Tonight's nights, after those of ``old`` (the file they are appended to, if any);
+    every accepted night is kept."""
+    if old is not None:
         if old.fingerprint != fingerprint or old.model != cell.model:
             raise BaselineMismatch(
                 f"{path}: recorded for another configuration or model; rebuild it without --append"
@@ -202,7 +202,12 @@ def _baseline(
 
 
 def _refuse_flagged(
-    suite: str, scenario: ResolvedScenario, cell: CellKey, path: Path, found: Sequence[_Found]
+    suite: str,
+    scenario: ResolvedScenario,
+    cell: CellKey,
+    path: Path,
+    old: Baseline,
+    found: Sequence[_Found],
 ) -> None:
     """Refuse to append nights that fail a gating metric against the baseline they would
     join: a baseline of both behaviours flags neither, and the night said so, but
@@ -210,7 +215,6 @@ def _refuse_flagged(
     the mixed baseline passed (a review)."""
     from evalrunner.baseline._compare import CellPair, compare_pairs
 
-    old = load_baseline(path)
     records = [r for each in found for r in each.night.records]
     pair = CellPair(
         cell,
@@ -269,11 +273,10 @@ def build_baselines(
                     f"{suite.path or suite.name} now has; run it again before making it the baseline"
                 )
         path = baseline_path(root, suite.name, cell.scenario, cell.model)
-        nights = _accepted(
-            path, cell, scenario.fingerprint, [each.night for each in found], append=append
-        )
-        if append and not accept_flagged and path.exists():
-            _refuse_flagged(suite.name, scenario, cell, path, found)
+        old = load_baseline(path) if append and path.exists() else None
+        nights = _accepted(path, cell, scenario.fingerprint, [each.night for each in found], old)
+        if old is not None and not accept_flagged:
+            _refuse_flagged(suite.name, scenario, cell, path, old, found)
         pending.append((path, _baseline(scenario, cell, nights, found[-1])))
     for path, baseline in pending:
         save_baseline(path, baseline)
