@@ -19,9 +19,9 @@ is ``alpha`` (:func:`boundary`, by simulation with a fixed seed, so it is the sa
 on every machine). The cell's ``season_alpha`` is split evenly over its gating
 metrics: the chance of any false alarm by the evidence in one scenario-season is
 ``season_alpha`` when the night effect is known. Nights are weighed by it as
-estimated, without the padding tonight's test adds
-(:meth:`MetricReference.for_evidence`); measured with it estimated, 1.5-4 % of
-scenario-seasons (docs/calibration.md). After ``season_nights`` nights the evidence starts a new
+estimated (the anchor's nights and the nights since), without the padding or the
+anchor's floor tonight's test adds (:meth:`MetricReference.for_evidence`); measured
+with it estimated, 2-5 % of scenario-seasons (docs/calibration.md). After ``season_nights`` nights the evidence starts a new
 season (the night-to-night spread it has learned carries over); a new anchor
 starts a new state.
 
