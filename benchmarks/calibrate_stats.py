@@ -609,6 +609,10 @@ class SeasonTask:
     estimating it: what the estimate costs over a season."""
     tau2_errors: Padding = None
     """The standard errors of tau^2 the tests add (``TAU2_ERRORS``) or "integrated"; None: the engine's."""
+    told_law: bool = False
+    """Every night's tests told each cell's night variance under the drift law
+    (:func:`law_tau2`; on the quiet endpoint tau^2 = 0) instead of estimating it: the
+    season-wide false alarms of a test that knows the truth, the oracle beside the engine's."""
 
 
 @dataclass(frozen=True)
@@ -645,11 +649,18 @@ def _one_season(task: SeasonTask) -> Season:
     nightly, accumulated = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
     failed = dict.fromkeys(keys, 0)
     runs = 0
+    # law_tau2 draws from its own generator: the season's nights are the same either way.
+    laws = (
+        {k: law_tau2(profiles[k], task.drift) for k in keys} if task.told_law and task.drift else {}
+    )
+    told_quiet = task.told_quiet or (task.told_law and not task.drift)
     for night in range(1, task.nights + 1):
         # As the CLI does: refitted every night, the nights since the anchor sharpening tau^2.
         refs = fit_references(cells, evidence)
-        if task.told_quiet:
+        if told_quiet:
             refs = {k: _told_quiet(r) for k, r in refs.items()}
+        elif task.told_law:
+            refs = {k: _told(r, laws[k]) for k, r in refs.items()}
         tonight = {}
         for i, k in enumerate(keys):
             profile = task.change.apply(night) if i == 0 else profiles[k]
@@ -1041,12 +1052,20 @@ def season_table(cfg: Config) -> None:
         "share that failed another night after their first.\n"
     )
     cfg.emit(
-        "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag "
-        "| failed nights per flagged scenario-season | flagged again after the first | runs/cell/night |"
+        "Told the law: the same seasons with every night's tests told each cell's night "
+        "variance under the drift law (no user can know it): the share of scenario-seasons "
+        "tonight's test flags when its tau^2 is right, the ceiling for that column.\n"
     )
-    cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
+    cfg.emit(
+        "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag "
+        "| failed nights per flagged scenario-season | flagged again after the first | runs/cell/night "
+        "| told the law: tonight's test |"
+    )
+    cfg.emit("|---|---|---|---|---|---|---|---|---|---|---|")
     for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
         got = _aa_seasons(cfg, suite, drift)
+        told = _aa_seasons(cfg, suite, drift, told_law=True)
+        told_nightly = sum(x > 0 for s in told for x in s.nightly)
         cells = len(got) * len(suite.cells())
         ev = sum(x > 0 for s in got for x in s.evidence)
         nightly = sum(x > 0 for s in got for x in s.nightly)
@@ -1057,17 +1076,19 @@ def season_table(cfg: Config) -> None:
         cfg.emit(
             f"| {suite.label} | {ENDPOINTS[drift]} | {len(got)} | {cells} | {pct(ev, cells)} "
             f"| {pct(nightly, cells)} | {pct(anyflag, len(got))} "
-            f"| {np.mean(flagged) if flagged else 0:.1f} | {pct(again, len(flagged))} | {runs:.1f} |"
+            f"| {np.mean(flagged) if flagged else 0:.1f} | {pct(again, len(flagged))} | {runs:.1f} "
+            f"| {pct(told_nightly, cells)} |"
         )
     cfg.emit()
 
 
 def _aa_seasons(
-    cfg: Config, suite: Suite, drift: Endpoint, tau2_errors: Padding = None
+    cfg: Config, suite: Suite, drift: Endpoint, tau2_errors: Padding = None, told_law: bool = False
 ) -> list[Season]:
-    """``cfg.aa_seasons`` seasons of 90 unchanged nights; the same seeds for every padding."""
+    """``cfg.aa_seasons`` seasons of 90 unchanged nights; the same seeds for every padding
+    (and for the oracle told the night law)."""
     tasks = [
-        SeasonTask(s, suite, NONE, 90, MATURE, drift, tau2_errors=tau2_errors)
+        SeasonTask(s, suite, NONE, 90, MATURE, drift, tau2_errors=tau2_errors, told_law=told_law)
         for s in seeds(cfg.seed, f"aa-season|{drift}", cfg.aa_seasons)
     ]
     return run_all(one_season, tasks, cfg.jobs)
