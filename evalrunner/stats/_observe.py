@@ -161,14 +161,7 @@ class Coding:
         if name == "success_rate_valid":
             return [runs.outcome[i] == "passed" for i in runs.valid]
         if name == "final_answer_match":
-            if not self.by_row:
-                return [runs.answers[i] == self.usual for i in runs.valid]
-            usual = dict(self.by_row)
-            rows = runs.rows or (None,) * runs.n
-            return [
-                (u := usual.get(rows[i] or "")) is not None and runs.answers[i] == u
-                for i in runs.valid
-            ]
+            return self._usual_answers(runs)
         if name == "first_tool":
             return [(t[0] if t else None) == self.usual for t in runs.valid_tools()]
         if name == "tool_sequence":
@@ -178,6 +171,16 @@ class Coding:
             ]
         tool = name.partition(":")[2]
         return [tool in t for t in runs.valid_tools()]
+
+    def _usual_answers(self, runs: Runs) -> list[float]:
+        """final_answer_match per valid run: its row's usual answer in a dataset scenario."""
+        if not self.by_row:
+            return [runs.answers[i] == self.usual for i in runs.valid]
+        usual = dict(self.by_row)
+        rows = runs.rows or (None,) * runs.n
+        return [
+            (u := usual.get(rows[i] or "")) is not None and runs.answers[i] == u for i in runs.valid
+        ]
 
 
 def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
