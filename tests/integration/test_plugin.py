@@ -433,18 +433,25 @@ def test_a_second_call_of_the_fixture_on_the_same_golden_fails_and_named_calls_p
     assert "unused goldens" not in result.stdout.str()
 
 
+def _a_newer_releases_golden(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch, ep: FakeEndpoint
+) -> Path:
+    """test_plain's golden, recorded against ``ep``, then marked as a newer release's."""
+    monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+    run(pytester, "--golden-record", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+    golden = demo / "test_plain.json"
+    golden.write_text(json.dumps({**json.loads(golden.read_text()), "format_version": 99}))
+    return golden
+
+
 def test_golden_update_leaves_a_golden_written_by_a_newer_evalrunner_as_it_is(
     pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # It was "replaced ..., which could not be read", rc 0: a teammate on an older
     # release quietly took the golden back to the older format.
     with FakeEndpoint(responder=responder) as ep:
-        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
-        run(pytester, "--golden-record", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
+        golden = _a_newer_releases_golden(pytester, demo, monkeypatch, ep)
     monkeypatch.delenv("DEMO_API_BASE")
-    golden = demo / "test_plain.json"
-    doc = json.loads(golden.read_text())
-    golden.write_text(json.dumps({**doc, "format_version": 99}))
     newer = golden.read_bytes()
     result = run(pytester, "--golden-update", "-k", "test_plain")
     result.assert_outcomes(failed=1, deselected=5)
@@ -459,11 +466,8 @@ def test_golden_record_leaves_a_golden_written_by_a_newer_evalrunner_as_it_is(
 ) -> None:
     # Re-recording wrote this release's format over it, with "wrote ...", rc 0.
     with FakeEndpoint(responder=responder) as ep:
-        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
-        run(pytester, "--golden-record", "-k", "test_plain").assert_outcomes(passed=1, deselected=5)
-        golden = demo / "test_plain.json"
+        golden = _a_newer_releases_golden(pytester, demo, monkeypatch, ep)
         recording = demo / "test_plain.llm.json"
-        golden.write_text(json.dumps({**json.loads(golden.read_text()), "format_version": 99}))
         newer, recorded = golden.read_bytes(), recording.read_bytes()
         calls = len(ep.requests)
         result = run(pytester, "--golden-record", "-k", "test_plain")

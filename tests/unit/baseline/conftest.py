@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from evalrunner.baseline._file import AcceptedNight, Baseline
 from evalrunner.baseline._traces import RunTrace, Traces
 from evalrunner.suite._record import RunRecord
+
+
+def record(i: int, **fields: Any) -> RunRecord:
+    """Run ``i`` of scenario ``s`` on model ``m`` (suite ``t``), with ``fields``."""
+    return RunRecord(run_id=f"s/m/{i}", suite="t", scenario="s", model="m", index=i, **fields)
 
 
 def passed_records(
@@ -15,16 +21,7 @@ def passed_records(
     """One passed run per entry of ``rows``, run ``i`` on ``rows[i]`` (None: no dataset),
     answering ``answers[i]``."""
     return [
-        RunRecord(
-            run_id=f"s/m/{i}",
-            suite="t",
-            scenario="s",
-            model="m",
-            index=i,
-            row=row,
-            outcome="passed",
-            final_answer=None if answers is None else answers[i],
-        )
+        record(i, row=row, outcome="passed", final_answer=None if answers is None else answers[i])
         for i, row in enumerate(rows)
     ]
 

@@ -17,7 +17,7 @@ from evalrunner.baseline._traces import FirstRequest, RunTrace
 from evalrunner.core._actions import Action
 from evalrunner.suite._record import RunRecord
 
-from .conftest import baseline_of, dataset_baseline, passed_records
+from .conftest import baseline_of, dataset_baseline, passed_records, record
 
 
 def _run(*tools: str, answer: str = "a") -> list[Action]:
@@ -139,10 +139,7 @@ def test_a_dataset_night_on_some_rows_is_explained_against_those_rows_of_the_bas
 def _traced_baseline(first_response: int | None) -> Baseline:
     """Twenty runs that look up two countries one response at a time (first_response=1),
     as format 3 keeps them, or as a format-2 baseline did (None)."""
-    records = [
-        RunRecord(run_id=f"s/m/{i}", suite="t", scenario="s", model="m", index=i, outcome="passed")
-        for i in range(20)
-    ]
+    records = passed_records([None] * 20)
     actions: list[tuple[str, str, str | None]] = [
         ("lookup", "fr", "paris"),
         ("lookup", "jp", "tokyo"),
@@ -216,12 +213,8 @@ def _judged(verdicts: list[bool], answer: str = "Oslo", reason: str = "") -> lis
     and by two checks that fail every run: one whose name ends as this one's, named before
     it, and one named after it (a run's reason joins them all)."""
     return [
-        RunRecord(
-            run_id=f"s/m/{i}",
-            suite="t",
-            scenario="s",
-            model="m",
-            index=i,
+        record(
+            i,
             outcome="failed",
             reason="; ".join(
                 ["no_final_answer", "code:by_city (other)"]
