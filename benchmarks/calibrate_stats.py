@@ -743,6 +743,8 @@ class Config:
     """Only these endpoints ('quiet', 'drift', 'logit') in the A/A, power and season tables."""
     paddings: tuple[Padding, ...] = ()
     """Only these rows of the trade-off tables; empty: all."""
+    anchor: tuple[int, int] = (5, 20)
+    """The power table's baseline: nights x runs (the mature baseline by default)."""
 
     def chosen(self, suites: Sequence[Suite]) -> list[Suite]:
         """The suites of ``--suites`` (all when it is empty)."""
@@ -834,14 +836,15 @@ def power_table(cfg: Config) -> None:
     cfg.emit("## First-night power: one changed scenario x model\n")
     cfg.emit(
         "Share of nights (%) on which the change's own metric is flagged (a gating failure, or "
-        "for tokens a diagnostic regression), mature baseline, N = 20. `escalation`: up to 3N "
+        f"for tokens a diagnostic regression), baseline {cfg.anchor[0]} nights x "
+        f"{cfg.anchor[1]} runs, N = 20. `escalation`: up to 3N "
         "runs for suspicious cells (the default); `fixed N`: the same nights without it. "
         "Runs: mean runs the changed cell used with escalation. The cell column counts nights "
         "the changed cell failed on any gating metric. Misses: nights the change was not "
         "flagged with escalation, split into those where the cell stopped at N (its first 20 "
         "runs did not look suspicious) and those where it got more runs and still fell short. "
         "Night law known: the same nights with escalation, the tests told the truth about "
-        "nights instead of estimating it from the baseline's 5 (quiet: no night effect; "
+        "nights instead of estimating it from the baseline's (quiet: no night effect; "
         "drift: each metric's night variance under the drift law, from 4,000 nights of it, for "
         "the changed cell): the oracle each row is measured against.\n"
     )
@@ -854,7 +857,7 @@ def power_table(cfg: Config) -> None:
         for suite in cfg.chosen(SUITES):
             for drift in cfg.laws((QUIET, UNIFORM, LOGIT) if suite.models == 1 else (QUIET,)):
                 oracle = TOLD_LAW if drift else TOLD_QUIET
-                got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED, oracle))
+                got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED, oracle), cfg.anchor)
                 n = len(got)
                 esc = [g["escalation"] for g in got]
                 told = pct(sum(change.metric in g[oracle.name].changed_metrics for g in got), n)
@@ -872,6 +875,48 @@ def power_table(cfg: Config) -> None:
                 )
     cfg.emit()
     cfg.lines.append(_drift_ceiling())
+    cfg.lines.append(_quiet_share_in_use(cfg))
+
+
+def _quiet_share_in_use(cfg: Config, count: int = 60) -> str:
+    """What a quiet endpoint's night effect, estimated from the power table's anchor, costs
+    a changed cell at 3N runs: the night share its tests use (and as estimated, without
+    the padding), and the variance of tonight's mean around the baseline's against the
+    oracle's (tau^2 = 0), averaged over ``count`` fresh anchors of the unchanged profile."""
+    out = []
+    for change in (CHANGES[0], CHANGES[3]):
+        used, point, ratio = [], [], []
+        for seed in seeds(cfg.seed, f"share in use|{change.name}|{cfg.anchor}", count):
+            rng = np.random.default_rng(seed)
+            keys = Suite(5, 1).cells()
+            profiles = [change.base] + [null_profile(rng) for _ in keys[1:]]
+            nights, per_night = cfg.anchor
+            cells = [
+                CellBaseline(
+                    k,
+                    TOL,
+                    [
+                        draw(p.night(rng, QUIET), k, rng, per_night, j * per_night)
+                        for j in range(nights)
+                    ],
+                    "anchor",
+                )
+                for k, p in zip(keys, profiles, strict=True)
+            ]
+            m = fit_references(cells)[keys[0]].metrics[change.metric]
+            used.append(m.icc)
+            point.append(m.point_icc if m.point_icc is not None else m.icc)
+            ratio.append(m.null_var(3 * N) / replace(m, icc=0.0).null_var(3 * N))
+        out.append(
+            f"{change.metric} night share {np.mean(used):.4f} ({np.mean(point):.4f} as "
+            f"estimated), tonight's null variance at {3 * N} runs x{np.mean(ratio):.2f} the "
+            "oracle's"
+        )
+    nights, per_night = cfg.anchor
+    return (
+        f"quiet endpoint, {nights} x {per_night} anchor, the changed cell's unchanged profile "
+        f"({count} anchors): " + "; ".join(out)
+    )
 
 
 def _drift_ceiling() -> str:
@@ -1407,7 +1452,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rates and paths, for counts and continuous metrics, and PROMISE_ADAPTIVE_LATER, "
         "e.g. 0.07,0.4,0.5",
     )
+    parser.add_argument(
+        "--anchor",
+        default="5x20",
+        metavar="NIGHTSxRUNS",
+        help="the power table's baseline, e.g. 20x20: how close more baseline nights bring the "
+        "engine to the oracle that knows the night law",
+    )
     args = parser.parse_args(argv)
+    try:
+        anchor_nights, anchor_runs = (int(x) for x in args.anchor.split("x"))
+    except ValueError:
+        parser.error("--anchor: nights x runs, e.g. 5x20")
     if args.adaptive_bars:
         # Set here, before the worker processes fork, so every night sees them.
         try:
@@ -1429,6 +1485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         suites=tuple(t for t in args.suites.split(",") if t),
         endpoints=tuple(t for t in args.endpoints.split(",") if t),
         paddings=tuple(t if t == INTEGRATED else float(t) for t in args.paddings.split(",") if t),
+        anchor=(anchor_nights, anchor_runs),
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
