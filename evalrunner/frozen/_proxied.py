@@ -208,7 +208,9 @@ class _ProxiedRun(Judging):
                     output = self.agent(env)
             except Exception as exc:  # the agent's failure; judged below with the proxy's view
                 error = exc
-            result = server.finish_run(RUN_ID)
+            # Written by _record once the run is judged: a crashed agent's calls are not
+            # a recording to replay, and must not replace the one there.
+            result = server.finish_run(RUN_ID, save=False)
         return result, output, error, guard
 
 
@@ -290,9 +292,10 @@ def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
         raise _Stop(
             FrozenOutcome(False, f"{nothing}: the agent failed: {type(error).__name__}: {error}")
         )
-    assert proxied.recording_path is not None
+    assert proxied.recording is not None
+    proxied.recording.save(run.recording)
     out = _write(run.golden_path, None, _result(proxied, output, None), run.config, None)
-    out.written.insert(0, proxied.recording_path)
+    out.written.insert(0, run.recording)
     return said_what_moved(out, before, run.config)
 
 

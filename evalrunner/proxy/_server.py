@@ -400,13 +400,14 @@ class ProxyServer:
         upstream = state.upstream if state is not None else self._upstream
         return upstream.name if upstream is not None else "evalrunner-replay"
 
-    def finish_run(self, run_id: str = DEFAULT_RUN) -> ProxyRunResult:
+    def finish_run(self, run_id: str = DEFAULT_RUN, *, save: bool = True) -> ProxyRunResult:
         """Close a run and return what it produced; late requests to it are refused.
 
         In record mode the recording is written when the run made at least one
         model call and met no infrastructure fault (``result.recording_path``);
         otherwise it is only returned (``result.recording``), for the caller
-        to judge.
+        to judge. ``save=False`` only returns it: a caller that knows more (the
+        agent crashed) writes it once the run is judged.
         """
         with self._lock:
             state = self._runs.pop(check_run_id(run_id), None)
@@ -419,7 +420,8 @@ class ProxyServer:
         state.infra.close()
         result = state.result()
         if (
-            result.recording is not None
+            save
+            and result.recording is not None
             and state.recording_path is not None
             and result.model_calls
             and result.infra_error is None

@@ -460,3 +460,56 @@ def test_re_recording_through_the_proxy_leaves_a_newer_releases_golden_and_recor
     again.assert_outcomes(failed=1)
     assert "--golden-record left it as it is" in again.stdout.str()
     assert (golden.read_bytes(), recording.read_bytes()) == before
+
+
+CRASH_AFTER_A_CALL = """
+import os
+import sys
+
+import openai
+
+openai.OpenAI().chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+if os.environ.get("DEMO_CRASH"):
+    sys.exit("agent crashed after its model call")
+print("done")
+"""
+
+
+def test_a_command_agent_that_crashes_after_a_model_call_writes_no_recording(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "recording failed, nothing written", and the crashed run's calls were left
+    # as the recording (replacing a good one), which the next plain run then replayed.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for var in ("EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD"):
+        monkeypatch.delenv(var, raising=False)
+    (pytester.path / "agent.py").write_text(CRASH_AFTER_A_CALL, encoding="utf-8")
+    pytester.makepyfile(
+        test_cmd=f"""
+import sys
+
+
+def test_cmd(golden_trajectory):
+    golden_trajectory.command([sys.executable, {str(pytester.path / "agent.py")!r}])
+"""
+    )
+    folder = pytester.path / "__goldens__" / "test_cmd"
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream-key-0123456789abcdef")
+    monkeypatch.setenv("DEMO_CRASH", "1")
+    with FakeEndpoint(default=Reply("hello")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        crashed = run(pytester, "--golden-record")
+        crashed.assert_outcomes(failed=1)
+        assert "recording failed, nothing written: the agent failed" in crashed.stdout.str()
+        assert len(ep.requests) == 1
+        assert not folder.exists() or not list(folder.iterdir())
+
+        monkeypatch.delenv("DEMO_CRASH")
+        run(pytester, "--golden-record").assert_outcomes(passed=1)
+        written = goldens(folder)
+        assert sorted(written) == ["test_cmd.json", "test_cmd.proxy.json"]
+
+        monkeypatch.setenv("DEMO_CRASH", "1")
+        run(pytester, "--golden-record").assert_outcomes(failed=1)
+    assert goldens(folder) == written
