@@ -111,7 +111,10 @@ def is_infra_error(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if type(current).__name__ in _INFRA_NAMES or isinstance(
+        name = type(current).__name__
+        if name == "JSONDecodeError" and not _parsed_by_a_client(current):
+            pass  # the agent's own json.loads (a model's tool arguments): its bug, not a fault
+        elif name in _INFRA_NAMES or isinstance(
             current, ConnectionError | TimeoutError | EndpointFault
         ):
             return True
@@ -123,6 +126,33 @@ def is_infra_error(exc: BaseException) -> bool:
         # still the agent's bug.
         current = current.__cause__
     return False
+
+
+_CLIENTS = frozenset(
+    {"litellm", "openai", "anthropic", "httpx", "httpcore", "requests", "urllib3", "aiohttp"}
+)
+"""Packages whose ``json.loads`` of a response body makes a JSONDecodeError the endpoint's."""
+
+
+def _parsed_by_a_client(exc: BaseException) -> bool:
+    """Whether ``exc`` (a JSONDecodeError) was raised parsing a response: the code that called
+    into ``json`` is a model client's or ours (the transport), not the agent's. Without a
+    traceback (rebuilt in another process) there is no telling, so it counts as the
+    endpoint's, as it always did."""
+    caller = None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module == "json" or module.startswith("json."):
+            break
+        caller = module
+        tb = tb.tb_next
+    if caller is None:
+        return True
+    top = caller.split(".")[0]
+    return top in _CLIENTS or (
+        top == "evalrunner" and not caller.startswith("evalrunner.reference")
+    )
 
 
 ENDPOINT_REFUSALS = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFoundError"})

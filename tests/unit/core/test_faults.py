@@ -9,10 +9,12 @@ litellm's num_retries) shows up as extra hits.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from typing import Any
 
+import httpx
 import litellm
 import pytest
 import runner_agents  # noqa: F401  (loopback stays off any proxy)
@@ -115,6 +117,27 @@ def test_plain_exceptions_and_chains() -> None:
     loop.__context__ = ValueError("b")
     loop.__context__.__context__ = loop
     assert not is_infra_error(loop)
+
+
+def test_a_json_error_is_the_endpoints_only_when_a_client_parsed_the_response() -> None:
+    # Before: every JSONDecodeError was an endpoint fault, so an agent's own json.loads of
+    # a model's cut-off tool arguments ended its night as an outage ("the endpoints
+    # failed, not the agent"), no verdicts: the agent's bug blamed on the endpoint.
+    with pytest.raises(json.JSONDecodeError) as agents:
+        json.loads('{"country": "Fra')
+    assert not is_infra_error(agents.value)
+    with pytest.raises(json.JSONDecodeError) as clients:
+        httpx.Response(200, content=b"<html>bad gateway").json()
+    assert is_infra_error(clients.value)
+    try:
+        try:
+            httpx.Response(200, content=b"{").json()
+        except json.JSONDecodeError as exc:
+            raise RuntimeError("the SDK could not read the response") from exc
+    except RuntimeError as wrapped:
+        assert is_infra_error(wrapped)
+    # Rebuilt without a traceback (in another process): no telling, the endpoint's as before.
+    assert is_infra_error(json.JSONDecodeError("Expecting value", "x", 0))
 
 
 def test_describe_is_one_bounded_line() -> None:
