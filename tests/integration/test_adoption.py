@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from clean_room import run_in
 from fake_endpoint import FakeEndpoint, Reply
@@ -248,3 +249,36 @@ def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path
     frozen = run_in(repo, wheel_site, "bash", str(ACTION / "run.sh"), **env)
     assert frozen.returncode == 0, frozen.stderr
     assert "1 passed, 0 failed" in (repo / "evalrunner-out" / "comment.md").read_text()
+
+
+def weak_model(body: dict[str, Any], n: int) -> Reply:
+    """A model whose tool arguments are cut off, and which then answers anyway."""
+    messages = body.get("messages") or []
+    if messages and messages[-1].get("role") == "tool":
+        return Reply("The capital is Paris.")
+    return Reply(None, tool_calls=[("lookup_capital", '{"country": "Fra')])
+
+
+@pytest.mark.parametrize("agent", ["litellm", "command"])
+def test_the_scaffolded_agents_offer_their_tool_and_take_a_weak_models_bad_arguments(
+    wheel_site: Path, tmp_path: Path, agent: str
+) -> None:
+    # Before: neither sent tool_choice="auto" (the embedded model's server then shows no
+    # tools), the litellm one repeated the model's turn with content None (a chat template
+    # error, read as the endpoint's), and both crashed on arguments that are not JSON: a
+    # new team's first night and first --golden-record failed on the agent we generated.
+    repo = fresh_repo(tmp_path / "team")
+    assert run_in(repo, wheel_site, "evalrunner", "init", "--agent", agent).returncode == 0
+    with FakeEndpoint(responder=weak_model) as ep:
+        model = {"EVALRUNNER_MODEL": "openai/fake", "EVALRUNNER_API_BASE": ep.api_base}
+        night = run_in(
+            repo, wheel_site, "evalrunner", "run", "--suite", "agent", "--runs", "1", **model
+        )
+        requests = list(ep.requests)
+    assert night.returncode == 0, night.stdout[-2000:] + night.stderr[-2000:]
+    said = night.stdout + night.stderr
+    assert "night: 1 runs (1 skipped)" in said, said[-2000:]
+    assert "malformed_tool_arguments x1" in said
+    assert [r.get("tool_choice") for r in requests] == ["auto", "auto"]
+    turn = requests[1]["messages"][-2]
+    assert turn["role"] == "assistant" and turn["content"] == ""
