@@ -119,11 +119,19 @@ class Replayer:
                 self.book.stand_ins[i] = self.calls
             self.used[i] = True  # hand-written entries (no fingerprint) match by order
             return self._serve(entry)
-        self.exhausted = ScriptExhausted(
+        message = (
             f"{self.source}: the agent made model call {self.calls}, but only "
             f"{len(self.script.entries)} were recorded. The agent now calls the model more "
             "often than when recorded; if that is intended, re-record with --golden-record"
         )
+        if self.mismatches:
+            # The first request that differed is usually the change that led here (a new tool,
+            # another prompt); without it the failure named only its last consequence.
+            message += (
+                f"\nBefore it, {len(self.mismatches)} request(s) differed from the recording; "
+                f"the first:\n{self.mismatches[0]}"
+            )
+        self.exhausted = ScriptExhausted(message)
         raise self.exhausted
 
     @staticmethod

@@ -119,6 +119,20 @@ def test_running_out_of_script_raises() -> None:
     assert replayer.exhausted is info.value
 
 
+def test_running_out_of_script_names_the_first_request_that_differed_before_it() -> None:
+    # Before: only "made model call 3, but only 2 were recorded", though call 2 had already
+    # differed (a tool offered now) and been served the recorded answer in its place.
+    replayer = Replayer(_script(("q1", "a1"), ("q2", "a2")), source="demo.llm.json")
+    replayer.next(_req("q1"))
+    replayer.next(_req("q2", tools=[{"type": "function", "function": {"name": "lookup"}}]))
+    with pytest.raises(ScriptExhausted) as info:
+        replayer.next(_req("q3"))
+    said = str(info.value)
+    assert said.startswith("demo.llm.json: the agent made model call 3, but only 2 were recorded")
+    assert "Before it, 1 request(s) differed from the recording; the first:\n" in said
+    assert "replay: model call 2 has no recorded response" in said and "tools" in said
+
+
 def test_script_exhausted_is_surfaced_even_when_the_agent_swallows_it() -> None:
     script = responses_from([ResponseRecord(content="one"), ResponseRecord(content="two")])
     res = run_captured(catches_everything, None, 2, replay=Replayer(script))
