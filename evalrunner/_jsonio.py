@@ -232,8 +232,11 @@ def parse_json(
                 "resolve the conflict in the file (keep one side whole: each side is a file "
                 "evalrunner wrote), then run again"
             ) from None
+        # json's "Unterminated string starting at" (and "... character ... at") leave the
+        # position out of msg: it is the line and column said first.
+        what = exc.msg[:-3] + " there" if exc.msg.endswith(" at") else exc.msg
         raise error(
-            f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {what}"
             + (f"; {fix}" if fix else "")
         ) from None
 

@@ -74,10 +74,13 @@ def _no_baseline(
             + " ".join(f"--model {m}" for m in others)
             + f"), or accept nights first: evalrunner baseline --suite {suite} {asked}"
         )
+    given = "".join(f" --model {m}" for m in models)
+    # Both ways, as the night's own hint gives them: a team that has run nights has their
+    # runs to accept, and the bare command starts a night of its own.
     return ConfigError(
         f"suite {suite!r} has no usable baseline under {baselines_dir}; accept nights first: "
-        f"evalrunner baseline --suite {suite}"
-        + (" " + " ".join(f"--model {m}" for m in models) if models else "")
+        f"evalrunner baseline --suite {suite} --from <a night's results directory>{given}, "
+        f"or with a night of its own: evalrunner baseline --suite {suite}{given}"
     )
 
 

@@ -45,6 +45,14 @@ def _trajectory_in(path: Path, found: Any) -> tuple[Path | dict[str, Any], str |
         # evalrunner's own files hold the trajectory under "trajectory": a golden
         # (beside its shape) and a results directory's run file (beside its record).
         return found["trajectory"], f"{path}: trajectory"
+    if "shape" in found or "record" in found:
+        # A golden (or a run file) whose "trajectory" was cut out or mangled: read as a
+        # trajectory it failed on "$.agent", a field no such file has at its top.
+        raise FileFormatError(
+            f"{path}: trajectory: "
+            + ("Field required" if "trajectory" not in found else "must be an object")
+            + "; regenerate the golden with --golden-update (a run file: run the night again)"
+        )
     if "nights" in found and "fingerprint" in found:
         # A baseline: what it can show is the trajectory of its typical run.
         if not isinstance(found.get("typical"), dict):

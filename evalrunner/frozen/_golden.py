@@ -72,6 +72,9 @@ def _summary_matches(golden: Golden, path: Path) -> None:
     stored = golden.shape.model_dump(mode="json")
     for name in sorted(golden.shape.model_fields_set - {"content_hash"}):
         if stored[name] != actual[name]:
+            # A trajectory edited out of ATIF (a step's source "robot") shapes differently
+            # too: name that first, the field to fix, not the summary it upset.
+            _malformed(golden.trajectory, path)
             raise FileFormatError(
                 f"{path}: shape.{name} is {stored[name]!r} but the golden's trajectory gives "
                 f"{actual[name]!r} (the shape summarises the trajectory: an edit or a merge "

@@ -387,7 +387,7 @@ def golden_to_check(golden_path: Path, update_cmd: str) -> Golden:
             FrozenOutcome(
                 False,
                 f"{golden_path}: golden recorded under {golden.schema_version}, running {SCHEMA_VERSION}; "
-                f"re-record it with:\n  {update_cmd}",
+                f"regenerate it from its recording with:\n  {update_cmd}",
             )
         )
     return golden

@@ -486,6 +486,12 @@ def missing(
 
     None when everything asked for is there, so an empty report is never written silently.
     """
+    if not history.sources and history.skipped:
+        # Not "holds none": the files are there, and the fix is theirs (the lines above).
+        return (
+            f"holds no readable history file: {len(history.skipped)} could not be read "
+            "(each named above); move them aside and run the report again"
+        )
     if not history.sources:
         return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
     known_suites = sorted({s.suite for s in history.sources})

@@ -167,6 +167,10 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     assert sentinel and int(sentinel[2]) == int(sentinel[1]) // 5 > 0, result.stdout
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
+    # Before: only the bare command (a night of its own), where run's hint gave --from.
+    assert f"evalrunner baseline --suite {SUITE} --from <a night's results directory>, " in (
+        none.output
+    )
     # A night's models, as run --model gives them (before: no such option, and a baseline
     # for the model run --model gave read as "no usable baseline", its fix running another).
     given = lab.cli("plan", "--baselines", str(lab.root / "mature"), "--model", "openai/fake")

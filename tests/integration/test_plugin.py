@@ -237,8 +237,8 @@ def test_record_check_break_update_cycle(
 
     schema = section(result, "test_plain")
     assert (
-        f"{demo / 'test_plain.json'}: golden recorded under ATIF-v1.7, running ATIF-v1.8; re-record it with:"
-        in schema
+        f"{demo / 'test_plain.json'}: golden recorded under ATIF-v1.7, running ATIF-v1.8; "
+        "regenerate it from its recording with:" in schema
     )
     assert 'pytest --golden-update "test_demo.py::test_plain"' in schema
     assert "--- golden" not in schema and "Behaviour changed" not in schema

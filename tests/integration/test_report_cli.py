@@ -97,3 +97,21 @@ def test_an_unreadable_history_file_is_left_out_with_a_warning_and_the_report_sa
     assert f"Left out, unreadable: {bad}" in summary  # (Markdown escapes the underscores)
     assert "Left out, unreadable:" in (out / "report.html").read_text(encoding="utf-8")
     assert bad.exists()
+
+
+def test_a_history_whose_every_file_is_unreadable_is_not_said_to_hold_none(
+    tmp_path: Path,
+) -> None:
+    # Before: each file's warning, then "holds no history files", though they were there.
+    root = tmp_path / "history"
+    (path,) = write_history(str(root), build_entries(nights=1, scenarios=1))
+    Path(path).write_bytes(b"not parquet at all")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", "--history", str(root), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert error == (
+        f"error: history location '{root}': holds no readable history file: 1 could not be "
+        "read (each named above); move them aside and run the report again"
+    )
+    assert Path(path).exists() and not out.exists()

@@ -92,6 +92,20 @@ def test_show_and_diff_read_evalrunner_s_own_goldens_and_run_files(tmp_path: Pat
     assert "tools: () -> (lookup,)" in changed.output
 
 
+def test_a_golden_without_its_trajectory_is_named_by_that_field(tmp_path: Path) -> None:
+    # Before: "$.agent: Field required", read as a trajectory, where pytest and validate
+    # said "trajectory: Field required".
+    golden = write(
+        tmp_path / "golden.json", {"format_version": 1, "schema_version": "ATIF-v1.8", "shape": {}}
+    )
+    shown = CliRunner().invoke(main, ["show", golden])
+    assert shown.exit_code == 2, shown.output
+    assert shown.output.strip() == (
+        f"error: {golden}: trajectory: Field required; regenerate the golden with "
+        "--golden-update (a run file: run the night again)"
+    )
+
+
 def test_show_of_a_run_file_says_how_the_run_ended_not_crashed_for_an_endpoint_failure(
     tmp_path: Path,
 ) -> None:
