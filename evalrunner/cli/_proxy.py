@@ -202,14 +202,22 @@ def _serve(
 ) -> list[ProxyRunResult]:
     """Serve until Ctrl-C or SIGTERM; the runs still open then, finished and reported."""
     # A CI job or supervisor stops with SIGTERM: write the recordings then too.
-    signal.signal(signal.SIGTERM, _interrupt)
-    with server:
-        try:  # from the first line: a Ctrl-C as soon as it says "Ctrl-C" still stops cleanly
-            _announce(server, mode, directory, token_chosen)
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            click.echo("stopping")
-        finished = [server.finish_run(run_id) for run_id in server.open_runs()]
+    kept = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with server:
+            try:  # from the first line: a Ctrl-C as soon as it says "Ctrl-C" stops cleanly
+                _announce(server, mode, directory, token_chosen)
+                # In short waits, not one: a signal the kernel hands to one of the server's
+                # threads only trips a flag, which a main thread blocked for good never
+                # reads (1 stop in ~60 hung under load); a wait that returns reads it.
+                while not threading.Event().wait(0.2):
+                    pass
+            except KeyboardInterrupt:
+                click.echo("stopping")
+            finished = [server.finish_run(run_id) for run_id in server.open_runs()]
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
     used = [result for result in finished if result.model_calls]
     for result in used:
         click.echo(_report(result))
@@ -232,4 +240,13 @@ def _announce(server: ProxyServer, mode: Mode, directory: Path | None, token_cho
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    # The first signal stops; the ones after it must not abort the stopping: a CI job or
+    # `timeout` signals the whole process group and then the proxy again, and a second
+    # KeyboardInterrupt while the recordings were written lost them ("Aborted!", exit 1).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _already_stopping)
     raise KeyboardInterrupt
+
+
+def _already_stopping(signum: int, frame: object) -> None:
+    click.echo("already stopping: writing the recordings", err=True)

@@ -76,6 +76,29 @@ def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals)
     assert (tmp_path / "default.proxy.json").exists()
 
 
+def test_a_second_signal_while_stopping_does_not_lose_the_recordings(tmp_path: Path) -> None:
+    # A CI job's stop (or `timeout`) signals the whole process group, then the proxy again:
+    # before, the second signal aborted the stopping ("Aborted!", exit 1, no recording).
+    env = {**os.environ, "PYTHONPATH": str(REPO), "UPSTREAM_KEY": "k-0123456789"}
+    with FakeEndpoint(responder=content_responder) as ep:
+        args = ["--record", str(tmp_path), "--model", "openai/fake", "--api-base", ep.api_base]
+        args += ["--api-key-env", "UPSTREAM_KEY", "--port", "0"]
+        proc = subprocess.Popen(
+            [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert openai_agent(_exports(_until_ready(proc)), "hello") == "echo: hello"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Aborted" not in out + err
+    assert f"run default: 1 model call(s); recorded to {tmp_path / 'default.proxy.json'}" in out
+    assert (tmp_path / "default.proxy.json").exists()
+
+
 def test_an_anthropic_model_is_served_directly_from_the_command(tmp_path: Path) -> None:
     # A user's environment: no provider key but the one --api-key-env names.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
