@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -94,8 +96,6 @@ resume given without them would, say, append to the history a night run with
 
 def _resume_command(suite_name: str, out: Path) -> str:
     """The command that finishes this night as it was started."""
-    import shlex
-
     ctx = click.get_current_context()
     words = ["evalrunner", "run", "--suite", suite_name, "--out", str(out), "--resume"]
     for param in ctx.command.params:
@@ -262,9 +262,27 @@ def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     )
 
 
-def print_run(result: LiveResult, suite: str) -> None:
+def _where(
+    given: Callable[[str], ParameterSource | None], suites_dir: Path, baselines_dir: Path | None
+) -> str:
+    """The locations given on the command line, as the commands a night suggests must be
+    given them too: ``--suite NAME`` is followed by this in every hint (a hint without
+    them accepted a night into the default baselines, not the ones compared with)."""
+    out = ""
+    if given("suites_dir") is ParameterSource.COMMANDLINE:
+        out += f" --suites-dir {shlex.quote(str(suites_dir))}"
+    if baselines_dir is not None and given("baselines_dir") is ParameterSource.COMMANDLINE:
+        out += f" --baselines {shlex.quote(str(baselines_dir))}"
+    return out
+
+
+def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
-    then what went wrong after the runs (outage, a failed history append), last."""
+    then what went wrong after the runs (outage, a failed history append), last.
+
+    ``where``: the locations the night was given, for every command it suggests
+    (:func:`_where`)."""
+    named = suite + where
     report = result.report
     if report.resumed_unclosed:
         click.echo(
@@ -286,17 +304,21 @@ def print_run(result: LiveResult, suite: str) -> None:
             click.echo("\nCompared with baselines:")
             click.echo(format_table(rows, VERDICT_COLUMNS))
         for note in result.comparison.notes:
-            click.echo(f"note: {note}", err=True)
+            # The library's notes name the suite alone; its commands get the locations here.
+            said = re.sub(
+                rf"baseline --suite {re.escape(suite)}(?![\w.-])", f"baseline --suite {named}", note
+            )
+            click.echo(f"note: {said}", err=True)
         young = _young_cells(result.comparison.results)
         if young:
             several = len({r.model for r in report.records}) > 1
             click.echo(
                 f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
-                f"as intended into them with evalrunner baseline --suite {suite} --from NIGHT "
+                f"as intended into them with evalrunner baseline --suite {named} --from NIGHT "
                 f"{_scope(young, several)} --append (tonight's: --from {report.out})",
                 err=True,
             )
-    _print_why(result, suite)
+    _print_why(result, named)
     if result.history_path:
         click.echo(f"history: {result.history_path}", err=True)
     if result.history_note:
@@ -306,7 +328,7 @@ def print_run(result: LiveResult, suite: str) -> None:
     for outage in [result.outage] if result.outage else result.model_outages.values():
         click.echo(outage.line(), err=True)
     # Last: what the night found and what to run next (after an outage's own line too).
-    click.echo(night_line(result, suite), err=True)
+    click.echo(night_line(result, named), err=True)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
 
@@ -462,7 +484,7 @@ def run(
             explain=explain,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name)
+    print_run(result, suite.name, _where(given, suites_dir, None if no_compare else baselines_dir))
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == "failed" for r in result.report.records)

@@ -365,7 +365,8 @@ def test_a_baseline_of_another_model_is_not_compared(lab: Lab, where: Path, tmp_
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
     assert notes == [
         f"note: capital [openai/other]: not compared, {file_of(where, 'capital', 'openai/other')} is for model "
-        f"'openai/fake'; refresh with: evalrunner baseline --suite {SUITE} --scenario capital --model openai/other"
+        f"'openai/fake'; refresh with: evalrunner baseline --suite {SUITE} --suites-dir "
+        f"{lab.suites} --baselines {where} --scenario capital --model openai/other"
     ]
     assert "Compared with baselines" not in result.stdout
     assert snapshot(where) == before
@@ -397,7 +398,8 @@ def test_a_baseline_of_another_configuration_is_not_compared(
     assert notes == [
         f"note: capital [openai/fake]: not compared, the scenario's configuration changed since "
         f"{file_of(where, 'capital')} was recorded (fingerprint {old} -> {fingerprint}); "
-        f"refresh with: evalrunner baseline --suite {SUITE} --scenario capital --model openai/fake"
+        f"refresh with: evalrunner baseline --suite {SUITE} --suites-dir {edited} --baselines "
+        f"{where} --scenario capital --model openai/fake"
     ]
     # The unchanged scenario is still compared.
     assert {r["scenario"] for r in verdict_table(result.stdout)} == {"steady"}
@@ -661,5 +663,5 @@ def test_a_night_of_a_model_without_baselines_names_the_models_that_have_them(
     assert rest == (
         "no baseline for tonight's models yet (the suite's baselines are for openai/fake), so "
         "nothing was compared. Next, to make this night theirs: evalrunner baseline --suite "
-        f"{SUITE} --from {lab.root / 'other'}"
+        f"{SUITE} --suites-dir {lab.suites} --baselines {where} --from {lab.root / 'other'}"
     )

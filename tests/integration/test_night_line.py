@@ -46,7 +46,8 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
         first = night("n1")
         assert first == (
             "night: 12 runs (12 passed); no baselines yet, so nothing was compared. Next, to "
-            "make this night the baseline: evalrunner baseline --suite capitals --from n1"
+            f"make this night the baseline: evalrunner baseline --suite capitals --suites-dir "
+            f"{tmp_path} --from n1"
         )
         made = CliRunner().invoke(
             main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "capitals", "--from", "n1"]
@@ -61,8 +62,8 @@ def test_the_last_line_says_what_the_night_found_and_what_to_do_next(
     # A new baseline of nights that show the change, not the old one with this night in it.
     assert flagged.endswith(
         "if the change is intended, a new baseline from nights that show it: evalrunner "
-        "baseline --suite capitals --from n3 [--from ANOTHER_NIGHT ...] --scenario s (not "
-        "--append: a baseline of both behaviours flags neither)"
+        f"baseline --suite capitals --suites-dir {tmp_path} --from n3 [--from ANOTHER_NIGHT "
+        "...] --scenario s (not --append: a baseline of both behaviours flags neither)"
     )
 
 
@@ -101,7 +102,8 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
     # What "accept more nights" is, as a command (before: no command, a review).
     assert (
         "note: baselines too young to gate: 1; accept nights that behaved as intended into "
-        "them with evalrunner baseline --suite capitals --from NIGHT --scenario s --append "
+        f"them with evalrunner baseline --suite capitals --suites-dir {tmp_path} --from NIGHT "
+        "--scenario s --append "
         "(tonight's: --from n2)"
     ) in result.stderr
 
@@ -139,7 +141,7 @@ def test_a_night_whose_baselines_are_all_for_another_configuration_says_so(
     assert night_line(result.stderr) == (
         "night: 3 runs (3 passed); nothing was compared: 1 baseline(s) are for another model or "
         "configuration (the notes above name them). Next, to make this night the baseline: "
-        "evalrunner baseline --suite capitals --from n2"
+        f"evalrunner baseline --suite capitals --suites-dir {tmp_path} --from n2"
     )
 
 
@@ -296,7 +298,37 @@ def test_a_first_night_of_many_scenarios_says_they_have_no_baseline_once(
     assert notes == [
         f"note: 5 scenario × models have no baseline under {Path('baselines') / 'capitals'}/ "
         "(s0 [openai/fake], s1 [openai/fake], s2 [openai/fake] and 2 more); create them from a "
-        "night that ran them with evalrunner baseline --suite capitals --from n1, or with a "
-        "night of their own: evalrunner baseline --suite capitals"
+        f"night that ran them with evalrunner baseline --suite capitals --suites-dir {tmp_path} "
+        "--from n1, or with a night of their own: evalrunner baseline --suite capitals "
+        f"--suites-dir {tmp_path}"
     ], notes
-    assert night_line(result.stderr).endswith("evalrunner baseline --suite capitals --from n1")
+    assert night_line(result.stderr).endswith(
+        f"evalrunner baseline --suite capitals --suites-dir {tmp_path} --from n1"
+    )
+
+
+def test_the_commands_a_night_suggests_carry_the_locations_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "evalrunner baseline --suite capitals --from n1" after a night run with
+    # --baselines elsewhere, which accepted the night into ./baselines, not the ones compared.
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "capitals", [SCENARIO], runs=3)
+    with FakeEndpoint(default=Reply("Paris.")) as ep:
+        result = cli(
+            ep,
+            tmp_path,
+            "--suite",
+            "capitals",
+            "--out",
+            "n1",
+            "--no-history",
+            "--baselines",
+            "team baselines",
+        )
+    said = (
+        f"evalrunner baseline --suite capitals --suites-dir {tmp_path} --baselines 'team baselines'"
+    )
+    assert night_line(result.stderr).endswith(f"{said} --from n1")
+    (note,) = [line for line in result.stderr.splitlines() if "no baseline at" in line]
+    assert f"{said} --from n1 --scenario s" in note

@@ -80,8 +80,8 @@ def test_a_flagged_nights_next_command_rebuilds_only_the_flagged_scenarios_basel
     line = night_line(world.night("n2").stderr)
     assert "flagged: paris success_rate" in line, line
     assert (
-        "evalrunner baseline --suite caps --from n2 [--from ANOTHER_NIGHT ...] --scenario paris (not --append"
-        in line
+        f"evalrunner baseline --suite caps --suites-dir {world.tmp_path} --from n2 "
+        "[--from ANOTHER_NIGHT ...] --scenario paris (not --append" in line
     ), line
     before = _files(world.tmp_path)
     done = baseline(world.tmp_path, "--from", "n2", "--scenario", "paris")
@@ -130,9 +130,10 @@ def test_a_night_names_the_scenarios_it_ran_and_did_not_compare(world: Any) -> N
     # The note offers tonight's runs, not only a night of its own.
     assert (
         "note: rome [openai/fake]: no baseline at baselines/caps/rome--openai_fake.json; create "
-        "one from tonight's runs with: evalrunner baseline --suite caps --from n2 --scenario "
-        "rome --model openai/fake, or with a night of its own: evalrunner baseline --suite caps "
-        "--scenario rome --model openai/fake"
+        "one from tonight's runs with: evalrunner baseline --suite caps --suites-dir "
+        f"{world.tmp_path} --from n2 --scenario rome --model openai/fake, or with a night of "
+        f"its own: evalrunner baseline --suite caps --suites-dir {world.tmp_path} --scenario "
+        "rome --model openai/fake"
     ) in result.stderr, result.stderr
 
 
