@@ -248,7 +248,8 @@ def build_baselines(
     scenarios: Sequence[str] = (),
     accept_flagged: bool = False,
 ) -> list[Path]:
-    """Write baselines from results directories (each one accepted night); return the files written.
+    """Write baselines from results directories (each one accepted night); return the files
+    they cover (an append that left a file's nights as they were does not rewrite it).
 
     One file per scenario x model the nights ran (only ``models`` and ``scenarios``,
     when given); the suite's other baseline files are left as they are. Without
@@ -277,7 +278,14 @@ def build_baselines(
         nights = _accepted(path, cell, scenario.fingerprint, [each.night for each in found], old)
         if old is not None and not accept_flagged:
             _refuse_flagged(suite.name, scenario, cell, path, old, found)
-        pending.append((path, _baseline(scenario, cell, nights, found[-1])))
-    for path, baseline in pending:
-        save_baseline(path, baseline)
-    return [path for path, _ in pending]
+        pending.append((path, _baseline(scenario, cell, nights, found[-1]), old))
+    for path, baseline, old in pending:
+        if old is None or _rewritten(old, baseline):
+            save_baseline(path, baseline)
+    return [path for path, _, _ in pending]
+
+
+def _rewritten(old: Baseline, new: Baseline) -> bool:
+    """Whether ``new`` says more than when it was written: the same nights again would only
+    move ``created_at``, a change in review for nothing."""
+    return old.model_dump(exclude={"created_at"}) != new.model_dump(exclude={"created_at"})

@@ -124,6 +124,7 @@ def baseline(
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
         models = scenarios = ()  # the night ran only these
     before = _nights_held(baselines_dir / suite.name)
+    kept = {path: path.read_bytes() for path in before}
     written = build_baselines(
         suite,
         list(sources),
@@ -134,7 +135,8 @@ def baseline(
         accept_flagged=accept_flagged,
     )
     for path in written:
-        click.echo(f"wrote {path}")
+        unchanged = kept.get(path) == path.read_bytes()
+        click.echo(f"{'unchanged' if unchanged else 'wrote'} {path}")
         _say_what_moved(path, before.get(path), append)
 
 

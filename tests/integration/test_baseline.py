@@ -229,10 +229,14 @@ def test_baselines_are_anchored_nights_accepted_on_purpose_are_all_kept(
     # Accepting a night that is already in does not count it twice, nor move the anchor,
     # and says so.
     before = load_baseline(file_of(where, "capital")).anchor
+    held = file_of(where, "capital").read_bytes()
     again = baseline_cmd(lab, where, "--from", sources[2], "--append")
     assert again.exit_code == 0
     name = file_of(where, "capital").name
     assert f"note: {name} held every night given already; none added" in again.stderr
+    # Not rewritten either (before: "wrote", a new created_at, a diff in review for nothing).
+    assert file_of(where, "capital").read_bytes() == held
+    assert f"unchanged {file_of(where, 'capital')}" in again.stdout
     after = load_baseline(file_of(where, "capital"))
     assert [n.source for n in after.nights] == nights and after.anchor == before
 
