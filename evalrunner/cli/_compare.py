@@ -71,6 +71,19 @@ def stop_on_outage(records: Sequence[RunRecord], said: str, heading: str | None 
     _exit.exit_with(OUTAGE_EXIT)
 
 
+def _one_side_only(records_a: Sequence[RunRecord], records_b: Sequence[RunRecord]) -> list[str]:
+    """A note per side naming the scenario x models only it ran: they have no row, and a
+    table without them read as if they had been compared (a review)."""
+    cells = [{(r.scenario, r.model) for r in records} for records in (records_a, records_b)]
+    notes = []
+    for side, own, other in (("A", cells[0], cells[1]), ("B", cells[1], cells[0])):
+        alone = sorted(own - other)
+        if alone:
+            named = ", ".join(f"{scenario} [{model}]" for scenario, model in alone)
+            notes.append(f"not compared, only {side} ran them: {named}")
+    return notes
+
+
 @click.command()
 @click.argument("results_a", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.argument("results_b", type=click.Path(file_okay=False, exists=True, path_type=Path))
@@ -107,6 +120,7 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
         )
     for note in [
         *_caveats((results_a, first), (results_b, second)),
+        *_one_side_only(records_a, records_b),
         *row_notes(records_a, records_b),
     ]:
         click.echo(f"note: {note}", err=True)

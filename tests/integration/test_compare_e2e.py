@@ -500,3 +500,16 @@ def test_compare_into_a_closed_pipe_exits_with_its_own_code(
 
     assert closed("same") == 0
     assert closed("changed") == 1
+
+
+def test_compare_names_the_scenarios_only_one_side_ran(lab: Lab) -> None:
+    # Before: their rows were simply absent, and the table read as if they had been compared.
+    alone = TAGS[0]
+    lab.world.set(4, **BASELINE)  # type: ignore[arg-type]
+    one = lab.run("one", "--runs", "4", "--scenario", alone, "--no-history", "--no-compare")
+    assert one.exit_code == 0, one.output
+    result = compare(lab, "base", "one", "--no-gate")
+    assert result.exit_code == 0, result.output
+    others = ", ".join(f"{t} [openai/fake]" for t in sorted(TAGS) if t != alone)
+    assert f"note: not compared, only A ran them: {others}" in result.stderr.splitlines()
+    assert "only B ran them" not in result.stderr
