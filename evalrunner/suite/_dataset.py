@@ -193,7 +193,7 @@ def _jsonl(text: str, shown: str) -> Iterable[tuple[int, dict[str, Any]]]:
         try:
             value = json.loads(line)
         except ValueError as exc:
-            raise ConfigError(f"{shown}:{n}: not a JSON object: {exc}") from None
+            raise ConfigError(f"{shown}:{n}: not valid JSON: {exc}") from None
         if not isinstance(value, dict):
             raise ConfigError(
                 f"{shown}:{n}: each line must be a JSON object of fields, got {type(value).__name__}"

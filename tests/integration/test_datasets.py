@@ -172,7 +172,11 @@ def test_compare_of_nights_that_ran_different_rows_compares_the_rows_both_ran(
             "'capitals').checks.answer_contains[0]); add it to every row or change the template "
             "(its fields: country, id)",
         ),
-        ('{"id": "a", "country": "X"\n', "capitals.jsonl", "capitals.jsonl:1: not a JSON object"),
+        (
+            '{"id": "a", "country": "X"\n',
+            "capitals.jsonl",
+            "capitals.jsonl:1: not valid JSON: Expecting",
+        ),
         (
             '["a"]\n',
             "capitals.jsonl",
