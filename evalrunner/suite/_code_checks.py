@@ -116,8 +116,21 @@ def _take(name: str, value: Any, out: CodeChecked) -> None:
         out.scores[name] = score
 
 
+_CALLERS = frozenset({"evalrunner", "asyncio", "concurrent", "threading"})
+"""Modules whose frames above a check say nothing its author can act on (our loop, the
+thread a sync check runs in)."""
+
+
 def _failure(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+    """The traceback from the check's own first frame: printed whole, it was mostly ours."""
+    tb = exc.__traceback__
+    while (
+        tb is not None
+        and tb.tb_next is not None
+        and str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0] in _CALLERS
+    ):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
 
 
 async def acode_checks(checks: Sequence[tuple[str, CheckFn]], run: CheckInput) -> CodeChecked:
