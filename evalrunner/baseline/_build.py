@@ -262,7 +262,7 @@ def build_baselines(
     refusal leaves them all as they were.
     """
     by_id = {s.id: s for s in suite.scenarios}
-    pending: list[tuple[Path, Baseline]] = []
+    pending: list[tuple[Path, Baseline, Baseline | None]] = []
     for cell, found in sorted(_nights_by_cell(suite, sources, models, scenarios).items()):
         scenario = by_id.get(cell.scenario)
         if scenario is None:

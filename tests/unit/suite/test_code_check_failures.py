@@ -6,7 +6,8 @@ from evalrunner.suite._code_checks import CheckInput, code_checks
 
 
 def _buggy(run: CheckInput) -> bool:
-    return {}["capital"]  # type: ignore[no-any-return]
+    found: dict[str, bool] = {}
+    return found["capital"]
 
 
 async def _abuggy(run: CheckInput) -> bool:
@@ -20,7 +21,7 @@ def test_a_broken_checks_traceback_starts_at_the_check() -> None:
         answer="Paris", output=None, trajectory={}, tools=[], context=None, scenario="s"
     )
     broken = code_checks([("buggy", _buggy), ("abuggy", _abuggy)], run).broken
-    for name, line in (("buggy", 'return {}["capital"]'), ("abuggy", "raise ValueError")):
+    for name, line in (("buggy", 'return found["capital"]'), ("abuggy", "raise ValueError")):
         shown = broken[name]
         frames = [x for x in shown.splitlines() if x.lstrip().startswith("File ")]
         assert frames and all(__file__ in x for x in frames), shown
