@@ -105,7 +105,7 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path, models: list
     from evalrunner.frozen._golden import Golden, golden_path_for, is_script
     from evalrunner.frozen._script import Script
 
-    scenarios = {sc.id for sc in suite.scenarios}
+    scenarios = {sc.id: sc for sc in suite.scenarios}
     broken = 0
     for file in sorted((baselines_dir / suite.name).glob("*.json")):
         try:
@@ -118,6 +118,17 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path, models: list
             click.echo(
                 f"note: {file}: scenario {baseline.scenario!r} is not in {path}; delete the "
                 "file if the scenario is gone, or move it and its scenario field to the new id",
+                err=True,
+            )
+        elif baseline.fingerprint != scenarios[baseline.scenario].fingerprint:
+            # What a night would say ("not compared, the configuration changed"), said
+            # before it spends its runs on a scenario it then cannot compare.
+            click.echo(
+                f"note: {file}: scenario {baseline.scenario!r} has changed since it was "
+                f"recorded (its checks, input, agent or dataset rows; fingerprint "
+                f"{baseline.fingerprint} -> {scenarios[baseline.scenario].fingerprint}): a night "
+                f"will not compare it; refresh it with: evalrunner baseline --suite "
+                f"{suite.name} --scenario {baseline.scenario} --model {baseline.model}",
                 err=True,
             )
         else:

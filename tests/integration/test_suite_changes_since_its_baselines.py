@@ -189,3 +189,25 @@ def test_validate_notes_baselines_of_a_model_the_suite_no_longer_runs_or_misname
         "'openai/fake', whose file name ends --openai_fake.json; a night reads it for no "
         "model: rename it back, or set its model field to the model its name is for"
     ) in said.stderr, said.stderr
+
+
+def test_validate_notes_a_baseline_its_scenario_has_changed_since(world: Any) -> None:
+    # Before: "ok", and the night then spent its runs on a scenario it did not compare.
+    edited = {**PARIS, "input": "Capital of France, please?"}
+    write_suite(world.tmp_path, "caps", [edited, LIMA], **SETTINGS)
+    said = CliRunner().invoke(
+        main,
+        ["validate", "--suites-dir", str(world.tmp_path)],
+        env={"EVALRUNNER_MODEL": None, "OPENAI_API_KEY": "sk-test"},
+    )
+    assert said.exit_code == 0, said.output
+    notes = [line for line in said.stderr.splitlines() if "has changed since" in line]
+    assert len(notes) == 1, said.stderr
+    assert notes[0].startswith(
+        f"note: {Path('baselines') / 'caps' / 'paris--openai_fake.json'}: scenario 'paris' has "
+        "changed since it was recorded"
+    )
+    assert notes[0].endswith(
+        "a night will not compare it; refresh it with: evalrunner baseline --suite caps "
+        "--scenario paris --model openai/fake"
+    )
