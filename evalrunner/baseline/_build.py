@@ -280,12 +280,14 @@ def build_baselines(
             _refuse_flagged(suite.name, scenario, cell, path, old, found)
         pending.append((path, _baseline(scenario, cell, nights, found[-1]), old))
     for path, baseline, old in pending:
-        if old is None or _rewritten(old, baseline):
-            save_baseline(path, baseline)
+        _save_if_new(path, baseline, old)
     return [path for path, _, _ in pending]
 
 
-def _rewritten(old: Baseline, new: Baseline) -> bool:
-    """Whether ``new`` says more than when it was written: the same nights again would only
+def _save_if_new(path: Path, new: Baseline, old: Baseline | None) -> None:
+    """Write ``new`` unless it is ``old`` again: the same nights accepted again would only
     move ``created_at``, a change in review for nothing."""
-    return old.model_dump(exclude={"created_at"}) != new.model_dump(exclude={"created_at"})
+    if old is None or old.model_dump(exclude={"created_at"}) != new.model_dump(
+        exclude={"created_at"}
+    ):
+        save_baseline(path, new)

@@ -263,7 +263,7 @@ def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
 
 
 def _where(
-    given: Callable[[str], ParameterSource | None], suites_dir: Path, baselines_dir: Path | None
+    given: Callable[[str], ParameterSource | None], suites_dir: Path, baselines_dir: Path
 ) -> str:
     """The locations given on the command line, as the commands a night suggests must be
     given them too: ``--suite NAME`` is followed by this in every hint (a hint without
@@ -271,7 +271,7 @@ def _where(
     out = ""
     if given("suites_dir") is ParameterSource.COMMANDLINE:
         out += f" --suites-dir {shlex.quote(str(suites_dir))}"
-    if baselines_dir is not None and given("baselines_dir") is ParameterSource.COMMANDLINE:
+    if given("baselines_dir") is ParameterSource.COMMANDLINE:
         out += f" --baselines {shlex.quote(str(baselines_dir))}"
     return out
 
@@ -484,7 +484,7 @@ def run(
             explain=explain,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name, _where(given, suites_dir, None if no_compare else baselines_dir))
+    print_run(result, suite.name, _where(given, suites_dir, baselines_dir))
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == "failed" for r in result.report.records)

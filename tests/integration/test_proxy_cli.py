@@ -40,15 +40,20 @@ def _exports(lines: list[str]) -> dict[str, str]:
     return dict(re.findall(r"^export (\w+)=(\S+)$", "\n".join(lines), re.M))
 
 
+def _recording(folder: Path, ep: FakeEndpoint) -> subprocess.Popen[str]:
+    """`evalrunner proxy --record FOLDER` to ``ep``'s openai/fake, on a port of its own."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "UPSTREAM_KEY": "k-0123456789"}
+    args = ["--record", str(folder), "--model", "openai/fake", "--api-base", ep.api_base]
+    args += ["--api-key-env", "UPSTREAM_KEY", "--port", "0"]
+    return subprocess.Popen(
+        [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "UPSTREAM_KEY": "k-0123456789"}
     with FakeEndpoint(responder=content_responder) as ep:
-        args = ["--record", str(tmp_path), "--model", "openai/fake", "--api-base", ep.api_base]
-        args += ["--api-key-env", "UPSTREAM_KEY", "--port", "0"]
-        proc = subprocess.Popen(
-            [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        proc = _recording(tmp_path, ep)
         try:
             lines = _until_ready(proc)
             # It says how it reaches the upstream: an openai/ model at an --api-base, directly.
@@ -79,13 +84,8 @@ def test_the_command_records_until_stopped(tmp_path: Path, stop: signal.Signals)
 def test_a_second_signal_while_stopping_does_not_lose_the_recordings(tmp_path: Path) -> None:
     # A CI job's stop (or `timeout`) signals the whole process group, then the proxy again:
     # before, the second signal aborted the stopping ("Aborted!", exit 1, no recording).
-    env = {**os.environ, "PYTHONPATH": str(REPO), "UPSTREAM_KEY": "k-0123456789"}
     with FakeEndpoint(responder=content_responder) as ep:
-        args = ["--record", str(tmp_path), "--model", "openai/fake", "--api-base", ep.api_base]
-        args += ["--api-key-env", "UPSTREAM_KEY", "--port", "0"]
-        proc = subprocess.Popen(
-            [*COMMAND, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        proc = _recording(tmp_path, ep)
         try:
             assert openai_agent(_exports(_until_ready(proc)), "hello") == "echo: hello"
         finally:
