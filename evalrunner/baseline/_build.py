@@ -247,9 +247,10 @@ def build_baselines(
     models: Sequence[str] = (),
     scenarios: Sequence[str] = (),
     accept_flagged: bool = False,
-) -> list[Path]:
-    """Write baselines from results directories (each one accepted night); return the files
-    they cover (an append that left a file's nights as they were does not rewrite it).
+) -> dict[Path, bool]:
+    """Write baselines from results directories (each one accepted night); return each file
+    they cover and whether it was written (an append that left a file's nights as they were
+    does not rewrite it).
 
     One file per scenario x model the nights ran (only ``models`` and ``scenarios``,
     when given); the suite's other baseline files are left as they are. Without
@@ -279,15 +280,15 @@ def build_baselines(
         if old is not None and not accept_flagged:
             _refuse_flagged(suite.name, scenario, cell, path, old, found)
         pending.append((path, _baseline(scenario, cell, nights, found[-1]), old))
-    for path, baseline, old in pending:
-        _save_if_new(path, baseline, old)
-    return [path for path, _, _ in pending]
+    return {path: _save_if_new(path, baseline, old) for path, baseline, old in pending}
 
 
-def _save_if_new(path: Path, new: Baseline, old: Baseline | None) -> None:
-    """Write ``new`` unless it is ``old`` again: the same nights accepted again would only
-    move ``created_at``, a change in review for nothing."""
-    if old is None or old.model_dump(exclude={"created_at"}) != new.model_dump(
+def _save_if_new(path: Path, new: Baseline, old: Baseline | None) -> bool:
+    """Write ``new`` unless it is ``old`` again (the same nights accepted again would only
+    move ``created_at``, a change in review for nothing); whether it was written."""
+    if old is not None and old.model_dump(exclude={"created_at"}) == new.model_dump(
         exclude={"created_at"}
     ):
-        save_baseline(path, new)
+        return False
+    save_baseline(path, new)
+    return True

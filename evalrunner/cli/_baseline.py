@@ -124,7 +124,6 @@ def baseline(
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
         models = scenarios = ()  # the night ran only these
     before = _nights_held(baselines_dir / suite.name)
-    kept = {path: path.read_bytes() for path in before}
     written = build_baselines(
         suite,
         list(sources),
@@ -134,9 +133,8 @@ def baseline(
         scenarios=scenarios,
         accept_flagged=accept_flagged,
     )
-    for path in written:
-        unchanged = kept.get(path) == path.read_bytes()
-        click.echo(f"{'unchanged' if unchanged else 'wrote'} {path}")
+    for path, rewritten in written.items():
+        click.echo(f"{'wrote' if rewritten else 'unchanged'} {path}")
         _say_what_moved(path, before.get(path), append)
 
 

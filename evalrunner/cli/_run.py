@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,14 +96,23 @@ resume given without them would, say, append to the history a night run with
 
 def _resume_command(suite_name: str, out: Path) -> str:
     """The command that finishes this night as it was started."""
-    ctx = click.get_current_context()
+    params = click.get_current_context().command.params
+    kept = [p.name for p in params if p.name is not None and p.name in _KEPT_ON_RESUME]
     words = ["evalrunner", "run", "--suite", suite_name, "--out", str(out), "--resume"]
-    for param in ctx.command.params:
-        if param.name not in _KEPT_ON_RESUME:
+    return shlex.join(words + _given(kept))
+
+
+def _given(names: Sequence[str]) -> list[str]:
+    """The options among ``names`` that were given on the command line, as words, in the
+    order of ``names``: what a suggested command must repeat."""
+    ctx = click.get_current_context()
+    params = {p.name: p for p in ctx.command.params}
+    words: list[str] = []
+    for name in names:
+        if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
             continue
-        if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
-            continue
-        value = ctx.params[param.name]
+        param = params[name]
+        value = ctx.params[name]
         if isinstance(param, click.Option) and param.is_flag:
             if param.secondary_opts:  # --x/--no-x
                 words.append(param.opts[0] if value else param.secondary_opts[0])
@@ -111,7 +120,7 @@ def _resume_command(suite_name: str, out: Path) -> str:
                 words.append(param.opts[0])
         else:
             words += [param.opts[0], str(value)]
-    return shlex.join(words)
+    return words
 
 
 def night_line(result: LiveResult, suite: str) -> str:
@@ -262,18 +271,12 @@ def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     )
 
 
-def _where(
-    given: Callable[[str], ParameterSource | None], suites_dir: Path, baselines_dir: Path
-) -> str:
+def _where() -> str:
     """The locations given on the command line, as the commands a night suggests must be
     given them too: ``--suite NAME`` is followed by this in every hint (a hint without
     them accepted a night into the default baselines, not the ones compared with)."""
-    out = ""
-    if given("suites_dir") is ParameterSource.COMMANDLINE:
-        out += f" --suites-dir {shlex.quote(str(suites_dir))}"
-    if given("baselines_dir") is ParameterSource.COMMANDLINE:
-        out += f" --baselines {shlex.quote(str(baselines_dir))}"
-    return out
+    words = _given(("suites_dir", "baselines_dir"))
+    return " " + shlex.join(words) if words else ""
 
 
 def print_run(result: LiveResult, suite: str, where: str = "") -> None:
@@ -484,7 +487,7 @@ def run(
             explain=explain,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name, _where(given, suites_dir, baselines_dir))
+    print_run(result, suite.name, _where())
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == "failed" for r in result.report.records)
