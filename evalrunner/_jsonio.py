@@ -208,6 +208,10 @@ def parse_json(
     ``False`` for files only evalrunner writes and nobody commits (a night's run files):
     the check runs Python for every object and doubles the time to read them.
     """
+    if isinstance(text, str):
+        # A byte-order mark, as some Windows editors save UTF-8: json refuses it in a str
+        # ("decode using utf-8-sig"), a Python hint, for a file that is fine.
+        text = text.removeprefix("\ufeff")
     try:
         return json.loads(text, object_pairs_hook=_one_value_a_key if merged else None)
     except _DuplicateKey as dup:

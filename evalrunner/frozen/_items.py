@@ -7,6 +7,7 @@ the test with its message; the hooks that wire them into pytest are in
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,7 +28,7 @@ from evalrunner.frozen._proxied import (
     run_frozen_proxied,
 )
 from evalrunner.frozen._run import FrozenOutcome, Mode, run_frozen
-from evalrunner.frozen._session import state
+from evalrunner.frozen._session import flag, state
 from evalrunner.suite._record import model_slug
 
 if TYPE_CHECKING:
@@ -35,21 +36,30 @@ if TYPE_CHECKING:
     from evalrunner.suite._judge import JudgeResult
 
 
-def _flag(config: pytest.Config, option: str, env: str) -> bool:
-    return bool(config.getoption(option)) or os.environ.get(env, "").lower() in ("1", "true", "yes")
-
-
 def mode(config: pytest.Config) -> Mode:
-    """``record`` (--golden-record), ``update`` (--golden-update) or ``check``."""
-    if _flag(config, "--golden-record", "EVALRUNNER_GOLDEN_RECORD"):
+    """``record`` (--golden-record), ``update`` (--golden-update) or ``check``; never both
+    (:func:`evalrunner.frozen._session.start` refuses them together)."""
+    if flag(config, "--golden-record", "EVALRUNNER_GOLDEN_RECORD"):
         return "record"
-    if _flag(config, "--golden-update", "EVALRUNNER_GOLDEN_UPDATE"):
+    if flag(config, "--golden-update", "EVALRUNNER_GOLDEN_UPDATE"):
         return "update"
     return "check"
 
 
+_LONGEST_NAME = 216
+"""The longest golden name kept whole: with ``.proxy.json`` after it, and as the temporary
+``.NAME.PID.N.tmp`` it is written through, a file name stays under the 255 bytes most file
+systems allow."""
+
+
 def _safe(name: str) -> str:
-    return model_slug(name)  # the same file-name-safe form run files use
+    """A test's golden name: the file-name-safe form run files use, a long one cut short
+    with a hash of the whole (a test id of 300 characters crashed on ``open``)."""
+    safe = model_slug(name)  # ASCII only, so characters are bytes
+    if len(safe) <= _LONGEST_NAME:
+        return safe
+    digest = hashlib.sha256(safe.encode()).hexdigest()[:12]
+    return f"{safe[: _LONGEST_NAME - len(digest) - 1]}-{digest}"
 
 
 def node_arg(item: pytest.Item) -> str:
@@ -128,7 +138,8 @@ class GoldenChecker:
             pytest.fail(
                 f"{node.nodeid}: its golden {path.name} would be the same file as that of "
                 f"{others} (a golden is named after the test alone, without its class and "
-                "with the characters a file name cannot hold replaced), and recording one "
+                "with the characters a file name cannot hold replaced, and on macOS and "
+                "Windows disks case does not tell two files apart), and recording one "
                 "would overwrite the other; give each call its own name, e.g. "
                 'golden_trajectory(agent, ..., name="paris"), or rename one of the tests',
                 pytrace=False,

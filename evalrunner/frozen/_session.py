@@ -8,6 +8,7 @@ tests when a module ran in part.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +151,21 @@ def _owners_gone(roots: set[Path], suffixes: tuple[str, ...]) -> list[Path]:
 _STATE = pytest.StashKey[SessionState]()
 
 
+def flag(config: pytest.Config, option: str, env: str) -> bool:
+    """A pytest option given, or its environment variable set to 1/true/yes."""
+    return bool(config.getoption(option)) or os.environ.get(env, "").lower() in ("1", "true", "yes")
+
+
 def start(config: pytest.Config) -> None:
+    record = flag(config, "--golden-record", "EVALRUNNER_GOLDEN_RECORD")
+    if record and flag(config, "--golden-update", "EVALRUNNER_GOLDEN_UPDATE"):
+        # Together, one of them was a slip: record would call the live model (and bill it)
+        # where update only rewrote goldens from the recordings, or the other way round.
+        raise pytest.UsageError(
+            "--golden-record and --golden-update (or their EVALRUNNER_GOLDEN_* variables) "
+            "given together: --golden-record calls the live model and records its answers "
+            "afresh, --golden-update rewrites goldens from the recorded answers; give one"
+        )
     config.stash[_STATE] = SessionState()
 
 

@@ -112,9 +112,11 @@ def pytest_collection_modifyitems(
     state.test_dirs.update(item.path.parent for item in items)
     partial = "::" in " ".join(config.args)
     owners: dict[tuple[Path, str], list[str]] = {}
-    for item, found in _golden_dirs(items):
-        state.selected_test(*found, partial=partial)
-        owners.setdefault(found, []).append(item.nodeid)
+    for item, (directory, test) in _golden_dirs(items):
+        state.selected_test(directory, test, partial=partial)
+        # Case folded: on the default disks of macOS and Windows, test_a.json and
+        # test_A.json are one file, and a checkout there holds only one of them.
+        owners.setdefault((directory, test.casefold()), []).append(item.nodeid)
     # Each xdist worker collects every item, so each finds the same pairs.
     state.shared = {node: ids for ids in owners.values() if len(ids) > 1 for node in ids}
 

@@ -490,6 +490,11 @@ def test_city(golden_trajectory, city):
     golden_trajectory(agents_demo.plain, f"Weather in {city}")
 
 
+@pytest.mark.parametrize("town", ["Rome", "ROME"])
+def test_town(golden_trajectory, town):
+    golden_trajectory(agents_demo.plain, f"Weather in {town}")
+
+
 class TestA:
     def test_same(self, golden_trajectory):
         golden_trajectory(agents_demo.plain, "Say hi.")
@@ -521,11 +526,14 @@ def test_two_tests_whose_goldens_would_be_one_file_are_refused_naming_each_other
     with FakeEndpoint(responder=responder) as ep:
         monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
         result = run(pytester, "--golden-record", "test_shared.py", *(["-n", "2"] if xdist else []))
-    result.assert_outcomes(passed=2, failed=4)
+    result.assert_outcomes(passed=2, failed=6)
     text = result.stdout.str()
     for test, other in [
         ("test_city[Paris]", "test_shared.py::test_city[Paris?]"),
         ("test_city[Paris?]", "test_shared.py::test_city[Paris]"),
+        # One file on the default disks of macOS and Windows.
+        ("test_town[Rome]", "test_shared.py::test_town[ROME]"),
+        ("test_town[ROME]", "test_shared.py::test_town[Rome]"),
         ("TestA::test_same", "test_shared.py::TestB::test_same"),
         ("TestB::test_same", "test_shared.py::TestA::test_same"),
     ]:
@@ -536,6 +544,34 @@ def test_two_tests_whose_goldens_would_be_one_file_are_refused_naming_each_other
         "test_alone.json",
         "test_same_named-b.json",
     ]
+
+
+LONG_ID = """
+import pytest
+
+import agents_demo
+
+
+@pytest.mark.parametrize("q", ["hi", "bye"], ids=["y" * 300, "y" * 299 + "z"])
+def test_long(golden_trajectory, q):
+    golden_trajectory(agents_demo.plain, "Say " + q)
+"""
+
+
+def test_a_test_id_too_long_for_a_file_name_gets_a_golden_cut_short_with_a_hash(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: an OSError "File name too long" traceback, recorded or replayed.
+    pytester.makepyfile(test_long_id=LONG_ID)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record", "test_long_id.py").assert_outcomes(passed=2)
+    monkeypatch.delenv("DEMO_API_BASE")
+    run(pytester, "test_long_id.py").assert_outcomes(passed=2)
+    names = sorted(p.name for p in (demo.parent / "test_long_id").iterdir())
+    assert len(names) == 4  # two goldens, two recordings: the ids differ in their last letter
+    assert all(len(name.encode()) < 255 for name in names)
+    assert all(name.startswith("test_long_" + "y" * 100) for name in names)
 
 
 def test_an_agent_that_raises_is_never_recorded_and_fails_with_its_traceback(
@@ -917,3 +953,19 @@ def _record_suite_again(
         recorded = run(pytester, "suites", "--golden-record", *args)
     monkeypatch.delenv("EVALRUNNER_API_BASE")
     return recorded
+
+
+def test_record_and_update_given_together_are_refused_before_any_test_runs(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: record won without a word, and called the live model where the user may
+    # have meant to rewrite goldens from the recordings.
+    pytester.makepyfile(test_long_id=LONG_ID)
+    result = run(pytester, "--golden-record", "--golden-update", "test_long_id.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--golden-record and --golden-update" in result.stderr.str()
+    assert "give one" in result.stderr.str()
+    monkeypatch.setenv("EVALRUNNER_GOLDEN_UPDATE", "1")
+    result = run(pytester, "--golden-record", "test_long_id.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (demo.parent / "test_long_id").exists()
