@@ -335,7 +335,7 @@ class ScenarioItem(pytest.Item):
                 resolved.id,
                 resolved.row_values,
             )
-            code = code_checks(resolved.load_checks(), seen_by_code)
+            code = code_checks(resolved.load_checks(), seen_by_code, resolved.timeout_s)
             if code.broken:
                 name, failure = next(iter(code.broken.items()))
                 raise GoldenMismatch(

@@ -403,7 +403,7 @@ async def execute_job(
         seen = CheckInput(
             run.answer, res.output, res.trajectory, run.tools, context, sc.id, sc.row_values
         )
-        code = await acode_checks(sc.load_checks(), seen)
+        code = await acode_checks(sc.load_checks(), seen, sc.timeout_s)
     judge_fault = None
     if sc.checks.judge is not None and finished and run.answer is not None:
         code = code or CodeChecked()

@@ -10,16 +10,19 @@ trajectory, the tools called, the run's context) and returns:
 - a :class:`CheckResult`: ``passed`` and/or ``score``, with a ``reason`` that
   goes into a failed run's reason.
 
-Sync or async. A check that raises, or returns anything else, is the check's
-bug, never the agent's failure: that run is judged without it, and the night
+Sync or async. A check that raises, returns anything else, or has not returned
+after the scenario's ``timeout_s`` is the check's bug, never the agent's failure: that run is judged without it, and the night
 prints the check's traceback once (frozen mode fails the test with it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import math
+import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,17 +136,23 @@ def _failure(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
 
 
-async def acode_checks(checks: Sequence[tuple[str, CheckFn]], run: CheckInput) -> CodeChecked:
-    """Run each check on ``run``: async ones awaited, sync ones in a thread (they may do I/O)."""
+async def acode_checks(
+    checks: Sequence[tuple[str, CheckFn]], run: CheckInput, timeout_s: float | None = None
+) -> CodeChecked:
+    """Run each check on ``run``: async ones awaited, sync ones in a thread of their own
+    (they may do I/O); one that has not returned after ``timeout_s`` (the scenario's, as
+    for the agent) is the check's bug, like one that raised."""
     out = CodeChecked()
     for name, fn in checks:
         try:
-            if inspect.iscoroutinefunction(fn):
-                value = await fn(run)
-            else:
-                value = await asyncio.to_thread(fn, run)
-                if inspect.isawaitable(value):
-                    value = await value
+            value = await asyncio.wait_for(_called(name, fn, run), timeout_s)
+        except TimeoutError:
+            out.broken[name] = (
+                f"did not return within {timeout_s:g} s (the scenario's timeout_s), so the "
+                "run is judged without it; a check that waits on something needs a timeout "
+                "of its own"
+            )
+            continue
         except Exception as exc:  # the check's own bug: never the agent's failure
             out.broken[name] = _failure(exc)
             continue
@@ -151,6 +160,45 @@ async def acode_checks(checks: Sequence[tuple[str, CheckFn]], run: CheckInput) -
     return out
 
 
-def code_checks(checks: Sequence[tuple[str, CheckFn]], run: CheckInput) -> CodeChecked:
+async def _called(name: str, fn: CheckFn, run: CheckInput) -> Any:
+    if inspect.iscoroutinefunction(fn):
+        return await fn(run)
+    value = await _in_own_thread(name, fn, run)
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _in_own_thread(name: str, fn: CheckFn, run: CheckInput) -> Any:
+    """``fn(run)`` in a daemon thread: one that never returns is left behind when its wait
+    times out or the night is stopped. In ``asyncio.to_thread`` it held the loop's executor,
+    whose shutdown waits for it, so a hung check hung the night and the first Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if not done.done():
+            if exc is None:
+                done.set_result(value)
+            else:
+                done.set_exception(exc)
+
+    def work() -> None:
+        value, exc = None, None
+        try:
+            value = context.run(fn, run)
+        except Exception as error:  # handed to the loop, which raises it in the wait
+            exc = error
+        except BaseException as error:  # sys.exit() in a check stops the check, not the night
+            exc = RuntimeError(f"the check raised {type(error).__name__}({error})")
+        with contextlib.suppress(RuntimeError):  # the loop closed while the check ran on
+            loop.call_soon_threadsafe(settle, value, exc)
+
+    threading.Thread(target=work, name=f"code check {name}", daemon=True).start()
+    return await done
+
+
+def code_checks(
+    checks: Sequence[tuple[str, CheckFn]], run: CheckInput, timeout_s: float | None = None
+) -> CodeChecked:
     """:func:`acode_checks` from synchronous code (frozen mode)."""
-    return asyncio.run(acode_checks(checks, run))
+    return asyncio.run(acode_checks(checks, run, timeout_s))

@@ -239,3 +239,21 @@ def test_frozen_scenarios_apply_their_code_checks(
         "scenario buggy: code check buggy failed itself (the check's bug, not the agent's)" in text
     )
     assert "KeyError: 'oops'" in text
+
+
+def test_a_check_that_never_returns_is_the_checks_bug_after_the_scenarios_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: a sync check that waited forever held the night forever, without a line,
+    # and the first Ctrl-C with it (the loop's shutdown waited for the check's thread).
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "hung", [scenario("s", ["hangs", "ahangs", "names_paris"])], timeout_s=2)
+    with FakeEndpoint(responder=model) as ep:
+        common = ["--suite", "hung", "--suites-dir", str(tmp_path), "--no-history"]
+        result = evalrunner(ep, "run", *common, "--out", "n1", "--runs", "2", "--no-compare")
+    assert result.exit_code == 0, result.output
+    records = list(ResultsDir(tmp_path / "n1").records())
+    assert [(r.outcome, r.checks) for r in records] == [("passed", {"code:names_paris": True})] * 2
+    for name in ("hangs", "ahangs"):
+        assert f"scenario s: code check {name} failed itself on 2 runs in all" in result.stderr
+    assert result.stderr.count("did not return within 2 s (the scenario's timeout_s)") == 2

@@ -128,3 +128,58 @@ def test_a_disk_that_fills_mid_night_ends_the_process_with_agent_threads_still_r
     assert done.returncode == 2, done.stderr[-3000:]
     assert "No space left on device. Resume with:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+HUNG_CHECK = """
+import pathlib
+import time
+
+
+def agent(task, ctx):
+    return "Tokyo."
+
+
+def hangs(run):
+    pathlib.Path("check-started").touch()
+    time.sleep(600)  # a check waiting on a service that never answers
+    return True
+"""
+
+
+def test_ctrl_c_ends_a_night_whose_code_check_never_returns(tmp_path: Path) -> None:
+    # Before: the first Ctrl-C (or timeout's SIGTERM) did nothing; the loop's shutdown
+    # waited for the check's thread, and only a second signal ended the process.
+    (tmp_path / "hung_check.py").write_text(HUNG_CHECK, encoding="utf-8")
+    scenario = {
+        "id": "hung",
+        "agent": "hung_check:agent",
+        "input": "Capital of Japan?",
+        "checks": {"code": ["hung_check:hangs"]},
+    }
+    write_suite(tmp_path, "hung", [scenario], runs=2, concurrency=2, timeout_s=300)
+    with FakeEndpoint(responder=respond) as ep:
+        env = fake_env(ep.api_base)
+        env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
+        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "hung"]
+        proc = subprocess.Popen(
+            [*argv, "--out", str(tmp_path / "out"), "--no-history"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "check-started").exists():
+                assert proc.poll() is None, proc.communicate()[1][-2000:]
+                assert time.monotonic() < deadline, "the check never started"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "interrupted; finished runs are saved. Resume with:" in stderr

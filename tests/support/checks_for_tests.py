@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from evalrunner import CheckInput, CheckResult
 
@@ -51,4 +52,15 @@ def names_the_rows_capital(run: CheckInput) -> CheckResult:
 
 def takes_nothing() -> bool:
     """Written without the run it is given: a configuration error, not a check's bug."""
+    return True
+
+
+def hangs(run: CheckInput) -> bool:
+    """Waits on something that never answers (a service without a timeout)."""
+    time.sleep(30)
+    return True
+
+
+async def ahangs(run: CheckInput) -> bool:
+    await asyncio.sleep(30)
     return True

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+
 from evalrunner.suite._code_checks import CheckInput, code_checks
 
 
@@ -27,3 +31,25 @@ def test_a_broken_checks_traceback_starts_at_the_check() -> None:
         assert frames and all(__file__ in x for x in frames), shown
         assert line in shown
         assert "asyncio" not in shown and "_code_checks.py" not in shown
+
+
+def _waits(run: CheckInput) -> bool:
+    threading.Event().wait(5)
+    return True
+
+
+async def _awaits(run: CheckInput) -> bool:
+    await asyncio.sleep(5)
+    return True
+
+
+def test_a_check_that_has_not_returned_by_the_timeout_is_broken_and_not_waited_for() -> None:
+    run = CheckInput(
+        answer="Paris", output=None, trajectory={}, tools=[], context=None, scenario="s"
+    )
+    started = time.monotonic()
+    checked = code_checks([("waits", _waits), ("awaits", _awaits)], run, timeout_s=0.2)
+    assert time.monotonic() - started < 4  # the loop's shutdown does not wait for the thread
+    assert set(checked.broken) == {"waits", "awaits"}
+    assert "did not return within 0.2 s" in checked.broken["waits"]
+    assert not checked.held
