@@ -26,9 +26,12 @@ def _run_for_baseline(
     """One live night, neither compared nor kept in the history; its results directory."""
     out = out or default_out(suite.name)
     click.echo(f"suite {suite.name}: running for a baseline", err=True)
+    where = _options.locations()
+    suites = _options.locations(("suites_dir",))
     finish = (
-        f"Finish them with:\n  evalrunner run --suite {suite.name} --out {out} --resume "
-        f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name} --from {out}"
+        f"Finish them with:\n  evalrunner run --suite {suite.name}{suites} --out {out} --resume "
+        f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name}{where} "
+        f"--from {out}"
     )
     with _exit.on_interrupt(finish, out):
         options = NightOptions(
@@ -40,10 +43,15 @@ def _run_for_baseline(
             history=None,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name)
+    print_run(result, suite.name, where)
     code = _exit.run_code(result, gate=False, fail_on_failure=False)
     if result.outage is not None:
         # No baseline from an outage: it would describe the endpoint, not the agent.
+        click.echo(
+            f"no baseline written: the night was an outage; its runs are in {out}, the "
+            "baselines as they were. Run this again once the endpoint answers",
+            err=True,
+        )
         _exit.exit_with(code)
     return out
 
@@ -124,15 +132,19 @@ def baseline(
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
         models = scenarios = ()  # the night ran only these
     before = _nights_held(baselines_dir / suite.name)
-    written = build_baselines(
-        suite,
-        list(sources),
-        baselines_dir,
-        append=append,
-        models=models,
-        scenarios=scenarios,
-        accept_flagged=accept_flagged,
-    )
+    try:
+        written = build_baselines(
+            suite,
+            list(sources),
+            baselines_dir,
+            append=append,
+            models=models,
+            scenarios=scenarios,
+            accept_flagged=accept_flagged,
+        )
+    except EvalrunnerError as refused:  # its commands must go to these baselines too
+        refused.args = (_options.with_locations(str(refused), suite.name, _options.locations()),)
+        raise
     for path, rewritten in written.items():
         click.echo(f"{'wrote' if rewritten else 'unchanged'} {path}")
         _say_what_moved(path, before.get(path), append)

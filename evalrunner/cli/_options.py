@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from evalrunner.night._night import NightOptions
 from evalrunner.suite._schema import MAX_RUNS
@@ -88,4 +91,43 @@ def positive(
         # A shown text would print in parentheses, "(5)", as if it were not the value.
         show_default=shown is None,
         help=help if shown is None else f"{help} Default: {shown}.",
+    )
+
+
+def given(names: Sequence[str]) -> list[str]:
+    """The options among ``names`` that were given on the command line, as words, in the
+    order of ``names``: what a suggested command must repeat."""
+    ctx = click.get_current_context()
+    params = {p.name: p for p in ctx.command.params}
+    words: list[str] = []
+    for name in names:
+        if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
+            continue
+        param = params[name]
+        value = ctx.params[name]
+        if isinstance(param, click.Option) and param.is_flag:
+            if param.secondary_opts:  # --x/--no-x
+                words.append(param.opts[0] if value else param.secondary_opts[0])
+            elif value:
+                words.append(param.opts[0])
+        else:
+            words += [param.opts[0], str(value)]
+    return words
+
+
+def locations(names: Sequence[str] = ("suites_dir", "baselines_dir")) -> str:
+    """The locations given on the command line, as words after ``--suite NAME`` in every
+    command a command suggests (a hint without them accepted a night into the default
+    baselines, not the ones compared with); empty when none was given."""
+    words = given(names)
+    return " " + shlex.join(words) if words else ""
+
+
+def with_locations(text: str, suite: str, where: str) -> str:
+    """``text`` (the library's words, which name the suite alone) with ``where`` after
+    each ``baseline --suite SUITE`` it suggests."""
+    if not where:
+        return text
+    return re.sub(
+        rf"baseline --suite {re.escape(suite)}(?![\w.-])", f"baseline --suite {suite}{where}", text
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,28 +98,7 @@ def _resume_command(suite_name: str, out: Path) -> str:
     params = click.get_current_context().command.params
     kept = [p.name for p in params if p.name is not None and p.name in _KEPT_ON_RESUME]
     words = ["evalrunner", "run", "--suite", suite_name, "--out", str(out), "--resume"]
-    return shlex.join(words + _given(kept))
-
-
-def _given(names: Sequence[str]) -> list[str]:
-    """The options among ``names`` that were given on the command line, as words, in the
-    order of ``names``: what a suggested command must repeat."""
-    ctx = click.get_current_context()
-    params = {p.name: p for p in ctx.command.params}
-    words: list[str] = []
-    for name in names:
-        if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
-            continue
-        param = params[name]
-        value = ctx.params[name]
-        if isinstance(param, click.Option) and param.is_flag:
-            if param.secondary_opts:  # --x/--no-x
-                words.append(param.opts[0] if value else param.secondary_opts[0])
-            elif value:
-                words.append(param.opts[0])
-        else:
-            words += [param.opts[0], str(value)]
-    return words
+    return shlex.join(words + _options.given(kept))
 
 
 def night_line(result: LiveResult, suite: str) -> str:
@@ -271,20 +249,12 @@ def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     )
 
 
-def _where() -> str:
-    """The locations given on the command line, as the commands a night suggests must be
-    given them too: ``--suite NAME`` is followed by this in every hint (a hint without
-    them accepted a night into the default baselines, not the ones compared with)."""
-    words = _given(("suites_dir", "baselines_dir"))
-    return " " + shlex.join(words) if words else ""
-
-
 def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last.
 
     ``where``: the locations the night was given, for every command it suggests
-    (:func:`_where`)."""
+    (:func:`evalrunner.cli._options.locations`)."""
     named = suite + where
     report = result.report
     if report.resumed_unclosed:
@@ -307,11 +277,7 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
             click.echo("\nCompared with baselines:")
             click.echo(format_table(rows, VERDICT_COLUMNS))
         for note in result.comparison.notes:
-            # The library's notes name the suite alone; its commands get the locations here.
-            said = re.sub(
-                rf"baseline --suite {re.escape(suite)}(?![\w.-])", f"baseline --suite {named}", note
-            )
-            click.echo(f"note: {said}", err=True)
+            click.echo(f"note: {_options.with_locations(note, suite, where)}", err=True)
         young = _young_cells(result.comparison.results)
         if young:
             several = len({r.model for r in report.records}) > 1
@@ -487,7 +453,7 @@ def run(
             explain=explain,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name, _where())
+    print_run(result, suite.name, _options.locations())
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == "failed" for r in result.report.records)

@@ -583,7 +583,8 @@ def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
     lab: Lab, where: Path, tmp_path: Path
 ) -> None:
     # Accepted as it was, an outage night replaced a good baseline with one of no runs
-    # (exit 0), and appended it counted towards the nights a baseline needs to gate.
+    # (exit 0), and appended it counted towards the nights a baseline needs to gate. The
+    # command offered carries the locations given (it went to ./baselines without them).
     def night(out: Path, reply: Any) -> None:
         with FakeEndpoint(responder=reply) as ep:
             result = evalrunner(
@@ -607,8 +608,9 @@ def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
         half: (
             f"error: {half}: steady [openai/fake]: all 2 runs ended in infra_error, so nothing "
             "measured the agent there; a baseline accepts nights that measured the agent: "
-            f"accept the other scenarios' runs with evalrunner baseline --suite {SUITE} --from "
-            f"{half} --scenario capital, or leave the night out"
+            f"accept the other scenarios' runs with evalrunner baseline --suite {SUITE} "
+            f"--suites-dir {lab.suites} --baselines {where} --from {half} --scenario capital, "
+            "or leave the night out"
         ),
     }
     baseline_cmd(lab, where, "--from", str(lab.root / "night1"))
@@ -623,6 +625,21 @@ def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
     result = baseline_cmd(lab, where, "--from", str(half), "--scenario", "capital", "--append")
     assert result.exit_code == 0, result.output
     assert result.stdout.split() == ["wrote", str(file_of(where, "capital"))]
+    # A night run for the baseline during an outage says that nothing was written (it
+    # ended on the night's own outage line, exit 3, and left that to be guessed).
+    before = {p: p.read_bytes() for p in where.rglob("*.json")}
+    with FakeEndpoint(responder=lambda body, n: Fault("503")) as ep:
+        result = evalrunner(
+            ep,
+            *("baseline", "--suite", SUITE, "--suites-dir", str(lab.suites)),
+            *("--baselines", str(where), "--runs", "1", "--out", str(tmp_path / "n3")),
+        )
+    assert result.exit_code == 3, result.output
+    assert (
+        f"no baseline written: the night was an outage; its runs are in {tmp_path / 'n3'}, "
+        "the baselines as they were"
+    ) in result.stderr
+    assert {p: p.read_bytes() for p in where.rglob("*.json")} == before
     assert (
         where.joinpath(SUITE, "steady--openai_fake.json").read_bytes()
         == before[file_of(where, "steady")]

@@ -104,8 +104,9 @@ def test_appending_a_night_that_fails_against_the_baseline_is_refused_unless_ask
     (said,) = [x for x in refused.output.splitlines() if x.strip()]
     assert "paris--openai_fake.json: the nights given fail success_rate against it" in said, said
     assert (
-        "make it the baseline: evalrunner baseline --suite caps --from n2 --scenario paris "
-        "--model openai/fake (without --append); to append them anyway, add --accept-flagged"
+        f"make it the baseline: evalrunner baseline --suite caps --suites-dir {world.tmp_path} "
+        "--from n2 --scenario paris --model openai/fake (without --append); to append them "
+        "anyway, add --accept-flagged"
     ) in said, said
     assert _files(world.tmp_path) == before  # nothing written, the unflagged file neither
     taken = baseline(world.tmp_path, "--from", "n2", "--append", "--accept-flagged")
