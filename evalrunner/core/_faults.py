@@ -473,6 +473,7 @@ _PREFIX = re.compile(
 _REPEATS = (" Original exception:", " Error_str:", ", Received response -")
 
 _CHAIN_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("NoKeyForProxy",), "refused by the capture proxy"),
     (("NoCallReachedProxy",), "went around the capture proxy"),
     (("NoUsableChoice", "EndpointFault"), "no usable choice"),
     (("ReadTimeout", "ConnectTimeout", "APITimeoutError", "TimeoutError", "Timeout"), "timeout"),

@@ -54,6 +54,11 @@ class NoCallReachedProxy(EndpointFault):
     measured nothing of the model; counted with infrastructure faults, not as a crash."""
 
 
+class NoKeyForProxy(NoCallReachedProxy):
+    """A command whose requests came to the proxy without the key it was given, so none
+    reached the model: the agent's wiring, counted as :class:`NoCallReachedProxy` is."""
+
+
 # What SDKs and runtimes print when a connection fails (Python, Node.js, curl).
 _CONNECTION_FAILED = re.compile(
     r"APIConnectionError|ConnectError|ConnectionError|Connection (?:error|refused)|"
@@ -182,6 +187,14 @@ class CommandAgents:
         if returncode is None:
             timed_out = True
             error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")
+        elif not result.model_calls and any(r.startswith("401:") for r in result.refusals):
+            # Its requests reached the proxy without the key the proxy gave it: the agent's
+            # wiring, like a base URL it ignored; the model was never asked, exit 0 or not.
+            error = NoKeyForProxy(
+                "no model calls: the capture proxy refused the agent's requests, which came "
+                "without the key it was given; send OPENAI_API_KEY (ANTHROPIC_API_KEY) as "
+                "the bearer token or x-api-key"
+            )
         else:
             error = _exit_problem(returncode, err)
             if error is not None and result.refusals:

@@ -28,6 +28,12 @@ def _lost_with_worker(record: RunRecord) -> bool:
     return record.outcome == "infra_error" and (record.reason or "").startswith(WORKER_LOST)
 
 
+def _made_no_call(record: RunRecord) -> bool:
+    """A run none of whose calls reached the model (``no model calls: ...``): how the agent
+    reaches its model, not the endpoint, is what failed."""
+    return record.outcome == "infra_error" and "no model calls: " in (record.reason or "")
+
+
 @dataclass(frozen=True)
 class Outage:
     """Endpoints that failed: too many runs are infra_error to say anything."""
@@ -40,6 +46,8 @@ class Outage:
     """The model whose endpoint failed; None: every model of the night."""
     lost: int = 0
     """Of the infra_error runs, those lost with their Ray worker: the cluster failed."""
+    no_calls: int = 0
+    """Of the infra_error runs, those none of whose calls reached the model."""
 
     @property
     def share(self) -> float:
@@ -48,14 +56,18 @@ class Outage:
 
     def line(self) -> str:
         who, what = (f" {self.model}:", "its runs") if self.model else ("", "this night")
-        failed = (
-            f"the Ray cluster lost {self.lost} of them with their workers"
-            if 2 * self.lost > self.infra
-            else f"the endpoint{'' if self.model else 's'} failed"
-        )
+        if 2 * self.lost > self.infra:
+            failed = f"the Ray cluster lost {self.lost} of them with their workers, not the agent"
+        elif 2 * self.no_calls > self.infra:
+            failed = (
+                f"{self.no_calls} of them made no model call that reached the model (the way "
+                "the agent reaches its model, not the endpoint or the agent's behaviour)"
+            )
+        else:
+            failed = f"the endpoint{'' if self.model else 's'} failed, not the agent"
         return (
             f"outage:{who} {self.infra} of {self.total} runs ended in infra_error "
-            f"({self.share:.0%}, more than {self.threshold:.0%}): {failed}, not the agent; "
+            f"({self.share:.0%}, more than {self.threshold:.0%}): {failed}; "
             f"no pass^k or verdicts were computed from {what}"
         )
 
@@ -67,8 +79,9 @@ def model_outages(
     runs = Counter(r.model for r in records)
     infra = Counter(r.model for r in records if r.outcome == "infra_error")
     lost = Counter(r.model for r in records if _lost_with_worker(r))
+    no_calls = Counter(r.model for r in records if _made_no_call(r))
     return {
-        model: Outage(infra[model], runs[model], share, model, lost[model])
+        model: Outage(infra[model], runs[model], share, model, lost[model], no_calls[model])
         for model in sorted(runs)
         if infra[model] / runs[model] > share
     }
@@ -80,6 +93,11 @@ def what_to_check(records: Sequence[RunRecord]) -> str:
     infra = [r for r in records if r.outcome == "infra_error"]
     if 2 * sum(map(_lost_with_worker, infra)) > len(infra):
         return "check the Ray cluster (its workers or a node died with the runs)"
+    if 2 * sum(map(_made_no_call, infra)) > len(infra):
+        return (
+            "check how the agent reaches its model: each run's reason says what capture saw "
+            "(docs/proxy.md for command: agents and SDK clients)"
+        )
     found = (refusal_advice(r.reason) for r in infra)
     advice = Counter(a for a in found if a is not None)
     if advice:
@@ -104,4 +122,5 @@ def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE)
         len(records),
         share,
         lost=sum(o.lost for o in out.values()),
+        no_calls=sum(o.no_calls for o in out.values()),
     )

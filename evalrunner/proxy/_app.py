@@ -56,6 +56,10 @@ class RunLookup(Protocol):
 
     def run_for_request(self, run_id: str) -> RunState: ...
 
+    def open_run_named(self, run_id: str) -> RunState | None:
+        """The run ``run_id`` when it is open, never opening one."""
+        ...
+
     def model_name(self, run_id: str) -> str: ...
 
 
@@ -155,6 +159,12 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
         async def endpoint(request: Request) -> Response:
             if not _token_ok(request, token):
                 message = "evalrunner proxy: missing or wrong bearer token"
+                # Its run's record says why it had no call (an agent that printed this
+                # answer and exited 0 went down as one that ignored the base URL). A run
+                # the path names but nobody opened stays unopened: no token, no run.
+                run = runs.open_run_named(request.path_params.get("run_id", DEFAULT_RUN))
+                if run is not None:
+                    run.refused(401, "no bearer token or x-api-key, or not the one it was given")
                 return _json(api.error(401, "authentication_error", message), 401, _NO_RETRY)
             try:
                 return await handler(request, api)

@@ -390,6 +390,12 @@ class ProxyServer:
                 raise ConfigError(f"proxy run {run_id!r} is finished; it takes no more calls")
         return self._get_or_open(run_id)
 
+    def open_run_named(self, run_id: str) -> RunState | None:
+        """The run ``run_id`` when it is open (unlike :meth:`run_for_request`, which opens
+        one: for a request that did not prove it may)."""
+        with self._lock:
+            return self._runs.get(run_id) if run_id not in self._finished else None
+
     def open_runs(self) -> list[str]:
         with self._lock:
             return sorted(self._runs)

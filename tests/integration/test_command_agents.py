@@ -421,3 +421,36 @@ def test_a_command_whose_request_the_proxy_refused_says_the_refusal_first(
     assert (record.reason or "").startswith(
         "CommandFailed: the capture proxy refused its request (400: tool type 'web_search'"
     )
+
+
+def test_a_command_that_sends_the_proxy_no_key_is_infra_error_saying_to_send_it(
+    tmp_path: Path,
+) -> None:
+    # Before: one that printed the proxy's 401 and exited 0 was "no model calls ... ignored
+    # OPENAI_BASE_URL", and the night "the endpoints failed ... check the model endpoint";
+    # one whose SDK raised on the 401 was a crash of the agent, counted as behaviour.
+    keyless = (
+        "import os, urllib.error, urllib.request\n"
+        "url = os.environ['OPENAI_BASE_URL'] + '/chat/completions'\n"
+        'body = b\'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}\'\n'
+        "try:\n"
+        "    print(urllib.request.urlopen(urllib.request.Request(url, body)).read())\n"
+        "except urllib.error.HTTPError as err:\n"
+        "    print(err.read().decode())\n"
+    )
+    wrong_key = (
+        "import openai\n"
+        "client = openai.OpenAI(api_key='sk-not-the-one-given', max_retries=0)\n"
+        "client.chat.completions.create(model='m', messages=[{'role': 'user', 'content': 'hi'}])\n"
+    )
+    scenarios = [
+        {"id": "keyless", "command": [sys.executable, "-c", keyless, "{task}"], "input": "x"},
+        {"id": "wrong-key", "command": [sys.executable, "-c", wrong_key, "{task}"], "input": "x"},
+    ]
+    with FakeEndpoint(responder=content_responder) as ep:
+        report = run(tmp_path, ep.api_base, scenarios, runs=1)
+        assert ep.requests == []
+    for scenario, [(outcome, reason)] in outcomes(report).items():
+        assert outcome == "infra_error", (scenario, reason)
+        assert reason is not None and "(refused by the capture proxy)" in reason
+        assert "send OPENAI_API_KEY (ANTHROPIC_API_KEY) as the bearer token" in reason

@@ -203,8 +203,8 @@ def test_one_model_s_outage_is_said_exits_3_and_the_others_are_compared(
     assert refused.stderr.strip() == (
         f"error: one-down: the endpoint of openai/c failed ({RUNS} of {RUNS} runs ended in "
         "infra_error): a baseline accepts nights that measured the agent; accept the other "
-        "models' runs with evalrunner baseline --suite three --from one-down --model openai/a "
-        "--model openai/b"
+        f"models' runs with evalrunner baseline --suite three --suites-dir {three.root} --from "
+        "one-down --model openai/a --model openai/b"
     )
     assert {p: p.read_bytes() for p in (three.root / "baselines").rglob("*.json")} == before
     accepted = three.baseline(

@@ -35,3 +35,20 @@ def test_runs_lost_with_their_ray_workers_are_the_clusters_outage_not_the_endpoi
     endpoint = [_run(i, "ServiceUnavailableError (HTTP 503) from m: down") for i in range(6)]
     assert "the endpoints failed, not the agent" in (outage_of(endpoint) or outage).line()
     assert what_to_check(endpoint) == "check the model endpoint"
+
+
+def test_runs_whose_calls_never_reached_the_model_are_not_called_the_endpoints_fault() -> None:
+    # A command agent that sent no key to the capture proxy (or ignored its base URL) made
+    # every run infra_error, and the night said "the endpoints failed, not the agent ...
+    # Next: check the model endpoint", of an endpoint no request had reached.
+    reason = (
+        "NoKeyForProxy (refused by the capture proxy) from openai/m at http://h/v1: no model "
+        "calls: the capture proxy refused the agent's requests"
+    )
+    records = [_run(i, reason) for i in range(3)]
+    outage = outage_of(records)
+    assert outage is not None
+    line = outage.line()
+    assert "3 of them made no model call that reached the model" in line
+    assert "the endpoint" not in line.split("(")[1]  # not blamed
+    assert what_to_check(records).startswith("check how the agent reaches its model")
