@@ -60,6 +60,11 @@ def test_secret_looking_environment_values_are_redacted_anywhere(
         "GATEWAY_AUTH",
         "LLM_CREDS",
         "npm_config__authToken",
+        # password variables by their short names (a review found them in run files)
+        "GATEWAY_PASS",
+        "DB_PASS",
+        "MYSQL_PWD",
+        "SMTP_PASS_2",
     ],
 )
 def test_values_of_credential_variables_are_redacted(
@@ -74,6 +79,10 @@ def test_values_of_credential_variables_are_redacted(
     [
         "HOME",
         "PWD",
+        "OLDPWD",
+        "NO_PROXY_BYPASS",
+        "COMPASS_MODE",
+        "PASSENGER_APP_ENV",
         "PATH",
         "AZURE_API_BASE",
         "AZURE_API_VERSION",
