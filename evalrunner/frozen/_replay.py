@@ -56,6 +56,8 @@ class Replayer:
         self.script = script
         self.strict = strict
         self.source = source
+        self.redo = redo
+        """The command that records this test's calls afresh (named in a failure)."""
         self.masks = masks
         """The golden's masks: requests match with their volatile text replaced, on both sides."""
         self.book = RequestBook(
@@ -122,7 +124,7 @@ class Replayer:
         message = (
             f"{self.source}: the agent made model call {self.calls}, but only "
             f"{len(self.script.entries)} were recorded. The agent now calls the model more "
-            "often than when recorded; if that is intended, re-record with --golden-record"
+            f"often than when recorded; if that is intended, re-record with: {self.redo}"
         )
         if self.mismatches:
             # The first request that differed is usually the change that led here (a new tool,

@@ -248,7 +248,8 @@ def test_record_check_break_update_cycle(
         f"ScriptExhausted: {demo / 'test_greedy.llm.json'}: the agent made model call 3, but only 2 were recorded."
         in exhausted
     )
-    assert "re-record with --golden-record" in exhausted
+    # The test's own record command, as every other failure gives it (it named none).
+    assert 're-record with: pytest --golden-record "test_demo.py::test_greedy"' in exhausted
 
     broken = section(result, "test_broken")
     message = [line for line in broken.splitlines() if line.strip()]

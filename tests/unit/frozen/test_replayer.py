@@ -114,7 +114,8 @@ def test_running_out_of_script_raises() -> None:
         replayer.next(_req("q1"))
     assert str(info.value) == (
         "demo.llm.json: the agent made model call 2, but only 1 were recorded. The agent now calls "
-        "the model more often than when recorded; if that is intended, re-record with --golden-record"
+        "the model more often than when recorded; if that is intended, re-record with: "
+        "pytest --golden-record"
     )
     assert replayer.exhausted is info.value
 
