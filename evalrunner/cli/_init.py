@@ -30,6 +30,19 @@ def _template(name: str) -> str:
     return (resources.files("evalrunner.cli") / "templates" / name).read_text(encoding="utf-8")
 
 
+def _frozen_paths(root: Path) -> str:
+    """What the PR job collects: the suites, and ``tests`` when golden tests live there (a PR
+    job of ``suites`` alone passed without running them)."""
+    tests = root / "tests"
+    for path in sorted(tests.rglob("*.py")) if tests.is_dir() else ():
+        try:
+            if "golden_trajectory" in path.read_text(encoding="utf-8", errors="replace"):
+                return "suites tests"
+        except OSError:  # unreadable: not ours to judge
+            continue
+    return "suites"
+
+
 def scaffold(root: Path, suite: str, agent: str, action: str = ACTION) -> dict[Path, str]:
     """Every file ``init`` writes, by path, with its text (nothing is written here)."""
     suite_text = _template("suite.yaml.tmpl").format(name=suite, agent_line=_AGENT_LINES[agent])
@@ -37,7 +50,7 @@ def scaffold(root: Path, suite: str, agent: str, action: str = ACTION) -> dict[P
         root / "suites" / f"{suite}.yaml": suite_text,
         root / _AGENT_FILE: _template(f"agent_{agent}.py.tmpl"),
         root / ".github" / "workflows" / "evalrunner-pr.yml": _template("pr.yml.tmpl").format(
-            action=action
+            action=action, paths=_frozen_paths(root)
         ),
         root / ".github" / "workflows" / "evalrunner-nightly.yml": _template(
             "nightly.yml.tmpl"
