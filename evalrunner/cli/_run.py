@@ -27,7 +27,7 @@ from evalrunner.cli._tables import (
 from evalrunner.live._outage import what_to_check
 from evalrunner.live._ray import EXECUTORS
 from evalrunner.live._results import AdaptiveSettings
-from evalrunner.live._runner import RunReport
+from evalrunner.live._runner import RunReport, check_named
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
 from evalrunner.suite import OUTCOMES, load_suite_by_name
@@ -112,7 +112,7 @@ def night_line(result: LiveResult, suite: str) -> str:
     if result.outage is not None:
         check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
-    head += _models_down(list(result.model_outages))
+    head += _models_down(list(result.model_outages)) + _checks_broken(report)
     if report.records and counts["crashed"] == len(report.records):
         # Not offered as a baseline: a night of crashes measured the agent's bug, not it.
         return (
@@ -142,6 +142,20 @@ def night_line(result: LiveResult, suite: str) -> str:
         f"{head}; nothing flagged against the baselines{left}"
         f"{undecided(comparison.results, suite)}."
     )
+
+
+def _checks_broken(report: RunReport) -> str:
+    """The checks that failed themselves, named in the last line: "4 passed; nothing
+    flagged" under them read as a clean night, the notes saying otherwise scrolled away."""
+    found = [
+        f"{check_named(check)} ({runs} run{'s' if runs > 1 else ''})"
+        for _, checks in sorted(report.broken_checks.items())
+        for check, runs in sorted(checks.items())
+    ]
+    if not found:
+        return ""
+    named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return f"; checks that failed themselves, their runs judged without them: {named}"
 
 
 def _scope(flagged: Sequence[MetricResult], several_models: bool) -> str:

@@ -476,7 +476,8 @@ class LocalExecutor:
         return []
 
 
-def _check_named(name: str) -> str:
+def check_named(name: str) -> str:
+    """A check as a line names it: the judge, or ``code check NAME``."""
     return "the judge" if name == JUDGE else f"code check {name}"
 
 
@@ -515,7 +516,7 @@ class _Driver:
             out.setdefault(scenario, {})[name] = count
             if count > 1:
                 self.progress.note(
-                    f"scenario {scenario}: {_check_named(name)} failed itself on {count} runs in all; "
+                    f"scenario {scenario}: {check_named(name)} failed itself on {count} runs in all; "
                     "they are judged without it"
                 )
         return out
@@ -600,7 +601,7 @@ class _Driver:
                 if self.broken[(sc.id, name)] == 1:  # once a night: one bug, one report
                     row = result.record.row
                     self.progress.note(
-                        f"scenario {sc.id}: {_check_named(name)} failed itself on "
+                        f"scenario {sc.id}: {check_named(name)} failed itself on "
                         f"{result.record.run_id}{f' (row {row!r})' if row else ''} (the "
                         "check's bug, not the agent's; runs are "
                         f"judged without it):\n{redact_text(failure)}"

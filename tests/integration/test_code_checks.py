@@ -85,6 +85,12 @@ def test_code_checks_judge_runs_and_a_broken_check_is_reported_once_not_counted(
     # ...and then how many runs each left unjudged, so a check that never ran is not missed.
     assert "scenario scored: code check buggy failed itself on 6 runs in all" in err
     assert "returned str; a check returns True/False, a score in [0, 1]" in err
+    # ...and the night's last line says so: "6 passed; nothing flagged" read as clean.
+    (last,) = [line for line in err.splitlines() if line.startswith("night:")]
+    assert (
+        "; checks that failed themselves, their runs judged without them: code check buggy "
+        "(6 runs), code check says_yes (6 runs)"
+    ) in last, last
     cited = [r for r in records.values() if r.scenario == "cited"]
     assert {(r.outcome, r.reason) for r in cited} == {
         ("failed", "code:cites_a_source (no 'source:' in the answer)")
