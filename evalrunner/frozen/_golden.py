@@ -107,6 +107,27 @@ def golden_path_for_test(module: Path, test: str) -> Path:
     return module_golden_dir(module) / f"{test}.json"
 
 
+def moved_hint(recording: Path) -> str:
+    """For a test whose recording is missing: where its module's goldens were before the
+    module was renamed (a folder of ``__goldens__`` whose module is gone, holding this file
+    name), as the ``git mv`` that keeps them; "" when there is none. Re-recording, the
+    only fix offered before, needs the live model and changes every recorded answer."""
+    here = recording.parent
+    if here.parent.name != GOLDEN_DIR:
+        return ""
+    for old in sorted(here.parent.glob(f"*/{recording.name}")):
+        folder = old.parent
+        if folder == here or (here.parent.parent / f"{folder.name}.py").exists():
+            continue
+        if not here.exists():
+            return f"\nor, if the module was renamed from {folder.name}.py: git mv {folder} {here}"
+        stem = recording.name.removesuffix(".llm.json").removesuffix(".proxy.json")
+        kept = (folder / f"{stem}{suffix}" for suffix in (".json", *RECORDINGS))
+        files = [str(p) for p in kept if p.exists()]
+        return f"\nor, if the test came from {folder.name}.py: git mv {' '.join(files)} {here}/"
+    return ""
+
+
 def golden_path_for(suite_file: Path, suite: str, scenario: str) -> Path:
     """Where a suite scenario's golden lives: ``suites/goldens/<suite>/<scenario>.json``."""
     return suite_file.parent / SUITE_GOLDENS / suite / f"{scenario}.json"

@@ -33,6 +33,7 @@ from evalrunner._redact import register_env_secrets
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
 from evalrunner.errors import ConfigError
+from evalrunner.frozen._golden import moved_hint
 from evalrunner.frozen._network import block_network, describe_blocks
 from evalrunner.frozen._run import (
     NO_CALLS_HINT,
@@ -305,7 +306,7 @@ def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
             FrozenOutcome(
                 False,
                 f"no recorded model responses at {run.recording}; record them (needs the live "
-                f"model) with:\n  {run.record_cmd}",
+                f"model) with:\n  {run.record_cmd}{moved_hint(run.recording)}",
             )
         )
     golden = None if update else golden_to_check(run.golden_path, run.update_cmd)

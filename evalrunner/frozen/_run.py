@@ -27,7 +27,7 @@ from evalrunner.core._scope import CaptureResult, arun_captured, install, run_ca
 from evalrunner.core._shape import shape
 from evalrunner.core._steps import SCHEMA_VERSION
 from evalrunner.errors import FileFormatError, NewerFormat, ReplayError
-from evalrunner.frozen._golden import Golden, script_path_for
+from evalrunner.frozen._golden import Golden, moved_hint, script_path_for
 from evalrunner.frozen._network import block_network, describe_blocks
 from evalrunner.frozen._replay import Recorder, Replayer
 from evalrunner.frozen._script import SCRIPT_FORMAT_VERSION, Script
@@ -367,7 +367,7 @@ def _require_script(run: _Run) -> None:
             FrozenOutcome(
                 False,
                 f"no recorded model responses at {run.script_path}; record them (needs the live model) with:\n"
-                f"  {run.record_cmd}",
+                f"  {run.record_cmd}{moved_hint(run.script_path)}",
             )
         )
 

@@ -970,3 +970,25 @@ def test_record_and_update_given_together_are_refused_before_any_test_runs(
     result = run(pytester, "--golden-record", "test_long_id.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert not (demo.parent / "test_long_id").exists()
+
+
+def test_a_renamed_test_module_is_told_to_move_its_goldens_not_only_to_re_record(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: only "record them (needs the live model)", and the old folder listed as
+    # goldens to delete: good recordings thrown away for a rename.
+    module = 'import agents_demo\n\ndef test_w(golden_trajectory):\n    golden_trajectory(agents_demo.plain, "Say hi.")\n'
+    pytester.makepyfile(test_other=module)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record", "test_other.py").assert_outcomes(passed=1)
+    monkeypatch.delenv("DEMO_API_BASE")
+    (pytester.path / "test_other.py").rename(pytester.path / "test_rome.py")
+    result = run(pytester, "test_rome.py")
+    result.assert_outcomes(failed=1)
+    old, new = demo.parent / "test_other", demo.parent / "test_rome"
+    assert f"or, if the module was renamed from test_other.py: git mv {old} {new}" in (
+        result.stdout.str()
+    )
+    old.rename(new)  # what git mv does to the files
+    run(pytester, "test_rome.py").assert_outcomes(passed=1)
