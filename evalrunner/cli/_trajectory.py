@@ -116,6 +116,11 @@ def _refuse_history(path: Path) -> None:
             f"{path}: a run history file, not a trajectory; read the history with evalrunner "
             f"report --history {path.parent.parent}"
         )
+    if path.suffix in (".yaml", ".yml"):  # read as JSON it was "not valid JSON at line 1"
+        raise FileFormatError(
+            f"{path}: a YAML file (a suite?), not a trajectory; check a suite with evalrunner "
+            "validate; show and diff read ATIF trajectories, goldens and results' run files"
+        )
 
 
 def _lines(sh: Shape) -> list[str]:

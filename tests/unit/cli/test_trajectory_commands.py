@@ -208,6 +208,20 @@ def test_a_history_file_given_to_show_points_at_evalrunner_report(tmp_path: Path
         )
 
 
+def test_a_suite_file_given_to_show_points_at_validate(tmp_path: Path) -> None:
+    # It said "not valid JSON at line 1 column 1: Expecting value".
+    suite = tmp_path / "suites" / "agent.yaml"
+    suite.parent.mkdir()
+    suite.write_text("format_version: 1\nname: agent\nscenarios: []\n")
+    result = CliRunner().invoke(main, ["show", str(suite)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: {suite}: a YAML file (a suite?), not a trajectory; check a suite with "
+        "evalrunner validate; show and diff read ATIF trajectories, goldens and results' run "
+        "files"
+    )
+
+
 def test_show_of_a_baseline_file_shows_its_typical_run(tmp_path: Path) -> None:
     # It said "$.schema_version: Field required", as if a trajectory were broken.
     baseline = {"format_version": 3, "nights": [], "fingerprint": "f", "typical": atif("lookup")}
