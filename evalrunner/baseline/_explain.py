@@ -189,6 +189,14 @@ class Explanation:
     stale: str | None = None
     """What the baseline is for instead of tonight's runs (``for another configuration
     (fingerprint A -> B)``), when the night would not compare the cell with it."""
+    runs: int = 0
+    """Tonight's runs of the cell, infra errors included (0: not known, as to :func:`explain`)."""
+    infra: int = 0
+    """Those of them that ended in infra_error: they measured nothing of the agent."""
+    no_call: int = 0
+    """Those of them that crashed before their first model call (:func:`_sent_nothing`):
+    left out of the request and the divergence, which would read an empty request and an
+    answer at the first action off runs that sent nothing."""
 
     @property
     def rows(self) -> list[str]:
@@ -214,6 +222,26 @@ class Explanation:
 
     def line(self) -> str:
         """The one verdict line: ``cause: ...``."""
+        # Before all else: with no run that sent a request, "none found" or a request
+        # "changed" to nothing would be said of runs that never reached the model.
+        measured = self.runs - self.infra
+        if self.runs and not measured:
+            return (
+                f"cause: unavailable (all {self.runs} of tonight's runs ended in infra_error: "
+                "none measured the agent)"
+            )
+        of = f"{self.no_call} of {measured} runs{', infra errors aside' if self.infra else ''}"
+        if self.no_call and self.no_call == measured:
+            return (
+                f"cause: the agent crashed before its first model call ({of}); "
+                "no request to compare"
+            )
+        cause = self._cause()
+        if self.no_call:
+            cause += f"; {of} crashed before their first model call (left out)"
+        return cause
+
+    def _cause(self) -> str:
         if self.unavailable:
             return f"cause: unavailable ({self.unavailable})"
         causes = self.causes
@@ -654,6 +682,9 @@ def explain_night(
         tonight, sent = _tonight(results, night, scenario.normalize_config())
         rows = rows_of(night)
         out[cell] = explain(baseline, tonight, each, sent, rows)
+        out[cell].runs = len(night)
+        out[cell].infra = sum(r.outcome == "infra_error" for r in night)
+        out[cell].no_call = sum(map(_sent_nothing, night))
         out[cell].moved = rows_moved(baseline.records, night)
         out[cell].answers = answers_moved(baseline.records, night)
         same_rows = [r for r in baseline.records if rows is None or r.row in rows]
@@ -661,14 +692,21 @@ def explain_night(
     return out
 
 
+def _sent_nothing(record: RunRecord) -> bool:
+    """A run that crashed before its first model call: it has no first request to compare
+    and took no first action (an agent that made no call and did not crash is infra_error)."""
+    return record.outcome == "crashed" and record.llm_calls == 0
+
+
 def _tonight(
     results: ResultsDir, records: Sequence[RunRecord], config: NormalizeConfig
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Tonight's runs of a cell (infra errors left out): their normalised trajectories, and
-    the first requests the run files kept."""
+    """Tonight's runs of a cell (infra errors and runs that sent nothing left out): their
+    normalised trajectories, and the first requests the run files kept."""
     from evalrunner.core._normalize import normalize
 
-    paths = [results.run_path(r.run_id) for r in records if r.outcome != "infra_error"]
+    measured = [r for r in records if r.outcome != "infra_error" and not _sent_nothing(r)]
+    paths = [results.run_path(r.run_id) for r in measured]
     files = [results.read_run_file(p) for p in paths if p.exists()]
     tonight = [normalize(trajectory, config) for _, trajectory, _ in files]
     return tonight, [request for _, _, request in files if request is not None]
