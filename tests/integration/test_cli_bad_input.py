@@ -58,8 +58,11 @@ CASES = [
     (["list", "--suites-dir", "{tmp}/nosuchdir"], "{tmp}/nosuchdir does not exist"),
     (["compare", "{tmp}", "{tmp}/suites"], "results manifest not found"),
     (["init", "--suite", "Bad!"], "is not a valid suite name"),
-    (["show", "{tmp}/binary.yaml"], "not UTF-8 text"),
-    (["diff", "{tmp}/binary.yaml", "{tmp}/binary.yaml"], "not UTF-8 text"),
+    (["show", "{tmp}/binary.yaml"], "a YAML file (a suite?), not a trajectory"),
+    (
+        ["diff", "{tmp}/binary.yaml", "{tmp}/binary.yaml"],
+        "a YAML file (a suite?), not a trajectory",
+    ),
 ]
 
 SCENARIO = "scenarios:\n  - id: a\n    agent: evalrunner.examples:direct_answer\n"
