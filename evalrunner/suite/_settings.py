@@ -385,6 +385,21 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
             f"interpreter first: [{_INTERPRETERS.get(Path(program).suffix, 'INTERPRETER')}, "
             f"{program}, ...]"
         )
+    for i, arg in enumerate(argv[1:], 1):
+        # A script the interpreter is given, by a relative path: run from another directory
+        # (--suites-dir ../suites), every run "crashed" on "can't open file", as behaviour.
+        script = Path(arg)
+        if (
+            script.suffix in _INTERPRETERS
+            and not script.is_absolute()
+            and not any(c in arg for c in "{$ \t")
+            and not (base / script).is_file()
+        ):
+            raise ConfigError(
+                f"{where}[{i}]: script {arg!r} not found relative to {base}, where the command "
+                "starts (the directory evalrunner runs in, or the scenario's cwd); run "
+                "evalrunner from the directory that holds it, or give cwd or its absolute path"
+            )
     try:  # what the capture proxy serves with (its own check, which runs only once it starts)
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401

@@ -85,12 +85,25 @@ def test_mistakes_are_one_line_naming_file_and_field(
     assert "\n" not in shown and message in shown, shown
 
 
-def test_a_missing_program_is_found_before_any_run(tmp_path: Path) -> None:
+def test_a_missing_program_is_found_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a command starts here, and its relative paths are from here
     suite = load_suite_text(tmp_path, COMMAND.replace("python3", "no-such-prog-xyz"))
     with pytest.raises(ConfigError, match=r"\.command: program 'no-such-prog-xyz' not found"):
         suite.scenarios[0].load_agent()
+    # Before: a script the interpreter is given, missing where the command starts (a night
+    # run from another directory), made every run "crashed": behaviour, of nothing.
+    with pytest.raises(ConfigError) as info:
+        load_suite_text(tmp_path, COMMAND).scenarios[0].load_agent()
+    assert str(info.value).endswith(
+        f".command[1]: script 'agent.py' not found relative to {tmp_path}, where the command "
+        "starts (the directory evalrunner runs in, or the scenario's cwd); run evalrunner from "
+        "the directory that holds it, or give cwd or its absolute path"
+    )
+    (tmp_path / "agent.py").write_text("print('hi')\n", encoding="utf-8")
     ok = load_suite_text(tmp_path, COMMAND)
-    ok.scenarios[0].load_agent()  # python3 is on PATH
+    ok.scenarios[0].load_agent()  # python3 is on PATH, agent.py where it starts
 
 
 def test_a_shell_variable_in_a_command_is_not_taken_for_a_placeholder(tmp_path: Path) -> None:
