@@ -21,7 +21,7 @@ from evalrunner.baseline._traces import traces_of
 from evalrunner.errors import BaselineMismatch
 from evalrunner.live._outage import model_outages, outage_of
 from evalrunner.live._results import Manifest, ResultsDir
-from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
+from evalrunner.suite._record import CellKey, RunRecord, group_records, measured_rows
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = ["build_baselines"]
@@ -223,7 +223,7 @@ def _refuse_flagged(
         scenario.tolerance,
         old.anchor,
         None,
-        rows_of(records),
+        measured_rows(records),
     )
     failed = sorted({r.metric for r in compare_pairs([pair]).regressions})
     if not failed:

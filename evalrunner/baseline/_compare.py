@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import Baseline, baseline_models, baseline_path, load_baseline
 from evalrunner.endpoints._endpoints import LOCAL
-from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
+from evalrunner.suite._record import (
+    CellKey,
+    RunRecord,
+    group_records,
+    measured_rows,
+    rows_of,
+    unmeasured_rows,
+)
 from evalrunner.suite._settings import Suite
 from evalrunner.suite._tolerance import Tolerance
 
@@ -222,6 +229,9 @@ def compare_with_baselines(
                 missing.append((cell, why_not))
             continue
         baselines[cell] = baseline
+        unmeasured = unmeasured_rows(night)
+        if unmeasured:
+            notes.append(_unmeasured_note(cell, unmeasured))
         pairs.append(
             CellPair(
                 cell,
@@ -230,7 +240,7 @@ def compare_with_baselines(
                 scenario.tolerance,
                 baseline.anchor,
                 (evidence or {}).get(cell),
-                rows_of(night),
+                measured_rows(night),
             )
         )
     comparison = compare_pairs(pairs, references)
@@ -244,6 +254,25 @@ def compare_with_baselines(
         tonight = {r.model for r in records}
         comparison.other_models = [m for m in baseline_models(root, suite.name) if m not in tonight]
     return comparison
+
+
+_ROWS_SHOWN = 3
+"""Unmeasured rows named in a cell's note; more are counted."""
+
+
+def _unmeasured_note(cell: CellKey, unmeasured: Mapping[str, int]) -> str:
+    """One line per cell: an endpoint that always fails on some inputs (a content filter)
+    shrank the suite night after night while the night said nothing was flagged."""
+    names = list(unmeasured)
+    runs = sum(unmeasured.values())
+    named = ", ".join(names[:_ROWS_SHOWN])
+    if len(names) > _ROWS_SHOWN:
+        named += f" and {len(names) - _ROWS_SHOWN} more"
+    which, its = ("row", "its row was") if len(names) == 1 else ("rows", "those rows were")
+    return (
+        f"dataset scenario {cell}: {which} {named} not measured tonight ({runs} of {runs} runs "
+        f"infra_error); {its} left out of the paired comparison, the baseline's runs too"
+    )
 
 
 def _rows_differ(

@@ -46,7 +46,7 @@ from evalrunner.core._actions import (
 )
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._checks import NO_STRUCTURED_TOOL_CALLS
-from evalrunner.suite._record import CellKey, RunRecord, group_records, rows_of
+from evalrunner.suite._record import CellKey, RunRecord, group_records, measured_rows
 from evalrunner.suite._settings import Suite
 
 if TYPE_CHECKING:
@@ -680,7 +680,7 @@ def explain_night(
             continue
         night, baseline = grouped[cell], baselines[cell]
         tonight, sent = _tonight(results, night, scenario.normalize_config())
-        rows = rows_of(night)
+        rows = measured_rows(night)  # as the night compared them
         out[cell] = explain(baseline, tonight, each, sent, rows)
         out[cell].runs = len(night)
         out[cell].infra = sum(r.outcome == "infra_error" for r in night)

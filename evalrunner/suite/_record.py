@@ -164,6 +164,29 @@ def rows_of(records: Iterable[RunRecord]) -> frozenset[str] | None:
     return frozenset(r.row for r in records if r.row is not None) or None
 
 
+def unmeasured_rows(records: Sequence[RunRecord]) -> dict[str, int]:
+    """The dataset rows every run of which ended infra_error, with their runs, in row order.
+
+    Empty when no row was measured: a cell the endpoint failed throughout is said once,
+    for the cell, not once per row."""
+    infra: dict[str, list[bool]] = {}
+    for r in records:
+        if r.row is not None:
+            infra.setdefault(r.row, []).append(r.outcome == "infra_error")
+    unmeasured = {row: len(runs) for row, runs in sorted(infra.items()) if all(runs)}
+    return {} if len(unmeasured) == len(infra) else unmeasured
+
+
+def measured_rows(records: Sequence[RunRecord]) -> frozenset[str] | None:
+    """The dataset rows ``records`` measured, which a baseline is compared on (None: no
+    dataset). A row whose every run ended infra_error is left out on both sides: kept in
+    the baseline alone, its difficulty would pass for a change of the agent."""
+    rows = rows_of(records)
+    if rows is None:
+        return None
+    return rows - unmeasured_rows(records).keys()
+
+
 def group_records(records: Sequence[RunRecord]) -> dict[CellKey, list[RunRecord]]:
     """Records by scenario x model, the unit every comparison works on, in sorted key order."""
     groups: dict[CellKey, list[RunRecord]] = {}

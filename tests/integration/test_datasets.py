@@ -18,7 +18,7 @@ import pytest
 from baseline_agents import evalrunner, flagged, verdict_table
 from click.testing import CliRunner, Result
 from dataset_world import Capitals, countries, dataset_scenario, write_jsonl
-from fake_endpoint import FakeEndpoint
+from fake_endpoint import FakeEndpoint, Fault
 from paths import REPO
 from runner_agents import write_suite
 
@@ -357,6 +357,27 @@ def test_a_night_like_the_baseline_names_no_rows(planted: Any) -> None:
         same = _run(ep, root, "same", "--baselines", str(root / "b"), "--no-history")
     assert same.exit_code == 0, same.output
     assert "rows that moved most" not in same.stdout
+
+
+def test_a_row_the_endpoint_refused_every_run_of_is_named_and_left_out(planted: Any) -> None:
+    # Before: "nothing flagged", no word of the row; and its baseline runs, kept alone,
+    # moved the scenario's rate (a hard row gone read as an improvement, an easy one as a
+    # regression that failed the night).
+    root = planted[0]
+    world = Capitals()
+
+    def refusing(body: dict[str, Any], n: int) -> Any:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return Fault("503") if "Country5?" in user else world(body, n)
+
+    with FakeEndpoint(responder=refusing) as ep:
+        night = _run(ep, root, "filtered", "--baselines", str(root / "b"), "--no-history")
+    assert night.exit_code == 0, night.output
+    assert (
+        "note: dataset scenario capitals [openai/fake]: row c05 not measured tonight (3 of 3 "
+        "runs infra_error); its row was left out of the paired comparison, the baseline's "
+        "runs too"
+    ) in night.stderr
 
 
 # ------------------------------------------------------------------------ frozen mode
