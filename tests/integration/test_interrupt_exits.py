@@ -52,13 +52,22 @@ def test_ctrl_c_ends_the_process_without_waiting_for_finalisers_or_agent_threads
     (tmp_path / "stuck_agent.py").write_text(AGENT, encoding="utf-8")
     scenario = {"id": "stuck", "agent": "stuck_agent:agent", "input": "Capital of Japan?"}
     write_suite(tmp_path, "stuck", [scenario], runs=2, concurrency=2, timeout_s=300)
-    out = tmp_path / "out"
+    returncode, stderr = _interrupted(tmp_path, "stuck", "agent-started")
+    assert returncode == 130, stderr[-3000:]
+    assert "interrupted; finished runs are saved. Resume with:" in stderr
+    assert "Traceback" not in stderr
+
+
+def _interrupted(tmp_path: Path, suite: str, started: str) -> tuple[int, str]:
+    """A night of ``suite`` in its own process, given one Ctrl-C once the file ``started``
+    appears: its exit code and stderr (the process is killed if it has not ended 30 s on,
+    where it hung for good before)."""
     with FakeEndpoint(responder=respond) as ep:
         env = fake_env(ep.api_base)
         env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
-        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "stuck"]
+        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", suite]
         proc = subprocess.Popen(
-            [*argv, "--out", str(out), "--no-history"],
+            [*argv, "--out", str(tmp_path / "out"), "--no-history"],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -67,19 +76,17 @@ def test_ctrl_c_ends_the_process_without_waiting_for_finalisers_or_agent_threads
         )
         try:
             deadline = time.monotonic() + 60
-            while not (tmp_path / "agent-started").exists():
+            while not (tmp_path / started).exists():
                 assert proc.poll() is None, proc.communicate()[1][-2000:]
-                assert time.monotonic() < deadline, "the agent never started"
+                assert time.monotonic() < deadline, f"{started} never appeared"
                 time.sleep(0.05)
             proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=30)  # it hung here for good before
+            _, stderr = proc.communicate(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-    assert proc.returncode == 130, stderr[-3000:]
-    assert "interrupted; finished runs are saved. Resume with:" in stderr
-    assert "Traceback" not in stderr
+    return proc.returncode, stderr
 
 
 FULL_DISK_AGENT = AGENT.replace(
@@ -157,29 +164,6 @@ def test_ctrl_c_ends_a_night_whose_code_check_never_returns(tmp_path: Path) -> N
         "checks": {"code": ["hung_check:hangs"]},
     }
     write_suite(tmp_path, "hung", [scenario], runs=2, concurrency=2, timeout_s=300)
-    with FakeEndpoint(responder=respond) as ep:
-        env = fake_env(ep.api_base)
-        env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
-        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "hung"]
-        proc = subprocess.Popen(
-            [*argv, "--out", str(tmp_path / "out"), "--no-history"],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while not (tmp_path / "check-started").exists():
-                assert proc.poll() is None, proc.communicate()[1][-2000:]
-                assert time.monotonic() < deadline, "the check never started"
-                time.sleep(0.05)
-            proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    assert proc.returncode == 130, stderr[-3000:]
+    returncode, stderr = _interrupted(tmp_path, "hung", "check-started")
+    assert returncode == 130, stderr[-3000:]
     assert "interrupted; finished runs are saved. Resume with:" in stderr

@@ -10,7 +10,7 @@ from evalrunner.baseline._build import _Found, _refuse_flagged
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
 from evalrunner.baseline._file import AcceptedNight, Baseline
 from evalrunner.live._results import ResultsDir
-from evalrunner.suite import load_suite
+from evalrunner.suite import Suite, load_suite
 from evalrunner.suite._record import CellKey, Outcome, RunRecord
 
 from .conftest import record
@@ -38,28 +38,38 @@ def runs(outcomes: dict[str, Outcome], start: int) -> list[RunRecord]:
     return [record(start + i, row=row, outcome=outcomes[row]) for i, row in enumerate(rows)]
 
 
-def night_against_baseline(tmp_path: Path, tonight: list[RunRecord]) -> Comparison:
-    """Tonight against three accepted nights in which fr passes and jp (a hard row) fails."""
+def suite_on_disk(tmp_path: Path) -> Suite:
     (tmp_path / "capitals.jsonl").write_text(ROWS, encoding="utf-8")
     (tmp_path / "t.yaml").write_text(SUITE, encoding="utf-8")
-    suite = load_suite(tmp_path / "t.yaml")
+    return load_suite(tmp_path / "t.yaml")
+
+
+def baseline_of(suite: Suite, outcomes: dict[str, Outcome]) -> Baseline:
+    """Three accepted nights, each row's runs ending as ``outcomes`` says."""
     nights = [
         AcceptedNight(
             started_at=f"2024-01-0{j + 1}T00:00:00Z",
             source=f"n{j}",
-            records=runs({"fr": "passed", "jp": "failed"}, 10 * j),
+            records=runs(outcomes, 10 * j),
         )
         for j in range(3)
     ]
-    baseline = Baseline(
+    fingerprint = suite.scenarios[0].fingerprint
+    return Baseline(
         suite="t",
         scenario="s",
         model="m",
-        fingerprint=suite.scenarios[0].fingerprint,
+        fingerprint=fingerprint,
         created_at="t",
         evalrunner_version="0",
         nights=nights,
     )
+
+
+def night_against_baseline(tmp_path: Path, tonight: list[RunRecord]) -> Comparison:
+    """Tonight against three accepted nights in which fr passes and jp (a hard row) fails."""
+    suite = suite_on_disk(tmp_path)
+    baseline = baseline_of(suite, {"fr": "passed", "jp": "failed"})
     return compare_with_baselines(
         suite, tonight, tmp_path / "baselines", loaded={CellKey("s", "m"): baseline}
     )
@@ -94,25 +104,9 @@ def test_append_compares_a_night_on_the_rows_it_measured_and_takes_it_in(tmp_pat
     # The baseline's fr runs fail and its jp runs pass; the night to append fails fr as
     # always, and the endpoint failed every jp run. Against the baseline's jp runs too it
     # read 0.5 -> 0 and --append refused the night as a regression of the agent.
-    (tmp_path / "capitals.jsonl").write_text(ROWS, encoding="utf-8")
-    (tmp_path / "t.yaml").write_text(SUITE, encoding="utf-8")
-    scenario = load_suite(tmp_path / "t.yaml").scenarios[0]
-    old = Baseline(
-        suite="t",
-        scenario="s",
-        model="m",
-        fingerprint=scenario.fingerprint,
-        created_at="t",
-        evalrunner_version="0",
-        nights=[
-            AcceptedNight(
-                started_at=f"2024-01-0{j + 1}T00:00:00Z",
-                source=f"n{j}",
-                records=runs({"fr": "failed", "jp": "passed"}, 10 * j),
-            )
-            for j in range(3)
-        ],
-    )
+    suite = suite_on_disk(tmp_path)
+    scenario = suite.scenarios[0]
+    old = baseline_of(suite, {"fr": "failed", "jp": "passed"})
     night = AcceptedNight(
         started_at="2024-01-09T00:00:00Z",
         source="n9",
