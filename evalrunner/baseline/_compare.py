@@ -229,9 +229,7 @@ def compare_with_baselines(
                 missing.append((cell, why_not))
             continue
         baselines[cell] = baseline
-        unmeasured = unmeasured_rows(night)
-        if unmeasured:
-            notes.append(_unmeasured_note(cell, unmeasured))
+        notes += _unmeasured_notes(cell, night)
         pairs.append(
             CellPair(
                 cell,
@@ -260,19 +258,22 @@ _ROWS_SHOWN = 3
 """Unmeasured rows named in a cell's note; more are counted."""
 
 
-def _unmeasured_note(cell: CellKey, unmeasured: Mapping[str, int]) -> str:
+def _unmeasured_notes(cell: CellKey, night: Sequence[RunRecord]) -> list[str]:
     """One line per cell: an endpoint that always fails on some inputs (a content filter)
     shrank the suite night after night while the night said nothing was flagged."""
+    unmeasured = unmeasured_rows(night)
+    if not unmeasured:
+        return []
     names = list(unmeasured)
     runs = sum(unmeasured.values())
     named = ", ".join(names[:_ROWS_SHOWN])
     if len(names) > _ROWS_SHOWN:
         named += f" and {len(names) - _ROWS_SHOWN} more"
     which, its = ("row", "its row was") if len(names) == 1 else ("rows", "those rows were")
-    return (
+    return [
         f"dataset scenario {cell}: {which} {named} not measured tonight ({runs} of {runs} runs "
         f"infra_error); {its} left out of the paired comparison, the baseline's runs too"
-    )
+    ]
 
 
 def _rows_differ(

@@ -365,6 +365,25 @@ def _one_line(text: str) -> str:
 _INTERPRETERS = {".py": "python", ".sh": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby"}
 
 
+def _check_scripts(argv: Sequence[str], base: Path, where: str) -> None:
+    """A script the program is given by a relative path must be where the command starts:
+    run from another directory (--suites-dir ../suites), every run "crashed" on "can't open
+    file", as behaviour."""
+    for i, arg in enumerate(argv[1:], 1):
+        script = Path(arg)
+        if (
+            script.suffix in _INTERPRETERS
+            and not script.is_absolute()
+            and not any(c in arg for c in "{$ \t")
+            and not (base / script).is_file()
+        ):
+            raise ConfigError(
+                f"{where}[{i}]: script {arg!r} not found relative to {base}, where the command "
+                "starts (the directory evalrunner runs in, or the scenario's cwd); run "
+                "evalrunner from the directory that holds it, or give cwd or its absolute path"
+            )
+
+
 def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable[..., Any]:
     """A command's program must exist before the night starts (a typo costs one line)."""
     if cwd is not None and not Path(cwd).is_dir():
@@ -385,21 +404,7 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
             f"interpreter first: [{_INTERPRETERS.get(Path(program).suffix, 'INTERPRETER')}, "
             f"{program}, ...]"
         )
-    for i, arg in enumerate(argv[1:], 1):
-        # A script the interpreter is given, by a relative path: run from another directory
-        # (--suites-dir ../suites), every run "crashed" on "can't open file", as behaviour.
-        script = Path(arg)
-        if (
-            script.suffix in _INTERPRETERS
-            and not script.is_absolute()
-            and not any(c in arg for c in "{$ \t")
-            and not (base / script).is_file()
-        ):
-            raise ConfigError(
-                f"{where}[{i}]: script {arg!r} not found relative to {base}, where the command "
-                "starts (the directory evalrunner runs in, or the scenario's cwd); run "
-                "evalrunner from the directory that holds it, or give cwd or its absolute path"
-            )
+    _check_scripts(argv, base, where)
     try:  # what the capture proxy serves with (its own check, which runs only once it starts)
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
