@@ -49,11 +49,12 @@ _NOT_SECRET_KEY = re.compile(r"tokens$|_token_ids$|token_count", re.IGNORECASE)
 # Environment variables holding credentials: a name with one of these words as a
 # component (OPENAI_API_KEY, MY_KEY_2, GATEWAY_AUTH, AZURE_AD_TOKEN, VERTEXAI_CREDENTIALS),
 # unless the name says the value only points somewhere (..._URL, ..._FILE, ..._HEADER_NAME).
-# PASS and PWD only as whole components after another (DB_PASS, MYSQL_PWD): as suffixes
-# they are BYPASS and COMPASS, and PWD alone is the shell's working directory.
+# PASS only as a whole component after another (DB_PASS): as a suffix it is BYPASS and
+# COMPASS. PWD only as the password variables of MySQL and its kin: PWD, OLDPWD, ORIG_PWD
+# hold directories.
 _ENV_SECRET_NAME = re.compile(
     r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDS?|CREDENTIALS?|"
-    r"AUTH|PAT|COOKIE)(?:_|$)|_(?:PASS|PWD)(?:_|$)",
+    r"AUTH|PAT|COOKIE)(?:_|$)|_PASS(?:_|$)|(?:^|_)(?:MYSQL|DB)_PWD(?:_|$)",
     re.IGNORECASE,
 )
 _ENV_NOT_SECRET = re.compile(

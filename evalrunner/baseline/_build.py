@@ -79,10 +79,18 @@ def _check_measured(source: Path, records: Sequence[RunRecord], suite: str) -> N
     leave_out = "a baseline accepts nights that measured the agent"
     outage = outage_of(records)
     if outage is not None:
+        if 2 * outage.no_calls > outage.infra:  # the agent's wiring, not the endpoints
+            failed, again = (
+                "most of them made no model call that reached the model (how the agent reaches "
+                "its model: each run's reason says what capture saw)",
+                "once its calls reach the model",
+            )
+        else:
+            failed, again = "the endpoints failed, not the agent", "once they answer"
         raise BaselineMismatch(
             f"{source}: an outage night ({outage.infra} of {outage.total} runs ended in "
-            f"infra_error, more than {outage.threshold:.0%}): the endpoints failed, not the "
-            f"agent; {leave_out}: leave it out, and run the night again once they answer"
+            f"infra_error, more than {outage.threshold:.0%}): {failed}; {leave_out}: leave it "
+            f"out, and run the night again {again}"
         )
     others = sorted({r.model for r in records})
     for model, out in model_outages(records).items():

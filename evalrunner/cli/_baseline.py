@@ -49,7 +49,8 @@ def _run_for_baseline(
         # No baseline from an outage: it would describe the endpoint, not the agent.
         click.echo(
             f"no baseline written: the night was an outage; its runs are in {out}, the "
-            "baselines as they were. Run this again once the endpoint answers",
+            "baselines as they were. Run this again once what the night's line above says to "
+            "check is mended",
             err=True,
         )
         _exit.exit_with(code)
@@ -143,7 +144,9 @@ def baseline(
             accept_flagged=accept_flagged,
         )
     except EvalrunnerError as refused:  # its commands must go to these baselines too
-        refused.args = (_options.with_locations(str(refused), suite.name, _options.locations()),)
+        said = _options.with_locations(str(refused), suite.name, _options.locations())
+        run = _options.locations(("suites_dir",))  # "finish it with: evalrunner run ..."
+        refused.args = (_options.with_locations(said, suite.name, run, "run"),)
         raise
     for path, rewritten in written.items():
         click.echo(f"{'wrote' if rewritten else 'unchanged'} {path}")

@@ -123,11 +123,10 @@ def locations(names: Sequence[str] = ("suites_dir", "baselines_dir")) -> str:
     return " " + shlex.join(words) if words else ""
 
 
-def with_locations(text: str, suite: str, where: str) -> str:
+def with_locations(text: str, suite: str, where: str, command: str = "baseline") -> str:
     """``text`` (the library's words, which name the suite alone) with ``where`` after
-    each ``baseline --suite SUITE`` it suggests."""
+    each ``COMMAND --suite SUITE`` it suggests."""
     if not where:
         return text
-    return re.sub(
-        rf"baseline --suite {re.escape(suite)}(?![\w.-])", f"baseline --suite {suite}{where}", text
-    )
+    said = f"{command} --suite {suite}{where}"  # a function: a path's backslash is no escape
+    return re.sub(rf"{command} --suite {re.escape(suite)}(?![\w.-])", lambda _: said, text)

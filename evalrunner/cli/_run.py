@@ -148,8 +148,8 @@ def _checks_broken(report: RunReport) -> str:
     """The checks that failed themselves, named in the last line: "4 passed; nothing
     flagged" under them read as a clean night, the notes saying otherwise scrolled away."""
     found = [
-        f"{check_named(check)} ({runs} run{'s' if runs > 1 else ''})"
-        for _, checks in sorted(report.broken_checks.items())
+        f"{scenario}: {check_named(check)} ({runs} run{'s' if runs > 1 else ''})"
+        for scenario, checks in sorted(report.broken_checks.items())
         for check, runs in sorted(checks.items())
     ]
     if not found:

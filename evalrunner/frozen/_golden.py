@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +121,13 @@ def moved_hint(recording: Path) -> str:
         if folder == here or (here.parent.parent / f"{folder.name}.py").exists():
             continue
         if not here.exists():
-            return f"\nor, if the module was renamed from {folder.name}.py: git mv {folder} {here}"
+            move = shlex.join(["git", "mv", str(folder), str(here)])
+            return f"\nor, if the module was renamed from {folder.name}.py: {move}"
         stem = recording.name.removesuffix(".llm.json").removesuffix(".proxy.json")
         kept = (folder / f"{stem}{suffix}" for suffix in (".json", *RECORDINGS))
         files = [str(p) for p in kept if p.exists()]
-        return f"\nor, if the test came from {folder.name}.py: git mv {' '.join(files)} {here}/"
+        move = shlex.join(["git", "mv", *files, f"{here}/"])
+        return f"\nor, if the test came from {folder.name}.py: {move}"
     return ""
 
 

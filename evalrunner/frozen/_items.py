@@ -46,10 +46,12 @@ def mode(config: pytest.Config) -> Mode:
     return "check"
 
 
-_LONGEST_NAME = 216
-"""The longest golden name kept whole: with ``.proxy.json`` after it, and as the temporary
-``.NAME.PID.N.tmp`` it is written through, a file name stays under the 255 bytes most file
-systems allow."""
+_LONGEST_NAME = 227
+"""The longest golden name kept whole: the longest that worked before names were cut
+(``.NAME.judge.json.PID.N.tmp``, the temporary file a recording is written through, then
+fills the 255 bytes most file systems allow). Longer names crashed with "File name too
+long"; they are cut to :data:`_CUT_NAME` with a hash of the whole."""
+_CUT_NAME = 200
 
 
 def _safe(name: str) -> str:
@@ -59,7 +61,7 @@ def _safe(name: str) -> str:
     if len(safe) <= _LONGEST_NAME:
         return safe
     digest = hashlib.sha256(safe.encode()).hexdigest()[:12]
-    return f"{safe[: _LONGEST_NAME - len(digest) - 1]}-{digest}"
+    return f"{safe[: _CUT_NAME - len(digest) - 1]}-{digest}"
 
 
 def node_arg(item: pytest.Item) -> str:

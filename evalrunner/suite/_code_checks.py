@@ -141,20 +141,24 @@ async def acode_checks(
 ) -> CodeChecked:
     """Run each check on ``run``: async ones awaited, sync ones in a thread of their own
     (they may do I/O); one that has not returned after ``timeout_s`` (the scenario's, as
-    for the agent) is the check's bug, like one that raised."""
+    for the agent) is the check's bug, like one that raised. An async check that blocks
+    the loop itself (``time.sleep``, a sync HTTP call) cannot be interrupted there."""
     out = CodeChecked()
     for name, fn in checks:
+        bound = asyncio.timeout(timeout_s)
         try:
-            value = await asyncio.wait_for(_called(name, fn, run), timeout_s)
-        except TimeoutError:
+            async with bound:
+                value = await _called(name, fn, run)
+        except Exception as exc:  # the check's own bug: never the agent's failure
+            # A TimeoutError of the check's own (urllib's, its own asyncio.timeout) is its
+            # failure, shown with its traceback; only ours is "did not return".
             out.broken[name] = (
                 f"did not return within {timeout_s:g} s (the scenario's timeout_s), so the "
                 "run is judged without it; a check that waits on something needs a timeout "
                 "of its own"
+                if bound.expired() and timeout_s is not None
+                else _failure(exc)
             )
-            continue
-        except Exception as exc:  # the check's own bug: never the agent's failure
-            out.broken[name] = _failure(exc)
             continue
         _take(name, value, out)
     return out

@@ -16,6 +16,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -365,23 +366,32 @@ def _one_line(text: str) -> str:
 _INTERPRETERS = {".py": "python", ".sh": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby"}
 
 
+_INTERPRETER_NAMES = re.compile(r"(?:python[0-9.]*|node|bash|sh|zsh|ruby)(?:\.exe)?")
+"""Programs whose first argument, when it is not an option, is the script they run."""
+
+
 def _check_scripts(argv: Sequence[str], base: Path, where: str) -> None:
-    """A script the program is given by a relative path must be where the command starts:
-    run from another directory (--suites-dir ../suites), every run "crashed" on "can't open
-    file", as behaviour."""
-    for i, arg in enumerate(argv[1:], 1):
-        script = Path(arg)
-        if (
-            script.suffix in _INTERPRETERS
-            and not script.is_absolute()
-            and not any(c in arg for c in "{$ \t")
-            and not (base / script).is_file()
-        ):
-            raise ConfigError(
-                f"{where}[{i}]: script {arg!r} not found relative to {base}, where the command "
-                "starts (the directory evalrunner runs in, or the scenario's cwd); run "
-                "evalrunner from the directory that holds it, or give cwd or its absolute path"
-            )
+    """The script an interpreter is given first, by a relative path, must be where the
+    command starts: run from another directory (--suites-dir ../suites), every run
+    "crashed" on "can't open file", as behaviour. Only that shape is checked: an argument
+    after an option, or of another program (a container's, a launcher's that changes
+    directory), may name a file somewhere else."""
+    if len(argv) < 2 or not _INTERPRETER_NAMES.fullmatch(Path(argv[0]).name):
+        return
+    script = argv[1]
+    if (
+        Path(script).suffix in _INTERPRETERS
+        and not script.startswith("-")
+        and not Path(script).is_absolute()
+        and not any(c in script for c in "{$=*?[ \t")
+        and "://" not in script
+        and not (base / script).is_file()
+    ):
+        raise ConfigError(
+            f"{where}[1]: script {script!r} not found relative to {base}, where the command "
+            "starts (the directory evalrunner runs in, or the scenario's cwd); run "
+            "evalrunner from the directory that holds it, or give cwd or its absolute path"
+        )
 
 
 def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable[..., Any]:

@@ -523,7 +523,8 @@ def test_an_unfinished_night_is_refused_with_how_to_finish_it(
     assert one_error(result) == (
         f"error: {night}: its night is not finished (manifest status '{status}'), and a "
         f"baseline accepts whole nights: finish it with evalrunner run --suite {SUITE} "
-        f"--out {night} --resume --no-compare --no-history, or leave it out"
+        f"--suites-dir {lab.suites} --out {night} --resume --no-compare --no-history, or leave "
+        "it out"
     )
     assert not where.exists()
 

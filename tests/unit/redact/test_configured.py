@@ -80,6 +80,7 @@ def test_values_of_credential_variables_are_redacted(
         "HOME",
         "PWD",
         "OLDPWD",
+        "ORIG_PWD",
         "NO_PROXY_BYPASS",
         "COMPASS_MODE",
         "PASSENGER_APP_ENV",

@@ -53,3 +53,19 @@ def test_a_check_that_has_not_returned_by_the_timeout_is_broken_and_not_waited_f
     assert set(checked.broken) == {"waits", "awaits"}
     assert "did not return within 0.2 s" in checked.broken["waits"]
     assert not checked.held
+
+
+def _times_out_itself(run: CheckInput) -> bool:
+    raise TimeoutError("the check's own HTTP call timed out")
+
+
+def test_a_checks_own_timeout_error_is_its_failure_not_ours() -> None:
+    # A TimeoutError the check raised (urllib's, its own asyncio.timeout) was said to be
+    # "did not return within 60 s", its traceback lost; with no bound it raised TypeError.
+    run = CheckInput(
+        answer="Paris", output=None, trajectory={}, tools=[], context=None, scenario="s"
+    )
+    for bound in (60.0, None):
+        broken = code_checks([("own", _times_out_itself)], run, timeout_s=bound).broken
+        assert "TimeoutError: the check's own HTTP call timed out" in broken["own"]
+        assert "did not return" not in broken["own"]

@@ -4,6 +4,7 @@ existing baseline."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,30 @@ def test_a_missing_program_is_found_before_any_run(
     (tmp_path / "agent.py").write_text("print('hi')\n", encoding="utf-8")
     ok = load_suite_text(tmp_path, COMMAND)
     ok.scenarios[0].load_agent()  # python3 is on PATH, agent.py where it starts
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # Files that are not the script an interpreter runs from where the command starts.
+        '[sh, -c, "cd agents && python3 agent.py \\"$0\\"", "{task}"]',
+        '[python3, -X, importtime, agent2.py, "{task}"]',
+        '[node, --import=./otel.mjs, agent.mjs, "{task}"]',
+        '[env, python3, other/agent.py, "{task}"]',
+        '[python3, https://example.com/agent.py, "{task}"]',
+    ],
+)
+def test_arguments_that_may_name_files_elsewhere_are_not_taken_for_a_missing_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: str
+) -> None:
+    # The script check stops a night before it starts: a command it cannot read the shape
+    # of (options first, another program's arguments) must not be refused by it.
+    monkeypatch.chdir(tmp_path)
+    for program in ("node", "env"):
+        if shutil.which(program) is None and program in argv:
+            pytest.skip(f"{program} not on PATH")
+    text = COMMAND.replace('[python3, agent.py, "{task}"]', argv)
+    load_suite_text(tmp_path, text).scenarios[0].load_agent()
 
 
 def test_a_shell_variable_in_a_command_is_not_taken_for_a_placeholder(tmp_path: Path) -> None:
