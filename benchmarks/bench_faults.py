@@ -38,6 +38,7 @@ import io
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,7 +184,10 @@ def suite_file(path: str, work: Path) -> Path:
             ],
         }
     else:
-        doc = yaml.safe_load((HERE.parent / "suites" / "example.yaml").read_text())
+        suites = HERE.parent / "suites"
+        doc = yaml.safe_load((suites / "example.yaml").read_text())
+        for data in suites.glob("*.jsonl"):  # its dataset scenarios' rows, beside it
+            shutil.copy(data, work / data.name)
     doc.update(retry=_RETRY_YAML, timeout_s=60.0)
     out = work / f"{doc['name']}.yaml"
     out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -235,9 +239,11 @@ def night(
     retries: list[int] = []
     record = runner._record
 
-    def counted(job: Any, res: Any, started: str, latency: float) -> Any:
+    def counted(job: Any, res: Any, *rest: Any) -> Any:
+        # Whatever else the runner hands _record: only the run's infra log is read here
+        # (the fixed signature broke when code checks' results joined it).
         retries.append(res.infra.retries if res.infra is not None else 0)
-        return record(job, res, started, latency)
+        return record(job, res, *rest)
 
     injector = Injector(kind, rate, responder(path))
     out = work / f"{path}-{kind}-{rate:g}"
