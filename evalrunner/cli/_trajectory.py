@@ -23,6 +23,7 @@ from evalrunner.errors import FileFormatError
 
 def _load(path: Path, strict: bool) -> dict[str, Any]:
     _refuse_history(path)  # before reading it as text, which it is not
+    _refuse_yaml(path)  # before reading it as JSON, which it is not
     found = read_json(path, "trajectory")
     source, name = _trajectory_in(path, found)
     with warnings.catch_warnings(record=True) as caught:
@@ -116,6 +117,9 @@ def _refuse_history(path: Path) -> None:
             f"{path}: a run history file, not a trajectory; read the history with evalrunner "
             f"report --history {path.parent.parent}"
         )
+
+
+def _refuse_yaml(path: Path) -> None:
     if path.suffix in (".yaml", ".yml"):  # read as JSON it was "not valid JSON at line 1"
         raise FileFormatError(
             f"{path}: a YAML file (a suite?), not a trajectory; check a suite with evalrunner "
