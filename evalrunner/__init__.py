@@ -20,7 +20,7 @@ from evalrunner._lazy import lazy_exports as _lazy_exports
 from evalrunner._litellm import prepare as _prepare_litellm
 from evalrunner._version import __version__
 
-# Before the caller's own code imports litellm (an agent, the README's capture example):
+# Before the caller's own code imports litellm (an agent, docs/capture.md's example):
 # litellm would fetch its model cost map over the network (a default the user set is kept).
 _prepare_litellm()
 
