@@ -46,7 +46,7 @@ from evalrunner.core._actions import (
 )
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._checks import NO_STRUCTURED_TOOL_CALLS
-from evalrunner.suite._record import CellKey, RunRecord, group_records, measured_rows
+from evalrunner.suite._record import CellKey, Outcome, RunRecord, group_records, measured_rows
 from evalrunner.suite._settings import Suite
 
 if TYPE_CHECKING:
@@ -306,9 +306,7 @@ def answers_moved(baseline: Sequence[RunRecord], tonight: Sequence[RunRecord]) -
     otherwise, and for a dataset scenario, whose rows each have an answer of their own."""
 
     def answers(records: Sequence[RunRecord]) -> Counter[str]:
-        return Counter(
-            r.final_answer for r in records if r.outcome != "infra_error" and r.final_answer
-        )
+        return Counter(r.final_answer for r in records if r.measured and r.final_answer)
 
     if any(r.row is not None for r in baseline):
         return None
@@ -376,7 +374,7 @@ def _check_reason(run: RunRecord, check: str) -> str | None:
 
 
 def _verdicts(records: Sequence[RunRecord], check: str) -> list[RunRecord]:
-    return [r for r in records if check in r.checks and r.outcome != "infra_error"]
+    return [r for r in records if check in r.checks and r.measured]
 
 
 def _check_move(check: str, before: Sequence[RunRecord], now: Sequence[RunRecord]) -> CheckMove:
@@ -431,7 +429,7 @@ def rows_moved(
     def by_row(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
         out: dict[str, list[RunRecord]] = {}
         for r in records:
-            if r.row is not None and r.outcome != "infra_error":
+            if r.row is not None and r.measured:
                 out.setdefault(r.row, []).append(r)
         return out
 
@@ -441,8 +439,8 @@ def rows_moved(
         b, t = before[row], now[row]
         move = RowMove(
             row,
-            (sum(r.outcome == "passed" for r in b), len(b)),
-            (sum(r.outcome == "passed" for r in t), len(t)),
+            (sum(r.outcome == Outcome.PASSED for r in b), len(b)),
+            (sum(r.outcome == Outcome.PASSED for r in t), len(t)),
             (sum(r.step_count for r in b) / len(b), sum(r.step_count for r in t) / len(t)),
         )
         if move.drop != 0 or round(move.steps[0], 1) != round(move.steps[1], 1):
@@ -683,7 +681,7 @@ def explain_night(
         rows = measured_rows(night)  # as the night compared them
         out[cell] = explain(baseline, tonight, each, sent, rows)
         out[cell].runs = len(night)
-        out[cell].infra = sum(r.outcome == "infra_error" for r in night)
+        out[cell].infra = sum(not r.measured for r in night)
         out[cell].no_call = sum(map(_sent_nothing, night))
         out[cell].moved = rows_moved(baseline.records, night)
         out[cell].answers = answers_moved(baseline.records, night)
@@ -695,7 +693,7 @@ def explain_night(
 def _sent_nothing(record: RunRecord) -> bool:
     """A run that crashed before its first model call: it has no first request to compare
     and took no first action (an agent that made no call and did not crash is infra_error)."""
-    return record.outcome == "crashed" and record.llm_calls == 0
+    return record.outcome == Outcome.CRASHED and record.llm_calls == 0
 
 
 def _tonight(
@@ -705,7 +703,7 @@ def _tonight(
     normalised trajectories, and the first requests the run files kept."""
     from evalrunner.core._normalize import normalize
 
-    measured = [r for r in records if r.outcome != "infra_error" and not _sent_nothing(r)]
+    measured = [r for r in records if r.measured and not _sent_nothing(r)]
     paths = [results.run_path(r.run_id) for r in measured]
     files = [results.read_run_file(p) for p in paths if p.exists()]
     tonight = [normalize(trajectory, config) for _, trajectory, _ in files]

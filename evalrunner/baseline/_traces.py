@@ -129,7 +129,7 @@ def traces_of(
     runs: list[RunTrace] = []
     for record in records:
         path = results.run_path(record.run_id)
-        if record.outcome == "infra_error" or not path.exists():
+        if not record.measured or not path.exists():
             continue
         _, trajectory, request = results.read_run_file(path)
         normalized = normalize(trajectory, config or DEFAULT_CONFIG)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
 from evalrunner.suite._metrics import DEFAULT_GATING, metric, rank, sequence_label
-from evalrunner.suite._record import RunRecord, group_records
+from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunRecord, group_records
 
 if TYPE_CHECKING:
     from evalrunner.stats._metric_result import MetricResult
@@ -32,16 +32,21 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     return "\n".join(lines)
 
 
+def _outcome_columns() -> list[tuple[str, str]]:
+    """A column per outcome, titled with its label; the skips' reasons beside them."""
+    columns = []
+    for outcome in OUTCOMES:
+        columns.append((outcome.traits.label, outcome.traits.label))
+        if outcome is Outcome.SKIPPED:
+            columns.append(("skip_reasons", "top skip reasons"))
+    return columns
+
+
 SUMMARY_COLUMNS = (
     ("scenario", "scenario"),
     ("model", "model"),
     ("n", "N"),
-    ("passed", "passed"),
-    ("failed", "failed"),
-    ("skipped", "skipped"),
-    ("skip_reasons", "top skip reasons"),
-    ("infra", "infra"),
-    ("crashed", "crashed"),
+    *_outcome_columns(),
     ("mean_steps", metric("step_count").label),
     ("mean_tokens", "tokens"),
     ("pass_hat_3", "pass^3"),
@@ -56,35 +61,36 @@ def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list
     pass^k and pass@k count the runs that measured the agent (infra errors are
     the endpoint's); ``measured=False`` (an outage) leaves them out altogether.
     """
+    return [_summary_row(cell, rs, measured) for cell, rs in group_records(records).items()]
+
+
+def _summary_row(cell: CellKey, rs: Sequence[RunRecord], measured: bool) -> dict[str, Any]:
     from evalrunner.stats._summary import CellCounts  # numpy and scipy: not for --help
 
-    rows = []
-    for cell, rs in group_records(records).items():
-        counts = CellCounts.of(rs)
-        outcomes = counts.outcomes
-        skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
-        agent_runs = [r for r in rs if r.outcome != "infra_error"]
-        valid = agent_runs or rs
-        seqs = Counter(sequence_label(r.tools) for r in valid)
-        rows.append(
-            {
-                "scenario": cell.scenario,
-                "model": cell.model,
-                "n": len(rs),
-                "passed": outcomes["passed"],
-                "failed": outcomes["failed"],
-                "skipped": outcomes["skipped"],
-                "skip_reasons": ", ".join(f"{k} x{v}" for k, v in skips.most_common(2)),
-                "infra": outcomes["infra_error"],
-                "crashed": outcomes["crashed"],
-                "mean_steps": sum(r.step_count for r in valid) / len(valid),
-                "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid)
-                / len(valid),
-                "top_tools": seqs.most_common(1)[0][0],
-                **_pass_k(counts.pass_k(3) if measured else None, 3),
-            }
-        )
-    return rows
+    counts = CellCounts.of(rs)
+    valid = [r for r in rs if r.measured] or list(rs)
+    seqs = Counter(sequence_label(r.tools) for r in valid)
+    return {
+        "scenario": cell.scenario,
+        "model": cell.model,
+        "n": len(rs),
+        **_outcome_cells(counts.outcomes, rs),
+        "mean_steps": sum(r.step_count for r in valid) / len(valid),
+        "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid) / len(valid),
+        "top_tools": seqs.most_common(1)[0][0],
+        **_pass_k(counts.pass_k(3) if measured else None, 3),
+    }
+
+
+def _outcome_cells(outcomes: Counter[str], rs: Sequence[RunRecord]) -> dict[str, Any]:
+    """Runs per outcome, keyed by its label; the two most common skip reasons beside them."""
+    skips = Counter(r.reason or "?" for r in rs if r.outcome == Outcome.SKIPPED)
+    cells: dict[str, Any] = {}
+    for outcome in OUTCOMES:
+        cells[outcome.traits.label] = outcomes[outcome]
+        if outcome is Outcome.SKIPPED:
+            cells["skip_reasons"] = ", ".join(f"{k} x{v}" for k, v in skips.most_common(2))
+    return cells
 
 
 def _pass_k(pass_k: tuple[float, float] | None, k: int) -> dict[str, str]:

@@ -34,7 +34,7 @@ from evalrunner.history._store import (
     Why,
 )
 from evalrunner.stats._metric_result import MetricResult
-from evalrunner.suite._record import CellKey, RunRecord
+from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, RunRecord
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ class SelectedNight:
                 self.record_column("outcome"),
                 strict=True,
             )
-            if outcome != "infra_error"
+            if OUTCOME_TRAITS[outcome].behaviour
         }
         return self.compared_cells | {CellKey(scenario, model) for scenario, model in reached}
 

@@ -54,7 +54,7 @@ from evalrunner.report._verdicts import (
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.stats._summary import CellCounts
 from evalrunner.suite._metrics import rank, sequence_label
-from evalrunner.suite._record import CellKey, RunRecord
+from evalrunner.suite._record import CellKey, Outcome, RunRecord
 
 _MAX_FLAG_ROWS = 30
 _MAX_SEQUENCES = 8
@@ -133,7 +133,7 @@ class CellView:
 
     @property
     def crashed(self) -> int:
-        return self.by_outcome.outcomes["crashed"]
+        return self.by_outcome.outcomes[Outcome.CRASHED]
 
     @property
     def latency(self) -> float:
@@ -149,11 +149,11 @@ class CellView:
 
     @property
     def success(self) -> float | None:
-        return self.by_outcome.rate("passed")
+        return self.by_outcome.rate(Outcome.PASSED)
 
     @property
     def skip(self) -> float | None:
-        return self.by_outcome.rate("skipped")
+        return self.by_outcome.rate(Outcome.SKIPPED)
 
     @property
     def flagged(self) -> bool:
@@ -250,7 +250,7 @@ def _stale_why(suite: SuiteSelection, cell: CellKey, shown: SelectedNight) -> st
     if shown is latest:
         return None
     runs = latest.records_by_cell.get(cell, [])
-    if runs and all(r.outcome == "infra_error" for r in runs):
+    if runs and not any(r.measured for r in runs):
         why = "an outage" if latest.outage else "its model's endpoint failed"
         return f"not measured on the latest night ({why}: its runs were infra_error)"
     # Some of its runs reached the agent: only an outage night leaves such a cell unshown.
@@ -473,8 +473,8 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
         counts=dict(Counter(v.verdict for v in views)),
         broken_checks=suite.night.broken_checks,
         charts=suite_charts(suite.nights),
-        skip_reasons=_reasons(suite, "skipped"),
-        infra_reasons=_reasons(suite, "infra_error"),
+        skip_reasons=_reasons(suite, Outcome.SKIPPED),
+        infra_reasons=_reasons(suite, Outcome.INFRA_ERROR),
     )
 
 
@@ -634,7 +634,7 @@ def _baseline_sequences(v: CellView) -> tuple[dict[str, float], str]:
 
 def _sequences(v: CellView) -> tuple[list[Bar], str]:
     """Bars of the most common tool sequences, baseline vs the latest night's valid runs."""
-    night = Counter(sequence_label(r.tools) for r in v.records if r.outcome in ("passed", "failed"))
+    night = Counter(sequence_label(r.tools) for r in v.records if r.judged)
     total = sum(night.values())
     base, note = _baseline_sequences(v)
     if not base and not total:
