@@ -70,30 +70,45 @@ def divergence(
     those instead of the first tool calls: a response of two calls where there was one
     starts with the same call, and is the model's doing all the same.
     """
-    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
-
     base, night = _paths(baseline), _paths(tonight)
     parallel = moves if moves and any(TOGETHER in m for side in moves for m in side) else None
-    looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
+    looked = _looks(base, night, parallel)
+    for depth, after, b, t, p in looked:
+        adjusted = min(1.0, p * len(looked))
+        if adjusted <= alpha:
+            return Divergence(depth, after, dict(b), dict(t), adjusted)
+    return None
+
+
+_Look = tuple[int, tuple[str, ...], Counter[str], Counter[str], float]
+"""(depth, the path before it, next-action counts baseline and tonight, unadjusted p)."""
+
+
+def _looks(
+    base: Sequence[tuple[str, ...]],
+    night: Sequence[tuple[str, ...]],
+    parallel: tuple[Sequence[str], Sequence[str]] | None,
+) -> list[_Look]:
+    """Each depth looked at, along the baseline's favourite path, until too few runs are
+    left on a side or the favourite is the answer."""
+    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
+
+    looked: list[_Look] = []
     prefix: tuple[str, ...] = ()
     for depth in range(1, _MAX_DEPTH + 1):
         if depth == 1 and parallel is not None:
             b, t = Counter(parallel[0]), Counter(parallel[1])
         else:
             b, t = _next(base, depth, prefix), _next(night, depth, prefix)
-        if sum(b.values()) < 2 or sum(t.values()) < 2:
+        nb, nt = sum(b.values()), sum(t.values())
+        if nb < 2 or nt < 2:
             break
         favourite = b.most_common(1)[0][0]
-        nb, nt = sum(b.values()), sum(t.values())
         looked.append((depth, prefix, b, t, two_proportions_p(b[favourite], nb, t[favourite], nt)))
         if favourite == ANSWER:
             break
         prefix = (*prefix, favourite.split(TOGETHER)[0])
-    for depth, after, b, t, p in looked:
-        adjusted = min(1.0, p * len(looked))
-        if adjusted <= alpha:
-            return Divergence(depth, after, dict(b), dict(t), adjusted)
-    return None
+    return looked
 
 
 def _next(paths: Sequence[tuple[str, ...]], depth: int, prefix: tuple[str, ...]) -> Counter[str]:

@@ -68,23 +68,38 @@ def _definition_change(before: str, after: str) -> str:
 def request_changes(
     before: Mapping[str, Any], after: Mapping[str, Any]
 ) -> tuple[list[str], list[str]]:
+    """What changed from the ``before`` request view to ``after``, one short item each, and a
+    unified diff of the system prompt and user message where they changed."""
     changes: list[str] = []
     diff: list[str] = []
     for key, what in (("system", "system prompt"), ("user", "first user message")):
         if before[key] != after[key]:
-            old, new = _lines(before[key]), _lines(after[key])
             body = list(
                 difflib.unified_diff(
-                    old, new, f"baseline {what}", f"tonight {what}", n=0, lineterm=""
+                    _lines(before[key]),
+                    _lines(after[key]),
+                    f"baseline {what}",
+                    f"tonight {what}",
+                    n=0,
+                    lineterm="",
                 )
             )
-            hunks = body[2:]
-            removed = sum(1 for x in hunks if x.startswith("-"))
-            added = sum(1 for x in hunks if x.startswith("+"))
-            changed = max(removed, added, 1)
+            changed = _changed_lines(body[2:])
             changes.append(f"{what}, {changed} line{'s' if changed != 1 else ''}")
             diff.extend(body)
-    old_tools, new_tools = before["tools"], after["tools"]
+    return changes + _tools_changed(before["tools"], after["tools"]), diff
+
+
+def _changed_lines(hunks: Sequence[str]) -> int:
+    """Lines a diff's hunks changed: the more of those removed and those added, at least 1."""
+    removed = sum(1 for x in hunks if x.startswith("-"))
+    added = sum(1 for x in hunks if x.startswith("+"))
+    return max(removed, added, 1)
+
+
+def _tools_changed(old_tools: Mapping[str, str], new_tools: Mapping[str, str]) -> list[str]:
+    """The tool definitions removed, added or changed, by name."""
+    changes = []
     for name in sorted(set(old_tools) | set(new_tools)):
         if name not in new_tools:
             changes.append(f"tool '{name}' removed")
@@ -92,7 +107,7 @@ def request_changes(
             changes.append(f"tool '{name}' added")
         elif old_tools[name] != new_tools[name]:
             changes.append(f"tool '{name}' {_definition_change(old_tools[name], new_tools[name])}")
-    return changes, diff
+    return changes
 
 
 def most_sent(requests: Iterable[tuple[Mapping[str, Any], int]]) -> dict[str, Any]:

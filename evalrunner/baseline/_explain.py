@@ -41,7 +41,7 @@ from evalrunner.baseline._moves import (
     checks_moved,
     rows_moved,
 )
-from evalrunner.baseline._traces import FirstRequest, run_trace
+from evalrunner.baseline._traces import FirstRequest, RunTrace, run_trace
 from evalrunner.baseline._traces import first_moves as _first_moves
 from evalrunner.core._actions import Action, request_view
 from evalrunner.live._results import ResultsDir
@@ -175,12 +175,19 @@ class Explanation:
             causes.append(f"tool {names} output changed for the same arguments")
         if self.request:
             return causes  # the request changed: what the model did next is not its doing
+        model = self._model()
+        return causes + ([model] if model else [])
+
+    def _model(self) -> str | None:
+        """The model as the cause, when the first request is the same: the sentinel saw it
+        answer otherwise, or the runs diverge at the very first action (unless the sentinel
+        saw it answer as before)."""
         seen, first = self.sentinel, self.divergence
         if seen is not None and (change := seen.change()):
-            causes.append(f"model (the baseline's first request sent again: {change})")
-        elif first is not None and first.depth == 1 and not (seen and seen.unchanged):
-            causes.append(f"model (same first request; {first.line()})")
-        return causes
+            return f"model (the baseline's first request sent again: {change})"
+        if first is not None and first.depth == 1 and not (seen and seen.unchanged):
+            return f"model (same first request; {first.line()})"
+        return None
 
     def line(self) -> str:
         """The one verdict line: ``cause: ...``."""
@@ -255,13 +262,7 @@ def explain_runs(
     """
     out = Explanation()
     if requests and tonight:
-        ours = most_sent((r.view(), r.runs) for r in requests)
-        theirs = most_sent((request_view(t), 1) for t in tonight)
-        if theirs["user"] in {r.user for r in requests}:
-            # A dataset's runs send one user message per row: tonight's most sent one is
-            # no drift when the baseline sent it too (whichever row happens to lead).
-            ours = {**ours, "user": theirs["user"]}
-        out.request, out.request_diff = request_changes(ours, theirs)
+        out.request, out.request_diff = _request_drift(requests, tonight)
     if sent_before is not None:
         out.request += parameter_changes(sent_before, sent_tonight)
     night = [run_trace("tonight", t) for t in tonight]  # as a baseline keeps its runs
@@ -271,6 +272,19 @@ def explain_runs(
     moves = None if first_moves is None or night_moves is None else (first_moves, night_moves)
     out.divergence = divergence(baseline, night_actions, alpha, moves)
     return out
+
+
+def _request_drift(
+    requests: Sequence[FirstRequest], tonight: Sequence[Mapping[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """What changed from the baseline's most sent first request to tonight's, and its diff."""
+    ours = most_sent((r.view(), r.runs) for r in requests)
+    theirs = most_sent((request_view(t), 1) for t in tonight)
+    if theirs["user"] in {r.user for r in requests}:
+        # A dataset's runs send one user message per row: tonight's most sent one is
+        # no drift when the baseline sent it too (whichever row happens to lead).
+        ours = {**ours, "user": theirs["user"]}
+    return request_changes(ours, theirs)
 
 
 def explain(
@@ -290,8 +304,7 @@ def explain(
             "request drift unavailable: accept a new baseline with 'evalrunner baseline'"
         )
     requests = [r for t in traced for r in t.requests]
-    kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
-    traces = [r for t in traced for r in t.runs if kept is None or r.run_id in kept]
+    traces = _traces_on(baseline, rows)
     return explain_runs(
         requests,
         [r.as_actions() for r in traces],
@@ -301,6 +314,12 @@ def explain(
         sent_tonight=sent_tonight,
         first_moves=_first_moves(traces),
     )
+
+
+def _traces_on(baseline: Baseline, rows: frozenset[str] | None) -> list[RunTrace]:
+    """The baseline's traced runs, of ``rows`` only where a dataset scenario ran some."""
+    kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
+    return [r for t in baseline.traced for r in t.runs if kept is None or r.run_id in kept]
 
 
 def explain_night(

@@ -118,10 +118,15 @@ def _check_reason(run: RunRecord, check: str) -> str | None:
     _, found, said = f"; {run.reason or ''}".partition(f"; {check} (")
     if not found:
         return None
-    others = [name for name, held in run.checks.items() if not held and name != check]
-    ends = [at for name in others if (at := said.find(f"); {name}")) >= 0]
-    ends += [at for at in [said.find(f"); {NO_STRUCTURED_TOOL_CALLS}")] if at >= 0]
+    ends = _next_checks_at(said, run, check)
     return said[: min(ends)] if ends else said.removesuffix(")")
+
+
+def _next_checks_at(said: str, run: RunRecord, check: str) -> list[int]:
+    """Where in ``said`` (the reason after ``check``'s name) another failed check starts."""
+    others = [name for name, held in run.checks.items() if not held and name != check]
+    names = [*others, NO_STRUCTURED_TOOL_CALLS]
+    return [at for name in names if (at := said.find(f"); {name}")) >= 0]
 
 
 def _verdicts(records: Sequence[RunRecord], check: str) -> list[RunRecord]:

@@ -176,33 +176,25 @@ def shown_results(
     rows = []
     for r in results:
         young = (r.scenario, r.model) not in gating_cells and r.baseline_nights > 0
-        shown = r.gating or (young and r.metric in DEFAULT_GATING) or r.unconfirmed
-        if all_metrics or shown or r.verdict in (*FAILING, "improvement"):
+        if all_metrics or _shown(r, young):
             rows.append((r, young))
     return rows
 
 
+def _shown(r: MetricResult, young: bool) -> bool:
+    """A row the table shows without ``--all-metrics``."""
+    if r.gating or (young and r.metric in DEFAULT_GATING) or r.unconfirmed:
+        return True
+    return r.verdict in (*FAILING, "improvement")
+
+
 def _verdict_row(r: MetricResult, young: bool, settles: Settles) -> dict[str, Any]:
-    hint = ""
-    if _unmeasured(r):
-        hint = f"no run measured tonight ({r.night_infra} infra_error): the endpoint failed"
-    elif r.verdict == "inconclusive":
-        # What settles it, in the column's width: the note that says so is longer.
-        settle = (
-            f"~{r.runs_needed} runs to settle"
-            if r.runs_needed
-            else f"{settles.reference} to settle"
-        )
-        hint = ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
+    hint = _hint(r, settles)
     return {
         "scenario": r.scenario,
         "model": r.model,
         "metric": r.metric + ("" if r.gating else " (young)" if young else " (diag)"),
-        "verdict": r.verdict.upper()
-        if r.verdict in FAILING
-        else "unconfirmed"
-        if r.unconfirmed
-        else r.verdict,
+        "verdict": _verdict_word(r),
         "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
         "night": f"{_num(r.night_estimate)} ({r.night_n})",
         "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
@@ -211,6 +203,25 @@ def _verdict_row(r: MetricResult, young: bool, settles: Settles) -> dict[str, An
         "margin": _num(r.margin),
         "hint": _short(hint or (r.note or "")),
     }
+
+
+def _hint(r: MetricResult, settles: Settles) -> str:
+    """The note column's own hint: why nothing was measured, or what settles the row."""
+    if _unmeasured(r):
+        return f"no run measured tonight ({r.night_infra} infra_error): the endpoint failed"
+    if r.verdict != "inconclusive":
+        return ""
+    # What settles it, in the column's width: the note that says so is longer.
+    settle = (
+        f"~{r.runs_needed} runs to settle" if r.runs_needed else f"{settles.reference} to settle"
+    )
+    return ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
+
+
+def _verdict_word(r: MetricResult) -> str:
+    if r.verdict in FAILING:
+        return r.verdict.upper()
+    return "unconfirmed" if r.unconfirmed else r.verdict
 
 
 def undecided(
@@ -230,14 +241,22 @@ def beside_flags(results: Sequence[MetricResult]) -> str:
     it measured nothing of, which a line naming only the flags would leave unsaid."""
     shown = shown_results(results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
-    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
+    unmeasured = _unmeasured_cells(shown)
     parts = [f"also {UNCONFIRMED}: {unconfirmed}"] if unconfirmed else []
     if unmeasured:
-        parts.append(
-            f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
-            "tonight (every run infra_error: the endpoint failed)"
-        )
+        parts.append(unmeasured)
     return "".join(f"; {part}" for part in parts)
+
+
+def _unmeasured_cells(shown: Sequence[tuple[MetricResult, bool]]) -> str:
+    """'2 scenario × models with no run measured tonight (...)' ('' for none)."""
+    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
+    if not unmeasured:
+        return ""
+    return (
+        f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
+        "tonight (every run infra_error: the endpoint failed)"
+    )
 
 
 def _undecided_parts(results: Sequence[MetricResult], settles: Settles) -> list[str]:
@@ -247,16 +266,11 @@ def _undecided_parts(results: Sequence[MetricResult], settles: Settles) -> list[
     young = _named([r for r, y in shown if y and r.verdict in FAILING], among=results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
     moved = _moved_diagnostics(shown)
-    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
     said = [
         (young, f"flagged against baselines too young to gate (not failing the night): {young}"),
         (unconfirmed, f"{UNCONFIRMED}: {unconfirmed}"),
         (moved, f"diagnostics that moved (they never fail a night): {moved}"),
-        (
-            unmeasured,
-            f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
-            "tonight (every run infra_error: the endpoint failed)",
-        ),
+        (True, _unmeasured_cells(shown)),
         (True, _open_rows([r for r, _ in shown], settles)),
     ]
     return [text for found, text in said if found and text]

@@ -94,10 +94,9 @@ def what_to_check(records: Sequence[RunRecord]) -> str:
     beside = _not_the_endpoint(infra)
     if beside is not None:
         return beside
-    found = (refusal_advice(r.reason) for r in infra)
-    advice = Counter(a for a in found if a is not None)
-    if advice:
-        return advice.most_common(1)[0][0]
+    advice = _most_advised(infra)
+    if advice is not None:
+        return advice
     if any(DEFAULT_BASE in (r.reason or "") for r in infra):
         # No api_base: the calls went to the provider's public API, not a server of one's own.
         return (
@@ -106,6 +105,13 @@ def what_to_check(records: Sequence[RunRecord]) -> str:
             "server of your own)"
         )
     return "check the model endpoint"
+
+
+def _most_advised(infra: Sequence[RunRecord]) -> str | None:
+    """What the endpoint's refusals of ``infra`` said to check most often (None: nothing)."""
+    found = (refusal_advice(r.reason) for r in infra)
+    advice = Counter(a for a in found if a is not None)
+    return advice.most_common(1)[0][0] if advice else None
 
 
 def _not_the_endpoint(infra: Sequence[RunRecord]) -> str | None:
