@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_serializer,
     model_serializer,
 )
 
@@ -171,6 +172,11 @@ class RunRecord(BaseModel):
         description="Whether the judge's grades fell on the same side of its pass_score "
         "(metric 'judge_agreement'); absent with fewer than two grades.",
     )
+
+    @field_serializer("outcome")
+    def _outcome_text(self, outcome: Outcome) -> str:
+        # The plain string in every mode (model_dump too), as before Outcome was an enum.
+        return str(outcome)
 
     @model_serializer(mode="wrap")
     def _omit_no_scores(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

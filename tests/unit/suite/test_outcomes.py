@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 from pydantic import ValidationError
@@ -50,3 +51,12 @@ def test_a_record_asks_the_table_even_when_its_outcome_is_a_plain_string() -> No
 def test_an_unknown_outcome_is_refused_where_the_record_is_made() -> None:
     with pytest.raises(ValidationError, match="outcome"):
         record("timeout")
+
+
+def test_a_record_writes_its_outcome_as_the_plain_string_however_it_holds_it() -> None:
+    copied = record("passed").model_copy(update={"outcome": "infra_error"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "expected enum" serializer warning
+        assert '"outcome":"infra_error"' in copied.model_dump_json()
+        dumped = record("crashed").model_dump()["outcome"]
+    assert type(dumped) is str and dumped == "crashed"
