@@ -102,7 +102,7 @@ def _check_measured(source: Path, records: Sequence[RunRecord], suite: str) -> N
         )
     scenarios = sorted({r.scenario for r in records})
     for cell, runs in sorted(group_records(records).items()):
-        if all(r.outcome == "infra_error" for r in runs):
+        if not any(r.measured for r in runs):
             rest = " ".join(f"--scenario {s}" for s in scenarios if s != cell.scenario)
             fix = (
                 f"accept the other scenarios' runs with evalrunner baseline --suite {suite} "

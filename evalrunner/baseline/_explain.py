@@ -25,50 +25,40 @@ the agent did differs but a check passes otherwise, the check is named
 
 from __future__ import annotations
 
-import difflib
-import json
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalrunner._jsonio import canonical
+from evalrunner.baseline._divergence import Divergence, divergence
+from evalrunner.baseline._drift import most_sent, parameter_changes, request_changes, tool_changes
 from evalrunner.baseline._file import Baseline, load_baselines
-from evalrunner.baseline._traces import FirstRequest, run_trace
-from evalrunner.baseline._traces import first_moves as _first_moves
-from evalrunner.core._actions import (
-    ANSWER,
-    PARAMETERS,
-    TOGETHER,
-    Action,
-    request_view,
+from evalrunner.baseline._moves import (
+    DEFAULT_ALPHA,
+    CheckMove,
+    RowMove,
+    answers_moved,
+    checks_moved,
+    rows_moved,
 )
+from evalrunner.baseline._traces import FirstRequest, RunTrace, run_trace
+from evalrunner.baseline._traces import first_moves as _first_moves
+from evalrunner.core._actions import Action, request_view
 from evalrunner.live._results import ResultsDir
-from evalrunner.suite._checks import NO_STRUCTURED_TOOL_CALLS
-from evalrunner.suite._record import CellKey, RunRecord, group_records, measured_rows
+from evalrunner.suite._record import CellKey, Outcome, RunRecord, group_records, measured_rows
 from evalrunner.suite._settings import Suite
 
 if TYPE_CHECKING:
     from evalrunner.core._normalize import NormalizeConfig
 
 __all__ = [
-    "DEFAULT_ALPHA",
-    "CheckMove",
-    "Divergence",
     "Explanation",
-    "RowMove",
     "SentinelResult",
-    "checks_moved",
     "explain",
     "explain_night",
     "explain_results",
     "explain_runs",
-    "rows_moved",
 ]
-
-DEFAULT_ALPHA = 0.05
-_MAX_DEPTH = 12
 
 
 NONE_FOUND = (
@@ -78,34 +68,6 @@ NONE_FOUND = (
 """The line of a scenario in which nothing the attribution looks at differs: not
 "unexplained", which would say there was a change to explain (``evalrunner explain``
 is asked about unchanged scenarios too)."""
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """The first action where tonight's runs choose differently from the baseline's."""
-
-    depth: int
-    """1-based: the first tool call is depth 1."""
-    after: tuple[str, ...]
-    """The baseline's most common path before it (tool names)."""
-    baseline: Mapping[str, int]
-    tonight: Mapping[str, int]
-    """Next-action counts among the runs that followed ``after`` on each side."""
-    p: float
-    """Boschloo's exact p for the baseline's favourite next action, Bonferroni-adjusted."""
-
-    def line(self) -> str:
-        where = "at the first action" if not self.after else f"after {' > '.join(self.after)}"
-        if any(TOGETHER in k for k in (*self.baseline, *self.tonight)):
-            where = "at the first model response"  # its tool calls made at once
-        favourite = max(self.baseline, key=lambda k: self.baseline[k])
-        theirs = max(self.tonight, key=lambda k: self.tonight[k])
-        nb, nt = sum(self.baseline.values()), sum(self.tonight.values())
-        said = f"baseline {favourite} {self.baseline[favourite]}/{nb}"
-        said += f", tonight {favourite} {self.tonight.get(favourite, 0)}/{nt}"
-        if theirs != favourite:
-            said += f" and {theirs} {self.tonight[theirs]}/{nt}"
-        return f"{where}: {said} (p={self.p:.2g})"
 
 
 @dataclass(frozen=True)
@@ -213,12 +175,19 @@ class Explanation:
             causes.append(f"tool {names} output changed for the same arguments")
         if self.request:
             return causes  # the request changed: what the model did next is not its doing
+        model = self._model()
+        return causes + ([model] if model else [])
+
+    def _model(self) -> str | None:
+        """The model as the cause, when the first request is the same: the sentinel saw it
+        answer otherwise, or the runs diverge at the very first action (unless the sentinel
+        saw it answer as before)."""
         seen, first = self.sentinel, self.divergence
         if seen is not None and (change := seen.change()):
-            causes.append(f"model (the baseline's first request sent again: {change})")
-        elif first is not None and first.depth == 1 and not (seen and seen.unchanged):
-            causes.append(f"model (same first request; {first.line()})")
-        return causes
+            return f"model (the baseline's first request sent again: {change})"
+        if first is not None and first.depth == 1 and not (seen and seen.unchanged):
+            return f"model (same first request; {first.line()})"
+        return None
 
     def line(self) -> str:
         """The one verdict line: ``cause: ...``."""
@@ -275,322 +244,6 @@ def _checks_line(moved: Sequence[CheckMove]) -> str:
     )
 
 
-@dataclass(frozen=True)
-class RowMove:
-    """One dataset row's runs in the baseline and tonight."""
-
-    row: str
-    baseline: tuple[int, int]
-    """(passed, runs) over the baseline's nights."""
-    tonight: tuple[int, int]
-    steps: tuple[float, float]
-    """Mean steps per run, baseline and tonight."""
-
-    @property
-    def drop(self) -> float:
-        (kb, nb), (kt, nt) = self.baseline, self.tonight
-        return kb / nb - kt / nt
-
-    def line(self) -> str:
-        (kb, nb), (kt, nt) = self.baseline, self.tonight
-        before, after = self.steps
-        steps = (
-            f", steps {before:.1f} -> {after:.1f}" if round(before, 1) != round(after, 1) else ""
-        )
-        return f"{self.row}: passed {kb}/{nb} -> {kt}/{nt}{steps}"
-
-
-def answers_moved(baseline: Sequence[RunRecord], tonight: Sequence[RunRecord]) -> str | None:
-    """``'CORRECT' 30/30 -> 0/20 (now 'wrong' 20/20)`` when the baseline's usual final answer
-    (given by at least half its runs) is given by less than half as many of tonight's; None
-    otherwise, and for a dataset scenario, whose rows each have an answer of their own."""
-
-    def answers(records: Sequence[RunRecord]) -> Counter[str]:
-        return Counter(
-            r.final_answer for r in records if r.outcome != "infra_error" and r.final_answer
-        )
-
-    if any(r.row is not None for r in baseline):
-        return None
-    before, now = answers(baseline), answers(tonight)
-    if not before or not now:
-        return None
-    usual, count = before.most_common(1)[0]
-    nb, nt = sum(before.values()), sum(now.values())
-    share = now[usual] / nt
-    if count / nb < 0.5 or share >= count / nb / 2:
-        return None
-    top, times = now.most_common(1)[0]
-    return f"{_quoted(usual)} {count}/{nb} -> {now[usual]}/{nt} (now {_quoted(top)} {times}/{nt})"
-
-
-def _quoted(answer: str, width: int = 40) -> str:
-    text = " ".join(answer.split())
-    return repr(text if len(text) <= width else text[: width - 3] + "...")
-
-
-@dataclass(frozen=True)
-class CheckMove:
-    """One check's verdicts on the baseline's runs and on tonight's."""
-
-    check: str
-    """As the run records name it (``code:mentions_city``, ``answer_contains:Paris``)."""
-    baseline: tuple[int, int]
-    tonight: tuple[int, int]
-    """(runs it passed, runs it judged) on each side."""
-    reason: tuple[str | None, str | None] = (None, None)
-    """The reason it gave most often when it failed a run, baseline and tonight."""
-    same_answers: bool = False
-    """Some final answer given on both sides passed it on one and failed it on the other."""
-
-    @property
-    def move(self) -> float:
-        (kb, nb), (kt, nt) = self.baseline, self.tonight
-        return kt / nt - kb / nb
-
-    def line(self) -> str:
-        (kb, nb), (kt, nt) = self.baseline, self.tonight
-        before, after = (f' ("{_short(r)}")' if r else "" for r in self.reason)
-        if after:
-            before = ""  # tonight's reason says what the check now objects to
-        said = f"passed {kb}/{nb} in the baseline{before}, {kt}/{nt} tonight{after}"
-        return f"check {self.check}: {said}"
-
-
-def _short(text: str, width: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _check_reason(run: RunRecord, check: str) -> str | None:
-    """What ``check`` said when it failed ``run``, from the run's reason: the failed checks
-    joined by "; ", each ``name (what it said)`` where it said something. What it said may
-    hold "); " itself: it ends where the next failed check's name starts."""
-    _, found, said = f"; {run.reason or ''}".partition(f"; {check} (")
-    if not found:
-        return None
-    others = [name for name, held in run.checks.items() if not held and name != check]
-    ends = [at for name in others if (at := said.find(f"); {name}")) >= 0]
-    ends += [at for at in [said.find(f"); {NO_STRUCTURED_TOOL_CALLS}")] if at >= 0]
-    return said[: min(ends)] if ends else said.removesuffix(")")
-
-
-def _verdicts(records: Sequence[RunRecord], check: str) -> list[RunRecord]:
-    return [r for r in records if check in r.checks and r.outcome != "infra_error"]
-
-
-def _check_move(check: str, before: Sequence[RunRecord], now: Sequence[RunRecord]) -> CheckMove:
-    def reason(runs: Sequence[RunRecord]) -> str | None:
-        said = Counter(x for r in runs if not r.checks[check] and (x := _check_reason(r, check)))
-        return said.most_common(1)[0][0] if said else None
-
-    def by_answer(runs: Sequence[RunRecord]) -> dict[str, set[bool]]:
-        out: dict[str, set[bool]] = {}
-        for r in runs:
-            out.setdefault(" ".join((r.final_answer or "").split()), set()).add(r.checks[check])
-        return out
-
-    b, t = by_answer(before), by_answer(now)
-    return CheckMove(
-        check,
-        (sum(r.checks[check] for r in before), len(before)),
-        (sum(r.checks[check] for r in now), len(now)),
-        (reason(before), reason(now)),
-        any(len(b[a]) == len(t[a]) == 1 and b[a] != t[a] for a in b.keys() & t.keys()),
-    )
-
-
-def checks_moved(
-    baseline: Sequence[RunRecord],
-    tonight: Sequence[RunRecord],
-    alpha: float = DEFAULT_ALPHA,
-    limit: int = 3,
-) -> list[CheckMove]:
-    """The checks whose share of passed runs moved from the baseline's to tonight's, most
-    moved first: those whose move Boschloo's exact test finds at ``alpha``, Bonferroni over
-    the checks both sides ran. A run-to-run wobble of a check is no cause."""
-    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
-
-    names = {c for r in baseline for c in r.checks} & {c for r in tonight for c in r.checks}
-    sides = {c: (_verdicts(baseline, c), _verdicts(tonight, c)) for c in sorted(names)}
-    moves = [_check_move(c, *runs) for c, runs in sides.items() if all(runs)]
-    found = [m for m in moves if two_proportions_p(*m.baseline, *m.tonight) * len(moves) <= alpha]
-    return sorted(found, key=lambda m: (-abs(m.move), m.check))[:limit]
-
-
-def rows_moved(
-    baseline: Sequence[RunRecord], tonight: Sequence[RunRecord], limit: int = 5
-) -> list[RowMove]:
-    """The dataset rows whose runs moved most from the baseline's to tonight's, most first.
-
-    A row is compared with itself (the same input every night): first by how much its
-    pass rate dropped, then by how far its mean steps moved. Rows without runs on both
-    sides (infra errors aside) and rows that did not move are left out.
-    """
-
-    def by_row(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
-        out: dict[str, list[RunRecord]] = {}
-        for r in records:
-            if r.row is not None and r.outcome != "infra_error":
-                out.setdefault(r.row, []).append(r)
-        return out
-
-    before, now = by_row(baseline), by_row(tonight)
-    moves = []
-    for row in sorted(before.keys() & now.keys()):
-        b, t = before[row], now[row]
-        move = RowMove(
-            row,
-            (sum(r.outcome == "passed" for r in b), len(b)),
-            (sum(r.outcome == "passed" for r in t), len(t)),
-            (sum(r.step_count for r in b) / len(b), sum(r.step_count for r in t) / len(t)),
-        )
-        if move.drop != 0 or round(move.steps[0], 1) != round(move.steps[1], 1):
-            moves.append(move)
-    moves.sort(key=lambda m: (-abs(m.drop), -abs(m.steps[1] - m.steps[0]), m.row))
-    return moves[:limit]
-
-
-def _paths(runs: Sequence[Sequence[Action]]) -> list[tuple[str, ...]]:
-    return [(*(a.tool for a in run), ANSWER) for run in runs]
-
-
-def divergence(
-    baseline: Sequence[Sequence[Action]],
-    tonight: Sequence[Sequence[Action]],
-    alpha: float,
-    moves: tuple[Sequence[str], Sequence[str]] | None = None,
-) -> Divergence | None:
-    """The first depth at which tonight's next action differs (see module doc), if any.
-
-    ``moves``: each side's first model responses (:func:`~evalrunner.core._actions.move`),
-    when both kept them. Where some run called tools in parallel, the first look compares
-    those instead of the first tool calls: a response of two calls where there was one
-    starts with the same call, and is the model's doing all the same.
-    """
-    from evalrunner.stats._formulas import two_proportions_p  # scipy: only when explaining
-
-    base, night = _paths(baseline), _paths(tonight)
-    parallel = moves if moves and any(TOGETHER in m for side in moves for m in side) else None
-    looked: list[tuple[int, tuple[str, ...], Counter[str], Counter[str], float]] = []
-    prefix: tuple[str, ...] = ()
-    for depth in range(1, _MAX_DEPTH + 1):
-        if depth == 1 and parallel is not None:
-            b, t = Counter(parallel[0]), Counter(parallel[1])
-        else:
-            b, t = _next(base, depth, prefix), _next(night, depth, prefix)
-        if sum(b.values()) < 2 or sum(t.values()) < 2:
-            break
-        favourite = b.most_common(1)[0][0]
-        nb, nt = sum(b.values()), sum(t.values())
-        looked.append((depth, prefix, b, t, two_proportions_p(b[favourite], nb, t[favourite], nt)))
-        if favourite == ANSWER:
-            break
-        prefix = (*prefix, favourite.split(TOGETHER)[0])
-    for depth, after, b, t, p in looked:
-        adjusted = min(1.0, p * len(looked))
-        if adjusted <= alpha:
-            return Divergence(depth, after, dict(b), dict(t), adjusted)
-    return None
-
-
-def _next(paths: Sequence[tuple[str, ...]], depth: int, prefix: tuple[str, ...]) -> Counter[str]:
-    """The action at ``depth`` of the paths that took ``prefix`` before it."""
-    return Counter(p[depth - 1] for p in paths if len(p) >= depth and p[: depth - 1] == prefix)
-
-
-def _tool_changes(
-    baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]]
-) -> list[str]:
-    """Tools that answered one same way (at least twice) for some arguments in the baseline
-    and otherwise in most of tonight's calls with those arguments."""
-    before: dict[tuple[str, str], Counter[str | None]] = {}
-    now: dict[tuple[str, str], Counter[str | None]] = {}
-    for side, runs in ((before, baseline), (now, tonight)):
-        for run in runs:
-            for a in run:
-                side.setdefault((a.tool, a.args), Counter())[a.observation] += 1
-    changed = set()
-    for key, seen in before.items():
-        if key not in now or len(seen) != 1 or sum(seen.values()) < 2:
-            continue
-        (answer,) = seen
-        if answer is None:
-            continue
-        tonight_answers = now[key]
-        if tonight_answers[answer] * 2 < sum(tonight_answers.values()):
-            changed.add(key[0])
-    return sorted(changed)
-
-
-def _lines(text: str) -> list[str]:
-    return text.splitlines() or [""]
-
-
-def _definition_change(before: str, after: str) -> str:
-    old, new = json.loads(before), json.loads(after)
-    old_f, new_f = old.get("function", old), new.get("function", new)
-    parts = [
-        what
-        for what, key in (("schema", "parameters"), ("description", "description"))
-        if old_f.get(key) != new_f.get(key)
-    ]
-    return " and ".join(parts) or "definition"
-
-
-def _request_changes(
-    before: Mapping[str, Any], after: Mapping[str, Any]
-) -> tuple[list[str], list[str]]:
-    changes: list[str] = []
-    diff: list[str] = []
-    for key, what in (("system", "system prompt"), ("user", "first user message")):
-        if before[key] != after[key]:
-            old, new = _lines(before[key]), _lines(after[key])
-            body = list(
-                difflib.unified_diff(
-                    old, new, f"baseline {what}", f"tonight {what}", n=0, lineterm=""
-                )
-            )
-            hunks = body[2:]
-            removed = sum(1 for x in hunks if x.startswith("-"))
-            added = sum(1 for x in hunks if x.startswith("+"))
-            changed = max(removed, added, 1)
-            changes.append(f"{what}, {changed} line{'s' if changed != 1 else ''}")
-            diff.extend(body)
-    old_tools, new_tools = before["tools"], after["tools"]
-    for name in sorted(set(old_tools) | set(new_tools)):
-        if name not in new_tools:
-            changes.append(f"tool '{name}' removed")
-        elif name not in old_tools:
-            changes.append(f"tool '{name}' added")
-        elif old_tools[name] != new_tools[name]:
-            changes.append(f"tool '{name}' {_definition_change(old_tools[name], new_tools[name])}")
-    return changes, diff
-
-
-def _most_sent(requests: Iterable[tuple[Mapping[str, Any], int]]) -> dict[str, Any]:
-    """The request sent most, from (request, how many runs sent it) pairs."""
-    counts: Counter[str] = Counter()
-    for request, runs in requests:
-        counts[canonical(request)] += runs
-    found: dict[str, Any] = json.loads(counts.most_common(1)[0][0])
-    return found
-
-
-def _parameter_changes(
-    before: Mapping[str, Any], tonight: Sequence[Mapping[str, Any]]
-) -> list[str]:
-    """Parameters the first request most of tonight's runs sent set otherwise than the baseline's."""
-    if not tonight:
-        return []
-    modal = _most_sent((t, 1) for t in tonight)
-    return [
-        f"{key} {json.dumps(before.get(key))} -> {json.dumps(modal.get(key))}"
-        for key in PARAMETERS  # not in a trajectory: compared from the requests themselves
-        if before.get(key) != modal.get(key)
-    ]
-
-
 def explain_runs(
     requests: Sequence[FirstRequest],
     baseline: Sequence[Sequence[Action]],
@@ -609,22 +262,29 @@ def explain_runs(
     """
     out = Explanation()
     if requests and tonight:
-        ours = _most_sent((r.view(), r.runs) for r in requests)
-        theirs = _most_sent((request_view(t), 1) for t in tonight)
-        if theirs["user"] in {r.user for r in requests}:
-            # A dataset's runs send one user message per row: tonight's most sent one is
-            # no drift when the baseline sent it too (whichever row happens to lead).
-            ours = {**ours, "user": theirs["user"]}
-        out.request, out.request_diff = _request_changes(ours, theirs)
+        out.request, out.request_diff = _request_drift(requests, tonight)
     if sent_before is not None:
-        out.request += _parameter_changes(sent_before, sent_tonight)
+        out.request += parameter_changes(sent_before, sent_tonight)
     night = [run_trace("tonight", t) for t in tonight]  # as a baseline keeps its runs
     night_actions = [r.as_actions() for r in night]
-    out.tools = _tool_changes(baseline, night_actions)
+    out.tools = tool_changes(baseline, night_actions)
     night_moves = _first_moves(night)
     moves = None if first_moves is None or night_moves is None else (first_moves, night_moves)
     out.divergence = divergence(baseline, night_actions, alpha, moves)
     return out
+
+
+def _request_drift(
+    requests: Sequence[FirstRequest], tonight: Sequence[Mapping[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """What changed from the baseline's most sent first request to tonight's, and its diff."""
+    ours = most_sent((r.view(), r.runs) for r in requests)
+    theirs = most_sent((request_view(t), 1) for t in tonight)
+    if theirs["user"] in {r.user for r in requests}:
+        # A dataset's runs send one user message per row: tonight's most sent one is
+        # no drift when the baseline sent it too (whichever row happens to lead).
+        ours = {**ours, "user": theirs["user"]}
+    return request_changes(ours, theirs)
 
 
 def explain(
@@ -644,8 +304,7 @@ def explain(
             "request drift unavailable: accept a new baseline with 'evalrunner baseline'"
         )
     requests = [r for t in traced for r in t.requests]
-    kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
-    traces = [r for t in traced for r in t.runs if kept is None or r.run_id in kept]
+    traces = _traces_on(baseline, rows)
     return explain_runs(
         requests,
         [r.as_actions() for r in traces],
@@ -655,6 +314,12 @@ def explain(
         sent_tonight=sent_tonight,
         first_moves=_first_moves(traces),
     )
+
+
+def _traces_on(baseline: Baseline, rows: frozenset[str] | None) -> list[RunTrace]:
+    """The baseline's traced runs, of ``rows`` only where a dataset scenario ran some."""
+    kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}
+    return [r for t in baseline.traced for r in t.runs if kept is None or r.run_id in kept]
 
 
 def explain_night(
@@ -683,7 +348,7 @@ def explain_night(
         rows = measured_rows(night)  # as the night compared them
         out[cell] = explain(baseline, tonight, each, sent, rows)
         out[cell].runs = len(night)
-        out[cell].infra = sum(r.outcome == "infra_error" for r in night)
+        out[cell].infra = sum(not r.measured for r in night)
         out[cell].no_call = sum(map(_sent_nothing, night))
         out[cell].moved = rows_moved(baseline.records, night)
         out[cell].answers = answers_moved(baseline.records, night)
@@ -695,7 +360,7 @@ def explain_night(
 def _sent_nothing(record: RunRecord) -> bool:
     """A run that crashed before its first model call: it has no first request to compare
     and took no first action (an agent that made no call and did not crash is infra_error)."""
-    return record.outcome == "crashed" and record.llm_calls == 0
+    return record.outcome == Outcome.CRASHED and record.llm_calls == 0
 
 
 def _tonight(
@@ -705,7 +370,7 @@ def _tonight(
     normalised trajectories, and the first requests the run files kept."""
     from evalrunner.core._normalize import normalize
 
-    measured = [r for r in records if r.outcome != "infra_error" and not _sent_nothing(r)]
+    measured = [r for r in records if r.measured and not _sent_nothing(r)]
     paths = [results.run_path(r.run_id) for r in measured]
     files = [results.read_run_file(p) for p in paths if p.exists()]
     tonight = [normalize(trajectory, config) for _, trajectory, _ in files]

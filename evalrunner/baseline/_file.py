@@ -29,7 +29,7 @@ from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
 from evalrunner.errors import EvalrunnerError, FileFormatError
 from evalrunner.live._results import ResultsDir
-from evalrunner.suite._record import CellKey, RunRecord, model_slug, rows_of
+from evalrunner.suite._record import CellKey, Outcome, RunRecord, model_slug, rows_of
 
 if TYPE_CHECKING:
     from evalrunner.core._normalize import NormalizeConfig
@@ -288,12 +288,12 @@ def save_baseline(path: Path, baseline: Baseline) -> None:
 
 def typical_run(records: Sequence[RunRecord]) -> RunRecord | None:
     """A run of the modal tool sequence and step count, preferring passed runs."""
-    valid = [r for r in records if r.outcome != "infra_error"]
+    valid = [r for r in records if r.measured]
     if not valid:
         return None
     mode = Counter((tuple(r.tools), r.step_count) for r in valid).most_common(1)[0][0]
     same = [r for r in valid if (tuple(r.tools), r.step_count) == mode]
-    return sorted(same, key=lambda r: (r.outcome != "passed", r.index))[0]
+    return sorted(same, key=lambda r: (r.outcome != Outcome.PASSED, r.index))[0]
 
 
 def typical_trajectory(

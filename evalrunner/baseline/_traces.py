@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import (
@@ -122,30 +123,48 @@ def traces_of(
     """The traces of ``records`` read from their run files (a run without a file is left out)."""
     from evalrunner.core._normalize import DEFAULT_CONFIG, normalize
 
-    views: dict[str, dict[str, Any]] = {}
-    sent: dict[str, dict[str, Any]] = {}
-    rows: dict[str, str | None] = {}
-    counts: Counter[str] = Counter()
+    first = _FirstRequests()
     runs: list[RunTrace] = []
     for record in records:
         path = results.run_path(record.run_id)
-        if record.outcome == "infra_error" or not path.exists():
+        if not record.measured or not path.exists():
             continue
         _, trajectory, request = results.read_run_file(path)
         normalized = normalize(trajectory, config or DEFAULT_CONFIG)
         runs.append(run_trace(record.run_id, normalized))
+        first.add(normalized, request, record.row)
+    return first.traces(runs)
+
+
+@dataclass
+class _FirstRequests:
+    """The first requests of the runs read so far, counted by their view."""
+
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sent: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The first request in full of a view, where some run's file kept it."""
+    rows: dict[str, str | None] = field(default_factory=dict)
+    """The dataset row of the run whose request is in :attr:`sent`."""
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(
+        self, normalized: Mapping[str, Any], request: dict[str, Any] | None, row: str | None
+    ) -> None:
         view = request_view(normalized)
         key = canonical(view)
-        counts[key] += 1
-        views[key] = view
-        if key not in sent and request is not None:
-            sent[key] = request
-            rows[key] = record.row
-    requests = [FirstRequest(**views[k], runs=n) for k, n in counts.most_common()]
-    modal = counts.most_common(1)[0][0] if counts else None
-    return Traces(
-        requests=requests,
-        runs=runs,
-        sent=sent.get(modal) if modal else None,
-        sent_row=rows.get(modal) if modal else None,
-    )
+        self.counts[key] += 1
+        self.views[key] = view
+        if key not in self.sent and request is not None:
+            self.sent[key] = request
+            self.rows[key] = row
+
+    def traces(self, runs: list[RunTrace]) -> Traces:
+        """The traces of ``runs``, with the requests counted, most sent first."""
+        requests = [FirstRequest(**self.views[k], runs=n) for k, n in self.counts.most_common()]
+        modal = self.counts.most_common(1)[0][0] if self.counts else None
+        return Traces(
+            requests=requests,
+            runs=runs,
+            sent=self.sent.get(modal) if modal else None,
+            sent_row=self.rows.get(modal) if modal else None,
+        )

@@ -30,7 +30,7 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import RunReport, check_named
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
-from evalrunner.suite import OUTCOMES, load_suite_by_name
+from evalrunner.suite import OUTCOMES, Outcome, load_suite_by_name
 from evalrunner.suite._record import RunRecord
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def night_line(result: LiveResult, suite: str) -> str:
         check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
     head += _models_down(list(result.model_outages)) + _checks_broken(report)
-    if report.records and counts["crashed"] == len(report.records):
+    if report.records and counts[Outcome.CRASHED] == len(report.records):
         # Not offered as a baseline: a night of crashes measured the agent's bug, not it.
         return (
             f"{head}; every run crashed (the CRASHED sections above say where). Next: fix the "
@@ -470,6 +470,6 @@ def run(
     print_run(result, suite.name, _options.locations())
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
-        failed = sum(r.outcome == "failed" for r in result.report.records)
+        failed = sum(r.outcome == Outcome.FAILED for r in result.report.records)
         click.echo(f"exit 1: {failed} runs failed their checks (--fail-on-failure)", err=True)
     _exit.exit_with(code)

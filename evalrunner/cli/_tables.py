@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
 from evalrunner.suite._metrics import DEFAULT_GATING, metric, rank, sequence_label
-from evalrunner.suite._record import RunRecord, group_records
+from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunRecord, group_records
 
 if TYPE_CHECKING:
     from evalrunner.stats._metric_result import MetricResult
@@ -32,16 +32,21 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     return "\n".join(lines)
 
 
+def _outcome_columns() -> list[tuple[str, str]]:
+    """A column per outcome, titled with its label; the skips' reasons beside them."""
+    columns = []
+    for outcome in OUTCOMES:
+        columns.append((outcome.traits.label, outcome.traits.label))
+        if outcome is Outcome.SKIPPED:
+            columns.append(("skip_reasons", "top skip reasons"))
+    return columns
+
+
 SUMMARY_COLUMNS = (
     ("scenario", "scenario"),
     ("model", "model"),
     ("n", "N"),
-    ("passed", "passed"),
-    ("failed", "failed"),
-    ("skipped", "skipped"),
-    ("skip_reasons", "top skip reasons"),
-    ("infra", "infra"),
-    ("crashed", "crashed"),
+    *_outcome_columns(),
     ("mean_steps", metric("step_count").label),
     ("mean_tokens", "tokens"),
     ("pass_hat_3", "pass^3"),
@@ -56,35 +61,36 @@ def summary_rows(records: Sequence[RunRecord], *, measured: bool = True) -> list
     pass^k and pass@k count the runs that measured the agent (infra errors are
     the endpoint's); ``measured=False`` (an outage) leaves them out altogether.
     """
+    return [_summary_row(cell, rs, measured) for cell, rs in group_records(records).items()]
+
+
+def _summary_row(cell: CellKey, rs: Sequence[RunRecord], measured: bool) -> dict[str, Any]:
     from evalrunner.stats._summary import CellCounts  # numpy and scipy: not for --help
 
-    rows = []
-    for cell, rs in group_records(records).items():
-        counts = CellCounts.of(rs)
-        outcomes = counts.outcomes
-        skips = Counter(r.reason or "?" for r in rs if r.outcome == "skipped")
-        agent_runs = [r for r in rs if r.outcome != "infra_error"]
-        valid = agent_runs or rs
-        seqs = Counter(sequence_label(r.tools) for r in valid)
-        rows.append(
-            {
-                "scenario": cell.scenario,
-                "model": cell.model,
-                "n": len(rs),
-                "passed": outcomes["passed"],
-                "failed": outcomes["failed"],
-                "skipped": outcomes["skipped"],
-                "skip_reasons": ", ".join(f"{k} x{v}" for k, v in skips.most_common(2)),
-                "infra": outcomes["infra_error"],
-                "crashed": outcomes["crashed"],
-                "mean_steps": sum(r.step_count for r in valid) / len(valid),
-                "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid)
-                / len(valid),
-                "top_tools": seqs.most_common(1)[0][0],
-                **_pass_k(counts.pass_k(3) if measured else None, 3),
-            }
-        )
-    return rows
+    counts = CellCounts.of(rs)
+    valid = [r for r in rs if r.measured] or list(rs)
+    seqs = Counter(sequence_label(r.tools) for r in valid)
+    return {
+        "scenario": cell.scenario,
+        "model": cell.model,
+        "n": len(rs),
+        **_outcome_cells(counts.outcomes, rs),
+        "mean_steps": sum(r.step_count for r in valid) / len(valid),
+        "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid) / len(valid),
+        "top_tools": seqs.most_common(1)[0][0],
+        **_pass_k(counts.pass_k(3) if measured else None, 3),
+    }
+
+
+def _outcome_cells(outcomes: Counter[str], rs: Sequence[RunRecord]) -> dict[str, Any]:
+    """Runs per outcome, keyed by its label; the two most common skip reasons beside them."""
+    skips = Counter(r.reason or "?" for r in rs if r.outcome == Outcome.SKIPPED)
+    cells: dict[str, Any] = {}
+    for outcome in OUTCOMES:
+        cells[outcome.traits.label] = outcomes[outcome]
+        if outcome is Outcome.SKIPPED:
+            cells["skip_reasons"] = ", ".join(f"{k} x{v}" for k, v in skips.most_common(2))
+    return cells
 
 
 def _pass_k(pass_k: tuple[float, float] | None, k: int) -> dict[str, str]:
@@ -170,33 +176,25 @@ def shown_results(
     rows = []
     for r in results:
         young = (r.scenario, r.model) not in gating_cells and r.baseline_nights > 0
-        shown = r.gating or (young and r.metric in DEFAULT_GATING) or r.unconfirmed
-        if all_metrics or shown or r.verdict in (*FAILING, "improvement"):
+        if all_metrics or _shown(r, young):
             rows.append((r, young))
     return rows
 
 
+def _shown(r: MetricResult, young: bool) -> bool:
+    """A row the table shows without ``--all-metrics``."""
+    if r.gating or (young and r.metric in DEFAULT_GATING) or r.unconfirmed:
+        return True
+    return r.verdict in (*FAILING, "improvement")
+
+
 def _verdict_row(r: MetricResult, young: bool, settles: Settles) -> dict[str, Any]:
-    hint = ""
-    if _unmeasured(r):
-        hint = f"no run measured tonight ({r.night_infra} infra_error): the endpoint failed"
-    elif r.verdict == "inconclusive":
-        # What settles it, in the column's width: the note that says so is longer.
-        settle = (
-            f"~{r.runs_needed} runs to settle"
-            if r.runs_needed
-            else f"{settles.reference} to settle"
-        )
-        hint = ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
+    hint = _hint(r, settles)
     return {
         "scenario": r.scenario,
         "model": r.model,
         "metric": r.metric + ("" if r.gating else " (young)" if young else " (diag)"),
-        "verdict": r.verdict.upper()
-        if r.verdict in FAILING
-        else "unconfirmed"
-        if r.unconfirmed
-        else r.verdict,
+        "verdict": _verdict_word(r),
         "baseline": f"{_num(r.baseline_estimate)} ({r.baseline_n})",
         "night": f"{_num(r.night_estimate)} ({r.night_n})",
         "effect": f"{_num(r.effect)} {_ci(r.effect_ci)} {r.effect_label}".strip(),
@@ -205,6 +203,25 @@ def _verdict_row(r: MetricResult, young: bool, settles: Settles) -> dict[str, An
         "margin": _num(r.margin),
         "hint": _short(hint or (r.note or "")),
     }
+
+
+def _hint(r: MetricResult, settles: Settles) -> str:
+    """The note column's own hint: why nothing was measured, or what settles the row."""
+    if _unmeasured(r):
+        return f"no run measured tonight ({r.night_infra} infra_error): the endpoint failed"
+    if r.verdict != "inconclusive":
+        return ""
+    # What settles it, in the column's width: the note that says so is longer.
+    settle = (
+        f"~{r.runs_needed} runs to settle" if r.runs_needed else f"{settles.reference} to settle"
+    )
+    return ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
+
+
+def _verdict_word(r: MetricResult) -> str:
+    if r.verdict in FAILING:
+        return r.verdict.upper()
+    return "unconfirmed" if r.unconfirmed else r.verdict
 
 
 def undecided(
@@ -224,14 +241,22 @@ def beside_flags(results: Sequence[MetricResult]) -> str:
     it measured nothing of, which a line naming only the flags would leave unsaid."""
     shown = shown_results(results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
-    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
+    unmeasured = _unmeasured_cells(shown)
     parts = [f"also {UNCONFIRMED}: {unconfirmed}"] if unconfirmed else []
     if unmeasured:
-        parts.append(
-            f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
-            "tonight (every run infra_error: the endpoint failed)"
-        )
+        parts.append(unmeasured)
     return "".join(f"; {part}" for part in parts)
+
+
+def _unmeasured_cells(shown: Sequence[tuple[MetricResult, bool]]) -> str:
+    """'2 scenario × models with no run measured tonight (...)' ('' for none)."""
+    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
+    if not unmeasured:
+        return ""
+    return (
+        f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
+        "tonight (every run infra_error: the endpoint failed)"
+    )
 
 
 def _undecided_parts(results: Sequence[MetricResult], settles: Settles) -> list[str]:
@@ -241,16 +266,11 @@ def _undecided_parts(results: Sequence[MetricResult], settles: Settles) -> list[
     young = _named([r for r, y in shown if y and r.verdict in FAILING], among=results)
     unconfirmed = _named([r for r in results if r.unconfirmed], among=results)
     moved = _moved_diagnostics(shown)
-    unmeasured = len({(r.scenario, r.model) for r, _ in shown if _unmeasured(r)})
     said = [
         (young, f"flagged against baselines too young to gate (not failing the night): {young}"),
         (unconfirmed, f"{UNCONFIRMED}: {unconfirmed}"),
         (moved, f"diagnostics that moved (they never fail a night): {moved}"),
-        (
-            unmeasured,
-            f"{unmeasured} scenario × model{'s' if unmeasured > 1 else ''} with no run measured "
-            "tonight (every run infra_error: the endpoint failed)",
-        ),
+        (True, _unmeasured_cells(shown)),
         (True, _open_rows([r for r, _ in shown], settles)),
     ]
     return [text for found, text in said if found and text]

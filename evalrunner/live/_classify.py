@@ -108,18 +108,29 @@ def _tool_call_failure(trajectory: Mapping[str, Any], suite_tools: Sequence[str]
     when the trajectory records no definitions.
     """
     offered = offered_tool_names(trajectory) or list(suite_tools)
-    for step in trajectory.get("steps") or []:
-        if step.get("source") != "agent":
-            continue
-        for call in step.get("tool_calls") or []:
-            if (call.get("extra") or {}).get("invalid_arguments"):
-                return "malformed_tool_arguments"
-            if offered and call.get("function_name") not in offered:
-                return "unknown_tool"
+    for call in _agent_calls(trajectory):
+        found = _call_failure(call, offered)
+        if found is not None:
+            return found
     for sub in trajectory.get("subagent_trajectories") or []:
         found = _tool_call_failure(sub, suite_tools)
         if found is not None:
             return found
+    return None
+
+
+def _agent_calls(trajectory: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tool calls of the trajectory's own agent steps, in order (no sub-agents')."""
+    steps = [s for s in trajectory.get("steps") or [] if s.get("source") == "agent"]
+    return [call for step in steps for call in step.get("tool_calls") or []]
+
+
+def _call_failure(call: Mapping[str, Any], offered: Sequence[str]) -> str | None:
+    """What is wrong with one tool call: malformed arguments, or a tool not offered."""
+    if (call.get("extra") or {}).get("invalid_arguments"):
+        return "malformed_tool_arguments"
+    if offered and call.get("function_name") not in offered:
+        return "unknown_tool"
     return None
 
 
@@ -129,12 +140,7 @@ def _answer_failure(
     """A missing, truncated, empty or invalid final answer of the top-level agent."""
     if final_answer is None:
         return "no_final_answer"
-    top = [
-        s
-        for s in trajectory.get("steps") or []
-        if s.get("source") == "agent" and s.get("llm_call_count") != 0
-    ]
-    if top and (top[-1].get("extra") or {}).get("finish_reason") == "length":
+    if _truncated(trajectory):
         return "truncated_output"
     if not final_answer.strip():
         return "empty_output"
@@ -142,6 +148,16 @@ def _answer_failure(
     if pattern is not None and re.search(pattern, final_answer) is None:
         return "invalid_output"
     return None
+
+
+def _truncated(trajectory: Mapping[str, Any]) -> bool:
+    """The top-level agent's last model call stopped at its output limit."""
+    top = [
+        s
+        for s in trajectory.get("steps") or []
+        if s.get("source") == "agent" and s.get("llm_call_count") != 0
+    ]
+    return bool(top) and (top[-1].get("extra") or {}).get("finish_reason") == "length"
 
 
 def weak_model_failure(
@@ -189,39 +205,58 @@ def classify(
     ``code``: the scenario's code checks on this run; those that failed themselves are not
     in it, so the run is judged without them.
     """
-    if timed_out is not None and in_agent_code:
-        # No model call was under way: the agent's own code (a loop, a tool) held the
-        # run, which is its behaviour, not the endpoint's fault.
-        return Classification(
-            "crashed",
-            f"timed out in the agent after {timed_out:g} s (no model call was under way)",
-            {},
-        )
-    if timed_out is not None:
-        reason = f"run timed out after {timed_out:g} s"
-        return Classification(
-            "infra_error",
-            f"{reason}; last endpoint fault: {infra_reason}" if infra_reason else reason,
-            {},
-        )
-    if infra_error is not None:
-        return Classification("infra_error", infra_reason or describe_fault(infra_error), {})
-    if error is not None:
-        if is_infra_error(error):
-            return Classification("infra_error", describe_fault(error), {})
-        overrun = context_window_exceeded(error)
-        if overrun is not None:
-            return Classification("skipped", f"context_window_exceeded: {describe(overrun)}", {})
-        return Classification("crashed", describe(error), {})
+    ended = _timed_out(timed_out, in_agent_code, infra_reason)
+    if ended is None:
+        ended = _raised(error, infra_error, infra_reason)
+    if ended is not None:
+        return ended
     if model_calls == 0:
-        return Classification("infra_error", NO_MODEL_CALLS, {})
+        return Classification(Outcome.INFRA_ERROR, NO_MODEL_CALLS, {})
     weak = weak_model_failure(trajectory, final_answer, offered_tools, skip_rules)
     if weak is not None and skip_rules.skips(weak):
-        return Classification("skipped", weak, {})
+        return Classification(Outcome.SKIPPED, weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
     failed = _failed(results, tools, code)
     if weak is not None:
         failed.insert(0, weak)
     if failed:
-        return Classification("failed", "; ".join(failed), results)
-    return Classification("passed", None, results)
+        return Classification(Outcome.FAILED, "; ".join(failed), results)
+    return Classification(Outcome.PASSED, None, results)
+
+
+def _timed_out(
+    timed_out: float | None, in_agent_code: bool, infra_reason: str | None
+) -> Classification | None:
+    """Rule 1 for a run that hit its timeout (None: it did not)."""
+    if timed_out is None:
+        return None
+    if in_agent_code:
+        # No model call was under way: the agent's own code (a loop, a tool) held the
+        # run, which is its behaviour, not the endpoint's fault.
+        return Classification(
+            Outcome.CRASHED,
+            f"timed out in the agent after {timed_out:g} s (no model call was under way)",
+            {},
+        )
+    reason = f"run timed out after {timed_out:g} s"
+    return Classification(
+        Outcome.INFRA_ERROR,
+        f"{reason}; last endpoint fault: {infra_reason}" if infra_reason else reason,
+        {},
+    )
+
+
+def _raised(
+    error: BaseException | None, infra_error: BaseException | None, infra_reason: str | None
+) -> Classification | None:
+    """Rules 1 and 2 for a run that met an endpoint fault or raised (None: neither)."""
+    if infra_error is not None:
+        return Classification(Outcome.INFRA_ERROR, infra_reason or describe_fault(infra_error), {})
+    if error is None:
+        return None
+    if is_infra_error(error):
+        return Classification(Outcome.INFRA_ERROR, describe_fault(error), {})
+    overrun = context_window_exceeded(error)
+    if overrun is not None:
+        return Classification(Outcome.SKIPPED, f"context_window_exceeded: {describe(overrun)}", {})
+    return Classification(Outcome.CRASHED, describe(error), {})

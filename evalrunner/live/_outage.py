@@ -25,13 +25,13 @@ WORKER_LOST = "worker lost"
 
 
 def _lost_with_worker(record: RunRecord) -> bool:
-    return record.outcome == "infra_error" and (record.reason or "").startswith(WORKER_LOST)
+    return not record.measured and (record.reason or "").startswith(WORKER_LOST)
 
 
 def _made_no_call(record: RunRecord) -> bool:
     """A run none of whose calls reached the model (``no model calls: ...``): how the agent
     reaches its model, not the endpoint, is what failed."""
-    return record.outcome == "infra_error" and "no model calls: " in (record.reason or "")
+    return not record.measured and "no model calls: " in (record.reason or "")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def model_outages(
 ) -> dict[str, Outage]:
     """The models with more than ``share`` of their runs infra_error, in name order."""
     runs = Counter(r.model for r in records)
-    infra = Counter(r.model for r in records if r.outcome == "infra_error")
+    infra = Counter(r.model for r in records if not r.measured)
     lost = Counter(r.model for r in records if _lost_with_worker(r))
     no_calls = Counter(r.model for r in records if _made_no_call(r))
     return {
@@ -90,18 +90,13 @@ def model_outages(
 def what_to_check(records: Sequence[RunRecord]) -> str:
     """The next step for an outage: what the endpoint's refusals said to check (a rejected
     key, an unknown model), the most common first, else the endpoint itself."""
-    infra = [r for r in records if r.outcome == "infra_error"]
-    if 2 * sum(map(_lost_with_worker, infra)) > len(infra):
-        return "check the Ray cluster (its workers or a node died with the runs)"
-    if 2 * sum(map(_made_no_call, infra)) > len(infra):
-        return (
-            "check how the agent reaches its model: each run's reason says what capture saw "
-            "(docs/proxy.md for command: agents and SDK clients)"
-        )
-    found = (refusal_advice(r.reason) for r in infra)
-    advice = Counter(a for a in found if a is not None)
-    if advice:
-        return advice.most_common(1)[0][0]
+    infra = [r for r in records if not r.measured]
+    beside = _not_the_endpoint(infra)
+    if beside is not None:
+        return beside
+    advice = _most_advised(infra)
+    if advice is not None:
+        return advice
     if any(DEFAULT_BASE in (r.reason or "") for r in infra):
         # No api_base: the calls went to the provider's public API, not a server of one's own.
         return (
@@ -110,6 +105,26 @@ def what_to_check(records: Sequence[RunRecord]) -> str:
             "server of your own)"
         )
     return "check the model endpoint"
+
+
+def _most_advised(infra: Sequence[RunRecord]) -> str | None:
+    """What the endpoint's refusals of ``infra`` said to check most often (None: nothing)."""
+    found = (refusal_advice(r.reason) for r in infra)
+    advice = Counter(a for a in found if a is not None)
+    return advice.most_common(1)[0][0] if advice else None
+
+
+def _not_the_endpoint(infra: Sequence[RunRecord]) -> str | None:
+    """What to check when most of the ``infra`` runs failed beside the endpoint: the Ray
+    cluster lost them, or the agent reached its model around capture (None: neither)."""
+    if 2 * sum(map(_lost_with_worker, infra)) > len(infra):
+        return "check the Ray cluster (its workers or a node died with the runs)"
+    if 2 * sum(map(_made_no_call, infra)) > len(infra):
+        return (
+            "check how the agent reaches its model: each run's reason says what capture saw "
+            "(docs/proxy.md for command: agents and SDK clients)"
+        )
+    return None
 
 
 def outage_of(records: Sequence[RunRecord], share: float = DEFAULT_OUTAGE_SHARE) -> Outage | None:

@@ -37,7 +37,7 @@ from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
 from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
 from evalrunner.suite._loader import load_suite
-from evalrunner.suite._record import CellKey, RunRecord, group_records
+from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, Outcome, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
@@ -105,11 +105,12 @@ class LiveResult:
             return OUTAGE_EXIT
         # All records of the night, so a resumed run still fails on earlier crashes.
         outcomes = {r.outcome for r in self.report.records}
-        if "crashed" in outcomes or (gate and self.regressed) or self.problems:
+        fails = any(OUTCOME_TRAITS[o].fails_command for o in outcomes)  # a run crashed
+        if fails or (gate and self.regressed) or self.problems:
             return 1
         if self.model_outages:
             return OUTAGE_EXIT
-        return 1 if fail_on_failure and "failed" in outcomes else 0
+        return 1 if fail_on_failure and Outcome.FAILED in outcomes else 0
 
 
 def _fitting(

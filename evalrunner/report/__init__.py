@@ -1,9 +1,10 @@
 """The reports rendered from the run history (HTML trend report, Markdown summary, JUnit XML).
 
 Data flows one way: :mod:`evalrunner.history` (typed entries on disk) -> ``_select`` (suites,
-models, time window -> nights) -> ``_views`` (per suite and scenario x model,
-with ``_charts`` drawing through ``_svg``) -> one module per format (``_html`` with
-``templates/``, ``_markdown``, ``_junit``); ``_report.write_report`` writes all three.
+models, time window -> nights) -> ``_views`` (per scenario x model) and ``_suite_view`` (the
+HTML page's sections, with ``_charts`` drawing through ``_svg``) -> one module per format
+(``_html`` with ``templates/``, ``_markdown``, ``_junit``); ``_report.write_report`` writes
+all three.
 ``_format`` and ``_verdicts`` say how numbers and verdicts read in every format.
 """
 

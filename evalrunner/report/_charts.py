@@ -34,6 +34,7 @@ from evalrunner.report._svg import (
 )
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
 from evalrunner.suite._metrics import EFFECT_LABELS, Kind
+from evalrunner.suite._record import Outcome
 
 _MAX_POINTS = 90
 """Longer series are drawn in runs of nights, about _TARGET_POINTS points per chart."""
@@ -257,15 +258,19 @@ class SuiteCharts:
     token_totals: str
 
 
+_CHARTED = (Outcome.INFRA_ERROR, Outcome.SKIPPED, Outcome.CRASHED)
+"""The outcomes whose rates the suite's outcome chart draws."""
+
+
 def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
     """Per night with runs: runs attempted, infra errors, skips, crashes, prompt and completion tokens."""
     columns: dict[str, list[float]] = {
-        k: [] for k in ("attempted", "infra_error", "skipped", "crashed", "prompt", "completion")
+        k: [] for k in ("attempted", *_CHARTED, "prompt", "completion")
     }
     for night in nights:
         outcomes = Counter(night.record_column("outcome"))
         columns["attempted"].append(night.record_count)
-        for outcome in ("infra_error", "skipped", "crashed"):
+        for outcome in _CHARTED:
             columns[outcome].append(outcomes[outcome])
         columns["prompt"].append(sum(night.record_column("prompt_tokens")))
         columns["completion"].append(sum(night.record_column("completion_tokens")))
@@ -280,11 +285,11 @@ def suite_charts(nights: Sequence[SelectedNight]) -> SuiteCharts:
     sums = _sums(ran)
     frac = fractions([n.when.timestamp() for n in nights], [n.when.timestamp() for n in ran])
     attempted = sums["attempted"]
-    valid = attempted - sums["infra_error"]
+    valid = attempted - sums[Outcome.INFRA_ERROR]
     with np.errstate(all="ignore"):
-        infra_rate = sums["infra_error"] / attempted
-        skip_rate = np.where(valid > 0, sums["skipped"] / np.maximum(valid, 1), np.nan)
-        crash_rate = np.where(valid > 0, sums["crashed"] / np.maximum(valid, 1), np.nan)
+        infra_rate = sums[Outcome.INFRA_ERROR] / attempted
+        skip_rate = np.where(valid > 0, sums[Outcome.SKIPPED] / np.maximum(valid, 1), np.nan)
+        crash_rate = np.where(valid > 0, sums[Outcome.CRASHED] / np.maximum(valid, 1), np.nan)
     peak = np.nanmax(np.concatenate([infra_rate, skip_rate, crash_rate, [0.0]]))
     first, last = span_ends(nights[0].created_at, nights[-1].created_at)
     outcomes = series_svg(

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from evalrunner.history._store import History
 from evalrunner.report._format import fmt, now, pct
 from evalrunner.report._select import select, selection_text
+from evalrunner.report._suite_view import suite_view
 from evalrunner.report._verdicts import UNGATED, VERDICT_ORDER, VERDICT_TEXT, verdict_label
-from evalrunner.report._views import suite_view
 
 if TYPE_CHECKING:
     import jinja2

@@ -21,7 +21,7 @@ from evalrunner.report._format import evidence_line, pct
 from evalrunner.report._select import SuiteSelection, select
 from evalrunner.report._verdicts import NOT_COMPARED, VERDICT_TEXT
 from evalrunner.report._views import CellView, absent_line, cell_views
-from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
+from evalrunner.stats._metric_result import FAILING, UNCONFIRMED, MetricResult
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _COUNTS = ("tests", "failures", "skipped")
@@ -102,23 +102,28 @@ def _verdict(case: ET.Element, v: CellView) -> str:
         ET.SubElement(case, "skipped", message=xml(message))
         return "skipped"
     if regressions:
-        failure = ET.SubElement(
-            case,
-            "failure",
-            type="regression",
-            message=xml(
-                "regression in "
-                + ", ".join(r.metric for r in regressions)
-                + (f"; {v.cause}" if v.cause else "")
-            ),
-        )
-        moved = [f"row {line}" for line in (v.why.rows if v.why else [])]
-        failure.text = xml("\n".join([*(evidence_line(r) for r in regressions), *moved]))
+        _failure(case, v, regressions)
         return "failures"
     if not gating or all(r.verdict == "inconclusive" for r in gating):
         ET.SubElement(case, "skipped", message=xml(f"{_undecided(v)} (N {v.n_text})"))
         return "skipped"
     return "passed"
+
+
+def _failure(case: ET.Element, v: CellView, regressions: Sequence[MetricResult]) -> None:
+    """The ``<failure>`` of a testcase whose gating metrics regressed: names, evidence, rows."""
+    failure = ET.SubElement(
+        case,
+        "failure",
+        type="regression",
+        message=xml(
+            "regression in "
+            + ", ".join(r.metric for r in regressions)
+            + (f"; {v.cause}" if v.cause else "")
+        ),
+    )
+    moved = [f"row {line}" for line in (v.why.rows if v.why else [])]
+    failure.text = xml("\n".join([*(evidence_line(r) for r in regressions), *moved]))
 
 
 def _undecided(v: CellView) -> str:

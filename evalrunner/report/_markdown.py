@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from evalrunner.history._store import History
 from evalrunner.report._format import (
@@ -32,7 +32,7 @@ from evalrunner.report._verdicts import (
     severity,
 )
 from evalrunner.report._views import CellView, absent_line, cell_views, night_note
-from evalrunner.stats._metric_result import FAILING
+from evalrunner.stats._metric_result import FAILING, MetricResult
 
 _MARKS = {
     "regression": "🔴",
@@ -109,9 +109,9 @@ def _suite(suite: SuiteSelection) -> list[str]:
 
 def _sections(suite: SuiteSelection, views: Sequence[CellView]) -> list[str]:
     """The regressions, and what is moving but not failing."""
-    regressions = [line for v in views for line in _regressions(v)]
-    building = [line for v in views for line in _building(v)]
-    unconfirmed = [line for v in views for line in _unconfirmed(v)]
+    regressions, building, unconfirmed = (
+        _each(views, lines) for lines in (_regressions, _building, _unconfirmed)
+    )
     # A night that compared nothing found no regression, and cleared none either.
     none = "None." if suite.night.compared or suite.night.outage else "None compared on this night."
     out = ["### Regressions", "", *(regressions or [none]), ""]
@@ -120,6 +120,11 @@ def _sections(suite: SuiteSelection, views: Sequence[CellView]) -> list[str]:
     if building:
         out += ["### Evidence building up since the baseline", "", *building, ""]
     return out
+
+
+def _each(views: Sequence[CellView], lines: Callable[[CellView], list[str]]) -> list[str]:
+    """The ``lines`` of every view, in order."""
+    return [line for v in views for line in lines(v)]
 
 
 def _verdict_text(v: CellView) -> str:
@@ -183,25 +188,35 @@ def _building(v: CellView) -> list[str]:
 def _regressions(v: CellView) -> list[str]:
     """A line per gating regression with its evidence; one line naming the regressed diagnostics."""
     regressed = [r for r in v.results if r.verdict in FAILING]
-    lines = [
-        f"- **{md(v.scenario)}** · {md(v.model)} · {md(r.metric)}: "
-        f"{md(effect_label(r))} {fmt(r.effect)} {interval(r.effect_ci)}, q {fmt(r.q)}, "
-        f"margin {margin(r)}; baseline {fmt(r.baseline_estimate)} (n {r.baseline_n}) → "
-        f"night {fmt(r.night_estimate)} (n {r.night_n})"
-        + (f"; since the baseline: {accumulated(r)}" if accumulated(r) else "")
-        for r in regressed
-        if r.gating
-    ]
-    if lines and v.cause:
-        lines.append(f"  - {md(v.cause)}")
-    if lines and v.why and v.why.rows:
-        lines.append(f"  - rows that moved most: {md('; '.join(v.why.rows))}")
+    lines = [_regression(v, r) for r in regressed if r.gating]
+    if lines:
+        lines += _why(v)
     diagnostics = [r.metric for r in regressed if not r.gating]
     if diagnostics:
         lines.append(
             f"- **{md(v.scenario)}** · {md(v.model)} · {_not_gating(v)}: "
             + ", ".join(md(m) for m in diagnostics)
         )
+    return lines
+
+
+def _regression(v: CellView, r: MetricResult) -> str:
+    """A gating regression's line, with its evidence."""
+    since = accumulated(r)
+    return (
+        f"- **{md(v.scenario)}** · {md(v.model)} · {md(r.metric)}: "
+        f"{md(effect_label(r))} {fmt(r.effect)} {interval(r.effect_ci)}, q {fmt(r.q)}, "
+        f"margin {margin(r)}; baseline {fmt(r.baseline_estimate)} (n {r.baseline_n}) → "
+        f"night {fmt(r.night_estimate)} (n {r.night_n})"
+        + (f"; since the baseline: {since}" if since else "")
+    )
+
+
+def _why(v: CellView) -> list[str]:
+    """Under a cell's regressions: its cause, and the dataset rows that moved most."""
+    lines = [f"  - {md(v.cause)}"] if v.cause else []
+    if v.why and v.why.rows:
+        lines.append(f"  - rows that moved most: {md('; '.join(v.why.rows))}")
     return lines
 
 

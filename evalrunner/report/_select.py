@@ -16,6 +16,7 @@ import bisect
 import datetime as _dt
 import difflib
 import functools
+import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from evalrunner.history._store import (
     Why,
 )
 from evalrunner.stats._metric_result import MetricResult
-from evalrunner.suite._record import CellKey, RunRecord
+from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, RunRecord
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
 if TYPE_CHECKING:
@@ -173,15 +174,7 @@ class SelectedNight:
 
     def result_rows(self, positions: Sequence[int]) -> list[MetricResult]:
         """The metric results at ``positions`` (in :meth:`result_column` order), built."""
-        wanted: list[tuple[int, int, int]] = []  # (part, row in its file, position asked)
-        offset = 0
-        bounds = []
-        for p in self.parts:
-            bounds.append(offset)
-            offset += len(p.results)
-        for k, pos in enumerate(positions):
-            part = bisect.bisect_right(bounds, pos) - 1
-            wanted.append((part, self.parts[part].results[pos - bounds[part]], k))
+        wanted = self._located(positions)
         out: list[MetricResult | None] = [None] * len(positions)
         for part, p in enumerate(self.parts):
             mine = [(row, k) for q, row, k in wanted if q == part]
@@ -190,6 +183,15 @@ class SelectedNight:
                 for (_, k), r in zip(mine, built, strict=True):
                     out[k] = r
         return [r for r in out if r is not None]
+
+    def _located(self, positions: Sequence[int]) -> list[tuple[int, int, int]]:
+        """(part, row in its file, position asked) of each of ``positions``."""
+        bounds = list(itertools.accumulate((len(p.results) for p in self.parts[:-1]), initial=0))
+        wanted = []
+        for k, pos in enumerate(positions):
+            part = bisect.bisect_right(bounds, pos) - 1
+            wanted.append((part, self.parts[part].results[pos - bounds[part]], k))
+        return wanted
 
     @functools.cached_property
     def records(self) -> list[RunRecord]:
@@ -236,7 +238,7 @@ class SelectedNight:
                 self.record_column("outcome"),
                 strict=True,
             )
-            if outcome != "infra_error"
+            if OUTCOME_TRAITS[outcome].behaviour
         }
         return self.compared_cells | {CellKey(scenario, model) for scenario, model in reached}
 
@@ -460,19 +462,20 @@ def _outside(wanted: Sequence[Source], since: str | None, until: str | None) -> 
     """What a window holding none of ``wanted``'s nights misses, in words; None if it holds one."""
     low = _bound(since, until=False) if since else _NEVER
     high = _bound(until, until=True) if until else None
-    if any(
-        low <= when(s.created_at) and (high is None or when(s.created_at) < high) for s in wanted
-    ):
+    if any(_within(when(s.created_at), low, high) for s in wanted):
         return None
     # A mistyped date (2027 for 2026) would otherwise be an empty report, and exit 0.
     first, last = min(s.created_at for s in wanted), max(s.created_at for s in wanted)
-    window = " ".join(
-        f"{name} {value}" for name, value in (("--since", since), ("--until", until)) if value
-    )
+    given = (("--since", since), ("--until", until))
+    window = " ".join(f"{name} {value}" for name, value in given if value)
     return (
         f"no night in the window {window}: its {len(wanted)} night(s) ran from {first} "
         f"to {last}; widen the window"
     )
+
+
+def _within(moment: _dt.datetime, low: _dt.datetime, high: _dt.datetime | None) -> bool:
+    return low <= moment and (high is None or moment < high)
 
 
 def missing(
@@ -486,24 +489,35 @@ def missing(
 
     None when everything asked for is there, so an empty report is never written silently.
     """
-    if not history.sources and history.skipped:
+    if not history.sources:
+        return _no_sources(history)
+    unknown = _suites_missing(history, suites)
+    if unknown is not None:
+        return unknown
+    wanted = [s for s in history.sources if not suites or s.suite in suites]
+    outside = _outside(wanted, since, until) if since or until else None
+    if outside is not None:
+        return outside
+    return _models_missing(wanted, models) if models else None
+
+
+def _suites_missing(history: History, suites: Sequence[str]) -> str | None:
+    known_suites = sorted({s.suite for s in history.sources})
+    for suite in suites:
+        if suite not in known_suites:
+            return _not_in("suite", suite, known_suites)
+    return None
+
+
+def _no_sources(history: History) -> str:
+    """Why a history without a source holds nothing to report."""
+    if history.skipped:
         # Not "holds none": the files are there, and the fix is theirs (the lines above).
         return (
             f"holds no readable history file: {len(history.skipped)} could not be read "
             "(each named above); move them aside and run the report again"
         )
-    if not history.sources:
-        return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
-    known_suites = sorted({s.suite for s in history.sources})
-    for suite in suites:
-        if suite not in known_suites:
-            return _not_in("suite", suite, known_suites)
-    wanted = [s for s in history.sources if not suites or s.suite in suites]
-    if since or until:
-        outside = _outside(wanted, since, until)
-        if outside is not None:
-            return outside
-    return _models_missing(wanted, models) if models else None
+    return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
 
 
 def _models_missing(wanted: Sequence[Source], models: Sequence[str]) -> str | None:

@@ -10,18 +10,74 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_serializer,
     model_serializer,
 )
 
-Outcome = Literal["passed", "failed", "skipped", "infra_error", "crashed"]
-OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "skipped", "infra_error", "crashed")
+
+class Outcome(StrEnum):
+    """How one run ended: exactly one per run (``live/_classify.py`` decides which).
+
+    The values are the strings every record, file and message holds; what each one
+    means to the code that reads records is its row in :data:`OUTCOME_TRAITS`.
+    """
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    INFRA_ERROR = "infra_error"
+    CRASHED = "crashed"
+
+    @property
+    def traits(self) -> OutcomeTraits:
+        return OUTCOME_TRAITS[self]
+
+
+@dataclass(frozen=True)
+class OutcomeTraits:
+    """What one outcome means wherever records are counted, compared or shown."""
+
+    fault: bool
+    """The infrastructure's (the endpoint's), never the agent's behaviour: such a run is
+    left out of every statistic, explanation, trace and typical trajectory, and counts
+    towards an outage instead."""
+    judged: bool
+    """The run's checks decided it (it reached an answer they could grade): the runs
+    that the valid success rate and the tool sequences count."""
+    fails_command: bool
+    """One such run makes ``evalrunner run`` exit 1, whatever the statistics say (the
+    agent has a bug to fix)."""
+    label: str
+    """Its name in the summary table's column and the progress line."""
+
+    @property
+    def behaviour(self) -> bool:
+        """The run measured the agent, so it counts for statistics: every outcome that is
+        no fault."""
+        return not self.fault
+
+
+# One row per outcome: adding an outcome is one row here plus its rule in
+# live/_classify.py (and their tests); the code that reads records asks these traits.
+OUTCOME_TRAITS: dict[Outcome, OutcomeTraits] = {
+    Outcome.PASSED: OutcomeTraits(fault=False, judged=True, fails_command=False, label="passed"),
+    Outcome.FAILED: OutcomeTraits(fault=False, judged=True, fails_command=False, label="failed"),
+    Outcome.SKIPPED: OutcomeTraits(fault=False, judged=False, fails_command=False, label="skipped"),
+    Outcome.INFRA_ERROR: OutcomeTraits(
+        fault=True, judged=False, fails_command=False, label="infra"
+    ),
+    Outcome.CRASHED: OutcomeTraits(fault=False, judged=False, fails_command=True, label="crashed"),
+}
+OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
+"""Every outcome, in the order tables and lines list them."""
 
 
 @dataclass(frozen=True, order=True)
@@ -117,6 +173,11 @@ class RunRecord(BaseModel):
         "(metric 'judge_agreement'); absent with fewer than two grades.",
     )
 
+    @field_serializer("outcome")
+    def _outcome_text(self, outcome: Outcome) -> str:
+        # The plain string in every mode (model_dump too), as before Outcome was an enum.
+        return str(outcome)
+
     @model_serializer(mode="wrap")
     def _omit_no_scores(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Records from before these fields existed, and runs without them, are written as
@@ -133,6 +194,18 @@ class RunRecord(BaseModel):
     @property
     def cell(self) -> CellKey:
         return CellKey(self.scenario, self.model)
+
+    @property
+    def measured(self) -> bool:
+        """The run measured the agent: its outcome is behaviour, no fault (see
+        :class:`OutcomeTraits`). A record's outcome may be a plain string (``model_copy``
+        does not validate), so the table is asked, not the value."""
+        return OUTCOME_TRAITS[self.outcome].behaviour
+
+    @property
+    def judged(self) -> bool:
+        """The run's checks decided it (see :class:`OutcomeTraits`)."""
+        return OUTCOME_TRAITS[self.outcome].judged
 
     @property
     def key(self) -> RunKey:
@@ -172,7 +245,7 @@ def unmeasured_rows(records: Sequence[RunRecord]) -> dict[str, int]:
     infra: dict[str, list[bool]] = {}
     for r in records:
         if r.row is not None:
-            infra.setdefault(r.row, []).append(r.outcome == "infra_error")
+            infra.setdefault(r.row, []).append(not r.measured)
     unmeasured = {row: len(runs) for row, runs in sorted(infra.items()) if all(runs)}
     return {} if len(unmeasured) == len(infra) else unmeasured
 

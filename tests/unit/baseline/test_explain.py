@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 
-from evalrunner.baseline._explain import (
-    NONE_FOUND,
-    Explanation,
-    _tool_changes,
-    answers_moved,
-    divergence,
-    explain_runs,
-)
+from evalrunner.baseline._divergence import divergence
+from evalrunner.baseline._drift import tool_changes
+from evalrunner.baseline._explain import NONE_FOUND, Explanation, explain_runs
 from evalrunner.baseline._file import Baseline
+from evalrunner.baseline._moves import answers_moved
 from evalrunner.baseline._traces import FirstRequest, RunTrace
 from evalrunner.core._actions import Action
 from evalrunner.suite._record import RunRecord
@@ -47,8 +43,8 @@ def test_a_tool_is_named_only_when_it_answered_one_way_before_and_otherwise_now(
         _run("clock", answer=f"u{i}") for i in range(5)
     ]
     # clock answered differently every time before: nothing to tell from it.
-    assert _tool_changes(base, tonight) == ["lookup"]
-    assert _tool_changes(base, base) == []
+    assert tool_changes(base, tonight) == ["lookup"]
+    assert tool_changes(base, base) == []
 
 
 def _request(system: str, tools: dict[str, object]) -> FirstRequest:
@@ -229,7 +225,7 @@ def _judged(verdicts: list[bool], answer: str = "Oslo", reason: str = "") -> lis
 
 
 def test_a_check_that_moved_is_the_cause_only_when_nothing_the_agent_did_moved() -> None:
-    from evalrunner.baseline._explain import checks_moved
+    from evalrunner.baseline._moves import checks_moved
 
     before = _judged([True] * 9)
     moved = checks_moved(before, _judged([False] * 9, reason="no city named (yet); see docs"))
@@ -249,7 +245,7 @@ def test_a_check_that_moved_is_the_cause_only_when_nothing_the_agent_did_moved()
 def test_a_check_that_moved_with_other_answers_does_not_claim_the_runs_are_unchanged() -> None:
     # The attribution does not compare the answers' text: the check may read answers that
     # moved (an answer that varies every run escapes answers_moved).
-    from evalrunner.baseline._explain import checks_moved
+    from evalrunner.baseline._moves import checks_moved
 
     moved = checks_moved(_judged([True] * 9, "Oslo"), _judged([False] * 9, "Bergen"))
     assert Explanation(checks=moved).line() == (

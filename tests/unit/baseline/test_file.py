@@ -23,10 +23,10 @@ from evalrunner.baseline._file import (
     typical_run,
 )
 from evalrunner.errors import FileFormatError, NewerFormat
-from evalrunner.suite._record import CellKey, Outcome, RunRecord
+from evalrunner.suite._record import CellKey, RunRecord
 
 
-def run(index: int, outcome: Outcome, tools: tuple[str, ...], steps: int) -> RunRecord:
+def run(index: int, outcome: str, tools: tuple[str, ...], steps: int) -> RunRecord:
     return RunRecord(
         run_id=f"capital/m/{index}",
         suite="demo",
@@ -237,8 +237,8 @@ def test_a_baseline_night_mixing_the_runs_of_two_nights_is_refused(tmp_path: Pat
 
 
 def _dataset_baseline(version: int, pass_hat_3: float) -> dict[str, Any]:
-    passed: Outcome = "passed"
-    failed: Outcome = "failed"
+    passed: str = "passed"
+    failed: str = "failed"
     rows = [("easy", passed)] * 3 + [("hard", failed)] * 3
     records = [
         run(i, outcome, ("lookup",), 2).model_copy(update={"row": row})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from evalrunner.baseline._explain import Explanation, divergence
+from evalrunner.baseline._divergence import divergence
+from evalrunner.baseline._explain import Explanation
 from evalrunner.core._actions import Action
 from evalrunner.night._sentinel import SentinelResult, sentinel_budget
 from evalrunner.suite._record import CellKey

@@ -11,7 +11,7 @@ from evalrunner.baseline._compare import Comparison, compare_with_baselines
 from evalrunner.baseline._file import AcceptedNight, Baseline
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite import Suite, load_suite
-from evalrunner.suite._record import CellKey, Outcome, RunRecord
+from evalrunner.suite._record import CellKey, RunRecord
 
 from .conftest import record
 
@@ -32,7 +32,7 @@ ROWS = (
 )
 
 
-def runs(outcomes: dict[str, Outcome], start: int) -> list[RunRecord]:
+def runs(outcomes: dict[str, str], start: int) -> list[RunRecord]:
     """Two runs of each row, each ending as ``outcomes`` says for its row."""
     rows = [row for row in outcomes for _ in range(2)]
     return [record(start + i, row=row, outcome=outcomes[row]) for i, row in enumerate(rows)]
@@ -44,7 +44,7 @@ def suite_on_disk(tmp_path: Path) -> Suite:
     return load_suite(tmp_path / "t.yaml")
 
 
-def baseline_of(suite: Suite, outcomes: dict[str, Outcome]) -> Baseline:
+def baseline_of(suite: Suite, outcomes: dict[str, str]) -> Baseline:
     """Three accepted nights, each row's runs ending as ``outcomes`` says."""
     nights = [
         AcceptedNight(
@@ -91,7 +91,7 @@ def test_a_row_every_run_of_which_was_infra_error_is_noted_and_left_out_of_both_
 
 def test_a_night_that_measured_every_row_or_none_has_no_row_note(tmp_path: Path) -> None:
     # None measured: the cell's own "no run measured tonight" says it, once, not per row.
-    every: list[dict[str, Outcome]] = [
+    every: list[dict[str, str]] = [
         {"fr": "passed", "jp": "failed"},
         {"fr": "infra_error", "jp": "infra_error"},
     ]

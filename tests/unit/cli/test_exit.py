@@ -13,11 +13,11 @@ from evalrunner.live._runner import RunReport
 from evalrunner.night._night import OUTAGE_EXIT as OUTAGE
 from evalrunner.night._night import LiveResult, Outage
 from evalrunner.stats._metric_result import MetricResult, Verdict
-from evalrunner.suite._record import Outcome, RunRecord
+from evalrunner.suite._record import RunRecord
 
 
 def night(
-    *outcomes: Outcome,
+    *outcomes: str,
     verdict: Verdict | None = None,
     outage: bool = False,
     problems: tuple[str, ...] = (),

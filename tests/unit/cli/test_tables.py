@@ -6,12 +6,12 @@ from typing import Any
 
 from evalrunner.cli._tables import format_table, summary_rows, verdict_rows
 from evalrunner.stats._metric_result import MetricResult
-from evalrunner.suite._record import Outcome, RunRecord
+from evalrunner.suite._record import RunRecord
 
 
 def run(
     index: int,
-    outcome: Outcome,
+    outcome: str,
     *,
     scenario: str = "s",
     steps: int = 3,
