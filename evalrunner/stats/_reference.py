@@ -451,7 +451,7 @@ def fit_references(
 def gating_tests(cells: Sequence[CellBaseline], metrics: Mapping[CellKey, Sequence[str]]) -> int:
     """The gating tests the night will make: cells old enough to gate, times their gating
     metrics. ``fdr_q`` over it is the raw p a lone change must reach, as
-    :func:`~evalrunner.stats._night.compare_night` sets it (less the metrics with no runs
+    :func:`~evalrunner.stats._comparison.compare_night` sets it (less the metrics with no runs
     tonight, which a fit cannot know)."""
     return sum(
         sum(c.tolerance.is_gating(name) for name in metrics.get(c.key, ()))

@@ -27,7 +27,7 @@ The accumulated evidence of a gating metric that is halfway to its boundary keep
 cell escalating too, so slow changes get more runs.
 
 Error control: the verdict is the fixed-N test on the runs the cell ended with
-(:func:`evalrunner.stats._night.compare_night`). A cell stops short of the cap
+(:func:`evalrunner.stats._comparison.compare_night`). A cell stops short of the cap
 only when no metric's p is at or below ``floor`` = min(fdr_q, 10 fdr_q / m) (m:
 tests in its family tonight), so every p that Benjamini-Hochberg could reject with
 up to ten rejections in the family comes from a cell that ran to the cap, where it
@@ -45,10 +45,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from evalrunner.stats._comparison import measure
 from evalrunner.stats._evidence_state import EvidenceState, halfway
 from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._measured import Measured
-from evalrunner.stats._night import measure
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
