@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED, metric
+from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED
 from evalrunner.suite._record import RunRecord
 
 LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
@@ -271,10 +271,6 @@ def _pooled(parts: Sequence[Runs], column: str, empty: Any) -> tuple[Any, ...]:
     return tuple(
         v for p, values in zip(parts, found, strict=True) for v in (values or (empty,) * p.n)
     )
-
-
-def is_binary(name: str) -> bool:
-    return metric(name).kind == "binary"
 
 
 def finite(values: FloatArray) -> bool:

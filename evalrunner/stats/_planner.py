@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._power import MAX_RUNS, mde, runs_needed
 from evalrunner.stats._reference import (
     CellBaseline,
@@ -233,7 +234,7 @@ def nights_for_margin(
 def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float) -> int | None:
     """Runs at which the MDE reaches the margin; rates are checked against the exact MDE."""
     guess = runs_needed(ref, level, margin, ci)
-    if guess is None or ref.kind != "binary":
+    if guess is None or KINDS[ref.kind].exact_mde is None:
         return guess
 
     def reaches(n: int) -> bool:

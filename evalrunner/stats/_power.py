@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from evalrunner.stats import _binary
 from evalrunner.stats._formulas import normal_sf, z_upper
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._reference import MetricReference
 
 POWER = 0.8
@@ -24,20 +24,12 @@ MAX_RUNS = 100_000
 
 def to_test_scale(ref: MetricReference, margin: float) -> float:
     """The margin in the units the test works in."""
-    if ref.kind == "count":
-        return margin / 2  # Cliff's delta = 2 * (mean placement - 0.5)
-    if ref.kind == "continuous":
-        return math.log(margin)
-    return margin
+    return KINDS[ref.kind].to_test_scale(margin)
 
 
 def to_effect(ref: MetricReference, value: float) -> float:
     """A change on the test scale in the metric's effect units."""
-    if ref.kind == "count":
-        return min(1.0, max(-1.0, 2 * value))
-    if ref.kind == "continuous":
-        return math.exp(min(value, 50.0))
-    return value
+    return KINDS[ref.kind].to_effect(value)
 
 
 def _sides(ref: MetricReference) -> tuple[int, ...]:
@@ -64,21 +56,23 @@ def mde(
     """
     if n < 1 or ref.n < 1:
         return None
+    kind = KINDS[ref.kind]
     sides = _sides(ref)
     level_bar = bar / len(sides)
-    margin_t = to_test_scale(ref, margin)
+    margin_t = kind.to_test_scale(margin)
     found = []
     for side in sides:
-        if ref.kind == "binary" and exact:
-            value = _binary.mde(ref, n, level_bar, margin_t, level, side)
+        if kind.exact_mde is not None and exact:
+            value = kind.exact_mde(ref, n, level_bar, margin_t, level, side)
             found += [] if value is None else [value]
-        elif ref.kind == "binary":
+        elif kind.bounds is not None:
             value = _normal_mde(ref, n, level_bar, margin_t, level)
             # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
-            room = ref.estimate if side < 0 else 1.0 - ref.estimate
+            low, high = kind.bounds
+            room = ref.estimate - low if side < 0 else high - ref.estimate
             found += [value] if value <= room else []
         else:
-            found.append(to_effect(ref, _normal_mde(ref, n, level_bar, margin_t, level)))
+            found.append(kind.to_effect(_normal_mde(ref, n, level_bar, margin_t, level)))
     return max(found) if found else None
 
 

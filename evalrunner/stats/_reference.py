@@ -42,7 +42,8 @@ import numpy as np
 from scipy import optimize, special
 
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
-from evalrunner.stats._formulas import FloatArray, icc, placements, tie_factor
+from evalrunner.stats._formulas import FloatArray, icc
+from evalrunner.stats._kinds import KINDS, MetricKind
 from evalrunner.stats._observe import Coding, Runs, codings, concat
 from evalrunner.suite._metrics import Direction, Kind, family_of, metric
 from evalrunner.suite._record import CellKey, RunRecord
@@ -63,8 +64,6 @@ _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 PAIRED_FLOOR = 0.1
 """The least share of a run's variance pairing by dataset row may leave (at most 10 times
 the runs' worth): rows estimated to be perfectly repeatable are not taken at their word."""
-_LOG_VAR_FLOOR = 1e-4
-"""Log-scale run variance floor: identical token counts still allow a 1 % wobble."""
 
 
 @dataclass(frozen=True)
@@ -182,8 +181,7 @@ class MetricReference:
         at 1.0) has a sampling noise the baseline's never had, which then passed for
         night-to-night drift and widened the band that should have caught it.
         """
-        if self.kind == "count":
-            values = placements(values, self.sorted_base)
+        values = KINDS[self.kind].on_test_scale(values, self.sorted_base)
         n = values.size
         if n < 2:
             return float(values.mean()), self.within_var(n)
@@ -477,27 +475,28 @@ def _pools(own: Mapping[CellKey, Mapping[str, MetricReference]]) -> dict[str, di
 
 
 def _own_icc(
-    kind: Kind, per_night: Sequence[FloatArray], pooled: FloatArray
+    kind: MetricKind, per_night: Sequence[FloatArray], pooled: FloatArray
 ) -> tuple[float, int] | None:
-    if kind == "count":
+    if kind.ranked:
         if not pooled.size:
             return None
         ordered = np.sort(pooled)
-        per_night = [placements(v, ordered) for v in per_night]
+        per_night = [kind.on_test_scale(v, ordered) for v in per_night]
     return icc(per_night)
 
 
 def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     """One metric's reference from the cell's own nights (rho: its own estimate, unshrunk)."""
     info = metric(coding.metric)
+    kind = KINDS[info.kind]
     per_night = tuple(coding.values(night) for night in nights)
     values = np.concatenate(per_night) if per_night else np.zeros(0)
     n = values.size
-    own = _own_icc(info.kind, per_night, values)
+    own = _own_icc(kind, per_night, values)
     rho = PRIOR_ICC if own is None else min(max(own[0], 0.0), MAX_ICC)
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
-    moments = _moments(info.kind, values)
+    moments = kind.moments(values)
     paired, own = _paired(coding, nights, per_night, moments.sorted_base, own)
     return MetricReference(
         coding=coding,
@@ -537,11 +536,14 @@ def _paired(
     share = within_share(kind, values, flat, sorted_base)
     if share >= 1.0:
         return share, own
-    return share, _paired_icc(kind, per_night, flat, sorted_base) or own
+    return share, _paired_icc(KINDS[kind], per_night, flat, sorted_base) or own
 
 
 def _paired_icc(
-    kind: Kind, per_night: Sequence[FloatArray], rows: Sequence[str | None], sorted_base: FloatArray
+    kind: MetricKind,
+    per_night: Sequence[FloatArray],
+    rows: Sequence[str | None],
+    sorted_base: FloatArray,
 ) -> tuple[float, int] | None:
     """The intraclass correlation of runs by night with each row's own level removed,
     on the scale of the whole run variance.
@@ -552,7 +554,7 @@ def _paired_icc(
     spread within rows, would turn into false alarms under drift. Centring each run on
     its row's mean first gives the ANOVA the noise the paired test has.
     """
-    scale = [placements(v, sorted_base) for v in per_night] if kind == "count" else per_night
+    scale = [kind.on_test_scale(v, sorted_base) for v in per_night]
     flat = np.concatenate(scale) if scale else np.zeros(0)
     if flat.size < 2 or len(rows) != flat.size:
         return None
@@ -581,9 +583,10 @@ def within_share(
     night-to-night part, so the share is not understated by it. Rates and counts only:
     token and latency tests take tonight's own spread, which pairing does not change.
     """
-    if kind not in ("binary", "count") or None in rows or len(rows) != values.size:
+    found = KINDS[kind]
+    if not found.paired or None in rows or len(rows) != values.size:
         return 1.0
-    scale = placements(values, sorted_base) if kind == "count" else values
+    scale = found.on_test_scale(values, sorted_base)
     groups: dict[str | None, list[float]] = {}
     for value, row in zip(scale.tolist(), rows, strict=True):
         groups.setdefault(row, []).append(value)
@@ -594,33 +597,3 @@ def within_share(
     within = sum(float(((np.array(g) - np.mean(g)) ** 2).sum()) for g in groups.values()) / df
     within *= 1 + math.sqrt(2 / df)
     return min(1.0, max(PAIRED_FLOOR, within / total))
-
-
-@dataclass(frozen=True)
-class _Moments:
-    mean: float
-    run_var: float
-    sorted_base: FloatArray
-    shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
-
-
-def _moments(kind: Kind, values: FloatArray) -> _Moments:
-    """The null mean and run variance on the test scale, per kind."""
-    n = values.size
-    if kind == "binary":
-        mean = (float(values.sum()) + 0.5) / (n + 1)
-        return _Moments(mean, mean * (1 - mean), np.zeros(0))
-    if kind == "count":
-        ordered = np.sort(values)
-        # A baseline of identical counts would make any change infinitely significant:
-        # floor at the rank variance one differing run would leave.
-        var = max(tie_factor(ordered), 3.0 / (n + 1)) / 12.0 if n else 1 / 12
-        return _Moments(0.5, var, ordered)
-    if kind == "continuous":
-        var = float(values.var(ddof=1)) if n > 1 else 0.0
-        return _Moments(float(values.mean()) if n else 0.0, max(var, _LOG_VAR_FLOOR), np.zeros(0))
-    usual, other = float((values == 0).sum()), float((values == 1).sum())
-    total = n + 1.5
-    shares = ((usual + 0.5) / total, (other + 0.5) / total, 0.5 / total)
-    mean = shares[1] + 2 * shares[2]
-    return _Moments(mean, shares[1] + 4 * shares[2] - mean**2, np.zeros(0), shares)

@@ -48,6 +48,7 @@ from typing import Literal
 from evalrunner.stats._comparison import measure
 from evalrunner.stats._evidence_state import EvidenceState, halfway
 from evalrunner.stats._formulas import z_upper
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
@@ -63,12 +64,7 @@ PROMISE_ENTER = 0.1
 harmless a quarter of the time), and a false escalation is cheap because..."""
 PROMISE_GATING = 0.2
 """...after N, a cell keeps escalating only while a gating metric stays this promising."""
-PROMISE_ADAPTIVE: dict[Kind, float] = {
-    "binary": 0.1,
-    "categorical": 0.1,
-    "count": 0.4,
-    "continuous": 0.4,
-}
+PROMISE_ADAPTIVE: dict[Kind, float] = {name: kind.adaptive_promise for name, kind in KINDS.items()}
 """The adaptive look (half of N): run on to N while some metric would be flagged at N with this
 chance, by the metric's kind. Rates and paths move in coarse steps at 10 runs, so their look is
 lenient; counts, tokens and latency say more per run, and an unchanged cell has many of them
