@@ -123,15 +123,21 @@ def compare_night(
     )
     final, i = [], 0
     for c, cell in zip(cells, out, strict=True):
-        mine = results[i : i + len(cell.results)]
+        final.append(_decided(c, cell, refs[cell.key], results[i : i + len(cell.results)]))
         i += len(cell.results)
-        ref = refs[cell.key]
-        known = [_known(r, ref.tolerance.fdr_q, ref.young) for r in mine]
-        before = start(c.evidence, ref.anchor, ref.tolerance.season_nights)
-        failed = [r.metric for r in known if r.fails_night]
-        evidence = restarted(cell.evidence, failed, before)
-        final.append(CellComparison(cell.key, known, evidence, cell.gating, cell.notes))
     return NightComparison(final)
+
+
+def _decided(
+    c: CellNight, cell: CellComparison, ref: CellReference, results: list[MetricResult]
+) -> CellComparison:
+    """A cell with its verdicts decided across the night: inconclusive ones say what is
+    known, and the evidence of a metric that failed the night restarts."""
+    known = [_known(r, ref.tolerance.fdr_q, ref.young) for r in results]
+    before = start(c.evidence, ref.anchor, ref.tolerance.season_nights)
+    failed = [r.metric for r in known if r.fails_night]
+    evidence = restarted(cell.evidence, failed, before)
+    return CellComparison(cell.key, known, evidence, cell.gating, cell.notes)
 
 
 def _fits(refs: Mapping[CellKey, CellReference], cells: Sequence[CellNight]) -> bool:

@@ -59,21 +59,15 @@ class Runs:
         for r in records:
             attempted += 1
             infra += r.outcome == "infra_error"
-        columns = {
-            name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
-            for name in (*_COUNTS, *_CONTINUOUS)
-        }
         return cls(
             attempted=attempted,
             infra=infra,
             outcome=tuple(r.outcome for r in kept),
             valid=tuple(i for i, r in enumerate(kept) if r.outcome in ("passed", "failed")),
-            numbers=columns,
+            numbers=_numbers(kept),
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
-            scores=_unless_empty([r.scores for r in kept], {}),
-            rows=_unless_empty([r.row for r in kept], None),
-            judge_agreed=_unless_empty([r.judge_agreed for r in kept], None),
+            **_optional_columns(kept),
         )
 
     @property
@@ -99,6 +93,23 @@ class Runs:
 
     def score_names(self) -> set[str]:
         return {name for i in self.valid if self.scores for name in self.scores[i]}
+
+
+def _numbers(kept: Sequence[RunRecord]) -> dict[str, FloatArray]:
+    """The count and continuous columns of the runs kept."""
+    return {
+        name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
+        for name in (*_COUNTS, *_CONTINUOUS)
+    }
+
+
+def _optional_columns(kept: Sequence[RunRecord]) -> dict[str, tuple[Any, ...]]:
+    """The columns most suites leave empty: scores, dataset rows, judge agreement."""
+    return {
+        "scores": _unless_empty([r.scores for r in kept], {}),
+        "rows": _unless_empty([r.row for r in kept], None),
+        "judge_agreed": _unless_empty([r.judge_agreed for r in kept], None),
+    }
 
 
 def modal(values: Iterable[Hashable]) -> Hashable:
@@ -199,11 +210,16 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
         out.append(_answer_coding(pooled, answered))
     out.append(Coding("first_tool", modal(t[0] if t else None for t in tools_b)))
     out += [Coding(m) for m in ("llm_calls", "tool_calls", *_CONTINUOUS)]
+    out += _tool_codings(tools_b, tonight)
+    return out + _check_codings(pooled, tonight)
+
+
+def _tool_codings(tools_b: Sequence[tuple[str, ...]], tonight: Runs | None) -> list[Coding]:
+    """``tool_used:<name>`` for every tool seen on either side."""
     seen = {t for seq in tools_b for t in seq}
     if tonight is not None:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
-    out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
-    return out + _check_codings(pooled, tonight)
+    return [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
 
 
 def _answer_coding(pooled: Runs, answered: Sequence[int]) -> Coding:
@@ -238,16 +254,11 @@ def concat(parts: Sequence[Runs]) -> Runs:
         name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
         for name in (*_COUNTS, *_CONTINUOUS)
     }
-    valid: list[int] = []
-    offset = 0
-    for part in parts:
-        valid += [offset + i for i in part.valid]
-        offset += part.n
     return Runs(
         attempted=sum(p.attempted for p in parts),
         infra=sum(p.infra for p in parts),
         outcome=tuple(o for p in parts for o in p.outcome),
-        valid=tuple(valid),
+        valid=_valid(parts),
         numbers=numbers,
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
@@ -255,6 +266,16 @@ def concat(parts: Sequence[Runs]) -> Runs:
         rows=_pooled(parts, "rows", None),
         judge_agreed=_pooled(parts, "judge_agreed", None),
     )
+
+
+def _valid(parts: Sequence[Runs]) -> tuple[int, ...]:
+    """The parts' valid runs as indices into the parts pooled."""
+    valid: list[int] = []
+    offset = 0
+    for part in parts:
+        valid += [offset + i for i in part.valid]
+        offset += part.n
+    return tuple(valid)
 
 
 def _unless_empty(values: list[T], empty: T) -> tuple[T, ...]:

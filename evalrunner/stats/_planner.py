@@ -123,18 +123,7 @@ def plan(
 
 def _totals(cells: list[CellPlan], level: float) -> Plan:
     planned = [min(c.budget, c.runs_needed or c.runs) for c in cells]
-    lines = [
-        f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs "
-        + (
-            f"{m.runs_for_margin} runs, budget {c.budget}"
-            + (f"; or a baseline of {_nights(k)}" if (k := m.nights_for_margin) else "")
-            if m.runs_for_margin
-            else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
-        )
-        for c in cells
-        for m in c.metrics
-        if not m.attainable
-    ]
+    lines = [_unattainable(c, m) for c in cells for m in c.metrics if not m.attainable]
     return Plan(
         cells=cells,
         level=level,
@@ -145,6 +134,16 @@ def _totals(cells: list[CellPlan], level: float) -> Plan:
         tokens_now=sum(c.runs * c.tokens_per_run for c in cells),
         tokens_planned=sum(p * c.tokens_per_run for p, c in zip(planned, cells, strict=True)),
         unattainable=lines,
+    )
+
+
+def _unattainable(c: CellPlan, m: MetricPlan) -> str:
+    """The line saying what a metric's margin would need."""
+    return f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs " + (
+        f"{m.runs_for_margin} runs, budget {c.budget}"
+        + (f"; or a baseline of {_nights(k)}" if (k := m.nights_for_margin) else "")
+        if m.runs_for_margin
+        else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
     )
 
 

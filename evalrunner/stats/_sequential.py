@@ -187,13 +187,7 @@ def decide(
     watched = _watched(reference, evidence) if done >= budget.runs and runs.outcome else []
     keep = [look for look in looks if look.suspicious]
     if not keep and not watched:
-        best = max(looks, key=lambda look: look.promise, default=None)
-        why = (
-            ""
-            if best is None
-            else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
-        )
-        return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
+        return _nothing_suspicious(looks, done, target)
     more = min(budget.batch, target - done)
     said = [k.said(target) for k in keep]
     said += [f"{name} (evidence since the anchor halfway to its boundary)" for name in watched]
@@ -204,6 +198,16 @@ def decide(
         f"after {done} runs {', '.join(said)}: {more} more (cap {budget.cap})",
         tuple(k.metric for k in keep) + tuple(watched),
     )
+
+
+def _nothing_suspicious(looks: Sequence[_Look], done: int, target: int) -> Step:
+    best = max(looks, key=lambda look: look.promise, default=None)
+    why = (
+        ""
+        if best is None
+        else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
+    )
+    return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
 
 
 def _fixed_step(reference: CellReference, done: int, budget: Budget) -> Step | None:
