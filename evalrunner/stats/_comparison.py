@@ -111,9 +111,7 @@ def compare_night(
     for escalation; the same baselines and evidence give the same fit. A fit of another set
     of cells is not used (the suite-wide pooling depends on the set).
     """
-    refs = references
-    if refs is None or not _fits(refs, cells):
-        refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
+    refs = _fitted(cells, references)
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = _family_sizes(drafts, refs)
     out = [_cell(c, refs[c.key], drafts[c.key], family) for c in cells]
@@ -138,6 +136,15 @@ def _decided(
     failed = [r.metric for r in known if r.fails_night]
     evidence = restarted(cell.evidence, failed, before)
     return CellComparison(cell.key, known, evidence, cell.gating, cell.notes)
+
+
+def _fitted(
+    cells: Sequence[CellNight], references: Mapping[CellKey, CellReference] | None
+) -> Mapping[CellKey, CellReference]:
+    """``references`` where they are a fit of these cells, else a fit made here."""
+    if references is not None and _fits(references, cells):
+        return references
+    return fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
 
 
 def _fits(refs: Mapping[CellKey, CellReference], cells: Sequence[CellNight]) -> bool:

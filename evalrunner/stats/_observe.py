@@ -250,22 +250,25 @@ def _check_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
 
 def concat(parts: Sequence[Runs]) -> Runs:
     """Several nights pooled into one."""
-    numbers = {
-        name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
-        for name in (*_COUNTS, *_CONTINUOUS)
-    }
     return Runs(
         attempted=sum(p.attempted for p in parts),
         infra=sum(p.infra for p in parts),
         outcome=tuple(o for p in parts for o in p.outcome),
         valid=_valid(parts),
-        numbers=numbers,
+        numbers=_pooled_numbers(parts),
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
         scores=_pooled(parts, "scores", {}),
         rows=_pooled(parts, "rows", None),
         judge_agreed=_pooled(parts, "judge_agreed", None),
     )
+
+
+def _pooled_numbers(parts: Sequence[Runs]) -> dict[str, FloatArray]:
+    return {
+        name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
+        for name in (*_COUNTS, *_CONTINUOUS)
+    }
 
 
 def _valid(parts: Sequence[Runs]) -> tuple[int, ...]:

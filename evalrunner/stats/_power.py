@@ -56,24 +56,27 @@ def mde(
     """
     if n < 1 or ref.n < 1:
         return None
-    kind = KINDS[ref.kind]
     sides = _sides(ref)
     level_bar = bar / len(sides)
-    margin_t = kind.to_test_scale(margin)
-    found = []
-    for side in sides:
-        if kind.exact_mde is not None and exact:
-            value = kind.exact_mde(ref, n, level_bar, margin_t, level, side)
-            found += [] if value is None else [value]
-        elif kind.bounds is not None:
-            value = _normal_mde(ref, n, level_bar, margin_t, level)
-            # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
-            low, high = kind.bounds
-            room = ref.estimate - low if side < 0 else high - ref.estimate
-            found += [value] if value <= room else []
-        else:
-            found.append(kind.to_effect(_normal_mde(ref, n, level_bar, margin_t, level)))
-    return max(found) if found else None
+    margin_t = to_test_scale(ref, margin)
+    found = [_side_mde(ref, n, level_bar, margin_t, level, side, exact) for side in sides]
+    return max((value for value in found if value is not None), default=None)
+
+
+def _side_mde(
+    ref: MetricReference, n: int, bar: float, margin_t: float, level: float, side: int, exact: bool
+) -> float | None:
+    """One side's MDE (effect units), None where that side cannot be flagged."""
+    kind = KINDS[ref.kind]
+    if kind.exact_mde is not None and exact:
+        return kind.exact_mde(ref, n, bar, margin_t, level, side)
+    value = _normal_mde(ref, n, bar, margin_t, level)
+    if kind.bounds is None:
+        return kind.to_effect(value)
+    # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
+    low, high = kind.bounds
+    room = ref.estimate - low if side < 0 else high - ref.estimate
+    return value if value <= room else None
 
 
 def runs_needed(ref: MetricReference, bar: float, margin: float, level: float) -> int | None:

@@ -188,6 +188,13 @@ def decide(
     keep = [look for look in looks if look.suspicious]
     if not keep and not watched:
         return _nothing_suspicious(looks, done, target)
+    return _run_on(keep, watched, done, target, budget)
+
+
+def _run_on(
+    keep: Sequence[_Look], watched: Sequence[str], done: int, target: int, budget: Budget
+) -> Step:
+    """Another batch, and the metrics that asked for it."""
     more = min(budget.batch, target - done)
     said = [k.said(target) for k in keep]
     said += [f"{name} (evidence since the anchor halfway to its boundary)" for name in watched]
