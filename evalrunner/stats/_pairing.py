@@ -33,16 +33,23 @@ def paired_share(
     """(within_share, own rho): what pairing by dataset row leaves of the run variance and
     the night share estimated as tonight's paired test will use it (with the rows' own
     differences removed from each night's spread); (1, own) without rows."""
-    rows = [coding.rows(night) for night in nights]
-    if not rows or any(part is None for part in rows):
+    flat = _rows(coding, nights)
+    if flat is None:
         return 1.0, own
-    flat = [row for part in rows for row in part or ()]
     kind = metric(coding.metric).kind
     values = np.concatenate(per_night) if per_night else np.zeros(0)
     share = within_share(kind, values, flat, sorted_base)
     if share >= 1.0:
         return share, own
     return share, _paired_icc(KINDS[kind], per_night, flat, sorted_base) or own
+
+
+def _rows(coding: Coding, nights: Sequence[Runs]) -> list[str | None] | None:
+    """Every value's dataset row, night after night; None unless every night has rows."""
+    rows = [coding.rows(night) for night in nights]
+    if not rows or any(part is None for part in rows):
+        return None
+    return [row for part in rows for row in part or ()]
 
 
 def _paired_icc(

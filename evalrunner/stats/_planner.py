@@ -124,16 +124,27 @@ def plan(
 def _totals(cells: list[CellPlan], level: float) -> Plan:
     planned = [min(c.budget, c.runs_needed or c.runs) for c in cells]
     lines = [_unattainable(c, m) for c in cells for m in c.metrics if not m.attainable]
+    runs_now, calls_now, tokens_now = _cost(cells, [c.runs for c in cells])
+    runs_planned, calls_planned, tokens_planned = _cost(cells, planned)
     return Plan(
         cells=cells,
         level=level,
-        runs_now=sum(c.runs for c in cells),
-        runs_planned=sum(planned),
-        calls_now=sum(c.runs * c.calls_per_run for c in cells),
-        calls_planned=sum(p * c.calls_per_run for p, c in zip(planned, cells, strict=True)),
-        tokens_now=sum(c.runs * c.tokens_per_run for c in cells),
-        tokens_planned=sum(p * c.tokens_per_run for p, c in zip(planned, cells, strict=True)),
+        runs_now=runs_now,
+        runs_planned=runs_planned,
+        calls_now=calls_now,
+        calls_planned=calls_planned,
+        tokens_now=tokens_now,
+        tokens_planned=tokens_planned,
         unattainable=lines,
+    )
+
+
+def _cost(cells: list[CellPlan], runs: list[int]) -> tuple[int, float, float]:
+    """Runs, LLM calls and tokens a night of ``runs`` per cell costs."""
+    return (
+        sum(runs),
+        sum(r * c.calls_per_run for r, c in zip(runs, cells, strict=True)),
+        sum(r * c.tokens_per_run for r, c in zip(runs, cells, strict=True)),
     )
 
 

@@ -61,16 +61,23 @@ def judge(result: MetricResult, fdr_q: float) -> tuple[Verdict, FlagSource | Non
     flag: Verdict = "changed" if result.direction == "changed" else "regression"
     if _at_most(result.q, fdr_q) and reaches(result, result.effect_ci, harmful=True):
         return flag, "tonight"
-    alarm = result.evidence_threshold is not None and _at_least(
-        result.evidence, result.evidence_threshold
-    )
-    if alarm and reaches(result, result.evidence_ci, harmful=True, effect=result.evidence_effect):
+    if _alarmed(result):
         return flag, "evidence"
     if _at_most(result.q_improvement, fdr_q) and reaches(result, result.effect_ci, harmful=False):
         return "improvement", "tonight"
     if rules_out(result):
         return "ok", None
     return "inconclusive", None
+
+
+def _alarmed(result: MetricResult) -> bool:
+    """The evidence since the anchor reached its threshold, its change the margin."""
+    alarm = result.evidence_threshold is not None and _at_least(
+        result.evidence, result.evidence_threshold
+    )
+    return alarm and reaches(
+        result, result.evidence_ci, harmful=True, effect=result.evidence_effect
+    )
 
 
 def _at_most(value: float | None, limit: float) -> bool:
