@@ -66,13 +66,14 @@ PROMISE_GATING = 0.2
 """...after N, a cell keeps escalating only while a gating metric stays this promising."""
 PROMISE_ADAPTIVE: dict[Kind, float] = {name: kind.adaptive_promise for name, kind in KINDS.items()}
 """The adaptive look (half of N): run on to N while some metric would be flagged at N with this
-chance, by the metric's kind. Rates and paths move in coarse steps at 10 runs, so their look is
-lenient; counts, tokens and latency say more per run, and an unchanged cell has many of them
-(each one a chance to look promising by luck), so theirs is strict. Chosen by simulation
-(benchmarks/calibrate_stats.py, adaptive table): in a 5-scenario suite one threshold of 0.2 for
-every kind saved 39 % of runs and lost 4-6.5 points on a rate; these (with the later looks'
-bars below) save ~43 % and lose 3-3.5 points (bigger suites scale them: PROMISE_ADAPTIVE_CELLS;
-docs/calibration.md)."""
+chance, by the metric's kind (each kind's ``adaptive_promise`` in
+:data:`~evalrunner.stats._kinds.KINDS`; the calibration script overrides them here). Rates and
+paths move in coarse steps at 10 runs, so their look is lenient; counts, tokens and latency say
+more per run, and an unchanged cell has many of them (each one a chance to look promising by
+luck), so theirs is strict. Chosen by simulation (benchmarks/calibrate_stats.py, adaptive
+table): in a 5-scenario suite one threshold of 0.2 for every kind saved 39 % of runs and lost
+4-6.5 points on a rate; these (with the later looks' bars below) save ~43 % and lose 3-3.5
+points (bigger suites scale them: PROMISE_ADAPTIVE_CELLS; docs/calibration.md)."""
 PROMISE_ADAPTIVE_LATER = 0.5
 """The looks after the first and before N use PROMISE_ADAPTIVE times this. A cell that got
 past the first look had something promising there; halving the bar at the later looks keeps
