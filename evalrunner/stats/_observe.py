@@ -148,8 +148,7 @@ class Coding:
         if name.startswith(SCORE + ":"):
             return runs.valid_scores(name.partition(":")[2])
         if name == JUDGE_AGREEMENT:
-            graded = [runs.judge_agreed[i] for i in runs.valid] if runs.judge_agreed else []
-            return np.array([a for a in graded if a is not None], dtype=float)
+            return _agreed(runs)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
@@ -176,12 +175,15 @@ class Coding:
         if name == "first_tool":
             return [(t[0] if t else None) == self.usual for t in runs.valid_tools()]
         if name == "tool_sequence":
-            return [
-                0.0 if t == self.usual else 1.0 if t in self.known else 2.0
-                for t in runs.valid_tools()
-            ]
+            return self._atypicality(runs)
         tool = name.partition(":")[2]
         return [tool in t for t in runs.valid_tools()]
+
+    def _atypicality(self, runs: Runs) -> list[float]:
+        """tool_sequence per valid run: 0 the usual path, 1 another known one, 2 a new one."""
+        return [
+            0.0 if t == self.usual else 1.0 if t in self.known else 2.0 for t in runs.valid_tools()
+        ]
 
     def _usual_answers(self, runs: Runs) -> list[float]:
         """final_answer_match per valid run: its row's usual answer in a dataset scenario."""
@@ -192,6 +194,12 @@ class Coding:
         return [
             (u := usual.get(rows[i] or "")) is not None and runs.answers[i] == u for i in runs.valid
         ]
+
+
+def _agreed(runs: Runs) -> FloatArray:
+    """judge_agreement per valid run its judge graded twice."""
+    graded = [runs.judge_agreed[i] for i in runs.valid] if runs.judge_agreed else []
+    return np.array([a for a in graded if a is not None], dtype=float)
 
 
 def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
