@@ -104,7 +104,7 @@ def compare_pairs(
     ``references``: the fit of these pairs' baselines and evidence when the caller already
     made it (the night's escalation did); see :func:`evalrunner.stats.compare_night`.
     """
-    from evalrunner.stats._night import CellNight, compare_night
+    from evalrunner.stats._comparison import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
 
     cells = [

@@ -22,10 +22,15 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from evalrunner.stats._comparison import (
+        CellComparison,
+        CellNight,
+        NightComparison,
+        compare_night,
+    )
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._formulas import pass_at_k, pass_hat_k
     from evalrunner.stats._metric_result import MetricResult, Verdict
-    from evalrunner.stats._night import CellComparison, CellNight, NightComparison, compare_night
     from evalrunner.stats._planner import Plan, plan
     from evalrunner.stats._reference import CellBaseline, CellReference, fit_references
     from evalrunner.stats._sequential import Budget, Driven, Step, decide, drive
@@ -35,10 +40,10 @@ _WHERE: dict[str, str] = {
     "EvidenceState": "evalrunner.stats._evidence_state",
     "pass_at_k": "evalrunner.stats._formulas",
     "pass_hat_k": "evalrunner.stats._formulas",
-    "CellComparison": "evalrunner.stats._night",
-    "CellNight": "evalrunner.stats._night",
-    "NightComparison": "evalrunner.stats._night",
-    "compare_night": "evalrunner.stats._night",
+    "CellComparison": "evalrunner.stats._comparison",
+    "CellNight": "evalrunner.stats._comparison",
+    "NightComparison": "evalrunner.stats._comparison",
+    "compare_night": "evalrunner.stats._comparison",
     "Plan": "evalrunner.stats._planner",
     "plan": "evalrunner.stats._planner",
     "CellBaseline": "evalrunner.stats._reference",

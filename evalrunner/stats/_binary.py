@@ -26,8 +26,7 @@ from evalrunner.stats._formulas import (
     newcombe_diff,
     wilson,
 )
-from evalrunner.stats._measured import Measured, mid_z
-from evalrunner.stats._reference import MetricReference
+from evalrunner.stats._measured import Measured, Moments, Reference, mid_z
 
 _NODES = 12
 """Gauss-Hermite nodes per dimension (baseline rate, night effect)."""
@@ -42,7 +41,7 @@ def _hermite(count: int) -> tuple[FloatArray, FloatArray]:
     return nodes, weights / weights.sum()
 
 
-def effective_baseline(ref: MetricReference) -> tuple[float, float]:
+def effective_baseline(ref: Reference) -> tuple[float, float]:
     """(k, n) of an unclustered sample as precise as the clustered baseline."""
     n_eff = max(ref.run_var / ref.base_var, 1.0)
     return ref.estimate * n_eff, n_eff
@@ -69,7 +68,7 @@ def _night_shifts(icc: float, rate: float | FloatArray) -> tuple[FloatArray, Flo
     return np.multiply.outer(tau, nodes), weights
 
 
-def predictive_pmf(ref: MetricReference, n: int) -> FloatArray:
+def predictive_pmf(ref: Reference, n: int) -> FloatArray:
     """P(tonight's count = 0..n) when nothing changed."""
     k_b, n_b = effective_baseline(ref)
     nodes, weights = _hermite(_NODES)
@@ -82,7 +81,14 @@ def predictive_pmf(ref: MetricReference, n: int) -> FloatArray:
     return out
 
 
-def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
+def moments(values: FloatArray) -> Moments:
+    """The null mean (a smoothed rate) and its run variance."""
+    n = values.size
+    mean = (float(values.sum()) + 0.5) / (n + 1)
+    return Moments(mean, mean * (1 - mean), np.zeros(0))
+
+
+def measure(ref: Reference, values: FloatArray, level: float) -> Measured:
     n_runs, passed = values.size, int(values.sum() + 0.5)
     # Runs paired by dataset row count as the exchangeable runs they are worth.
     n = ref.effective_runs(n_runs)
@@ -109,9 +115,7 @@ def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
     )
 
 
-def mde(
-    ref: MetricReference, n: int, bar: float, margin: float, level: float, side: int
-) -> float | None:
+def mde(ref: Reference, n: int, bar: float, margin: float, level: float, side: int) -> float | None:
     """Smallest drop (side -1) or rise (+1) in the rate flagged with probability 0.8 at n runs.
 
     Exact: a night count is flagged when its predictive tail is <= ``bar`` and its

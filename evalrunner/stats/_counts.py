@@ -34,8 +34,7 @@ import numpy as np
 from scipy import special
 
 from evalrunner.stats._formulas import FloatArray, normal_sf, placements, tie_factor
-from evalrunner.stats._measured import Measured, normal_interval
-from evalrunner.stats._reference import MetricReference
+from evalrunner.stats._measured import Measured, Moments, Reference, normal_interval
 
 EXACT_UP_TO = 20
 """Nights of at most this many runs get the exact tail (above it the normal one holds)."""
@@ -51,7 +50,17 @@ _BEYOND = 0.5
 """Runs' worth of predictive weight on a count below / above all the baseline's."""
 
 
-def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
+def moments(values: FloatArray) -> Moments:
+    """Placements: a null mean of 0.5, the tie-corrected rank variance, the sorted baseline."""
+    n = values.size
+    ordered = np.sort(values)
+    # A baseline of identical counts would make any change infinitely significant:
+    # floor at the rank variance one differing run would leave.
+    var = max(tie_factor(ordered), 3.0 / (n + 1)) / 12.0 if n else 1 / 12
+    return Moments(0.5, var, ordered)
+
+
+def measure(ref: Reference, values: FloatArray, level: float) -> Measured:
     n, base = values.size, ref.sorted_base
     placed = placements(values, base)
     x = float(placed.mean())
@@ -145,7 +154,7 @@ def _sum_pmf(steps: tuple[int, ...], weights: tuple[float, ...], n: int, grid: i
     return row
 
 
-def _log_location(ref: MetricReference, values: FloatArray) -> tuple[float, float]:
+def _log_location(ref: Reference, values: FloatArray) -> tuple[float, float]:
     """One-sided p values of tonight's mean log count against the baseline's, nights as clusters."""
     base = np.log1p(ref.sorted_base)
     tonight = np.log1p(values)
@@ -162,7 +171,7 @@ def _log_location(ref: MetricReference, values: FloatArray) -> tuple[float, floa
     return normal_sf(-z), normal_sf(z)
 
 
-def _mean_var(ref: MetricReference) -> float:
+def _mean_var(ref: Reference) -> float:
     """Variance of the baseline's mean count, its nights as clusters."""
     values = ref.sorted_base
     if values.size < 2:

@@ -47,8 +47,8 @@ from evalrunner.stats._evidence_state import (
     MetricEvidence,
 )
 from evalrunner.stats._formulas import FloatArray, z_upper
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._measured import Measured
-from evalrunner.stats._power import to_effect
 from evalrunner.stats._reference import MetricReference
 
 FIRST_LOOK = 2
@@ -182,18 +182,15 @@ def add_night(
             boundary=limit,
             **_pair(before, *means[name]),
         )
-        centre = total / weight - (
-            ref.mean if ref.kind in ("count", "continuous") else ref.estimate
-        )
+        kind = KINDS[ref.kind]
+        centre = total / weight - (ref.estimate if kind.smoothed else ref.mean)
         half = z_upper((1 - level) / 2) * math.sqrt(spread)
-        low, high = to_effect(ref, centre - half), to_effect(ref, centre + half)
-        if ref.kind == "binary":
-            low, high = max(low, -1.0), min(high, 1.0)
+        low, high = kind.clipped(kind.to_effect(centre - half), kind.to_effect(centre + half))
         out[name] = Accumulated(
             z=z,
             boundary=limit,
             nights=before.nights + 1,
-            effect=to_effect(ref, centre),
+            effect=kind.to_effect(centre),
             effect_ci=(low, high),
         )
     update = {"nights": state.nights + 1, "metrics": metrics}

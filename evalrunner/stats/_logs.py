@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from evalrunner.stats._formulas import FloatArray, normal_sf
-from evalrunner.stats._measured import Measured, normal_interval
+from evalrunner.stats._measured import Measured, Moments, Reference, normal_interval
 from evalrunner.stats._observe import LOG_OFFSETS
-from evalrunner.stats._reference import MetricReference
+
+_LOG_VAR_FLOOR = 1e-4
+"""Log-scale run variance floor: identical token counts still allow a 1 % wobble."""
 
 
-def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
+def moments(values: FloatArray) -> Moments:
+    """The mean log value and its run variance (floored)."""
+    n = values.size
+    var = float(values.var(ddof=1)) if n > 1 else 0.0
+    return Moments(float(values.mean()) if n else 0.0, max(var, _LOG_VAR_FLOOR), np.zeros(0))
+
+
+def measure(ref: Reference, values: FloatArray, level: float) -> Measured:
     n = values.size
     x = float(values.mean())
     own = float(values.var(ddof=1)) / n if n > 1 else 0.0

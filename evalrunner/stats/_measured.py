@@ -1,12 +1,64 @@
-"""Tonight against one metric's reference: the numbers every kind's test produces."""
+"""Tonight against one metric's reference: what every kind's test reads and produces."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from evalrunner.stats._formulas import z_upper
+import numpy as np
+
+from evalrunner.stats._formulas import FloatArray, z_upper
+from evalrunner.stats._observe import Coding
 from evalrunner.suite._metrics import Direction
+
+
+class Reference(Protocol):
+    """What a kind's test reads of a metric's fitted reference
+    (:class:`~evalrunner.stats._reference.MetricReference` is the one there is). A protocol,
+    so that the kinds' tests sit below the reference that dispatches on them."""
+
+    @property
+    def coding(self) -> Coding: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def nights(self) -> tuple[FloatArray, ...]: ...
+    @property
+    def estimate(self) -> float: ...
+    @property
+    def mean(self) -> float: ...
+    @property
+    def run_var(self) -> float: ...
+    @property
+    def icc(self) -> float: ...
+    @property
+    def size_sq(self) -> float: ...
+    @property
+    def sorted_base(self) -> FloatArray: ...
+    @property
+    def shares(self) -> tuple[float, float, float]: ...
+    @property
+    def within_share(self) -> float: ...
+    @property
+    def night_var(self) -> float: ...
+    @property
+    def base_var(self) -> float: ...
+    def within_var(self, n: int) -> float: ...
+    def null_var(self, n: int) -> float: ...
+    def effective_runs(self, n: int) -> int: ...
+
+
+@dataclass(frozen=True)
+class Moments:
+    """A baseline's null mean and run variance on its kind's test scale."""
+
+    mean: float
+    run_var: float
+    sorted_base: FloatArray = field(default_factory=lambda: np.zeros(0))
+    """Counts: every baseline value, sorted (placements are taken against it)."""
+    shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    """Tool paths: smoothed baseline shares of (usual path, other known path, new path)."""
 
 
 @dataclass(frozen=True)

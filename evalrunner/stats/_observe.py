@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED, metric
+from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED
 from evalrunner.suite._record import RunRecord
 
 LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
@@ -59,21 +59,15 @@ class Runs:
         for r in records:
             attempted += 1
             infra += r.outcome == "infra_error"
-        columns = {
-            name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
-            for name in (*_COUNTS, *_CONTINUOUS)
-        }
         return cls(
             attempted=attempted,
             infra=infra,
             outcome=tuple(r.outcome for r in kept),
             valid=tuple(i for i, r in enumerate(kept) if r.outcome in ("passed", "failed")),
-            numbers=columns,
+            numbers=_numbers(kept),
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
-            scores=_unless_empty([r.scores for r in kept], {}),
-            rows=_unless_empty([r.row for r in kept], None),
-            judge_agreed=_unless_empty([r.judge_agreed for r in kept], None),
+            **_optional_columns(kept),
         )
 
     @property
@@ -99,6 +93,23 @@ class Runs:
 
     def score_names(self) -> set[str]:
         return {name for i in self.valid if self.scores for name in self.scores[i]}
+
+
+def _numbers(kept: Sequence[RunRecord]) -> dict[str, FloatArray]:
+    """The count and continuous columns of the runs kept."""
+    return {
+        name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
+        for name in (*_COUNTS, *_CONTINUOUS)
+    }
+
+
+def _optional_columns(kept: Sequence[RunRecord]) -> dict[str, tuple[Any, ...]]:
+    """The columns most suites leave empty: scores, dataset rows, judge agreement."""
+    return {
+        "scores": _unless_empty([r.scores for r in kept], {}),
+        "rows": _unless_empty([r.row for r in kept], None),
+        "judge_agreed": _unless_empty([r.judge_agreed for r in kept], None),
+    }
 
 
 def modal(values: Iterable[Hashable]) -> Hashable:
@@ -137,8 +148,7 @@ class Coding:
         if name.startswith(SCORE + ":"):
             return runs.valid_scores(name.partition(":")[2])
         if name == JUDGE_AGREEMENT:
-            graded = [runs.judge_agreed[i] for i in runs.valid] if runs.judge_agreed else []
-            return np.array([a for a in graded if a is not None], dtype=float)
+            return _agreed(runs)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
@@ -165,12 +175,15 @@ class Coding:
         if name == "first_tool":
             return [(t[0] if t else None) == self.usual for t in runs.valid_tools()]
         if name == "tool_sequence":
-            return [
-                0.0 if t == self.usual else 1.0 if t in self.known else 2.0
-                for t in runs.valid_tools()
-            ]
+            return self._atypicality(runs)
         tool = name.partition(":")[2]
         return [tool in t for t in runs.valid_tools()]
+
+    def _atypicality(self, runs: Runs) -> list[float]:
+        """tool_sequence per valid run: 0 the usual path, 1 another known one, 2 a new one."""
+        return [
+            0.0 if t == self.usual else 1.0 if t in self.known else 2.0 for t in runs.valid_tools()
+        ]
 
     def _usual_answers(self, runs: Runs) -> list[float]:
         """final_answer_match per valid run: its row's usual answer in a dataset scenario."""
@@ -181,6 +194,12 @@ class Coding:
         return [
             (u := usual.get(rows[i] or "")) is not None and runs.answers[i] == u for i in runs.valid
         ]
+
+
+def _agreed(runs: Runs) -> FloatArray:
+    """judge_agreement per valid run its judge graded twice."""
+    graded = [runs.judge_agreed[i] for i in runs.valid] if runs.judge_agreed else []
+    return np.array([a for a in graded if a is not None], dtype=float)
 
 
 def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
@@ -199,11 +218,16 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
         out.append(_answer_coding(pooled, answered))
     out.append(Coding("first_tool", modal(t[0] if t else None for t in tools_b)))
     out += [Coding(m) for m in ("llm_calls", "tool_calls", *_CONTINUOUS)]
+    out += _tool_codings(tools_b, tonight)
+    return out + _check_codings(pooled, tonight)
+
+
+def _tool_codings(tools_b: Sequence[tuple[str, ...]], tonight: Runs | None) -> list[Coding]:
+    """``tool_used:<name>`` for every tool seen on either side."""
     seen = {t for seq in tools_b for t in seq}
     if tonight is not None:
         seen |= {t for seq in tonight.valid_tools() for t in seq}
-    out += [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
-    return out + _check_codings(pooled, tonight)
+    return [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
 
 
 def _answer_coding(pooled: Runs, answered: Sequence[int]) -> Coding:
@@ -234,27 +258,35 @@ def _check_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
 
 def concat(parts: Sequence[Runs]) -> Runs:
     """Several nights pooled into one."""
-    numbers = {
-        name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
-        for name in (*_COUNTS, *_CONTINUOUS)
-    }
-    valid: list[int] = []
-    offset = 0
-    for part in parts:
-        valid += [offset + i for i in part.valid]
-        offset += part.n
     return Runs(
         attempted=sum(p.attempted for p in parts),
         infra=sum(p.infra for p in parts),
         outcome=tuple(o for p in parts for o in p.outcome),
-        valid=tuple(valid),
-        numbers=numbers,
+        valid=_valid(parts),
+        numbers=_pooled_numbers(parts),
         tools=tuple(t for p in parts for t in p.tools),
         answers=tuple(a for p in parts for a in p.answers),
         scores=_pooled(parts, "scores", {}),
         rows=_pooled(parts, "rows", None),
         judge_agreed=_pooled(parts, "judge_agreed", None),
     )
+
+
+def _pooled_numbers(parts: Sequence[Runs]) -> dict[str, FloatArray]:
+    return {
+        name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
+        for name in (*_COUNTS, *_CONTINUOUS)
+    }
+
+
+def _valid(parts: Sequence[Runs]) -> tuple[int, ...]:
+    """The parts' valid runs as indices into the parts pooled."""
+    valid: list[int] = []
+    offset = 0
+    for part in parts:
+        valid += [offset + i for i in part.valid]
+        offset += part.n
+    return tuple(valid)
 
 
 def _unless_empty(values: list[T], empty: T) -> tuple[T, ...]:
@@ -271,10 +303,6 @@ def _pooled(parts: Sequence[Runs], column: str, empty: Any) -> tuple[Any, ...]:
     return tuple(
         v for p, values in zip(parts, found, strict=True) for v in (values or (empty,) * p.n)
     )
-
-
-def is_binary(name: str) -> bool:
-    return metric(name).kind == "binary"
 
 
 def finite(values: FloatArray) -> bool:

@@ -16,15 +16,25 @@ import math
 import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, dirmult3_pmf, normal_sf
-from evalrunner.stats._measured import Measured, mid_z, normal_interval
-from evalrunner.stats._reference import MetricReference
+from evalrunner.stats._measured import Measured, Moments, Reference, mid_z, normal_interval
 from evalrunner.suite._metrics import sequence_label
 
 EXACT_MAX_N = 300
 """Above this many runs the exact sum (n^2 / 2 splits) gives way to the normal tail."""
 
 
-def measure(ref: MetricReference, values: FloatArray, level: float) -> Measured:
+def moments(values: FloatArray) -> Moments:
+    """The smoothed shares of the usual, another known and a new path, and the mean
+    atypicality and its run variance they give."""
+    n = values.size
+    usual, other = float((values == 0).sum()), float((values == 1).sum())
+    total = n + 1.5
+    shares = ((usual + 0.5) / total, (other + 0.5) / total, 0.5 / total)
+    mean = shares[1] + 2 * shares[2]
+    return Moments(mean, shares[1] + 4 * shares[2] - mean**2, np.zeros(0), shares)
+
+
+def measure(ref: Reference, values: FloatArray, level: float) -> Measured:
     n = values.size
     counts = [int((values == g).sum()) for g in (0, 1, 2)]
     score = counts[1] + 2 * counts[2]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._power import MAX_RUNS, mde, runs_needed
 from evalrunner.stats._reference import (
     CellBaseline,
@@ -122,28 +123,38 @@ def plan(
 
 def _totals(cells: list[CellPlan], level: float) -> Plan:
     planned = [min(c.budget, c.runs_needed or c.runs) for c in cells]
-    lines = [
-        f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs "
-        + (
-            f"{m.runs_for_margin} runs, budget {c.budget}"
-            + (f"; or a baseline of {_nights(k)}" if (k := m.nights_for_margin) else "")
-            if m.runs_for_margin
-            else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
-        )
-        for c in cells
-        for m in c.metrics
-        if not m.attainable
-    ]
+    lines = [_unattainable(c, m) for c in cells for m in c.metrics if not m.attainable]
+    runs_now, calls_now, tokens_now = _cost(cells, [c.runs for c in cells])
+    runs_planned, calls_planned, tokens_planned = _cost(cells, planned)
     return Plan(
         cells=cells,
         level=level,
-        runs_now=sum(c.runs for c in cells),
-        runs_planned=sum(planned),
-        calls_now=sum(c.runs * c.calls_per_run for c in cells),
-        calls_planned=sum(p * c.calls_per_run for p, c in zip(planned, cells, strict=True)),
-        tokens_now=sum(c.runs * c.tokens_per_run for c in cells),
-        tokens_planned=sum(p * c.tokens_per_run for p, c in zip(planned, cells, strict=True)),
+        runs_now=runs_now,
+        runs_planned=runs_planned,
+        calls_now=calls_now,
+        calls_planned=calls_planned,
+        tokens_now=tokens_now,
+        tokens_planned=tokens_planned,
         unattainable=lines,
+    )
+
+
+def _cost(cells: list[CellPlan], runs: list[int]) -> tuple[int, float, float]:
+    """Runs, LLM calls and tokens a night of ``runs`` per cell costs."""
+    return (
+        sum(runs),
+        sum(r * c.calls_per_run for r, c in zip(runs, cells, strict=True)),
+        sum(r * c.tokens_per_run for r, c in zip(runs, cells, strict=True)),
+    )
+
+
+def _unattainable(c: CellPlan, m: MetricPlan) -> str:
+    """The line saying what a metric's margin would need."""
+    return f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs " + (
+        f"{m.runs_for_margin} runs, budget {c.budget}"
+        + (f"; or a baseline of {_nights(k)}" if (k := m.nights_for_margin) else "")
+        if m.runs_for_margin
+        else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
     )
 
 
@@ -233,7 +244,7 @@ def nights_for_margin(
 def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float) -> int | None:
     """Runs at which the MDE reaches the margin; rates are checked against the exact MDE."""
     guess = runs_needed(ref, level, margin, ci)
-    if guess is None or ref.kind != "binary":
+    if guess is None or KINDS[ref.kind].exact_mde is None:
         return guess
 
     def reaches(n: int) -> bool:

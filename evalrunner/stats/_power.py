@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from evalrunner.stats import _binary
 from evalrunner.stats._formulas import normal_sf, z_upper
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._reference import MetricReference
 
 POWER = 0.8
@@ -24,20 +24,12 @@ MAX_RUNS = 100_000
 
 def to_test_scale(ref: MetricReference, margin: float) -> float:
     """The margin in the units the test works in."""
-    if ref.kind == "count":
-        return margin / 2  # Cliff's delta = 2 * (mean placement - 0.5)
-    if ref.kind == "continuous":
-        return math.log(margin)
-    return margin
+    return KINDS[ref.kind].to_test_scale(margin)
 
 
 def to_effect(ref: MetricReference, value: float) -> float:
     """A change on the test scale in the metric's effect units."""
-    if ref.kind == "count":
-        return min(1.0, max(-1.0, 2 * value))
-    if ref.kind == "continuous":
-        return math.exp(min(value, 50.0))
-    return value
+    return KINDS[ref.kind].to_effect(value)
 
 
 def _sides(ref: MetricReference) -> tuple[int, ...]:
@@ -67,19 +59,24 @@ def mde(
     sides = _sides(ref)
     level_bar = bar / len(sides)
     margin_t = to_test_scale(ref, margin)
-    found = []
-    for side in sides:
-        if ref.kind == "binary" and exact:
-            value = _binary.mde(ref, n, level_bar, margin_t, level, side)
-            found += [] if value is None else [value]
-        elif ref.kind == "binary":
-            value = _normal_mde(ref, n, level_bar, margin_t, level)
-            # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
-            room = ref.estimate if side < 0 else 1.0 - ref.estimate
-            found += [value] if value <= room else []
-        else:
-            found.append(to_effect(ref, _normal_mde(ref, n, level_bar, margin_t, level)))
-    return max(found) if found else None
+    found = [_side_mde(ref, n, level_bar, margin_t, level, side, exact) for side in sides]
+    return max((value for value in found if value is not None), default=None)
+
+
+def _side_mde(
+    ref: MetricReference, n: int, bar: float, margin_t: float, level: float, side: int, exact: bool
+) -> float | None:
+    """One side's MDE (effect units), None where that side cannot be flagged."""
+    kind = KINDS[ref.kind]
+    if kind.exact_mde is not None and exact:
+        return kind.exact_mde(ref, n, bar, margin_t, level, side)
+    value = _normal_mde(ref, n, bar, margin_t, level)
+    if kind.bounds is None:
+        return kind.to_effect(value)
+    # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
+    low, high = kind.bounds
+    room = ref.estimate - low if side < 0 else high - ref.estimate
+    return value if value <= room else None
 
 
 def runs_needed(ref: MetricReference, bar: float, margin: float, level: float) -> int | None:

@@ -42,8 +42,10 @@ import numpy as np
 from scipy import optimize, special
 
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
-from evalrunner.stats._formulas import FloatArray, icc, placements, tie_factor
+from evalrunner.stats._formulas import FloatArray, icc
+from evalrunner.stats._kinds import KINDS, MetricKind
 from evalrunner.stats._observe import Coding, Runs, codings, concat
+from evalrunner.stats._pairing import paired_share
 from evalrunner.suite._metrics import Direction, Kind, family_of, metric
 from evalrunner.suite._record import CellKey, RunRecord
 from evalrunner.suite._tolerance import Tolerance
@@ -60,11 +62,6 @@ nights with escalation on. None integrates over tau^2's uncertainty instead
 with 2-9 points less first-night power than 0.35 (docs/calibration.md, the trade-off tables)."""
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
-PAIRED_FLOOR = 0.1
-"""The least share of a run's variance pairing by dataset row may leave (at most 10 times
-the runs' worth): rows estimated to be perfectly repeatable are not taken at their word."""
-_LOG_VAR_FLOOR = 1e-4
-"""Log-scale run variance floor: identical token counts still allow a 1 % wobble."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +118,7 @@ class MetricReference:
     night mean's mean sampling variance, and the number of consecutive pairs."""
     within_share: float = 1.0
     """Paired rows: the share of a run's within-night variance left once its dataset row
-    is known (:func:`within_share`); 1 without rows. The same rows run every night, so
+    is known (:func:`~evalrunner.stats._pairing.within_share`); 1 without rows. The same rows run every night, so
     what differs between rows cancels between tonight's mean and the baseline's."""
     point_icc: float | None = None
     """rho as estimated, without the standard errors :attr:`icc` adds (None: :attr:`icc`).
@@ -182,8 +179,7 @@ class MetricReference:
         at 1.0) has a sampling noise the baseline's never had, which then passed for
         night-to-night drift and widened the band that should have caught it.
         """
-        if self.kind == "count":
-            values = placements(values, self.sorted_base)
+        values = KINDS[self.kind].on_test_scale(values, self.sorted_base)
         n = values.size
         if n < 2:
             return float(values.mean()), self.within_var(n)
@@ -416,19 +412,8 @@ def fit_references(
     the nights since as it is (:meth:`MetricReference.for_evidence`).
     """
     nights = {c.key: tuple(Runs.of(c.kept(night)) for night in c.nights) for c in cells}
-    alone = {
-        c.key: {
-            coding.metric: _fit(coding, nights[c.key]) for coding in codings(concat(nights[c.key]))
-        }
-        for c in cells
-    }
-    taught = {}
-    for c in cells:
-        state = (evidence or {}).get(c.key)
-        since = state.metrics if state is not None and state.anchor == c.anchor else {}
-        taught[c.key] = {
-            name: ref.with_history(since.get(name)) for name, ref in alone[c.key].items()
-        }
+    alone = {c.key: _fit_alone(nights[c.key]) for c in cells}
+    taught = {c.key: _taught(alone[c.key], c, (evidence or {}).get(c.key)) for c in cells}
     pools, taught_pools = _pools(alone), _pools(taught)
     tests = gating_tests(cells, {key: list(metrics) for key, metrics in alone.items()})
     out = {}
@@ -448,10 +433,24 @@ def fit_references(
     return out
 
 
+def _fit_alone(nights: Sequence[Runs]) -> dict[str, MetricReference]:
+    """Every metric of a cell fitted on its own nights."""
+    return {coding.metric: _fit(coding, nights) for coding in codings(concat(nights))}
+
+
+def _taught(
+    alone: Mapping[str, MetricReference], c: CellBaseline, state: EvidenceState | None
+) -> dict[str, MetricReference]:
+    """A cell's fits with the nights compared since its anchor (a state for another anchor
+    is not read)."""
+    since = state.metrics if state is not None and state.anchor == c.anchor else {}
+    return {name: ref.with_history(since.get(name)) for name, ref in alone.items()}
+
+
 def gating_tests(cells: Sequence[CellBaseline], metrics: Mapping[CellKey, Sequence[str]]) -> int:
     """The gating tests the night will make: cells old enough to gate, times their gating
     metrics. ``fdr_q`` over it is the raw p a lone change must reach, as
-    :func:`~evalrunner.stats._night.compare_night` sets it (less the metrics with no runs
+    :func:`~evalrunner.stats._comparison.compare_night` sets it (less the metrics with no runs
     tonight, which a fit cannot know)."""
     return sum(
         sum(c.tolerance.is_gating(name) for name in metrics.get(c.key, ()))
@@ -477,28 +476,29 @@ def _pools(own: Mapping[CellKey, Mapping[str, MetricReference]]) -> dict[str, di
 
 
 def _own_icc(
-    kind: Kind, per_night: Sequence[FloatArray], pooled: FloatArray
+    kind: MetricKind, per_night: Sequence[FloatArray], pooled: FloatArray
 ) -> tuple[float, int] | None:
-    if kind == "count":
+    if kind.ranked:
         if not pooled.size:
             return None
         ordered = np.sort(pooled)
-        per_night = [placements(v, ordered) for v in per_night]
+        per_night = [kind.on_test_scale(v, ordered) for v in per_night]
     return icc(per_night)
 
 
 def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     """One metric's reference from the cell's own nights (rho: its own estimate, unshrunk)."""
     info = metric(coding.metric)
+    kind = KINDS[info.kind]
     per_night = tuple(coding.values(night) for night in nights)
     values = np.concatenate(per_night) if per_night else np.zeros(0)
     n = values.size
-    own = _own_icc(info.kind, per_night, values)
+    own = _own_icc(kind, per_night, values)
     rho = PRIOR_ICC if own is None else min(max(own[0], 0.0), MAX_ICC)
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
-    moments = _moments(info.kind, values)
-    paired, own = _paired(coding, nights, per_night, moments.sorted_base, own)
+    moments = kind.moments(values)
+    paired, own = paired_share(coding, nights, per_night, moments.sorted_base, own)
     return MetricReference(
         coding=coding,
         kind=info.kind,
@@ -516,111 +516,3 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
         shares=moments.shares,
         within_share=paired,
     )
-
-
-def _paired(
-    coding: Coding,
-    nights: Sequence[Runs],
-    per_night: Sequence[FloatArray],
-    sorted_base: FloatArray,
-    own: tuple[float, int] | None,
-) -> tuple[float, tuple[float, int] | None]:
-    """(within_share, own rho): what pairing by dataset row leaves of the run variance and
-    the night share estimated as tonight's paired test will use it (with the rows' own
-    differences removed from each night's spread); (1, own) without rows."""
-    rows = [coding.rows(night) for night in nights]
-    if not rows or any(part is None for part in rows):
-        return 1.0, own
-    flat = [row for part in rows for row in part or ()]
-    kind = metric(coding.metric).kind
-    values = np.concatenate(per_night) if per_night else np.zeros(0)
-    share = within_share(kind, values, flat, sorted_base)
-    if share >= 1.0:
-        return share, own
-    return share, _paired_icc(kind, per_night, flat, sorted_base) or own
-
-
-def _paired_icc(
-    kind: Kind, per_night: Sequence[FloatArray], rows: Sequence[str | None], sorted_base: FloatArray
-) -> tuple[float, int] | None:
-    """The intraclass correlation of runs by night with each row's own level removed,
-    on the scale of the whole run variance.
-
-    Balanced rows make a night's mean vary by far less than the run variance says (the
-    rows' differences are the same every night), so the plain ANOVA estimate of the
-    between-night variance is too small, which a paired test, whose noise is only the
-    spread within rows, would turn into false alarms under drift. Centring each run on
-    its row's mean first gives the ANOVA the noise the paired test has.
-    """
-    scale = [placements(v, sorted_base) for v in per_night] if kind == "count" else per_night
-    flat = np.concatenate(scale) if scale else np.zeros(0)
-    if flat.size < 2 or len(rows) != flat.size:
-        return None
-    labels = {row: i for i, row in enumerate(dict.fromkeys(rows))}
-    codes = np.array([labels[row] for row in rows])
-    sums = np.bincount(codes, flat)
-    counts = np.bincount(codes)
-    centred = flat - (sums / counts)[codes] + float(flat.mean())
-    parts = np.split(centred, np.cumsum([v.size for v in scale])[:-1])
-    found = icc(parts)
-    total = float(flat.var(ddof=1))
-    if found is None or total <= 0:
-        return None
-    rho, df = found
-    return rho * float(centred.var(ddof=1)) / total, df
-
-
-def within_share(
-    kind: Kind, values: FloatArray, rows: Sequence[str | None], sorted_base: FloatArray
-) -> float:
-    """The share of the baseline's run variance left within dataset rows (1: no pairing).
-
-    Pooled within-row variance over total variance, on the test scale (0/1 for rates,
-    placements for counts), the within-row part taken one standard error high (its
-    degrees of freedom are the runs less the rows). The within-row spread also holds the
-    night-to-night part, so the share is not understated by it. Rates and counts only:
-    token and latency tests take tonight's own spread, which pairing does not change.
-    """
-    if kind not in ("binary", "count") or None in rows or len(rows) != values.size:
-        return 1.0
-    scale = placements(values, sorted_base) if kind == "count" else values
-    groups: dict[str | None, list[float]] = {}
-    for value, row in zip(scale.tolist(), rows, strict=True):
-        groups.setdefault(row, []).append(value)
-    df = sum(len(g) - 1 for g in groups.values())
-    total = float(scale.var(ddof=1)) if scale.size > 1 else 0.0
-    if df < 2 or total <= 0:
-        return 1.0
-    within = sum(float(((np.array(g) - np.mean(g)) ** 2).sum()) for g in groups.values()) / df
-    within *= 1 + math.sqrt(2 / df)
-    return min(1.0, max(PAIRED_FLOOR, within / total))
-
-
-@dataclass(frozen=True)
-class _Moments:
-    mean: float
-    run_var: float
-    sorted_base: FloatArray
-    shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
-
-
-def _moments(kind: Kind, values: FloatArray) -> _Moments:
-    """The null mean and run variance on the test scale, per kind."""
-    n = values.size
-    if kind == "binary":
-        mean = (float(values.sum()) + 0.5) / (n + 1)
-        return _Moments(mean, mean * (1 - mean), np.zeros(0))
-    if kind == "count":
-        ordered = np.sort(values)
-        # A baseline of identical counts would make any change infinitely significant:
-        # floor at the rank variance one differing run would leave.
-        var = max(tie_factor(ordered), 3.0 / (n + 1)) / 12.0 if n else 1 / 12
-        return _Moments(0.5, var, ordered)
-    if kind == "continuous":
-        var = float(values.var(ddof=1)) if n > 1 else 0.0
-        return _Moments(float(values.mean()) if n else 0.0, max(var, _LOG_VAR_FLOOR), np.zeros(0))
-    usual, other = float((values == 0).sum()), float((values == 1).sum())
-    total = n + 1.5
-    shares = ((usual + 0.5) / total, (other + 0.5) / total, 0.5 / total)
-    mean = shares[1] + 2 * shares[2]
-    return _Moments(mean, shares[1] + 4 * shares[2] - mean**2, np.zeros(0), shares)

@@ -27,7 +27,7 @@ The accumulated evidence of a gating metric that is halfway to its boundary keep
 cell escalating too, so slow changes get more runs.
 
 Error control: the verdict is the fixed-N test on the runs the cell ended with
-(:func:`evalrunner.stats._night.compare_night`). A cell stops short of the cap
+(:func:`evalrunner.stats._comparison.compare_night`). A cell stops short of the cap
 only when no metric's p is at or below ``floor`` = min(fdr_q, 10 fdr_q / m) (m:
 tests in its family tonight), so every p that Benjamini-Hochberg could reject with
 up to ten rejections in the family comes from a cell that ran to the cap, where it
@@ -45,10 +45,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from evalrunner.stats._comparison import measure
 from evalrunner.stats._evidence_state import EvidenceState, halfway
 from evalrunner.stats._formulas import z_upper
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._measured import Measured
-from evalrunner.stats._night import measure
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
@@ -63,20 +64,16 @@ PROMISE_ENTER = 0.1
 harmless a quarter of the time), and a false escalation is cheap because..."""
 PROMISE_GATING = 0.2
 """...after N, a cell keeps escalating only while a gating metric stays this promising."""
-PROMISE_ADAPTIVE: dict[Kind, float] = {
-    "binary": 0.1,
-    "categorical": 0.1,
-    "count": 0.4,
-    "continuous": 0.4,
-}
+PROMISE_ADAPTIVE: dict[Kind, float] = {name: kind.adaptive_promise for name, kind in KINDS.items()}
 """The adaptive look (half of N): run on to N while some metric would be flagged at N with this
-chance, by the metric's kind. Rates and paths move in coarse steps at 10 runs, so their look is
-lenient; counts, tokens and latency say more per run, and an unchanged cell has many of them
-(each one a chance to look promising by luck), so theirs is strict. Chosen by simulation
-(benchmarks/calibrate_stats.py, adaptive table): in a 5-scenario suite one threshold of 0.2 for
-every kind saved 39 % of runs and lost 4-6.5 points on a rate; these (with the later looks'
-bars below) save ~43 % and lose 3-3.5 points (bigger suites scale them: PROMISE_ADAPTIVE_CELLS;
-docs/calibration.md)."""
+chance, by the metric's kind (each kind's ``adaptive_promise`` in
+:data:`~evalrunner.stats._kinds.KINDS`; the calibration script overrides them here). Rates and
+paths move in coarse steps at 10 runs, so their look is lenient; counts, tokens and latency say
+more per run, and an unchanged cell has many of them (each one a chance to look promising by
+luck), so theirs is strict. Chosen by simulation (benchmarks/calibrate_stats.py, adaptive
+table): in a 5-scenario suite one threshold of 0.2 for every kind saved 39 % of runs and lost
+4-6.5 points on a rate; these (with the later looks' bars below) save ~43 % and lose 3-3.5
+points (bigger suites scale them: PROMISE_ADAPTIVE_CELLS; docs/calibration.md)."""
 PROMISE_ADAPTIVE_LATER = 0.5
 """The looks after the first and before N use PROMISE_ADAPTIVE times this. A cell that got
 past the first look had something promising there; halving the bar at the later looks keeps
@@ -191,13 +188,14 @@ def decide(
     watched = _watched(reference, evidence) if done >= budget.runs and runs.outcome else []
     keep = [look for look in looks if look.suspicious]
     if not keep and not watched:
-        best = max(looks, key=lambda look: look.promise, default=None)
-        why = (
-            ""
-            if best is None
-            else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
-        )
-        return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
+        return _nothing_suspicious(looks, done, target)
+    return _run_on(keep, watched, done, target, budget)
+
+
+def _run_on(
+    keep: Sequence[_Look], watched: Sequence[str], done: int, target: int, budget: Budget
+) -> Step:
+    """Another batch, and the metrics that asked for it."""
     more = min(budget.batch, target - done)
     said = [k.said(target) for k in keep]
     said += [f"{name} (evidence since the anchor halfway to its boundary)" for name in watched]
@@ -208,6 +206,16 @@ def decide(
         f"after {done} runs {', '.join(said)}: {more} more (cap {budget.cap})",
         tuple(k.metric for k in keep) + tuple(watched),
     )
+
+
+def _nothing_suspicious(looks: Sequence[_Look], done: int, target: int) -> Step:
+    best = max(looks, key=lambda look: look.promise, default=None)
+    why = (
+        ""
+        if best is None
+        else f" (best chance of a flag at {target} runs: {best.promise:.0%}, {best.metric})"
+    )
+    return Step("stop", 0, done, f"nothing suspicious after {done} runs{why}")
 
 
 def _fixed_step(reference: CellReference, done: int, budget: Budget) -> Step | None:

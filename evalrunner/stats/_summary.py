@@ -122,19 +122,28 @@ class Summary(BaseModel):
     pass_at_k: dict[str, float] | None = None
 
 
+def _medians(runs: Runs) -> dict[str, float | None]:
+    """Each count's and cost's median over the valid runs (None without any)."""
+    return {
+        column: float(np.median(runs.valid_numbers(column))) if runs.valid else None
+        for column in _MEDIANS
+    }
+
+
+def _top_paths(runs: Runs) -> dict[str, float]:
+    """The ten commonest tool paths and their shares of the valid runs."""
+    sequences = runs.valid_tools()
+    paths = Counter(sequence_label(seq) for seq in sequences)
+    top = sorted(paths.items(), key=lambda item: (-item[1], item[0]))[:10]
+    return {label: count / len(sequences) for label, count in top}
+
+
 def summarize(records: Sequence[RunRecord]) -> Summary:
     """The summary a baseline file shows for these runs."""
     runs = Runs.of(records)
     counts = CellCounts.of(records)
     n_valid = len(runs.valid)
     passed = counts.passed
-    medians = {
-        column: float(np.median(runs.valid_numbers(column))) if n_valid else None
-        for column in _MEDIANS
-    }
-    sequences = runs.valid_tools()
-    paths = Counter(sequence_label(seq) for seq in sequences)
-    top = sorted(paths.items(), key=lambda item: (-item[1], item[0]))[:10]
     by_k = {str(k): p for k in (1, 3, 5) if (p := counts.pass_k(k)) is not None}
     return Summary(
         n=runs.n,
@@ -146,8 +155,8 @@ def summarize(records: Sequence[RunRecord]) -> Summary:
             "crash_rate": Rate.of(runs.count("crashed"), runs.n),
             "skip_rate": Rate.of(runs.count("skipped"), runs.n),
         },
-        medians=medians,
-        tool_sequences={label: count / len(sequences) for label, count in top},
+        medians=_medians(runs),
+        tool_sequences=_top_paths(runs),
         pass_hat_k={k: hat for k, (hat, _) in by_k.items()} or None,
         pass_at_k={k: at for k, (_, at) in by_k.items()} or None,
     )

@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evalrunner.stats._formulas import bh
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._metric_result import FlagSource, MetricResult, Verdict
 from evalrunner.suite._metrics import Direction, Kind
 from evalrunner.suite._tolerance import Tolerance
-
-_EPS = 1e-12
 
 
 def finalize(
@@ -62,10 +61,7 @@ def judge(result: MetricResult, fdr_q: float) -> tuple[Verdict, FlagSource | Non
     flag: Verdict = "changed" if result.direction == "changed" else "regression"
     if _at_most(result.q, fdr_q) and reaches(result, result.effect_ci, harmful=True):
         return flag, "tonight"
-    alarm = result.evidence_threshold is not None and _at_least(
-        result.evidence, result.evidence_threshold
-    )
-    if alarm and reaches(result, result.evidence_ci, harmful=True, effect=result.evidence_effect):
+    if _alarmed(result):
         return flag, "evidence"
     if _at_most(result.q_improvement, fdr_q) and reaches(result, result.effect_ci, harmful=False):
         return "improvement", "tonight"
@@ -74,19 +70,22 @@ def judge(result: MetricResult, fdr_q: float) -> tuple[Verdict, FlagSource | Non
     return "inconclusive", None
 
 
+def _alarmed(result: MetricResult) -> bool:
+    """The evidence since the anchor reached its threshold, its change the margin."""
+    alarm = result.evidence_threshold is not None and _at_least(
+        result.evidence, result.evidence_threshold
+    )
+    return alarm and reaches(
+        result, result.evidence_ci, harmful=True, effect=result.evidence_effect
+    )
+
+
 def _at_most(value: float | None, limit: float) -> bool:
     return value is not None and value <= limit
 
 
 def _at_least(value: float | None, limit: float) -> bool:
     return value is not None and value >= limit
-
-
-def _beyond(kind: Kind, m: float, value: float, up: bool) -> bool:
-    """Is ``value`` (effect units) a margin ``m`` or more from no change, upwards / downwards?"""
-    if kind == "continuous":
-        return value >= m - _EPS if up else value <= 1 / m + _EPS
-    return value >= m - _EPS if up else value <= -m + _EPS
 
 
 def reaches(
@@ -119,11 +118,11 @@ def reaches_margin(
     if direction == "changed":
         if not harmful or centre is None:
             return False
-        up = centre >= (1.0 if kind == "continuous" else 0.0)
-        return _beyond(kind, margin, high if up else low, up)
+        up = centre >= (1.0 if KINDS[kind].scale.ratio else 0.0)
+        return KINDS[kind].beyond(margin, high if up else low, up)
     harm_up = direction == "higher"
     up = harm_up if harmful else not harm_up
-    return _beyond(kind, margin, high if up else low, up)
+    return KINDS[kind].beyond(margin, high if up else low, up)
 
 
 def rules_out(result: MetricResult) -> bool:
@@ -132,4 +131,5 @@ def rules_out(result: MetricResult) -> bool:
         return False
     low, high = result.effect_ci
     ups = {"higher": (True,), "lower": (False,)}.get(result.direction, (True, False))
-    return not any(_beyond(result.kind, result.margin, high if up else low, up) for up in ups)
+    kind = KINDS[result.kind]
+    return not any(kind.beyond(result.margin, high if up else low, up) for up in ups)

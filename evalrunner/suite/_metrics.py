@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,6 +31,20 @@ NO_TOOLS = "(no tools)"
 
 
 @dataclass(frozen=True)
+class NoteFacts:
+    """What a metric's own note may read of tonight against its baseline."""
+
+    usual: Hashable
+    """The baseline's usual value where the metric has one (final answer, first tool)."""
+    rows: int
+    """Dataset rows with a usual answer of their own (0: one usual answer for all runs)."""
+    skipped: tuple[float, float] | None
+    """The share of runs skipped in the baseline and tonight (None: a side has no runs)."""
+    margin_for: Callable[[str], float]
+    """The scenario's margin of a metric, by name."""
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: what it is, which way is bad, and how much change matters."""
 
@@ -42,32 +57,90 @@ class Metric:
     """Gating by default: a regression fails the night; otherwise a diagnostic."""
     label: str
     """Short human name for tables and charts."""
+    covers: str = "valid runs"
+    """The runs the metric is measured over, as a note names them when a side has none."""
+    note: Callable[[NoteFacts], str | None] | None = None
+    """What the metric's result says about itself beside its test's note (None: nothing)."""
 
 
-EFFECT_LABELS: dict[Kind, str] = {
-    "binary": "difference",
-    "count": "Cliff's delta",
-    "continuous": "ratio",
-    "categorical": "atypicality change",
+@dataclass(frozen=True)
+class Scale:
+    """How a metric kind's effect reads; the statistics of each kind are in ``stats/_kinds.py``."""
+
+    label: str
+    """What ``effect`` means (see :data:`EFFECT_LABELS`)."""
+    ratio: bool = False
+    """The effect is a ratio: no change is 1 and a margin a factor > 1. Otherwise a
+    difference: no change is 0 and a margin lies in (0, 1]."""
+
+
+SCALES: dict[Kind, Scale] = {
+    "binary": Scale("difference"),
+    "count": Scale("Cliff's delta"),
+    "continuous": Scale("ratio", ratio=True),
+    "categorical": Scale("atypicality change"),
 }
+"""Every metric kind's effect scale, by name."""
+
+EFFECT_LABELS: dict[Kind, str] = {kind: scale.label for kind, scale in SCALES.items()}
 """What ``effect`` means per kind: rate difference, Cliff's delta, ratio of geometric means, and for
 tool paths the change in mean atypicality (0 = the baseline's usual path, 1 = another path the
 baseline took, 2 = a path it never took). History rows written before keep their own label
 (tool paths were a Jensen-Shannon distance then)."""
 
+
+def _usual_answer_note(facts: NoteFacts) -> str:
+    if facts.rows:
+        return f"share of runs answering their row's usual answer ({facts.rows} rows)"
+    shown = str(facts.usual)
+    return f"share of runs answering the baseline's usual {shown[:57] + '...' if len(shown) > 60 else shown!r}"
+
+
+def _first_tool_note(facts: NoteFacts) -> str:
+    return f"share of runs whose first tool is the baseline's usual {facts.usual or NO_TOOLS!r}"
+
+
+def _skips_bias_note(facts: NoteFacts) -> str | None:
+    """Success over valid runs leaves the skipped runs out: when skips moved, it is biased."""
+    if facts.skipped is None:
+        return None
+    skip_b, skip_n = facts.skipped
+    if abs(skip_n - skip_b) < facts.margin_for("skip_rate") / 2:
+        return None
+    return f"skip rate moved ({skip_b:.2f} -> {skip_n:.2f}): success over valid runs is biased"
+
+
+_NON_INFRA = "non-infra runs"
+
 REGISTRY: tuple[Metric, ...] = (
     # Rates with an obvious bad direction.
-    Metric("success_rate", "binary", "lower", 0.10, True, "success rate"),
-    Metric("crash_rate", "binary", "higher", 0.10, True, "crash rate"),
-    Metric("skip_rate", "binary", "higher", 0.10, True, "skip rate"),
+    Metric("success_rate", "binary", "lower", 0.10, True, "success rate", _NON_INFRA),
+    Metric("crash_rate", "binary", "higher", 0.10, True, "crash rate", _NON_INFRA),
+    Metric("skip_rate", "binary", "higher", 0.10, True, "skip rate", _NON_INFRA),
     # Runs leaving the baseline's paths is the harm; more runs on the usual path is not.
     Metric("tool_sequence", "categorical", "higher", 0.20, True, "tool sequence"),
     # Fewer steps can mean skipped work and more can mean looping: neither way is good in itself.
     Metric("step_count", "count", "changed", 0.33, True, "steps"),
-    Metric("success_rate_valid", "binary", "lower", 0.10, False, "success (valid runs)"),
+    Metric(
+        "success_rate_valid",
+        "binary",
+        "lower",
+        0.10,
+        False,
+        "success (valid runs)",
+        note=_skips_bias_note,
+    ),
     # Fewer runs giving the usual answer / starting with the usual tool: behaviour moved away.
-    Metric("final_answer_match", "binary", "lower", 0.15, False, "usual final answer"),
-    Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool"),
+    Metric(
+        "final_answer_match",
+        "binary",
+        "lower",
+        0.15,
+        False,
+        "usual final answer",
+        note=_usual_answer_note,
+    ),
+    Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool", note=_first_tool_note),
     Metric("llm_calls", "count", "changed", 0.33, False, "LLM calls"),
     Metric("tool_calls", "count", "changed", 0.33, False, "tool calls"),
     # Tokens and latency are cost: more is harmful, less is reported as an improvement.
@@ -126,7 +199,7 @@ def margin_problem(name: str, value: float) -> str | None:
     """Why ``value`` cannot be the margin of metric ``name`` (None when it can)."""
     if not math.isfinite(value):
         return f"margin of {name!r} must be a finite number, got {value}"
-    if metric(name).kind == "continuous":
+    if SCALES[metric(name).kind].ratio:
         if value <= 1:
             return f"margin of {name!r} is a ratio and must be > 1 (e.g. 1.25 for x1.25), got {value:g}"
     elif not 0 < value <= 1:

@@ -16,7 +16,7 @@ from runner_agents import write_suite
 
 import evalrunner.baseline._file as baseline_file
 import evalrunner.history._store as history_store
-import evalrunner.stats._night as stats_night
+import evalrunner.stats._comparison as stats_comparison
 import evalrunner.stats._reference as reference
 from evalrunner.cli._main import main
 
@@ -61,7 +61,7 @@ def test_a_night_reads_and_fits_its_baselines_and_evidence_once(
         )
         fit = counting(calls, "fit", reference.fit_references)
         monkeypatch.setattr(reference, "fit_references", fit)
-        monkeypatch.setattr(stats_night, "fit_references", fit)
+        monkeypatch.setattr(stats_comparison, "fit_references", fit)
         second = cli(ep, tmp_path, "--suite", "capitals", "--out", "n2", "--history", str(history))
     assert second.exit_code == 0, second.output
     assert "nothing flagged" in second.stderr

@@ -98,7 +98,7 @@ def compare_scenario(
 ) -> list[MetricResult]:
     """Bridge: one cell, the baseline frame as one night (``seed`` and ``n_resamples`` are
     unused: nothing is resampled)."""
-    from evalrunner.stats._night import CellNight, compare_night
+    from evalrunner.stats._comparison import CellNight, compare_night
     from evalrunner.stats._reference import CellBaseline
     from evalrunner.suite._record import CellKey
 

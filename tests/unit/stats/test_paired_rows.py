@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from evalrunner.stats import CellBaseline, CellNight, MetricResult, compare_night
-from evalrunner.stats._reference import PAIRED_FLOOR, within_share
+from evalrunner.stats._pairing import PAIRED_FLOOR, within_share
 from evalrunner.suite import Tolerance
 from evalrunner.suite._record import CellKey, RunRecord
 

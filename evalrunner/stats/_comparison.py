@@ -7,29 +7,22 @@ and nothing else, so what the calibration measures is what users get.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrunner.stats import _binary, _counts, _logs, _paths
 from evalrunner.stats._evidence import Accumulated, add_night, metric_alpha, restarted, start
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._formulas import FloatArray
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.stats._observe import LOG_OFFSETS, Runs
 from evalrunner.stats._power import mde, runs_needed
 from evalrunner.stats._reference import CellBaseline, CellReference, MetricReference, fit_references
 from evalrunner.stats._verdict import finalize
-from evalrunner.suite._metrics import EFFECT_LABELS, Kind
+from evalrunner.suite._metrics import EFFECT_LABELS, NoteFacts, metric
 from evalrunner.suite._record import CellKey, RunRecord
-
-_MEASURE: dict[Kind, Callable[[MetricReference, FloatArray, float], Measured]] = {
-    "binary": _binary.measure,
-    "count": _counts.measure,
-    "continuous": _logs.measure,
-    "categorical": _paths.measure,
-}
 
 
 @dataclass(frozen=True)
@@ -90,17 +83,13 @@ class _Draft:
 def measure(ref: MetricReference, tonight: Runs, level: float) -> Measured | str:
     """Tonight's numbers for one metric, or why there are none."""
     values = ref.coding.values(tonight)
-    what = (
-        "non-infra runs"
-        if ref.coding.metric in ("success_rate", "crash_rate", "skip_rate")
-        else "valid runs"
-    )
     if not ref.n or not values.size:
         sides = [s for s, n in (("in the baseline", ref.n), ("tonight", values.size)) if not n]
-        return f"no {what} {' or '.join(sides)}"
-    if ref.kind == "continuous" and ref.n and _all_zero(ref, values):
+        return f"no {metric(ref.name).covers} {' or '.join(sides)}"
+    kind = KINDS[ref.kind]
+    if kind.zero_unrecorded and ref.n and _all_zero(ref, values):
         return f"{ref.name} is all zero on one side (not recorded?)"
-    return _MEASURE[ref.kind](ref, values, level)
+    return kind.measure(ref, values, level)
 
 
 def _all_zero(ref: MetricReference, values: FloatArray) -> bool:
@@ -122,9 +111,7 @@ def compare_night(
     for escalation; the same baselines and evidence give the same fit. A fit of another set
     of cells is not used (the suite-wide pooling depends on the set).
     """
-    refs = references
-    if refs is None or not _fits(refs, cells):
-        refs = fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
+    refs = _fitted(cells, references)
     drafts = {c.key: _drafts(refs[c.key], Runs.of(c.tonight)) for c in cells}
     family = _family_sizes(drafts, refs)
     out = [_cell(c, refs[c.key], drafts[c.key], family) for c in cells]
@@ -134,15 +121,30 @@ def compare_night(
     )
     final, i = [], 0
     for c, cell in zip(cells, out, strict=True):
-        mine = results[i : i + len(cell.results)]
+        final.append(_decided(c, cell, refs[cell.key], results[i : i + len(cell.results)]))
         i += len(cell.results)
-        ref = refs[cell.key]
-        known = [_known(r, ref.tolerance.fdr_q, ref.young) for r in mine]
-        before = start(c.evidence, ref.anchor, ref.tolerance.season_nights)
-        failed = [r.metric for r in known if r.fails_night]
-        evidence = restarted(cell.evidence, failed, before)
-        final.append(CellComparison(cell.key, known, evidence, cell.gating, cell.notes))
     return NightComparison(final)
+
+
+def _decided(
+    c: CellNight, cell: CellComparison, ref: CellReference, results: list[MetricResult]
+) -> CellComparison:
+    """A cell with its verdicts decided across the night: inconclusive ones say what is
+    known, and the evidence of a metric that failed the night restarts."""
+    known = [_known(r, ref.tolerance.fdr_q, ref.young) for r in results]
+    before = start(c.evidence, ref.anchor, ref.tolerance.season_nights)
+    failed = [r.metric for r in known if r.fails_night]
+    evidence = restarted(cell.evidence, failed, before)
+    return CellComparison(cell.key, known, evidence, cell.gating, cell.notes)
+
+
+def _fitted(
+    cells: Sequence[CellNight], references: Mapping[CellKey, CellReference] | None
+) -> Mapping[CellKey, CellReference]:
+    """``references`` where they are a fit of these cells, else a fit made here."""
+    if references is not None and _fits(references, cells):
+        return references
+    return fit_references([c.baseline for c in cells], {c.key: c.evidence for c in cells})
 
 
 def _fits(refs: Mapping[CellKey, CellReference], cells: Sequence[CellNight]) -> bool:
@@ -240,7 +242,7 @@ def _result(
     m = draft.measured
     if m is None:
         return MetricResult(note=draft.why, night_n=len(ref.coding.values(tonight)), **base)
-    p, p_good = m.p_values(ref.direction, improvable=ref.kind != "categorical")
+    p, p_good = m.p_values(ref.direction, improvable=KINDS[ref.kind].improvable)
     if acc is not None:
         base.update(
             evidence=acc.z,
@@ -272,29 +274,20 @@ def _result(
 
 
 def _note(ref: MetricReference, m: Measured, cell: CellReference, tonight: Runs) -> str | None:
-    notes = [m.note] if m.note else []
-    usual = ref.coding.usual
-    if ref.name == "final_answer_match" and ref.coding.by_row:
-        rows = len(ref.coding.by_row)
-        notes.append(f"share of runs answering their row's usual answer ({rows} rows)")
-    elif ref.name == "final_answer_match":
-        shown = str(usual)
-        notes.append(
-            f"share of runs answering the baseline's usual {shown[:57] + '...' if len(shown) > 60 else shown!r}"
-        )
-    elif ref.name == "first_tool":
-        notes.append(
-            f"share of runs whose first tool is the baseline's usual {usual or '(no tools)'!r}"
-        )
-    elif ref.name == "success_rate_valid":
-        base, night = cell.pooled, tonight
-        if base.n and night.n:
-            skip_b, skip_n = base.count("skipped") / base.n, night.count("skipped") / night.n
-            if abs(skip_n - skip_b) >= cell.tolerance.margin_for("skip_rate") / 2:
-                notes.append(
-                    f"skip rate moved ({skip_b:.2f} -> {skip_n:.2f}): success over valid runs is biased"
-                )
-    return "; ".join(notes) or None
+    """The test's note and the metric's own (the registry's ``Metric.note``)."""
+    own = metric(ref.name).note
+    notes = [m.note, own(_facts(ref, cell, tonight)) if own else None]
+    return "; ".join(n for n in notes if n) or None
+
+
+def _facts(ref: MetricReference, cell: CellReference, tonight: Runs) -> NoteFacts:
+    base = cell.pooled
+    skipped = (
+        (base.count("skipped") / base.n, tonight.count("skipped") / tonight.n)
+        if base.n and tonight.n
+        else None
+    )
+    return NoteFacts(ref.coding.usual, len(ref.coding.by_row), skipped, cell.tolerance.margin_for)
 
 
 def _known(result: MetricResult, level: float, young: bool) -> MetricResult:
@@ -309,7 +302,12 @@ def _known(result: MetricResult, level: float, young: bool) -> MetricResult:
         if result.runs_needed is not None
         else "no number of runs tonight resolves the margin against this baseline: accept more baseline nights"
     )
-    unconfirmed = result.p is not None and result.p <= level and _every_run_moved(result)
+    unconfirmed = (
+        result.p is not None
+        and result.p <= level
+        and result.effect is not None
+        and KINDS[result.kind].every_run_moved(result)
+    )
     if unconfirmed:
         why = "the baseline is too young to gate" if young else "short of the night's bar"
         known = (
@@ -320,18 +318,3 @@ def _known(result: MetricResult, level: float, young: bool) -> MetricResult:
         known = f"nothing flagged; changes from {low:+.3g} to {high:+.3g} are still possible (margin {result.margin:g}); {runs}"
     note = f"{result.note}; {known}" if result.note else known
     return result.model_copy(update={"note": note, "unconfirmed": unconfirmed})
-
-
-def _every_run_moved(r: MetricResult) -> bool:
-    """Tonight no run looks like the baseline's: a rate at 0 or 1 against a baseline more than
-    the margin away, (nearly) every count beyond the baseline's, no run on the usual path."""
-    if r.effect is None:
-        return False
-    if r.kind == "count":
-        return abs(r.effect) >= 0.9
-    if r.kind == "categorical":
-        return r.effect >= 1.0
-    if r.kind == "binary" and r.night_estimate is not None and r.baseline_estimate is not None:
-        extreme = r.night_estimate in (0.0, 1.0)
-        return extreme and abs(r.night_estimate - r.baseline_estimate) > r.margin
-    return False
