@@ -22,7 +22,7 @@ from evalrunner.stats._power import mde, runs_needed
 from evalrunner.stats._reference import CellBaseline, CellReference, MetricReference, fit_references
 from evalrunner.stats._verdict import finalize
 from evalrunner.suite._metrics import EFFECT_LABELS, NoteFacts, metric
-from evalrunner.suite._record import CellKey, RunRecord
+from evalrunner.suite._record import CellKey, Outcome, RunRecord
 
 
 @dataclass(frozen=True)
@@ -283,7 +283,7 @@ def _note(ref: MetricReference, m: Measured, cell: CellReference, tonight: Runs)
 def _facts(ref: MetricReference, cell: CellReference, tonight: Runs) -> NoteFacts:
     base = cell.pooled
     skipped = (
-        (base.count("skipped") / base.n, tonight.count("skipped") / tonight.n)
+        (base.count(Outcome.SKIPPED) / base.n, tonight.count(Outcome.SKIPPED) / tonight.n)
         if base.n and tonight.n
         else None
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from evalrunner.stats._formulas import FloatArray, normalize_answer
 from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import Outcome, RunRecord
 
 LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
 """Continuous metrics are compared as log(x + offset): one token, ten milliseconds.
@@ -28,7 +28,11 @@ The offset keeps an occasional zero finite without moving realistic values
 
 T = TypeVar("T")
 
-_OUTCOME_OF = {"success_rate": "passed", "crash_rate": "crashed", "skip_rate": "skipped"}
+_OUTCOME_OF = {
+    "success_rate": Outcome.PASSED,
+    "crash_rate": Outcome.CRASHED,
+    "skip_rate": Outcome.SKIPPED,
+}
 _COUNTS = ("step_count", "llm_calls", "tool_calls")
 _CONTINUOUS = ("prompt_tokens", "completion_tokens", "latency_s")
 
@@ -54,16 +58,16 @@ class Runs:
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> Runs:
-        kept = [r for r in records if r.outcome != "infra_error"]
+        kept = [r for r in records if r.measured]
         attempted = infra = 0
         for r in records:
             attempted += 1
-            infra += r.outcome == "infra_error"
+            infra += not r.measured
         return cls(
             attempted=attempted,
             infra=infra,
             outcome=tuple(r.outcome for r in kept),
-            valid=tuple(i for i, r in enumerate(kept) if r.outcome in ("passed", "failed")),
+            valid=tuple(i for i, r in enumerate(kept) if r.judged),
             numbers=_numbers(kept),
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
@@ -169,7 +173,7 @@ class Coding:
     def _per_valid_run(self, runs: Runs) -> list[float]:
         name = self.metric
         if name == "success_rate_valid":
-            return [runs.outcome[i] == "passed" for i in runs.valid]
+            return [runs.outcome[i] == Outcome.PASSED for i in runs.valid]
         if name == "final_answer_match":
             return self._usual_answers(runs)
         if name == "first_tool":

@@ -9,7 +9,7 @@ reviewers read in diffs) all read them here.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
 from evalrunner.stats._observe import Runs
 from evalrunner.suite._metrics import sequence_label
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import OUTCOME_TRAITS, Outcome, RunRecord
 
 _MEDIANS = (
     "step_count",
@@ -28,6 +28,11 @@ _MEDIANS = (
     "completion_tokens",
     "latency_s",
 )
+
+
+def _faults(outcomes: Mapping[str, int]) -> int:
+    """The runs whose outcome was the infrastructure's (see ``OutcomeTraits.fault``)."""
+    return sum(n for o, n in outcomes.items() if OUTCOME_TRAITS[o].fault)
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class CellCounts:
             if r.row is not None:
                 by_row.setdefault(r.row, Counter())[r.outcome] += 1
         rows = tuple(
-            (sum(c.values()) - c["infra_error"], c["passed"]) for _, c in sorted(by_row.items())
+            (sum(c.values()) - _faults(c), c[Outcome.PASSED]) for _, c in sorted(by_row.items())
         )
         return cls(Counter(r.outcome for r in records), rows)
 
@@ -57,7 +62,7 @@ class CellCounts:
 
     @property
     def infra(self) -> int:
-        return self.outcomes["infra_error"]
+        return _faults(self.outcomes)
 
     @property
     def n(self) -> int:
@@ -66,7 +71,7 @@ class CellCounts:
 
     @property
     def passed(self) -> int:
-        return self.outcomes["passed"]
+        return self.outcomes[Outcome.PASSED]
 
     def rate(self, outcome: str) -> float | None:
         """The share of the ``n`` runs with this outcome (None with no such run)."""
@@ -152,8 +157,8 @@ def summarize(records: Sequence[RunRecord]) -> Summary:
         rates={
             "success_rate": Rate.of(passed, runs.n),
             "success_rate_valid": Rate.of(passed, n_valid),
-            "crash_rate": Rate.of(runs.count("crashed"), runs.n),
-            "skip_rate": Rate.of(runs.count("skipped"), runs.n),
+            "crash_rate": Rate.of(runs.count(Outcome.CRASHED), runs.n),
+            "skip_rate": Rate.of(runs.count(Outcome.SKIPPED), runs.n),
         },
         medians=_medians(runs),
         tool_sequences=_top_paths(runs),
