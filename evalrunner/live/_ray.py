@@ -49,9 +49,7 @@ from evalrunner.endpoints._endpoints import (
 )
 from evalrunner.errors import ConfigError, EndpointError, EvalrunnerError
 from evalrunner.live._command import CommandAgents
-from evalrunner.live._limits import Pacer
-from evalrunner.live._outage import WORKER_LOST
-from evalrunner.live._runner import (
+from evalrunner.live._execute import (
     JobExecutor,
     JobResult,
     LocalExecutor,
@@ -59,6 +57,8 @@ from evalrunner.live._runner import (
     execute_job,
     infra_run,
 )
+from evalrunner.live._limits import Pacer
+from evalrunner.live._outage import WORKER_LOST
 from evalrunner.live._schedule import Job
 from evalrunner.suite._schema import RateLimit
 

@@ -1,6 +1,6 @@
 """Which runs to make: the scenarios and models chosen, and the jobs, batch by batch.
 
-Pure planning, no I/O: the runner (:mod:`evalrunner.live._runner`) asks a
+Pure planning, no I/O: the driver (:mod:`evalrunner.live._driver`) asks a
 planner for a batch, executes it, and asks again with every record finished so
 far, until the planner returns no more jobs. :class:`FixedPlanner` plans every
 run at once; :class:`AdaptivePlanner` plans batches per scenario x model and

@@ -31,11 +31,12 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
+from evalrunner.live._driver import OpenNight, RunReport, run_night
 from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, model_outages, outage_of
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
-from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
 from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
+from evalrunner.night._open import open_night
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import CellKey, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
