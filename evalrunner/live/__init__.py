@@ -1,4 +1,4 @@
-"""Live mode's executor: run a suite's planned runs against model endpoints, one file per run.
+"""Live mode's executor: run a suite's scheduled runs against model endpoints, one file per run.
 
 :func:`~evalrunner.live._driver.run_night` runs a night it is given (a claimed
 results directory and its schedule, ``_schedule``, opened by

@@ -2,7 +2,7 @@
 
 :func:`run_night` is given an :class:`OpenNight` (a claimed results directory
 and its schedule, settled and checked by :func:`evalrunner.night._open.open_night`)
-and runs it: the planner hands out batches of jobs, :class:`_Driver` runs them
+and runs it: the scheduler hands out batches of jobs, :class:`_Driver` runs them
 through an executor (:mod:`evalrunner.live._execute`) within the concurrency
 limits and writes each result, and the progress (:mod:`evalrunner.live._progress`)
 shows them. Results land on disk as each run finishes; the records come back for
@@ -33,12 +33,12 @@ from evalrunner.live._progress import Progress
 from evalrunner.live._results import AdaptiveSettings, Manifest, ResultsDir, RunWriter
 from evalrunner.live._schedule import (
     Adaptive,
-    AdaptivePlanner,
+    AdaptiveScheduler,
     AdaptiveSummary,
-    FixedPlanner,
+    FixedScheduler,
     Job,
-    Planner,
-    ScenarioPlan,
+    ScenarioSchedule,
+    Scheduler,
 )
 from evalrunner.suite._record import RunRecord
 from evalrunner.suite._schema import JUDGE
@@ -77,11 +77,12 @@ class RunReport:
 
 @dataclass
 class OpenNight:
-    """A results directory claimed for one night, and the night's plan."""
+    """A results directory claimed for one night, and the night's schedule (what
+    :func:`run_night` is given)."""
 
     suite: Suite
     results: ResultsDir
-    plans: list[ScenarioPlan]
+    schedules: list[ScenarioSchedule]
     manifest: Manifest
     """As written when the night (re)started; kept current while it runs."""
     adaptive: AdaptiveSettings | None
@@ -92,7 +93,7 @@ class OpenNight:
 
     @property
     def labels(self) -> list[str]:
-        return list(dict.fromkeys(m for plan in self.plans for m in plan.models))
+        return list(dict.fromkeys(m for schedule in self.schedules for m in schedule.models))
 
     def save(self, **update: Any) -> None:
         self.manifest = self.manifest.model_copy(update=update)
@@ -239,13 +240,15 @@ class _Driver:
             return result.record, result.traceback
 
 
-async def _run_batches(night: OpenNight, planner: Planner, driver: _Driver, report: RunReport) -> None:
-    """Every batch the planner gives, minus the runs a resumed directory holds."""
+async def _run_batches(
+    night: OpenNight, scheduler: Scheduler, driver: _Driver, report: RunReport
+) -> None:
+    """Every batch the scheduler gives, minus the runs a resumed directory holds."""
     finished = {r.run_id: r for r in night.previous}
-    # Every run the directory held, escalation's included: a batch the plan gives again
+    # Every run the directory held, escalation's included: a batch the schedule gives again
     # may be settled without the runs escalation added to it the first time.
     report.resumed_skipped = len(finished)
-    batch = planner.next_jobs([])
+    batch = scheduler.next_jobs([])
     while batch:
         # The manifest lists a batch's runs before they start: they belong to the night.
         night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
@@ -258,7 +261,7 @@ async def _run_batches(night: OpenNight, planner: Planner, driver: _Driver, repo
                 report.crashes.append((record.run_id, tb))
 
         await driver.run_all(todo, done)
-        batch = planner.next_jobs(list(finished.values()))
+        batch = scheduler.next_jobs(list(finished.values()))
 
 
 def _limited(endpoint: Endpoint, suite: Suite) -> Endpoint:
@@ -289,56 +292,78 @@ async def run_night(
     notify: Notify | None = None,
     executor: JobExecutor | None = None,
 ) -> RunReport:
-    """Execute ``night``'s plan; write each run as it finishes; return the night's records.
+    """Execute ``night``'s schedule; write each run as it finishes; return the night's records.
 
     Jobs run in ``executor`` (default: a :class:`LocalExecutor`, this process); the
     caller closes an executor it passed. The thread pools this needs are its own,
     shut down before it returns; the event loop's default executor is left alone.
     """
-    # A fixed plan may still take an Adaptive: escalation (adaptive.adaptive False) adds runs.
+    _check_adaptive(night, adaptive)
+    say = notify or (lambda text: None)
+    endpoints = _endpoints(night, pool)
+    night.save()
+    say(f"suite {night.suite.name}: results in {night.results.root}")
+    scheduler: Scheduler = (
+        FixedScheduler(night.schedules, endpoints)
+        if adaptive is None
+        else AdaptiveScheduler.of(night.schedules, endpoints, adaptive)
+    )
+    limit = concurrency or night.suite.concurrency
+    _capped(list(endpoints.values()), limit, say)
+    report = RunReport(out=night.results.root, records=[], resumed_unclosed=night.unclosed)
+    try:
+        await _drive(night, scheduler, report, limit, progress_stream, executor)
+    except BaseException:
+        # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
+        night.save(status="interrupted", ended_at=iso_now())
+        raise
+    if isinstance(scheduler, AdaptiveScheduler):
+        report.adaptive, report.adaptive_notes = scheduler.summary, scheduler.notes
+    night.save(status="finished", ended_at=iso_now())
+    report.records = night.results.records()
+    return report
+
+
+def _check_adaptive(night: OpenNight, adaptive: Adaptive | None) -> None:
+    """``adaptive`` must match the night's schedule; a fixed one may still take an Adaptive:
+    escalation (``adaptive.adaptive`` False) adds runs."""
     if (adaptive is None or not adaptive.adaptive) != (night.adaptive is None):
         raise ConfigError(
             f"{night.results.root}: the plan is {'adaptive' if night.adaptive else 'fixed'}; "
             "pass the matching Adaptive (run_live does)"
         )
-    say = notify or (lambda text: None)
+
+
+def _endpoints(night: OpenNight, pool: EndpointPool) -> dict[str, Endpoint]:
+    """Each model the night runs against, and each judge's, as its endpoint."""
     judges = [
         judge.model
-        for plan in night.plans
-        if (judge := plan.scenario.checks.judge) is not None and judge.model
+        for schedule in night.schedules
+        if (judge := schedule.scenario.checks.judge) is not None and judge.model
     ]
-    endpoints = {
+    return {
         m: _limited(pool.resolve(m), night.suite) for m in dict.fromkeys([*night.labels, *judges])
     }
-    night.save()
-    say(f"suite {night.suite.name}: results in {night.results.root}")
-    planner: Planner = (
-        FixedPlanner(night.plans, endpoints)
-        if adaptive is None
-        else AdaptivePlanner.of(night.plans, endpoints, adaptive)
-    )
-    limit = concurrency or night.suite.concurrency
-    _capped(list(endpoints.values()), limit, say)
-    report = RunReport(out=night.results.root, records=[], resumed_unclosed=night.unclosed)
+
+
+async def _drive(
+    night: OpenNight,
+    scheduler: Scheduler,
+    report: RunReport,
+    limit: int,
+    progress_stream: TextIO | None,
+    executor: JobExecutor | None,
+) -> None:
+    """Every batch run through ``executor`` (one of our own when None, closed here)."""
     owned = executor is None  # one we start, we close (its command agents' proxy included)
     executor = executor or LocalExecutor(night.suite.spec.rate_limits)
     driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
     try:
-        try:
-            with heap_frozen():
-                await _run_batches(night, planner, driver, report)
-            report.broken_checks = driver.say_broken()
-        finally:
-            with contextlib.ExitStack() as closing:
-                if owned:
-                    closing.callback(executor.close)
-                driver.close()  # raises a failed write's error, after the executor is closed
-    except BaseException:
-        # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
-        night.save(status="interrupted", ended_at=iso_now())
-        raise
-    if isinstance(planner, AdaptivePlanner):
-        report.adaptive, report.adaptive_notes = planner.summary, planner.notes
-    night.save(status="finished", ended_at=iso_now())
-    report.records = night.results.records()
-    return report
+        with heap_frozen():
+            await _run_batches(night, scheduler, driver, report)
+        report.broken_checks = driver.say_broken()
+    finally:
+        with contextlib.ExitStack() as closing:
+            if owned:
+                closing.callback(executor.close)
+            driver.close()  # raises a failed write's error, after the executor is closed

@@ -22,13 +22,14 @@ from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
 from evalrunner.core._faults import InfraLog, describe
 from evalrunner.core._hook import LiteLLMTransport
-from evalrunner.core._scope import arun_captured
+from evalrunner.core._scope import CaptureResult, arun_captured
+from evalrunner.core._transport import Gate
 from evalrunner.endpoints._endpoints import ServeLocal
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
-from evalrunner.live._run_record import run_record
+from evalrunner.live._run_record import row_of, run_record
 from evalrunner.live._schedule import Job
-from evalrunner.suite._checks import judged
+from evalrunner.suite._checks import Judged, judged
 from evalrunner.suite._code_checks import CheckInput, CodeChecked, acode_checks
 from evalrunner.suite._contract import RunContext
 from evalrunner.suite._record import RunRecord
@@ -133,7 +134,7 @@ def infra_run(job: Job, reason: str) -> JobResult:
         scenario=job.scenario.id,
         model=job.endpoint.label,
         index=job.index,
-        row=job.scenario.row.id if job.scenario.row is not None else None,
+        row=row_of(job),
         outcome="infra_error",
         reason=redact_text(reason),
         started_at=iso_now(),
@@ -144,7 +145,7 @@ def infra_run(job: Job, reason: str) -> JobResult:
 class JobExecutor(Protocol):
     """Where jobs run: this process (:class:`LocalExecutor`) or a Ray cluster.
 
-    The driver (:func:`run_night`) plans, bounds the concurrency, writes every
+    The driver (:func:`~evalrunner.live._driver.run_night`) schedules, bounds the concurrency, writes every
     result and keeps the manifest; an executor only turns a job into a result.
     It never raises for a run that went wrong: that is the record's outcome.
     """
@@ -181,40 +182,15 @@ async def execute_job(
     whose retries and shared rate limit are those of in-process runs.
     """
     sc = job.scenario
-    infra = InfraLog(sc.retry)
     gate = gate_for(limiter, limits, job.endpoint.label)
-    transport = LiteLLMTransport(infra, gate)
     started = iso_now()
     t0 = time.monotonic()
-    if sc.command is not None:
-        res = await commands.run(job, gate)
-        infra = res.infra or infra  # the proxy's log of the run's calls, waits included
-    else:
-        res = await arun_captured(
-            sc.load_agent(),
-            sc.input,
-            RunContext.for_scenario(sc, job.endpoint),
-            name=sc.id,
-            transport=transport,
-            timeout=sc.timeout_s,
-            executor=agents,
-        )
+    res, infra = await _captured(job, agents, commands, gate)
     # Waiting for the shared rate limit is the night's throughput, and failed attempts with
     # their backoff are the endpoint's faults: neither is the agent's latency.
     latency = max(0.0, time.monotonic() - t0 - infra.rate_wait_s - infra.retried_s)
     run = judged(res, sc.normalize_config())
-    code = None
-    finished = res.error is None and not res.timed_out
-    if sc.checks.code and finished:
-        context = RunContext.for_scenario(sc, job.endpoint)
-        seen = CheckInput(
-            run.answer, res.output, res.trajectory, run.tools, context, sc.id, sc.row_values
-        )
-        code = await acode_checks(sc.load_checks(), seen, sc.timeout_s)
-    judge_fault = None
-    if sc.checks.judge is not None and finished and run.answer is not None:
-        code = code or CodeChecked()
-        judge_fault = await _grade(job, run.answer, code, limiter, limits)
+    code, judge_fault = await _checked(job, res, run, limiter, limits)
     record = run_record(job, res, started, latency, run, code)
     if judge_fault is not None:
         # The answer could not be graded: nothing is known of the run's behaviour.
@@ -230,6 +206,53 @@ async def execute_job(
         res.first_request,
         code.broken if code is not None else {},
     )
+
+
+async def _captured(
+    job: Job, agents: Executor, commands: CommandAgents, gate: Gate | None
+) -> tuple[CaptureResult, InfraLog]:
+    """The agent run under capture, in this process or (``command:``) under the proxy, and
+    the log of its model calls."""
+    sc = job.scenario
+    infra = InfraLog(sc.retry)
+    if sc.command is not None:
+        res = await commands.run(job, gate)
+        return res, res.infra or infra  # the proxy's log of the run's calls, waits included
+    res = await arun_captured(
+        sc.load_agent(),
+        sc.input,
+        RunContext.for_scenario(sc, job.endpoint),
+        name=sc.id,
+        transport=LiteLLMTransport(infra, gate),
+        timeout=sc.timeout_s,
+        executor=agents,
+    )
+    return res, infra
+
+
+async def _checked(
+    job: Job,
+    res: CaptureResult,
+    run: Judged,
+    limiter: Limiter | None,
+    limits: Mapping[str, RateLimit],
+) -> tuple[CodeChecked | None, str | None]:
+    """A finished run's code checks and judge: their results (None: it has none), and why
+    the judge's endpoint failed it (None: it did not)."""
+    sc = job.scenario
+    if res.error is not None or res.timed_out:
+        return None, None
+    code = None
+    if sc.checks.code:
+        context = RunContext.for_scenario(sc, job.endpoint)
+        seen = CheckInput(
+            run.answer, res.output, res.trajectory, run.tools, context, sc.id, sc.row_values
+        )
+        code = await acode_checks(sc.load_checks(), seen, sc.timeout_s)
+    if sc.checks.judge is None or run.answer is None:
+        return code, None
+    code = code or CodeChecked()
+    return code, await _grade(job, run.answer, code, limiter, limits)
 
 
 async def _grade(

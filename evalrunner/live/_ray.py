@@ -5,7 +5,7 @@ process that imports evalrunner, litellm and the agents once and then runs
 many jobs at the same time in its own event loop: runs wait on endpoints, not
 on CPU, so a process per run (a plain Ray task each) would pay litellm's
 import for every run and hold a CPU slot doing nothing. The driver (this
-process) still plans, bounds the concurrency, writes every result and keeps
+process) still schedules, bounds the concurrency, writes every result and keeps
 the manifest, exactly as with the local executor.
 
 When a worker process dies (killed, out of memory, its node lost), Ray
