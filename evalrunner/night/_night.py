@@ -435,6 +435,17 @@ def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
     night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
 
 
+def _sentinel_cells(result: LiveResult) -> list[CellKey]:
+    """The failing cells whose first request did not change, and that have a baseline."""
+    assert result.comparison is not None
+    baselines = result.comparison.baselines
+    return [
+        cell
+        for cell, why in result.explanations.items()
+        if not why.request and not why.unavailable and cell in baselines
+    ]
+
+
 def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
     """Send the baseline's first request again for failing cells whose first request did not
     change (the one case where it can tell the model from the agent), within its share of calls."""
@@ -442,11 +453,7 @@ def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -
 
     assert result.comparison is not None
     baselines = result.comparison.baselines
-    cells = [
-        cell
-        for cell, why in result.explanations.items()
-        if not why.request and not why.unavailable and cell in baselines
-    ]
+    cells = _sentinel_cells(result)
     if not cells:
         return
     calls = sentinel_calls(sum(r.llm_calls for r in result.report.records), len(cells))
