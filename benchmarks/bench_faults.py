@@ -61,7 +61,7 @@ prepare()
 
 from suite_runs import run_suite  # noqa: E402
 
-import evalrunner.live._runner as runner  # noqa: E402
+import evalrunner.live._execute as execute  # noqa: E402
 from evalrunner.endpoints._endpoints import Endpoint, EndpointPool  # noqa: E402
 from evalrunner.live._results import ResultsDir  # noqa: E402
 from evalrunner.suite._loader import load_suite  # noqa: E402
@@ -236,17 +236,17 @@ def night(
     from fake_endpoint import FakeEndpoint
 
     retries: list[int] = []
-    record = runner._record
+    record = execute.run_record
 
     def counted(job: Any, res: Any, *rest: Any) -> Any:
-        # Whatever else the runner hands _record: only the run's infra log is read here
+        # Whatever else the runner hands run_record: only the run's infra log is read here
         # (the fixed signature broke when code checks' results joined it).
         retries.append(res.infra.retries if res.infra is not None else 0)
         return record(job, res, *rest)
 
     injector = Injector(kind, rate, responder(path))
     out = work / f"{path}-{kind}-{rate:g}"
-    runner._record = counted  # type: ignore[assignment]
+    execute.run_record = counted  # type: ignore[assignment]
     started = time.monotonic()
     try:
         with FakeEndpoint(responder=injector) as ep:
@@ -263,7 +263,7 @@ def night(
                 )
             )
     finally:
-        runner._record = record  # type: ignore[assignment]
+        execute.run_record = record  # type: ignore[assignment]
     return Row(
         path=path,
         kind=kind,

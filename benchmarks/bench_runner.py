@@ -210,14 +210,14 @@ def unfrozen_line(api_base: str, runs: int, concurrency: int) -> float:
     """The async runner line as it was before the night froze what it started with."""
     import contextlib
 
-    from evalrunner.live import _runner
+    from evalrunner.live import _driver
 
-    frozen = _runner.heap_frozen
-    _runner.heap_frozen = contextlib.nullcontext  # type: ignore[assignment]
+    frozen = _driver.heap_frozen
+    _driver.heap_frozen = contextlib.nullcontext  # type: ignore[assignment]
     try:
         return runner_line(api_base, "bench_runner:athree_calls", runs, concurrency)
     finally:
-        _runner.heap_frozen = frozen
+        _driver.heap_frozen = frozen
 
 
 def agent_threads_line(api_base: str, runs: int, concurrency: int) -> float:

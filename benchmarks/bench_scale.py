@@ -202,7 +202,7 @@ def part1(runs: int, concurrency: int, skip_ray: bool, rounds: int) -> None:
     executor = None
     try:
         warm_up(endpoint.api_base)
-        from evalrunner.live._runner import LocalExecutor
+        from evalrunner.live._execute import LocalExecutor
 
         measured: dict[str, Callable[[], float]] = {
             BARE: lambda: bare_async_line(endpoint.api_base, runs, concurrency),

@@ -116,7 +116,7 @@ class SentinelResult:
 
     @classmethod
     def not_run(cls, cell: CellKey, why: str) -> SentinelResult:
-        """A sentinel that had nothing to send, or no budget: ``why`` is its line."""
+        """A sentinel that had nothing to send, or too few calls to spare: ``why`` is its line."""
         return cls(cell, {}, {}, [], None, 0.0, unavailable=why)
 
     @property

@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from evalrunner.night._night import NightOptions
-from evalrunner.suite._schema import MAX_RUNS
+from evalrunner.suite._schema import MAX_CELL_RUNS
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[F], F]
@@ -53,7 +53,7 @@ def baselines_dir(help: str | None = None) -> Decorator[Any]:
 
 
 def runs(help: str) -> Decorator[Any]:
-    return click.option("--runs", "-n", type=click.IntRange(min=1, max=MAX_RUNS), help=help)
+    return click.option("--runs", "-n", type=click.IntRange(min=1, max=MAX_CELL_RUNS), help=help)
 
 
 def rows(help: str) -> Decorator[Any]:

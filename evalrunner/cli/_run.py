@@ -24,10 +24,10 @@ from evalrunner.cli._tables import (
     undecided,
     verdict_rows,
 )
+from evalrunner.live._driver import RunReport, check_named
 from evalrunner.live._outage import what_to_check
 from evalrunner.live._ray import EXECUTORS
 from evalrunner.live._results import AdaptiveSettings
-from evalrunner.live._runner import RunReport, check_named
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
 from evalrunner.suite import OUTCOMES, Outcome, load_suite_by_name

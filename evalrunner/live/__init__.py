@@ -1,10 +1,12 @@
-"""Live mode's executor: run a suite's planned runs against model endpoints, one file per run.
+"""Live mode's executor: run a suite's scheduled runs against model endpoints, one file per run.
 
-:func:`~evalrunner.live._runner.open_night` claims a results directory and
-settles the run schedule (``_schedule``); :func:`~evalrunner.live._runner.run_night`
-executes it in this process or on Ray (``_ray``), ``command:`` agents under the
-capture proxy (``_command``), each run classified (:func:`classify`) and written
-to the results directory (:class:`ResultsDir`) as it finishes. The whole night
+:func:`~evalrunner.live._driver.run_night` runs a night it is given (a claimed
+results directory and its schedule, ``_schedule``, opened by
+:func:`evalrunner.night._open.open_night`): batch by batch, in this process or on
+Ray (``_ray``), each job executed (``_execute``), ``command:`` agents under the
+capture proxy (``_command``), each run classified (:func:`classify`) into its
+record (``_run_record``) and written to the results directory
+(:class:`ResultsDir`) as it finishes, the progress shown (``_progress``). The whole night
 (compare, history) is :func:`evalrunner.night.run_live`.
 """
 

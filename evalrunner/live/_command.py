@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from evalrunner.core._transport import Gate
     from evalrunner.endpoints._endpoints import Endpoint
     from evalrunner.live._schedule import Job
+    from evalrunner.proxy._runs import ProxyRunResult
     from evalrunner.proxy._server import ProxyServer
 
 __all__ = ["CommandAgents", "CommandFailed"]
@@ -172,7 +173,6 @@ class CommandAgents:
         )
         register_env_secrets(sc.env)
         env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
-        timed_out = False
         returncode: int | None = None
         out = err = ""
         try:
@@ -184,30 +184,8 @@ class CommandAgents:
             returncode = 127
         finally:
             result = await asyncio.to_thread(proxy.finish_run, run_id)
-        if returncode is None:
-            timed_out = True
-            error: BaseException | None = TimeoutError(f"run timed out after {sc.timeout_s:g} s")
-        elif not result.model_calls and any(r.startswith("401:") for r in result.refusals):
-            # Its requests reached the proxy without the key the proxy gave it: the agent's
-            # wiring, like a base URL it ignored; the model was never asked, exit 0 or not.
-            error = NoKeyForProxy(
-                "no model calls: the capture proxy refused the agent's requests, which came "
-                "without the key it was given; send OPENAI_API_KEY (ANTHROPIC_API_KEY) as "
-                "the bearer token or x-api-key"
-            )
-        else:
-            error = _exit_problem(returncode, err)
-            if error is not None and result.refusals:
-                # What the proxy turned away is why the command gave up: say that first.
-                error = CommandFailed(
-                    f"the capture proxy refused its request ({result.refusals[0]}); {error}"
-                )
-            elif error is not None:
-                error = _went_around_the_proxy(error, result.model_calls, err)
-            if error is not None and result.upstream_errors:
-                # What the model's endpoint refused (e.g. the context window) is why
-                # the command gave up: the classifier reads the cause chain.
-                error.__cause__ = UpstreamRefused(result.upstream_errors[-1])
+        timed_out = returncode is None
+        error = _why_it_failed(returncode, err, result, sc.timeout_s)
         return CaptureResult(
             trajectory=result.trajectory,
             output=None if error is not None else final_answer(out),
@@ -223,3 +201,35 @@ class CommandAgents:
         if self._proxy is not None:
             self._proxy.stop()
             self._proxy = None
+
+
+def _why_it_failed(
+    returncode: int | None, stderr: str, result: ProxyRunResult, timeout_s: float
+) -> BaseException | None:
+    """Why a command run failed, from how it ended and what its proxy saw (None: it did not)."""
+    if returncode is None:
+        return TimeoutError(f"run timed out after {timeout_s:g} s")
+    if not result.model_calls and any(r.startswith("401:") for r in result.refusals):
+        # Its requests reached the proxy without the key the proxy gave it: the agent's
+        # wiring, like a base URL it ignored; the model was never asked, exit 0 or not.
+        return NoKeyForProxy(
+            "no model calls: the capture proxy refused the agent's requests, which came "
+            "without the key it was given; send OPENAI_API_KEY (ANTHROPIC_API_KEY) as "
+            "the bearer token or x-api-key"
+        )
+    problem = _exit_problem(returncode, stderr)
+    if problem is None:
+        return None
+    error: BaseException
+    if result.refusals:
+        # What the proxy turned away is why the command gave up: say that first.
+        error = CommandFailed(
+            f"the capture proxy refused its request ({result.refusals[0]}); {problem}"
+        )
+    else:
+        error = _went_around_the_proxy(problem, result.model_calls, stderr)
+    if result.upstream_errors:
+        # What the model's endpoint refused (e.g. the context window) is why
+        # the command gave up: the classifier reads the cause chain.
+        error.__cause__ = UpstreamRefused(result.upstream_errors[-1])
+    return error

@@ -5,7 +5,7 @@ process that imports evalrunner, litellm and the agents once and then runs
 many jobs at the same time in its own event loop: runs wait on endpoints, not
 on CPU, so a process per run (a plain Ray task each) would pay litellm's
 import for every run and hold a CPU slot doing nothing. The driver (this
-process) still plans, bounds the concurrency, writes every result and keeps
+process) still schedules, bounds the concurrency, writes every result and keeps
 the manifest, exactly as with the local executor.
 
 When a worker process dies (killed, out of memory, its node lost), Ray
@@ -49,9 +49,7 @@ from evalrunner.endpoints._endpoints import (
 )
 from evalrunner.errors import ConfigError, EndpointError, EvalrunnerError
 from evalrunner.live._command import CommandAgents
-from evalrunner.live._limits import Pacer
-from evalrunner.live._outage import WORKER_LOST
-from evalrunner.live._runner import (
+from evalrunner.live._execute import (
     JobExecutor,
     JobResult,
     LocalExecutor,
@@ -59,6 +57,8 @@ from evalrunner.live._runner import (
     execute_job,
     infra_run,
 )
+from evalrunner.live._limits import Pacer
+from evalrunner.live._outage import WORKER_LOST
 from evalrunner.live._schedule import Job
 from evalrunner.suite._schema import RateLimit
 

@@ -1,12 +1,13 @@
 """Which runs to make: the scenarios and models chosen, and the jobs, batch by batch.
 
-Pure planning, no I/O: the runner (:mod:`evalrunner.live._runner`) asks a
-planner for a batch, executes it, and asks again with every record finished so
-far, until the planner returns no more jobs. :class:`FixedPlanner` plans every
-run at once; :class:`AdaptivePlanner` plans batches per scenario x model and
-asks a :data:`LookRule` (the statistics' ``decide``) after each batch how many more
-runs a cell needs.
-A resumed night's plan is the one its manifest recorded (:func:`resumed`).
+Pure scheduling, no I/O: the driver (:mod:`evalrunner.live._driver`) asks a
+scheduler for a batch, executes it, and asks again with every record finished so
+far, until the scheduler returns no more jobs. :class:`FixedScheduler` schedules
+every run at once; :class:`AdaptiveScheduler` schedules batches per scenario x model
+and asks a :data:`LookRule` (the statistics' ``decide``) after each batch how many
+more runs a cell needs.
+A resumed night's schedule is the one its manifest recorded (:func:`resumed`); the
+manifest and the messages about it still call it the night's plan.
 """
 
 from __future__ import annotations
@@ -26,21 +27,21 @@ from evalrunner.suite._settings import ResolvedScenario, Suite
 
 __all__ = [
     "Adaptive",
-    "AdaptivePlanner",
+    "AdaptiveScheduler",
     "CellBudget",
-    "FixedPlanner",
+    "FixedScheduler",
     "Job",
     "LookRule",
-    "Planner",
     "RunOptions",
-    "ScenarioPlan",
+    "ScenarioSchedule",
+    "Scheduler",
     "choose",
     "resumed",
 ]
 
 
 @dataclass(frozen=True)
-class ScenarioPlan:
+class ScenarioSchedule:
     """A chosen scenario and the model strings it runs against."""
 
     scenario: ResolvedScenario
@@ -58,10 +59,29 @@ def choose(
     models: Sequence[str] = (),
     scenario_ids: Sequence[str] = (),
     rows: int | None = None,
-) -> list[ScenarioPlan]:
+) -> list[ScenarioSchedule]:
     """The scenarios to run, each with its model strings, after CLI overrides.
 
     ``rows`` applies to dataset scenarios only (a stable subset of their rows)."""
+    _check_scenario_ids(suite, scenario_ids)
+    chosen = [
+        ScenarioSchedule(
+            _overridden(scenario, runs, rows),
+            tuple(requested_models(tuple(models), scenario.models)),
+        )
+        for scenario in suite.scenarios
+        if not scenario_ids or scenario.id in scenario_ids
+    ]
+    if rows is not None and not any(schedule.scenario.data is not None for schedule in chosen):
+        raise ConfigError(
+            f"--rows applies to dataset scenarios, and suite {suite.name!r} has none among those "
+            "chosen; drop --rows"
+        )
+    return chosen
+
+
+def _check_scenario_ids(suite: Suite, scenario_ids: Sequence[str]) -> None:
+    """Every scenario asked for is one of the suite's (the first that is not, named)."""
     known = [s.id for s in suite.scenarios]
     unknown = [s for s in scenario_ids if s not in known]
     if unknown:
@@ -70,23 +90,15 @@ def choose(
         raise ConfigError(
             f"suite {suite.name!r} has no scenario {unknown[0]!r}; {hint}its scenarios: {', '.join(known)}"
         )
-    chosen = []
-    for scenario in suite.scenarios:
-        if scenario_ids and scenario.id not in scenario_ids:
-            continue
-        if runs is not None:
-            scenario = scenario.model_copy(update={"runs": runs})  # not fingerprinted
-        if rows is not None and scenario.data is not None:
-            scenario = scenario.model_copy(update={"rows": rows})  # not fingerprinted
-        chosen.append(
-            ScenarioPlan(scenario, tuple(requested_models(tuple(models), scenario.models)))
-        )
-    if rows is not None and not any(plan.scenario.data is not None for plan in chosen):
-        raise ConfigError(
-            f"--rows applies to dataset scenarios, and suite {suite.name!r} has none among those "
-            "chosen; drop --rows"
-        )
-    return chosen
+
+
+def _overridden(scenario: ResolvedScenario, runs: int | None, rows: int | None) -> ResolvedScenario:
+    """``scenario`` with ``--runs`` and (a dataset scenario) ``--rows``, neither fingerprinted."""
+    if runs is not None:
+        scenario = scenario.model_copy(update={"runs": runs})
+    if rows is not None and scenario.data is not None:
+        scenario = scenario.model_copy(update={"rows": rows})
+    return scenario
 
 
 def _conflict(where: object, option: str, recorded: str) -> ConfigError:
@@ -134,8 +146,8 @@ def resumed(
     models: Sequence[str] = (),
     scenario_ids: Sequence[str] = (),
     rows: int | None = None,
-) -> list[ScenarioPlan]:
-    """The plan ``manifest`` recorded, against ``suite`` as it is now.
+) -> list[ScenarioSchedule]:
+    """The schedule ``manifest`` recorded, against ``suite`` as it is now.
 
     Options given again must agree with it; a scenario that left the suite or
     whose configuration changed (fingerprint) cannot be resumed.
@@ -152,22 +164,28 @@ def resumed(
             f"{where}: scenario {gone[0]!r} of this directory's plan is no longer in suite "
             f"{suite.name!r}; start a new --out instead of --resume"
         )
-    plans = []
-    for scenario in suite.scenarios:  # in suite order, as a fresh night plans them
-        sid = scenario.id
-        if sid not in manifest.scenarios:
-            continue
-        if scenario.fingerprint != manifest.scenarios[sid]:
-            raise ConfigError(
-                f"{where}: scenario {sid!r} changed since this directory was started "
-                "(configuration fingerprint differs); start a new --out instead of --resume"
-            )
-        cells = (manifest.models_by_scenario or {}).get(sid, manifest.models)
-        kept = {"runs": manifest.runs[sid]}
-        if manifest.rows and sid in manifest.rows:
-            kept["rows"] = manifest.rows[sid]
-        plans.append(ScenarioPlan(scenario.model_copy(update=kept), tuple(cells)))
-    return plans
+    # In suite order, as a fresh night schedules them.
+    return [
+        _as_recorded(where, manifest, scenario)
+        for scenario in suite.scenarios
+        if scenario.id in manifest.scenarios
+    ]
+
+
+def _as_recorded(where: object, manifest: Manifest, scenario: ResolvedScenario) -> ScenarioSchedule:
+    """``scenario`` with the runs, rows and models ``manifest`` recorded for it, unless its
+    configuration changed since."""
+    sid = scenario.id
+    if scenario.fingerprint != manifest.scenarios[sid]:
+        raise ConfigError(
+            f"{where}: scenario {sid!r} changed since this directory was started "
+            "(configuration fingerprint differs); start a new --out instead of --resume"
+        )
+    cells = (manifest.models_by_scenario or {}).get(sid, manifest.models)
+    kept = {"runs": manifest.runs[sid]}
+    if manifest.rows and sid in manifest.rows:
+        kept["rows"] = manifest.rows[sid]
+    return ScenarioSchedule(scenario.model_copy(update=kept), tuple(cells))
 
 
 def resumed_adaptive(
@@ -195,7 +213,7 @@ def resumed_adaptive(
 def adaptive_settings(
     adaptive: bool, batch: int | None, max_runs: int | None
 ) -> AdaptiveSettings | None:
-    """A fresh night's adaptive settings (None: a fixed plan); defaults where not given."""
+    """A fresh night's adaptive settings (None: a fixed schedule); defaults where not given."""
     if not adaptive:
         return None
     given = {"batch": batch, "max_runs": max_runs}
@@ -231,12 +249,12 @@ class Job:
         return run_id(self.key)
 
 
-class Planner(Protocol):
+class Scheduler(Protocol):
     """What the runner executes: batches of jobs until an empty one."""
 
     @property
-    def planned(self) -> list[Job]:
-        """Every job planned so far (including those a resumed directory already holds)."""
+    def scheduled(self) -> list[Job]:
+        """Every job scheduled so far (including those a resumed directory already holds)."""
         ...
 
     def next_jobs(self, finished: Sequence[RunRecord]) -> list[Job]:
@@ -244,20 +262,22 @@ class Planner(Protocol):
         ...
 
 
-class FixedPlanner:
+class FixedScheduler:
     """Every scenario's ``runs`` against each of its models, in one batch."""
 
-    def __init__(self, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint]) -> None:
+    def __init__(
+        self, schedules: Sequence[ScenarioSchedule], endpoints: Mapping[str, Endpoint]
+    ) -> None:
         self._jobs = [
-            Job.of(plan.scenario, endpoints, model, index)
-            for plan in plans
-            for model in plan.models
-            for index in range(plan.scenario.cell_runs)
+            Job.of(schedule.scenario, endpoints, model, index)
+            for schedule in schedules
+            for model in schedule.models
+            for index in range(schedule.scenario.cell_runs)
         ]
         self._given = False
 
     @property
-    def planned(self) -> list[Job]:
+    def scheduled(self) -> list[Job]:
         return list(self._jobs)
 
     def next_jobs(self, finished: Sequence[RunRecord]) -> list[Job]:
@@ -268,7 +288,7 @@ class FixedPlanner:
 
 
 LookRule = Callable[[CellKey, Sequence[RunRecord]], tuple[int, str]]
-"""``(cell, its finished records) -> (runs to add now, why)``: the statistics' planner
+"""``(cell, its finished records) -> (runs to add now, why)``: the statistics' look
 (:func:`evalrunner.stats.decide`) asked after each batch; 0 settles the cell."""
 
 
@@ -320,7 +340,7 @@ _ADAPTIVE_DEFAULTS = AdaptiveSettings()
 
 @dataclass(frozen=True)
 class Adaptive:
-    """A night planned by its looks: each cell with a baseline runs by its budget, and
+    """A night scheduled by its looks: each cell with a baseline runs by its budget, and
     ``look`` says after each batch how many runs it adds (escalation, and with
     ``--adaptive`` stopping early); cells without one run their ``runs`` at once."""
 
@@ -328,7 +348,7 @@ class Adaptive:
     budgets: Mapping[CellKey, CellBudget]
     """Cells ``look`` can judge (those with a baseline): their first look, N and cap."""
     adaptive: bool = True
-    """False: the night's plan is fixed (every cell gets its N) and only escalation adds runs."""
+    """False: the night's schedule is fixed (every cell gets its N) and only escalation adds runs."""
     batch: int = _ADAPTIVE_DEFAULTS.batch
     max_runs: int = _ADAPTIVE_DEFAULTS.max_runs
     """``batch`` and ``max_runs`` are what --adaptive was given, for the manifest: the budgets
@@ -351,7 +371,7 @@ class _Lane:
     first: int = 0
     """Runs before the first look (a cell without a budget: all of them)."""
     runs: int = 0
-    """The N the cell is planned for (escalation goes beyond it, adaptive stops short)."""
+    """The N the cell is scheduled for (escalation goes beyond it, adaptive stops short)."""
     pending: int = 0
     """Runs the last look asked for."""
 
@@ -369,18 +389,18 @@ class AdaptiveSummary:
     """What --adaptive did, in numbers the words printed about it can be checked against."""
 
     made: int
-    """Runs planned (and so made, unless interrupted), resumed ones included."""
+    """Runs scheduled (and so made, unless interrupted), resumed ones included."""
     maximum: int
     """Runs the caps allowed: --max-runs per cell with a baseline, ``runs`` per cell without."""
     fixed: int
-    """Runs a fixed plan (each scenario's ``runs``) would have made."""
+    """Runs a fixed schedule (each scenario's ``runs``) would have made."""
     stopped: int
     """Cells a look stopped before their cap."""
     cells: int
     escalated: int = 0
     """Cells that ran past their first look's runs because a look found them suspicious."""
     adaptive: bool = True
-    """False: a fixed plan that only escalation changed."""
+    """False: a fixed schedule that only escalation changed."""
 
     def line(self) -> str:
         if not self.adaptive:
@@ -397,38 +417,41 @@ class AdaptiveSummary:
 
 
 @dataclass
-class AdaptivePlanner:
+class AdaptiveScheduler:
     """Batches per scenario x model until its look settles it or it reaches its cap."""
 
     adaptive: Adaptive
     lanes: list[_Lane]
-    planned: list[Job] = field(default_factory=list)
+    scheduled: list[Job] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fixed: int = 0
     endpoints: Mapping[str, Endpoint] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, plans: Sequence[ScenarioPlan], endpoints: Mapping[str, Endpoint], adaptive: Adaptive
-    ) -> AdaptivePlanner:
-        planner = cls(adaptive, [], endpoints=endpoints)
-        for plan in plans:
-            for model in plan.models:
-                runs = plan.scenario.cell_runs
-                lane = _Lane(plan.scenario, endpoints[model], runs, first=runs, runs=runs)
-                planner.fixed += runs
+        cls,
+        schedules: Sequence[ScenarioSchedule],
+        endpoints: Mapping[str, Endpoint],
+        adaptive: Adaptive,
+    ) -> AdaptiveScheduler:
+        scheduler = cls(adaptive, [], endpoints=endpoints)
+        for schedule in schedules:
+            for model in schedule.models:
+                runs = schedule.scenario.cell_runs
+                lane = _Lane(schedule.scenario, endpoints[model], runs, first=runs, runs=runs)
+                scheduler.fixed += runs
                 budget = adaptive.budgets.get(lane.key)
                 if budget is not None:
                     lane.cap, lane.first, lane.runs = budget.cap, budget.first, budget.runs
                 elif adaptive.adaptive:
-                    planner.notes.append(f"{lane.key.token()}: no baseline, runs the full {runs}")
-                planner.lanes.append(lane)
-        return planner
+                    scheduler.notes.append(f"{lane.key.token()}: no baseline, runs the full {runs}")
+                scheduler.lanes.append(lane)
+        return scheduler
 
     @property
     def summary(self) -> AdaptiveSummary:
         return AdaptiveSummary(
-            made=len(self.planned),
+            made=len(self.scheduled),
             maximum=sum(lane.cap for lane in self.lanes),
             fixed=self.fixed,
             stopped=sum(lane.settled and lane.next < lane.cap for lane in self.lanes),
@@ -438,7 +461,7 @@ class AdaptivePlanner:
         )
 
     def next_jobs(self, finished: Sequence[RunRecord]) -> list[Job]:
-        if self.planned:  # a batch ran: ask about every open cell first
+        if self.scheduled:  # a batch ran: ask about every open cell first
             self._settle(group_records(finished))
         batch: list[Job] = []
         for lane in self.lanes:
@@ -448,7 +471,7 @@ class AdaptivePlanner:
                 batch.append(Job.of(lane.scenario, self.endpoints, lane.key.model, lane.next))
                 lane.next += 1
                 size -= 1
-        self.planned += batch
+        self.scheduled += batch
         return batch
 
     def _settle(self, by_cell: Mapping[CellKey, Sequence[RunRecord]]) -> None:

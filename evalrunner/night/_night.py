@@ -31,18 +31,21 @@ from evalrunner.baseline._file import Baseline, load_baselines, typical_trajecto
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.errors import EvalrunnerError
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
+from evalrunner.live._driver import OpenNight, RunReport, run_night
 from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, model_outages, outage_of
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
-from evalrunner.live._runner import OpenNight, RunReport, open_night, run_night
-from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioPlan
+from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioSchedule
+from evalrunner.night._open import open_night
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, Outcome, RunRecord, group_records
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
+    from evalrunner.core._normalize import NormalizeConfig
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._reference import CellReference
+    from evalrunner.stats._sequential import Budget
 
 __all__ = [
     "DEFAULT_OUTAGE_SHARE",
@@ -129,13 +132,13 @@ def _fitting(
 
 
 def _sequential(
-    plans: Sequence[ScenarioPlan],
+    schedules: Sequence[ScenarioSchedule],
     loaded: Mapping[CellKey, Baseline],
     settings: AdaptiveSettings | None,
     evidence: Mapping[CellKey, EvidenceState],
     fingerprints: Mapping[str, str],
 ) -> tuple[Adaptive | None, Mapping[CellKey, CellReference] | None]:
-    """The statistics' planner for tonight: escalation of suspicious cells (every night with
+    """The statistics' look rule for tonight: escalation of suspicious cells (every night with
     baselines), and with ``--adaptive`` the early look that stops unremarkable cells.
 
     One look rule per night: :func:`evalrunner.stats.decide` on the cell's runs so far,
@@ -143,43 +146,17 @@ def _sequential(
     the comparison after the runs uses the same one. Cells without a usable baseline run
     their N.
     """
-    from evalrunner.stats._reference import CellBaseline, fit_references
-    from evalrunner.stats._sequential import Budget, decide
+    from evalrunner.stats._sequential import decide
 
-    cells = [cell for plan in plans for cell in plan.cells()]
-    scenarios = {plan.scenario.id: plan.scenario for plan in plans}
+    scenarios = {schedule.scenario.id: schedule.scenario for schedule in schedules}
     baselines = _fitting(loaded, scenarios, fingerprints)
     if not baselines:
         return None, None
-    refs = fit_references(
-        [
-            CellBaseline(
-                cell,
-                scenarios[cell.scenario].tolerance,
-                [n.records for n in b.nights],
-                b.anchor,
-                scenarios[cell.scenario].row_ids,
-            )
-            for cell, b in baselines.items()
-        ],
-        evidence,
-    )
-    budgets = {}
-    for cell in baselines:
-        scenario = scenarios[cell.scenario]
-        # --adaptive plans each cell for --max-runs (its N) and may stop it at half of that.
-        budgets[cell] = Budget.of(
-            scenario.tolerance,
-            # Per row for a dataset scenario, as runs is.
-            settings.max_runs * max(1, len(scenario.selected_rows))
-            if settings is not None
-            else scenario.cell_runs,
-            cells=len(cells),
-            adaptive=settings is not None,
-            batch=settings.batch if settings else None,
-        )
+    refs = _fit(baselines, scenarios, evidence)
+    cells = sum(len(schedule.cells()) for schedule in schedules)
+    budgets = {cell: _budget(scenarios[cell.scenario], settings, cells) for cell in baselines}
     if settings is None and all(b.cap <= b.runs for b in budgets.values()):
-        return None, refs  # escalation off everywhere (escalate_to: 1): a fixed plan
+        return None, refs  # escalation off everywhere (escalate_to: 1): a fixed schedule
 
     def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
         step = decide(refs[cell], records, budgets[cell], evidence.get(cell))
@@ -196,6 +173,46 @@ def _sequential(
         max_runs=recorded.max_runs,
     )
     return adaptive, refs
+
+
+def _fit(
+    baselines: Mapping[CellKey, Baseline],
+    scenarios: Mapping[str, ResolvedScenario],
+    evidence: Mapping[CellKey, EvidenceState],
+) -> dict[CellKey, CellReference]:
+    """The matching baselines fitted once across the suite, with their evidence."""
+    from evalrunner.stats._reference import CellBaseline, fit_references
+
+    return fit_references(
+        [
+            CellBaseline(
+                cell,
+                scenarios[cell.scenario].tolerance,
+                [n.records for n in b.nights],
+                b.anchor,
+                scenarios[cell.scenario].row_ids,
+            )
+            for cell, b in baselines.items()
+        ],
+        evidence,
+    )
+
+
+def _budget(scenario: ResolvedScenario, settings: AdaptiveSettings | None, cells: int) -> Budget:
+    """A cell's runs tonight: --adaptive schedules it for --max-runs (its N) and may stop it at
+    half of that; otherwise it runs its N, and escalation may take it to the cap."""
+    from evalrunner.stats._sequential import Budget
+
+    return Budget.of(
+        scenario.tolerance,
+        # Per row for a dataset scenario, as runs is.
+        settings.max_runs * max(1, len(scenario.selected_rows))
+        if settings is not None
+        else scenario.cell_runs,
+        cells=cells,
+        adaptive=settings is not None,
+        batch=settings.batch if settings else None,
+    )
 
 
 def _to_stderr(text: str) -> None:
@@ -247,7 +264,7 @@ def run_live(
     """Run a suite live, compare each scenario with its baseline, append the night to the history.
 
     ``suite``: a loaded suite, or a suite file's path. ``options.resume`` continues
-    the plan recorded in ``options.out``'s manifest (options given again must agree
+    the schedule recorded in ``options.out``'s manifest (options given again must agree
     with it). ``progress_stream`` gets a line per finished run (default stderr;
     ``io.StringIO()`` keeps them quiet). ``notify`` hears one-line notices (where the
     results go, the embedded model starting, a concurrency cap); default stderr.
@@ -265,31 +282,7 @@ def run_live(
 
         check_writable(history)  # a bad location fails before the night's runs, not after
     with open_night(suite, options.out, options) as night:
-        cells = [c for plan in night.plans for c in plan.cells()]
-        before = _Before()
-        if baselines_dir is not None:
-            # Read once, before the runs: a broken baseline stops us before the night's
-            # runs are spent, and escalation and the comparison use the same objects.
-            before.loaded = load_baselines(baselines_dir, suite.name, cells)
-            before.evidence = _evidence_so_far(suite.name, history)
-        # Escalation needs the baselines; --adaptive without them still runs in batches.
-        adaptive_cfg = None
-        if baselines_dir is not None:
-            adaptive_cfg, before.references = _sequential(
-                night.plans,
-                before.loaded,
-                night.adaptive,
-                before.evidence,
-                night.manifest.scenarios,
-            )
-        if adaptive_cfg is None and night.adaptive is not None:
-            # --adaptive with no baseline to look against: every cell runs its N.
-            adaptive_cfg = Adaptive(
-                look=lambda cell, records: (0, "no baseline"),
-                budgets={},
-                batch=night.adaptive.batch,
-                max_runs=night.adaptive.max_runs,
-            )
+        before, adaptive_cfg = _before_the_runs(night, baselines_dir, history)
         with (
             open_executor(
                 options.executor,
@@ -319,6 +312,37 @@ def run_live(
             # Inside the pool: the sentinel reaches the models the runs did.
             _after_the_runs(night, result, baselines_dir, history, before, options.explain, pool)
     return result
+
+
+def _before_the_runs(
+    night: OpenNight, baselines_dir: Path | None, history: str | None
+) -> tuple[_Before, Adaptive | None]:
+    """What the night reads and fits before its runs, and the statistics' look rule for them."""
+    before = _Before()
+    adaptive_cfg = None
+    if baselines_dir is not None:
+        cells = [c for schedule in night.schedules for c in schedule.cells()]
+        # Read once, before the runs: a broken baseline stops us before the night's
+        # runs are spent, and escalation and the comparison use the same objects.
+        before.loaded = load_baselines(baselines_dir, night.suite.name, cells)
+        before.evidence = _evidence_so_far(night.suite.name, history)
+        # Escalation needs the baselines; --adaptive without them still runs in batches.
+        adaptive_cfg, before.references = _sequential(
+            night.schedules,
+            before.loaded,
+            night.adaptive,
+            before.evidence,
+            night.manifest.scenarios,
+        )
+    if adaptive_cfg is None and night.adaptive is not None:
+        # --adaptive with no baseline to look against: every cell runs its N.
+        adaptive_cfg = Adaptive(
+            look=lambda cell, records: (0, "no baseline"),
+            budgets={},
+            batch=night.adaptive.batch,
+            max_runs=night.adaptive.max_runs,
+        )
+    return before, adaptive_cfg
 
 
 def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
@@ -352,34 +376,44 @@ def _after_the_runs(
     pool: EndpointPool | None = None,
 ) -> None:
     """Compare and append to the history; a failure here is reported, never raised."""
-    records = result.report.records
     if result.outage is None and baselines_dir is not None:
-        # A model whose endpoint failed measured the endpoint: its runs are not compared.
-        measured = [r for r in records if r.model not in result.model_outages]
-        try:
-            result.comparison = compare_with_baselines(
-                night.suite,
-                measured,
-                baselines_dir,
-                fingerprints=night.manifest.scenarios,
-                evidence=before.evidence,
-                loaded=before.loaded,
-                references=before.references,
-                night_dir=night.results.root,
-            )
-        except EvalrunnerError as exc:
-            result.problems.append(f"not compared with baselines: {exc}")
+        _compare(night, result, baselines_dir, before)
     if explain and result.comparison is not None and result.comparison.regressions:
-        flagged = sorted({CellKey(r.scenario, r.model) for r in result.comparison.regressions})
-        try:
-            result.explanations = explain_night(
-                night.suite, night.results, result.comparison.baselines, flagged
-            )
-            _sentinel(night, result, pool)
-        except (EvalrunnerError, OSError) as exc:
-            result.problems.append(f"the flagged scenarios were not explained: {exc}")
+        _explain(night, result, pool)
     if history is not None:
         _to_history(night, result, history)
+
+
+def _compare(night: OpenNight, result: LiveResult, baselines_dir: Path, before: _Before) -> None:
+    """Tonight's runs against their baselines, with what was read and fitted before them."""
+    # A model whose endpoint failed measured the endpoint: its runs are not compared.
+    measured = [r for r in result.report.records if r.model not in result.model_outages]
+    try:
+        result.comparison = compare_with_baselines(
+            night.suite,
+            measured,
+            baselines_dir,
+            fingerprints=night.manifest.scenarios,
+            evidence=before.evidence,
+            loaded=before.loaded,
+            references=before.references,
+            night_dir=night.results.root,
+        )
+    except EvalrunnerError as exc:
+        result.problems.append(f"not compared with baselines: {exc}")
+
+
+def _explain(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
+    """Why each cell that fails the night changed, the sentinel's word included."""
+    assert result.comparison is not None
+    flagged = sorted({CellKey(r.scenario, r.model) for r in result.comparison.regressions})
+    try:
+        result.explanations = explain_night(
+            night.suite, night.results, result.comparison.baselines, flagged
+        )
+        _sentinel(night, result, pool)
+    except (EvalrunnerError, OSError) as exc:
+        result.problems.append(f"the flagged scenarios were not explained: {exc}")
 
 
 def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
@@ -402,21 +436,28 @@ def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
     night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
 
 
-def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
-    """Send the baseline's first request again for failing cells whose first request did not
-    change (the one case where it can tell the model from the agent), within the budget."""
-    from evalrunner.night._sentinel import MIN_CALLS, run_sentinel, sentinel_budget
-
+def _sentinel_cells(result: LiveResult) -> list[CellKey]:
+    """The failing cells whose first request did not change, and that have a baseline."""
     assert result.comparison is not None
     baselines = result.comparison.baselines
-    cells = [
+    return [
         cell
         for cell, why in result.explanations.items()
         if not why.request and not why.unavailable and cell in baselines
     ]
+
+
+def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
+    """Send the baseline's first request again for failing cells whose first request did not
+    change (the one case where it can tell the model from the agent), within its share of calls."""
+    from evalrunner.night._sentinel import MIN_CALLS, run_sentinel, sentinel_calls
+
+    assert result.comparison is not None
+    baselines = result.comparison.baselines
+    cells = _sentinel_cells(result)
     if not cells:
         return
-    calls = sentinel_budget(sum(r.llm_calls for r in result.report.records), len(cells))
+    calls = sentinel_calls(sum(r.llm_calls for r in result.report.records), len(cells))
     if calls == 0:
         for cell in cells:
             result.explanations[cell].sentinel = SentinelResult.not_run(
@@ -456,12 +497,25 @@ def _typical_runs(
         if trajectory is not None:
             typical[cell] = trajectory
         why = result.explanations.get(cell)
-        for row in [m.row for m in why.moved] if why is not None else []:
-            of_row = [r for r in records if r.row == row]
-            found = typical_trajectory(night.results, of_row, config)
-            if found is not None:
-                row_runs.setdefault(cell, {})[row] = found
+        if why is not None and (rows := _row_runs(night, records, why, config)):
+            row_runs[cell] = rows
     return typical, row_runs
+
+
+def _row_runs(
+    night: OpenNight,
+    records: Sequence[RunRecord],
+    why: Explanation,
+    config: NormalizeConfig | None,
+) -> dict[str, Trajectory]:
+    """A typical run of each dataset row ``why`` names, where one is on disk."""
+    found: dict[str, Trajectory] = {}
+    for row in [m.row for m in why.moved]:
+        of_row = [r for r in records if r.row == row]
+        trajectory = typical_trajectory(night.results, of_row, config)
+        if trajectory is not None:
+            found[row] = trajectory
+    return found
 
 
 def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:

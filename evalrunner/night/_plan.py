@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import baseline_models, baseline_path, load_baseline
-from evalrunner.live._schedule import choose
+from evalrunner.live._schedule import ScenarioSchedule, choose
 from evalrunner.suite._settings import Suite
 
 if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._planner import Plan
+    from evalrunner.stats._reference import CellBaseline
     from evalrunner.suite._record import CellKey
 
 __all__ = ["SuitePlan", "plan_suite"]
@@ -50,7 +51,6 @@ def plan_suite(
     the ones a night would run).
     """
     from evalrunner.stats._planner import plan
-    from evalrunner.stats._reference import CellBaseline
 
     cells, notes, per_scenario = [], [], {}
     for chosen in choose(suite, runs=runs, rows=rows, models=models):
@@ -62,22 +62,29 @@ def plan_suite(
                 f"{sc.cell_runs} runs per model (the runs below count them all)"
             )
         for cell in chosen.cells():
-            path = baseline_path(root, suite.name, cell.scenario, cell.model)
-            if not path.exists():
-                notes.append(f"{cell}: no baseline at {path}; nothing to plan against")
-                continue
-            found = load_baseline(path)
-            if found.fingerprint != chosen.scenario.fingerprint or found.model != cell.model:
-                notes.append(f"{cell}: {path} is for another configuration or model; not planned")
-                continue
-            nights = [n.records for n in found.nights]
-            cells.append(
-                CellBaseline(
-                    cell, chosen.scenario.tolerance, nights, found.anchor, chosen.scenario.row_ids
-                )
-            )
+            if (found := _baseline_of(root, suite.name, chosen, cell, notes)) is not None:
+                cells.append(found)
     if not cells:
         return SuitePlan(None, notes, other_models=baseline_models(root, suite.name))
     evidence = evidence or {}
     since = sum((s := evidence.get(c.key)) is not None and s.anchor == c.anchor for c in cells)
     return SuitePlan(plan(cells, per_scenario, budget=budget, evidence=evidence), notes, since)
+
+
+def _baseline_of(
+    root: Path, suite: str, chosen: ScenarioSchedule, cell: CellKey, notes: list[str]
+) -> CellBaseline | None:
+    """``cell``'s baseline to plan against, or None with a note saying why there is none."""
+    from evalrunner.stats._reference import CellBaseline
+
+    path = baseline_path(root, suite, cell.scenario, cell.model)
+    if not path.exists():
+        notes.append(f"{cell}: no baseline at {path}; nothing to plan against")
+        return None
+    found = load_baseline(path)
+    if found.fingerprint != chosen.scenario.fingerprint or found.model != cell.model:
+        notes.append(f"{cell}: {path} is for another configuration or model; not planned")
+        return None
+    nights = [n.records for n in found.nights]
+    sc = chosen.scenario
+    return CellBaseline(cell, sc.tolerance, nights, found.anchor, sc.row_ids)

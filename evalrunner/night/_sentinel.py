@@ -37,7 +37,7 @@ __all__ = [
     "MIN_CALLS",
     "SentinelResult",
     "run_sentinel",
-    "sentinel_budget",
+    "sentinel_calls",
 ]
 
 DEFAULT_CALLS = 20
@@ -97,7 +97,7 @@ async def _probe(
     return actions, failed
 
 
-def sentinel_budget(night_calls: int, cells: int, share: float = DEFAULT_SHARE) -> int:
+def sentinel_calls(night_calls: int, cells: int, share: float = DEFAULT_SHARE) -> int:
     """Calls per cell a night can give the sentinel: ``share`` of its model calls, at most
     :data:`DEFAULT_CALLS` each; 0 when that is too few to tell anything."""
     each = min(DEFAULT_CALLS, int(night_calls * share) // max(1, cells))

@@ -30,7 +30,7 @@ from evalrunner.suite._tolerance import Tolerance
 __all__ = [
     "FORMAT_VERSION",
     "FROZEN_TAG",
-    "MAX_RUNS",
+    "MAX_CELL_RUNS",
     "SKIP_CLASSES",
     "SUPPORTED_FORMAT_VERSIONS",
     "Checks",
@@ -68,7 +68,7 @@ _AGENT_RE = re.compile(rf"{_DOTTED}:{_DOTTED}")
 # Strict: YAML already yields real ints/bools/floats, so "5" or `yes` where a
 # number is expected is a mistake worth naming rather than coercing.
 _CONFIG = ConfigDict(extra="forbid", strict=True)
-MAX_RUNS = 10_000
+MAX_CELL_RUNS = 10_000
 """The most runs per scenario and model one night takes (suite files and --runs)."""
 
 
@@ -486,7 +486,7 @@ class RunSettings(BaseModel):
     runs: int = Field(
         default=5,
         ge=1,
-        le=MAX_RUNS,
+        le=MAX_CELL_RUNS,
         description=(
             "Runs per scenario and model (per row, for a dataset scenario), at most 10,000 (a night plans and tracks every "
             "run; more is a typo, or a job for several nights)."

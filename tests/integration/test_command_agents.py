@@ -24,7 +24,7 @@ from runner_agents import FAKE_KEY, fake_pool, write_suite
 from sdk_agents import content_responder
 from suite_runs import run_suite
 
-from evalrunner.live._runner import RunReport
+from evalrunner.live._driver import RunReport
 from evalrunner.suite._loader import load_suite
 
 SUPPORT = REPO / "tests" / "support"

@@ -19,8 +19,8 @@ from fake_endpoint import FakeEndpoint, Fault, Reply
 from runner_agents import fake_pool, write_suite
 from suite_runs import run_suite
 
+from evalrunner.live._driver import RunReport
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._runner import RunReport
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import RunRecord
 from evalrunner.suite._schema import SKIP_CLASSES

@@ -36,9 +36,9 @@ from evalrunner.baseline._build import build_baselines
 from evalrunner.baseline._compare import compare_with_baselines
 from evalrunner.endpoints._endpoints import EndpointPool
 from evalrunner.endpoints._local_model import embedded_model_available
+from evalrunner.live._execute import JobExecutor, LocalExecutor
 from evalrunner.live._ray import WORKER_LOST, RayExecutor
 from evalrunner.live._results import ResultsDir
-from evalrunner.live._runner import JobExecutor, LocalExecutor
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import RunRecord
 

@@ -26,8 +26,8 @@ from runner_agents import FAKE_KEY, fake_pool, write_suite
 from suite_runs import run_suite
 
 from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.live._driver import RunReport
 from evalrunner.live._results import ResultsDir, load_records
-from evalrunner.live._runner import RunReport
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._record import OUTCOMES, RunRecord
 from evalrunner.suite._settings import Suite

@@ -23,8 +23,9 @@ from fake_endpoint import FakeEndpoint, Reply
 from runner_agents import fake_pool, one_scenario_night, write_suite
 from suite_runs import run_suite
 
-import evalrunner.live._runner as runner_module
-from evalrunner.live._runner import RunReport
+import evalrunner.live._execute as runner_module
+from evalrunner.live._driver import RunReport
+from evalrunner.live._progress import Progress
 from evalrunner.suite._loader import load_suite
 
 
@@ -209,7 +210,7 @@ def test_a_finished_run_is_handed_to_one_writer_thread_and_the_night_does_not_wa
 
     runs, counted, writers, held_out = 4, [], [], []
     all_counted = threading.Event()
-    real_update, real_write = runner_module.Progress.update, _results.ResultsDir.write_run
+    real_update, real_write = Progress.update, _results.ResultsDir.write_run
 
     def update(self: Any, record: Any, *args: Any) -> None:
         counted.append(record.run_id)
@@ -223,7 +224,7 @@ def test_a_finished_run_is_handed_to_one_writer_thread_and_the_night_does_not_wa
             held_out.append(record.run_id)
         real_write(self, record, *args)
 
-    monkeypatch.setattr(runner_module.Progress, "update", update)
+    monkeypatch.setattr(Progress, "update", update)
     monkeypatch.setattr(_results.ResultsDir, "write_run", write_run)
     with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
         report = one_scenario_night(tmp_path, ep.api_base, "tool_agent", runs=runs, concurrency=1)

@@ -21,7 +21,7 @@ import runner_agents
 from fake_endpoint import FakeEndpoint, Fault, Reply
 from runner_agents import one_scenario_night
 
-from evalrunner.live._runner import RunReport
+from evalrunner.live._driver import RunReport
 
 RUN_TIMEOUT = 3.0  # a first litellm call in a fresh thread can take over 1 s on a loaded machine
 # The policy would wait 30 s for a byte: the run's timeout is what ends a hang here.

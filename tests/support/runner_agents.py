@@ -24,7 +24,7 @@ from evalrunner.reference_agent import AgentResult, arun_agent, run_agent
 from evalrunner.suite._contract import RunContext
 
 if TYPE_CHECKING:
-    from evalrunner.live._runner import RunReport
+    from evalrunner.live._driver import RunReport
 
 # The fake endpoint is on loopback; a proxy from the environment must not swallow those calls.
 for _var in ("NO_PROXY", "no_proxy"):

@@ -2,8 +2,8 @@
 
 ``evalrunner.night.run_live`` is the product's path (it also compares and
 appends to the history); tests of the runner alone need only
-:func:`~evalrunner.live._runner.open_night` then
-:func:`~evalrunner.live._runner.run_night`.
+:func:`~evalrunner.night._open.open_night` then
+:func:`~evalrunner.live._driver.run_night`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import TextIO
 
 from evalrunner.endpoints._endpoints import EndpointPool
-from evalrunner.live._runner import JobExecutor, RunReport, open_night, run_night
+from evalrunner.live._driver import RunReport, run_night
+from evalrunner.live._execute import JobExecutor
 from evalrunner.live._schedule import Adaptive, RunOptions
+from evalrunner.night._open import open_night
 from evalrunner.suite._settings import Suite
 
 

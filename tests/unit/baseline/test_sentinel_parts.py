@@ -1,22 +1,17 @@
-"""The sentinel's pieces that need no endpoint: its budget, its line, and the cause it adds."""
+"""The sentinel's pieces that need no endpoint: its line, and the cause it adds (its share of a
+night's calls: tests/unit/night/test_sentinel.py)."""
 
 from __future__ import annotations
 
 from evalrunner.baseline._divergence import divergence
 from evalrunner.baseline._explain import Explanation
 from evalrunner.core._actions import Action
-from evalrunner.night._sentinel import SentinelResult, sentinel_budget
+from evalrunner.night._sentinel import SentinelResult
 from evalrunner.suite._record import CellKey
 
 from .conftest import dataset_baseline
 
 CELL = CellKey("s", "m")
-
-
-def test_the_night_gives_the_sentinel_a_tenth_of_its_calls_and_never_too_few() -> None:
-    assert sentinel_budget(night_calls=400, cells=1) == 20  # capped at 20 a cell
-    assert sentinel_budget(night_calls=400, cells=4) == 10
-    assert sentinel_budget(night_calls=40, cells=1) == 0  # 4 calls tell nothing: not run
 
 
 def test_the_sentinel_line_counts_answers_and_names_unreachable_calls_apart() -> None:

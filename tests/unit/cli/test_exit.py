@@ -9,7 +9,7 @@ import pytest
 
 from evalrunner.baseline._compare import Comparison
 from evalrunner.cli._exit import FAILED, OK, compare_code, run_code
-from evalrunner.live._runner import RunReport
+from evalrunner.live._driver import RunReport
 from evalrunner.night._night import OUTAGE_EXIT as OUTAGE
 from evalrunner.night._night import LiveResult, Outage
 from evalrunner.stats._metric_result import MetricResult, Verdict

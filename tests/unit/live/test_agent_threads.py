@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from evalrunner.live._runner import _AgentThreads
+from evalrunner.live._execute import _AgentThreads
 
 
 def _thread_name() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrunner.live._runner import RunReport
+from evalrunner.live._driver import RunReport
 from evalrunner.suite._record import RunRecord
 
 
