@@ -203,7 +203,7 @@ class _Driver:
         reason = record.reason or ""
         if reason.startswith(WORKER_LOST):
             return  # the cluster's fault, not the endpoint's: no evidence either way
-        if record.outcome == "infra_error":
+        if not record.measured:  # the infrastructure's fault
             self.failing[label] = (self.failing.get(label, (0, ""))[0] + 1, reason)
         else:
             self.failing.pop(label, None)

@@ -32,7 +32,7 @@ from evalrunner.live._schedule import Job
 from evalrunner.suite._checks import Judged, judged
 from evalrunner.suite._code_checks import CheckInput, CodeChecked, acode_checks
 from evalrunner.suite._contract import RunContext
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import Outcome, RunRecord
 from evalrunner.suite._schema import RateLimit
 
 __all__ = ["JobExecutor", "JobResult", "LocalExecutor", "execute_job", "infra_run"]
@@ -135,7 +135,7 @@ def infra_run(job: Job, reason: str) -> JobResult:
         model=job.endpoint.label,
         index=job.index,
         row=row_of(job),
-        outcome="infra_error",
+        outcome=Outcome.INFRA_ERROR,
         reason=redact_text(reason),
         started_at=iso_now(),
     )
@@ -194,10 +194,10 @@ async def execute_job(
     record = run_record(job, res, started, latency, run, code)
     if judge_fault is not None:
         # The answer could not be graded: nothing is known of the run's behaviour.
-        record = record.model_copy(update={"outcome": "infra_error", "reason": judge_fault})
+        record = record.model_copy(update={"outcome": Outcome.INFRA_ERROR, "reason": judge_fault})
     # Every crashed run gets its section; a command agent that timed out has no traceback,
     # and its reason (where it stopped) is what there is to print.
-    tb = (res.traceback or record.reason) if record.outcome == "crashed" else None
+    tb = (res.traceback or record.reason) if record.outcome == Outcome.CRASHED else None
     return JobResult(
         record,
         res.trajectory,

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from typing import TextIO
 
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import OUTCOME_TRAITS, Outcome, RunRecord
 
 __all__ = ["Progress"]
 
@@ -39,13 +39,10 @@ class Progress:
         self.done += 1
         self.counts[record.outcome] += 1
         self.rate_wait_s += rate_wait_s
-        c = self.counts
         # Time runs spent waiting for a shared rate limit: the night is provider-bound, not slow.
         waited = f" rate-limit wait {self.rate_wait_s:.0f}s" if self.rate_wait_s else ""
-        status = (
-            f"[{self.done}/{self.total}] passed {c['passed']} failed {c['failed']} skipped {c['skipped']} "
-            f"infra {c['infra_error']} crashed {c['crashed']}{waited} eta {self._eta()}"
-        )
+        counts = " ".join(f"{OUTCOME_TRAITS[o].label} {self.counts[o]}" for o in Outcome)
+        status = f"[{self.done}/{self.total}] {counts}{waited} eta {self._eta()}"
         if self.tty:
             self.stream.write("\r" + status + " " * 4)
             if self.done == self.total:

@@ -9,7 +9,7 @@ from evalrunner.live._classify import Classification, classify
 from evalrunner.live._schedule import Job
 from evalrunner.suite._checks import Judged
 from evalrunner.suite._code_checks import CodeChecked
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import Outcome, RunRecord
 
 __all__ = ["row_of", "run_record"]
 
@@ -40,7 +40,7 @@ def run_record(
         tool_calls=sh.tool_calls,
         tools=run.tools,
         subagent_count=sh.subagent_count,
-        crashed=res.error is not None and outcome.outcome == "crashed",
+        crashed=res.error is not None and outcome.outcome == Outcome.CRASHED,
         prompt_tokens=sh.prompt_tokens,
         completion_tokens=sh.completion_tokens,
         final_answer=run.answer,
