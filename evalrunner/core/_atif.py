@@ -141,8 +141,24 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     dict. ``strict=True`` rejects anything non-conformant; otherwise known
     deviations are repaired with a :class:`TrajectoryWarning`.
     """
+    doc, label, file = _document(source, name)
+    _check_one_document(doc, label)
+    doc = _check_versions(doc, label, "$", repair=not strict)
+    if not strict:
+        doc = _repair(doc, label, "$")
+    validate(doc, label)
+    _numbers_not_text(doc, label, "$", repair=not strict)
+    _warn_copied_context_after_work(doc, label, "$")
+    if file is not None:
+        _follow_files(doc, file, label, strict, {file.resolve()})
+    return doc
+
+
+def _document(source: Any, name: str | None) -> tuple[Any, str, Path | None]:
+    """What ``source`` holds as a JSON document, its label in messages, and the file it
+    came from (its links are relative to it), if any."""
     label = name or "trajectory"
-    file: Path | None = None  # where the document came from: its links are relative to it
+    file: Path | None = None
     if isinstance(source, BaseModel):
         doc = source.model_dump(mode="json", exclude_none=True)
     elif isinstance(source, Path):
@@ -165,28 +181,13 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
         raise TrajectoryError(
             f"{label}: expected an ATIF dict, JSON text, path or atif model, got {type(source).__name__}"
         )
-    _check_one_document(doc, label)
-    doc = _check_versions(doc, label, "$", repair=not strict)
-    if not strict:
-        doc = _repair(doc, label, "$")
-    validate(doc, label)
-    _numbers_not_text(doc, label, "$", repair=not strict)
-    _warn_copied_context_after_work(doc, label, "$")
-    if file is not None:
-        _follow_files(doc, file, label, strict, {file.resolve()})
-    return doc
+    return doc, label, file
 
 
 def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) -> None:
     """Copied context belongs at the start of a continuation; marked later, it is a
     producer's own work that every count would silently drop."""
-    steps = [s for s in doc.get("steps") or [] if isinstance(s, dict)]
-    began = next((i for i, s in enumerate(steps) if s.get("is_copied_context") is not True), None)
-    late = [
-        i
-        for i, s in enumerate(steps)
-        if began is not None and i > began and s.get("is_copied_context") is True
-    ]
+    late = _copied_after_work(doc)
     if late:
         _warn(
             label,
@@ -199,6 +200,16 @@ def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) 
     for i, sub in enumerate(doc.get("subagent_trajectories") or []):
         if isinstance(sub, dict):
             _warn_copied_context_after_work(sub, label, f"{path}.subagent_trajectories[{i}]")
+
+
+def _copied_after_work(doc: dict[str, Any]) -> list[int]:
+    """Where steps marked as copied context come after the document's own first step."""
+    steps = [s for s in doc.get("steps") or [] if isinstance(s, dict)]
+    copied = [s.get("is_copied_context") is True for s in steps]
+    if all(copied):
+        return []
+    began = copied.index(False)
+    return [i for i in range(began + 1, len(steps)) if copied[i]]
 
 
 def _follow_files(

@@ -526,14 +526,17 @@ def _list_hunks(
             i, j = start + i1 + k, start + j1 + k
             g = golden[i] if i1 + k < i2 else _ABSENT
             a = actual[j] if j1 + k < j2 else _ABSENT
-            if g is _ABSENT:
-                where = f"[{j}] added"
-            elif a is _ABSENT:
-                where = f"[{i}] removed"
-            else:
-                where = f"[{i}]" if i == j else f"[{i}] -> [{j}]"
-            hunks.append(_Hunk(path + where, g, a, indent))
+            hunks.append(_Hunk(path + _item_where(i, j, g, a), g, a, indent))
     return hunks
+
+
+def _item_where(i: int, j: int, golden: Any, actual: Any) -> str:
+    """Where a changed list item sits: added, removed, or at its index (and where it went)."""
+    if golden is _ABSENT:
+        return f"[{j}] added"
+    if actual is _ABSENT:
+        return f"[{i}] removed"
+    return f"[{i}]" if i == j else f"[{i}] -> [{j}]"
 
 
 def _same_step(golden: Any, actual: Any) -> bool:
@@ -546,36 +549,42 @@ def _same_step(golden: Any, actual: Any) -> bool:
     ):
         return False
     ids: dict[Any, Any] = {}
-    for k, g in golden.items():
-        a = actual[k]
-        if k == "tool_calls":
-            same = _same_items(g, a, "tool_call_id", ids)
-        elif k == "observation" and isinstance(g, dict) and isinstance(a, dict):
-            same = _same_items(
-                g.get("results"), a.get("results"), "source_call_id", ids
-            ) and _without(g, "results") == _without(a, "results")
-        else:
-            same = k == "step_id" or g == a
-        if not same:
-            return False
+    if not all(_same_part(k, g, actual[k], ids) for k, g in golden.items()):
+        return False
     return len(set(ids.values())) == len(ids)  # the id mapping is one-to-one
+
+
+def _same_part(key: str, golden: Any, actual: Any, ids: dict[Any, Any]) -> bool:
+    """One field of two steps the same, call ids mapped consistently (into ``ids``)."""
+    if key == "tool_calls":
+        return _same_items(golden, actual, "tool_call_id", ids)
+    if key == "observation" and isinstance(golden, dict) and isinstance(actual, dict):
+        return _same_items(
+            golden.get("results"), actual.get("results"), "source_call_id", ids
+        ) and _without(golden, "results") == _without(actual, "results")
+    return key == "step_id" or golden == actual
 
 
 def _same_items(golden: Any, actual: Any, field: str, ids: dict[Any, Any]) -> bool:
     """Lists of dicts equal but for ``field``, whose values map consistently (into ``ids``)."""
     if not (isinstance(golden, list) and isinstance(actual, list)) or len(golden) != len(actual):
         return bool(golden == actual)
-    for g, a in zip(golden, actual, strict=True):
-        if not (isinstance(g, dict) and isinstance(a, dict)) or g.keys() != a.keys():
-            if g != a:
+    return all(_same_item(g, a, field, ids) for g, a in zip(golden, actual, strict=True))
+
+
+def _same_item(golden: Any, actual: Any, field: str, ids: dict[Any, Any]) -> bool:
+    """Two items equal but for ``field`` of two dicts, whose values map into ``ids``."""
+    if (
+        not (isinstance(golden, dict) and isinstance(actual, dict))
+        or golden.keys() != actual.keys()
+    ):
+        return bool(golden == actual)
+    for k, value in golden.items():
+        if k == field and value is not None:
+            if ids.setdefault(value, actual[k]) != actual[k]:
                 return False
-            continue
-        for k, value in g.items():
-            if k == field and value is not None:
-                if ids.setdefault(value, a[k]) != a[k]:
-                    return False
-            elif value != a[k]:
-                return False
+        elif value != actual[k]:
+            return False
     return True
 
 
