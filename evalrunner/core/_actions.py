@@ -104,12 +104,18 @@ def request_view(trajectory: Mapping[str, Any]) -> dict[str, Any]:
             system.append(_text(step))
         elif source == "user" and user is None:
             user = _text(step)
+    tools = _tool_definitions((trajectory.get("agent") or {}).get("tool_definitions") or [])
+    return {"system": "\n\n".join(system), "user": user or "", "tools": tools}
+
+
+def _tool_definitions(definitions: list[Any]) -> dict[str, str]:
+    """Each defined tool's name -> its definition as canonical JSON."""
     tools: dict[str, str] = {}
-    for tool in (trajectory.get("agent") or {}).get("tool_definitions") or []:
+    for tool in definitions:
         function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
         name = function.get("name") if isinstance(function, Mapping) else None
         tools[str(name)] = canonical(tool)
-    return {"system": "\n\n".join(system), "user": user or "", "tools": tools}
+    return tools
 
 
 PARAMETERS = (

@@ -250,6 +250,15 @@ class RequestBook:
         if not self.recorded:
             return ": nothing was recorded for this run. "
         same = [i for i, r in enumerate(self.recorded) if r.fingerprint == fp]
+        if same:
+            return self._answered(same)
+        views = [r.view for r in self.recorded]
+        if any(v is None for v in views):
+            return self._unnamed()
+        return self._nearest(view, [v or {} for v in views])
+
+    def _answered(self, same: list[int]) -> str:
+        """Why a recorded request (at ``same``) has no answer left: lent, or all used."""
         lent = [self.stand_ins[i] for i in same if i in self.stand_ins]
         if lent:
             return (
@@ -257,15 +266,10 @@ class RequestBook:
                 f"model call {lent[0]} in its place (that call matches no recorded one): the "
                 "agent now makes a call the recording does not hold, before this one. "
             )
-        if same:
-            return (
-                f": it repeats {self.recorded[same[0]].label}, whose {len(same)} recorded answer(s) are all "
-                "used: the agent now makes this request more often than when recorded. "
-            )
-        views = [r.view for r in self.recorded]
-        if any(v is None for v in views):
-            return self._unnamed()
-        return self._nearest(view, [v or {} for v in views])
+        return (
+            f": it repeats {self.recorded[same[0]].label}, whose {len(same)} recorded answer(s) are all "
+            "used: the agent now makes this request more often than when recorded. "
+        )
 
     def _unnamed(self) -> str:
         unused = [r.label for r, used in zip(self.recorded, self.used, strict=True) if not used]
