@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -135,24 +135,32 @@ def load_model(
     found = data.get("format_version")
     versions = (version,) if isinstance(version, int) else version
     if versions is not None and found not in versions and not (version_optional and found is None):
-        if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
-            # Not ``fix``: regenerating it would overwrite what a newer release wrote.
-            writer = data.get("evalrunner_version")
-            by = f", written by evalrunner {writer}" if isinstance(writer, str) else ""
-            raise NewerFormat(
-                f"{path}: {what} format_version {found} is newer than this evalrunner "
-                f"({__version__}) reads (up to {max(versions)}{by}); upgrade evalrunner to read it"
-            )
-        if isinstance(found, str) and found.strip().isdigit():
-            raise FileFormatError(
-                f"{path}: {what} format_version is the text {found!r}; write it as the "
-                f"number {found.strip()}, without quotes"
-            )
-        raise FileFormatError(
-            f"{path}: {what} format_version {found!r} is not supported "
-            f"(expected {_either(versions)}); {fix}"
-        )
+        _refuse_version(data, path, what, versions, fix)
     return validate_model(model, data, path, fix)
+
+
+def _refuse_version(
+    data: dict[str, Any], path: Path, what: str, versions: tuple[int, ...], fix: str
+) -> NoReturn:
+    """Refuse a file whose format_version this release does not read, saying why."""
+    found = data.get("format_version")
+    if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
+        # Not ``fix``: regenerating it would overwrite what a newer release wrote.
+        writer = data.get("evalrunner_version")
+        by = f", written by evalrunner {writer}" if isinstance(writer, str) else ""
+        raise NewerFormat(
+            f"{path}: {what} format_version {found} is newer than this evalrunner "
+            f"({__version__}) reads (up to {max(versions)}{by}); upgrade evalrunner to read it"
+        )
+    if isinstance(found, str) and found.strip().isdigit():
+        raise FileFormatError(
+            f"{path}: {what} format_version is the text {found!r}; write it as the "
+            f"number {found.strip()}, without quotes"
+        )
+    raise FileFormatError(
+        f"{path}: {what} format_version {found!r} is not supported "
+        f"(expected {_either(versions)}); {fix}"
+    )
 
 
 def _either(versions: tuple[int, ...]) -> str:
