@@ -1,7 +1,7 @@
 """A loaded suite: every scenario with its settings decided, once.
 
 :func:`resolve_suite` layers each scenario entry over its suite over the
-defaults (:meth:`~evalrunner.suite._schema.RunSettings.over`) when the file is
+defaults (:meth:`~evalrunner.suite._suite_spec.RunSettings.over`) when the file is
 loaded. The result, :class:`ResolvedScenario`, is frozen and carries its
 fingerprint and normaliser settings, computed on creation; the runner, the
 baselines and the history read them and never resolve again.
@@ -31,15 +31,8 @@ from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
 from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
 from evalrunner.suite._metrics import SCORE
-from evalrunner.suite._schema import (
-    JUDGE,
-    RetryPolicy,
-    RunSettings,
-    ScenarioFields,
-    ScenarioSpec,
-    SuiteSpec,
-    code_check_name,
-)
+from evalrunner.suite._schema import JUDGE, RetryPolicy, code_check_name
+from evalrunner.suite._suite_spec import RunSettings, ScenarioFields, ScenarioSpec, SuiteSpec
 
 __all__ = [
     "FINGERPRINTED_FIELDS",
