@@ -5,15 +5,14 @@ Structural deltas come first because they say *what* changed ("step_count
 too. The human rendering adds a diff of the pretty JSON so the cause is
 visible (a prompt change shows up as a changed system step).
 
-Everything rendered is bounded, whatever the size of the trajectories: a
-sequence too long for its line is summarised (run-length encoded, or its
-lengths and the stretch that differs), every line is cut at
-:data:`LINE_WIDTH` characters around the place that differs (an ellipsis and
-the number of characters cut), and the text diff goes block by block, each
-with its own line budget: the steps first (aligned step by step, ignoring
-step ids and run-wide call ids, so a removed step is one hunk and not a
-renumbering of every later step), then sub-agents, then the other blocks, and
-the schema (``schema_version``, ``agent``, ``agent.tool_definitions``) last.
+Everything rendered is bounded, whatever the size of the trajectories (the
+bounds are :mod:`evalrunner.core._bounded_text`'s): a sequence too long for its
+line is summarised, every line is cut around the place that differs, and the
+text diff goes block by block, each with its own line budget: the steps first
+(aligned step by step, ignoring step ids and run-wide call ids, so a removed
+step is one hunk and not a renumbering of every later step), then sub-agents,
+then the other blocks, and the schema (``schema_version``, ``agent``,
+``agent.tool_definitions``) last.
 """
 
 from __future__ import annotations
@@ -21,10 +20,11 @@ from __future__ import annotations
 import difflib
 import json
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from evalrunner._jsonio import canonical, dumps
+from evalrunner.core._bounded_text import ELLIPSIS, cap, capped, change, common_ends
 from evalrunner.core._shape import Shape, shape
 
 # Order matters: structure first, tokens next, content last.
@@ -41,11 +41,6 @@ STRUCTURAL_FIELDS = (
 )
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
-LINE_WIDTH = 240
-"""No rendered line (delta, summary item, diff line) is longer than this."""
-
-_DELTA_WIDTH = LINE_WIDTH - 40  # room for the field name and the indent
-_ELLIPSIS = "…"
 _ABSENT: Any = object()  # a list item or key one side does not have (None is JSON null)
 # The blocks of a trajectory that describe the agent's setup rather than its run:
 # diffed last, so a big tool_definitions change cannot crowd out the steps.
@@ -58,134 +53,7 @@ class Delta(NamedTuple):
     actual: Any
 
     def __str__(self) -> str:
-        return cap(f"{self.field}: {_change(self.golden, self.actual)}")
-
-
-# -- deltas as text ----------------------------------------------------------------------
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
-        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _change(golden: Any, actual: Any) -> str:
-    """``golden -> actual``, summarised when that does not fit on a line."""
-    if isinstance(golden, tuple) and isinstance(actual, tuple):
-        # Every item takes at least 3 characters: long tuples are not even formatted.
-        if 3 * (len(golden) + len(actual)) <= _DELTA_WIDTH:
-            full = f"{_fmt(golden)} -> {_fmt(actual)}"
-            if len(full) <= _DELTA_WIDTH:
-                return full
-        return _sequence_change(golden, actual)
-    if isinstance(golden, str) and isinstance(actual, str):
-        full = f"{golden!r} -> {actual!r}"
-        return full if len(full) <= _DELTA_WIDTH else _text_change(golden, actual)
-    return f"{_fmt(golden)} -> {_fmt(actual)}"
-
-
-def _item(value: Any) -> str:
-    return _fmt(value) if isinstance(value, tuple) else str(value)
-
-
-def _rle(items: Sequence[Any], limit: int = _DELTA_WIDTH) -> str:
-    """``((agent, 1) x1996, (user, 0))``: runs of equal items counted; formatting
-    stops (with an ellipsis) once ``limit`` characters are reached."""
-    parts: list[str] = []
-    size = i = 0
-    while i < len(items) and size <= limit:
-        n = 1
-        while i + n < len(items) and items[i + n] == items[i]:
-            n += 1
-        parts.append(_item(items[i]) + (f" x{n}" if n > 1 else ""))
-        size += len(parts[-1]) + 2
-        i += n
-    if i < len(items):
-        parts.append(_ELLIPSIS)
-    return "(" + ", ".join(parts) + ("," if len(items) == 1 else "") + ")"
-
-
-def _common_ends(
-    golden: Sequence[Any], actual: Sequence[Any], same: Callable[[Any, Any], bool] = operator.eq
-) -> tuple[int, int]:
-    """Lengths of the common prefix and (non-overlapping) common suffix."""
-    shortest = min(len(golden), len(actual))
-    start = 0
-    while start < shortest and same(golden[start], actual[start]):
-        start += 1
-    end = 0
-    while end < shortest - start and same(golden[-1 - end], actual[-1 - end]):
-        end += 1
-    return start, end
-
-
-def _prefix_len(golden: str, actual: str) -> int:
-    """Length of the common prefix of two strings (by bisection: C-speed slice compares)."""
-    lo, hi = 0, min(len(golden), len(actual))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if golden[:mid] == actual[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _sequence_change(golden: tuple[Any, ...], actual: tuple[Any, ...]) -> str:
-    start, end = _common_ends(golden, actual)
-
-    def at(seq: tuple[Any, ...]) -> str:
-        return _item(seq[start]) if start < len(seq) else "(end)"
-
-    first = f"first difference at index {start}: {at(golden)} vs {at(actual)}"
-    short = f"{_rle(golden)} -> {_rle(actual)}"
-    if len(short) <= _DELTA_WIDTH and _ELLIPSIS not in short:
-        return f"{short}; {first}"
-    g_mid, a_mid = golden[start : len(golden) - end], actual[start : len(actual) - end]
-    return (
-        f"{len(golden)} -> {len(actual)} items; {first}; "
-        f"golden[{start}:{len(golden) - end}] {_rle(g_mid, _DELTA_WIDTH // 3)} -> "
-        f"actual[{start}:{len(actual) - end}] {_rle(a_mid, _DELTA_WIDTH // 3)}"
-    )
-
-
-def _text_change(golden: str, actual: str) -> str:
-    start = _prefix_len(golden, actual)
-
-    def excerpt(text: str) -> str:
-        lo, hi = max(0, start - 30), start + 50
-        inner = repr(text[lo:hi])
-        return (
-            (_ELLIPSIS if lo else "")
-            + inner
-            + (_ELLIPSIS if hi < len(text) else "")
-            + f" ({len(text)} chars)"
-        )
-
-    return f"{excerpt(golden)} -> {excerpt(actual)}; first difference at character {start}"
-
-
-def cap(line: str, width: int = LINE_WIDTH, focus: int = 0) -> str:
-    """``line`` cut to about ``width`` characters: its start (a diff sign, indent and
-    key) and, if ``focus`` (where it differs from its counterpart) lies further
-    on, the part around it; an ellipsis and the count mark each cut."""
-    if len(line) <= width:
-        return line
-    keep = width - 30  # room for the ellipses and the count
-    if focus < keep * 2 // 3:
-        return f"{line[:keep]}{_ELLIPSIS} [{len(line) - keep} chars cut]"
-    head = _CAP_HEAD
-    start = min(focus - (keep - head) // 3, len(line) - (keep - head))
-    window = line[start : start + keep - head]
-    tail = _ELLIPSIS if start + len(window) < len(line) else ""
-    cut = len(line) - head - len(window)
-    return f"{line[:head]}{_ELLIPSIS}{window}{tail} [{cut} chars cut]"
-
-
-_CAP_HEAD = 30  # the start of a cut line that is always kept
+        return cap(f"{self.field}: {change(self.golden, self.actual)}")
 
 
 # -- deltas --------------------------------------------------------------------------------
@@ -242,7 +110,7 @@ def summary(
     first differ (``content_hash: 'a…' -> 'b…' (first difference: $.steps[2].tool_calls[0]
     .arguments.city: "Paris" -> "Lyon")``): the hash alone names nothing a reader can act on,
     and this line is what pytest's short summary shows. Bounded: each delta is at most
-    :data:`LINE_WIDTH` characters.
+    ``LINE_WIDTH`` characters.
     """
     if not deltas:
         return "no behavioural change"
@@ -300,7 +168,7 @@ def _leaf(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 60 else text[:59] + _ELLIPSIS
+    return text if len(text) <= 60 else text[:59] + ELLIPSIS
 
 
 # -- the text diff -------------------------------------------------------------------------
@@ -381,7 +249,7 @@ class _Hunk(NamedTuple):
             if line.startswith("@@"):
                 line = f"@@ {self.path} {line[3:]}"
             out.append(line)
-        return _capped(out)
+        return capped(out)
 
 
 def _pretty(value: Any, indent: int) -> list[str]:
@@ -515,7 +383,7 @@ def _list_hunks(
     the usual change is a few items in a long run), the rest aligned by content;
     steps are compared without their step ids and run-wide call ids."""
     same, key = (_same_step, _step_key) if steps else (operator.eq, canonical)
-    start, end = _common_ends(golden, actual, same)
+    start, end = common_ends(golden, actual, same)
     g_mid, a_mid = golden[start : len(golden) - end], actual[start : len(actual) - end]
     matcher = difflib.SequenceMatcher(None, [key(x) for x in g_mid], [key(x) for x in a_mid])
     hunks: list[_Hunk] = []
@@ -610,31 +478,3 @@ def _local_id(item: Any, field: str, ids: dict[Any, str]) -> Any:
     if not isinstance(item, dict) or item.get(field) is None:
         return item
     return {**item, field: ids.setdefault(item[field], f"#{len(ids)}")}
-
-
-def _capped(lines: list[str]) -> list[str]:
-    """Cap diff lines; a removed line and the added line that replaces it are cut
-    around the first character where they differ."""
-    out = list(lines)
-    i = 0
-    while i < len(lines):
-        minus = i
-        while minus < len(lines) and lines[minus].startswith("-"):
-            minus += 1
-        plus = minus
-        while plus < len(lines) and lines[plus].startswith("+"):
-            plus += 1
-        if minus == i:  # not a removal run: plain cap
-            out[i] = cap(lines[i])
-            i += 1
-            continue
-        removed, added = lines[i:minus], lines[minus:plus]
-        for k, line in enumerate(removed):
-            focus = _prefix_len(line, "-" + added[k][1:]) if k < len(added) else 0
-            out[i + k] = cap(line, focus=focus)
-            if k < len(added):
-                out[minus + k] = cap(added[k], focus=focus)
-        for k in range(len(removed), len(added)):
-            out[minus + k] = cap(added[k])
-        i = plus
-    return out

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from evalrunner.core._diff import LINE_WIDTH, Delta, diff, render, summary
+from evalrunner.core._bounded_text import LINE_WIDTH
+from evalrunner.core._diff import Delta, diff, render, summary
 from evalrunner.core._normalize import normalize
 
 TOOLS = ("search", "read_file", "run_tests")
