@@ -42,7 +42,7 @@ from evalrunner.core._actions import (
     PARAMETERS,
     TOGETHER,
     Action,
-    request_view,
+    first_request,
 )
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._checks import NO_STRUCTURED_TOOL_CALLS
@@ -610,7 +610,7 @@ def explain_runs(
     out = Explanation()
     if requests and tonight:
         ours = _most_sent((r.view(), r.runs) for r in requests)
-        theirs = _most_sent((request_view(t), 1) for t in tonight)
+        theirs = _most_sent((first_request(t), 1) for t in tonight)
         if theirs["user"] in {r.user for r in requests}:
             # A dataset's runs send one user message per row: tonight's most sent one is
             # no drift when the baseline sent it too (whichever row happens to lead).

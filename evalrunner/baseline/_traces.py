@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from evalrunner._jsonio import canonical
-from evalrunner.core._actions import Action, actions, first_response_calls, move, request_view
+from evalrunner.core._actions import Action, actions, first_request, first_response_calls, move
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import RunRecord
 
@@ -134,7 +134,7 @@ def traces_of(
         _, trajectory, request = results.read_run_file(path)
         normalized = normalize(trajectory, config or DEFAULT_CONFIG)
         runs.append(run_trace(record.run_id, normalized))
-        view = request_view(normalized)
+        view = first_request(normalized)
         key = canonical(view)
         counts[key] += 1
         views[key] = view

@@ -8,7 +8,7 @@ visible (a prompt change shows up as a changed system step).
 Everything rendered is bounded, whatever the size of the trajectories (the
 bounds are :mod:`evalrunner.core._bounded_text`'s): a sequence too long for its
 line is summarised, every line is cut around the place that differs, and the
-text diff goes block by block, each with its own line budget: the steps first
+text diff goes block by block, each with its own quota of lines: the steps first
 (aligned step by step, ignoring step ids and run-wide call ids, so a removed
 step is one hunk and not a renumbering of every later step), then sub-agents,
 then the other blocks, and the schema (``schema_version``, ``agent``,
@@ -190,19 +190,21 @@ def render(
     """
     lines = ["Behaviour changed:"] + [f"  {d}" for d in deltas]
     body: list[str] = []
-    budgets = _Budgets(max_lines, max(1, max_lines // 4))
-    for block, budget in _blocks(golden, actual, "$", 4, budgets):
-        block.emit(body, budget, context)
-    body += [b.summary(block.what) for block, b in budgets.spent()]
+    quotas = _LineQuotas(max_lines, max(1, max_lines // 4))
+    for block, quota in _blocks(golden, actual, "$", 4, quotas):
+        block.emit(body, quota, context)
+    body += [b.summary(block.what) for block, b in quotas.spent()]
     if body:
         lines += ["", "--- golden", "+++ actual", *body]
     return "\n".join(lines)
 
 
-class _Budget:
-    def __init__(self, lines: int) -> None:
-        self.left = lines
-        # Changed items past the budget, by where they are: one line at the end says it.
+class _LineQuota:
+    """The diff lines a kind of block may still show."""
+
+    def __init__(self, max_lines: int) -> None:
+        self.left = max_lines
+        # Changed items past the quota, by where they are: one line at the end says it.
         self.hidden: dict[str, int] = {}
 
     def summary(self, what: str) -> str:
@@ -215,21 +217,21 @@ class _Budget:
         return f"... {count} more changed {what}{where} not shown"
 
 
-class _Budgets:
-    """One budget per kind of block, shared by the whole tree: a thousand changed
-    sub-agents cost what one does, not a thousand budgets."""
+class _LineQuotas:
+    """One line quota per kind of block, shared by the whole tree: a thousand changed
+    sub-agents cost what one does, not a thousand quotas."""
 
     def __init__(self, steps: int, block: int) -> None:
         self.block = block
-        self.by_kind: dict[str, tuple[_Block, _Budget]] = {}
+        self.by_kind: dict[str, tuple[_Block, _LineQuota]] = {}
         self.steps = steps
 
-    def of(self, kind: str, block: _Block) -> _Budget:
+    def of(self, kind: str, block: _Block) -> _LineQuota:
         size = self.steps if kind == "steps" else self.block
-        return self.by_kind.setdefault(kind, (block, _Budget(size)))[1]
+        return self.by_kind.setdefault(kind, (block, _LineQuota(size)))[1]
 
-    def spent(self) -> list[tuple[_Block, _Budget]]:
-        """The budgets that ran out before their blocks did (with a block of their kind)."""
+    def spent(self) -> list[tuple[_Block, _LineQuota]]:
+        """The quotas that ran out before their blocks did (with a block of their kind)."""
         return [(block, b) for block, b in self.by_kind.values() if b.hidden]
 
 
@@ -261,23 +263,23 @@ def _pretty(value: Any, indent: int) -> list[str]:
 
 class _Block(NamedTuple):
     """The hunks of one block (a trajectory's steps, or one other key), cheap to
-    build: a hunk is diffed only when there is budget left to show it."""
+    build: a hunk is diffed only when there is quota left to show it."""
 
     what: str
     where: str
     hunks: list[_Hunk]
 
-    def emit(self, out: list[str], budget: _Budget, context: int) -> None:
+    def emit(self, out: list[str], quota: _LineQuota, context: int) -> None:
         for shown, hunk in enumerate(self.hunks):
-            if budget.left <= 0:
-                hidden = budget.hidden.get(self.where, 0)
-                budget.hidden[self.where] = hidden + len(self.hunks) - shown
+            if quota.left <= 0:
+                hidden = quota.hidden.get(self.where, 0)
+                quota.hidden[self.where] = hidden + len(self.hunks) - shown
                 return
             lines = hunk.lines(context)
-            out.extend(lines[: budget.left])
-            if len(lines) > budget.left:
-                out.append(f"... {len(lines) - budget.left} more diff lines")
-            budget.left -= len(lines)
+            out.extend(lines[: quota.left])
+            if len(lines) > quota.left:
+                out.append(f"... {len(lines) - quota.left} more diff lines")
+            quota.left -= len(lines)
 
 
 def _paired(
@@ -309,8 +311,8 @@ def _subagent_blocks(
     actual: Mapping[str, Any],
     path: str,
     indent: int,
-    budgets: _Budgets,
-) -> Iterator[tuple[_Block, _Budget]]:
+    quotas: _LineQuotas,
+) -> Iterator[tuple[_Block, _LineQuota]]:
     """The sub-agents' blocks: a pair's own blocks, or one hunk for a side's extra one."""
     g_subs = golden.get("subagent_trajectories") or []
     a_subs = actual.get("subagent_trajectories") or []
@@ -319,14 +321,14 @@ def _subagent_blocks(
         if gi is not None and ai is not None:
             if gi != ai:  # sorted by content, a changed sub-agent may have moved
                 sub += f" (now [{ai}])"
-            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, budgets)
+            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, quotas)
             continue
         g_sub = g_subs[gi] if gi is not None else _ABSENT
         a_sub = a_subs[ai] if ai is not None else _ABSENT
         block = _Block(
             "sub-agents", f"{path}.subagent_trajectories", [_Hunk(sub, g_sub, a_sub, indent)]
         )
-        yield block, budgets.of("sub-agents", block)
+        yield block, quotas.of("sub-agents", block)
 
 
 def _blocks(
@@ -334,14 +336,14 @@ def _blocks(
     actual: Mapping[str, Any],
     path: str,
     indent: int,
-    budgets: _Budgets,
-) -> Iterator[tuple[_Block, _Budget]]:
+    quotas: _LineQuotas,
+) -> Iterator[tuple[_Block, _LineQuota]]:
     """The changed blocks of a trajectory, in the order they are shown."""
     g_steps, a_steps = golden.get("steps") or [], actual.get("steps") or []
     step_hunks = _list_hunks(f"{path}.steps", g_steps, a_steps, indent, steps=True)
     block = _Block("steps", f"{path}.steps", step_hunks)
-    yield block, budgets.of("steps", block)
-    yield from _subagent_blocks(golden, actual, path, indent, budgets)
+    yield block, quotas.of("steps", block)
+    yield from _subagent_blocks(golden, actual, path, indent, quotas)
     for key, g, a in _other_blocks(golden, actual):
         if g != a:
             hunks = (
@@ -350,7 +352,7 @@ def _blocks(
                 else [_Hunk(f"{path}.{key}", g, a, indent - 2)]
             )
             block = _Block("items", f"{path}.{key}", hunks)
-            yield block, budgets.of(f"items of {key}", block)
+            yield block, quotas.of(f"items of {key}", block)
 
 
 def _other_blocks(
