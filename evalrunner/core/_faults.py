@@ -380,12 +380,7 @@ class InfraLog:
         hint = refusal_hint(exc)
         if hint is None and not is_infra_error(exc):
             raise exc
-        reason = describe_fault(exc, endpoint, self.last_timeout)
-        if hint is not None:
-            # Refused outright: no model answered. The run is infra_error whatever the agent
-            # makes of the exception (an agent that crashed on it, or one that caught it and
-            # answered something, would otherwise read as behaviour), and not retried.
-            reason = f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(_chain(exc)) else _REFUSED})"
+        reason = self._reason(exc, endpoint, hint)
         self.faults.append(reason)
         self._note_attempt(attempt)
         if hint is not None or attempt >= self.attempts or self.policy is None:
@@ -393,6 +388,16 @@ class InfraLog:
             raise exc
         self.retries += 1
         return backoff(attempt, self.policy, exc)
+
+    def _reason(self, exc: Exception, endpoint: str | None, hint: str | None) -> str:
+        """The fault in a line; a refusal (``hint``) also says why no model answered."""
+        reason = describe_fault(exc, endpoint, self.last_timeout)
+        if hint is None:
+            return reason
+        # Refused outright: no model answered. The run is infra_error whatever the agent
+        # makes of the exception (an agent that crashed on it, or one that caught it and
+        # answered something, would otherwise read as behaviour), and not retried.
+        return f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(_chain(exc)) else _REFUSED})"
 
     def _sleep(self, seconds: float) -> None:
         # Wakes early when the run ends, so a stuck run's thread does not linger in a backoff.

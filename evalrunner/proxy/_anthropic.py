@@ -498,12 +498,19 @@ def messages_body(kwargs: Mapping[str, Any], model: str) -> dict[str, Any]:
     body.update((k, kwargs[k]) for k in ("temperature", "top_p") if k in kwargs)
     if stop := kwargs.get("stop"):
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    if kwargs.get("tools"):
-        body["tools"] = [_anthropic_tool(t) for t in kwargs["tools"]]
-    choice = _anthropic_choice(kwargs.get("tool_choice"), kwargs.get("parallel_tool_calls"))
-    if choice and kwargs.get("tools"):
-        body["tool_choice"] = choice
+    body.update(_anthropic_tools(kwargs))
     return body
+
+
+def _anthropic_tools(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat request's tools and tool choice as Anthropic's (nothing without tools)."""
+    if not kwargs.get("tools"):
+        return {}
+    out: dict[str, Any] = {"tools": [_anthropic_tool(t) for t in kwargs["tools"]]}
+    choice = _anthropic_choice(kwargs.get("tool_choice"), kwargs.get("parallel_tool_calls"))
+    if choice:
+        out["tool_choice"] = choice
+    return out
 
 
 def _record_usage(usage: Mapping[str, Any]) -> Usage:
