@@ -254,7 +254,7 @@ class RequestBook:
         if same:
             return self._answered(same)
         views = [r.view for r in self.recorded]
-        if any(v is None for v in views):
+        if None in views:
             return self._unnamed()
         return self._nearest(view, [v or {} for v in views])
 
