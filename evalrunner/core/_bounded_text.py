@@ -22,11 +22,11 @@ ELLIPSIS = "…"
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
-        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return repr(value) if isinstance(value, str) else str(value)
+    if not isinstance(value, tuple):
+        return repr(value) if isinstance(value, str) else str(value)
+    nested = value and all(isinstance(v, tuple) for v in value)
+    items = [_fmt(v) if nested else str(v) for v in value]
+    return "(" + ", ".join(items) + ("," if len(value) == 1 else "") + ")"
 
 
 def change(golden: Any, actual: Any) -> str:
@@ -151,23 +151,32 @@ def capped(lines: list[str]) -> list[str]:
     out = list(lines)
     i = 0
     while i < len(lines):
-        minus = i
-        while minus < len(lines) and lines[minus].startswith("-"):
-            minus += 1
-        plus = minus
-        while plus < len(lines) and lines[plus].startswith("+"):
-            plus += 1
+        minus = _run_end(lines, i, "-")
+        plus = _run_end(lines, minus, "+")
         if minus == i:  # not a removal run: plain cap
             out[i] = cap(lines[i])
             i += 1
             continue
-        removed, added = lines[i:minus], lines[minus:plus]
-        for k, line in enumerate(removed):
-            focus = prefix_len(line, "-" + added[k][1:]) if k < len(added) else 0
-            out[i + k] = cap(line, focus=focus)
-            if k < len(added):
-                out[minus + k] = cap(added[k], focus=focus)
-        for k in range(len(removed), len(added)):
-            out[minus + k] = cap(added[k])
+        out[i:plus] = _capped_change(lines[i:minus], lines[minus:plus])
         i = plus
     return out
+
+
+def _run_end(lines: list[str], start: int, sign: str) -> int:
+    """Where the run of lines starting with ``sign`` that begins at ``start`` ends."""
+    end = start
+    while end < len(lines) and lines[end].startswith(sign):
+        end += 1
+    return end
+
+
+def _capped_change(removed: list[str], added: list[str]) -> list[str]:
+    """Removed lines, then added ones, each pair cut around where the two differ."""
+    out_removed: list[str] = []
+    out_added = [cap(line) for line in added]
+    for k, line in enumerate(removed):
+        focus = prefix_len(line, "-" + added[k][1:]) if k < len(added) else 0
+        out_removed.append(cap(line, focus=focus))
+        if k < len(added):
+            out_added[k] = cap(added[k], focus=focus)
+    return out_removed + out_added
