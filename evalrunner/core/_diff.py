@@ -293,6 +293,17 @@ def _paired(
     text_g = [canonical({**g, "trajectory_id": None}) for g in golden]
     text_a = [canonical({**a, "trajectory_id": None}) for a in actual]
     rest_g, rest_a = list(range(len(golden))), list(range(len(actual)))
+    pairs = _unchanged_pairs(text_g, text_a, rest_g, rest_a)
+    both = min(len(rest_g), len(rest_a))
+    pairs += list(zip(rest_g[:both], rest_a[:both], strict=True))
+    pairs += [(gi, None) for gi in rest_g[both:]] + [(None, ai) for ai in rest_a[both:]]
+    return sorted(pairs, key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1] or 0))
+
+
+def _unchanged_pairs(
+    text_g: list[str], text_a: list[str], rest_g: list[int], rest_a: list[int]
+) -> list[tuple[int | None, int | None]]:
+    """The sub-agents the same on both sides, paired; they leave ``rest_g`` and ``rest_a``."""
     pairs: list[tuple[int | None, int | None]] = []
     for gi in list(rest_g):
         same = next((ai for ai in rest_a if text_a[ai] == text_g[gi]), None)
@@ -300,10 +311,7 @@ def _paired(
             pairs.append((gi, same))
             rest_g.remove(gi)
             rest_a.remove(same)
-    both = min(len(rest_g), len(rest_a))
-    pairs += list(zip(rest_g[:both], rest_a[:both], strict=True))
-    pairs += [(gi, None) for gi in rest_g[both:]] + [(None, ai) for ai in rest_a[both:]]
-    return sorted(pairs, key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1] or 0))
+    return pairs
 
 
 def _subagent_blocks(

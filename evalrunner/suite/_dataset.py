@@ -262,16 +262,21 @@ def _with_ids(raw: Sequence[tuple[int, dict[str, Any]]], shown: str) -> list[Dat
     first: dict[str, int] = {}
     for i, (n, fields) in enumerate(raw, start=1):
         row_id = str(fields[ID_FIELD]) if with_id else f"row-{i}"
-        if not _ROW_ID_RE.fullmatch(row_id):
-            raise ConfigError(
-                f"{shown}:{n}: row id {row_id!r} is not usable in test names and file names: "
-                "use letters, digits, '_', '.' and '-', starting with a letter or digit"
-            )
-        if row_id in first:
-            raise ConfigError(
-                f"{shown}:{n}: duplicate row id {row_id!r} (also line {first[row_id]}); "
-                "ids must be unique within a dataset"
-            )
+        _check_row_id(row_id, first, f"{shown}:{n}")
         first[row_id] = n
         rows.append(DataRow(id=row_id, fields=fields, line=n))
     return rows
+
+
+def _check_row_id(row_id: str, first: Mapping[str, int], where: str) -> None:
+    """A row id usable in test and file names, and not one an earlier row has (``first``)."""
+    if not _ROW_ID_RE.fullmatch(row_id):
+        raise ConfigError(
+            f"{where}: row id {row_id!r} is not usable in test names and file names: "
+            "use letters, digits, '_', '.' and '-', starting with a letter or digit"
+        )
+    if row_id in first:
+        raise ConfigError(
+            f"{where}: duplicate row id {row_id!r} (also line {first[row_id]}); "
+            "ids must be unique within a dataset"
+        )
