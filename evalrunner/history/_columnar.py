@@ -318,10 +318,7 @@ class ColumnarFile(Generic[M]):
             self._arrow.update({(table, f): [] for f in fields})
             return
         names = {f: f"{table}.{f}" for f in fields if f"{table}.{f}" in self._names}
-        model = self.tables[table]
-        for f in set(fields) - set(names):  # fields this file predates: their defaults,
-            default = _default(model, f)  # as validation gives them
-            self._arrow[(table, f)] = [default] * self._lengths[group]
+        self._predated(table, group, set(fields) - set(names))
         if not names:
             return
         try:
@@ -330,6 +327,12 @@ class ColumnarFile(Generic[M]):
                 self._arrow[(table, f)] = read.column(column).combine_chunks()
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
+
+    def _predated(self, table: str, group: int, fields: set[str]) -> None:
+        """Fields of a table this file predates: their defaults, as validation gives them."""
+        model = self.tables[table]
+        for f in fields:
+            self._arrow[(table, f)] = [_default(model, f)] * self._lengths[group]
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[BaseModel]:
         """A table's rows (those at ``indices``, in that order) as model instances."""

@@ -498,9 +498,13 @@ def _paths(fs: Any, base: str, suites: list[str] | None, since: str | None) -> l
     dirs = [f"{top}/{s}" for s in suites] if suites else [f"{top}/*"]
     paths = [p for d in dirs for x in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{x}")]
     floor = _stamp(since) if since else ""
-    return sorted(
-        p for p in paths if not (floor and _night_of(p)[:8].isdigit() and _night_of(p) < floor)
-    )
+    return sorted(p for p in paths if not _named_before(p, floor))
+
+
+def _named_before(path: str, floor: str) -> bool:
+    """Whether a file's name says it is of a night before ``floor`` (a stamp; '' is none)."""
+    night = _night_of(path)
+    return bool(floor) and night[:8].isdigit() and night < floor
 
 
 def read_entries(
