@@ -70,15 +70,19 @@ def _locate(doc: Any, error: ErrorDetails) -> _Located:
     loc = error["loc"]
     for i, part in enumerate(loc):
         missing = i == len(loc) - 1 and error["type"] == "missing"
-        if isinstance(data, dict) and isinstance(part, str) and (part in data or missing):
+        if _has(data, part, missing):
             path.append(part)
-            data = data.get(part)
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            path.append(part)
-            data = data[part]
+            data = data.get(part) if isinstance(data, dict) else data[part]
         elif site is None:  # the outermost union decides which branch this error belongs to
             site, branch = len(path), str(part)
     return _Located(tuple(path), site, branch, error)
+
+
+def _has(data: Any, part: int | str, missing: bool) -> bool:
+    """Whether ``part`` is a step into ``data`` (a key, an index, or the missing key)."""
+    if isinstance(data, dict) and isinstance(part, str):
+        return part in data or missing
+    return isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
 
 
 def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
