@@ -234,23 +234,27 @@ def parse_json(
             f"{exc.start}); save it as UTF-8 JSON"
         ) from None
     except json.JSONDecodeError as exc:
-        marker = _CONFLICT_MARKER.search(
-            text if isinstance(text, str) else text.decode(errors="replace")
+        raise error(_not_json(text, exc, where, fix)) from None
+
+
+def _not_json(text: str | bytes, exc: json.JSONDecodeError, where: object, fix: str) -> str:
+    """Why ``text`` is not JSON, in a line: git's conflict markers, or where json stopped."""
+    marker = _CONFLICT_MARKER.search(
+        text if isinstance(text, str) else text.decode(errors="replace")
+    )
+    if marker is not None:
+        line = marker.string.count("\n", 0, marker.start()) + 1
+        return (
+            f"{where}: holds git merge conflict markers ({marker.group(1)} at line {line}); "
+            "resolve the conflict in the file (keep one side whole: each side is a file "
+            "evalrunner wrote), then run again"
         )
-        if marker is not None:
-            line = marker.string.count("\n", 0, marker.start()) + 1
-            raise error(
-                f"{where}: holds git merge conflict markers ({marker.group(1)} at line {line}); "
-                "resolve the conflict in the file (keep one side whole: each side is a file "
-                "evalrunner wrote), then run again"
-            ) from None
-        # json's "Unterminated string starting at" (and "... character ... at") leave the
-        # position out of msg: it is the line and column said first.
-        what = exc.msg[:-3] + " there" if exc.msg.endswith(" at") else exc.msg
-        raise error(
-            f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {what}"
-            + (f"; {fix}" if fix else "")
-        ) from None
+    # json's "Unterminated string starting at" (and "... character ... at") leave the
+    # position out of msg: it is the line and column said first.
+    what = exc.msg[:-3] + " there" if exc.msg.endswith(" at") else exc.msg
+    return f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {what}" + (
+        f"; {fix}" if fix else ""
+    )
 
 
 _CONFLICT_MARKER = re.compile(r"^(<{7}|={7}|>{7})(?: |$)", re.M)
