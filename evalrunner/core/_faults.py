@@ -506,16 +506,24 @@ def _kind(chain: list[BaseException], timeout: float | None) -> str:
     """'HTTP 503' when the server sent a status; else what went wrong on the way."""
     if _no_key(chain):
         return "no API key"  # litellm calls the client's refusal a 500: no server said so
-    for each in chain:
-        response = getattr(each, "response", None)
-        if type(each).__name__ == "HTTPStatusError" and response is not None:
-            return f"HTTP {response.status_code}"
+    status = _http_status(chain)
+    if status is not None:
+        return status
     names = {type(each).__name__ for each in chain}
     for candidates, kind in _CHAIN_KINDS:
         if names.intersection(candidates):
             return f"no response within {timeout:g} s" if kind == "timeout" and timeout else kind
     status = getattr(chain[0], "status_code", None)
     return f"HTTP {status}" if isinstance(status, int) else "fault"
+
+
+def _http_status(chain: list[BaseException]) -> str | None:
+    """'HTTP 503' from the first httpx status error in the chain that has its response."""
+    for each in chain:
+        response = getattr(each, "response", None)
+        if type(each).__name__ == "HTTPStatusError" and response is not None:
+            return f"HTTP {response.status_code}"
+    return None
 
 
 def _message(exc: BaseException) -> str:
