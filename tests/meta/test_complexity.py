@@ -11,7 +11,8 @@ CEILING = 15  # never above, whatever the reason
 LIMIT = 12  # above it only with a reason in ALLOWED
 MAX_LINES = 600
 
-# "path:function" -> why it stays above LIMIT. At most five entries.
+# "path:function" (e.g. "evalrunner/live/_command.py:CommandAgents.run", the failure's
+# location without its line number) -> why it stays above LIMIT. At most five entries.
 ALLOWED: dict[str, str] = {}
 
 
