@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -135,24 +135,32 @@ def load_model(
     found = data.get("format_version")
     versions = (version,) if isinstance(version, int) else version
     if versions is not None and found not in versions and not (version_optional and found is None):
-        if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
-            # Not ``fix``: regenerating it would overwrite what a newer release wrote.
-            writer = data.get("evalrunner_version")
-            by = f", written by evalrunner {writer}" if isinstance(writer, str) else ""
-            raise NewerFormat(
-                f"{path}: {what} format_version {found} is newer than this evalrunner "
-                f"({__version__}) reads (up to {max(versions)}{by}); upgrade evalrunner to read it"
-            )
-        if isinstance(found, str) and found.strip().isdigit():
-            raise FileFormatError(
-                f"{path}: {what} format_version is the text {found!r}; write it as the "
-                f"number {found.strip()}, without quotes"
-            )
-        raise FileFormatError(
-            f"{path}: {what} format_version {found!r} is not supported "
-            f"(expected {_either(versions)}); {fix}"
-        )
+        _refuse_version(data, path, what, versions, fix)
     return validate_model(model, data, path, fix)
+
+
+def _refuse_version(
+    data: dict[str, Any], path: Path, what: str, versions: tuple[int, ...], fix: str
+) -> NoReturn:
+    """Refuse a file whose format_version this release does not read, saying why."""
+    found = data.get("format_version")
+    if isinstance(found, int) and not isinstance(found, bool) and found > max(versions):
+        # Not ``fix``: regenerating it would overwrite what a newer release wrote.
+        writer = data.get("evalrunner_version")
+        by = f", written by evalrunner {writer}" if isinstance(writer, str) else ""
+        raise NewerFormat(
+            f"{path}: {what} format_version {found} is newer than this evalrunner "
+            f"({__version__}) reads (up to {max(versions)}{by}); upgrade evalrunner to read it"
+        )
+    if isinstance(found, str) and found.strip().isdigit():
+        raise FileFormatError(
+            f"{path}: {what} format_version is the text {found!r}; write it as the "
+            f"number {found.strip()}, without quotes"
+        )
+    raise FileFormatError(
+        f"{path}: {what} format_version {found!r} is not supported "
+        f"(expected {_either(versions)}); {fix}"
+    )
 
 
 def _either(versions: tuple[int, ...]) -> str:
@@ -226,23 +234,27 @@ def parse_json(
             f"{exc.start}); save it as UTF-8 JSON"
         ) from None
     except json.JSONDecodeError as exc:
-        marker = _CONFLICT_MARKER.search(
-            text if isinstance(text, str) else text.decode(errors="replace")
+        raise error(_not_json(text, exc, where, fix)) from None
+
+
+def _not_json(text: str | bytes, exc: json.JSONDecodeError, where: object, fix: str) -> str:
+    """Why ``text`` is not JSON, in a line: git's conflict markers, or where json stopped."""
+    marker = _CONFLICT_MARKER.search(
+        text if isinstance(text, str) else text.decode(errors="replace")
+    )
+    if marker is not None:
+        line = marker.string.count("\n", 0, marker.start()) + 1
+        return (
+            f"{where}: holds git merge conflict markers ({marker.group(1)} at line {line}); "
+            "resolve the conflict in the file (keep one side whole: each side is a file "
+            "evalrunner wrote), then run again"
         )
-        if marker is not None:
-            line = marker.string.count("\n", 0, marker.start()) + 1
-            raise error(
-                f"{where}: holds git merge conflict markers ({marker.group(1)} at line {line}); "
-                "resolve the conflict in the file (keep one side whole: each side is a file "
-                "evalrunner wrote), then run again"
-            ) from None
-        # json's "Unterminated string starting at" (and "... character ... at") leave the
-        # position out of msg: it is the line and column said first.
-        what = exc.msg[:-3] + " there" if exc.msg.endswith(" at") else exc.msg
-        raise error(
-            f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {what}"
-            + (f"; {fix}" if fix else "")
-        ) from None
+    # json's "Unterminated string starting at" (and "... character ... at") leave the
+    # position out of msg: it is the line and column said first.
+    what = exc.msg[:-3] + " there" if exc.msg.endswith(" at") else exc.msg
+    return f"{where}: not valid JSON at line {exc.lineno} column {exc.colno}: {what}" + (
+        f"; {fix}" if fix else ""
+    )
 
 
 _CONFLICT_MARKER = re.compile(r"^(<{7}|={7}|>{7})(?: |$)", re.M)

@@ -43,7 +43,7 @@ from evalrunner.baseline._moves import (
 )
 from evalrunner.baseline._traces import FirstRequest, RunTrace, run_trace
 from evalrunner.baseline._traces import first_moves as _first_moves
-from evalrunner.core._actions import Action, request_view
+from evalrunner.core._actions import Action, first_request
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, Outcome, RunRecord, group_records, measured_rows
 from evalrunner.suite._settings import Suite
@@ -279,7 +279,7 @@ def _request_drift(
 ) -> tuple[list[str], list[str]]:
     """What changed from the baseline's most sent first request to tonight's, and its diff."""
     ours = most_sent((r.view(), r.runs) for r in requests)
-    theirs = most_sent((request_view(t), 1) for t in tonight)
+    theirs = most_sent((first_request(t), 1) for t in tonight)
     if theirs["user"] in {r.user for r in requests}:
         # A dataset's runs send one user message per row: tonight's most sent one is
         # no drift when the baseline sent it too (whichever row happens to lead).

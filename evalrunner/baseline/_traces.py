@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from evalrunner._jsonio import canonical
-from evalrunner.core._actions import Action, actions, first_response_calls, move, request_view
+from evalrunner.core._actions import Action, actions, first_request, first_response_calls, move
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import RunRecord
 
@@ -150,7 +150,7 @@ class _FirstRequests:
     def add(
         self, normalized: Mapping[str, Any], request: dict[str, Any] | None, row: str | None
     ) -> None:
-        view = request_view(normalized)
+        view = first_request(normalized)
         key = canonical(view)
         self.counts[key] += 1
         self.views[key] = view

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from evalrunner._net import is_loopback
-from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT
+from evalrunner.core._request_key import DEFAULT_FINGERPRINT
 from evalrunner.endpoints._endpoints import check_model
 from evalrunner.errors import ConfigError, EvalrunnerError
 from evalrunner.proxy._recording import Recording

@@ -7,7 +7,7 @@ file to keep one per run:
   name, a digest of its arguments and a digest of what the tool answered. A run is
   compared by its k-th *action*, not its k-th step, so a run that takes an extra
   message step but calls the same tools in the same order has not diverged.
-- :func:`request_view`: what the agent sent with its first model call that the
+- :func:`first_request`: what the agent sent with its first model call that the
   trajectory keeps: the system prompt, the first user message and the tool
   definitions (name -> schema and description). Sampling parameters are not in
   a trajectory, so they are not in the view (docs/explain.md says what that
@@ -32,9 +32,9 @@ __all__ = [
     "actions",
     "digest",
     "first_action",
+    "first_request",
     "first_response_calls",
     "move",
-    "request_view",
     "sendable",
 ]
 
@@ -87,7 +87,7 @@ def _text(step: Mapping[str, Any]) -> str:
     return message if isinstance(message, str) else canonical(message)
 
 
-def request_view(trajectory: Mapping[str, Any]) -> dict[str, Any]:
+def first_request(trajectory: Mapping[str, Any]) -> dict[str, Any]:
     """The first request as the trajectory keeps it: ``system``, ``user`` and ``tools``.
 
     ``system`` is every system step before the first agent step, joined by blank
@@ -104,12 +104,18 @@ def request_view(trajectory: Mapping[str, Any]) -> dict[str, Any]:
             system.append(_text(step))
         elif source == "user" and user is None:
             user = _text(step)
+    tools = _tool_definitions((trajectory.get("agent") or {}).get("tool_definitions") or [])
+    return {"system": "\n\n".join(system), "user": user or "", "tools": tools}
+
+
+def _tool_definitions(definitions: list[Any]) -> dict[str, str]:
+    """Each defined tool's name -> its definition as canonical JSON."""
     tools: dict[str, str] = {}
-    for tool in (trajectory.get("agent") or {}).get("tool_definitions") or []:
+    for tool in definitions:
         function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
         name = function.get("name") if isinstance(function, Mapping) else None
         tools[str(name)] = canonical(tool)
-    return {"system": "\n\n".join(system), "user": user or "", "tools": tools}
+    return tools
 
 
 PARAMETERS = (

@@ -70,15 +70,19 @@ def _locate(doc: Any, error: ErrorDetails) -> _Located:
     loc = error["loc"]
     for i, part in enumerate(loc):
         missing = i == len(loc) - 1 and error["type"] == "missing"
-        if isinstance(data, dict) and isinstance(part, str) and (part in data or missing):
+        if _has(data, part, missing):
             path.append(part)
-            data = data.get(part)
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            path.append(part)
-            data = data[part]
+            data = data.get(part) if isinstance(data, dict) else data[part]
         elif site is None:  # the outermost union decides which branch this error belongs to
             site, branch = len(path), str(part)
     return _Located(tuple(path), site, branch, error)
+
+
+def _has(data: Any, part: int | str, missing: bool) -> bool:
+    """Whether ``part`` is a step into ``data`` (a key, an index, or the missing key)."""
+    if isinstance(data, dict) and isinstance(part, str):
+        return part in data or missing
+    return isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
 
 
 def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
@@ -141,30 +145,7 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     dict. ``strict=True`` rejects anything non-conformant; otherwise known
     deviations are repaired with a :class:`TrajectoryWarning`.
     """
-    label = name or "trajectory"
-    file: Path | None = None  # where the document came from: its links are relative to it
-    if isinstance(source, BaseModel):
-        doc = source.model_dump(mode="json", exclude_none=True)
-    elif isinstance(source, Path):
-        label = name or str(source)
-        doc = _read(source, str(source), "trajectory not found")
-        file = source
-    elif isinstance(source, str) and _is_json_text(source):
-        doc = parse_json(source, label, TrajectoryError)
-    elif isinstance(source, str):
-        if not source.strip():
-            raise TrajectoryError(f"{label}: empty text; expected ATIF JSON text or a path")
-        label = name or _shown(source)
-        doc = _read(
-            Path(source), _shown(source), "no such file (a str is a path unless it starts with '{')"
-        )
-        file = Path(source)
-    elif isinstance(source, dict):
-        doc = copy.deepcopy(source)
-    else:
-        raise TrajectoryError(
-            f"{label}: expected an ATIF dict, JSON text, path or atif model, got {type(source).__name__}"
-        )
+    doc, label, file = _document(source, name)
     _check_one_document(doc, label)
     doc = _check_versions(doc, label, "$", repair=not strict)
     if not strict:
@@ -177,16 +158,39 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     return doc
 
 
+def _document(source: Any, name: str | None) -> tuple[Any, str, Path | None]:
+    """What ``source`` holds as a JSON document, its label in messages, and the file it
+    came from (its links are relative to it), if any."""
+    label = name or "trajectory"
+    if isinstance(source, BaseModel):
+        return source.model_dump(mode="json", exclude_none=True), label, None
+    if isinstance(source, Path):
+        return _read(source, str(source), "trajectory not found"), name or str(source), source
+    if isinstance(source, str):
+        return _from_text(source, name, label)
+    if isinstance(source, dict):
+        return copy.deepcopy(source), label, None
+    raise TrajectoryError(
+        f"{label}: expected an ATIF dict, JSON text, path or atif model, got {type(source).__name__}"
+    )
+
+
+def _from_text(source: str, name: str | None, label: str) -> tuple[Any, str, Path | None]:
+    """A ``str`` source: JSON text if it starts with '{' and names no file, else a path."""
+    if _is_json_text(source):
+        return parse_json(source, label, TrajectoryError), label, None
+    if not source.strip():
+        raise TrajectoryError(f"{label}: empty text; expected ATIF JSON text or a path")
+    doc = _read(
+        Path(source), _shown(source), "no such file (a str is a path unless it starts with '{')"
+    )
+    return doc, name or _shown(source), Path(source)
+
+
 def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) -> None:
     """Copied context belongs at the start of a continuation; marked later, it is a
     producer's own work that every count would silently drop."""
-    steps = [s for s in doc.get("steps") or [] if isinstance(s, dict)]
-    began = next((i for i, s in enumerate(steps) if s.get("is_copied_context") is not True), None)
-    late = [
-        i
-        for i, s in enumerate(steps)
-        if began is not None and i > began and s.get("is_copied_context") is True
-    ]
+    late = _copied_after_work(doc)
     if late:
         _warn(
             label,
@@ -199,6 +203,16 @@ def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) 
     for i, sub in enumerate(doc.get("subagent_trajectories") or []):
         if isinstance(sub, dict):
             _warn_copied_context_after_work(sub, label, f"{path}.subagent_trajectories[{i}]")
+
+
+def _copied_after_work(doc: dict[str, Any]) -> list[int]:
+    """Where steps marked as copied context come after the document's own first step."""
+    steps = [s for s in doc.get("steps") or [] if isinstance(s, dict)]
+    copied = [s.get("is_copied_context") is True for s in steps]
+    if all(copied):
+        return []
+    began = copied.index(False)
+    return [i for i in range(began + 1, len(steps)) if copied[i]]
 
 
 def _follow_files(
@@ -259,16 +273,21 @@ def _append(doc: dict[str, Any], rest: dict[str, Any]) -> None:
     doc.setdefault("subagent_trajectories", []).extend(rest.get("subagent_trajectories") or [])
     if not doc["subagent_trajectories"]:
         del doc["subagent_trajectories"]
-    mine, theirs = doc.get("final_metrics"), rest.get("final_metrics")
+    _add_totals(doc, rest.get("final_metrics"))
+    doc.pop("continued_trajectory_ref", None)
+    if "continued_trajectory_ref" in rest:
+        doc["continued_trajectory_ref"] = rest["continued_trajectory_ref"]
+
+
+def _add_totals(doc: dict[str, Any], theirs: Any) -> None:
+    """A continuation's final totals added to the document's (or taken, if it has none)."""
+    mine = doc.get("final_metrics")
     if isinstance(mine, dict) and isinstance(theirs, dict):
         for key in _TOTALS:
             if isinstance(mine.get(key), int | float) and isinstance(theirs.get(key), int | float):
                 mine[key] += theirs[key]
     elif isinstance(theirs, dict):
         doc["final_metrics"] = dict(theirs)
-    doc.pop("continued_trajectory_ref", None)
-    if "continued_trajectory_ref" in rest:
-        doc["continued_trajectory_ref"] = rest["continued_trajectory_ref"]
 
 
 def _check_one_document(doc: Any, label: str) -> None:
@@ -376,17 +395,25 @@ def _numbers_not_text(doc: dict[str, Any], label: str, path: str, *, repair: boo
     for i, step in enumerate(doc.get("steps") or []):
         places.append((step.get("metrics"), _COUNTS, f"{path}.steps[{i}].metrics"))
     for where, keys, at in places:
-        for key in keys if isinstance(where, dict) else ():
-            value = where.get(key)
-            if not isinstance(value, str):
-                continue
-            number = float(value)  # validation passed: it is numeric text
-            if not repair:
-                raise TrajectoryError(f"{label}: {at}.{key}: a number written as text {value!r}")
-            where[key] = int(number) if number.is_integer() and "cost" not in key else number
-            _warn(label, f"{at}.{key}", f"number written as text {value!r} read as a number")
+        if isinstance(where, dict):
+            _numbers_in(where, keys, label, at, repair=repair)
     for i, sub in enumerate(doc.get("subagent_trajectories") or []):
         _numbers_not_text(sub, label, f"{path}.subagent_trajectories[{i}]", repair=repair)
+
+
+def _numbers_in(
+    where: dict[str, Any], keys: tuple[str, ...], label: str, at: str, *, repair: bool
+) -> None:
+    """The ``keys`` of one metrics object written as text read as numbers (or refused)."""
+    for key in keys:
+        value = where.get(key)
+        if not isinstance(value, str):
+            continue
+        number = float(value)  # validation passed: it is numeric text
+        if not repair:
+            raise TrajectoryError(f"{label}: {at}.{key}: a number written as text {value!r}")
+        where[key] = int(number) if number.is_integer() and "cost" not in key else number
+        _warn(label, f"{at}.{key}", f"number written as text {value!r} read as a number")
 
 
 def _repair_step(step: dict[str, Any], label: str, path: str) -> None:
@@ -434,19 +461,27 @@ def _chat_parts(message: Any) -> list[dict[str, Any]] | None:
         return None
     parts: list[dict[str, Any]] = []
     for item in message:
-        if not (isinstance(item, dict) and {"role", "content"} <= item.keys() <= _CHAT_KEYS):
+        found = _chat_message_parts(item)
+        if found is None:
             return None
-        content = item["content"]
-        if content is None:  # an assistant message that only called tools
-            continue
-        if not isinstance(content, str | list):
-            return None
-        for part in [content] if isinstance(content, str) else content:
-            part = {"type": "text", "text": part} if isinstance(part, str) else part
-            if not _atif_part(part):
-                return None
-            parts.append(part)
+        parts += found
     return parts
+
+
+def _chat_message_parts(item: Any) -> list[dict[str, Any]] | None:
+    """One chat message's content as ATIF parts, or None if it is no chat message."""
+    if not (isinstance(item, dict) and {"role", "content"} <= item.keys() <= _CHAT_KEYS):
+        return None
+    content = item["content"]
+    if content is None:  # an assistant message that only called tools
+        return []
+    if not isinstance(content, str | list):
+        return None
+    parts = [
+        {"type": "text", "text": part} if isinstance(part, str) else part
+        for part in ([content] if isinstance(content, str) else content)
+    ]
+    return parts if all(_atif_part(part) for part in parts) else None
 
 
 def _atif_part(part: Any) -> bool:

@@ -5,15 +5,14 @@ Structural deltas come first because they say *what* changed ("step_count
 too. The human rendering adds a diff of the pretty JSON so the cause is
 visible (a prompt change shows up as a changed system step).
 
-Everything rendered is bounded, whatever the size of the trajectories: a
-sequence too long for its line is summarised (run-length encoded, or its
-lengths and the stretch that differs), every line is cut at
-:data:`LINE_WIDTH` characters around the place that differs (an ellipsis and
-the number of characters cut), and the text diff goes block by block, each
-with its own line budget: the steps first (aligned step by step, ignoring
-step ids and run-wide call ids, so a removed step is one hunk and not a
-renumbering of every later step), then sub-agents, then the other blocks, and
-the schema (``schema_version``, ``agent``, ``agent.tool_definitions``) last.
+Everything rendered is bounded, whatever the size of the trajectories (the
+bounds are :mod:`evalrunner.core._bounded_text`'s): a sequence too long for its
+line is summarised, every line is cut around the place that differs, and the
+text diff goes block by block, each with its own quota of lines: the steps first
+(aligned step by step, ignoring step ids and run-wide call ids, so a removed
+step is one hunk and not a renumbering of every later step), then sub-agents,
+then the other blocks, and the schema (``schema_version``, ``agent``,
+``agent.tool_definitions``) last.
 """
 
 from __future__ import annotations
@@ -21,10 +20,11 @@ from __future__ import annotations
 import difflib
 import json
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from evalrunner._jsonio import canonical, dumps
+from evalrunner.core._bounded_text import ELLIPSIS, cap, capped, change, common_ends
 from evalrunner.core._shape import Shape, shape
 
 # Order matters: structure first, tokens next, content last.
@@ -41,11 +41,6 @@ STRUCTURAL_FIELDS = (
 )
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens")
 
-LINE_WIDTH = 240
-"""No rendered line (delta, summary item, diff line) is longer than this."""
-
-_DELTA_WIDTH = LINE_WIDTH - 40  # room for the field name and the indent
-_ELLIPSIS = "…"
 _ABSENT: Any = object()  # a list item or key one side does not have (None is JSON null)
 # The blocks of a trajectory that describe the agent's setup rather than its run:
 # diffed last, so a big tool_definitions change cannot crowd out the steps.
@@ -58,134 +53,7 @@ class Delta(NamedTuple):
     actual: Any
 
     def __str__(self) -> str:
-        return cap(f"{self.field}: {_change(self.golden, self.actual)}")
-
-
-# -- deltas as text ----------------------------------------------------------------------
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
-        return "(" + ", ".join(_fmt(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _change(golden: Any, actual: Any) -> str:
-    """``golden -> actual``, summarised when that does not fit on a line."""
-    if isinstance(golden, tuple) and isinstance(actual, tuple):
-        # Every item takes at least 3 characters: long tuples are not even formatted.
-        if 3 * (len(golden) + len(actual)) <= _DELTA_WIDTH:
-            full = f"{_fmt(golden)} -> {_fmt(actual)}"
-            if len(full) <= _DELTA_WIDTH:
-                return full
-        return _sequence_change(golden, actual)
-    if isinstance(golden, str) and isinstance(actual, str):
-        full = f"{golden!r} -> {actual!r}"
-        return full if len(full) <= _DELTA_WIDTH else _text_change(golden, actual)
-    return f"{_fmt(golden)} -> {_fmt(actual)}"
-
-
-def _item(value: Any) -> str:
-    return _fmt(value) if isinstance(value, tuple) else str(value)
-
-
-def _rle(items: Sequence[Any], limit: int = _DELTA_WIDTH) -> str:
-    """``((agent, 1) x1996, (user, 0))``: runs of equal items counted; formatting
-    stops (with an ellipsis) once ``limit`` characters are reached."""
-    parts: list[str] = []
-    size = i = 0
-    while i < len(items) and size <= limit:
-        n = 1
-        while i + n < len(items) and items[i + n] == items[i]:
-            n += 1
-        parts.append(_item(items[i]) + (f" x{n}" if n > 1 else ""))
-        size += len(parts[-1]) + 2
-        i += n
-    if i < len(items):
-        parts.append(_ELLIPSIS)
-    return "(" + ", ".join(parts) + ("," if len(items) == 1 else "") + ")"
-
-
-def _common_ends(
-    golden: Sequence[Any], actual: Sequence[Any], same: Callable[[Any, Any], bool] = operator.eq
-) -> tuple[int, int]:
-    """Lengths of the common prefix and (non-overlapping) common suffix."""
-    shortest = min(len(golden), len(actual))
-    start = 0
-    while start < shortest and same(golden[start], actual[start]):
-        start += 1
-    end = 0
-    while end < shortest - start and same(golden[-1 - end], actual[-1 - end]):
-        end += 1
-    return start, end
-
-
-def _prefix_len(golden: str, actual: str) -> int:
-    """Length of the common prefix of two strings (by bisection: C-speed slice compares)."""
-    lo, hi = 0, min(len(golden), len(actual))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if golden[:mid] == actual[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _sequence_change(golden: tuple[Any, ...], actual: tuple[Any, ...]) -> str:
-    start, end = _common_ends(golden, actual)
-
-    def at(seq: tuple[Any, ...]) -> str:
-        return _item(seq[start]) if start < len(seq) else "(end)"
-
-    first = f"first difference at index {start}: {at(golden)} vs {at(actual)}"
-    short = f"{_rle(golden)} -> {_rle(actual)}"
-    if len(short) <= _DELTA_WIDTH and _ELLIPSIS not in short:
-        return f"{short}; {first}"
-    g_mid, a_mid = golden[start : len(golden) - end], actual[start : len(actual) - end]
-    return (
-        f"{len(golden)} -> {len(actual)} items; {first}; "
-        f"golden[{start}:{len(golden) - end}] {_rle(g_mid, _DELTA_WIDTH // 3)} -> "
-        f"actual[{start}:{len(actual) - end}] {_rle(a_mid, _DELTA_WIDTH // 3)}"
-    )
-
-
-def _text_change(golden: str, actual: str) -> str:
-    start = _prefix_len(golden, actual)
-
-    def excerpt(text: str) -> str:
-        lo, hi = max(0, start - 30), start + 50
-        inner = repr(text[lo:hi])
-        return (
-            (_ELLIPSIS if lo else "")
-            + inner
-            + (_ELLIPSIS if hi < len(text) else "")
-            + f" ({len(text)} chars)"
-        )
-
-    return f"{excerpt(golden)} -> {excerpt(actual)}; first difference at character {start}"
-
-
-def cap(line: str, width: int = LINE_WIDTH, focus: int = 0) -> str:
-    """``line`` cut to about ``width`` characters: its start (a diff sign, indent and
-    key) and, if ``focus`` (where it differs from its counterpart) lies further
-    on, the part around it; an ellipsis and the count mark each cut."""
-    if len(line) <= width:
-        return line
-    keep = width - 30  # room for the ellipses and the count
-    if focus < keep * 2 // 3:
-        return f"{line[:keep]}{_ELLIPSIS} [{len(line) - keep} chars cut]"
-    head = _CAP_HEAD
-    start = min(focus - (keep - head) // 3, len(line) - (keep - head))
-    window = line[start : start + keep - head]
-    tail = _ELLIPSIS if start + len(window) < len(line) else ""
-    cut = len(line) - head - len(window)
-    return f"{line[:head]}{_ELLIPSIS}{window}{tail} [{cut} chars cut]"
-
-
-_CAP_HEAD = 30  # the start of a cut line that is always kept
+        return cap(f"{self.field}: {change(self.golden, self.actual)}")
 
 
 # -- deltas --------------------------------------------------------------------------------
@@ -242,7 +110,7 @@ def summary(
     first differ (``content_hash: 'a…' -> 'b…' (first difference: $.steps[2].tool_calls[0]
     .arguments.city: "Paris" -> "Lyon")``): the hash alone names nothing a reader can act on,
     and this line is what pytest's short summary shows. Bounded: each delta is at most
-    :data:`LINE_WIDTH` characters.
+    ``LINE_WIDTH`` characters.
     """
     if not deltas:
         return "no behavioural change"
@@ -300,7 +168,7 @@ def _leaf(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 60 else text[:59] + _ELLIPSIS
+    return text if len(text) <= 60 else text[:59] + ELLIPSIS
 
 
 # -- the text diff -------------------------------------------------------------------------
@@ -322,19 +190,21 @@ def render(
     """
     lines = ["Behaviour changed:"] + [f"  {d}" for d in deltas]
     body: list[str] = []
-    budgets = _Budgets(max_lines, max(1, max_lines // 4))
-    for block, budget in _blocks(golden, actual, "$", 4, budgets):
-        block.emit(body, budget, context)
-    body += [b.summary(block.what) for block, b in budgets.spent()]
+    quotas = _LineQuotas(max_lines, max(1, max_lines // 4))
+    for block, quota in _blocks(golden, actual, "$", 4, quotas):
+        block.emit(body, quota, context)
+    body += [b.summary(block.what) for block, b in quotas.spent()]
     if body:
         lines += ["", "--- golden", "+++ actual", *body]
     return "\n".join(lines)
 
 
-class _Budget:
-    def __init__(self, lines: int) -> None:
-        self.left = lines
-        # Changed items past the budget, by where they are: one line at the end says it.
+class _LineQuota:
+    """The diff lines a kind of block may still show."""
+
+    def __init__(self, max_lines: int) -> None:
+        self.left = max_lines
+        # Changed items past the quota, by where they are: one line at the end says it.
         self.hidden: dict[str, int] = {}
 
     def summary(self, what: str) -> str:
@@ -347,21 +217,21 @@ class _Budget:
         return f"... {count} more changed {what}{where} not shown"
 
 
-class _Budgets:
-    """One budget per kind of block, shared by the whole tree: a thousand changed
-    sub-agents cost what one does, not a thousand budgets."""
+class _LineQuotas:
+    """One line quota per kind of block, shared by the whole tree: a thousand changed
+    sub-agents cost what one does, not a thousand quotas."""
 
     def __init__(self, steps: int, block: int) -> None:
         self.block = block
-        self.by_kind: dict[str, tuple[_Block, _Budget]] = {}
+        self.by_kind: dict[str, tuple[_Block, _LineQuota]] = {}
         self.steps = steps
 
-    def of(self, kind: str, block: _Block) -> _Budget:
+    def of(self, kind: str, block: _Block) -> _LineQuota:
         size = self.steps if kind == "steps" else self.block
-        return self.by_kind.setdefault(kind, (block, _Budget(size)))[1]
+        return self.by_kind.setdefault(kind, (block, _LineQuota(size)))[1]
 
-    def spent(self) -> list[tuple[_Block, _Budget]]:
-        """The budgets that ran out before their blocks did (with a block of their kind)."""
+    def spent(self) -> list[tuple[_Block, _LineQuota]]:
+        """The quotas that ran out before their blocks did (with a block of their kind)."""
         return [(block, b) for block, b in self.by_kind.values() if b.hidden]
 
 
@@ -381,7 +251,7 @@ class _Hunk(NamedTuple):
             if line.startswith("@@"):
                 line = f"@@ {self.path} {line[3:]}"
             out.append(line)
-        return _capped(out)
+        return capped(out)
 
 
 def _pretty(value: Any, indent: int) -> list[str]:
@@ -393,23 +263,23 @@ def _pretty(value: Any, indent: int) -> list[str]:
 
 class _Block(NamedTuple):
     """The hunks of one block (a trajectory's steps, or one other key), cheap to
-    build: a hunk is diffed only when there is budget left to show it."""
+    build: a hunk is diffed only when there is quota left to show it."""
 
     what: str
     where: str
     hunks: list[_Hunk]
 
-    def emit(self, out: list[str], budget: _Budget, context: int) -> None:
+    def emit(self, out: list[str], quota: _LineQuota, context: int) -> None:
         for shown, hunk in enumerate(self.hunks):
-            if budget.left <= 0:
-                hidden = budget.hidden.get(self.where, 0)
-                budget.hidden[self.where] = hidden + len(self.hunks) - shown
+            if quota.left <= 0:
+                hidden = quota.hidden.get(self.where, 0)
+                quota.hidden[self.where] = hidden + len(self.hunks) - shown
                 return
             lines = hunk.lines(context)
-            out.extend(lines[: budget.left])
-            if len(lines) > budget.left:
-                out.append(f"... {len(lines) - budget.left} more diff lines")
-            budget.left -= len(lines)
+            out.extend(lines[: quota.left])
+            if len(lines) > quota.left:
+                out.append(f"... {len(lines) - quota.left} more diff lines")
+            quota.left -= len(lines)
 
 
 def _paired(
@@ -423,6 +293,17 @@ def _paired(
     text_g = [canonical({**g, "trajectory_id": None}) for g in golden]
     text_a = [canonical({**a, "trajectory_id": None}) for a in actual]
     rest_g, rest_a = list(range(len(golden))), list(range(len(actual)))
+    pairs = _unchanged_pairs(text_g, text_a, rest_g, rest_a)
+    both = min(len(rest_g), len(rest_a))
+    pairs += list(zip(rest_g[:both], rest_a[:both], strict=True))
+    pairs += [(gi, None) for gi in rest_g[both:]] + [(None, ai) for ai in rest_a[both:]]
+    return sorted(pairs, key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1] or 0))
+
+
+def _unchanged_pairs(
+    text_g: list[str], text_a: list[str], rest_g: list[int], rest_a: list[int]
+) -> list[tuple[int | None, int | None]]:
+    """The sub-agents the same on both sides, paired; they leave ``rest_g`` and ``rest_a``."""
     pairs: list[tuple[int | None, int | None]] = []
     for gi in list(rest_g):
         same = next((ai for ai in rest_a if text_a[ai] == text_g[gi]), None)
@@ -430,10 +311,7 @@ def _paired(
             pairs.append((gi, same))
             rest_g.remove(gi)
             rest_a.remove(same)
-    both = min(len(rest_g), len(rest_a))
-    pairs += list(zip(rest_g[:both], rest_a[:both], strict=True))
-    pairs += [(gi, None) for gi in rest_g[both:]] + [(None, ai) for ai in rest_a[both:]]
-    return sorted(pairs, key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1] or 0))
+    return pairs
 
 
 def _subagent_blocks(
@@ -441,8 +319,8 @@ def _subagent_blocks(
     actual: Mapping[str, Any],
     path: str,
     indent: int,
-    budgets: _Budgets,
-) -> Iterator[tuple[_Block, _Budget]]:
+    quotas: _LineQuotas,
+) -> Iterator[tuple[_Block, _LineQuota]]:
     """The sub-agents' blocks: a pair's own blocks, or one hunk for a side's extra one."""
     g_subs = golden.get("subagent_trajectories") or []
     a_subs = actual.get("subagent_trajectories") or []
@@ -451,14 +329,14 @@ def _subagent_blocks(
         if gi is not None and ai is not None:
             if gi != ai:  # sorted by content, a changed sub-agent may have moved
                 sub += f" (now [{ai}])"
-            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, budgets)
+            yield from _blocks(g_subs[gi], a_subs[ai], sub, indent + 4, quotas)
             continue
         g_sub = g_subs[gi] if gi is not None else _ABSENT
         a_sub = a_subs[ai] if ai is not None else _ABSENT
         block = _Block(
             "sub-agents", f"{path}.subagent_trajectories", [_Hunk(sub, g_sub, a_sub, indent)]
         )
-        yield block, budgets.of("sub-agents", block)
+        yield block, quotas.of("sub-agents", block)
 
 
 def _blocks(
@@ -466,14 +344,14 @@ def _blocks(
     actual: Mapping[str, Any],
     path: str,
     indent: int,
-    budgets: _Budgets,
-) -> Iterator[tuple[_Block, _Budget]]:
+    quotas: _LineQuotas,
+) -> Iterator[tuple[_Block, _LineQuota]]:
     """The changed blocks of a trajectory, in the order they are shown."""
     g_steps, a_steps = golden.get("steps") or [], actual.get("steps") or []
     step_hunks = _list_hunks(f"{path}.steps", g_steps, a_steps, indent, steps=True)
     block = _Block("steps", f"{path}.steps", step_hunks)
-    yield block, budgets.of("steps", block)
-    yield from _subagent_blocks(golden, actual, path, indent, budgets)
+    yield block, quotas.of("steps", block)
+    yield from _subagent_blocks(golden, actual, path, indent, quotas)
     for key, g, a in _other_blocks(golden, actual):
         if g != a:
             hunks = (
@@ -482,7 +360,7 @@ def _blocks(
                 else [_Hunk(f"{path}.{key}", g, a, indent - 2)]
             )
             block = _Block("items", f"{path}.{key}", hunks)
-            yield block, budgets.of(f"items of {key}", block)
+            yield block, quotas.of(f"items of {key}", block)
 
 
 def _other_blocks(
@@ -515,7 +393,7 @@ def _list_hunks(
     the usual change is a few items in a long run), the rest aligned by content;
     steps are compared without their step ids and run-wide call ids."""
     same, key = (_same_step, _step_key) if steps else (operator.eq, canonical)
-    start, end = _common_ends(golden, actual, same)
+    start, end = common_ends(golden, actual, same)
     g_mid, a_mid = golden[start : len(golden) - end], actual[start : len(actual) - end]
     matcher = difflib.SequenceMatcher(None, [key(x) for x in g_mid], [key(x) for x in a_mid])
     hunks: list[_Hunk] = []
@@ -526,14 +404,17 @@ def _list_hunks(
             i, j = start + i1 + k, start + j1 + k
             g = golden[i] if i1 + k < i2 else _ABSENT
             a = actual[j] if j1 + k < j2 else _ABSENT
-            if g is _ABSENT:
-                where = f"[{j}] added"
-            elif a is _ABSENT:
-                where = f"[{i}] removed"
-            else:
-                where = f"[{i}]" if i == j else f"[{i}] -> [{j}]"
-            hunks.append(_Hunk(path + where, g, a, indent))
+            hunks.append(_Hunk(path + _item_where(i, j, g, a), g, a, indent))
     return hunks
+
+
+def _item_where(i: int, j: int, golden: Any, actual: Any) -> str:
+    """Where a changed list item sits: added, removed, or at its index (and where it went)."""
+    if golden is _ABSENT:
+        return f"[{j}] added"
+    if actual is _ABSENT:
+        return f"[{i}] removed"
+    return f"[{i}]" if i == j else f"[{i}] -> [{j}]"
 
 
 def _same_step(golden: Any, actual: Any) -> bool:
@@ -546,36 +427,42 @@ def _same_step(golden: Any, actual: Any) -> bool:
     ):
         return False
     ids: dict[Any, Any] = {}
-    for k, g in golden.items():
-        a = actual[k]
-        if k == "tool_calls":
-            same = _same_items(g, a, "tool_call_id", ids)
-        elif k == "observation" and isinstance(g, dict) and isinstance(a, dict):
-            same = _same_items(
-                g.get("results"), a.get("results"), "source_call_id", ids
-            ) and _without(g, "results") == _without(a, "results")
-        else:
-            same = k == "step_id" or g == a
-        if not same:
-            return False
+    if not all(_same_part(k, g, actual[k], ids) for k, g in golden.items()):
+        return False
     return len(set(ids.values())) == len(ids)  # the id mapping is one-to-one
+
+
+def _same_part(key: str, golden: Any, actual: Any, ids: dict[Any, Any]) -> bool:
+    """One field of two steps the same, call ids mapped consistently (into ``ids``)."""
+    if key == "tool_calls":
+        return _same_items(golden, actual, "tool_call_id", ids)
+    if key == "observation" and isinstance(golden, dict) and isinstance(actual, dict):
+        return _same_items(
+            golden.get("results"), actual.get("results"), "source_call_id", ids
+        ) and _without(golden, "results") == _without(actual, "results")
+    return key == "step_id" or golden == actual
 
 
 def _same_items(golden: Any, actual: Any, field: str, ids: dict[Any, Any]) -> bool:
     """Lists of dicts equal but for ``field``, whose values map consistently (into ``ids``)."""
     if not (isinstance(golden, list) and isinstance(actual, list)) or len(golden) != len(actual):
         return bool(golden == actual)
-    for g, a in zip(golden, actual, strict=True):
-        if not (isinstance(g, dict) and isinstance(a, dict)) or g.keys() != a.keys():
-            if g != a:
+    return all(_same_item(g, a, field, ids) for g, a in zip(golden, actual, strict=True))
+
+
+def _same_item(golden: Any, actual: Any, field: str, ids: dict[Any, Any]) -> bool:
+    """Two items equal but for ``field`` of two dicts, whose values map into ``ids``."""
+    if (
+        not (isinstance(golden, dict) and isinstance(actual, dict))
+        or golden.keys() != actual.keys()
+    ):
+        return bool(golden == actual)
+    for k, value in golden.items():
+        if k == field and value is not None:
+            if ids.setdefault(value, actual[k]) != actual[k]:
                 return False
-            continue
-        for k, value in g.items():
-            if k == field and value is not None:
-                if ids.setdefault(value, a[k]) != a[k]:
-                    return False
-            elif value != a[k]:
-                return False
+        elif value != actual[k]:
+            return False
     return True
 
 
@@ -601,31 +488,3 @@ def _local_id(item: Any, field: str, ids: dict[Any, str]) -> Any:
     if not isinstance(item, dict) or item.get(field) is None:
         return item
     return {**item, field: ids.setdefault(item[field], f"#{len(ids)}")}
-
-
-def _capped(lines: list[str]) -> list[str]:
-    """Cap diff lines; a removed line and the added line that replaces it are cut
-    around the first character where they differ."""
-    out = list(lines)
-    i = 0
-    while i < len(lines):
-        minus = i
-        while minus < len(lines) and lines[minus].startswith("-"):
-            minus += 1
-        plus = minus
-        while plus < len(lines) and lines[plus].startswith("+"):
-            plus += 1
-        if minus == i:  # not a removal run: plain cap
-            out[i] = cap(lines[i])
-            i += 1
-            continue
-        removed, added = lines[i:minus], lines[minus:plus]
-        for k, line in enumerate(removed):
-            focus = _prefix_len(line, "-" + added[k][1:]) if k < len(added) else 0
-            out[i + k] = cap(line, focus=focus)
-            if k < len(added):
-                out[minus + k] = cap(added[k], focus=focus)
-        for k in range(len(removed), len(added)):
-            out[minus + k] = cap(added[k])
-        i = plus
-    return out

@@ -380,12 +380,7 @@ class InfraLog:
         hint = refusal_hint(exc)
         if hint is None and not is_infra_error(exc):
             raise exc
-        reason = describe_fault(exc, endpoint, self.last_timeout)
-        if hint is not None:
-            # Refused outright: no model answered. The run is infra_error whatever the agent
-            # makes of the exception (an agent that crashed on it, or one that caught it and
-            # answered something, would otherwise read as behaviour), and not retried.
-            reason = f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(_chain(exc)) else _REFUSED})"
+        reason = self._reason(exc, endpoint, hint)
         self.faults.append(reason)
         self._note_attempt(attempt)
         if hint is not None or attempt >= self.attempts or self.policy is None:
@@ -393,6 +388,16 @@ class InfraLog:
             raise exc
         self.retries += 1
         return backoff(attempt, self.policy, exc)
+
+    def _reason(self, exc: Exception, endpoint: str | None, hint: str | None) -> str:
+        """The fault in a line; a refusal (``hint``) also says why no model answered."""
+        reason = describe_fault(exc, endpoint, self.last_timeout)
+        if hint is None:
+            return reason
+        # Refused outright: no model answered. The run is infra_error whatever the agent
+        # makes of the exception (an agent that crashed on it, or one that caught it and
+        # answered something, would otherwise read as behaviour), and not retried.
+        return f"{reason} ({hint}; {_NO_KEY_SENT if _no_key(_chain(exc)) else _REFUSED})"
 
     def _sleep(self, seconds: float) -> None:
         # Wakes early when the run ends, so a stuck run's thread does not linger in a backoff.
@@ -501,16 +506,24 @@ def _kind(chain: list[BaseException], timeout: float | None) -> str:
     """'HTTP 503' when the server sent a status; else what went wrong on the way."""
     if _no_key(chain):
         return "no API key"  # litellm calls the client's refusal a 500: no server said so
-    for each in chain:
-        response = getattr(each, "response", None)
-        if type(each).__name__ == "HTTPStatusError" and response is not None:
-            return f"HTTP {response.status_code}"
+    status = _http_status(chain)
+    if status is not None:
+        return status
     names = {type(each).__name__ for each in chain}
     for candidates, kind in _CHAIN_KINDS:
         if names.intersection(candidates):
             return f"no response within {timeout:g} s" if kind == "timeout" and timeout else kind
     status = getattr(chain[0], "status_code", None)
     return f"HTTP {status}" if isinstance(status, int) else "fault"
+
+
+def _http_status(chain: list[BaseException]) -> str | None:
+    """'HTTP 503' from the first httpx status error in the chain that has its response."""
+    for each in chain:
+        response = getattr(each, "response", None)
+        if type(each).__name__ == "HTTPStatusError" and response is not None:
+            return f"HTTP {response.status_code}"
+    return None
 
 
 def _message(exc: BaseException) -> str:

@@ -2,7 +2,7 @@
 
 Both replay paths (in process, ``frozen._replay``; through the capture proxy,
 ``proxy._recording``) hold a :class:`RequestBook` over their recorded requests'
-views (``_fingerprint.request_view``) and so match by the same fingerprint and
+views (``_request_key.matching_view``) and so match by the same request key and
 explain a miss in the same words, as a :class:`~evalrunner.errors.RequestMismatch`.
 Model calls and messages are both counted from 1. Each difference names its
 field (``system message``, ``tools``, ``tool_choice``, ``message 3 (tool)``...);
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalrunner._jsonio import canonical
-from evalrunner.core._fingerprint import fingerprint
+from evalrunner.core._request_key import request_key
 from evalrunner.errors import RequestMismatch
 
 _SHORT = 120  # strings up to this long are shown whole
@@ -203,14 +203,15 @@ class Recorded:
 
     view: Mapping[str, Any] | None
     """Its request view; None where the recording kept none (script format 1)."""
-    fingerprint: str
-    """What a request must hash to; "" for a hand-written entry, which matches by order."""
+    request_key: str
+    """What a request must hash to (recorded as ``fingerprint``); "" for a hand-written
+    entry, which matches by order."""
     label: str
     """``recorded call N (...)``, see :func:`recorded_label`."""
 
 
 class RequestBook:
-    """The recorded calls of one run, each answering the first request with its fingerprint.
+    """The recorded calls of one run, each answering the first request with its request key.
 
     Thread-safe: concurrent sub-agents share one book. ``redo`` is the command
     that re-records, for the messages; ``missing`` says the file does not exist.
@@ -230,16 +231,16 @@ class RequestBook:
         request, where a non-strict replay served it to a request that matched nothing."""
 
     def take(self, fp: str) -> int | None:
-        """The first unused call with fingerprint ``fp``, marked used; the caller holds the lock."""
+        """The first unused call with request key ``fp``, marked used; the caller holds the lock."""
         for i, rec in enumerate(self.recorded):
-            if not self.used[i] and rec.fingerprint and rec.fingerprint == fp:
+            if not self.used[i] and rec.request_key and rec.request_key == fp:
                 self.used[i] = True
                 return i
         return None
 
     def miss(self, n: int, view: Mapping[str, Any], fp: str | None = None) -> RequestMismatch:
         """Why model call ``n`` (from 1) has no recorded answer; the caller holds the lock."""
-        fp = fingerprint(view) if fp is None else fp
+        fp = request_key(view) if fp is None else fp
         head = f"replay: model call {n} has no recorded response in {self.source}"
         redo = f"If the agent changed on purpose, re-record: {self.redo}"
         return RequestMismatch(f"{head}{self._reason(view, fp)}{redo}")
@@ -249,7 +250,16 @@ class RequestBook:
             return ": the file does not exist. Record the run first. "
         if not self.recorded:
             return ": nothing was recorded for this run. "
-        same = [i for i, r in enumerate(self.recorded) if r.fingerprint == fp]
+        same = [i for i, r in enumerate(self.recorded) if r.request_key == fp]
+        if same:
+            return self._answered(same)
+        views = [r.view for r in self.recorded]
+        if None in views:
+            return self._unnamed()
+        return self._nearest(view, [v or {} for v in views])
+
+    def _answered(self, same: list[int]) -> str:
+        """Why a recorded request (at ``same``) has no answer left: lent, or all used."""
         lent = [self.stand_ins[i] for i in same if i in self.stand_ins]
         if lent:
             return (
@@ -257,15 +267,10 @@ class RequestBook:
                 f"model call {lent[0]} in its place (that call matches no recorded one): the "
                 "agent now makes a call the recording does not hold, before this one. "
             )
-        if same:
-            return (
-                f": it repeats {self.recorded[same[0]].label}, whose {len(same)} recorded answer(s) are all "
-                "used: the agent now makes this request more often than when recorded. "
-            )
-        views = [r.view for r in self.recorded]
-        if any(v is None for v in views):
-            return self._unnamed()
-        return self._nearest(view, [v or {} for v in views])
+        return (
+            f": it repeats {self.recorded[same[0]].label}, whose {len(same)} recorded answer(s) are all "
+            "used: the agent now makes this request more often than when recorded. "
+        )
 
     def _unnamed(self) -> str:
         unused = [r.label for r, used in zip(self.recorded, self.used, strict=True) if not used]
@@ -279,7 +284,7 @@ class RequestBook:
         state = "already used" if self.used[best] else "unused"
         found = differences(views[best], view)
         if not found:
-            # The stored request is this one; its fingerprint is not: a merge or an edit
+            # The stored request is this one; its request key is not: a merge or an edit
             # changed one line of the entry without the other.
             return (
                 f": {self.recorded[best].label} stores this very request, but a fingerprint "

@@ -112,11 +112,30 @@ def normalize(
 
 def _normalize_trajectory(traj: Mapping[str, Any], config: NormalizeConfig) -> dict[str, Any]:
     # Sub-agents first: their canonical content decides their order and ids.
-    subs_in = traj.get("subagent_trajectories") or []
-    subs: list[tuple[str | None, dict[str, Any]]] = []
-    for sub in subs_in:
-        norm = _normalize_trajectory(sub, config)
-        subs.append((sub.get("trajectory_id"), norm))
+    subs, id_map = _normalized_subagents(traj, config)
+    steps = _Steps(config, id_map)
+    out: dict[str, Any] = {}
+    for key, value in traj.items():
+        if config.volatile[key] or key == "subagent_trajectories":
+            continue
+        if key == "steps":
+            out["steps"] = [steps.step(s) for s in value]
+        else:
+            out[key] = _clean(value, config, key)
+    if subs:
+        out["subagent_trajectories"] = subs
+    return out
+
+
+def _normalized_subagents(
+    traj: Mapping[str, Any], config: NormalizeConfig
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The sub-agents normalised, in order, numbered ``subagent_1``, ...; and the map
+    from their old trajectory ids to the new ones."""
+    subs: list[tuple[str | None, dict[str, Any]]] = [
+        (sub.get("trajectory_id"), _normalize_trajectory(sub, config))
+        for sub in traj.get("subagent_trajectories") or []
+    ]
     if config.sort_subagents:
         # Ties (identical sub-agents) go by where the parent first refers to
         # them, so which call's ref gets which id does not follow completion order.
@@ -133,19 +152,7 @@ def _normalize_trajectory(traj: Mapping[str, Any], config: NormalizeConfig) -> d
         if old_id is not None:
             id_map.setdefault(old_id, new_id)
         norm["trajectory_id"] = new_id
-
-    steps = _Steps(config, id_map)
-    out: dict[str, Any] = {}
-    for key, value in traj.items():
-        if config.volatile[key] or key == "subagent_trajectories":
-            continue
-        if key == "steps":
-            out["steps"] = [steps.step(s) for s in value]
-        else:
-            out[key] = _clean(value, config, key)
-    if subs:
-        out["subagent_trajectories"] = [norm for _, norm in subs]
-    return out
+    return [norm for _, norm in subs], id_map
 
 
 def _first_refs(traj: Mapping[str, Any]) -> dict[str, int]:

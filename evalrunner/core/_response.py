@@ -107,27 +107,37 @@ def record_from_response(response: Any) -> ResponseRecord:
     choice = (field_of(response, "choices") or [None])[0]
     message = field_of(choice, "message") or {}
     calls = [
-        ToolCallRecord(
-            id=str(field_of(tc, "id") or f"call_{i}"),
-            name=str(field_of(field_of(tc, "function"), "name") or ""),
-            arguments=str(field_of(field_of(tc, "function"), "arguments") or ""),
-        )
+        _tool_call_record(tc, i)
         for i, tc in enumerate(field_of(message, "tool_calls") or [], start=1)
     ]
-    usage = field_of(response, "usage") or {}
-    details = field_of(usage, "prompt_tokens_details")
-    cached = field_of(details, "cached_tokens") if details else None
     return ResponseRecord(
         content=field_of(message, "content"),
         reasoning=field_of(message, "reasoning_content") or None,
         tool_calls=calls,
         finish_reason=normalize_finish_reason(field_of(choice, "finish_reason"), bool(calls)),
-        usage=Usage(
-            prompt_tokens=int(field_of(usage, "prompt_tokens") or 0),
-            completion_tokens=int(field_of(usage, "completion_tokens") or 0),
-            cached_tokens=int(cached) if cached else None,
-        ),
+        usage=_usage(field_of(response, "usage") or {}),
         model=field_of(response, "model"),
+    )
+
+
+def _tool_call_record(call: Any, i: int) -> ToolCallRecord:
+    """One tool call of a response (the ``i``-th, from 1), missing parts empty."""
+    function = field_of(call, "function")
+    return ToolCallRecord(
+        id=str(field_of(call, "id") or f"call_{i}"),
+        name=str(field_of(function, "name") or ""),
+        arguments=str(field_of(function, "arguments") or ""),
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    """A response's token counts, missing ones 0 (cached ones None)."""
+    details = field_of(usage, "prompt_tokens_details")
+    cached = field_of(details, "cached_tokens") if details else None
+    return Usage(
+        prompt_tokens=int(field_of(usage, "prompt_tokens") or 0),
+        completion_tokens=int(field_of(usage, "completion_tokens") or 0),
+        cached_tokens=int(cached) if cached else None,
     )
 
 

@@ -102,6 +102,16 @@ class _Totals:
     prompt: int = 0
     completion: int = 0
 
+    def add(self, step: Mapping[str, Any]) -> None:
+        """Count one step that is the trajectory's own work (not copied context)."""
+        if step.get("source") == "agent":
+            count = step.get("llm_call_count")
+            self.llm_calls += 1 if count is None else count
+        self.tool_calls += len(step.get("tool_calls") or [])
+        metrics = step.get("metrics") or {}
+        self.prompt += metrics.get("prompt_tokens") or 0
+        self.completion += metrics.get("completion_tokens") or 0
+
 
 def _totals(normalized: Mapping[str, Any]) -> _Totals:
     totals = _Totals()
@@ -110,15 +120,8 @@ def _totals(normalized: Mapping[str, Any]) -> _Totals:
             totals.subagents += 1
             totals.subagents_crashed += bool((traj.get("extra") or {}).get("crashed", False))
         for step in traj.get("steps") or []:
-            if _copied(step):
-                continue
-            if step.get("source") == "agent":
-                count = step.get("llm_call_count")
-                totals.llm_calls += 1 if count is None else count
-            totals.tool_calls += len(step.get("tool_calls") or [])
-            metrics = step.get("metrics") or {}
-            totals.prompt += metrics.get("prompt_tokens") or 0
-            totals.completion += metrics.get("completion_tokens") or 0
+            if not _copied(step):
+                totals.add(step)
     return totals
 
 

@@ -298,22 +298,13 @@ class TrajectoryBuilder:
             steps = json.loads(json.dumps(placed, default=str))
             for number, step in enumerate(steps, start=1):
                 step["step_id"] = number
-            totals = {
-                "total_prompt_tokens": sum(
-                    (s.get("metrics") or {}).get("prompt_tokens", 0) for s in steps
-                ),
-                "total_completion_tokens": sum(
-                    (s.get("metrics") or {}).get("completion_tokens", 0) for s in steps
-                ),
-                "total_steps": len(steps),
-            }
             traj: dict[str, Any] = {
                 "schema_version": SCHEMA_VERSION,
                 "session_id": self.session_id,
                 "trajectory_id": self.trajectory_id,
                 "agent": agent,
                 "steps": steps,
-                "final_metrics": totals,
+                "final_metrics": _final_metrics(steps),
             }
             extra = dict(self.extra)
             if error is not None:
@@ -373,3 +364,14 @@ class TrajectoryBuilder:
         if error:
             result.setdefault("extra", {})["error"] = True
         _results(step).append(result)
+
+
+def _final_metrics(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """A trajectory's totals: tokens over its steps, and how many steps."""
+    return {
+        "total_prompt_tokens": sum((s.get("metrics") or {}).get("prompt_tokens", 0) for s in steps),
+        "total_completion_tokens": sum(
+            (s.get("metrics") or {}).get("completion_tokens", 0) for s in steps
+        ),
+        "total_steps": len(steps),
+    }

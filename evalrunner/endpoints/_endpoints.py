@@ -102,20 +102,20 @@ def check_model(model: str, where: str) -> None:
         name = None
     if name is not None and name.strip():
         return
+    what = "no model name after the provider" if name is not None else _unknown(model, litellm)
+    raise ConfigError(f"{where}: unknown model {model!r}: {what}; {example}")
+
+
+def _unknown(model: str, litellm: Any) -> str:
+    """Why litellm finds no provider for ``model``, with the closest name it knows."""
     prefix, slash, _ = model.partition("/")
-    if name is not None:
-        what = "no model name after the provider"
-    elif slash:
+    if slash:
         providers = [str(getattr(p, "value", p)) for p in litellm.provider_list]
         close = difflib.get_close_matches(prefix, providers, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        what = f"litellm knows no provider {prefix!r}{hint}" if prefix else "no provider given"
-    else:
-        close = difflib.get_close_matches(model, list(litellm.model_cost), n=1)
-        what = "litellm cannot tell its provider" + (
-            f"; did you mean {close[0]!r}?" if close else ""
-        )
-    raise ConfigError(f"{where}: unknown model {model!r}: {what}; {example}")
+        return f"litellm knows no provider {prefix!r}{hint}" if prefix else "no provider given"
+    close = difflib.get_close_matches(model, list(litellm.model_cost), n=1)
+    return "litellm cannot tell its provider" + (f"; did you mean {close[0]!r}?" if close else "")
 
 
 _PLAIN_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

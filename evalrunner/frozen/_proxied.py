@@ -300,17 +300,11 @@ def _record(run: _ProxiedRun, upstream: Upstream) -> FrozenOutcome:
     return said_what_moved(out, before, run.config)
 
 
-def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
-    if not run.recording.exists():
-        raise _Stop(
-            FrozenOutcome(
-                False,
-                f"no recorded model responses at {run.recording}; record them (needs the live "
-                f"model) with:\n  {run.record_cmd}{moved_hint(run.recording)}",
-            )
-        )
-    golden = None if update else golden_to_check(run.golden_path, run.update_cmd)
-    proxied, output, error, guard = run.run("replay", None)
+def _stop_if_replay_failed(
+    proxied: ProxyRunResult, error: BaseException | None, guard: block_network | None
+) -> None:
+    """Stop the test when the replay could not run the agent to its end: the network
+    guard blocked it, a model call had no recorded answer, or the agent failed."""
     if guard is not None and guard.blocks:
         raise _Stop(FrozenOutcome(False, describe_blocks(guard.blocks)))
     if proxied.replay_errors:
@@ -326,15 +320,34 @@ def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
         raise _Stop(
             FrozenOutcome(False, f"the replayed agent failed: {type(error).__name__}: {error}")
         )
-    result = _result(proxied, output, None)
-    unused = list(proxied.unused_recorded)
-    notes = (
+
+
+def _unused_notes(run: _ProxiedRun, unused: list[str]) -> str:
+    """The note on recorded model calls the replay did not use (empty when none)."""
+    if not unused:
+        return ""
+    return (
         f"\n{len(unused)} recorded model call(s) of {run.recording} were not used:\n  "
         + "\n  ".join(unused)
         + f"\nIf the agent changed on purpose, re-record with:\n  {run.record_cmd}"
-        if unused
-        else ""
     )
+
+
+def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
+    if not run.recording.exists():
+        raise _Stop(
+            FrozenOutcome(
+                False,
+                f"no recorded model responses at {run.recording}; record them (needs the live "
+                f"model) with:\n  {run.record_cmd}{moved_hint(run.recording)}",
+            )
+        )
+    golden = None if update else golden_to_check(run.golden_path, run.update_cmd)
+    proxied, output, error, guard = run.run("replay", None)
+    _stop_if_replay_failed(proxied, error, guard)
+    result = _result(proxied, output, None)
+    unused = list(proxied.unused_recorded)
+    notes = _unused_notes(run, unused)
     if update:
         stale = run.record_cmd if unused else None
         out = rewrite_golden(run.golden_path, result, run.config, notes, stale)

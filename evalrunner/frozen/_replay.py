@@ -18,8 +18,8 @@ from typing import Any
 
 from evalrunner._redact import redact, redact_text
 from evalrunner.core._faults import InfraLog
-from evalrunner.core._fingerprint import masked_fingerprint
 from evalrunner.core._mismatch import Recorded, RequestBook, recorded_label
+from evalrunner.core._request_key import masked_request_key
 from evalrunner.core._response import ResponseRecord, response_from_record, stream_from_record
 from evalrunner.core._transport import Answer, Request, Transport
 from evalrunner.errors import ReplayError, ScriptExhausted
@@ -28,18 +28,18 @@ from evalrunner.frozen._script import (
     RequestHint,
     Script,
     ScriptEntry,
-    fingerprint_request,
-    format1_fingerprint,
+    format1_request_key,
     raise_recorded,
+    request_hint,
 )
 
 
 class Replayer:
-    """Serves recorded responses: the first unused entry with the request's fingerprint,
+    """Serves recorded responses: the first unused entry with the request's request key,
     else the next unused one in recorded order (counted as a mismatch, or under
     ``strict`` raised as :class:`RequestMismatch`).
 
-    Fingerprint matching keeps fan-out correct: concurrent sub-agents may ask
+    Matching by request key keeps fan-out correct: concurrent sub-agents may ask
     in a different order than when recorded. Matching and the mismatch message
     are the capture proxy's (``core._mismatch.RequestBook``).
     """
@@ -64,7 +64,7 @@ class Replayer:
             [
                 Recorded(
                     e.request.view,
-                    self._fingerprint(e.request.view, e.request.fingerprint),
+                    self._request_key(e.request.view, e.request.fingerprint),
                     recorded_label(i + 1, e.request.message_count, e.request.last_user_message),
                 )
                 for i, e in enumerate(script.entries)
@@ -76,26 +76,26 @@ class Replayer:
         self.exhausted: ScriptExhausted | None = None
         self.calls = 0
         self.asked: dict[int, RequestHint] = {}
-        """Entry index -> the request it answered, where the fingerprints matched."""
+        """Entry index -> the request it answered, where the request keys matched."""
 
     @property
     def used(self) -> list[bool]:
         return self.book.used
 
-    def _fingerprint(self, view: Mapping[str, Any] | None, recorded: str) -> str:
-        """``recorded`` (a request's own fingerprint), or with :attr:`masks`, that of its
+    def _request_key(self, view: Mapping[str, Any] | None, recorded: str) -> str:
+        """``recorded`` (a request's own request key), or with :attr:`masks`, that of its
         masked view. A hand-written entry ("": matched by order) stays as it is."""
         if not self.masks or view is None or not recorded:
             return recorded
-        return masked_fingerprint(view, self.masks)
+        return masked_request_key(view, self.masks)
 
     def next(self, kwargs: Mapping[str, Any]) -> tuple[ResponseRecord, int]:
         """The recorded response for this request and its call number (taken under the lock)."""
-        hint = fingerprint_request(kwargs)
+        hint = request_hint(kwargs)
         fp = (
-            self._fingerprint(hint.view, hint.fingerprint)
+            self._request_key(hint.view, hint.fingerprint)
             if self.script.matches_by_view
-            else format1_fingerprint(kwargs)
+            else format1_request_key(kwargs)
         )
         with self.book.lock:
             self.calls += 1
@@ -119,7 +119,7 @@ class Replayer:
                     "--golden-strict fails here)"
                 )
                 self.book.stand_ins[i] = self.calls
-            self.used[i] = True  # hand-written entries (no fingerprint) match by order
+            self.used[i] = True  # hand-written entries (no request key) match by order
             return self._serve(entry)
         message = (
             f"{self.source}: the agent made model call {self.calls}, but only "
@@ -144,7 +144,7 @@ class Replayer:
 
     def upgraded(self) -> Script | None:
         """A format 1 script rewritten in the current format, from the requests replay saw;
-        None unless every entry answered a request with its fingerprint."""
+        None unless every entry answered a request with its request key."""
         entries = self.script.entries
         if self.script.matches_by_view or len(self.asked) != len(entries):
             return None
@@ -193,7 +193,7 @@ class Recorder:
 
     def add(self, kwargs: Mapping[str, Any], record: ResponseRecord) -> None:
         entry = ScriptEntry(
-            request=fingerprint_request(kwargs),
+            request=request_hint(kwargs),
             response=ResponseRecord.model_validate(redact(record.model_dump())),
         )
         with self._lock:
@@ -202,9 +202,7 @@ class Recorder:
     def add_error(self, kwargs: Mapping[str, Any], exc: BaseException) -> None:
         error = ErrorRecord(type=type(exc).__name__, message=redact_text(str(exc)))
         with self._lock:
-            self.script.entries.append(
-                ScriptEntry(request=fingerprint_request(kwargs), error=error)
-            )
+            self.script.entries.append(ScriptEntry(request=request_hint(kwargs), error=error))
 
     def transport(self, live: Transport) -> RecordingTransport:
         """Live answers (and errors) from ``live``, each recorded here."""

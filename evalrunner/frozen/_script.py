@@ -1,10 +1,10 @@
-"""The script file (``<name>.llm.json``) and the request fingerprint that matches its entries.
+"""The script file (``<name>.llm.json``) and the request key that matches its entries.
 
 One canonical, provider-independent record per model response
 (:class:`ResponseRecord`) serves both the script file and the trajectory step
 built from it, so a replay is byte-identical to its own recording. Each entry
-carries the request it answered, as the view and fingerprint the capture proxy
-uses too (``core._fingerprint``: what decides the model's answer, nothing that
+carries the request it answered, as the view and request key the capture proxy
+uses too (``core._request_key``: what decides the model's answer, nothing that
 varies between machines), so a mismatch names the field that differs.
 
 Why not the proxy's ``.proxy.json``: an in-process call re-raises a Python
@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner._redact import redact, redact_text
-from evalrunner.core._fingerprint import fingerprint, request_view
 from evalrunner.core._normalize import ADDRESS_MASK
+from evalrunner.core._request_key import matching_view, request_key
 from evalrunner.core._response import ResponseRecord, field_of, recorded_answer
 
 SCRIPT_FORMAT_VERSION = 2
@@ -35,7 +35,7 @@ SCRIPT_FORMAT_VERSIONS = (1, 2)
 
 
 class RequestHint(BaseModel):
-    """What the request looked like when recorded: matched by fingerprint, shown on mismatch."""
+    """What the request looked like when recorded: matched by its request key, shown on mismatch."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -121,11 +121,11 @@ class Script(BaseModel):
 
     @property
     def matches_by_view(self) -> bool:
-        """Format 2 and later: entries match by the shared request view's fingerprint."""
+        """Format 2 and later: entries match by the shared matching view's request key."""
         return self.format_version >= 2
 
 
-# --- request fingerprints ---------------------------------------------------------------
+# --- request keys ---------------------------------------------------------------------
 
 
 def _last_user_message(messages: Sequence[Any]) -> str | None:
@@ -138,17 +138,17 @@ def _last_user_message(messages: Sequence[Any]) -> str | None:
     return redact_text(last_user[:200]) if last_user else None
 
 
-def fingerprint_request(kwargs: Mapping[str, Any]) -> RequestHint:
-    """The recorded form of a request: its view and fingerprint (``core._fingerprint``).
+def request_hint(kwargs: Mapping[str, Any]) -> RequestHint:
+    """The recorded form of a request: its view and request key (``core._request_key``).
 
     Keys, api_base, headers, timeouts, retries and sampling parameters are left
     out (they change between machines or draws, not behaviour); tool-call ids
     are renumbered and object addresses masked.
     """
     messages = list(kwargs.get("messages") or [])
-    view = request_view(kwargs)
+    view = matching_view(kwargs)
     return RequestHint(
-        fingerprint=fingerprint(view),
+        fingerprint=request_key(view),
         message_count=len(messages),
         last_user_message=_last_user_message(messages),
         view=view,
@@ -165,7 +165,7 @@ def _content_text(content: Any) -> Any:
     return content
 
 
-def format1_fingerprint(kwargs: Mapping[str, Any]) -> str:
+def format1_request_key(kwargs: Mapping[str, Any]) -> str:
     """The hash format 1 scripts matched on: read them, never written."""
     norm_msgs = []
     for m in list(kwargs.get("messages") or []):

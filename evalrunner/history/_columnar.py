@@ -118,6 +118,31 @@ def to_parquet(
     import pyarrow.parquet as pq
 
     tables = table_fields(entry_model)
+    layout, fields = _layout(tables, keys)
+    schema = pa.schema(
+        [(col, _arrow(kind)) for col, kind in fields], metadata={META_KEY: json.dumps(layout)}
+    )
+    # The head is the entry with its tables empty: valid on its own, so it is read in one call.
+    head = {k: ([] if k in tables else v) for k, v in data.items()}
+    groups: list[dict[str, list[Any]]] = [
+        {f"{ENTRY}.json": [json.dumps(head, separators=(",", ":"), sort_keys=True)]}
+    ]
+    for name, model in tables.items():
+        encoded = set(layout["tables"][name]["json_columns"])
+        groups.append(_table_columns(name, model, list(data.get(name) or []), encoded))
+    sink = io.BytesIO()
+    with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
+        for columns in groups:
+            length = len(next(iter(columns.values()))) if columns else 0
+            full = {col: columns.get(col, [None] * length) for col, _ in fields}
+            writer.write_table(pa.table(full, schema=schema), row_group_size=max(length, 1))
+    return sink.getvalue()
+
+
+def _layout(
+    tables: Mapping[str, type[BaseModel]], keys: Mapping[str, str] | None
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The file's layout metadata and its columns (name, kind): the head's, then each table's."""
     layout: dict[str, Any] = {"format_version": COLUMNAR_FORMAT_VERSION, "tables": {}}
     if keys:
         layout["keys"] = dict(keys)
@@ -126,44 +151,26 @@ def to_parquet(
         typed, as_json = _schema(model, name)
         fields += typed
         layout["tables"][name] = {"json_columns": as_json}
-    schema = pa.schema(
-        [(col, _arrow(kind)) for col, kind in fields], metadata={META_KEY: json.dumps(layout)}
-    )
-    # The head is the entry with its tables empty: valid on its own, so it is read in one call.
-    head = {k: ([] if k in tables else v) for k, v in data.items()}
-    groups: list[tuple[str, dict[str, list[Any]]]] = [
-        (ENTRY, {f"{ENTRY}.json": [json.dumps(head, separators=(",", ":"), sort_keys=True)]})
-    ]
-    for name in tables:
-        encoded = set(layout["tables"][name]["json_columns"])
-        rows: list[Row] = list(data.get(name) or [])
-        # A row may leave out a field at its default (a record without scores is written
-        # as before they existed); its column holds the default, which reads back the same.
-        defaults = {
-            field: info.get_default(call_default_factory=True)
-            for field, info in tables[name].model_fields.items()
-        }
-        groups.append(
-            (
-                name,
-                {
-                    f"{name}.{field}": [
-                        json.dumps(r.get(field, default), separators=(",", ":"), sort_keys=True)
-                        if field in encoded
-                        else r.get(field, default)
-                        for r in rows
-                    ]
-                    for field, default in defaults.items()
-                },
-            )
-        )
-    sink = io.BytesIO()
-    with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
-        for _name, columns in groups:
-            length = len(next(iter(columns.values()))) if columns else 0
-            full = {col: columns.get(col, [None] * length) for col, _ in fields}
-            writer.write_table(pa.table(full, schema=schema), row_group_size=max(length, 1))
-    return sink.getvalue()
+    return layout, fields
+
+
+def _table_columns(
+    name: str, model: type[BaseModel], rows: list[Row], encoded: set[str]
+) -> dict[str, list[Any]]:
+    """One table's rows as columns, the fields in ``encoded`` as JSON texts."""
+    # A row may leave out a field at its default (a record without scores is written
+    # as before they existed); its column holds the default, which reads back the same.
+    defaults = {
+        field: info.get_default(call_default_factory=True)
+        for field, info in model.model_fields.items()
+    }
+    columns: dict[str, list[Any]] = {}
+    for field, default in defaults.items():
+        values = [r.get(field, default) for r in rows]
+        if field in encoded:
+            values = [json.dumps(v, separators=(",", ":"), sort_keys=True) for v in values]
+        columns[f"{name}.{field}"] = values
+    return columns
 
 
 def _unreadable(where: str, exc: BaseException) -> FileFormatError:
@@ -200,32 +207,12 @@ class ColumnarFile(Generic[M]):
     """
 
     def __init__(self, entry_model: type[M], raw: bytes | str, where: str) -> None:
-        import pyarrow as pa
-
         self.where = where
         self.tables = table_fields(entry_model)
         self._raw = raw
         self._open: Any = None
-        try:
-            schema = self._pf.schema_arrow
-            meta = schema.metadata or {}
-            layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            raise _unreadable(where, exc) from None
-        if not isinstance(layout, dict):
-            layout = {}
-        version = layout.get("format_version")
-        if isinstance(version, int) and version > max(READS):
-            # Not "move it aside": it is a night another machine's newer release wrote.
-            raise NewerFormat(
-                f"{where}: history format_version {version} is newer than this evalrunner "
-                f"({__version__}) reads (up to {max(READS)}); upgrade evalrunner to read it"
-            )
-        if version not in READS:
-            raise FileFormatError(
-                f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
-                f"{' and '.join(map(str, READS))} in Parquet files); move the file aside"
-            )
+        schema, layout = self._schema_and_layout()
+        _check_version(layout.get("format_version"), where)
         stored: dict[str, Any] = layout.get("tables", {})
         groups = self._pf.num_row_groups
         if groups != 1 + len(stored) or not set(stored) <= set(self.tables):
@@ -240,6 +227,18 @@ class ColumnarFile(Generic[M]):
         keys = layout.get("keys")
         self.keys: dict[str, str] = keys if isinstance(keys, dict) else {}
         """The head's texts written to the metadata (empty in files written before them)."""
+
+    def _schema_and_layout(self) -> tuple[Any, dict[str, Any]]:
+        """The file's Arrow schema and the layout in its metadata (empty when it has none)."""
+        import pyarrow as pa
+
+        try:
+            schema = self._pf.schema_arrow
+            meta = schema.metadata or {}
+            layout = json.loads(meta[META_KEY]) if META_KEY in meta else None
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _unreadable(self.where, exc) from None
+        return schema, layout if isinstance(layout, dict) else {}
 
     @property
     def _pf(self) -> Any:
@@ -312,26 +311,28 @@ class ColumnarFile(Generic[M]):
         kept as Arrow columns until asked for as Python values, floats or pairs."""
         import pyarrow as pa
 
-        model = self.tables[table]
         group = self._groups.get(table)
-        fields = [
-            f for f in fields if (table, f) not in self._cache and (table, f) not in self._arrow
-        ]
+        known = self._cache.keys() | self._arrow.keys()
+        fields = [f for f in fields if (table, f) not in known]
         if group is None:
             self._arrow.update({(table, f): [] for f in fields})
             return
         names = {f: f"{table}.{f}" for f in fields if f"{table}.{f}" in self._names}
+        self._predated(table, group, set(fields) - set(names))
+        if not names:
+            return
         try:
-            read = self._pf.read_row_group(group, columns=list(names.values())) if names else None
-            for f in fields:
-                if f not in names:  # a field this file predates: its default, as validation gives
-                    default = model.model_fields[f].get_default(call_default_factory=True)
-                    self._arrow[(table, f)] = [default] * self._lengths[group]
-                    continue
-                assert read is not None
-                self._arrow[(table, f)] = read.column(names[f]).combine_chunks()
+            read = self._pf.read_row_group(group, columns=list(names.values()))
+            for f, column in names.items():
+                self._arrow[(table, f)] = read.column(column).combine_chunks()
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
+
+    def _predated(self, table: str, group: int, fields: set[str]) -> None:
+        """Fields of a table this file predates: their defaults, as validation gives them."""
+        model = self.tables[table]
+        for f in fields:
+            self._arrow[(table, f)] = [_default(model, f)] * self._lengths[group]
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[BaseModel]:
         """A table's rows (those at ``indices``, in that order) as model instances."""
@@ -343,6 +344,21 @@ class ColumnarFile(Generic[M]):
             return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+def _check_version(version: Any, where: str) -> None:
+    """Refuse a file this release does not read: a newer one, or an unknown version."""
+    if isinstance(version, int) and version > max(READS):
+        # Not "move it aside": it is a night another machine's newer release wrote.
+        raise NewerFormat(
+            f"{where}: history format_version {version} is newer than this evalrunner "
+            f"({__version__}) reads (up to {max(READS)}); upgrade evalrunner to read it"
+        )
+    if version not in READS:
+        raise FileFormatError(
+            f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
+            f"{' and '.join(map(str, READS))} in Parquet files); move the file aside"
+        )
 
 
 def _values(read: Any) -> list[Any]:
@@ -503,27 +519,41 @@ def _rows(
     table = pf.read_row_group(group, columns=[present[f] for f in fields])
     if indices is not None:
         table = table.take(_index_array(indices))
-    values = []
-    for field, column in zip(fields, table.columns, strict=True):
-        if _plain(model.model_fields[field].annotation) is None:
-            text = "[" + ",".join(_pylist(column)) + "]"
-            values.append(_column_adapter(model, field).validate_json(text))
-        else:
-            values.append(_pylist(column))
+    return _instances(model, fields, table.columns)
+
+
+def _instances(model: type[BaseModel], fields: list[str], columns: list[Any]) -> list[BaseModel]:
+    """The rows of these Arrow columns (one per field) as ``model`` instances."""
+    values = [
+        _column_values(model, field, column) for field, column in zip(fields, columns, strict=True)
+    ]
     # A field this file predates gets its default, as validation would give it.
-    defaults = {
-        f: info.get_default(call_default_factory=True)
-        for f, info in model.model_fields.items()
-        if f not in present
-    }
-    out = []
-    for row in zip(*values, strict=True):
-        obj = model.__new__(model)
-        state = dict(zip(fields, row, strict=True))
-        state.update(defaults)
-        object.__setattr__(obj, "__dict__", state)
-        object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
-        object.__setattr__(obj, "__pydantic_extra__", None)
-        object.__setattr__(obj, "__pydantic_private__", None)
-        out.append(obj)
-    return out
+    defaults = {f: _default(model, f) for f in model.model_fields if f not in fields}
+    return [_unvalidated(model, fields, row, defaults) for row in zip(*values, strict=True)]
+
+
+def _default(model: type[BaseModel], field: str) -> Any:
+    """A field's default value, as validation gives it to a row that leaves the field out."""
+    return model.model_fields[field].get_default(call_default_factory=True)
+
+
+def _column_values(model: type[BaseModel], field: str, column: Any) -> list[Any]:
+    """One Arrow column of a table as the field's values (JSON texts parsed and typed)."""
+    if _plain(model.model_fields[field].annotation) is None:
+        text = "[" + ",".join(_pylist(column)) + "]"
+        return _column_adapter(model, field).validate_json(text)
+    return _pylist(column)
+
+
+def _unvalidated(
+    model: type[BaseModel], fields: list[str], row: tuple[Any, ...], defaults: dict[str, Any]
+) -> BaseModel:
+    """A ``model`` instance of values validated when they were written, not validated again."""
+    obj = model.__new__(model)
+    state = dict(zip(fields, row, strict=True))
+    state.update(defaults)
+    object.__setattr__(obj, "__dict__", state)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj

@@ -20,7 +20,7 @@ import gc
 import gzip
 import secrets
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import (
@@ -36,8 +36,9 @@ from pydantic import (
 
 from evalrunner._jsonio import canonical, parse_json, validate_model
 from evalrunner._redact import redact
-from evalrunner.errors import ConfigError, EvalrunnerError, FileFormatError, SkippedHistoryFile
+from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
 from evalrunner.history._columnar import ColumnarFile, float_array, pair_array, to_parquet
+from evalrunner.history._location import is_local, open_root, remote
 from evalrunner.live._results import Manifest
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.stats._metric_result import MetricResult
@@ -195,54 +196,10 @@ def _parse(text: bytes, where: str) -> HistoryEntry:
     return validate_model(HistoryEntry, _upgrade(parse_json(text, where), where), where)
 
 
-def open_root(root: str) -> tuple[Any, str]:
-    """The fsspec filesystem and base path of a history location; a bad one is a ConfigError."""
-    import fsspec
-
-    try:
-        fs, base = fsspec.core.url_to_fs(root)
-    except (ValueError, ImportError) as exc:
-        raise ConfigError(
-            f"history location {root!r} cannot be used: {exc} (a path, or an fsspec URL whose package is installed, e.g. s3fs for s3://)"
-        ) from None
-    except Exception as exc:  # some protocols (ftp) connect as their filesystem is made
-        raise _unusable(root, "reached", exc) from None
-    return fs, str(base)
-
-
-def _unusable(root: str, doing: str, exc: Exception) -> ConfigError:
-    said = str(exc) or "its protocol does not support it"
-    return ConfigError(
-        f"history location {root!r} cannot be {doing}: {type(exc).__name__}: {said} "
-        "(pass another --history, or --no-history)"
-    )
-
-
-def _is_local(fs: Any) -> bool:
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    return "file" in protocols
-
-
-@contextlib.contextmanager
-def _remote(root: str, doing: str) -> Iterator[None]:
-    """A remote location's failure (refused, read-only, no such bucket) as one ConfigError.
-
-    fsspec's backends raise what their libraries raise (OSError, NotImplementedError for
-    a read-only protocol, a cloud SDK's own errors), so everything but our own errors is
-    taken as the location's answer.
-    """
-    try:
-        yield
-    except EvalrunnerError:
-        raise
-    except Exception as exc:
-        raise _unusable(root, doing, exc) from None
-
-
 def exists(root: str) -> bool:
     """Whether a history location exists (a path that is not there, mistyped, does not)."""
     fs, base = open_root(root)
-    with _remote(root, "read"):
+    with remote(root, "read"):
         return bool(fs.exists(base))
 
 
@@ -250,7 +207,7 @@ def check_readable(root: str) -> None:
     """A history location that is there must be a directory: a file given by mistake would
     read as a history of no nights. ConfigError if not."""
     fs, base = open_root(root)
-    with _remote(root, "read"):
+    with remote(root, "read"):
         if fs.exists(base) and not fs.isdir(base):
             raise ConfigError(
                 f"history location {root!r} is a file, not a directory; pass --history with "
@@ -271,14 +228,14 @@ def check_writable(root: str) -> None:
     from evalrunner.live._results import make_writable_dir, remove_dirs
 
     fs, base = open_root(root)
-    if _is_local(fs):
+    if is_local(fs):
         created = make_writable_dir(
             Path(base), what="history location", fix="pass another --history, or --no-history"
         )
         remove_dirs(created)
         return
     probe = f"{base.rstrip('/')}/.evalrunner-probe-{secrets.token_hex(4)}"
-    with _remote(root, "written"):
+    with remote(root, "written"):
         fs.makedirs(base, exist_ok=True)
         with fs.open(probe, "wb") as fh:
             fh.write(b"")
@@ -523,7 +480,7 @@ def _night_of(path: str) -> str:
 def _open(fs: Any, path: str) -> Source:
     """A history file as a :class:`Source`: Parquet opened (its tables read on demand), JSON parsed."""
     try:
-        if path.endswith(".parquet") and _is_local(fs):
+        if path.endswith(".parquet") and is_local(fs):
             return InParquet(path, path)  # read in the parts a reader asks for
         with fs.open(path, "rb") as fh:
             raw = fh.read()
@@ -541,9 +498,13 @@ def _paths(fs: Any, base: str, suites: list[str] | None, since: str | None) -> l
     dirs = [f"{top}/{s}" for s in suites] if suites else [f"{top}/*"]
     paths = [p for d in dirs for x in ("json", "json.gz", "parquet") for p in fs.glob(f"{d}/*.{x}")]
     floor = _stamp(since) if since else ""
-    return sorted(
-        p for p in paths if not (floor and _night_of(p)[:8].isdigit() and _night_of(p) < floor)
-    )
+    return sorted(p for p in paths if not _named_before(p, floor))
+
+
+def _named_before(path: str, floor: str) -> bool:
+    """Whether a file's name says it is of a night before ``floor`` (a stamp; '' is none)."""
+    night = _night_of(path)
+    return bool(floor) and night[:8].isdigit() and night < floor
 
 
 def read_entries(
@@ -564,7 +525,7 @@ def open_sources(
     if not exists(root):
         return []
     fs, base = open_root(root)
-    with _remote(root, "read"):
+    with remote(root, "read"):
         paths = _paths(fs, base, suites, since)
     sources = []
     # A year of JSON nights is ~500,000 records and results, none in a reference cycle:

@@ -5,7 +5,7 @@ call is forwarded upstream through litellm (or answered from a recording),
 and the run becomes an ATIF trajectory. See docs/proxy.md.
 """
 
-from evalrunner.core._fingerprint import FingerprintConfig
+from evalrunner.core._request_key import FingerprintConfig
 from evalrunner.proxy._recording import Recording
 from evalrunner.proxy._request import ModelRequest
 from evalrunner.proxy._runs import ProxyRunResult

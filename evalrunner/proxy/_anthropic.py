@@ -169,6 +169,18 @@ def parse_anthropic(body: Any) -> Incoming:
             "budget would be dropped, and a change to it could never fail a frozen test"
         )
     messages = _messages(body)
+    request = ModelRequest.model_construct(
+        api="anthropic",
+        messages=messages,
+        tools=[_tool(t) for t in body.get("tools") or []],
+        tool_choice=_tool_choice(body.get("tool_choice")),
+        params=_params(body),
+    )
+    return Incoming(request, bool(body.get("stream")), True, str(body.get("model") or ""))
+
+
+def _params(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A body's sampling parameters as a chat request's."""
     params: dict[str, Any] = {
         k: body[k] for k in ("max_tokens", "temperature", "top_p") if body.get(k) is not None
     }
@@ -177,14 +189,7 @@ def parse_anthropic(body: Any) -> Incoming:
     choice = body.get("tool_choice")
     if isinstance(choice, dict) and choice.get("disable_parallel_tool_use"):
         params["parallel_tool_calls"] = False
-    request = ModelRequest.model_construct(
-        api="anthropic",
-        messages=messages,
-        tools=[_tool(t) for t in body.get("tools") or []],
-        tool_choice=_tool_choice(choice),
-        params=params,
-    )
-    return Incoming(request, bool(body.get("stream")), True, str(body.get("model") or ""))
+    return params
 
 
 # --- answers ------------------------------------------------------------------------
@@ -379,19 +384,22 @@ def _turn(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         return "user", [result]
     if role != "assistant":
         return "user", _blocks(content)
-    calls = [
-        {
-            "type": "tool_use",
-            "id": str(call.get("id", "")),
-            "name": str((call.get("function") or {}).get("name", "")),
-            "input": _input(str((call.get("function") or {}).get("arguments") or "")),
-        }
-        for call in message.get("tool_calls") or []
-    ]
+    calls = [_tool_use(call) for call in message.get("tool_calls") or []]
     blocks = _blocks(content)
     if calls:  # beside tool calls a blank text is left out, not stood in for
         blocks = [b for b in blocks if b.get("text") != EMPTY_TEXT]
     return "assistant", blocks + calls
+
+
+def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat tool call as an Anthropic ``tool_use`` block."""
+    function = call.get("function") or {}
+    return {
+        "type": "tool_use",
+        "id": str(call.get("id", "")),
+        "name": str(function.get("name", "")),
+        "input": _input(str(function.get("arguments") or "")),
+    }
 
 
 def why_litellm(request: ModelRequest) -> str | None:
@@ -446,18 +454,28 @@ def _conversation(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
         if role in ("system", "developer") and not turns:
             system += [b for b in _blocks(message.get("content")) if b["text"] != EMPTY_TEXT]
             continue
-        if role in ("system", "developer"):
-            role, blocks = "user", [_text_block(OPERATOR_NOTE), *_blocks(message.get("content"))]
-        else:
-            role, blocks = _turn(message)
+        role, blocks = _later_turn(message)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    _trim_final_blanks(turns)
+    return system, turns
+
+
+def _trim_final_blanks(turns: list[dict[str, Any]]) -> None:
+    """A final assistant turn's text loses its trailing blanks (Anthropic refuses them)."""
     last = turns[-1] if turns else None
     if last and last["role"] == "assistant" and last["content"][-1].get("type") == "text":
         last["content"][-1] = _text_block(last["content"][-1]["text"].rstrip())
-    return system, turns
+
+
+def _later_turn(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A message after the first turn as a turn: a system one joins the user's behind
+    :data:`OPERATOR_NOTE`."""
+    if message.get("role") in ("system", "developer"):
+        return "user", [_text_block(OPERATOR_NOTE), *_blocks(message.get("content"))]
+    return _turn(message)
 
 
 def messages_body(kwargs: Mapping[str, Any], model: str) -> dict[str, Any]:
@@ -480,12 +498,19 @@ def messages_body(kwargs: Mapping[str, Any], model: str) -> dict[str, Any]:
     body.update((k, kwargs[k]) for k in ("temperature", "top_p") if k in kwargs)
     if stop := kwargs.get("stop"):
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    if kwargs.get("tools"):
-        body["tools"] = [_anthropic_tool(t) for t in kwargs["tools"]]
-    choice = _anthropic_choice(kwargs.get("tool_choice"), kwargs.get("parallel_tool_calls"))
-    if choice and kwargs.get("tools"):
-        body["tool_choice"] = choice
+    body.update(_anthropic_tools(kwargs))
     return body
+
+
+def _anthropic_tools(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat request's tools and tool choice as Anthropic's (nothing without tools)."""
+    if not kwargs.get("tools"):
+        return {}
+    out: dict[str, Any] = {"tools": [_anthropic_tool(t) for t in kwargs["tools"]]}
+    choice = _anthropic_choice(kwargs.get("tool_choice"), kwargs.get("parallel_tool_calls"))
+    if choice:
+        out["tool_choice"] = choice
+    return out
 
 
 def _record_usage(usage: Mapping[str, Any]) -> Usage:

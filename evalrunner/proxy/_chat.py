@@ -31,11 +31,7 @@ def parse_chat(body: Any) -> Incoming:
         raise bad_request("every message must be an object with a 'role'")
     if body.get("n") not in (None, 1):
         raise bad_request("only n=1 is supported by the evalrunner proxy")
-    tools = body.get("tools") or []
-    if not isinstance(tools, list) or any(
-        not isinstance(t, dict) or t.get("type") != "function" for t in tools
-    ):
-        raise bad_request("'tools' must be a list of function tools")
+    tools = _function_tools(body.get("tools") or [])
     options = body.get("stream_options")
     request = ModelRequest.model_construct(
         api="chat",
@@ -50,6 +46,15 @@ def parse_chat(body: Any) -> Incoming:
         include_usage=isinstance(options, dict) and bool(options.get("include_usage")),
         model=str(body.get("model") or ""),
     )
+
+
+def _function_tools(tools: Any) -> list[Any]:
+    """A body's ``tools``, refused unless a list of function tools."""
+    if not isinstance(tools, list) or any(
+        not isinstance(t, dict) or t.get("type") != "function" for t in tools
+    ):
+        raise bad_request("'tools' must be a list of function tools")
+    return tools
 
 
 def chat_body(rec: ResponseRecord, n: int) -> dict[str, Any]:

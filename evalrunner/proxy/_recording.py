@@ -8,7 +8,7 @@ the same SSE. Infrastructure faults are never recorded: they say nothing
 about the agent, and a replay must not re-enact them.
 
 Replay serves, for each request, the first unused recorded call with the same
-fingerprint (so identical requests get their answers in recorded order, and
+request key (so identical requests get their answers in recorded order, and
 concurrent fan-out may arrive in any order); a request with none gets a
 :class:`~evalrunner.errors.RequestMismatch` whose message names the fields that
 differ from the nearest recorded request, word for word as in-process replay
@@ -23,13 +23,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner._jsonio import load_model, write_json
-from evalrunner.core._fingerprint import (
+from evalrunner.core._mismatch import Recorded, RequestBook, view_label
+from evalrunner.core._request_key import (
     DEFAULT_FINGERPRINT,
     FingerprintConfig,
-    fingerprint,
-    request_view,
+    matching_view,
+    request_key,
 )
-from evalrunner.core._mismatch import Recorded, RequestBook, view_label
 from evalrunner.core._response import ResponseRecord, recorded_answer
 from evalrunner.proxy._request import ModelRequest
 
@@ -105,7 +105,7 @@ REDO = "pytest --golden-record, or evalrunner proxy --record DIR"
 
 
 class ReplayBook:
-    """The recorded calls of one run, served strictly by fingerprint."""
+    """The recorded calls of one run, served strictly by request key."""
 
     def __init__(
         self,
@@ -119,15 +119,15 @@ class ReplayBook:
         self.config = config
         recorded = []
         for c in self.calls:
-            view = request_view(c.request.replayed_as(), config)
-            recorded.append(Recorded(view, fingerprint(view), view_label(c.call, view)))
+            view = matching_view(c.request.replayed_as(), config)
+            recorded.append(Recorded(view, request_key(view), view_label(c.call, view)))
         self.book = RequestBook(recorded, source, redo or REDO, missing=missing)
 
     def take(self, request: ModelRequest, n: int) -> RecordedCall:
         """The recorded call answering model call ``n``; raises
         :class:`~evalrunner.errors.RequestMismatch` naming what differs."""
-        view = request_view(request.replayed_as(), self.config)
-        fp = fingerprint(view)
+        view = matching_view(request.replayed_as(), self.config)
+        fp = request_key(view)
         with self.book.lock:
             found = self.book.take(fp)
             if found is None:

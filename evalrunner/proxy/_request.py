@@ -63,7 +63,7 @@ class ModelRequest(BaseModel):
         return kwargs
 
     def replayed_as(self) -> dict[str, Any]:
-        """What replay fingerprints (``core._fingerprint.request_view``): the chat
+        """What replay fingerprints (``core._request_key.matching_view``): the chat
         keyword arguments and the API the agent spoke."""
         return {"api": self.api, **self.chat_kwargs()}
 

@@ -134,16 +134,23 @@ def _params(body: Mapping[str, Any]) -> dict[str, Any]:
     }
     if body.get("max_output_tokens") is not None:
         params["max_tokens"] = body["max_output_tokens"]
-    fmt = (body.get("text") or {}).get("format") or {}
-    if fmt.get("type") == "json_schema":
-        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
-        params["response_format"] = {"type": "json_schema", "json_schema": schema}
-    elif fmt.get("type") == "json_object":
-        params["response_format"] = {"type": "json_object"}
+    response_format = _response_format((body.get("text") or {}).get("format") or {})
+    if response_format is not None:
+        params["response_format"] = response_format
     effort = (body.get("reasoning") or {}).get("effort")
     if effort:
         params["reasoning_effort"] = effort
     return params
+
+
+def _response_format(fmt: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The chat ``response_format`` of a Responses ``text.format``; None for plain text."""
+    if fmt.get("type") == "json_schema":
+        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+        return {"type": "json_schema", "json_schema": schema}
+    if fmt.get("type") == "json_object":
+        return {"type": "json_object"}
+    return None
 
 
 def parse_responses(body: Any, history: History) -> Incoming:
@@ -154,26 +161,10 @@ def parse_responses(body: Any, history: History) -> Incoming:
             "'background' is not supported by the evalrunner proxy (it answers each request "
             "as it comes; stored responses cannot be polled)"
         )
-    messages: list[dict[str, Any]] = []
-    previous = body.get("previous_response_id")
-    if previous:
-        earlier = history(str(previous))
-        if earlier is None:
-            raise bad_request(
-                f"previous_response_id {previous!r} is unknown to this run of the proxy "
-                "(only responses it gave in the same run can be continued)"
-            )
-        messages.extend(dict(m) for m in earlier)
+    messages = _earlier(body.get("previous_response_id"), history)
     if body.get("instructions"):
         messages.insert(0, {"role": "system", "content": str(body["instructions"])})
-    raw = body.get("input")
-    if isinstance(raw, str):
-        messages.append({"role": "user", "content": raw})
-    elif isinstance(raw, list):
-        for item in raw:
-            _add_item(messages, item)
-    else:
-        raise bad_request("'input' must be a string or a list of items")
+    _add_input(messages, body.get("input"))
     request = ModelRequest.model_construct(
         api="responses",
         messages=messages,
@@ -185,6 +176,30 @@ def parse_responses(body: Any, history: History) -> Incoming:
     return Incoming(
         request, bool(body.get("stream")), True, str(body.get("model") or ""), instructions
     )
+
+
+def _earlier(previous: Any, history: History) -> list[dict[str, Any]]:
+    """The messages of the response ``previous_response_id`` continues (none without one)."""
+    if not previous:
+        return []
+    earlier = history(str(previous))
+    if earlier is None:
+        raise bad_request(
+            f"previous_response_id {previous!r} is unknown to this run of the proxy "
+            "(only responses it gave in the same run can be continued)"
+        )
+    return [dict(m) for m in earlier]
+
+
+def _add_input(messages: list[dict[str, Any]], raw: Any) -> None:
+    """The body's ``input`` (a text or a list of items) added to ``messages``."""
+    if isinstance(raw, str):
+        messages.append({"role": "user", "content": raw})
+    elif isinstance(raw, list):
+        for item in raw:
+            _add_item(messages, item)
+    else:
+        raise bad_request("'input' must be a string or a list of items")
 
 
 # --- answers ------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from evalrunner._net import is_loopback
 from evalrunner.core._faults import RetrySettings
-from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT, FingerprintConfig
+from evalrunner.core._request_key import DEFAULT_FINGERPRINT, FingerprintConfig
 from evalrunner.endpoints._endpoints import LOCAL
 from evalrunner.errors import ConfigError
 from evalrunner.proxy._recording import Recording, ReplayBook, recording_path

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner._jsonio import canonical
-from evalrunner.core._fingerprint import normal_content
+from evalrunner.core._request_key import normal_content
 from evalrunner.core._response import ResponseRecord
 from evalrunner.core._steps import TrajectoryBuilder
 

@@ -226,12 +226,15 @@ class _Assembly:
         self.model = self.model or chunk.get("model")
         self.usage = chunk.get("usage") or self.usage
         for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            self.content.append(delta.get("content") or "")
-            self.reasoning.append(delta.get("reasoning_content") or "")
-            self.finish = choice.get("finish_reason") or self.finish
-            for tc in delta.get("tool_calls") or []:
-                self._add_call(tc)
+            self._add_choice(choice)
+
+    def _add_choice(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta") or {}
+        self.content.append(delta.get("content") or "")
+        self.reasoning.append(delta.get("reasoning_content") or "")
+        self.finish = choice.get("finish_reason") or self.finish
+        for tc in delta.get("tool_calls") or []:
+            self._add_call(tc)
 
     def _add_call(self, tc: dict[str, Any]) -> None:
         # Tool calls arrive in pieces keyed by index: id and name once, arguments in parts.

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
 from evalrunner.stats._observe import Runs
 from evalrunner.suite._metrics import sequence_label
-from evalrunner.suite._record import OUTCOME_TRAITS, Outcome, RunRecord
+from evalrunner.suite._record import Outcome, RunRecord
 
 _MEDIANS = (
     "step_count",
@@ -32,7 +32,8 @@ _MEDIANS = (
 
 def _faults(outcomes: Mapping[str, int]) -> int:
     """The runs whose outcome was the infrastructure's (see ``OutcomeTraits.fault``)."""
-    return sum(n for o, n in outcomes.items() if OUTCOME_TRAITS[o].fault)
+    faults = [n for o, n in outcomes.items() if Outcome(o).traits.fault]
+    return sum(faults)
 
 
 @dataclass(frozen=True)

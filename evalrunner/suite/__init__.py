@@ -12,17 +12,9 @@ from evalrunner.suite._code_checks import CheckInput, CheckResult
 from evalrunner.suite._contract import RunContext
 from evalrunner.suite._loader import find_suites, load_suite, load_suite_by_name
 from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunKey, RunRecord
-from evalrunner.suite._schema import (
-    Checks,
-    Mask,
-    RateLimit,
-    RetryPolicy,
-    RunSettings,
-    ScenarioSpec,
-    SkipRules,
-    SuiteSpec,
-)
+from evalrunner.suite._schema import Checks, Mask, RateLimit, RetryPolicy, SkipRules
 from evalrunner.suite._settings import ResolvedScenario, Suite
+from evalrunner.suite._suite_spec import RunSettings, ScenarioSpec, SuiteSpec
 from evalrunner.suite._tolerance import Tolerance
 
 __all__ = [

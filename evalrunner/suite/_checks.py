@@ -74,6 +74,11 @@ def evaluate_checks(
     `tools` is the ordered tool-call names across the trajectory. A missing final
     answer fails every positive answer check and passes the negative ones.
     """
+    return {**_answer_checks(checks, final_answer), **_tool_checks(checks, trajectory, tools)}
+
+
+def _answer_checks(checks: Checks, final_answer: str | None) -> dict[str, bool]:
+    """The checks of the final answer (contains, does not contain, matches)."""
     results: dict[str, bool] = {}
     folded = (final_answer or "").casefold()
     for text in checks.answer_contains:
@@ -84,6 +89,14 @@ def evaluate_checks(
         results[f"answer_matches:{checks.answer_matches}"] = (
             final_answer is not None and re.search(checks.answer_matches, final_answer) is not None
         )
+    return results
+
+
+def _tool_checks(
+    checks: Checks, trajectory: Mapping[str, Any], tools: Sequence[str]
+) -> dict[str, bool]:
+    """The checks of the tool calls (used, not used, in order, how many, all succeeded)."""
+    results: dict[str, bool] = {}
     for tool in checks.tools_used:
         results[f"tools_used:{tool}"] = tool in tools
     for tool in checks.tools_not_used:

@@ -92,31 +92,38 @@ class CodeChecked:
 
 def _take(name: str, value: Any, out: CodeChecked) -> None:
     """File one check's return value under ``out``; anything else is the check's bug."""
-    passed, score, reason = None, None, None
-    if isinstance(value, CheckResult):
-        passed, score, reason = value.passed, value.score, value.reason
-        if passed is None and score is None:
-            out.broken[name] = "returned a CheckResult with neither passed nor score"
-            return
-    elif isinstance(value, bool):
-        passed = value
-    elif isinstance(value, int | float):
-        score = float(value)
-    else:
-        out.broken[name] = (
-            f"returned {type(value).__name__}; a check returns True/False, a score in [0, 1] "
-            "or an evalrunner.CheckResult"
-        )
+    read = _read_return(value)
+    if isinstance(read, str):
+        out.broken[name] = read
         return
-    if score is not None and not (math.isfinite(score) and 0 <= score <= 1):
-        out.broken[name] = f"returned the score {score!r}, outside [0, 1]"
-        return
+    passed, score, reason = read
     if passed is not None:
         out.held[f"code:{name}"] = bool(passed)
         if reason and not passed:
             out.reasons[f"code:{name}"] = " ".join(str(reason).split())[:200]
     if score is not None:
         out.scores[name] = score
+
+
+def _read_return(value: Any) -> tuple[bool | None, float | None, Any] | str:
+    """A check's return value as (passed, score, reason), or why it is the check's bug."""
+    passed, score, reason = None, None, None
+    if isinstance(value, CheckResult):
+        passed, score, reason = value.passed, value.score, value.reason
+        if passed is None and score is None:
+            return "returned a CheckResult with neither passed nor score"
+    elif isinstance(value, bool):
+        passed = value
+    elif isinstance(value, int | float):
+        score = float(value)
+    else:
+        return (
+            f"returned {type(value).__name__}; a check returns True/False, a score in [0, 1] "
+            "or an evalrunner.CheckResult"
+        )
+    if score is not None and not (math.isfinite(score) and 0 <= score <= 1):
+        return f"returned the score {score!r}, outside [0, 1]"
+    return passed, score, reason
 
 
 _CALLERS = frozenset({"evalrunner", "asyncio", "concurrent", "threading"})

@@ -103,16 +103,22 @@ def final_answer(stdout: str) -> str | None:
     """
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     for line in reversed(lines):
-        if not line.startswith("{"):
-            continue
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict) and FINAL_ANSWER_KEY in parsed:
-            value = parsed[FINAL_ANSWER_KEY]
+        said = _said_final_answer(line)
+        if said is not None:
+            value = said[FINAL_ANSWER_KEY]
             return value if isinstance(value, str) or value is None else json.dumps(value)
     return lines[-1] if lines else None
+
+
+def _said_final_answer(line: str) -> dict[str, Any] | None:
+    """The line as a JSON object with a ``final_answer`` key, or None if it is not one."""
+    if not line.startswith("{"):
+        return None
+    try:
+        parsed = json.loads(line)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) and FINAL_ANSWER_KEY in parsed else None
 
 
 def stderr_tail(stderr: str, limit: int = STDERR_TAIL_CHARS) -> str:

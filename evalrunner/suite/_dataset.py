@@ -138,13 +138,26 @@ def read_dataset(
     scenario's templates use to where it is used, ``checks`` each text check's place to its
     template (a row must not fill one with empty text). Every problem is a one-line
     ConfigError naming ``shown``, the line and the row."""
+    text = _read_text(file, shown)
+    raw = list(_jsonl(text, shown) if file.suffix == ".jsonl" else _csv(text, shown))
+    if not raw:
+        raise ConfigError(f"{shown}: has no rows; give one input per line")
+    rows = _with_ids(raw, shown)
+    for row in rows:
+        _has_needed_fields(row, needed, shown)
+        _no_empty_checks(row, checks, shown)
+    return Dataset(path=shown, rows=tuple(rows))
+
+
+def _read_text(file: Path, shown: str) -> str:
+    """A dataset file's text; a file of another kind, or one that cannot be read, refused."""
     if file.suffix not in DATA_SUFFIXES:
         raise ConfigError(
             f"{shown}: a dataset must be a .jsonl or .csv file (one row per input), "
             f"not {file.suffix or 'a file without a suffix'}"
         )
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        return file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(
             f"{shown}: no such file (a dataset is relative to its suite file)"
@@ -155,20 +168,17 @@ def read_dataset(
         raise ConfigError(f"{shown}: not UTF-8 text (bad byte at offset {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read: {exc.strerror}") from None
-    raw = list(_jsonl(text, shown) if file.suffix == ".jsonl" else _csv(text, shown))
-    if not raw:
-        raise ConfigError(f"{shown}: has no rows; give one input per line")
-    rows = _with_ids(raw, shown)
-    for row in rows:
-        for name, used_by in needed.items():
-            if name not in row.fields:
-                have = ", ".join(sorted(row.fields)) or "none"
-                raise ConfigError(
-                    f"{shown}:{row.line}: row {row.id!r} has no field {name!r} (used by "
-                    f"{used_by}); add it to every row or change the template (its fields: {have})"
-                )
-        _no_empty_checks(row, checks, shown)
-    return Dataset(path=shown, rows=tuple(rows))
+
+
+def _has_needed_fields(row: DataRow, needed: Mapping[str, str], shown: str) -> None:
+    """Every field the scenario's templates use is in the row."""
+    for name, used_by in needed.items():
+        if name not in row.fields:
+            have = ", ".join(sorted(row.fields)) or "none"
+            raise ConfigError(
+                f"{shown}:{row.line}: row {row.id!r} has no field {name!r} (used by "
+                f"{used_by}); add it to every row or change the template (its fields: {have})"
+            )
 
 
 def _no_empty_checks(row: DataRow, checks: Mapping[str, str], shown: str) -> None:
@@ -213,13 +223,7 @@ def _csv(text: str, shown: str) -> Iterable[tuple[int, dict[str, Any]]]:
         header = next(reader, None)
         if header is None:
             return
-        names = [h.strip() for h in header]
-        blank = [i + 1 for i, h in enumerate(names) if not h]
-        if blank:
-            raise ConfigError(f"{shown}:1: column {blank[0]} has no name; name every column")
-        twice = sorted({h for h in names if names.count(h) > 1})
-        if twice:
-            raise ConfigError(f"{shown}:1: column {twice[0]!r} is named twice; rename one")
+        names = _column_names(header, shown)
         for values in reader:
             line = reader.line_num
             if not any(v.strip() for v in values):
@@ -234,6 +238,18 @@ def _csv(text: str, shown: str) -> Iterable[tuple[int, dict[str, Any]]]:
         raise ConfigError(f"{shown}:{reader.line_num}: invalid CSV: {exc}") from None
 
 
+def _column_names(header: list[str], shown: str) -> list[str]:
+    """A CSV header's column names; a blank or repeated name refused."""
+    names = [h.strip() for h in header]
+    blank = [i + 1 for i, h in enumerate(names) if not h]
+    if blank:
+        raise ConfigError(f"{shown}:1: column {blank[0]} has no name; name every column")
+    twice = sorted({h for h in names if names.count(h) > 1})
+    if twice:
+        raise ConfigError(f"{shown}:1: column {twice[0]!r} is named twice; rename one")
+    return names
+
+
 def _with_ids(raw: Sequence[tuple[int, dict[str, Any]]], shown: str) -> list[DataRow]:
     with_id = [n for n, fields in raw if ID_FIELD in fields]
     if with_id and len(with_id) != len(raw):
@@ -246,16 +262,21 @@ def _with_ids(raw: Sequence[tuple[int, dict[str, Any]]], shown: str) -> list[Dat
     first: dict[str, int] = {}
     for i, (n, fields) in enumerate(raw, start=1):
         row_id = str(fields[ID_FIELD]) if with_id else f"row-{i}"
-        if not _ROW_ID_RE.fullmatch(row_id):
-            raise ConfigError(
-                f"{shown}:{n}: row id {row_id!r} is not usable in test names and file names: "
-                "use letters, digits, '_', '.' and '-', starting with a letter or digit"
-            )
-        if row_id in first:
-            raise ConfigError(
-                f"{shown}:{n}: duplicate row id {row_id!r} (also line {first[row_id]}); "
-                "ids must be unique within a dataset"
-            )
+        _check_row_id(row_id, first, f"{shown}:{n}")
         first[row_id] = n
         rows.append(DataRow(id=row_id, fields=fields, line=n))
     return rows
+
+
+def _check_row_id(row_id: str, first: Mapping[str, int], where: str) -> None:
+    """A row id usable in test and file names, and not one an earlier row has (``first``)."""
+    if not _ROW_ID_RE.fullmatch(row_id):
+        raise ConfigError(
+            f"{where}: row id {row_id!r} is not usable in test names and file names: "
+            "use letters, digits, '_', '.' and '-', starting with a letter or digit"
+        )
+    if row_id in first:
+        raise ConfigError(
+            f"{where}: duplicate row id {row_id!r} (also line {first[row_id]}); "
+            "ids must be unique within a dataset"
+        )

@@ -66,14 +66,9 @@ def parse_grade(text: str) -> tuple[float, str]:
     A JSON object with ``score`` (the asked-for form), else a number on its own
     (``0.8``, ``8/10``, ``80/100``), else a plain verdict word (pass / fail).
     """
-    for found in re.finditer(r"\{[^{}]*\}", text):
-        try:
-            doc = json.loads(found.group(0))
-        except ValueError:
-            continue
-        score = doc.get("score") if isinstance(doc, dict) else None
-        if isinstance(score, int | float) and not isinstance(score, bool):
-            return _checked(float(score), text), " ".join(str(doc.get("reason", "")).split())
+    graded = _json_grade(text)
+    if graded is not None:
+        return graded
     number = _NUMBER.search(text)
     if number is not None:
         value = float(number.group(1))
@@ -86,6 +81,19 @@ def parse_grade(text: str) -> tuple[float, str]:
         good = verdict.group(1).lower() in ("pass", "passed", "yes", "correct")
         return (1.0 if good else 0.0), _one_line(text)
     raise JudgeAnswerError(f"the judge's answer holds no grade: {_one_line(text)[:120]!r}")
+
+
+def _json_grade(text: str) -> tuple[float, str] | None:
+    """(grade, reason) from the first JSON object in ``text`` with a numeric ``score``."""
+    for found in re.finditer(r"\{[^{}]*\}", text):
+        try:
+            doc = json.loads(found.group(0))
+        except ValueError:
+            continue
+        score = doc.get("score") if isinstance(doc, dict) else None
+        if isinstance(score, int | float) and not isinstance(score, bool):
+            return _checked(float(score), text), " ".join(str(doc.get("reason", "")).split())
+    return None
 
 
 def _checked(score: float, text: str) -> float:

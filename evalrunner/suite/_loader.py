@@ -23,14 +23,9 @@ from pydantic.fields import FieldInfo
 
 from evalrunner._jsonio import pydantic_message
 from evalrunner.errors import ConfigError
-from evalrunner.suite._schema import (
-    FORMAT_VERSION,
-    SUPPORTED_FORMAT_VERSIONS,
-    ScenarioSpec,
-    SuiteSpec,
-    version_problem,
-)
+from evalrunner.suite._schema import FORMAT_VERSION, SUPPORTED_FORMAT_VERSIONS, version_problem
 from evalrunner.suite._settings import Suite, resolve_suite
+from evalrunner.suite._suite_spec import ScenarioSpec, SuiteSpec
 
 __all__ = ["SUITE_SUFFIXES", "field_line", "find_suites", "load_suite", "load_suite_by_name"]
 

@@ -1,7 +1,7 @@
 """A loaded suite: every scenario with its settings decided, once.
 
 :func:`resolve_suite` layers each scenario entry over its suite over the
-defaults (:meth:`~evalrunner.suite._schema.RunSettings.over`) when the file is
+defaults (:meth:`~evalrunner.suite._suite_spec.RunSettings.over`) when the file is
 loaded. The result, :class:`ResolvedScenario`, is frozen and carries its
 fingerprint and normaliser settings, computed on creation; the runner, the
 baselines and the history read them and never resolve again.
@@ -31,15 +31,8 @@ from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
 from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
 from evalrunner.suite._metrics import SCORE
-from evalrunner.suite._schema import (
-    JUDGE,
-    RetryPolicy,
-    RunSettings,
-    ScenarioFields,
-    ScenarioSpec,
-    SuiteSpec,
-    code_check_name,
-)
+from evalrunner.suite._schema import JUDGE, RetryPolicy, code_check_name
+from evalrunner.suite._suite_spec import RunSettings, ScenarioFields, ScenarioSpec, SuiteSpec
 
 __all__ = [
     "FINGERPRINTED_FIELDS",
@@ -315,21 +308,27 @@ def _scores_named_exist(spec: SuiteSpec, origins: Sequence[str] | None, path: Pa
         )
         for i, e in enumerate(spec.scenarios)
     ]
-    prefix = f"{SCORE}:"
     for where, tolerance, known in places:
         for metric in [*tolerance.gating, *tolerance.margins]:
-            name = metric.removeprefix(prefix)
-            if metric.startswith(prefix) and name not in known:
-                close = difflib.get_close_matches(name, sorted(known), n=1)
-                hint = (
-                    f"did you mean '{prefix}{close[0]}'?"
-                    if close
-                    else f"the scores there: {', '.join(sorted(known)) or 'none'}"
-                )
-                raise ConfigError(
-                    f"{where}: {metric!r} is no score a check gives (the functions of "
-                    f"checks: code: and the judge give scores); {hint}"
-                )
+            _score_given(metric, known, where)
+
+
+def _score_given(metric: str, known: set[str], where: str) -> None:
+    """A ``score:<check>`` metric names a score in ``known``; other metrics pass."""
+    prefix = f"{SCORE}:"
+    name = metric.removeprefix(prefix)
+    if not metric.startswith(prefix) or name in known:
+        return
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = (
+        f"did you mean '{prefix}{close[0]}'?"
+        if close
+        else f"the scores there: {', '.join(sorted(known)) or 'none'}"
+    )
+    raise ConfigError(
+        f"{where}: {metric!r} is no score a check gives (the functions of "
+        f"checks: code: and the judge give scores); {hint}"
+    )
 
 
 def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dataset | None:
@@ -338,16 +337,7 @@ def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dat
     if entry.dataset is None:
         return None
     needed: dict[str, str] = {}
-    templates = [
-        ("input", entry.input),
-        *((f"checks.answer_contains[{i}]", t) for i, t in enumerate(entry.checks.answer_contains)),
-        *(
-            (f"checks.answer_not_contains[{i}]", t)
-            for i, t in enumerate(entry.checks.answer_not_contains)
-        ),
-        ("checks.answer_matches", entry.checks.answer_matches or ""),
-        ("checks.judge.rubric", entry.checks.judge.rubric if entry.checks.judge else ""),
-    ]
+    templates = _templates(entry)
     for field, text in templates:
         for name in template_fields(text):
             needed.setdefault(name, f"{where}.{field}")
@@ -357,6 +347,20 @@ def _dataset_of(entry: ScenarioSpec, where: str, suite_file: Path | None) -> Dat
     return read_datasets(
         suite_file.parent if suite_file is not None else Path(), entry.dataset, needed, checks
     )
+
+
+def _templates(entry: ScenarioSpec) -> list[tuple[str, str]]:
+    """Where a scenario's templates are (field paths) and their texts."""
+    return [
+        ("input", entry.input),
+        *((f"checks.answer_contains[{i}]", t) for i, t in enumerate(entry.checks.answer_contains)),
+        *(
+            (f"checks.answer_not_contains[{i}]", t)
+            for i, t in enumerate(entry.checks.answer_not_contains)
+        ),
+        ("checks.answer_matches", entry.checks.answer_matches or ""),
+        ("checks.judge.rubric", entry.checks.judge.rubric if entry.checks.judge else ""),
+    ]
 
 
 def _one_line(text: str) -> str:
@@ -430,14 +434,12 @@ def _check_command(argv: Sequence[str], cwd: str | None, where: str) -> Callable
     return command_agent
 
 
-def _import_agent(spec: str, where: str, called_with: tuple[str, ...]) -> Callable[..., Any]:
-    """Import 'package.module:attr.path', a callable taking ``called_with`` positionally;
-    every failure is a one-line ConfigError."""
-    module_name, _, attr_path = spec.partition(":")
+def _import_module(module_name: str, spec: str, where: str) -> Any:
+    """The agent's module, imported; every failure is a one-line ConfigError."""
     prepare_litellm()  # before an agent module that imports litellm does: no cost-map fetch
     try:
         with collector_paused():  # an agent's module may import litellm or a framework
-            module = importlib.import_module(module_name)
+            return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
             raise ConfigError(
@@ -453,6 +455,13 @@ def _import_agent(spec: str, where: str, called_with: tuple[str, ...]) -> Callab
         raise ConfigError(
             f"{where}: cannot import {spec!r}: importing {module_name!r} raised {detail}"
         ) from exc
+
+
+def _import_agent(spec: str, where: str, called_with: tuple[str, ...]) -> Callable[..., Any]:
+    """Import 'package.module:attr.path', a callable taking ``called_with`` positionally;
+    every failure is a one-line ConfigError."""
+    module_name, _, attr_path = spec.partition(":")
+    module = _import_module(module_name, spec, where)
     obj: Any = module
     owner = module_name
     for part in attr_path.split("."):

@@ -13,8 +13,8 @@ from evalrunner.baseline._file import Baseline
 from evalrunner.baseline._traces import FirstRequest, RunTrace
 from evalrunner.live._results import ResultsDir
 from evalrunner.suite._record import CellKey, RunRecord
-from evalrunner.suite._schema import SuiteSpec
 from evalrunner.suite._settings import Suite, resolve_suite
+from evalrunner.suite._suite_spec import SuiteSpec
 
 from .conftest import baseline_of, passed_records, record
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrunner.core._actions import Action, actions, digest, request_view
+from evalrunner.core._actions import Action, actions, digest, first_request
 
 
 def _traj(*steps: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -47,6 +47,6 @@ def test_the_first_request_view_keeps_system_prompt_first_user_message_and_tools
         {"source": "user", "message": "second"},
         tools=[tool],
     )
-    view = request_view(traj)
+    view = first_request(traj)
     assert view["system"] == "be brief" and view["user"] == "first"
     assert list(view["tools"]) == ["search"]

@@ -2,7 +2,7 @@
 sequences are summarised in the deltas, every line is capped (around the place
 that differs), a removed step is one hunk rather than a renumbering of every
 later step, and step changes come before schema changes, each block with its
-own budget. (Speed is measured by benchmarks/bench_diff.py, not here.)"""
+own quota of lines. (Speed is measured by benchmarks/bench_diff.py, not here.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from evalrunner.core._diff import LINE_WIDTH, Delta, diff, render, summary
+from evalrunner.core._bounded_text import LINE_WIDTH
+from evalrunner.core._diff import Delta, diff, render, summary
 from evalrunner.core._normalize import normalize
 
 TOOLS = ("search", "read_file", "run_tests")
@@ -147,7 +148,7 @@ def big_tools(description: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_step_changes_come_before_schema_changes_each_with_its_own_budget() -> None:
+def test_step_changes_come_before_schema_changes_each_with_its_own_line_quota() -> None:
     before = raw(104, tools=big_tools("Old wording for tool"))
     after = without_step(before, 50)
     after["agent"]["tool_definitions"] = big_tools("New wording for tool")
@@ -166,7 +167,7 @@ def test_step_changes_come_before_schema_changes_each_with_its_own_budget() -> N
     assert tool_lines[-1].endswith("more changed items in $.agent.tool_definitions not shown")
 
 
-def test_many_changed_steps_share_the_budget_and_say_how_many_are_not_shown() -> None:
+def test_many_changed_steps_share_the_line_quota_and_say_how_many_are_not_shown() -> None:
     before = raw(300)
     after = copy.deepcopy(before)
     for step in after["steps"][2:]:
@@ -207,7 +208,7 @@ def test_a_thousand_changed_sub_agents_cost_the_lines_one_does(changed: int) -> 
 
     text = render(tree("before"), tree("after"), [], max_lines=200)
     lines = text.splitlines()
-    # The steps' budget, then one block budget per kind of block, whatever the count.
+    # The steps' line quota, then one block quota per kind of block, whatever the count.
     assert len(lines) <= 200 + 2 * 50 + 10, len(lines)
     if changed > 1:
         hidden = [line for line in lines if line.startswith("... ") and "not shown" in line]

@@ -88,8 +88,8 @@ def test_the_nearest_recording_is_the_most_alike_unused_one() -> None:
 def test_a_recorded_request_whose_fingerprint_is_not_its_own_says_so() -> None:
     # A merge took one branch's request view and the other's fingerprint. Before: "it
     # differs in:" and an empty list.
-    from evalrunner.core._fingerprint import fingerprint
     from evalrunner.core._mismatch import Recorded, RequestBook
+    from evalrunner.core._request_key import request_key
 
     request = view()
     book = RequestBook(
@@ -97,7 +97,7 @@ def test_a_recorded_request_whose_fingerprint_is_not_its_own_says_so() -> None:
         "demo.llm.json",
         "pytest --golden-record",
     )
-    message = str(book.miss(1, request, fingerprint(request)))
+    message = str(book.miss(1, request, request_key(request)))
     assert "differs in" not in message
     assert (
         "recorded call 1 (1 messages) stores this very request, but a fingerprint that is not "

@@ -17,7 +17,7 @@ from evalrunner.frozen._script import (
     RequestHint,
     Script,
     ScriptEntry,
-    format1_fingerprint,
+    format1_request_key,
     responses_from,
 )
 
@@ -80,7 +80,7 @@ def _format1(*answers: tuple[str, str]) -> Script:
         entries=[
             ScriptEntry(
                 request=RequestHint(
-                    fingerprint=format1_fingerprint(_req(q)), message_count=1, last_user_message=q
+                    fingerprint=format1_request_key(_req(q)), message_count=1, last_user_message=q
                 ),
                 response=ResponseRecord(content=a),
             )

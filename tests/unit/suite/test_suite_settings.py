@@ -10,11 +10,12 @@ import yaml
 from suite_texts import HEAD, SCENARIO, one_scenario, write_full
 
 from evalrunner.core._normalize import normalize
-from evalrunner.suite import _schema, _settings
+from evalrunner.suite import _settings, _suite_spec
 from evalrunner.suite._loader import load_suite
 from evalrunner.suite._metrics import DEFAULT_MARGINS
-from evalrunner.suite._schema import RetryPolicy, SkipRules, SuiteSpec
+from evalrunner.suite._schema import RetryPolicy, SkipRules
 from evalrunner.suite._settings import ResolvedScenario, resolve_suite
+from evalrunner.suite._suite_spec import SuiteSpec
 from evalrunner.suite._tolerance import Tolerance
 
 
@@ -149,11 +150,13 @@ def test_normalize_config_uses_resolved_settings(tmp_path: Path) -> None:
 
 def test_a_suite_is_resolved_once_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One layering per level and one fingerprint per scenario, all while loading."""
-    layered: list[_schema.RunSettings] = []
+    layered: list[_suite_spec.RunSettings] = []
     fingerprinted: list[str] = []
-    over, fingerprint = _schema.RunSettings.over, _settings._fingerprint
+    over, fingerprint = _suite_spec.RunSettings.over, _settings._fingerprint
 
-    def counted_over(self: _schema.RunSettings, base: _schema.RunSettings) -> _schema.RunSettings:
+    def counted_over(
+        self: _suite_spec.RunSettings, base: _suite_spec.RunSettings
+    ) -> _suite_spec.RunSettings:
         layered.append(self)
         return over(self, base)
 
@@ -161,7 +164,7 @@ def test_a_suite_is_resolved_once_at_load(tmp_path: Path, monkeypatch: pytest.Mo
         fingerprinted.append(scenario.id)
         return fingerprint(scenario)
 
-    monkeypatch.setattr(_schema.RunSettings, "over", counted_over)
+    monkeypatch.setattr(_suite_spec.RunSettings, "over", counted_over)
     monkeypatch.setattr(_settings, "_fingerprint", counted_fingerprint)
     suite = load_suite(write_full(tmp_path))
     assert len(layered) == 3 and isinstance(layered[0], SuiteSpec)  # the suite, then each scenario

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrunner.frozen._script import fingerprint_request
+from evalrunner.frozen._script import request_hint
 
 
 def _req(question: str, **extra: Any) -> dict[str, Any]:
@@ -14,7 +14,7 @@ def _req(question: str, **extra: Any) -> dict[str, Any]:
 
 
 def test_fingerprint_ignores_endpoint_and_secrets_but_not_the_prompt() -> None:
-    base = fingerprint_request(_req("Capital of France?")).fingerprint
+    base = request_hint(_req("Capital of France?")).fingerprint
     same = [
         _req(
             "Capital of France?",
@@ -29,20 +29,16 @@ def test_fingerprint_ignores_endpoint_and_secrets_but_not_the_prompt() -> None:
             temperature=0.1,
         ),
     ]
-    assert {fingerprint_request(r).fingerprint for r in same} == {base}
-    assert fingerprint_request(_req("Capital of Peru?")).fingerprint != base
+    assert {request_hint(r).fingerprint for r in same} == {base}
+    assert request_hint(_req("Capital of Peru?")).fingerprint != base
     assert (
-        fingerprint_request(
+        request_hint(
             _req("Capital of France?", tools=[{"type": "function", "function": {"name": "t"}}])
         ).fingerprint
         != base
     )
     # Object addresses and secrets in the prompt do not break matching between machines.
-    a = fingerprint_request(
-        _req("helper <function f at 0x7f00aa11> key sk-proj-AAAAAAAAAAAAAAAAAAAAAAAA")
-    )
-    b = fingerprint_request(
-        _req("helper <function f at 0x55bb0022> key sk-proj-BBBBBBBBBBBBBBBBBBBBBBBB")
-    )
+    a = request_hint(_req("helper <function f at 0x7f00aa11> key sk-proj-AAAAAAAAAAAAAAAAAAAAAAAA"))
+    b = request_hint(_req("helper <function f at 0x55bb0022> key sk-proj-BBBBBBBBBBBBBBBBBBBBBBBB"))
     assert a.fingerprint == b.fingerprint
     assert a.last_user_message == "helper <function f at 0x7f00aa11> key [REDACTED]"

@@ -1,4 +1,5 @@
-"""What a replayed request must match: a normalised view of it, and its hash.
+"""What a replayed request must match: a normalised view of it, and its hash, the request key
+(written as ``fingerprint`` in recordings; a scenario's fingerprint is another thing).
 
 One view for both replay paths: the in-process one (``frozen``, litellm's
 keyword arguments) and the capture proxy's (a ``ModelRequest`` in chat form,
@@ -118,7 +119,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def request_view(
+def matching_view(
     request: Mapping[str, Any], config: FingerprintConfig = DEFAULT_FINGERPRINT
 ) -> dict[str, Any]:
     """The part of a request replay matches on, normalised, masked and redacted.
@@ -140,13 +141,13 @@ def request_view(
     return masked
 
 
-def fingerprint(view: Mapping[str, Any]) -> str:
+def request_key(view: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(view).encode()).hexdigest()[:16]
 
 
-def masked_fingerprint(
+def masked_request_key(
     view: Mapping[str, Any], masks: tuple[tuple[re.Pattern[str], str], ...]
 ) -> str:
-    """The fingerprint of ``view`` once ``masks`` have replaced volatile text in it (a
+    """The request key of ``view`` once ``masks`` have replaced volatile text in it (a
     golden's own masks: a temp path a tool answers with differs every run)."""
-    return fingerprint(_masked(dict(view), masks))
+    return request_key(_masked(dict(view), masks))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrunner.core._fingerprint import DEFAULT_FINGERPRINT, fingerprint, request_view
+from evalrunner.core._request_key import DEFAULT_FINGERPRINT, matching_view, request_key
 from evalrunner.proxy._chat import parse_chat
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
@@ -36,7 +36,7 @@ def body(**over: Any) -> dict[str, Any]:
 
 
 def fp(b: dict[str, Any], config: Any = DEFAULT_FINGERPRINT) -> str:
-    return fingerprint(request_view(parse_chat(b).request.replayed_as(), config))
+    return request_key(matching_view(parse_chat(b).request.replayed_as(), config))
 
 
 def test_ids_user_metadata_streaming_and_sampling_do_not_count() -> None:
