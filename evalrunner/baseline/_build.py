@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalrunner._clock import iso_now
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline._file import (
     AcceptedNight,
     Baseline,
@@ -54,10 +54,14 @@ def _check_night(
     if manifest.suite != suite.name:
         raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
     if manifest.status != "finished":
+        finish = ("--out", str(source), "--resume", "--no-compare", "--no-history")
         raise BaselineMismatch(
-            f"{source}: its night is not finished (manifest status {manifest.status!r}), and a "
-            f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
-            f"--out {source} --resume --no-compare --no-history, or leave it out"
+            Said(
+                f"{source}: its night is not finished (manifest status {manifest.status!r}), "
+                "and a baseline accepts whole nights: finish it with ",
+                NextStep("run", suite.name, finish, locations=("suites_dir",)),
+                ", or leave it out",
+            )
         )
     _check_measured(source, records, suite.name)
     key = night_key(manifest.started_at, records)
@@ -94,25 +98,33 @@ def _check_measured(source: Path, records: Sequence[RunRecord], suite: str) -> N
         )
     others = sorted({r.model for r in records})
     for model, out in model_outages(records).items():
-        rest = " ".join(f"--model {m}" for m in others if m != model)
+        rest = [w for m in others if m != model for w in ("--model", m)]
         raise BaselineMismatch(
-            f"{source}: the endpoint of {model} failed ({out.infra} of {out.total} runs ended "
-            f"in infra_error): {leave_out}; accept the other models' runs with evalrunner "
-            f"baseline --suite {suite} --from {source} {rest}"
+            Said(
+                f"{source}: the endpoint of {model} failed ({out.infra} of {out.total} runs "
+                f"ended in infra_error): {leave_out}; accept the other models' runs with ",
+                NextStep("baseline", suite, ("--from", str(source), *rest)),
+            )
         )
     scenarios = sorted({r.scenario for r in records})
     for cell, runs in sorted(group_records(records).items()):
         if all(r.outcome == "infra_error" for r in runs):
-            rest = " ".join(f"--scenario {s}" for s in scenarios if s != cell.scenario)
+            rest = [w for s in scenarios if s != cell.scenario for w in ("--scenario", s)]
             fix = (
-                f"accept the other scenarios' runs with evalrunner baseline --suite {suite} "
-                f"--from {source} {rest}, or leave the night out"
+                Said(
+                    "accept the other scenarios' runs with ",
+                    NextStep("baseline", suite, ("--from", str(source), *rest)),
+                    ", or leave the night out",
+                )
                 if rest
                 else "leave it out"
             )
             raise BaselineMismatch(
-                f"{source}: {cell}: all {len(runs)} runs ended in infra_error, so nothing measured "
-                f"the agent there; {leave_out}: {fix}"
+                Said(
+                    f"{source}: {cell}: all {len(runs)} runs ended in infra_error, so nothing "
+                    f"measured the agent there; {leave_out}: ",
+                    fix,
+                )
             )
 
 
@@ -236,13 +248,16 @@ def _refuse_flagged(
     failed = sorted({r.metric for r in compare_pairs([pair]).regressions})
     if not failed:
         return
-    sources = " ".join(f"--from {shlex.quote(str(each.results.root))}" for each in found)
-    scope = f"--scenario {shlex.quote(cell.scenario)} --model {shlex.quote(cell.model)}"
+    sources = [w for each in found for w in ("--from", str(each.results.root))]
+    scope = ("--scenario", cell.scenario, "--model", cell.model)
     raise BaselineMismatch(
-        f"{path}: the nights given fail {', '.join(failed)} against it ({cell}); appended, the "
-        "baseline would hold both behaviours and flag neither. If the new behaviour is "
-        f"intended, make it the baseline: evalrunner baseline --suite {suite} {sources} "
-        f"{scope} (without --append); to append them anyway, add --accept-flagged"
+        Said(
+            f"{path}: the nights given fail {', '.join(failed)} against it ({cell}); appended, "
+            "the baseline would hold both behaviours and flag neither. If the new behaviour is "
+            "intended, make it the baseline: ",
+            NextStep("baseline", suite, (*sources, *scope)),
+            " (without --append); to append them anyway, add --accept-flagged",
+        )
     )
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalrunner._jsonio import canonical
+from evalrunner._next import NextStep
 from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.baseline._traces import FirstRequest, run_trace
 from evalrunner.baseline._traces import first_moves as _first_moves
@@ -641,7 +642,7 @@ def explain(
     if not traced:
         return Explanation(
             unavailable="this baseline was written before baselines kept traces; "
-            "request drift unavailable: accept a new baseline with 'evalrunner baseline'"
+            f"request drift unavailable: accept a new baseline with '{NextStep('baseline')}'"
         )
     requests = [r for t in traced for r in t.requests]
     kept = None if rows is None else {r.run_id for r in baseline.records if r.row in rows}

@@ -291,7 +291,7 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
             click.echo("\nCompared with baselines:")
             click.echo(format_table(rows, VERDICT_COLUMNS))
         for note in result.comparison.notes:
-            click.echo(f"note: {_options.with_locations(note, suite, where)}", err=True)
+            click.echo(f"note: {_options.say(note)}", err=True)
         young = _young_cells(result.comparison.results)
         if young:
             several = len({r.model for r in report.records}) > 1
@@ -313,7 +313,7 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     # Last: what the night found and what to run next (after an outage's own line too).
     click.echo(night_line(result, named), err=True)
     for problem in result.problems:
-        click.echo(f"error: {problem}", err=True)
+        click.echo(f"error: {_options.say(problem)}", err=True)
 
 
 def _print_why(result: LiveResult, suite: str) -> None:

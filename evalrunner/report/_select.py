@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from evalrunner import _clock as clock
+from evalrunner._next import NextStep
 from evalrunner.errors import ConfigError
 from evalrunner.history._store import (
     BaselineSummary,
@@ -493,7 +494,7 @@ def missing(
             "(each named above); move them aside and run the report again"
         )
     if not history.sources:
-        return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
+        return f"holds no history files (<suite>/*.parquet, written by '{NextStep('run')}')"
     known_suites = sorted({s.suite for s in history.sources})
     for suite in suites:
         if suite not in known_suites:
