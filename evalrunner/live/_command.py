@@ -30,6 +30,7 @@ import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
@@ -124,13 +125,6 @@ async def _communicate(
     return proc.returncode, output_text(out), output_text(err)
 
 
-def _with_no_proxy(env: dict[str, str], host: str) -> dict[str, str]:
-    """The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls."""
-    for key in ("NO_PROXY", "no_proxy"):
-        env[key] = ",".join(h for h in (env.get(key, ""), host, "localhost") if h)
-    return env
-
-
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -171,7 +165,9 @@ class CommandAgents:
             run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id, gate=gate
         )
         register_env_secrets(sc.env)
-        env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
+        env = {**os.environ, **sc.env, **proxy.run_env(run_id)}
+        # The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls.
+        env.update(no_proxy(env, (proxy.host, "localhost")))
         timed_out = False
         returncode: int | None = None
         out = err = ""
