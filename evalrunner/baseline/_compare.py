@@ -239,17 +239,7 @@ def compare_with_baselines(
             continue
         baselines[cell] = baseline
         notes += _unmeasured_notes(cell, night)
-        pairs.append(
-            CellPair(
-                cell,
-                [n.records for n in baseline.nights],
-                night,
-                scenario.tolerance,
-                baseline.anchor,
-                (evidence or {}).get(cell),
-                measured_rows(night),
-            )
-        )
+        pairs.append(_pair(cell, night, scenario.tolerance, baseline, evidence))
     comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = [
         *_missing_notes(missing, root / suite.name, suite.name, night_dir),
@@ -258,9 +248,33 @@ def compare_with_baselines(
     comparison.baselines, comparison.unfit = baselines, unfit
     comparison.missing = [cell for cell, _ in missing]
     if not baselines:  # "no baselines yet" would be wrong when other models have them
-        tonight = {r.model for r in records}
-        comparison.other_models = [m for m in baseline_models(root, suite.name) if m not in tonight]
+        comparison.other_models = _other_models(root, suite.name, records)
     return comparison
+
+
+def _pair(
+    cell: CellKey,
+    night: Sequence[RunRecord],
+    tolerance: Tolerance,
+    baseline: Baseline,
+    evidence: Mapping[CellKey, EvidenceState] | None,
+) -> CellPair:
+    """Tonight's runs of a cell beside its baseline's nights, with the evidence so far."""
+    return CellPair(
+        cell,
+        [n.records for n in baseline.nights],
+        night,
+        tolerance,
+        baseline.anchor,
+        (evidence or {}).get(cell),
+        measured_rows(night),
+    )
+
+
+def _other_models(root: Path, suite: str, records: Sequence[RunRecord]) -> list[str]:
+    """The models the suite has baselines for that tonight did not run."""
+    tonight = {r.model for r in records}
+    return [m for m in baseline_models(root, suite) if m not in tonight]
 
 
 _ROWS_SHOWN = 3

@@ -153,15 +153,7 @@ def _unfinished(
         return []
     notes = [note]
     ran = {r.cell for r in records}
-    by_scenario = manifest.models_by_scenario or {}
-    waiting = [
-        CellKey(s, m)
-        for s in sorted(manifest.runs)
-        for m in by_scenario.get(s) or manifest.models
-        if CellKey(s, m) not in ran
-        and (not scenarios or s in scenarios)
-        and (not models or m in models)
-    ]
+    waiting = [c for c in _planned(manifest) if c not in ran and _asked(c, scenarios, models)]
     if waiting:
         named = ", ".join(map(str, waiting[:_NAMED]))
         more = f" and {len(waiting) - _NAMED} more" if len(waiting) > _NAMED else ""
@@ -197,10 +189,17 @@ def _cells(
                 f"{results_dir} has no runs of {what} {', '.join(map(repr, unknown))} "
                 f"(its {what}s: {', '.join(sorted(there))})"
             )
-    return sorted(
-        {
-            CellKey(r.scenario, r.model)
-            for r in records
-            if (not scenarios or r.scenario in scenarios) and (not models or r.model in models)
-        }
-    )
+    return sorted({r.cell for r in records if _asked(r.cell, scenarios, models)})
+
+
+def _planned(manifest: Manifest) -> list[CellKey]:
+    """The cells a night planned, in scenario order."""
+    by_scenario = manifest.models_by_scenario or {}
+    return [
+        CellKey(s, m) for s in sorted(manifest.runs) for m in by_scenario.get(s) or manifest.models
+    ]
+
+
+def _asked(cell: CellKey, scenarios: tuple[str, ...], models: tuple[str, ...]) -> bool:
+    """Whether ``cell`` is among those asked about (every one, when none is named)."""
+    return (not scenarios or cell.scenario in scenarios) and (not models or cell.model in models)

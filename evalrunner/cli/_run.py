@@ -124,23 +124,35 @@ def night_line(result: LiveResult, suite: str) -> str:
         return f"{head}."
     if not comparison.results:
         return f"{head}; {_nothing_compared(comparison, suite, report.out)}"
-    several = len({r.model for r in report.records}) > 1
-    flagged = flagged_names(comparison.regressions, several_models=several)
     left = _not_compared(comparison)
-    if flagged:
-        # Only the flagged scenarios: the suite-wide command replaced every baseline, and
-        # cut the unflagged ones back to one young night (a review).
-        scope = _scope(comparison.regressions, several)
-        return (
-            f"{head}; flagged: {', '.join(flagged)}{beside_flags(comparison.results)}{left}. "
-            "Next: evalrunner report, and if the change is intended, a new baseline from "
-            f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
-            f"[--from ANOTHER_NIGHT ...] {scope} (not --append: a baseline of both behaviours "
-            "flags neither)"
-        )
+    if comparison.regressions:
+        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, suite)}"
     return (
         f"{head}; nothing flagged against the baselines{left}"
         f"{undecided(comparison.results, suite)}."
+    )
+
+
+def _several_models(report: RunReport) -> bool:
+    return len({r.model for r in report.records}) > 1
+
+
+def _flagged(comparison: Comparison, report: RunReport) -> str:
+    several = _several_models(report)
+    flagged = flagged_names(comparison.regressions, several_models=several)
+    return f"flagged: {', '.join(flagged)}{beside_flags(comparison.results)}"
+
+
+def _next_when_flagged(comparison: Comparison, report: RunReport, suite: str) -> str:
+    """The report, then a new baseline of only the flagged scenarios: the suite-wide
+    command replaced every baseline, and cut the unflagged ones back to one young night
+    (a review)."""
+    scope = _scope(comparison.regressions, _several_models(report))
+    return (
+        "Next: evalrunner report, and if the change is intended, a new baseline from "
+        f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
+        f"[--from ANOTHER_NIGHT ...] {scope} (not --append: a baseline of both behaviours "
+        "flags neither)"
     )
 
 
@@ -209,7 +221,12 @@ def _say_if_baselines_elsewhere(suite: str, suites_dir: Path, baselines_dir: Pat
     """A note when the default baselines/ (beside where the command runs) has none of the
     suite's, and the project its suites come from has: run from another directory, a
     night compared nothing, said "no baselines yet" and offered to make new ones (a
-    review)."""
+    review). Not when --baselines was given: those are the ones meant."""
+    if (
+        click.get_current_context().get_parameter_source("baselines_dir")
+        is ParameterSource.COMMANDLINE
+    ):
+        return
     here = baselines_dir / suite
     there = suites_dir.resolve().parent / baselines_dir / suite
     if here.is_dir() or not there.is_dir() or here.resolve() == there.resolve():
@@ -271,6 +288,29 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     (:func:`evalrunner.cli._options.locations`)."""
     named = suite + where
     report = result.report
+    _print_resumed(report)
+    _print_sequential(report)
+    rows = summary_rows(report.records, measured=result.outage is None)
+    click.echo(format_table(rows, SUMMARY_COLUMNS))
+    for line in judge_lines(report.records):
+        click.echo(f"judge: {line}", err=True)
+    if result.comparison is not None:
+        _print_comparison(result.comparison, report, named)
+    _print_why(result, named)
+    for said in (result.history_path, result.history_note):
+        if said:
+            click.echo(f"history: {said}", err=True)
+    for rid, tb in report.crashes:
+        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
+    for outage in [result.outage] if result.outage else result.model_outages.values():
+        click.echo(outage.line(), err=True)
+    # Last: what the night found and what to run next (after an outage's own line too).
+    click.echo(night_line(result, named), err=True)
+    for problem in result.problems:
+        click.echo(f"error: {_options.say(problem)}", err=True)
+
+
+def _print_resumed(report: RunReport) -> None:
     if report.resumed_unclosed:
         click.echo(
             "note: the last process on this directory ended without closing it (killed, out "
@@ -280,40 +320,26 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
         )
     if report.resumed_skipped:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
-    _print_sequential(report)
-    rows = summary_rows(report.records, measured=result.outage is None)
-    click.echo(format_table(rows, SUMMARY_COLUMNS))
-    for line in judge_lines(report.records):
-        click.echo(f"judge: {line}", err=True)
-    if result.comparison is not None:
-        rows = verdict_rows(result.comparison.results)
-        if rows:
-            click.echo("\nCompared with baselines:")
-            click.echo(format_table(rows, VERDICT_COLUMNS))
-        for note in result.comparison.notes:
-            click.echo(f"note: {_options.say(note)}", err=True)
-        young = _young_cells(result.comparison.results)
-        if young:
-            several = len({r.model for r in report.records}) > 1
-            click.echo(
-                f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
-                f"as intended into them with evalrunner baseline --suite {named} --from NIGHT "
-                f"{_scope(young, several)} --append (tonight's: --from {report.out})",
-                err=True,
-            )
-    _print_why(result, named)
-    if result.history_path:
-        click.echo(f"history: {result.history_path}", err=True)
-    if result.history_note:
-        click.echo(f"history: {result.history_note}", err=True)
-    for rid, tb in report.crashes:
-        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
-    for outage in [result.outage] if result.outage else result.model_outages.values():
-        click.echo(outage.line(), err=True)
-    # Last: what the night found and what to run next (after an outage's own line too).
-    click.echo(night_line(result, named), err=True)
-    for problem in result.problems:
-        click.echo(f"error: {_options.say(problem)}", err=True)
+
+
+def _print_comparison(comparison: Comparison, report: RunReport, named: str) -> None:
+    """The verdict table, then the comparison's notes (with the locations given), then the
+    baselines too young to gate."""
+    rows = verdict_rows(comparison.results)
+    if rows:
+        click.echo("\nCompared with baselines:")
+        click.echo(format_table(rows, VERDICT_COLUMNS))
+    for note in comparison.notes:
+        click.echo(f"note: {_options.say(note)}", err=True)
+    young = _young_cells(comparison.results)
+    if young:
+        several = len({r.model for r in report.records}) > 1
+        click.echo(
+            f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
+            f"as intended into them with evalrunner baseline --suite {named} --from NIGHT "
+            f"{_scope(young, several)} --append (tonight's: --from {report.out})",
+            err=True,
+        )
 
 
 def _print_why(result: LiveResult, suite: str) -> None:
@@ -434,14 +460,12 @@ def run(
     With --resume, the directory's own plan (scenarios, models, runs, --adaptive)
     is continued; options given again must agree with it.
     """
-    given = click.get_current_context().get_parameter_source
     _say_what_options_do(
         history if no_history else None, runs if adaptive and max_runs is None else None
     )
-    if ray_address is not None and executor != "ray":
-        raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
+    _check_executor(executor, ray_address)
     suite = load_suite_by_name(suite_name, suites_dir)
-    if not no_compare and given("baselines_dir") is not ParameterSource.COMMANDLINE:
+    if not no_compare:
         _say_if_baselines_elsewhere(suite.name, suites_dir, baselines_dir)
     if resume and out is None:
         raise click.UsageError("--resume needs --out DIR (the directory to finish)")
@@ -468,6 +492,16 @@ def run(
         )
         result = run_live(suite, options, notify=notice)
     print_run(result, suite.name, _options.locations())
+    _exit_for(result, gate, fail_on_failure)
+
+
+def _check_executor(executor: str, ray_address: str | None) -> None:
+    if ray_address is not None and executor != "ray":
+        raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
+
+
+def _exit_for(result: LiveResult, gate: bool, fail_on_failure: bool) -> None:
+    """Exit with the night's code, saying so when --fail-on-failure alone made it 1."""
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == "failed" for r in result.report.records)
