@@ -75,7 +75,8 @@ def _join(parts: Sequence[str | NextStep], given: Locations | None) -> str:
 
 
 def render(said: object, given: Locations | None = None) -> str:
-    """``said`` (words, a :class:`Said`, or an exception holding one) as a person reads it."""
+    """``said`` (words, a :class:`Said` or :class:`NextStep`, or an exception holding a
+    ``Said``) as a person reads it, each command with the ``given`` locations it takes."""
     if isinstance(said, BaseException) and len(said.args) == 1:
         said = said.args[0] if isinstance(said.args[0], Said) else said
-    return said.render(given) if isinstance(said, Said) else str(said)
+    return said.render(given) if isinstance(said, Said | NextStep) else str(said)
