@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from evalrunner import _clock as clock
+from evalrunner._next import NextStep
 from evalrunner._redact import redact_text
 from evalrunner.baseline._compare import Comparison
 from evalrunner.cli import _exit, _options
@@ -101,8 +102,9 @@ def _resume_command(suite_name: str, out: Path) -> str:
     return shlex.join(words + _options.given(kept))
 
 
-def night_line(result: LiveResult, suite: str) -> str:
-    """What the night found, in one line, and the command to run next."""
+def night_line(result: LiveResult, suite: str, where: str = "") -> str:
+    """What the night found, in one line, and the command to run next (``where``: the
+    locations given, as words after the suite)."""
     from collections import Counter
 
     report = result.report
@@ -125,11 +127,12 @@ def night_line(result: LiveResult, suite: str) -> str:
     if not comparison.results:
         return f"{head}; {_nothing_compared(comparison, suite, report.out)}"
     left = _not_compared(comparison)
+    named = suite + where
     if comparison.regressions:
-        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, suite)}"
+        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, named)}"
     return (
         f"{head}; nothing flagged against the baselines{left}"
-        f"{undecided(comparison.results, suite)}."
+        f"{undecided(comparison.results, named)}."
     )
 
 
@@ -147,7 +150,7 @@ def _next_when_flagged(comparison: Comparison, report: RunReport, suite: str) ->
     """The report, then a new baseline of only the flagged scenarios: the suite-wide
     command replaced every baseline, and cut the unflagged ones back to one young night
     (a review)."""
-    scope = _scope(comparison.regressions, _several_models(report))
+    scope = shlex.join(_scope(comparison.regressions, _several_models(report)))
     return (
         "Next: evalrunner report, and if the change is intended, a new baseline from "
         f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
@@ -170,14 +173,12 @@ def _checks_broken(report: RunReport) -> str:
     return f"; checks that failed themselves, their runs judged without them: {named}"
 
 
-def _scope(flagged: Sequence[MetricResult], several_models: bool) -> str:
+def _scope(flagged: Sequence[MetricResult], several_models: bool) -> list[str]:
     """``--scenario`` (and with several models ``--model``) for each flagged cell's."""
-    import shlex
-
-    words = [f"--scenario {shlex.quote(s)}" for s in sorted({r.scenario for r in flagged})]
+    words = [w for s in sorted({r.scenario for r in flagged}) for w in ("--scenario", s)]
     if several_models:
-        words += [f"--model {shlex.quote(m)}" for m in sorted({r.model for r in flagged})]
-    return " ".join(words)
+        words += [w for m in sorted({r.model for r in flagged}) for w in ("--model", m)]
+    return words
 
 
 def _not_compared(comparison: Comparison) -> str:
@@ -261,7 +262,7 @@ def _models_down(out: list[str]) -> str:
 
 def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     """Why no scenario was compared, and the baseline command that would change that."""
-    accept = f"evalrunner baseline --suite {suite} --from {out}"
+    accept = _options.say(NextStep("baseline", suite, ("--from", str(out))))
     if comparison.unfit:
         return (
             f"nothing was compared: {len(comparison.unfit)} baseline(s) are for another model or "
@@ -284,9 +285,9 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last.
 
-    ``where``: the locations the night was given, for every command it suggests
-    (:func:`evalrunner.cli._options.locations`)."""
-    named = suite + where
+    ``where``: the locations the night was given, as words (:func:`._options.locations`),
+    for the tables' suggestions; every other command it suggests is a NextStep that
+    :func:`._options.say` renders with them."""
     report = result.report
     _print_resumed(report)
     _print_sequential(report)
@@ -295,8 +296,8 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     for line in judge_lines(report.records):
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:
-        _print_comparison(result.comparison, report, named)
-    _print_why(result, named)
+        _print_comparison(result.comparison, report, suite)
+    _print_why(result, suite)
     for said in (result.history_path, result.history_note):
         if said:
             click.echo(f"history: {said}", err=True)
@@ -305,7 +306,7 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     for outage in [result.outage] if result.outage else result.model_outages.values():
         click.echo(outage.line(), err=True)
     # Last: what the night found and what to run next (after an outage's own line too).
-    click.echo(night_line(result, named), err=True)
+    click.echo(night_line(result, suite, where), err=True)
     for problem in result.problems:
         click.echo(f"error: {_options.say(problem)}", err=True)
 
@@ -322,7 +323,7 @@ def _print_resumed(report: RunReport) -> None:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
 
 
-def _print_comparison(comparison: Comparison, report: RunReport, named: str) -> None:
+def _print_comparison(comparison: Comparison, report: RunReport, suite: str) -> None:
     """The verdict table, then the comparison's notes (with the locations given), then the
     baselines too young to gate."""
     rows = verdict_rows(comparison.results)
@@ -333,11 +334,11 @@ def _print_comparison(comparison: Comparison, report: RunReport, named: str) -> 
         click.echo(f"note: {_options.say(note)}", err=True)
     young = _young_cells(comparison.results)
     if young:
-        several = len({r.model for r in report.records}) > 1
+        scope = ("--from", "NIGHT", *_scope(young, _several_models(report)), "--append")
         click.echo(
             f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
-            f"as intended into them with evalrunner baseline --suite {named} --from NIGHT "
-            f"{_scope(young, several)} --append (tonight's: --from {report.out})",
+            f"as intended into them with {_options.say(NextStep('baseline', suite, scope))} "
+            f"(tonight's: --from {report.out})",
             err=True,
         )
 
@@ -346,7 +347,7 @@ def _print_why(result: LiveResult, suite: str) -> None:
     """Why each failing scenario changed, one cause line each (docs/explain.md)."""
     if not result.explanations:
         return
-    more = f"evalrunner explain --suite {suite} --results {result.report.out}"
+    more = _options.say(NextStep("explain", suite, ("--results", str(result.report.out))))
     click.echo(f"\nWhy the failing scenarios changed (more: {more}):")
     for cell, why in result.explanations.items():
         click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")

@@ -194,8 +194,12 @@ def test_an_unfinished_night_says_so_as_compare_does_and_names_what_it_left_out(
     [compare_note] = [x for x in compared.stderr.splitlines() if "unfinished" in x]
     said = project.explain("results/int1")
     assert said.exit_code == 0, said.output
+    # One note, its own verb, and the suites directory explain was given in its command.
+    own = compare_note.replace(": compared on ", ": explained on ").replace(
+        "--suite agent ", f"--suite agent --suites-dir {project.root} "
+    )
     assert said.stderr.splitlines() == [
-        compare_note.replace(": compared on ", ": explained on "),  # one note, its own verb
+        own,
         "note: no run of population [openai/fake] has finished yet: not explained",
     ]
     assert compare_note == (
