@@ -125,6 +125,11 @@ async def _communicate(
     return proc.returncode, output_text(out), output_text(err)
 
 
+def _with_no_proxy(env: dict[str, str], host: str) -> dict[str, str]:
+    """The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls."""
+    return {**env, **no_proxy(env, (host, "localhost"))}
+
+
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -165,9 +170,7 @@ class CommandAgents:
             run_id, upstream=Upstream.from_endpoint(ep), retry=sc.retry, name=sc.id, gate=gate
         )
         register_env_secrets(sc.env)
-        env = {**os.environ, **sc.env, **proxy.run_env(run_id)}
-        # The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls.
-        env.update(no_proxy(env, (proxy.host, "localhost")))
+        env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
         timed_out = False
         returncode: int | None = None
         out = err = ""

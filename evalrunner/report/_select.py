@@ -487,24 +487,35 @@ def missing(
 
     None when everything asked for is there, so an empty report is never written silently.
     """
-    if not history.sources and history.skipped:
-        # Not "holds none": the files are there, and the fix is theirs (the lines above).
-        return (
-            f"holds no readable history file: {len(history.skipped)} could not be read "
-            "(each named above); move them aside and run the report again"
-        )
-    if not history.sources:
-        return f"holds no history files (<suite>/*.parquet, written by '{NextStep('run')}')"
-    known_suites = sorted({s.suite for s in history.sources})
-    for suite in suites:
-        if suite not in known_suites:
-            return _not_in("suite", suite, known_suites)
+    said = _nothing_read(history) or _suites_missing(history, suites)
+    if said is not None:
+        return said
     wanted = [s for s in history.sources if not suites or s.suite in suites]
     if since or until:
         outside = _outside(wanted, since, until)
         if outside is not None:
             return outside
     return _models_missing(wanted, models) if models else None
+
+
+def _nothing_read(history: History) -> str | None:
+    if history.sources:
+        return None
+    if history.skipped:
+        # Not "holds none": the files are there, and the fix is theirs (the lines above).
+        return (
+            f"holds no readable history file: {len(history.skipped)} could not be read "
+            "(each named above); move them aside and run the report again"
+        )
+    return f"holds no history files (<suite>/*.parquet, written by '{NextStep('run')}')"
+
+
+def _suites_missing(history: History, suites: Sequence[str]) -> str | None:
+    known_suites = sorted({s.suite for s in history.sources})
+    for suite in suites:
+        if suite not in known_suites:
+            return _not_in("suite", suite, known_suites)
+    return None
 
 
 def _models_missing(wanted: Sequence[Source], models: Sequence[str]) -> str | None:
