@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
+from evalrunner._next import NextStep
 from evalrunner.baseline import Explanation, explain_results
 from evalrunner.baseline._file import baseline_models
 from evalrunner.cli import _options
@@ -73,8 +73,8 @@ def explain_cmd(
     if not explained:
         raise _no_baseline(suite.name, results_dir, baselines_dir, cells, scenarios)
     for cell, why in explained.items():
-        refresh = f"evalrunner baseline --suite {suite.name} --scenario {cell.scenario} "
-        _say(cell, why, diff, refresh + f"--model {cell.model}{_baselines_option(baselines_dir)}")
+        scope = ("--scenario", cell.scenario, "--model", cell.model)
+        _say(cell, why, diff, _options.say(NextStep("baseline", suite.name, scope)))
 
 
 def _say(cell: CellKey, why: Explanation, diff: bool, refresh: str) -> None:
@@ -116,8 +116,9 @@ def _no_baseline(
     others = [m for m in baseline_models(baselines_dir, suite) if m not in ours]
     where = f"{results_dir} has a baseline under {baselines_dir / suite}"
     among = f" among {', '.join(scenarios)}" if scenarios else ""
-    accept = f"evalrunner baseline --suite {suite}" + "".join(f" --model {m}" for m in ours)
-    accept += "".join(f" --scenario {s}" for s in scenarios) + _baselines_option(baselines_dir)
+    scope = [w for m in ours for w in ("--model", m)]
+    scope += [w for s in scenarios for w in ("--scenario", s)]
+    accept = _options.say(NextStep("baseline", suite, tuple(scope)))
     if not others:
         return ConfigError(f"no scenario of {where}{among}; accept nights first: {accept}")
     ran = f"the model{'s' if len(ours) != 1 else ''} it ran"
@@ -127,12 +128,6 @@ def _no_baseline(
         f"are for {', '.join(others)} (explain a night of {those} instead), or accept nights "
         f"of {', '.join(ours)} first: {accept}"
     )
-
-
-def _baselines_option(baselines_dir: Path) -> str:
-    """``--baselines DIR`` for a command to give, when this one was given it."""
-    given = click.get_current_context().get_parameter_source("baselines_dir")
-    return f" --baselines {baselines_dir}" if given is ParameterSource.COMMANDLINE else ""
 
 
 _NAMED = 3
