@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -109,8 +109,7 @@ def night_line(result: LiveResult, suite: str, where: str = "") -> str:
 
     report = result.report
     counts = Counter(r.outcome for r in report.records)
-    runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
-    head = f"night: {len(report.records)} runs ({runs or 'none'})"
+    head = _counted(len(report.records), counts)
     if result.outage is not None:
         check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
@@ -134,6 +133,12 @@ def night_line(result: LiveResult, suite: str, where: str = "") -> str:
         f"{head}; nothing flagged against the baselines{left}"
         f"{undecided(comparison.results, named)}."
     )
+
+
+def _counted(total: int, counts: Mapping[Any, int]) -> str:
+    """'night: 6 runs (5 passed, 1 failed)'."""
+    runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
+    return f"night: {total} runs ({runs or 'none'})"
 
 
 def _several_models(report: RunReport) -> bool:
