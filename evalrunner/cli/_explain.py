@@ -116,9 +116,8 @@ def _no_baseline(
     others = [m for m in baseline_models(baselines_dir, suite) if m not in ours]
     where = f"{results_dir} has a baseline under {baselines_dir / suite}"
     among = f" among {', '.join(scenarios)}" if scenarios else ""
-    scope = [w for m in ours for w in ("--model", m)]
-    scope += [w for s in scenarios for w in ("--scenario", s)]
-    accept = _options.say(NextStep("baseline", suite, tuple(scope)))
+    scope = (*_each("--model", ours), *_each("--scenario", scenarios))
+    accept = _options.say(NextStep("baseline", suite, scope))
     if not others:
         return ConfigError(f"no scenario of {where}{among}; accept nights first: {accept}")
     ran = f"the model{'s' if len(ours) != 1 else ''} it ran"
@@ -128,6 +127,11 @@ def _no_baseline(
         f"are for {', '.join(others)} (explain a night of {those} instead), or accept nights "
         f"of {', '.join(ours)} first: {accept}"
     )
+
+
+def _each(flag: str, values: Sequence[str]) -> list[str]:
+    """``flag`` before each of ``values``, as words: --model a --model b."""
+    return [w for value in values for w in (flag, value)]
 
 
 _NAMED = 3
