@@ -185,11 +185,13 @@ def _chosen(
                 f"{source}: holds no runs of {what} {', '.join(map(repr, missing))}; it has "
                 f"{', '.join(sorted(held)) or 'none'}"
             )
-    return [
-        r
-        for r in records
-        if (not models or r.model in models) and (not scenario_ids or r.scenario in scenario_ids)
-    ]
+    return [r for r in records if _wanted(r, models, scenario_ids)]
+
+
+def _wanted(record: RunRecord, models: Sequence[str], scenario_ids: Sequence[str]) -> bool:
+    return (not models or record.model in models) and (
+        not scenario_ids or record.scenario in scenario_ids
+    )
 
 
 def _accepted(
