@@ -8,6 +8,7 @@ machine's loopback, while a listener bound to it accepts every interface.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping, Sequence
 
 _NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 _ANY = frozenset({"", "0.0.0.0", "::"})
@@ -31,3 +32,25 @@ def is_loopback(host: str, *, listening: bool = False) -> bool:
         return False
     mapped = getattr(ip, "ipv4_mapped", None)
     return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+_NO_PROXY = ("NO_PROXY", "no_proxy")
+"""Both spellings: curl and requests read the lowercase one first, others the uppercase."""
+
+
+def no_proxy(
+    env: Mapping[str, str], hosts: Sequence[str] = ("127.0.0.1", "localhost")
+) -> dict[str, str]:
+    """The ``NO_PROXY`` and ``no_proxy`` entries of ``env`` with ``hosts`` added, so that an
+    ``HTTP(S)_PROXY`` of the machine does not carry calls to a server on loopback.
+
+    Each is a comma-separated list, read as one: a host already listed is not added again
+    (``10.127.0.1`` does not list ``127.0.0.1``). Returns the two entries, for the caller
+    to merge into the environment it starts or changes.
+    """
+    entries = {}
+    for key in _NO_PROXY:
+        listed = [h.strip() for h in env.get(key, "").split(",") if h.strip()]
+        known = {h.lower() for h in listed}
+        entries[key] = ",".join([*listed, *(h for h in hosts if h.lower() not in known)])
+    return entries

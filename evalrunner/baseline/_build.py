@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalrunner._clock import iso_now
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline._file import (
     AcceptedNight,
     Baseline,
@@ -54,10 +54,14 @@ def _check_night(
     if manifest.suite != suite.name:
         raise BaselineMismatch(f"{source}: holds suite {manifest.suite!r}, not {suite.name!r}")
     if manifest.status != "finished":
+        finish = ("--out", str(source), "--resume", "--no-compare", "--no-history")
         raise BaselineMismatch(
-            f"{source}: its night is not finished (manifest status {manifest.status!r}), and a "
-            f"baseline accepts whole nights: finish it with evalrunner run --suite {suite.name} "
-            f"--out {source} --resume --no-compare --no-history, or leave it out"
+            Said(
+                f"{source}: its night is not finished (manifest status {manifest.status!r}), "
+                "and a baseline accepts whole nights: finish it with ",
+                NextStep("run", suite.name, finish, locations=("suites_dir",)),
+                ", or leave it out",
+            )
         )
     _check_measured(source, records, suite.name)
     key = night_key(manifest.started_at, records)
@@ -76,44 +80,68 @@ def _check_measured(source: Path, records: Sequence[RunRecord], suite: str) -> N
     runs, yet count towards the nights a baseline needs to gate (and replace a good
     baseline without ``--append``). The rest of such a night can be accepted on its own.
     """
-    leave_out = "a baseline accepts nights that measured the agent"
+    _refuse_an_outage(source, records)
+    _refuse_a_model_outage(source, records, suite)
+    _refuse_an_unmeasured_cell(source, records, suite)
+
+
+_LEAVE_OUT = "a baseline accepts nights that measured the agent"
+
+
+def _refuse_an_outage(source: Path, records: Sequence[RunRecord]) -> None:
     outage = outage_of(records)
-    if outage is not None:
-        if 2 * outage.no_calls > outage.infra:  # the agent's wiring, not the endpoints
-            failed, again = (
-                "most of them made no model call that reached the model (how the agent reaches "
-                "its model: each run's reason says what capture saw)",
-                "once its calls reach the model",
-            )
-        else:
-            failed, again = "the endpoints failed, not the agent", "once they answer"
-        raise BaselineMismatch(
-            f"{source}: an outage night ({outage.infra} of {outage.total} runs ended in "
-            f"infra_error, more than {outage.threshold:.0%}): {failed}; {leave_out}: leave it "
-            f"out, and run the night again {again}"
+    if outage is None:
+        return
+    if 2 * outage.no_calls > outage.infra:  # the agent's wiring, not the endpoints
+        failed, again = (
+            "most of them made no model call that reached the model (how the agent reaches "
+            "its model: each run's reason says what capture saw)",
+            "once its calls reach the model",
         )
+    else:
+        failed, again = "the endpoints failed, not the agent", "once they answer"
+    raise BaselineMismatch(
+        f"{source}: an outage night ({outage.infra} of {outage.total} runs ended in "
+        f"infra_error, more than {outage.threshold:.0%}): {failed}; {_LEAVE_OUT}: leave it "
+        f"out, and run the night again {again}"
+    )
+
+
+def _refuse_a_model_outage(source: Path, records: Sequence[RunRecord], suite: str) -> None:
     others = sorted({r.model for r in records})
     for model, out in model_outages(records).items():
-        rest = " ".join(f"--model {m}" for m in others if m != model)
+        rest = [w for m in others if m != model for w in ("--model", m)]
         raise BaselineMismatch(
-            f"{source}: the endpoint of {model} failed ({out.infra} of {out.total} runs ended "
-            f"in infra_error): {leave_out}; accept the other models' runs with evalrunner "
-            f"baseline --suite {suite} --from {source} {rest}"
+            Said(
+                f"{source}: the endpoint of {model} failed ({out.infra} of {out.total} runs "
+                f"ended in infra_error): {_LEAVE_OUT}; accept the other models' runs with ",
+                NextStep("baseline", suite, ("--from", str(source), *rest)),
+            )
         )
+
+
+def _refuse_an_unmeasured_cell(source: Path, records: Sequence[RunRecord], suite: str) -> None:
     scenarios = sorted({r.scenario for r in records})
     for cell, runs in sorted(group_records(records).items()):
-        if not any(r.measured for r in runs):
-            rest = " ".join(f"--scenario {s}" for s in scenarios if s != cell.scenario)
-            fix = (
-                f"accept the other scenarios' runs with evalrunner baseline --suite {suite} "
-                f"--from {source} {rest}, or leave the night out"
-                if rest
-                else "leave it out"
+        if any(r.measured for r in runs):
+            continue
+        rest = [w for s in scenarios if s != cell.scenario for w in ("--scenario", s)]
+        fix = (
+            Said(
+                "accept the other scenarios' runs with ",
+                NextStep("baseline", suite, ("--from", str(source), *rest)),
+                ", or leave the night out",
             )
-            raise BaselineMismatch(
-                f"{source}: {cell}: all {len(runs)} runs ended in infra_error, so nothing measured "
-                f"the agent there; {leave_out}: {fix}"
+            if rest
+            else "leave it out"
+        )
+        raise BaselineMismatch(
+            Said(
+                f"{source}: {cell}: all {len(runs)} runs ended in infra_error, so nothing "
+                f"measured the agent there; {_LEAVE_OUT}: ",
+                fix,
             )
+        )
 
 
 def _nights_by_cell(
@@ -157,11 +185,13 @@ def _chosen(
                 f"{source}: holds no runs of {what} {', '.join(map(repr, missing))}; it has "
                 f"{', '.join(sorted(held)) or 'none'}"
             )
-    return [
-        r
-        for r in records
-        if (not models or r.model in models) and (not scenario_ids or r.scenario in scenario_ids)
-    ]
+    return [r for r in records if _wanted(r, models, scenario_ids)]
+
+
+def _wanted(record: RunRecord, models: Sequence[str], scenario_ids: Sequence[str]) -> bool:
+    return (not models or record.model in models) and (
+        not scenario_ids or record.scenario in scenario_ids
+    )
 
 
 def _accepted(
@@ -236,13 +266,16 @@ def _refuse_flagged(
     failed = sorted({r.metric for r in compare_pairs([pair]).regressions})
     if not failed:
         return
-    sources = " ".join(f"--from {shlex.quote(str(each.results.root))}" for each in found)
-    scope = f"--scenario {shlex.quote(cell.scenario)} --model {shlex.quote(cell.model)}"
+    sources = [w for each in found for w in ("--from", str(each.results.root))]
+    scope = ("--scenario", cell.scenario, "--model", cell.model)
     raise BaselineMismatch(
-        f"{path}: the nights given fail {', '.join(failed)} against it ({cell}); appended, the "
-        "baseline would hold both behaviours and flag neither. If the new behaviour is "
-        f"intended, make it the baseline: evalrunner baseline --suite {suite} {sources} "
-        f"{scope} (without --append); to append them anyway, add --accept-flagged"
+        Said(
+            f"{path}: the nights given fail {', '.join(failed)} against it ({cell}); appended, "
+            "the baseline would hold both behaviours and flag neither. If the new behaviour is "
+            "intended, make it the baseline: ",
+            NextStep("baseline", suite, (*sources, *scope)),
+            " (without --append); to append them anyway, add --accept-flagged",
+        )
     )
 
 
@@ -276,12 +309,7 @@ def build_baselines(
         scenario = by_id.get(cell.scenario)
         if scenario is None:
             continue
-        for each in found:  # every night pooled, not only the latest
-            if each.fingerprint is not None and each.fingerprint != scenario.fingerprint:
-                raise BaselineMismatch(
-                    f"{each.results.root}: scenario {cell.scenario!r} ran with another configuration than "
-                    f"{suite.path or suite.name} now has; run it again before making it the baseline"
-                )
+        _refuse_another_configuration(suite, scenario, found)
         path = baseline_path(root, suite.name, cell.scenario, cell.model)
         old = load_baseline(path) if append and path.exists() else None
         nights = _accepted(path, cell, scenario.fingerprint, [each.night for each in found], old)
@@ -289,6 +317,18 @@ def build_baselines(
             _refuse_flagged(suite.name, scenario, cell, path, old, found)
         pending.append((path, _baseline(scenario, cell, nights, found[-1]), old))
     return {path: _save_if_new(path, baseline, old) for path, baseline, old in pending}
+
+
+def _refuse_another_configuration(
+    suite: Suite, scenario: ResolvedScenario, found: Sequence[_Found]
+) -> None:
+    """Every night pooled, not only the latest, must have run the scenario as it is now."""
+    for each in found:
+        if each.fingerprint is not None and each.fingerprint != scenario.fingerprint:
+            raise BaselineMismatch(
+                f"{each.results.root}: scenario {scenario.id!r} ran with another configuration than "
+                f"{suite.path or suite.name} now has; run it again before making it the baseline"
+            )
 
 
 def _save_if_new(path: Path, new: Baseline, old: Baseline | None) -> bool:

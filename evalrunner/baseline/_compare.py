@@ -10,12 +10,12 @@ history and goes back out with the results.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline._file import Baseline, baseline_models, baseline_path, load_baseline
 from evalrunner.endpoints._endpoints import LOCAL
 from evalrunner.suite._record import (
@@ -141,29 +141,35 @@ def _usable_baseline(
     ``loaded``: the suite's baselines as read before the night (None: read the file now).
     ``night_dir``: tonight's results, which the note offers to accept."""
     path = baseline_path(root, suite, cell.scenario, cell.model)
-    scope = f"--scenario {shlex.quote(cell.scenario)} --model {shlex.quote(cell.model)}"
-    refresh = f"evalrunner baseline --suite {suite} {scope}"
+    scope = ("--scenario", cell.scenario, "--model", cell.model)
+    refresh = NextStep("baseline", suite, scope)
     if loaded is not None:
         baseline = loaded.get(cell)
     else:
         baseline = load_baseline(path) if path.exists() else None
     if baseline is None:
         create = (
-            f"create one from tonight's runs with: evalrunner baseline --suite {suite} "
-            f"--from {shlex.quote(str(night_dir))} {scope}, or with a night of its own: {refresh}"
+            Said(
+                "create one from tonight's runs with: ",
+                NextStep("baseline", suite, ("--from", str(night_dir), *scope)),
+                ", or with a night of its own: ",
+                refresh,
+            )
             if night_dir is not None
-            else f"create one with: {refresh}"
+            else Said("create one with: ", refresh)
         )
-        return None, f"{cell}: no baseline at {path}; {create}", False
+        return None, Said(f"{cell}: no baseline at {path}; ", create), False
     if baseline.model != cell.model:
-        why = (
-            f"{cell}: not compared, {path} is for model {baseline.model!r}; refresh with: {refresh}"
+        why = Said(
+            f"{cell}: not compared, {path} is for model {baseline.model!r}; refresh with: ",
+            refresh,
         )
         return None, why, True
     if baseline.fingerprint != fingerprint:
-        why = (
+        why = Said(
             f"{cell}: not compared, the scenario's configuration changed since {path} "
-            f"was recorded (fingerprint {baseline.fingerprint} -> {fingerprint}); refresh with: {refresh}"
+            f"was recorded (fingerprint {baseline.fingerprint} -> {fingerprint}); refresh with: ",
+            refresh,
         )
         return None, why, True
     return baseline, "", False
@@ -181,12 +187,15 @@ def _missing_notes(
     if len(missing) <= _MISSING_SHOWN:
         return [note for _, note in missing]
     named = ", ".join(str(cell) for cell, _ in missing[:_MISSING_SHOWN])
-    night = shlex.quote(str(night_dir)) if night_dir is not None else "NIGHT"
+    night = str(night_dir) if night_dir is not None else "NIGHT"
     return [
-        f"{len(missing)} scenario × models have no baseline under {where}/ ({named} and "
-        f"{len(missing) - _MISSING_SHOWN} more); create them from a night that ran them with "
-        f"evalrunner baseline --suite {suite} --from {night}, or with a night of their own: "
-        f"evalrunner baseline --suite {suite}"
+        Said(
+            f"{len(missing)} scenario × models have no baseline under {where}/ ({named} and "
+            f"{len(missing) - _MISSING_SHOWN} more); create them from a night that ran them with ",
+            NextStep("baseline", suite, ("--from", night)),
+            ", or with a night of their own: ",
+            NextStep("baseline", suite),
+        )
     ]
 
 
@@ -230,17 +239,7 @@ def compare_with_baselines(
             continue
         baselines[cell] = baseline
         notes += _unmeasured_notes(cell, night)
-        pairs.append(
-            CellPair(
-                cell,
-                [n.records for n in baseline.nights],
-                night,
-                scenario.tolerance,
-                baseline.anchor,
-                (evidence or {}).get(cell),
-                measured_rows(night),
-            )
-        )
+        pairs.append(_pair(cell, night, scenario.tolerance, baseline, evidence))
     comparison = compare_pairs(pairs, references)
     comparison.notes[:0] = [
         *_missing_notes(missing, root / suite.name, suite.name, night_dir),
@@ -249,9 +248,33 @@ def compare_with_baselines(
     comparison.baselines, comparison.unfit = baselines, unfit
     comparison.missing = [cell for cell, _ in missing]
     if not baselines:  # "no baselines yet" would be wrong when other models have them
-        tonight = {r.model for r in records}
-        comparison.other_models = [m for m in baseline_models(root, suite.name) if m not in tonight]
+        comparison.other_models = _other_models(root, suite.name, records)
     return comparison
+
+
+def _pair(
+    cell: CellKey,
+    night: Sequence[RunRecord],
+    tolerance: Tolerance,
+    baseline: Baseline,
+    evidence: Mapping[CellKey, EvidenceState] | None,
+) -> CellPair:
+    """Tonight's runs of a cell beside its baseline's nights, with the evidence so far."""
+    return CellPair(
+        cell,
+        [n.records for n in baseline.nights],
+        night,
+        tolerance,
+        baseline.anchor,
+        (evidence or {}).get(cell),
+        measured_rows(night),
+    )
+
+
+def _other_models(root: Path, suite: str, records: Sequence[RunRecord]) -> list[str]:
+    """The models the suite has baselines for that tonight did not run."""
+    tonight = {r.model for r in records}
+    return [m for m in baseline_models(root, suite) if m not in tonight]
 
 
 _ROWS_SHOWN = 3

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalrunner._next import NextStep
 from evalrunner.baseline._divergence import Divergence, divergence
 from evalrunner.baseline._drift import most_sent, parameter_changes, request_changes, tool_changes
 from evalrunner.baseline._file import Baseline, load_baselines
@@ -301,7 +302,7 @@ def explain(
     if not traced:
         return Explanation(
             unavailable="this baseline was written before baselines kept traces; "
-            "request drift unavailable: accept a new baseline with 'evalrunner baseline'"
+            f"request drift unavailable: accept a new baseline with '{NextStep('baseline')}'"
         )
     requests = [r for t in traced for r in t.requests]
     traces = _traces_on(baseline, rows)

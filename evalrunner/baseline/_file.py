@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalrunner import _clock as clock
 from evalrunner._jsonio import canonical, load_model, write_json
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline._traces import RunTrace, Traces, first_moves
 from evalrunner.core._actions import first_action
 from evalrunner.errors import EvalrunnerError, FileFormatError
@@ -72,7 +73,7 @@ class AcceptedNight(BaseModel):
     records: list[RunRecord] = Field(description="Raw per-run records.")
     traces: Traces | None = Field(
         default=None,
-        description="The runs' actions and first requests, for 'evalrunner explain' "
+        description=f"The runs' actions and first requests, for '{NextStep('explain')}' "
         "(absent in files written before format 2).",
     )
 
@@ -245,7 +246,7 @@ def load_baseline(path: Path) -> Baseline:
         Baseline,
         what="baseline",
         version=READABLE_VERSIONS,
-        fix="rebuild it with 'evalrunner baseline'",
+        fix=f"rebuild it with '{NextStep('baseline')}'",
     )
 
 
@@ -261,10 +262,13 @@ def load_baselines(root: Path, suite: str, cells: Iterable[CellKey]) -> dict[Cel
                 # A file copied from another suite's baselines would be compared as this
                 # one's, its fingerprint matching whenever the scenario is the same.
                 raise FileFormatError(
-                    f"{path}: holds the baseline of suite {held[0]!r}, scenario {held[1]!r}, "
-                    f"not of {suite!r}, {cell.scenario!r}; build this one with evalrunner "
-                    f"baseline --suite {suite} --from NIGHT (after renaming a suite or "
-                    'scenario, set the file\'s "suite" and "scenario" fields to the new names)'
+                    Said(
+                        f"{path}: holds the baseline of suite {held[0]!r}, scenario "
+                        f"{held[1]!r}, not of {suite!r}, {cell.scenario!r}; build this one with ",
+                        NextStep("baseline", suite, ("--from", "NIGHT")),
+                        ' (after renaming a suite or scenario, set the file\'s "suite" and '
+                        '"scenario" fields to the new names)',
+                    )
                 )
     return found
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from evalrunner._jsonio import read_json
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline import build_baselines
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import default_out, notice, print_run
@@ -26,12 +27,18 @@ def _run_for_baseline(
     """One live night, neither compared nor kept in the history; its results directory."""
     out = out or default_out(suite.name)
     click.echo(f"suite {suite.name}: running for a baseline", err=True)
-    where = _options.locations()
-    suites = _options.locations(("suites_dir",))
-    finish = (
-        f"Finish them with:\n  evalrunner run --suite {suite.name}{suites} --out {out} --resume "
-        f"--no-compare --no-history\nthen: evalrunner baseline --suite {suite.name}{where} "
-        f"--from {out}"
+    finish = _options.say(
+        Said(
+            "Finish them with:\n  ",
+            NextStep(
+                "run",
+                suite.name,
+                ("--out", str(out), "--resume", "--no-compare", "--no-history"),
+                locations=("suites_dir",),
+            ),
+            "\nthen: ",
+            NextStep("baseline", suite.name, ("--from", str(out))),
+        )
     )
     with _exit.on_interrupt(finish, out):
         options = NightOptions(
@@ -43,7 +50,7 @@ def _run_for_baseline(
             history=None,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name, where)
+    print_run(result, suite.name, _options.locations())
     code = _exit.run_code(result, gate=False, fail_on_failure=False)
     if result.outage is not None:
         # No baseline from an outage: it would describe the endpoint, not the agent.
@@ -133,21 +140,15 @@ def baseline(
         sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
         models = scenarios = ()  # the night ran only these
     before = _nights_held(baselines_dir / suite.name)
-    try:
-        written = build_baselines(
-            suite,
-            list(sources),
-            baselines_dir,
-            append=append,
-            models=models,
-            scenarios=scenarios,
-            accept_flagged=accept_flagged,
-        )
-    except EvalrunnerError as refused:  # its commands must go to these baselines too
-        said = _options.with_locations(str(refused), suite.name, _options.locations())
-        run = _options.locations(("suites_dir",))  # "finish it with: evalrunner run ..."
-        refused.args = (_options.with_locations(said, suite.name, run, "run"),)
-        raise
+    written = build_baselines(
+        suite,
+        list(sources),
+        baselines_dir,
+        append=append,
+        models=models,
+        scenarios=scenarios,
+        accept_flagged=accept_flagged,
+    )
     for path, rewritten in written.items():
         click.echo(f"{'wrote' if rewritten else 'unchanged'} {path}")
         _say_what_moved(path, before.get(path), append)

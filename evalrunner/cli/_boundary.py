@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from evalrunner.cli._exit import STORAGE_FULL
+from evalrunner.cli._options import say
 from evalrunner.errors import EvalrunnerError, EvalrunnerWarning, UserError
 
 
@@ -29,7 +30,7 @@ class ErrorBoundary(click.Group):
                 warnings.showwarning = functools.partial(_show, default)
                 return super().invoke(ctx)
         except EvalrunnerError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {say(exc, ctx)}", err=True)
             sys.exit(exc.exit_code)
         except OSError as exc:
             # A directory the user cannot write or a full disk is the machine's answer, not

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline import compare_records
 from evalrunner.baseline._compare import row_notes
 from evalrunner.cli import _exit, _options
@@ -24,15 +26,26 @@ from evalrunner.live._results import Manifest
 from evalrunner.night._night import OUTAGE_EXIT
 from evalrunner.suite._record import RunRecord
 
+if TYPE_CHECKING:
+    from evalrunner.stats._metric_result import MetricResult
+
 
 def no_runs(results_dir: Path, manifest: Manifest) -> str:
     """The one line for a results directory with no finished run: how to finish it."""
     if manifest.status == "finished":
         return f"{results_dir} holds no runs (its night planned none)"
-    return (
-        f"{results_dir} holds no finished run yet (its night is {manifest.status}): finish it "
-        f"with evalrunner run --suite {manifest.suite} --out {results_dir} --resume"
+    return _options.say(
+        Said(
+            f"{results_dir} holds no finished run yet (its night is {manifest.status}): finish "
+            "it with ",
+            _finish(manifest, results_dir),
+        )
     )
+
+
+def _finish(manifest: Manifest, results_dir: Path) -> NextStep:
+    """The command that finishes a night, as it was started."""
+    return NextStep("run", manifest.suite, ("--out", str(results_dir), "--resume"))
 
 
 def unfinished_note(path: Path, manifest: Manifest, done: str = "compared") -> str | None:
@@ -40,10 +53,12 @@ def unfinished_note(path: Path, manifest: Manifest, done: str = "compared") -> s
     and the command that finishes it; None for a finished night."""
     if manifest.status == "finished":
         return None
-    return (
-        f"{path} is an unfinished night (its status is {manifest.status}): {done} on the "
-        f"runs it holds; finish it with evalrunner run --suite {manifest.suite} --out {path} "
-        "--resume"
+    return _options.say(
+        Said(
+            f"{path} is an unfinished night (its status is {manifest.status}): {done} on the "
+            "runs it holds; finish it with ",
+            _finish(manifest, path),
+        )
     )
 
 
@@ -91,20 +106,7 @@ def _one_side_only(records_a: Sequence[RunRecord], records_b: Sequence[RunRecord
 @_options.gate("Exit 1 when a gating metric regressed from A to B.")
 def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> None:
     """Compare two results directories: A is the reference, B the candidate."""
-    a, b = ResultsDir(results_a), ResultsDir(results_b)
-    first, second = (each.read_manifest() for each in (a, b))  # not results: one line, exit 2
-    if first.suite != second.suite:
-        raise click.UsageError(
-            f"A holds suite {first.suite!r} and B suite {second.suite!r}: compare two runs "
-            "of one suite"
-        )
-    records_a, records_b = a.records(), b.records()
-    for results_dir, records, manifest in (
-        (results_a, records_a, first),
-        (results_b, records_b, second),
-    ):
-        if not records:
-            raise click.UsageError(no_runs(results_dir, manifest))
+    first, second, records_a, records_b = _read_both(results_a, results_b)
     for side, results_dir, records in (("A", results_a, records_a), ("B", results_b, records_b)):
         # "Nothing flagged" and exit 0 would pass a branch whose night never reached the model.
         stop_on_outage(
@@ -128,13 +130,34 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
     rows = verdict_rows(results, all_metrics=all_metrics, settles=BETWEEN_DIRECTORIES)
     click.echo(format_table(rows, verdict_columns("A", "B")))
     # The closing line `run` prints too: the table alone cuts its notes.
+    click.echo(_closing_line(results, first.suite), err=True)
+    _exit.exit_with(_exit.compare_code(results, gate=gate))
+
+
+def _read_both(
+    results_a: Path, results_b: Path
+) -> tuple[Manifest, Manifest, list[RunRecord], list[RunRecord]]:
+    """Both nights' manifests and runs: of one suite, and each with a finished run."""
+    a, b = ResultsDir(results_a), ResultsDir(results_b)
+    first, second = (each.read_manifest() for each in (a, b))  # not results: one line, exit 2
+    if first.suite != second.suite:
+        raise click.UsageError(
+            f"A holds suite {first.suite!r} and B suite {second.suite!r}: compare two runs "
+            "of one suite"
+        )
+    records_a, records_b = a.records(), b.records()
+    for results_dir, records, manifest in (
+        (results_a, records_a, first),
+        (results_b, records_b, second),
+    ):
+        if not records:
+            raise click.UsageError(no_runs(results_dir, manifest))
+    return first, second, records_a, records_b
+
+
+def _closing_line(results: Sequence[MetricResult], suite: str) -> str:
     several = len({r.model for r in results}) > 1
     flagged = flagged_names([r for r in results if r.fails_night], several_models=several)
-    click.echo(
-        f"compare: flagged from A to B: {', '.join(flagged)}"
-        if flagged
-        else "compare: nothing flagged from A to B"
-        + undecided(results, first.suite, BETWEEN_DIRECTORIES),
-        err=True,
-    )
-    _exit.exit_with(_exit.compare_code(results, gate=gate))
+    if flagged:
+        return f"compare: flagged from A to B: {', '.join(flagged)}"
+    return "compare: nothing flagged from A to B" + undecided(results, suite, BETWEEN_DIRECTORIES)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
+from evalrunner._next import NextStep
 from evalrunner.baseline import Explanation, explain_results
 from evalrunner.baseline._file import baseline_models
 from evalrunner.cli import _options
@@ -73,8 +73,8 @@ def explain_cmd(
     if not explained:
         raise _no_baseline(suite.name, results_dir, baselines_dir, cells, scenarios)
     for cell, why in explained.items():
-        refresh = f"evalrunner baseline --suite {suite.name} --scenario {cell.scenario} "
-        _say(cell, why, diff, refresh + f"--model {cell.model}{_baselines_option(baselines_dir)}")
+        scope = ("--scenario", cell.scenario, "--model", cell.model)
+        _say(cell, why, diff, _options.say(NextStep("baseline", suite.name, scope)))
 
 
 def _say(cell: CellKey, why: Explanation, diff: bool, refresh: str) -> None:
@@ -116,8 +116,8 @@ def _no_baseline(
     others = [m for m in baseline_models(baselines_dir, suite) if m not in ours]
     where = f"{results_dir} has a baseline under {baselines_dir / suite}"
     among = f" among {', '.join(scenarios)}" if scenarios else ""
-    accept = f"evalrunner baseline --suite {suite}" + "".join(f" --model {m}" for m in ours)
-    accept += "".join(f" --scenario {s}" for s in scenarios) + _baselines_option(baselines_dir)
+    scope = (*_each("--model", ours), *_each("--scenario", scenarios))
+    accept = _options.say(NextStep("baseline", suite, scope))
     if not others:
         return ConfigError(f"no scenario of {where}{among}; accept nights first: {accept}")
     ran = f"the model{'s' if len(ours) != 1 else ''} it ran"
@@ -129,10 +129,9 @@ def _no_baseline(
     )
 
 
-def _baselines_option(baselines_dir: Path) -> str:
-    """``--baselines DIR`` for a command to give, when this one was given it."""
-    given = click.get_current_context().get_parameter_source("baselines_dir")
-    return f" --baselines {baselines_dir}" if given is ParameterSource.COMMANDLINE else ""
+def _each(flag: str, values: Sequence[str]) -> list[str]:
+    """``flag`` before each of ``values``, as words: --model a --model b."""
+    return [w for value in values for w in (flag, value)]
 
 
 _NAMED = 3
@@ -153,15 +152,7 @@ def _unfinished(
         return []
     notes = [note]
     ran = {r.cell for r in records}
-    by_scenario = manifest.models_by_scenario or {}
-    waiting = [
-        CellKey(s, m)
-        for s in sorted(manifest.runs)
-        for m in by_scenario.get(s) or manifest.models
-        if CellKey(s, m) not in ran
-        and (not scenarios or s in scenarios)
-        and (not models or m in models)
-    ]
+    waiting = [c for c in _planned(manifest) if c not in ran and _asked(c, scenarios, models)]
     if waiting:
         named = ", ".join(map(str, waiting[:_NAMED]))
         more = f" and {len(waiting) - _NAMED} more" if len(waiting) > _NAMED else ""
@@ -197,10 +188,17 @@ def _cells(
                 f"{results_dir} has no runs of {what} {', '.join(map(repr, unknown))} "
                 f"(its {what}s: {', '.join(sorted(there))})"
             )
-    return sorted(
-        {
-            CellKey(r.scenario, r.model)
-            for r in records
-            if (not scenarios or r.scenario in scenarios) and (not models or r.model in models)
-        }
-    )
+    return sorted({r.cell for r in records if _asked(r.cell, scenarios, models)})
+
+
+def _planned(manifest: Manifest) -> list[CellKey]:
+    """The cells a night planned, in scenario order."""
+    by_scenario = manifest.models_by_scenario or {}
+    return [
+        CellKey(s, m) for s in sorted(manifest.runs) for m in by_scenario.get(s) or manifest.models
+    ]
+
+
+def _asked(cell: CellKey, scenarios: tuple[str, ...], models: tuple[str, ...]) -> bool:
+    """Whether ``cell`` is among those asked about (every one, when none is named)."""
+    return (not scenarios or cell.scenario in scenarios) and (not models or cell.model in models)

@@ -99,10 +99,8 @@ def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action:
     files = scaffold(Path.cwd(), suite_name, agent, action)
     if workflows_only:
         files = {p: text for p, text in files.items() if p.suffix == ".yml"}
-    existing = [p for p in files if p.exists()]
-    if existing and not force:
-        names = ", ".join(str(p.relative_to(Path.cwd())) for p in existing)
-        raise ConfigError(f"{names} already exist(s); nothing written (--force overwrites)")
+    if not force:
+        _refuse_to_overwrite(files)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -114,6 +112,13 @@ def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action:
             f"\nThe workflows use {action}: pin it to a commit before you rely on it "
             "(evalrunner init --workflows --force --action OWNER/REPO@COMMIT)."
         )
+
+
+def _refuse_to_overwrite(files: dict[Path, str]) -> None:
+    existing = [p for p in files if p.exists()]
+    if existing:
+        names = ", ".join(str(p.relative_to(Path.cwd())) for p in existing)
+        raise ConfigError(f"{names} already exist(s); nothing written (--force overwrites)")
 
 
 def _next_steps(suite_name: str) -> None:

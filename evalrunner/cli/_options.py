@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from evalrunner._next import render
 from evalrunner.night._night import NightOptions
 from evalrunner.suite._schema import MAX_CELL_RUNS
 
@@ -19,6 +19,26 @@ Decorator = Callable[[F], F]
 
 DEFAULT_HISTORY = NightOptions.model_fields["history"].default
 
+GIVEN = "evalrunner.given_locations"
+"""Where in ``click.Context.meta`` (shared by a command's context and the group's) the
+locations given on the command line are kept, for the commands the library suggests."""
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep a location given on the command line (not a default, not the environment's:
+    a suggested command repeats what the user typed)."""
+    if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+        ctx.meta.setdefault(GIVEN, {})[param.name] = (param.opts[0], str(value))
+    return value
+
+
+def say(words: object, ctx: click.Context | None = None) -> str:
+    """The library's words (a note, a refusal, a problem) as the CLI shows them: each
+    command they suggest with the locations this command was given."""
+    ctx = ctx or click.get_current_context(silent=True)
+    return render(words, ctx.meta.get(GIVEN) if ctx is not None else None)
+
+
 suites_dir = click.option(
     "--suites-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -26,6 +46,7 @@ suites_dir = click.option(
     envvar="EVALRUNNER_SUITES",
     show_envvar=True,
     show_default=True,
+    callback=_remember,
     help="Directory holding suite YAML files.",
 )
 
@@ -48,6 +69,7 @@ def baselines_dir(help: str | None = None) -> Decorator[Any]:
         type=click.Path(file_okay=False, path_type=Path),
         default=NightOptions.model_fields["baselines_dir"].default,
         show_default=True,
+        callback=_remember,
         help=help,
     )
 
@@ -121,12 +143,3 @@ def locations(names: Sequence[str] = ("suites_dir", "baselines_dir")) -> str:
     baselines, not the ones compared with); empty when none was given."""
     words = given(names)
     return " " + shlex.join(words) if words else ""
-
-
-def with_locations(text: str, suite: str, where: str, command: str = "baseline") -> str:
-    """``text`` (the library's words, which name the suite alone) with ``where`` after
-    each ``COMMAND --suite SUITE`` it suggests."""
-    if not where:
-        return text
-    said = f"{command} --suite {suite}{where}"  # a function: a path's backslash is no escape
-    return re.sub(rf"{command} --suite {re.escape(suite)}(?![\w.-])", lambda _: said, text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -12,6 +13,9 @@ from evalrunner.cli._tables import format_table
 from evalrunner.errors import ConfigError
 from evalrunner.night._sentinel import DEFAULT_CALLS, DEFAULT_SHARE, MIN_CALLS
 from evalrunner.suite import Tolerance, load_suite_by_name
+
+if TYPE_CHECKING:
+    from evalrunner.stats._planner import CellPlan
 
 COLUMNS = (
     ("scenario", "scenario"),
@@ -125,9 +129,11 @@ def plan_cmd(
         suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence, models=models
     )
     for note in found.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {_options.say(note)}", err=True)
     plan = found.plan
-    if plan is not None and found.since_anchor < len(plan.cells):
+    if plan is None:
+        raise _no_baseline(suite.name, baselines_dir, models, found.other_models)
+    if found.since_anchor < len(plan.cells):
         # Said, not silent: planned without the nights since, a cell can be promised power
         # that tonight's test, widened by them, will not have.
         click.echo(
@@ -136,30 +142,7 @@ def plan_cmd(
             "their baselines' nights alone, as for a first night",
             err=True,
         )
-    if plan is None:
-        raise _no_baseline(suite.name, baselines_dir, models, found.other_models)
-    table = []
-    for cell in plan.cells:
-        young = "" if cell.gating else f"too young to gate ({cell.baseline_nights} nights)"
-        for m in cell.metrics:
-            table.append(
-                {
-                    "scenario": cell.scenario,
-                    "model": cell.model,
-                    "metric": m.metric,
-                    "margin": _num(m.margin),
-                    "mde_runs": f"{_num(m.mde_at_runs)} ({cell.runs})",
-                    "mde_budget": f"{_num(m.mde_at_budget)} ({cell.budget})",
-                    "needed": m.runs_for_margin
-                    or (
-                        f"none; about {m.nights_for_margin} baseline nights would do"
-                        if m.nights_for_margin
-                        else "none (needs a larger baseline)"
-                    ),
-                    "note": young or ("" if m.attainable else "out of reach at the budget"),
-                }
-            )
-    click.echo(format_table(table, COLUMNS))
+    click.echo(format_table([row for cell in plan.cells for row in _rows(cell)], COLUMNS))
     click.echo(
         f"\nlevel a lone change must reach: p <= {plan.level:.2g}; "
         f"runs a night: {plan.runs_now} now, {plan.runs_planned} with each scenario at the runs "
@@ -172,6 +155,30 @@ def plan_cmd(
     tolerances = {s.id: s.tolerance for s in suite.scenarios}
     click.echo(_season_line([tolerances[cell.scenario] for cell in plan.cells]))
     click.echo(_sentinel_line(plan.calls_planned))
+
+
+def _rows(cell: CellPlan) -> list[dict[str, object]]:
+    """One table row per gating metric of a cell."""
+    young = "" if cell.gating else f"too young to gate ({cell.baseline_nights} nights)"
+    return [
+        {
+            "scenario": cell.scenario,
+            "model": cell.model,
+            "metric": m.metric,
+            "margin": _num(m.margin),
+            "mde_runs": f"{_num(m.mde_at_runs)} ({cell.runs})",
+            "mde_budget": f"{_num(m.mde_at_budget)} ({cell.budget})",
+            "needed": m.runs_for_margin or _nights_needed(m.nights_for_margin),
+            "note": young or ("" if m.attainable else "out of reach at the budget"),
+        }
+        for m in cell.metrics
+    ]
+
+
+def _nights_needed(nights: int | None) -> str:
+    if nights:
+        return f"none; about {nights} baseline nights would do"
+    return "none (needs a larger baseline)"
 
 
 def _season_line(cells: list[Tolerance]) -> str:

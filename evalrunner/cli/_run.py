@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from evalrunner import _clock as clock
+from evalrunner._next import NextStep
 from evalrunner._redact import redact_text
 from evalrunner.baseline._compare import Comparison
 from evalrunner.cli import _exit, _options
@@ -101,14 +102,14 @@ def _resume_command(suite_name: str, out: Path) -> str:
     return shlex.join(words + _options.given(kept))
 
 
-def night_line(result: LiveResult, suite: str) -> str:
-    """What the night found, in one line, and the command to run next."""
+def night_line(result: LiveResult, suite: str, where: str = "") -> str:
+    """What the night found, in one line, and the command to run next (``where``: the
+    locations given, as words after the suite)."""
     from collections import Counter
 
     report = result.report
     counts = Counter(r.outcome for r in report.records)
-    runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
-    head = f"night: {len(report.records)} runs ({runs or 'none'})"
+    head = _counted(len(report.records), counts)
     if result.outage is not None:
         check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
@@ -124,23 +125,42 @@ def night_line(result: LiveResult, suite: str) -> str:
         return f"{head}."
     if not comparison.results:
         return f"{head}; {_nothing_compared(comparison, suite, report.out)}"
-    several = len({r.model for r in report.records}) > 1
-    flagged = flagged_names(comparison.regressions, several_models=several)
     left = _not_compared(comparison)
-    if flagged:
-        # Only the flagged scenarios: the suite-wide command replaced every baseline, and
-        # cut the unflagged ones back to one young night (a review).
-        scope = _scope(comparison.regressions, several)
-        return (
-            f"{head}; flagged: {', '.join(flagged)}{beside_flags(comparison.results)}{left}. "
-            "Next: evalrunner report, and if the change is intended, a new baseline from "
-            f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
-            f"[--from ANOTHER_NIGHT ...] {scope} (not --append: a baseline of both behaviours "
-            "flags neither)"
-        )
+    named = suite + where
+    if comparison.regressions:
+        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, named)}"
     return (
         f"{head}; nothing flagged against the baselines{left}"
-        f"{undecided(comparison.results, suite)}."
+        f"{undecided(comparison.results, named)}."
+    )
+
+
+def _counted(total: int, counts: Mapping[Any, int]) -> str:
+    """'night: 6 runs (5 passed, 1 failed)'."""
+    runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
+    return f"night: {total} runs ({runs or 'none'})"
+
+
+def _several_models(report: RunReport) -> bool:
+    return len({r.model for r in report.records}) > 1
+
+
+def _flagged(comparison: Comparison, report: RunReport) -> str:
+    several = _several_models(report)
+    flagged = flagged_names(comparison.regressions, several_models=several)
+    return f"flagged: {', '.join(flagged)}{beside_flags(comparison.results)}"
+
+
+def _next_when_flagged(comparison: Comparison, report: RunReport, suite: str) -> str:
+    """The report, then a new baseline of only the flagged scenarios: the suite-wide
+    command replaced every baseline, and cut the unflagged ones back to one young night
+    (a review)."""
+    scope = shlex.join(_scope(comparison.regressions, _several_models(report)))
+    return (
+        "Next: evalrunner report, and if the change is intended, a new baseline from "
+        f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
+        f"[--from ANOTHER_NIGHT ...] {scope} (not --append: a baseline of both behaviours "
+        "flags neither)"
     )
 
 
@@ -158,14 +178,12 @@ def _checks_broken(report: RunReport) -> str:
     return f"; checks that failed themselves, their runs judged without them: {named}"
 
 
-def _scope(flagged: Sequence[MetricResult], several_models: bool) -> str:
+def _scope(flagged: Sequence[MetricResult], several_models: bool) -> list[str]:
     """``--scenario`` (and with several models ``--model``) for each flagged cell's."""
-    import shlex
-
-    words = [f"--scenario {shlex.quote(s)}" for s in sorted({r.scenario for r in flagged})]
+    words = [w for s in sorted({r.scenario for r in flagged}) for w in ("--scenario", s)]
     if several_models:
-        words += [f"--model {shlex.quote(m)}" for m in sorted({r.model for r in flagged})]
-    return " ".join(words)
+        words += [w for m in sorted({r.model for r in flagged}) for w in ("--model", m)]
+    return words
 
 
 def _not_compared(comparison: Comparison) -> str:
@@ -209,7 +227,12 @@ def _say_if_baselines_elsewhere(suite: str, suites_dir: Path, baselines_dir: Pat
     """A note when the default baselines/ (beside where the command runs) has none of the
     suite's, and the project its suites come from has: run from another directory, a
     night compared nothing, said "no baselines yet" and offered to make new ones (a
-    review)."""
+    review). Not when --baselines was given: those are the ones meant."""
+    if (
+        click.get_current_context().get_parameter_source("baselines_dir")
+        is ParameterSource.COMMANDLINE
+    ):
+        return
     here = baselines_dir / suite
     there = suites_dir.resolve().parent / baselines_dir / suite
     if here.is_dir() or not there.is_dir() or here.resolve() == there.resolve():
@@ -244,7 +267,7 @@ def _models_down(out: list[str]) -> str:
 
 def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     """Why no scenario was compared, and the baseline command that would change that."""
-    accept = f"evalrunner baseline --suite {suite} --from {out}"
+    accept = _options.say(NextStep("baseline", suite, ("--from", str(out))))
     if comparison.unfit:
         return (
             f"nothing was compared: {len(comparison.unfit)} baseline(s) are for another model or "
@@ -267,10 +290,33 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last.
 
-    ``where``: the locations the night was given, for every command it suggests
-    (:func:`evalrunner.cli._options.locations`)."""
-    named = suite + where
+    ``where``: the locations the night was given, as words (:func:`._options.locations`),
+    for the tables' suggestions; every other command it suggests is a NextStep that
+    :func:`._options.say` renders with them."""
     report = result.report
+    _print_resumed(report)
+    _print_sequential(report)
+    rows = summary_rows(report.records, measured=result.outage is None)
+    click.echo(format_table(rows, SUMMARY_COLUMNS))
+    for line in judge_lines(report.records):
+        click.echo(f"judge: {line}", err=True)
+    if result.comparison is not None:
+        _print_comparison(result.comparison, report, suite)
+    _print_why(result, suite)
+    for said in (result.history_path, result.history_note):
+        if said:
+            click.echo(f"history: {said}", err=True)
+    for rid, tb in report.crashes:
+        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
+    for outage in [result.outage] if result.outage else result.model_outages.values():
+        click.echo(outage.line(), err=True)
+    # Last: what the night found and what to run next (after an outage's own line too).
+    click.echo(night_line(result, suite, where), err=True)
+    for problem in result.problems:
+        click.echo(f"error: {_options.say(problem)}", err=True)
+
+
+def _print_resumed(report: RunReport) -> None:
     if report.resumed_unclosed:
         click.echo(
             "note: the last process on this directory ended without closing it (killed, out "
@@ -280,47 +326,33 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
         )
     if report.resumed_skipped:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
-    _print_sequential(report)
-    rows = summary_rows(report.records, measured=result.outage is None)
-    click.echo(format_table(rows, SUMMARY_COLUMNS))
-    for line in judge_lines(report.records):
-        click.echo(f"judge: {line}", err=True)
-    if result.comparison is not None:
-        rows = verdict_rows(result.comparison.results)
-        if rows:
-            click.echo("\nCompared with baselines:")
-            click.echo(format_table(rows, VERDICT_COLUMNS))
-        for note in result.comparison.notes:
-            click.echo(f"note: {_options.with_locations(note, suite, where)}", err=True)
-        young = _young_cells(result.comparison.results)
-        if young:
-            several = len({r.model for r in report.records}) > 1
-            click.echo(
-                f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
-                f"as intended into them with evalrunner baseline --suite {named} --from NIGHT "
-                f"{_scope(young, several)} --append (tonight's: --from {report.out})",
-                err=True,
-            )
-    _print_why(result, named)
-    if result.history_path:
-        click.echo(f"history: {result.history_path}", err=True)
-    if result.history_note:
-        click.echo(f"history: {result.history_note}", err=True)
-    for rid, tb in report.crashes:
-        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
-    for outage in [result.outage] if result.outage else result.model_outages.values():
-        click.echo(outage.line(), err=True)
-    # Last: what the night found and what to run next (after an outage's own line too).
-    click.echo(night_line(result, named), err=True)
-    for problem in result.problems:
-        click.echo(f"error: {problem}", err=True)
+
+
+def _print_comparison(comparison: Comparison, report: RunReport, suite: str) -> None:
+    """The verdict table, then the comparison's notes (with the locations given), then the
+    baselines too young to gate."""
+    rows = verdict_rows(comparison.results)
+    if rows:
+        click.echo("\nCompared with baselines:")
+        click.echo(format_table(rows, VERDICT_COLUMNS))
+    for note in comparison.notes:
+        click.echo(f"note: {_options.say(note)}", err=True)
+    young = _young_cells(comparison.results)
+    if young:
+        scope = ("--from", "NIGHT", *_scope(young, _several_models(report)), "--append")
+        click.echo(
+            f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
+            f"as intended into them with {_options.say(NextStep('baseline', suite, scope))} "
+            f"(tonight's: --from {report.out})",
+            err=True,
+        )
 
 
 def _print_why(result: LiveResult, suite: str) -> None:
     """Why each failing scenario changed, one cause line each (docs/explain.md)."""
     if not result.explanations:
         return
-    more = f"evalrunner explain --suite {suite} --results {result.report.out}"
+    more = _options.say(NextStep("explain", suite, ("--results", str(result.report.out))))
     click.echo(f"\nWhy the failing scenarios changed (more: {more}):")
     for cell, why in result.explanations.items():
         click.echo(f"{cell.scenario} × {cell.model}: {why.line()}")
@@ -434,14 +466,12 @@ def run(
     With --resume, the directory's own plan (scenarios, models, runs, --adaptive)
     is continued; options given again must agree with it.
     """
-    given = click.get_current_context().get_parameter_source
     _say_what_options_do(
         history if no_history else None, runs if adaptive and max_runs is None else None
     )
-    if ray_address is not None and executor != "ray":
-        raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
+    _check_executor(executor, ray_address)
     suite = load_suite_by_name(suite_name, suites_dir)
-    if not no_compare and given("baselines_dir") is not ParameterSource.COMMANDLINE:
+    if not no_compare:
         _say_if_baselines_elsewhere(suite.name, suites_dir, baselines_dir)
     if resume and out is None:
         raise click.UsageError("--resume needs --out DIR (the directory to finish)")
@@ -468,6 +498,16 @@ def run(
         )
         result = run_live(suite, options, notify=notice)
     print_run(result, suite.name, _options.locations())
+    _exit_for(result, gate, fail_on_failure)
+
+
+def _check_executor(executor: str, ray_address: str | None) -> None:
+    if ray_address is not None and executor != "ray":
+        raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
+
+
+def _exit_for(result: LiveResult, gate: bool, fail_on_failure: bool) -> None:
+    """Exit with the night's code, saying so when --fail-on-failure alone made it 1."""
     code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == Outcome.FAILED for r in result.report.records)

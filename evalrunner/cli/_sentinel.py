@@ -72,8 +72,10 @@ def _cells(suite: Suite, scenarios: tuple[str, ...], models: tuple[str, ...]) ->
 def _code(seen: list[SentinelResult]) -> int:
     """1: a model answers otherwise; 3: no call got through at all; 2: no baseline keeps a
     request to send (a canary that checked nothing must not pass); else 0."""
-    if seen and all(r.unavailable for r in seen):
+    if not seen:
+        return 0
+    if all(r.unavailable for r in seen):
         return 2
-    if seen and not any(r.tonight for r in seen) and any(r.unreachable for r in seen):
+    if not any(r.tonight for r in seen) and any(r.unreachable for r in seen):
         return 3
     return 1 if any(r.changed for r in seen) else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from evalrunner.endpoints._endpoints import (
 )
 from evalrunner.errors import FileFormatError
 from evalrunner.suite import Suite, find_suites, load_suite
+
+if TYPE_CHECKING:
+    from evalrunner.baseline._file import Baseline
 
 
 @click.command()
@@ -34,25 +38,30 @@ def validate(files: tuple[Path, ...], suites_dir: Path, baselines_dir: Path) -> 
     if not paths:
         raise click.UsageError(f"no suite files given and none in {suites_dir}/")
     for path in paths:
-        suite = load_suite(path)
-        for sc in suite.scenarios:
-            sc.load_agent()
-            sc.load_checks()
-        models = _check_models(suite, path)
-        if LOCAL in models:
-            # A night would start the embedded model: say now if it is not installed.
-            from evalrunner.endpoints._local_model import check_embedded_model
+        _validate_one(path, baselines_dir)
 
-            check_embedded_model()
-        rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
-        data = f", {rows} dataset rows" if rows else ""
-        count = len(suite.scenarios)
-        broken = _committed_files(suite, path, baselines_dir, models)
-        if broken:
-            raise FileFormatError(
-                f"{path}: {broken} of the suite's committed files cannot be read (above)"
-            )
-        click.echo(f"ok  {path}  ({count} scenario{'' if count == 1 else 's'}{data})")
+
+def _validate_one(path: Path, baselines_dir: Path) -> None:
+    """Check one suite file, its agents, checks, models and committed files; say ``ok``."""
+    suite = load_suite(path)
+    for sc in suite.scenarios:
+        sc.load_agent()
+        sc.load_checks()
+    models = _check_models(suite, path)
+    if LOCAL in models:
+        # A night would start the embedded model: say now if it is not installed.
+        from evalrunner.endpoints._local_model import check_embedded_model
+
+        check_embedded_model()
+    rows = sum(len(sc.data.rows) for sc in suite.scenarios if sc.data is not None)
+    data = f", {rows} dataset rows" if rows else ""
+    count = len(suite.scenarios)
+    broken = _committed_files(suite, path, baselines_dir, models)
+    if broken:
+        raise FileFormatError(
+            f"{path}: {broken} of the suite's committed files cannot be read (above)"
+        )
+    click.echo(f"ok  {path}  ({count} scenario{'' if count == 1 else 's'}{data})")
 
 
 def _model_note(file: Path, model: str, path: Path, models: list[str]) -> str | None:
@@ -105,7 +114,6 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path, models: list
     from evalrunner.frozen._golden import Golden, golden_path_for, is_script
     from evalrunner.frozen._script import Script
 
-    scenarios = {sc.id: sc for sc in suite.scenarios}
     broken = 0
     for file in sorted((baselines_dir / suite.name).glob("*.json")):
         try:
@@ -114,27 +122,7 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path, models: list
             click.echo(f"error: {exc}", err=True)
             broken += 1
             continue
-        if baseline.scenario not in scenarios:
-            click.echo(
-                f"note: {file}: scenario {baseline.scenario!r} is not in {path}; delete the "
-                "file if the scenario is gone, or move it and its scenario field to the new id",
-                err=True,
-            )
-        elif baseline.fingerprint != scenarios[baseline.scenario].fingerprint:
-            # What a night would say ("not compared, the configuration changed"), said
-            # before it spends its runs on a scenario it then cannot compare.
-            click.echo(
-                f"note: {file}: scenario {baseline.scenario!r} has changed since it was "
-                f"recorded (its checks, input, agent or dataset rows; fingerprint "
-                f"{baseline.fingerprint} -> {scenarios[baseline.scenario].fingerprint}): a night "
-                f"will not compare it; refresh it with: evalrunner baseline --suite "
-                f"{suite.name} --scenario {baseline.scenario} --model {baseline.model}",
-                err=True,
-            )
-        else:
-            note = _model_note(file, baseline.model, path, models)
-            if note:
-                click.echo(f"note: {note}", err=True)
+        _baseline_note(suite, path, file, baseline, models)
     for file in sorted(golden_path_for(path, suite.name, "").parent.glob("*.json")):
         if file.name.endswith(".llm.json"):
             load: Callable[[Path], object] = Script.load
@@ -148,3 +136,32 @@ def _committed_files(suite: Suite, path: Path, baselines_dir: Path, models: list
             click.echo(f"error: {exc}", err=True)
             broken += 1
     return broken
+
+
+def _baseline_note(
+    suite: Suite, path: Path, file: Path, baseline: Baseline, models: list[str]
+) -> None:
+    """A note when a readable baseline belongs to no scenario or model of the suite, or
+    to a scenario that has changed since it was recorded."""
+    scenarios = {sc.id: sc for sc in suite.scenarios}
+    if baseline.scenario not in scenarios:
+        click.echo(
+            f"note: {file}: scenario {baseline.scenario!r} is not in {path}; delete the "
+            "file if the scenario is gone, or move it and its scenario field to the new id",
+            err=True,
+        )
+    elif baseline.fingerprint != scenarios[baseline.scenario].fingerprint:
+        # What a night would say ("not compared, the configuration changed"), said
+        # before it spends its runs on a scenario it then cannot compare.
+        click.echo(
+            f"note: {file}: scenario {baseline.scenario!r} has changed since it was "
+            f"recorded (its checks, input, agent or dataset rows; fingerprint "
+            f"{baseline.fingerprint} -> {scenarios[baseline.scenario].fingerprint}): a night "
+            f"will not compare it; refresh it with: evalrunner baseline --suite "
+            f"{suite.name} --scenario {baseline.scenario} --model {baseline.model}",
+            err=True,
+        )
+    else:
+        note = _model_note(file, baseline.model, path, models)
+        if note:
+            click.echo(f"note: {note}", err=True)

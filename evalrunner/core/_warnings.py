@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from evalrunner._next import NextStep
+
 
 class NoModelCallsWarning(UserWarning):
     """A capture scope closed without seeing a single model call.
@@ -14,12 +16,16 @@ class NoModelCallsWarning(UserWarning):
     """
 
 
+PROXY = NextStep("proxy")
+"""The capture proxy's command, for agents that reach their model some other way."""
+
+
 def no_model_calls_message(name: str) -> str:
     return (
         f"capture({name!r}) saw no model call. If the agent called a model, the call "
         "bypassed capture, which sees only litellm.completion/acompletion called through "
         "the module: an SDK client (openai, anthropic, ...), `from litellm import completion` "
         "taken before capture was installed, or a response cache (dspy, langchain) answered "
-        "it. Point the agent at the capture proxy instead (`evalrunner proxy`, docs/proxy.md). "
+        f"it. Point the agent at the capture proxy instead (`{PROXY}`, docs/proxy.md). "
         "If the agent makes no model call on purpose, pass expect_model_calls=False."
     )

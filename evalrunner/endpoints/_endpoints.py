@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from evalrunner._net import no_proxy
 from evalrunner._redact import register_secret
 from evalrunner.errors import ConfigError
 
@@ -224,9 +225,7 @@ ServeLocal = Callable[[Notify], Endpoint]
 
 def loopback_without_proxy() -> None:
     """An http_proxy in the environment would swallow calls to a server on loopback."""
-    no_proxy = os.environ.get("NO_PROXY", "")
-    if "127.0.0.1" not in no_proxy:
-        os.environ["NO_PROXY"] = ",".join(p for p in (no_proxy, "127.0.0.1", "localhost") if p)
+    os.environ.update(no_proxy(os.environ))
 
 
 class EndpointPool:

@@ -40,6 +40,7 @@ from typing import Any
 
 from evalrunner._net import is_loopback
 from evalrunner._redact import redact_text
+from evalrunner.core._warnings import PROXY
 from evalrunner.errors import NetworkBlocked
 from evalrunner.frozen._refusing_proxy import RefusingProxy
 
@@ -430,13 +431,13 @@ def describe_blocks(blocks: list[Block]) -> str:
             "capture: call models as `litellm.completion(...)` through the module (a "
             "`from litellm import completion` bound before evalrunner wrapped litellm skips "
             "capture), or record and replay an agent built on a provider SDK through the "
-            "capture proxy (`evalrunner proxy`): in pytest `golden_trajectory.proxied(agent, "
+            f"capture proxy (`{PROXY}`): in pytest `golden_trajectory.proxied(agent, "
             "...)` or `golden_trajectory.command([...])`, with the SDK client created inside "
             "the agent. Re-recording cannot help: the call never reaches the recording."
         )
     return text + (
         "A tool, a library or a child process talked to the outside: fake it in the test, "
         "or, if it is a model call through another client, run the agent through the "
-        "capture proxy (`evalrunner proxy`): in pytest `golden_trajectory.proxied(...)` or "
+        f"capture proxy (`{PROXY}`): in pytest `golden_trajectory.proxied(...)` or "
         "`golden_trajectory.command([...])`."
     )

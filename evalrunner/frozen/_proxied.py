@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
@@ -123,8 +124,7 @@ def command_agent(
 
     def run(proxy_env: Mapping[str, str]) -> Any:
         full = {**os.environ, **(env or {}), **proxy_env}
-        for key in ("NO_PROXY", "no_proxy"):  # the proxy is on loopback
-            full[key] = ",".join(h for h in (full.get(key, ""), "127.0.0.1", "localhost") if h)
+        full.update(no_proxy(full))  # the proxy is on loopback
         try:
             done = subprocess.run(
                 list(argv), env=full, cwd=cwd, capture_output=True, timeout=timeout

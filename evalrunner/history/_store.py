@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from evalrunner._jsonio import canonical, parse_json, validate_model
+from evalrunner._next import NextStep
 from evalrunner._redact import redact
 from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
 from evalrunner.history._columnar import ColumnarFile, float_array, pair_array, to_parquet
@@ -211,7 +212,7 @@ def check_readable(root: str) -> None:
         if fs.exists(base) and not fs.isdir(base):
             raise ConfigError(
                 f"history location {root!r} is a file, not a directory; pass --history with "
-                f"the location 'evalrunner run' wrote to (default {DEFAULT_ROOT})"
+                f"the location '{NextStep('run')}' wrote to (default {DEFAULT_ROOT})"
             )
 
 

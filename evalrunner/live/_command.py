@@ -30,6 +30,7 @@ import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
@@ -127,9 +128,7 @@ async def _communicate(
 
 def _with_no_proxy(env: dict[str, str], host: str) -> dict[str, str]:
     """The proxy is on loopback: an HTTP(S)_PROXY of the machine must not carry the calls."""
-    for key in ("NO_PROXY", "no_proxy"):
-        env[key] = ",".join(h for h in (env.get(key, ""), host, "localhost") if h)
-    return env
+    return {**env, **no_proxy(env, (host, "localhost"))}
 
 
 def _kill(pid: int) -> None:

@@ -42,6 +42,7 @@ from pydantic import (
 )
 
 from evalrunner._jsonio import flush_to_disk, read_json, validate_model, write_json
+from evalrunner._next import NextStep, Said
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.suite._record import RunKey, RunRecord, model_slug
 
@@ -196,7 +197,7 @@ class ResultsDir:
         try:
             data = read_json(path, "run record", merged=False)
         except FileFormatError as exc:
-            raise FileFormatError(f"{exc}; {self._damaged_run_fix()}") from None
+            raise FileFormatError(Said(f"{exc}; ", self._damaged_run_fix())) from None
         if not isinstance(data, dict) or data.get("format_version") != RUN_FORMAT_VERSION:
             raise FileFormatError(
                 f"{path}: not a version-{RUN_FORMAT_VERSION} run file; was it written by evalrunner?"
@@ -214,9 +215,10 @@ class ResultsDir:
             return "restore it from its copy"
         if manifest.status == "finished":
             return "restore it from its copy, or run the night again"
-        return (
-            f"restore it from its copy, or delete it and finish the night with evalrunner run "
-            f"--suite {manifest.suite} --out {self.root} --resume, which runs that run again"
+        return Said(
+            "restore it from its copy, or delete it and finish the night with ",
+            NextStep("run", manifest.suite, ("--out", str(self.root), "--resume")),
+            ", which runs that run again",
         )
 
     def night_files(self) -> list[Path]:
@@ -466,6 +468,6 @@ def load_records(root: str | Path) -> pd.DataFrame:
     results = ResultsDir(Path(root))
     if not results.manifest_path.exists():
         raise FileFormatError(
-            f"{root}: no manifest.json; is this a results directory written by 'evalrunner run'?"
+            f"{root}: no manifest.json; is this a results directory written by '{NextStep('run')}'?"
         )
     return records_frame(results.records())

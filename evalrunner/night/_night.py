@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 from pydantic import Field
 
 from evalrunner._clock import iso_now
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline._compare import Comparison, compare_with_baselines
 from evalrunner.baseline._explain import Explanation, SentinelResult, explain_night
 from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
@@ -427,10 +428,12 @@ def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
         result.history_path = _append_history(night, new, result, history)
     except (EvalrunnerError, OSError) as exc:
         # The night's runs are on disk: --resume appends what the history lacks.
+        resume = ("--out", str(night.results.root), "--resume", "--history", history)
         result.problems.append(
-            f"history not written to {history}: {exc}; once it can be, append the night with "
-            f"evalrunner run --suite {night.suite.name} --out {night.results.root} --resume "
-            f"--history {history}"
+            Said(
+                f"history not written to {history}: {exc}; once it can be, append the night with ",
+                NextStep("run", night.suite.name, resume),
+            )
         )
         return
     night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
@@ -464,8 +467,8 @@ def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -
                 cell,
                 "not run: sending the baseline's first request again, to tell a model change "
                 f"from an agent change, takes at least {MIN_CALLS} calls a failing scenario, "
-                f"and its share of tonight's calls (a tenth) is fewer; `evalrunner sentinel "
-                f"--suite {night.suite.name}` runs it alone",
+                f"and its share of tonight's calls (a tenth) is fewer; "
+                f"`{NextStep('sentinel', night.suite.name)}` runs it alone",
             )
         return
     for cell, seen in run_sentinel(night.suite, baselines, cells, calls=calls, pool=pool).items():

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evalrunner._next import NextStep
 from evalrunner.baseline._explain import SentinelResult
 from evalrunner.baseline._file import Baseline
 from evalrunner.core._actions import ANSWER, move
@@ -133,7 +134,7 @@ def run_sentinel(
                 out[cell] = SentinelResult.not_run(
                     cell,
                     "the baseline keeps no first request to send again; accept a new "
-                    "baseline with 'evalrunner baseline'",
+                    f"baseline with '{NextStep('baseline')}'",
                 )
                 continue
             endpoint = endpoints.resolve(cell.model)

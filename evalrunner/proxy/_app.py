@@ -29,6 +29,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from evalrunner._next import NextStep
 from evalrunner.errors import ConfigError, FileFormatError
 from evalrunner.proxy._anthropic import (
     anthropic_error,
@@ -125,7 +126,8 @@ async def _body(request: Request, limit: int) -> bytes:
     too_big = ProxyHTTPError(
         413,
         "request_too_large",
-        f"request body over the proxy's limit of {limit} bytes (evalrunner proxy --max-body-mb)",
+        f"request body over the proxy's limit of {limit} bytes "
+        f"({NextStep('proxy', options=('--max-body-mb',))})",
     )
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner._jsonio import load_model, write_json
+from evalrunner._next import NextStep
 from evalrunner.core._mismatch import Recorded, RequestBook, view_label
 from evalrunner.core._request_key import (
     DEFAULT_FINGERPRINT,
@@ -90,7 +91,7 @@ class Recording(BaseModel):
             cls,
             what="proxy recording",
             version=RECORDING_FORMAT_VERSION,
-            fix="re-record it (evalrunner proxy --record DIR, or pytest --golden-record)",
+            fix=f"re-record it ({RECORD}, or pytest --golden-record)",
         )
 
     def save(self, path: Path) -> None:
@@ -101,7 +102,9 @@ def recording_path(directory: Path, run_id: str) -> Path:
     return directory / f"{run_id}.proxy.json"
 
 
-REDO = "pytest --golden-record, or evalrunner proxy --record DIR"
+RECORD = NextStep("proxy", options=("--record", "DIR"))
+"""How to record again through the proxy."""
+REDO = f"pytest --golden-record, or {RECORD}"
 
 
 class ReplayBook:

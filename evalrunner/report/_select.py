@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from evalrunner import _clock as clock
+from evalrunner._next import NextStep
 from evalrunner.errors import ConfigError
 from evalrunner.history._store import (
     BaselineSummary,
@@ -489,16 +490,27 @@ def missing(
 
     None when everything asked for is there, so an empty report is never written silently.
     """
-    if not history.sources:
-        return _no_sources(history)
-    unknown = _suites_missing(history, suites)
-    if unknown is not None:
-        return unknown
+    said = _nothing_read(history) or _suites_missing(history, suites)
+    if said is not None:
+        return said
     wanted = [s for s in history.sources if not suites or s.suite in suites]
-    outside = _outside(wanted, since, until) if since or until else None
-    if outside is not None:
-        return outside
+    if since or until:
+        outside = _outside(wanted, since, until)
+        if outside is not None:
+            return outside
     return _models_missing(wanted, models) if models else None
+
+
+def _nothing_read(history: History) -> str | None:
+    if history.sources:
+        return None
+    if history.skipped:
+        # Not "holds none": the files are there, and the fix is theirs (the lines above).
+        return (
+            f"holds no readable history file: {len(history.skipped)} could not be read "
+            "(each named above); move them aside and run the report again"
+        )
+    return f"holds no history files (<suite>/*.parquet, written by '{NextStep('run')}')"
 
 
 def _suites_missing(history: History, suites: Sequence[str]) -> str | None:
@@ -507,17 +519,6 @@ def _suites_missing(history: History, suites: Sequence[str]) -> str | None:
         if suite not in known_suites:
             return _not_in("suite", suite, known_suites)
     return None
-
-
-def _no_sources(history: History) -> str:
-    """Why a history without a source holds nothing to report."""
-    if history.skipped:
-        # Not "holds none": the files are there, and the fix is theirs (the lines above).
-        return (
-            f"holds no readable history file: {len(history.skipped)} could not be read "
-            "(each named above); move them aside and run the report again"
-        )
-    return "holds no history files (<suite>/*.parquet, written by 'evalrunner run')"
 
 
 def _models_missing(wanted: Sequence[Source], models: Sequence[str]) -> str | None:

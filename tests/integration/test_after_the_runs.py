@@ -46,7 +46,8 @@ def test_a_failed_history_append_comes_after_the_tables(
     manifest = ResultsDir(tmp_path / "out").read_manifest()
     assert manifest.status == "finished" and manifest.history_run_ids == []
     # The line ends with the command that appends the night (before: no fix was named).
-    fix = f"evalrunner run --suite late --out out --resume --history {history}"
+    # It carries the suites directory the night was given (the resume reads the suite there).
+    fix = f"evalrunner run --suite late --suites-dir {tmp_path} --out out --resume --history {history}"
     assert errors[0].endswith(f"; once it can be, append the night with {fix}")
     history.unlink()
     with FakeEndpoint(responder=respond) as ep:

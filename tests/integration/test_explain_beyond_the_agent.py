@@ -143,7 +143,8 @@ def test_a_baseline_the_night_did_not_compare_is_said_to_be_for_another_configur
     assert lines[:3] == [
         f"population × openai/fake: its baseline is for another configuration (fingerprint "
         f"{before['fingerprint']} -> {tonight}), so the night did not compare it; refresh it "
-        "with: evalrunner baseline --suite agent --scenario population --model openai/fake",
+        f"with: evalrunner baseline --suite agent --suites-dir {project.root} --scenario "
+        "population --model openai/fake",
         "  against that baseline all the same: cause: request changed (first user message, 1 line)",
         "    request: first user message, 1 line",
     ]
@@ -167,15 +168,15 @@ def test_a_night_of_models_no_baseline_is_for_is_one_line_naming_them_and_the_ne
         "error: no scenario of results/n23 has a baseline under baselines/agent for "
         "openai/new, the model it ran; the baselines there are for openai/fake (explain a "
         "night of that model instead), or accept nights of openai/new first: evalrunner "
-        "baseline --suite agent --model openai/new\n"
+        f"baseline --suite agent --suites-dir {project.root} --model openai/new\n"
     )
     # With no baseline at all, the command that makes one.
     empty = project.explain("results/n23", "--baselines", str(project.root / "none"))
     assert empty.exit_code == 2, empty.output
     assert empty.stderr == (
         f"error: no scenario of results/n23 has a baseline under {project.root / 'none/agent'}; "
-        "accept nights first: evalrunner baseline --suite agent --model openai/new "
-        f"--baselines {project.root / 'none'}\n"
+        f"accept nights first: evalrunner baseline --suite agent --suites-dir {project.root} "
+        f"--baselines {project.root / 'none'} --model openai/new\n"
     )
 
 
@@ -194,8 +195,12 @@ def test_an_unfinished_night_says_so_as_compare_does_and_names_what_it_left_out(
     [compare_note] = [x for x in compared.stderr.splitlines() if "unfinished" in x]
     said = project.explain("results/int1")
     assert said.exit_code == 0, said.output
+    # One note, its own verb, and the suites directory explain was given in its command.
+    own = compare_note.replace(": compared on ", ": explained on ").replace(
+        "--suite agent ", f"--suite agent --suites-dir {project.root} "
+    )
     assert said.stderr.splitlines() == [
-        compare_note.replace(": compared on ", ": explained on "),  # one note, its own verb
+        own,
         "note: no run of population [openai/fake] has finished yet: not explained",
     ]
     assert compare_note == (

@@ -285,7 +285,8 @@ def test_a_damaged_run_file_names_the_fix_and_the_fix_finishes_the_night(tmp_pat
         assert line.startswith(f"error: {damaged}: not valid JSON at line 1 column ")
         assert line.endswith(
             "; restore it from its copy, or delete it and finish the night with evalrunner run "
-            f"--suite resumable --out {out} --resume, which runs that run again"
+            f"--suite resumable --suites-dir {tmp_path} --out {out} --resume, which runs that run "
+            "again"
         )
         damaged.unlink()
         resumed = evalrunner(ep, tmp_path, *args)

@@ -2,7 +2,7 @@
 
 The layers, bottom up (docs/architecture.md draws them):
 
-    plumbing   _jsonio, _redact, _clock, _heap, _lazy, _litellm, _net, _version, errors
+    plumbing   _jsonio, _redact, _clock, _heap, _lazy, _litellm, _net, _next, _version, errors
     core       capture, ATIF, normalise, shape, diff, the request fingerprint
     suite      suite files, the agent contract, run records, metrics, Tolerance
     endpoints  model strings, the embedded model's server
@@ -37,6 +37,7 @@ PLUMBING = (
     "_lazy",
     "_litellm",
     "_net",
+    "_next",
     "_version",
     "errors",
 )
