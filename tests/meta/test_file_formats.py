@@ -62,6 +62,9 @@ def _type(annotation: Any, models: dict[str, str]) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         _describe(annotation, models)
         return annotation.__name__
+    if isinstance(annotation, type) and issubclass(annotation, enum.StrEnum):
+        # Written as its members' strings: in a file it is the Literal of them.
+        return f"Literal{sorted(repr(m.value) for m in annotation)}"
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return f"{annotation.__name__}{sorted(m.value for m in annotation)}"
     origin = typing.get_origin(annotation)
