@@ -157,7 +157,7 @@ def _open() -> None:
     if not _state.hooked:
         sys.addaudithook(_audit)
         _state.hooked = True
-    _state.proxy = RefusingProxy(_record_forwarded)
+    _state.proxy = RefusingProxy(_note_forwarded)
     current = threading.current_thread()
     _state.bystanders = {t for t in threading.enumerate() if t is not current}
     _state.pid = os.getpid()
@@ -313,14 +313,14 @@ def _check(layer: str, target: Any) -> None:
     name = f"{thread.name} (running before the replay began)" if bystander else thread.name
     where, via = _origin(sys._getframe(1))
     block = Block(layer, redact_text(_format_target(target)), name, where, via)
-    _record(block)
+    _note_block(block)
     raise NetworkBlocked(
         f"network access during replay ({block.line()}): replayed runs must not reach any "
         "endpoint; something bypassed the recorded responses"
     )
 
 
-def _record(block: Block) -> None:
+def _note_block(block: Block) -> None:
     if os.getpid() != _state.pid and _state.proxy is not None:
         # A forked child: its guards are copies; tell the parent's.
         _state.proxy.forward(block.layer, block.target, block.where, block.via)
@@ -329,9 +329,9 @@ def _record(block: Block) -> None:
         guard.record(block)
 
 
-def _record_forwarded(layer: str, target: str, where: str | None, via: str | None) -> None:
+def _note_forwarded(layer: str, target: str, where: str | None, via: str | None) -> None:
     # A URL a child asked for may carry a key in its query or user:password@.
-    _record(Block(layer, redact_text(target), None, where, via))
+    _note_block(Block(layer, redact_text(target), None, where, via))
 
 
 # --- helpers --------------------------------------------------------------------------------
