@@ -25,6 +25,7 @@ import json
 import math
 import typing
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args, get_origin
 
@@ -79,6 +80,8 @@ def _plain(annotation: object) -> str | None:
     if get_origin(annotation) is Literal:
         values = get_args(annotation)
         return "string" if all(isinstance(v, str) for v in values) else None
+    if isinstance(annotation, type) and issubclass(annotation, StrEnum):
+        return "string"  # written as its members' strings, like a Literal of them
     kinds: dict[object, str] = {str: "string", bool: "bool", int: "int64", float: "float64"}
     return kinds.get(annotation)
 

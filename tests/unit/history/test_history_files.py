@@ -352,3 +352,32 @@ def test_a_parquet_night_says_whether_it_was_an_outage_without_its_head_parsed(
     assert [s.outage for s in sources] == [False, True]
     files = [s.file for s in sources if isinstance(s, InParquet)]
     assert len(files) == 2 and all("head" not in vars(f) for f in files)  # never parsed
+
+
+PARQUET_0_2_0 = Path(__file__).parent / "data" / "history_parquet_0_2_0"
+"""One night written by evalrunner 0.2.0 (``history_factory.build_entries(nights=1,
+scenarios=2, models=1)``), before outcomes were an enum."""
+
+
+def _layout(path: Path) -> dict[str, object]:
+    import pyarrow.parquet as pq
+
+    return json.loads(pq.read_schema(path).metadata[META_KEY])  # type: ignore[no-any-return]
+
+
+def test_a_parquet_history_written_by_0_2_0_reads_and_is_written_the_same_way(
+    tmp_path: Path,
+) -> None:
+    [old] = sorted(PARQUET_0_2_0.glob("*/*.parquet"))
+    history = load_history(str(PARQUET_0_2_0))
+    [source] = history.sources
+    outcomes = [o for o in source.column("records", "outcome") if o is not None]
+    assert outcomes and all(o in {"passed", "failed", "skipped", "crashed"} for o in outcomes)
+    assert [r.outcome for r in history.entries[0].records] == outcomes
+    # Written again by this release: the same layout, the outcome a plain string column
+    # (a JSON column would hold '"passed"', which 0.2.0 reads with its quotes).
+    [again] = write_history(str(tmp_path), history.entries)
+    assert _layout(Path(again)) == _layout(old)
+    assert load_history(str(tmp_path)).sources[0].column("records", "outcome") == (
+        source.column("records", "outcome")
+    )
