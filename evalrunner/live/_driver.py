@@ -311,8 +311,12 @@ async def run_night(
     limit = concurrency or night.suite.concurrency
     _capped(list(endpoints.values()), limit, say)
     report = RunReport(out=night.results.root, records=[], resumed_unclosed=night.unclosed)
+    owned = executor is None  # one we start, we close (its command agents' proxy included)
+    executor = executor or LocalExecutor(night.suite.spec.rate_limits)
+    # Built before the night counts as started: a failure here leaves it "running".
+    driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
     try:
-        await _drive(night, scheduler, report, limit, progress_stream, executor)
+        await _drive(night, scheduler, report, driver, executor if owned else None)
     except BaseException:
         # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
         night.save(status="interrupted", ended_at=iso_now())
@@ -350,20 +354,16 @@ async def _drive(
     night: OpenNight,
     scheduler: Scheduler,
     report: RunReport,
-    limit: int,
-    progress_stream: TextIO | None,
-    executor: JobExecutor | None,
+    driver: _Driver,
+    owned: JobExecutor | None,
 ) -> None:
-    """Every batch run through ``executor`` (one of our own when None, closed here)."""
-    owned = executor is None  # one we start, we close (its command agents' proxy included)
-    executor = executor or LocalExecutor(night.suite.spec.rate_limits)
-    driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
+    """Every batch run through ``driver``; then ``owned`` (an executor we started) closed."""
     try:
         with heap_frozen():
             await _run_batches(night, scheduler, driver, report)
         report.broken_checks = driver.say_broken()
     finally:
         with contextlib.ExitStack() as closing:
-            if owned:
-                closing.callback(executor.close)
+            if owned is not None:
+                closing.callback(owned.close)
             driver.close()  # raises a failed write's error, after the executor is closed
