@@ -21,6 +21,15 @@ Locations = Mapping[str, Sequence[str]]
 BOTH = ("suites_dir", "baselines_dir")
 
 
+class Placeholder(str):
+    """A word the user fills in (``<a night's results directory>``, ``[--from ANOTHER ...]``):
+    shown as it is, not shell-quoted."""
+
+
+def _quoted(word: str) -> str:
+    return word if isinstance(word, Placeholder) else shlex.quote(word)
+
+
 @dataclass(frozen=True)
 class NextStep:
     """A command to run next: ``evalrunner COMMAND [PATHS] [--suite SUITE] [OPTIONS]``."""
@@ -43,7 +52,7 @@ class NextStep:
             words += ["--suite", self.suite]
         for name in self.locations:
             words += (given or {}).get(name, ())
-        return shlex.join([*words, *self.options])
+        return " ".join(_quoted(w) for w in [*words, *self.options])
 
     def __str__(self) -> str:
         return self.render()
@@ -80,3 +89,8 @@ def render(said: object, given: Locations | None = None) -> str:
     if isinstance(said, BaseException) and len(said.args) == 1:
         said = said.args[0] if isinstance(said.args[0], Said) else said
     return said.render(given) if isinstance(said, Said | NextStep) else str(said)
+
+
+def each(flag: str, values: Sequence[str]) -> tuple[str, ...]:
+    """``flag`` before each of ``values``, as words: ``--model a --model b``."""
+    return tuple(w for v in values for w in (flag, v))

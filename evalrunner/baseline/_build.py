@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalrunner._clock import iso_now
-from evalrunner._next import NextStep, Said
+from evalrunner._next import NextStep, Said, each
 from evalrunner.baseline._file import (
     AcceptedNight,
     Baseline,
@@ -110,7 +110,7 @@ def _refuse_an_outage(source: Path, records: Sequence[RunRecord]) -> None:
 def _refuse_a_model_outage(source: Path, records: Sequence[RunRecord], suite: str) -> None:
     others = sorted({r.model for r in records})
     for model, out in model_outages(records).items():
-        rest = [w for m in others if m != model for w in ("--model", m)]
+        rest = each("--model", [m for m in others if m != model])
         raise BaselineMismatch(
             Said(
                 f"{source}: the endpoint of {model} failed ({out.infra} of {out.total} runs "
@@ -125,7 +125,7 @@ def _refuse_an_unmeasured_cell(source: Path, records: Sequence[RunRecord], suite
     for cell, runs in sorted(group_records(records).items()):
         if any(r.measured for r in runs):
             continue
-        rest = [w for s in scenarios if s != cell.scenario for w in ("--scenario", s)]
+        rest = each("--scenario", [s for s in scenarios if s != cell.scenario])
         fix = (
             Said(
                 "accept the other scenarios' runs with ",
@@ -266,7 +266,7 @@ def _refuse_flagged(
     failed = sorted({r.metric for r in compare_pairs([pair]).regressions})
     if not failed:
         return
-    sources = [w for each in found for w in ("--from", str(each.results.root))]
+    sources = each("--from", [str(night.results.root) for night in found])
     scope = ("--scenario", cell.scenario, "--model", cell.model)
     raise BaselineMismatch(
         Said(
@@ -323,10 +323,10 @@ def _refuse_another_configuration(
     suite: Suite, scenario: ResolvedScenario, found: Sequence[_Found]
 ) -> None:
     """Every night pooled, not only the latest, must have run the scenario as it is now."""
-    for each in found:
-        if each.fingerprint is not None and each.fingerprint != scenario.fingerprint:
+    for night in found:
+        if night.fingerprint is not None and night.fingerprint != scenario.fingerprint:
             raise BaselineMismatch(
-                f"{each.results.root}: scenario {scenario.id!r} ran with another configuration than "
+                f"{night.results.root}: scenario {scenario.id!r} ran with another configuration than "
                 f"{suite.path or suite.name} now has; run it again before making it the baseline"
             )
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalrunner._next import NextStep
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline._divergence import Divergence, divergence
 from evalrunner.baseline._drift import most_sent, parameter_changes, request_changes, tool_changes
 from evalrunner.baseline._file import Baseline, load_baselines
@@ -101,7 +101,7 @@ class SentinelResult:
 
     def line(self) -> str:
         if self.unavailable:
-            return f"sentinel: {self.unavailable}"
+            return Said("sentinel: ", self.unavailable)  # it may suggest a command
         sent = sum(self.tonight.values()) + len(self.unreachable)
         head = f"sentinel: the baseline's first request sent {sent} times"
         if self.unreachable:

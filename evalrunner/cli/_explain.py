@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalrunner._next import NextStep
+from evalrunner._next import NextStep, each
 from evalrunner.baseline import Explanation, explain_results
 from evalrunner.baseline._file import baseline_models
 from evalrunner.cli import _options
@@ -116,7 +116,7 @@ def _no_baseline(
     others = [m for m in baseline_models(baselines_dir, suite) if m not in ours]
     where = f"{results_dir} has a baseline under {baselines_dir / suite}"
     among = f" among {', '.join(scenarios)}" if scenarios else ""
-    scope = (*_each("--model", ours), *_each("--scenario", scenarios))
+    scope = (*each("--model", ours), *each("--scenario", scenarios))
     accept = _options.say(NextStep("baseline", suite, scope))
     if not others:
         return ConfigError(f"no scenario of {where}{among}; accept nights first: {accept}")
@@ -127,11 +127,6 @@ def _no_baseline(
         f"are for {', '.join(others)} (explain a night of {those} instead), or accept nights "
         f"of {', '.join(ours)} first: {accept}"
     )
-
-
-def _each(flag: str, values: Sequence[str]) -> list[str]:
-    """``flag`` before each of ``values``, as words: --model a --model b."""
-    return [w for value in values for w in (flag, value)]
 
 
 _NAMED = 3

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
+from evalrunner._next import NextStep, Placeholder, Said, each
 from evalrunner.cli import _options
 from evalrunner.cli._tables import format_table
 from evalrunner.errors import ConfigError
@@ -63,28 +64,35 @@ def _no_baseline(
     """Nothing to plan against: the command that makes a baseline, or, when the suite's
     baselines are all for other models than the night's, those models."""
     if others and not models:
-        given = " ".join(f"--model {m}" for m in others)
         return ConfigError(
-            f"suite {suite!r} has no baseline under {baselines_dir} for the models a night "
-            f"would run; its baselines are for {', '.join(others)}: evalrunner plan --suite "
-            f"{suite} {given}"
+            Said(
+                f"suite {suite!r} has no baseline under {baselines_dir} for the models a night "
+                f"would run; its baselines are for {', '.join(others)}: ",
+                NextStep("plan", suite, each("--model", others)),
+            )
         )
     others = [m for m in others if m not in models]
+    asked = each("--model", models)
     if others:
-        asked = " ".join(f"--model {m}" for m in models)
         return ConfigError(
-            f"suite {suite!r} has no baseline under {baselines_dir} for {', '.join(models)}; "
-            f"its baselines are for {', '.join(others)} (evalrunner plan --suite {suite} "
-            + " ".join(f"--model {m}" for m in others)
-            + f"), or accept nights first: evalrunner baseline --suite {suite} {asked}"
+            Said(
+                f"suite {suite!r} has no baseline under {baselines_dir} for {', '.join(models)}; "
+                f"its baselines are for {', '.join(others)} (",
+                NextStep("plan", suite, each("--model", others)),
+                "), or accept nights first: ",
+                NextStep("baseline", suite, asked),
+            )
         )
-    given = "".join(f" --model {m}" for m in models)
     # Both ways, as the night's own hint gives them: a team that has run nights has their
     # runs to accept, and the bare command starts a night of its own.
+    night = Placeholder("<a night's results directory>")
     return ConfigError(
-        f"suite {suite!r} has no usable baseline under {baselines_dir}; accept nights first: "
-        f"evalrunner baseline --suite {suite} --from <a night's results directory>{given}, "
-        f"or with a night of its own: evalrunner baseline --suite {suite}{given}"
+        Said(
+            f"suite {suite!r} has no usable baseline under {baselines_dir}; accept nights first: ",
+            NextStep("baseline", suite, ("--from", night, *asked)),
+            ", or with a night of its own: ",
+            NextStep("baseline", suite, asked),
+        )
     )
 
 

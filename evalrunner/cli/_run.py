@@ -11,7 +11,7 @@ import click
 from click.core import ParameterSource
 
 from evalrunner import _clock as clock
-from evalrunner._next import NextStep
+from evalrunner._next import NextStep, Placeholder, Said, each
 from evalrunner._redact import redact_text
 from evalrunner.baseline._compare import Comparison
 from evalrunner.cli import _exit, _options
@@ -128,7 +128,7 @@ def night_line(result: LiveResult, suite: str, where: str = "") -> str:
     left = _not_compared(comparison)
     named = suite + where
     if comparison.regressions:
-        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, named)}"
+        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, suite)}"
     return (
         f"{head}; nothing flagged against the baselines{left}"
         f"{undecided(comparison.results, named)}."
@@ -155,12 +155,16 @@ def _next_when_flagged(comparison: Comparison, report: RunReport, suite: str) ->
     """The report, then a new baseline of only the flagged scenarios: the suite-wide
     command replaced every baseline, and cut the unflagged ones back to one young night
     (a review)."""
-    scope = shlex.join(_scope(comparison.regressions, _several_models(report)))
-    return (
-        "Next: evalrunner report, and if the change is intended, a new baseline from "
-        f"nights that show it: evalrunner baseline --suite {suite} --from {report.out} "
-        f"[--from ANOTHER_NIGHT ...] {scope} (not --append: a baseline of both behaviours "
-        "flags neither)"
+    scope = _scope(comparison.regressions, _several_models(report))
+    more = Placeholder("[--from ANOTHER_NIGHT ...]")
+    accept = NextStep("baseline", suite, ("--from", str(report.out), more, *scope))
+    return _options.say(
+        Said(
+            "Next: evalrunner report, and if the change is intended, a new baseline from "
+            "nights that show it: ",
+            accept,
+            " (not --append: a baseline of both behaviours flags neither)",
+        )
     )
 
 
@@ -180,9 +184,9 @@ def _checks_broken(report: RunReport) -> str:
 
 def _scope(flagged: Sequence[MetricResult], several_models: bool) -> list[str]:
     """``--scenario`` (and with several models ``--model``) for each flagged cell's."""
-    words = [w for s in sorted({r.scenario for r in flagged}) for w in ("--scenario", s)]
+    words = [*each("--scenario", sorted({r.scenario for r in flagged}))]
     if several_models:
-        words += [w for m in sorted({r.model for r in flagged}) for w in ("--model", m)]
+        words += each("--model", sorted({r.model for r in flagged}))
     return words
 
 
@@ -359,7 +363,7 @@ def _print_why(result: LiveResult, suite: str) -> None:
         if why.divergence is not None and why.divergence.line() not in why.line():
             click.echo(f"  runs diverge {why.divergence.line()}")
         if why.sentinel:
-            click.echo(f"  {why.sentinel.line()}")
+            click.echo(f"  {_options.say(why.sentinel.line())}")
         if why.rows:
             click.echo(f"  rows that moved most: {'; '.join(why.rows)}")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from evalrunner._next import NextStep, Said
 from evalrunner.baseline import load_baselines
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._run import notice
@@ -47,13 +48,19 @@ def sentinel_cmd(
     baselines = load_baselines(baselines_dir, suite.name, cells)
     if not baselines:
         raise click.UsageError(
-            f"no baseline under {baselines_dir / suite.name} for these scenarios: "
-            f"write them first with 'evalrunner baseline --suite {suite.name}'"
+            _options.say(
+                Said(
+                    f"no baseline under {baselines_dir / suite.name} for these scenarios: "
+                    "write them first with '",
+                    NextStep("baseline", suite.name),
+                    "'",
+                )
+            )
         )
     with EndpointPool(notify=notice) as pool:
         seen = run_sentinel(suite, baselines, sorted(baselines), calls=calls, pool=pool)
     for cell, result in seen.items():
-        click.echo(f"{cell.scenario} × {cell.model}: {result.line()}")
+        click.echo(f"{cell.scenario} × {cell.model}: {_options.say(result.line())}")
     _exit.exit_with(_code(list(seen.values())))
 
 

@@ -465,10 +465,13 @@ def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -
         for cell in cells:
             result.explanations[cell].sentinel = SentinelResult.not_run(
                 cell,
-                "not run: sending the baseline's first request again, to tell a model change "
-                f"from an agent change, takes at least {MIN_CALLS} calls a failing scenario, "
-                f"and its share of tonight's calls (a tenth) is fewer; "
-                f"`{NextStep('sentinel', night.suite.name)}` runs it alone",
+                Said(
+                    "not run: sending the baseline's first request again, to tell a model "
+                    f"change from an agent change, takes at least {MIN_CALLS} calls a failing "
+                    "scenario, and its share of tonight's calls (a tenth) is fewer; `",
+                    NextStep("sentinel", night.suite.name),
+                    "` runs it alone",
+                ),
             )
         return
     for cell, seen in run_sentinel(night.suite, baselines, cells, calls=calls, pool=pool).items():

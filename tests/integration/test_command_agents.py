@@ -337,8 +337,9 @@ def test_command_agents_get_baselines_and_verdicts_like_any_agent(
     assert (
         "sentinel: not run: sending the baseline's first request again, to tell a model change "
         "from an agent change, takes at least 5 calls a failing scenario, and its share of "
-        "tonight's calls (a tenth) is fewer; `evalrunner sentinel --suite cmdbase` runs it alone"
-    ) in changed.stdout
+        "tonight's calls (a tenth) is fewer; `evalrunner sentinel --suite cmdbase --suites-dir "
+        f"{tmp_path} --baselines {tmp_path / 'baselines'}` runs it alone"
+    ) in changed.stdout  # with the locations the night was given (before: without them)
 
 
 def test_a_command_that_gives_up_on_a_context_window_refusal_is_skipped(tmp_path: Path) -> None:

@@ -168,8 +168,11 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     none = lab.cli("plan", "--baselines", str(lab.root / "nowhere"))
     assert none.exit_code == 2 and "has no usable baseline" in none.output
     # Before: only the bare command (a night of its own), where run's hint gave --from.
-    assert f"evalrunner baseline --suite {SUITE} --from <a night's results directory>, " in (
-        none.output
+    # The command carries the locations given, so it accepts into the baselines asked about.
+    where = f"--suites-dir {lab.root} --baselines {lab.root / 'nowhere'}"
+    assert (
+        f"evalrunner baseline --suite {SUITE} {where} --from <a night's results directory>, "
+        in none.output
     )
     # A night's models, as run --model gives them (before: no such option, and a baseline
     # for the model run --model gave read as "no usable baseline", its fix running another).
@@ -178,11 +181,12 @@ def test_plan_prints_mde_and_runs_needed_at_the_verdicts_level(lab: Lab) -> None
     other = lab.cli("plan", "--baselines", str(lab.root / "mature"), "--model", "openai/other")
     assert other.exit_code == 2
     # Before: "no usable baseline ...", naming neither the model that has one nor its plan.
+    where = f"--suites-dir {lab.root} --baselines {lab.root / 'mature'}"
     assert other.stderr.splitlines()[-1] == (
         f"error: suite {SUITE!r} has no baseline under {lab.root / 'mature'} for openai/other; "
-        f"its baselines are for openai/fake (evalrunner plan --suite {SUITE} --model "
-        f"openai/fake), or accept nights first: evalrunner baseline --suite {SUITE} --model "
-        "openai/other"
+        f"its baselines are for openai/fake (evalrunner plan --suite {SUITE} {where} --model "
+        f"openai/fake), or accept nights first: evalrunner baseline --suite {SUITE} {where} "
+        "--model openai/other"
     )
 
 
@@ -204,7 +208,7 @@ def test_plan_for_a_suite_without_models_names_the_models_its_baselines_are_for(
     assert result.stderr.splitlines()[-1] == (
         f"error: suite {SUITE!r} has no baseline under {lab.root / 'mature'} for the models a "
         f"night would run; its baselines are for openai/fake: evalrunner plan --suite {SUITE} "
-        "--model openai/fake"
+        f"--suites-dir {suites} --baselines {lab.root / 'mature'} --model openai/fake"
     )
 
 
