@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from evalrunner._next import NextStep, Said, render
+from evalrunner._next import NextStep, Placeholder, Said, each, render
 
 
 def test_a_suggested_command_gets_the_locations_and_a_windows_path_stays_as_given() -> None:
@@ -54,3 +54,16 @@ def test_an_error_holding_said_words_renders_them_and_keeps_them_through_pickle(
         "why; x: evalrunner run --suite s --baselines b --resume."
     )
     assert render(ValueError("plain")) == "plain"
+
+
+def test_a_placeholder_the_user_fills_in_is_shown_as_it_is_and_the_rest_quoted() -> None:
+    step = NextStep(
+        "baseline",
+        "s",
+        ("--from", Placeholder("<a night's results directory>"), "--from", "my night"),
+    )
+    assert render(step, {"baselines_dir": ["--baselines", "b"]}) == (
+        "evalrunner baseline --suite s --baselines b --from <a night's results directory> "
+        "--from 'my night'"
+    )
+    assert each("--model", ["a", "b c"]) == ("--model", "a", "--model", "b c")
