@@ -9,15 +9,7 @@ from collections.abc import Sequence
 from evalrunner import _clock as clock
 from evalrunner.report._select import when
 from evalrunner.stats._metric_result import MetricResult
-from evalrunner.suite._metrics import EFFECT_LABELS, Kind
-
-_MARGIN_PREFIX: dict[Kind, str] = {
-    "binary": "±",
-    "count": "±",
-    "continuous": "×",
-    "categorical": "≤",
-}
-"""How a kind's margin reads: a rate or Cliff's delta within ±m, a ratio within ×m, a distance up to m."""
+from evalrunner.suite._metrics import EFFECT_LABELS, SCALES
 
 
 def _finite(value: float | None) -> float | None:
@@ -48,7 +40,8 @@ def interval(ci: tuple[float, float] | None) -> str:
 
 
 def margin(result: MetricResult) -> str:
-    return f"{_MARGIN_PREFIX.get(result.kind, '±')}{fmt(result.margin)}"
+    scale = SCALES.get(result.kind)  # type: ignore[call-overload]
+    return f"{scale.margin_prefix if scale else '±'}{fmt(result.margin)}"
 
 
 def effect_label(result: MetricResult) -> str:

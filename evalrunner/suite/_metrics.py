@@ -72,13 +72,15 @@ class Scale:
     ratio: bool = False
     """The effect is a ratio: no change is 1 and a margin a factor > 1. Otherwise a
     difference: no change is 0 and a margin lies in (0, 1]."""
+    margin_prefix: str = "±"
+    """How its margin reads before the number: within ±m, within ×m, up to ≤m."""
 
 
 SCALES: dict[Kind, Scale] = {
     "binary": Scale("difference"),
     "count": Scale("Cliff's delta"),
-    "continuous": Scale("ratio", ratio=True),
-    "categorical": Scale("atypicality change"),
+    "continuous": Scale("ratio", ratio=True, margin_prefix="×"),
+    "categorical": Scale("atypicality change", margin_prefix="≤"),
 }
 """Every metric kind's effect scale, by name."""
 

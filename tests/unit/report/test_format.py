@@ -6,9 +6,9 @@ import typing
 
 import pytest
 
-from evalrunner.report._format import _MARGIN_PREFIX, fmt, margin
+from evalrunner.report._format import fmt, margin
 from evalrunner.stats._metric_result import MetricResult
-from evalrunner.suite._metrics import REGISTRY, Kind
+from evalrunner.suite._metrics import REGISTRY, SCALES, Kind
 
 
 def test_numbers_have_three_significant_digits() -> None:
@@ -47,7 +47,9 @@ def test_a_margin_reads_in_its_kinds_terms(name: str, text: str) -> None:
 
 
 def test_every_kind_has_a_margin_text() -> None:
-    assert set(_MARGIN_PREFIX) == set(typing.get_args(Kind))
+    # A kind's margin text is a field of its scale, which every kind has.
+    assert set(SCALES) == set(typing.get_args(Kind))
+    assert all(scale.margin_prefix for scale in SCALES.values())
 
 
 def test_a_chart_of_nights_of_one_day_tells_them_apart_by_time() -> None:
