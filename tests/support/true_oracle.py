@@ -65,7 +65,8 @@ class Oracle:
 
 def _logit_move(rng: np.random.Generator, p: float, m: int) -> FloatArray:
     logit = np.log(p / (1 - p)) + rng.normal(0, 0.3, m)
-    return 1 / (1 + np.exp(-logit))
+    out: FloatArray = 1 / (1 + np.exp(-logit))
+    return out
 
 
 def _rates(law: Law, rng: np.random.Generator, m: int) -> tuple[FloatArray, FloatArray]:
@@ -156,7 +157,8 @@ def statistic(
         top += a
         bottom += b
     a, b = fn(tonight_law, rng, draws, runs)
-    return sign * (a / b - top / bottom)
+    out: FloatArray = sign * (a / b - top / bottom)
+    return out
 
 
 @functools.cache

@@ -59,7 +59,7 @@ def test_the_engine_told_tau2_does_not_beat_the_oracle() -> None:
     tau^2 = 0 (escalation, the power table's row) on 16 fixed nights flags no more than
     the true oracle with the cap of runs, up to its Wilson interval."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks"))
-    import calibrate_stats as cs
+    import calibrate_stats as cs  # type: ignore[import-not-found]
 
     tasks = [
         cs.NightTask(seed, cs.Suite(5, 1), cs.CHANGES[0], cs.QUIET, (5, 20), (cs.TOLD_QUIET,))
@@ -83,7 +83,7 @@ def test_the_oracle_law_is_the_generators(endpoint: str) -> None:
     from true_oracle import _path, _rates, _steps
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks"))
-    import calibrate_stats as cs
+    import calibrate_stats as cs  # type: ignore[import-not-found]
 
     rng = np.random.default_rng(5)
     drift = cs.LOGIT if endpoint == "logit" else cs.UNIFORM
