@@ -836,34 +836,39 @@ def aa_table(cfg: Config) -> None:
     cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     for suite in cfg.chosen(SUITES):
         for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
-            procs = (ESCALATE, FIXED, TOLD_QUIET) if not drift else (ESCALATE, FIXED)
-            both = _nights(cfg, suite, NONE, drift, procs)
-            mature = [r["escalation"] for r in both]
-            young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
-            n = len(mature)
-            failed = sum(x.null_failed or x.changed_failed for x in mature)
-            fixed = sum(r["fixed N"].null_failed or r["fixed N"].changed_failed for r in both)
-            told = "-"
-            if not drift:
-                told_failed = [r[TOLD_QUIET.name] for r in both]
-                told = pct(sum(x.null_failed or x.changed_failed for x in told_failed), n)
-            flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
-            runs = np.mean([x.runs_null for x in mature])
-            which = collections.Counter(m for x in mature for m in x.failing)
-            oracle = 100 * _true_oracle_aa(suite, drift, cfg.seed)
-            cfg.emit(
-                f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {oracle:.1f} | {told} "
-                f"| {pct(failed, n)} | {pct(fixed, n)} | {runs:.1f} | {pct(flagged, len(young))} "
-                f"| {', '.join(f'{m} {k}' for m, k in which.most_common()) or '-'} |"
-            )
-            if suite == SUITES[0]:
-                rates = {m: 100 * np.mean([x.ok[m] for x in mature]) for m in GATING}
-                shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
-                cfg.lines.append(
-                    f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
-                    f"{ENDPOINTS[drift]}, mature): {shown}"
-                )
+            _aa_row(cfg, suite, drift)
     cfg.emit()
+
+
+def _aa_row(cfg: Config, suite: Suite, drift: Endpoint) -> None:
+    """One row of the A/A table (and, for the first suite, its note of `ok` verdicts)."""
+    procs = (ESCALATE, FIXED, TOLD_QUIET) if not drift else (ESCALATE, FIXED)
+    both = _nights(cfg, suite, NONE, drift, procs)
+    mature = [r["escalation"] for r in both]
+    young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
+    n = len(mature)
+
+    def failed(name: str) -> int:
+        return sum(r[name].null_failed or r[name].changed_failed for r in both)
+
+    told = pct(failed(TOLD_QUIET.name), n) if not drift else "-"
+    flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
+    runs = np.mean([x.runs_null for x in mature])
+    which = collections.Counter(m for x in mature for m in x.failing)
+    oracle = 100 * _true_oracle_aa(suite, drift, cfg.seed)
+    cfg.emit(
+        f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {oracle:.1f} | {told} "
+        f"| {pct(failed(ESCALATE.name), n)} | {pct(failed(FIXED.name), n)} | {runs:.1f} "
+        f"| {pct(flagged, len(young))} "
+        f"| {', '.join(f'{m} {k}' for m, k in which.most_common()) or '-'} |"
+    )
+    if suite == SUITES[0]:
+        rates = {m: 100 * np.mean([x.ok[m] for x in mature]) for m in GATING}
+        shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
+        cfg.lines.append(
+            f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
+            f"{ENDPOINTS[drift]}, mature): {shown}"
+        )
 
 
 def _true_oracle_aa(suite: Suite, drift: Endpoint, seed: int) -> float:
@@ -1510,6 +1515,11 @@ TABLES: dict[str, Callable[[Config], None]] = {
 }
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated option's names ('' gives none)."""
+    return tuple(t for t in text.split(",") if t)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -1580,11 +1590,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         seasons=args.seasons or (20 if args.quick else 100),
         aa_seasons=args.aa_seasons or (6 if args.quick else 40),
         quick=args.quick,
-        suites=tuple(t for t in args.suites.split(",") if t),
-        endpoints=tuple(t for t in args.endpoints.split(",") if t),
+        suites=_names(args.suites),
+        endpoints=_names(args.endpoints),
         paddings=tuple(t if t == INTEGRATED else float(t) for t in args.paddings.split(",") if t),
         anchor=(anchor_nights, anchor_runs),
-        changes=tuple(t for t in args.changes.split(",") if t),
+        changes=_names(args.changes),
         argv=tuple(sys.argv[1:] if argv is None else argv),
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)

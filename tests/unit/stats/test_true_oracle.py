@@ -89,15 +89,14 @@ def test_the_oracle_law_is_the_generators(endpoint: str) -> None:
     drift = cs.LOGIT if endpoint == "logit" else cs.UNIFORM
     nights = [cs.Profile().night(rng, drift) for _ in range(4000)]
     passed, skip = _rates(Law(endpoint), rng, 4000)
-    for theirs, ours in (
+    step_sd = {"logit": 0.1, "drift": 0.05}[endpoint]
+    pairs = (
         ([p.p_pass for p in nights], passed),
         ([p.p_skip for p in nights], skip),
-        (
-            [p.steps for p in nights],
-            5 * np.exp(rng.normal(0, 0.1 if endpoint == "logit" else 0.05, 4000)),
-        ),
+        ([p.steps for p in nights], 5 * np.exp(rng.normal(0, step_sd, 4000))),
         ([p.shares[0] for p in nights], rng.beta(140, 60, 4000)),
-    ):
+    )
+    for theirs, ours in pairs:
         assert np.mean(ours) == pytest.approx(np.mean(theirs), rel=0.02)
         assert np.std(ours) == pytest.approx(np.std(theirs), rel=0.08)
     # The path and step draws are the ones the statistic uses.
