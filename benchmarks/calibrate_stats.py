@@ -896,7 +896,7 @@ def power_table(cfg: Config) -> None:
         "null nights) at the engine's bar for a lone change (fdr_q over the night's gating "
         "tests, 0.05 / 25 in a 5 x 1 night), one-sided in the harmful direction, on the same "
         "anchor, with 20 runs tonight / the engine's mean runs / the cap of 60 (its simulation "
-        "error is under 0.3 points; tokens is not gating: no bar). Engine told tau^2: the "
+        "error is about half a point; tokens is not gating: no bar). Engine told tau^2: the "
         "engine with escalation on the same nights, its tests told the night variance instead "
         "of estimating it (quiet: 0; drift: each metric's tau^2 under the law, from 4,000 "
         "nights of it): a useful row, not a bound. Engine as shipped: `escalation` (up to 3N "
