@@ -65,6 +65,9 @@ from evalrunner.stats._reference import CellReference, Pool
 from evalrunner.suite import Tolerance
 from evalrunner.suite._record import CellKey, RunRecord
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
+from true_oracle import ORACLE_STATISTICS, Law, true_oracle
+
 INTEGRATED = "integrated"
 Padding = float | str | None
 """A fixed padding of tau^2 (standard errors), :data:`INTEGRATED`, or None: the engine's."""
@@ -350,10 +353,11 @@ class Procedure:
     adaptive: bool = False
     told_quiet: bool = False
     """The tests are told the truth of a quiet endpoint (no night effect) instead of
-    estimating it from the baseline: the ceiling of what estimating it costs."""
+    estimating it from the baseline: what estimating it costs (the engine told tau^2, not a
+    bound: the true oracle is :func:`true_oracle`)."""
     told_law: bool = False
     """The changed cell's tests are told the drifting endpoint's night variance (tau^2 of
-    every metric, from :func:`law_tau2`) instead of estimating it: the same ceiling there."""
+    every metric, from :func:`law_tau2`) instead of estimating it: the same row there."""
 
 
 FIXED = Procedure("fixed N", NO_ESCALATION)
@@ -477,7 +481,7 @@ def _one_night(task: NightTask) -> dict[str, Night]:
 def law_tau2(profile: Profile, drift: Endpoint) -> dict[str, float]:
     """Each metric's night variance on its test scale under the drift law, for ``profile``:
     the engine's own estimate from :data:`LAW_NIGHTS` nights of 20 runs (fixed seed), which
-    no user has. The oracle of the power table's drifting rows."""
+    no user has. What the power table's "engine told tau^2" is told on drifting rows."""
     rng = np.random.default_rng(LAW_NIGHTS)
     key = CellKey("law", "m")
     nights = [draw(profile.night(rng, drift), key, rng, N, j * N) for j in range(LAW_NIGHTS)]
@@ -622,7 +626,7 @@ class SeasonTask:
     told_law: bool = False
     """Every night's tests told each cell's night variance under the drift law
     (:func:`law_tau2`; on the quiet endpoint tau^2 = 0) instead of estimating it: the
-    season-wide false alarms of a test that knows the truth, the oracle beside the engine's."""
+    season-wide false alarms of the engine told tau^2 beside the engine as shipped."""
 
 
 @dataclass(frozen=True)
@@ -745,6 +749,21 @@ class Config:
     """Only these rows of the trade-off tables; empty: all."""
     anchor: tuple[int, int] = (5, 20)
     """The power table's baseline: nights x runs (the mature baseline by default)."""
+    changes: tuple[str, ...] = ()
+    """Only the power table's changes whose names start with one of these; empty: all."""
+    argv: tuple[str, ...] = ()
+    """The command line's arguments, printed above the tables that reproduce with them."""
+
+    def command(self, table: str) -> str:
+        """The command that reproduces ``table`` as printed."""
+        args = list(self.argv)
+        if "--only" not in args and not any(a.startswith("--only=") for a in args):
+            args += ["--only", table]
+        return "PYTHONPATH=. .venv/bin/python benchmarks/calibrate_stats.py " + " ".join(args)
+
+    def changes_of(self, changes: Sequence[Change]) -> list[Change]:
+        """The changes of ``--changes`` (all when it is empty)."""
+        return [c for c in changes if not self.changes or c.name.startswith(self.changes)]
 
     def chosen(self, suites: Sequence[Suite]) -> list[Suite]:
         """The suites of ``--suites`` (all when it is empty)."""
@@ -793,96 +812,174 @@ def _nights(
 
 def aa_table(cfg: Config) -> None:
     cfg.emit("## A/A: nights with a gating flag when nothing changed\n")
+    cfg.emit(f"`{cfg.command('aa')}`\n")
     cfg.emit(
         "Share of nights (%, 95 % Wilson interval) on which some unchanged scenario x model "
         "fails the night; N = 20, escalation on (up to 3N). Mature baseline: 5 nights x 20 runs. "
-        "Young: 1 night x 10 runs, too young to gate, so nothing fails: the column counts nights "
-        "with any regression/changed verdict, which is reported and fails nothing. Runs/cell: "
-        "mean runs an unchanged cell used (escalation spends the rest above 20). Fixed N: the "
-        "same nights with no escalation (escalation must not add false alarms).\n"
+        "True oracle: the night's gating tests each made by the test that knows the night law "
+        "(tests/support/true_oracle.py) at the lone change's bar, 1 - prod(1 - size) over the "
+        "suite's cells and gating metrics, each size measured on 200,000 fresh null nights of "
+        "the default profile (at most fdr_q = 5 % by construction). Engine told tau^2: the same "
+        "nights with escalation, every cell's tests told tau^2 = 0 (quiet rows only: on a "
+        "drifting endpoint each random cell's tau^2 would take 4,000 nights of the law to "
+        "learn). Engine as shipped: escalation, and fixed N (the same nights with no "
+        "escalation: escalation must not add false alarms). Young: 1 night x 10 runs, too young "
+        "to gate, so nothing fails: the column counts nights with any regression/changed "
+        "verdict, which is reported and fails nothing. Runs/cell: mean runs an unchanged cell "
+        "used (escalation spends the rest above 20).\n"
     )
     cfg.emit(
-        "| suite | endpoint | nights | mature: failed nights | the same, fixed N | runs/cell "
-        "| young: nights with a (non-gating) flag | failing metrics (nights, escalation) |"
+        "| suite | endpoint | nights | true oracle | engine told tau^2 | engine as shipped: "
+        "failed nights | the same, fixed N | runs/cell | young: nights with a (non-gating) flag "
+        "| failing metrics (nights, escalation) |"
     )
-    cfg.emit("|---|---|---|---|---|---|---|---|")
+    cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
     for suite in cfg.chosen(SUITES):
         for drift in cfg.laws((QUIET, UNIFORM, LOGIT)):
-            both = _nights(cfg, suite, NONE, drift, (ESCALATE, FIXED))
-            mature = [r["escalation"] for r in both]
-            young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
-            n = len(mature)
-            failed = sum(x.null_failed or x.changed_failed for x in mature)
-            fixed = sum(r["fixed N"].null_failed or r["fixed N"].changed_failed for r in both)
-            flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
-            runs = np.mean([x.runs_null for x in mature])
-            which = collections.Counter(m for x in mature for m in x.failing)
-            cfg.emit(
-                f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {pct(failed, n)} | {pct(fixed, n)} "
-                f"| {runs:.1f} | {pct(flagged, len(young))} "
-                f"| {', '.join(f'{m} {k}' for m, k in which.most_common()) or '-'} |"
-            )
-            if suite == SUITES[0]:
-                rates = {m: 100 * np.mean([x.ok[m] for x in mature]) for m in GATING}
-                shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
-                cfg.lines.append(
-                    f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
-                    f"{ENDPOINTS[drift]}, mature): {shown}"
-                )
+            _aa_row(cfg, suite, drift)
     cfg.emit()
+
+
+def _aa_row(cfg: Config, suite: Suite, drift: Endpoint) -> None:
+    """One row of the A/A table (and, for the first suite, its note of `ok` verdicts)."""
+    procs = (ESCALATE, FIXED, TOLD_QUIET) if not drift else (ESCALATE, FIXED)
+    both = _nights(cfg, suite, NONE, drift, procs)
+    mature = [r["escalation"] for r in both]
+    young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
+    n = len(mature)
+
+    def failed(name: str) -> int:
+        return sum(r[name].null_failed or r[name].changed_failed for r in both)
+
+    told = pct(failed(TOLD_QUIET.name), n) if not drift else "-"
+    flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
+    runs = np.mean([x.runs_null for x in mature])
+    which = collections.Counter(m for x in mature for m in x.failing)
+    oracle = 100 * _true_oracle_aa(suite, drift, cfg.seed)
+    cfg.emit(
+        f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {oracle:.1f} | {told} "
+        f"| {pct(failed(ESCALATE.name), n)} | {pct(failed(FIXED.name), n)} | {runs:.1f} "
+        f"| {pct(flagged, len(young))} "
+        f"| {', '.join(f'{m} {k}' for m, k in which.most_common()) or '-'} |"
+    )
+    if suite == SUITES[0]:
+        rates = {m: 100 * np.mean([x.ok[m] for x in mature]) for m in GATING}
+        shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
+        cfg.lines.append(
+            f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
+            f"{ENDPOINTS[drift]}, mature): {shown}"
+        )
+
+
+def _true_oracle_aa(suite: Suite, drift: Endpoint, seed: int) -> float:
+    """The true oracle's share of A/A nights with a gating flag: every gating test of the
+    night at its exact null quantile (the lone change's bar), sizes measured on fresh null
+    draws of the default profile, the tests taken as independent."""
+    law = _oracle_law(Profile(), drift)
+    sizes = [
+        true_oracle(m, law, law, MATURE, N, lone_bar(suite), seed=seed).size
+        for m in GATING
+        if m in ORACLE_METRICS
+    ]
+    return 1 - float(np.prod([(1 - s) ** len(suite.cells()) for s in sizes]))
 
 
 def power_table(cfg: Config) -> None:
     cfg.emit("## First-night power: one changed scenario x model\n")
+    cfg.emit(f"`{cfg.command('power')}`\n")
     cfg.emit(
-        "Share of nights (%) on which the change's own metric is flagged (a gating failure, or "
-        f"for tokens a diagnostic regression), baseline {cfg.anchor[0]} nights x "
-        f"{cfg.anchor[1]} runs, N = 20. `escalation`: up to 3N "
-        "runs for suspicious cells (the default); `fixed N`: the same nights without it. "
-        "Runs: mean runs the changed cell used with escalation. The cell column counts nights "
-        "the changed cell failed on any gating metric. Misses: nights the change was not "
-        "flagged with escalation, split into those where the cell stopped at N (its first 20 "
-        "runs did not look suspicious) and those where it got more runs and still fell short. "
-        "Night law known: the same nights with escalation, the tests told the truth about "
-        "nights instead of estimating it from the baseline's (quiet: no night effect; "
-        "drift: each metric's night variance under the drift law, from 4,000 nights of it, for "
-        "the changed cell): the oracle each row is measured against.\n"
+        "Share of nights (%, 95 % Wilson interval) on which the change's own metric is flagged "
+        "(a gating failure, or for tokens a diagnostic regression), baseline "
+        f"{cfg.anchor[0]} nights x {cfg.anchor[1]} runs, N = 20. True oracle: the test that "
+        "knows the night law exactly (tests/support/true_oracle.py): tonight's share or mean "
+        "minus the anchor's, its critical value the exact null quantile (200,000 simulated "
+        "null nights) at the engine's bar for a lone change (fdr_q over the night's gating "
+        "tests, 0.05 / 25 in a 5 x 1 night), one-sided in the harmful direction, on the same "
+        "anchor, with 20 runs tonight / the engine's mean runs / the cap of 60 (its simulation "
+        "error is about half a point; tokens is not gating: no bar). Engine told tau^2: the "
+        "engine with escalation on the same nights, its tests told the night variance instead "
+        "of estimating it (quiet: 0; drift: each metric's tau^2 under the law, from 4,000 "
+        "nights of it): a useful row, not a bound. Engine as shipped: `escalation` (up to 3N "
+        "runs for suspicious cells, the default); `fixed N`: the same nights without it. Runs: "
+        "mean runs the changed cell used with escalation. The cell column counts nights the "
+        "changed cell failed on any gating metric. Misses: nights the change was not flagged "
+        "with escalation, split into those where the cell stopped at N and those where it got "
+        "more runs and still fell short.\n"
     )
     cfg.emit(
-        "| change | suite | endpoint | nights | escalation | cell fails | runs | fixed N "
-        "| misses: stopped at N / escalated | night law known |"
+        "| change | suite | endpoint | nights | true oracle: 20 / mean / 60 runs "
+        "| engine told tau^2 | engine as shipped | runs | fixed N | cell fails "
+        "| misses: stopped at N / escalated |"
     )
-    cfg.emit("|---|---|---|---|---|---|---|---|---|---|")
-    for change in CHANGES:
+    cfg.emit("|---|---|---|---|---|---|---|---|---|---|---|")
+    for change in cfg.changes_of(CHANGES):
         for suite in cfg.chosen(SUITES):
             for drift in cfg.laws((QUIET, UNIFORM, LOGIT) if suite.models == 1 else (QUIET,)):
-                oracle = TOLD_LAW if drift else TOLD_QUIET
-                got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED, oracle), cfg.anchor)
+                told_proc = TOLD_LAW if drift else TOLD_QUIET
+                got = _nights(cfg, suite, change, drift, (ESCALATE, FIXED, told_proc), cfg.anchor)
                 n = len(got)
                 esc = [g["escalation"] for g in got]
-                told = pct(sum(change.metric in g[oracle.name].changed_metrics for g in got), n)
+                told = pct(sum(change.metric in g[told_proc.name].changed_metrics for g in got), n)
                 fixed = [g["fixed N"] for g in got]
                 hits = sum(change.metric in x.changed_metrics for x in esc)
                 cell = sum(x.changed_failed for x in esc)
                 hits_fixed = sum(change.metric in x.changed_metrics for x in fixed)
-                runs = np.mean([x.runs_changed for x in esc])
+                runs = float(np.mean([x.runs_changed for x in esc]))
                 missed = [x for x in esc if change.metric not in x.changed_metrics]
                 early = sum(x.runs_changed <= N for x in missed)
+                oracle = _true_oracle_cell(change, suite, drift, cfg.anchor, runs, cfg.seed)
                 cfg.emit(
-                    f"| {change.name} | {suite.label} | {ENDPOINTS[drift]} | {n} "
-                    f"| {pct(hits, n)} | {pct(cell, n)} | {runs:.0f} | {pct(hits_fixed, n)} "
-                    f"| {early} / {len(missed) - early} | {told} |"
+                    f"| {change.name} | {suite.label} | {ENDPOINTS[drift]} | {n} | {oracle} "
+                    f"| {told} | {pct(hits, n)} | {runs:.0f} | {pct(hits_fixed, n)} "
+                    f"| {pct(cell, n)} | {early} / {len(missed) - early} |"
                 )
     cfg.emit()
-    cfg.lines.append(_drift_ceiling())
+    cfg.lines.append(_drift_normal())
     cfg.lines.append(_quiet_share_in_use(cfg))
+
+
+ORACLE_LAWS: dict[Endpoint, str] = {QUIET: "quiet", UNIFORM: "drift", LOGIT: "logit"}
+ORACLE_METRICS = frozenset(ORACLE_STATISTICS)
+
+
+def _oracle_law(profile: Profile, drift: Endpoint) -> Law:
+    """What the true oracle knows of a cell: its profile and the endpoint's night law."""
+    return Law(
+        ORACLE_LAWS[drift],
+        p_pass=profile.p_pass,
+        p_skip=profile.p_skip,
+        p_crash=profile.p_crash,
+        p_infra=profile.p_infra,
+        usual=profile.shares[0],
+        steps=profile.steps,
+    )
+
+
+def lone_bar(suite: Suite) -> float:
+    """The raw p a lone change must reach tonight: fdr_q over the night's gating tests."""
+    return TOL.fdr_q / (len(suite.cells()) * len(GATING))
+
+
+def _true_oracle_cell(
+    change: Change, suite: Suite, drift: Endpoint, anchor: tuple[int, int], runs: float, seed: int
+) -> str:
+    """The true oracle's power (%) at 20 runs, the engine's mean runs and 60: '-' for a
+    metric it has no law for (tokens, a diagnostic without a gating bar)."""
+    if change.metric not in ORACLE_METRICS:
+        return "-"
+    law, changed = _oracle_law(change.base, drift), _oracle_law(change.apply(1), drift)
+    shown = [
+        true_oracle(change.metric, law, changed, anchor, n, lone_bar(suite), seed=seed).power
+        for n in (N, round(runs), 3 * N)
+    ]
+    return " / ".join(f"{100 * p:.1f}" for p in shown) + f" ({round(runs)} runs)"
 
 
 def _quiet_share_in_use(cfg: Config, count: int = 60) -> str:
     """What a quiet endpoint's night effect, estimated from the power table's anchor, costs
     a changed cell at 3N runs: the night share its tests use (and as estimated, without
     the padding), and the variance of tonight's mean around the baseline's against the
-    oracle's (tau^2 = 0), averaged over ``count`` fresh anchors of the unchanged profile."""
+    quiet truth's (tau^2 = 0), averaged over ``count`` fresh anchors of the unchanged profile."""
     out = []
     for change in (CHANGES[0], CHANGES[3]):
         used, point, ratio = [], [], []
@@ -910,7 +1007,7 @@ def _quiet_share_in_use(cfg: Config, count: int = 60) -> str:
         out.append(
             f"{change.metric} night share {np.mean(used):.4f} ({np.mean(point):.4f} as "
             f"estimated), tonight's null variance at {3 * N} runs x{np.mean(ratio):.2f} the "
-            "oracle's"
+            "truth's (tau^2 = 0)"
         )
     nights, per_night = cfg.anchor
     return (
@@ -919,10 +1016,11 @@ def _quiet_share_in_use(cfg: Config, count: int = 60) -> str:
     )
 
 
-def _drift_ceiling() -> str:
-    """The best any test of a 0.9 -> 0.6 success drop can do on the drifting endpoint.
+def _drift_normal() -> str:
+    """The true oracle of a 0.9 -> 0.6 success drop on the uniform drifting endpoint, in
+    the normal approximation (the power table's true-oracle column simulates it exactly).
 
-    Normal approximation at the lone change's bar (BH over a 5 x 1 night's gating
+    At the lone change's bar (BH over a 5 x 1 night's gating
     tests), with the night effect's true variance (the U(-0.10, +0.10) drift) known
     rather than estimated, 3N runs tonight against a 5 x 20 baseline.
     """
@@ -941,7 +1039,7 @@ def _drift_ceiling() -> str:
         power = sps.norm.sf((z_bar * null - (base - changed)) / alternative)
         out.append(f"{n} runs {power:.0%}")
     return (
-        "ceiling on the drifting endpoint, success 0.9 -> 0.6 in a 5x1 suite (normal "
+        "true oracle on the uniform drifting endpoint, success 0.9 -> 0.6 in a 5x1 suite (normal "
         f"approximation, the drift's night variance {tau2:.5f} known, one-sided bar "
         f"{TOL.fdr_q}/{gating}): " + ", ".join(out)
     )
@@ -1111,7 +1209,7 @@ def season_table(cfg: Config) -> None:
     cfg.emit(
         "Told the law: the same seasons with every night's tests told each cell's night "
         "variance under the drift law (no user can know it): the share of scenario-seasons "
-        "tonight's test flags when its tau^2 is right, the ceiling for that column.\n"
+        "tonight's test flags when its tau^2 is right (the engine told tau^2, not a bound).\n"
     )
     cfg.emit(
         "| suite | endpoint | seasons | scenario-seasons | evidence | tonight's test | suite-seasons with any flag "
@@ -1173,7 +1271,7 @@ def _aa_seasons(
     cfg: Config, suite: Suite, drift: Endpoint, tau2_errors: Padding = None, told_law: bool = False
 ) -> list[Season]:
     """``cfg.aa_seasons`` seasons of 90 unchanged nights; the same seeds for every padding
-    (and for the oracle told the night law)."""
+    (and for the engine told the night law)."""
     tasks = [
         SeasonTask(s, suite, NONE, 90, MATURE, drift, tau2_errors=tau2_errors, told_law=told_law)
         for s in seeds(cfg.seed, f"aa-season|{drift}", cfg.aa_seasons)
@@ -1417,6 +1515,11 @@ TABLES: dict[str, Callable[[Config], None]] = {
 }
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated option's names ('' gives none)."""
+    return tuple(t for t in text.split(",") if t)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -1453,11 +1556,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "e.g. 0.07,0.4,0.5",
     )
     parser.add_argument(
+        "--changes",
+        default="",
+        help="power table: only the changes whose names start with these, e.g. success,steps",
+    )
+    parser.add_argument(
         "--anchor",
         default="5x20",
         metavar="NIGHTSxRUNS",
-        help="the power table's baseline, e.g. 20x20: how close more baseline nights bring the "
-        "engine to the oracle that knows the night law",
+        help="the power table's baseline, e.g. 20x20 or 3x5 (the CLI's defaults): how close "
+        "more baseline nights bring the engine to the true oracle that knows the night law",
     )
     args = parser.parse_args(argv)
     try:
@@ -1482,10 +1590,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         seasons=args.seasons or (20 if args.quick else 100),
         aa_seasons=args.aa_seasons or (6 if args.quick else 40),
         quick=args.quick,
-        suites=tuple(t for t in args.suites.split(",") if t),
-        endpoints=tuple(t for t in args.endpoints.split(",") if t),
+        suites=_names(args.suites),
+        endpoints=_names(args.endpoints),
         paddings=tuple(t if t == INTEGRATED else float(t) for t in args.paddings.split(",") if t),
         anchor=(anchor_nights, anchor_runs),
+        changes=_names(args.changes),
+        argv=tuple(sys.argv[1:] if argv is None else argv),
     )
     wanted = [t for t in args.only.split(",") if t] or list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
