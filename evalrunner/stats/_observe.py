@@ -11,10 +11,11 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
+from evalrunner.errors import FileFormatError
 from evalrunner.stats._formulas import FloatArray, normalize_answer
 from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED
 from evalrunner.suite._record import Outcome, RunRecord
@@ -68,7 +69,7 @@ class Runs:
             infra=infra,
             outcome=tuple(r.outcome for r in kept),
             valid=tuple(i for i, r in enumerate(kept) if r.judged),
-            numbers=_numbers(kept),
+            numbers=_finite_numbers(kept),
             tools=tuple(tuple(r.tools) for r in kept),
             answers=tuple(normalize_answer(r.final_answer) for r in kept),
             **_optional_columns(kept),
@@ -99,12 +100,36 @@ class Runs:
         return {name for i in self.valid if self.scores for name in self.scores[i]}
 
 
-def _numbers(kept: Sequence[RunRecord]) -> dict[str, FloatArray]:
-    """The count and continuous columns of the runs kept."""
-    return {
+def _finite_numbers(kept: Sequence[RunRecord]) -> dict[str, FloatArray]:
+    """The count and continuous columns of the runs kept, every value finite.
+
+    A record refuses NaN and infinity when it is made, but one that skipped validation
+    (``model_construct``, a history file's columns, which are read without validating
+    again) can still hold one. Such a value is refused here, naming the run and field,
+    rather than left out: a run dropped from one metric moves that metric's test without
+    anyone knowing (a timeout written as an infinite latency is the slow run the test is
+    for), and NaN taken in silently made a count's rank test and a mean meaningless.
+    """
+    numbers = {
         name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
         for name in (*_COUNTS, *_CONTINUOUS)
     }
+    for name, column in numbers.items():
+        bad = np.flatnonzero(~np.isfinite(column))
+        if bad.size:
+            _refuse(kept[int(bad[0])], name, float(column[bad[0]]))
+    for r in kept:
+        for check, score in r.scores.items():
+            if not math.isfinite(score):
+                _refuse(r, f"scores[{check!r}]", score)
+    return numbers
+
+
+def _refuse(record: RunRecord, field: str, value: float) -> NoReturn:
+    raise FileFormatError(
+        f"run {record.run_id}: {field} is {value}, which no statistic can use (a run's "
+        "numbers must be finite); the record was not validated when it was read or made"
+    )
 
 
 def _optional_columns(kept: Sequence[RunRecord]) -> dict[str, tuple[Any, ...]]:
