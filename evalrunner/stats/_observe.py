@@ -332,7 +332,3 @@ def _pooled(parts: Sequence[Runs], column: str, empty: Any) -> tuple[Any, ...]:
     return tuple(
         v for p, values in zip(parts, found, strict=True) for v in (values or (empty,) * p.n)
     )
-
-
-def finite(values: FloatArray) -> bool:
-    return bool(values.size) and all(math.isfinite(v) for v in values)
