@@ -59,8 +59,6 @@ def _print_sequential(report: RunReport) -> None:
         click.echo(f"{what}: {note}", err=True)
     if summary is not None and (summary.adaptive or summary.escalated):
         click.echo(f"{what}: {summary.line()}", err=True)
-    if summary is not None and (summary.escalated or summary.futile):
-        click.echo(summary.escalation_line(), err=True)
 
 
 def judge_lines(records: Sequence[RunRecord]) -> list[str]:

@@ -287,11 +287,9 @@ class FixedScheduler:
         return list(self._jobs)
 
 
-LookRule = Callable[[CellKey, Sequence[RunRecord]], tuple[int, str] | tuple[int, str, bool]]
-"""``(cell, its finished records) -> (runs to add now, why[, futile])``: the statistics' look
-(:func:`evalrunner.stats.decide`) asked after each batch; 0 settles the cell. ``futile``
-(default False): it settles a cell that looked suspicious only because more runs tonight
-would not have resolved it (the night's own drift dominates its test)."""
+LookRule = Callable[[CellKey, Sequence[RunRecord]], tuple[int, str]]
+"""``(cell, its finished records) -> (runs to add now, why)``: the statistics' look
+(:func:`evalrunner.stats.decide`) asked after each batch; 0 settles the cell."""
 
 
 @dataclass(frozen=True)
@@ -376,9 +374,6 @@ class _Lane:
     """The N the cell is scheduled for (escalation goes beyond it, adaptive stops short)."""
     pending: int = 0
     """Runs the last look asked for."""
-    futile: bool = False
-    """Its look settled it at N though it looked suspicious: more runs tonight
-    would not have resolved it."""
 
     @property
     def key(self) -> CellKey:
@@ -404,15 +399,8 @@ class AdaptiveSummary:
     cells: int
     escalated: int = 0
     """Cells that ran past their first look's runs because a look found them suspicious."""
-    futile: int = 0
-    """Cells that looked suspicious at N but were not escalated: more runs tonight would not
-    have resolved them (the night's own drift dominates their test)."""
     adaptive: bool = True
     """False: a fixed schedule that only escalation changed."""
-
-    def escalation_line(self) -> str:
-        """What escalation did tonight, and what it left alone because it could not help."""
-        return f"escalated: {self.escalated} cells, would not have helped: {self.futile}"
 
     def line(self) -> str:
         if not self.adaptive:
@@ -469,7 +457,6 @@ class AdaptiveScheduler:
             stopped=sum(lane.settled and lane.next < lane.cap for lane in self.lanes),
             cells=len(self.lanes),
             escalated=sum(bool(lane.runs) and lane.next > lane.runs for lane in self.lanes),
-            futile=sum(lane.futile for lane in self.lanes),
             adaptive=self.adaptive.adaptive,
         )
 
@@ -491,8 +478,7 @@ class AdaptiveScheduler:
         for lane in self.lanes:
             if not lane.open or lane.key not in self.adaptive.budgets:
                 continue
-            more, why, *futile = self.adaptive.look(lane.key, by_cell.get(lane.key, []))
-            lane.futile = bool(futile) and futile[0] and lane.next == lane.runs
+            more, why = self.adaptive.look(lane.key, by_cell.get(lane.key, []))
             if more > 0:
                 lane.pending = min(more, lane.cap - lane.next)
                 if lane.next >= lane.runs:

@@ -159,9 +159,9 @@ def _sequential(
     if settings is None and all(b.cap <= b.runs for b in budgets.values()):
         return None, refs  # escalation off everywhere (escalate_to: 1): a fixed schedule
 
-    def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str, bool]:
+    def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str]:
         step = decide(refs[cell], records, budgets[cell], evidence.get(cell))
-        return (step.more if step.action == "continue" else 0), step.reason, bool(step.futile)
+        return (step.more if step.action == "continue" else 0), step.reason
 
     # batch and max_runs only matter for the manifest of an --adaptive night: with a look
     # rule every cell with a baseline runs by its budget, the others their N.

@@ -8,9 +8,7 @@ calibration uses it). Looks:
   each batch up to N. The cell stops at the first look where no metric is
   promising (a flag at N still likely enough); otherwise it runs on.
 * at N (and after each extra batch): if some metric is suspicious the cell gets
-  another batch, up to ``escalate_to`` x N; otherwise it stops. A metric the cap
-  cannot resolve does not escalate (:data:`ESCALATION_POWER`): where the night's own
-  effect dominates its test, more runs tonight test the same night effect again.
+  another batch, up to ``escalate_to`` x N; otherwise it stops.
 
 A metric is *suspicious* when its raw p is at or below a small floor, or when the
 predictive probability that it is flagged at the end (at N during the adaptive
@@ -37,18 +35,14 @@ is the ordinary fixed-N p of that many runs: P(reported p <= t) <= t for all suc
 t, with no alpha spent on the looks. With more than ten true changes in a night
 the guarantee for the extra ones loosens to 2t. Stopping early (futility) can only
 lower the false-alarm rate. A metric whose interval rules out its margin may stop a
-cell with its p below the floor: on those runs its verdict cannot be a flag. So may a
-metric the cap cannot resolve: whether it can is fixed by the baseline's fit and the
-run counts, not by tonight's values, so its verdict is the ordinary fixed-N test (at
-the cap when another metric escalates the cell, where its p barely moves: the night
-effect that dominates it is the same for every run tonight).
+cell with its p below the floor: on those runs its verdict cannot be a flag.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from evalrunner.stats._comparison import measure
@@ -57,7 +51,7 @@ from evalrunner.stats._formulas import z_upper
 from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._observe import Runs
-from evalrunner.stats._power import POWER, predictive_power
+from evalrunner.stats._power import predictive_power
 from evalrunner.stats._reference import CellReference, MetricReference
 from evalrunner.stats._verdict import reaches_margin
 from evalrunner.suite._metrics import Kind
@@ -96,18 +90,6 @@ the same bar stops more of them. On 50 x 1 (seed 1, 80 nights) the bars as chose
 
 FLOOR_REJECTIONS = 10
 """The validity floor covers BH thresholds of up to this many rejections in a family."""
-
-ESCALATION_POWER = 0.95
-"""Past N a gating metric may escalate its cell only where the cap can resolve it: a change
-that tonight's N runs flag with the power every MDE is stated at (0.8: a change of
-tonight's MDE) must be flagged at the cap with at least this chance, the misses cut from
-one in five to one in twenty. More runs tonight shrink only the run-noise part of the
-test's variance; the night's own effect (tau^2, the same for every run tonight) and the
-baseline's error stay, so under a drifting endpoint the cap can buy little, and
-escalating tested the same night effect again with a test that leans harder on the
-estimated tau^2: A/A failed nights went from 2.0 % at fixed N to 4.2 % with escalation
-(issue 52, mostly step_count). The bar on the ratio of standard deviations (cap over N)
-is 0.81 at a bar of 0.005 a side, 0.83 at 0.001 (:func:`_cap_resolves`)."""
 
 
 @dataclass(frozen=True)
@@ -158,10 +140,6 @@ class Step:
     reason: str
     suspicious: tuple[str, ...] = ()
     """Metrics that keep the cell running."""
-    futile: tuple[str, ...] = ()
-    """Gating metrics that would have escalated the cell but that more runs tonight could
-    not resolve (the night's own effect bounds what the cap buys: :data:`ESCALATION_POWER`);
-    set when the cell stops at N or later for that reason alone."""
 
 
 @dataclass(frozen=True)
@@ -180,8 +158,6 @@ class _Look:
     suspicious: bool
     floor: float | None = None
     """The validity floor, when the p is at or below it (then the cell runs to its cap)."""
-    futile: bool = False
-    """Suspicious, but the cap cannot resolve it (:data:`ESCALATION_POWER`): it runs no more."""
 
     def said(self, target: int) -> str:
         if self.floor is not None and self.promise < 0.005:
@@ -216,20 +192,6 @@ def decide(
     return _run_on(keep, watched, done, target, budget)
 
 
-def _unresolvable(looks: Sequence[_Look], done: int, target: int) -> Step:
-    """Stop: what looked suspicious is a question more runs tonight cannot settle."""
-    futile = [look for look in looks if look.futile]
-    said = ", ".join(f"{look.metric} (p {look.p:.2g})" for look in futile)
-    return Step(
-        "stop",
-        0,
-        done,
-        f"after {done} runs {said}: {target} runs would not resolve it (the night's own drift "
-        "and the baseline's error, which more runs tonight do not shrink, dominate its test)",
-        futile=tuple(look.metric for look in futile),
-    )
-
-
 def _run_on(
     keep: Sequence[_Look], watched: Sequence[str], done: int, target: int, budget: Budget
 ) -> Step:
@@ -247,8 +209,6 @@ def _run_on(
 
 
 def _nothing_suspicious(looks: Sequence[_Look], done: int, target: int) -> Step:
-    if any(look.futile for look in looks):
-        return _unresolvable(looks, done, target)
     best = max(looks, key=lambda look: look.promise, default=None)
     why = (
         ""
@@ -300,47 +260,8 @@ def _looks(
         floor = min(tol.fdr_q, FLOOR_REJECTIONS * lone[gates])
         promise = _enough(ref.kind, done, budget)
         margin = tol.margin_for(ref.name)
-        bar = rank * lone[gates]
-        look = _look(ref, found, bar, floor, done, target, promise, margin)
-        out.append(_unless_futile(look, ref, found.n, done, budget, bar))
+        out.append(_look(ref, found, rank * lone[gates], floor, done, target, promise, margin))
     return out
-
-
-def _unless_futile(
-    look: _Look, ref: MetricReference, n: int, done: int, budget: Budget, bar: float
-) -> _Look:
-    """Past N, a suspicious metric the cap cannot resolve holds no cell (ESCALATION_POWER)."""
-    if done < budget.runs or not look.suspicious or _cap_resolves(ref, n, done, budget, bar):
-        return look
-    return replace(look, suspicious=False, futile=True)
-
-
-def _cap_resolves(ref: MetricReference, n: int, done: int, budget: Budget, bar: float) -> bool:
-    """Whether running from N to the cap can resolve this metric (:data:`ESCALATION_POWER`).
-
-    A change flagged with chance POWER at N runs has a mean z of z_bar + z_power there;
-    at the cap its z is that over s, s the ratio of the test's standard deviations (cap
-    over N), so the cap flags it with chance Phi((z_bar + z_power) / s - z_bar). That
-    reaches ESCALATION_POWER iff s <= (z_bar + z_power) / (z_bar + z_escalation).
-    s is taken over what tonight adds to the test, run noise and the night's effect
-    (tau^2): the question is what more runs tonight can buy, and the baseline's error is
-    the same whatever tonight does (a small anchor's own error, 3 x 10 runs, must not
-    stop a cell whose night is quiet; more nights, not runs, are its remedy). On 5 x 20
-    anchors of the calibration's profiles the step count's s has a median of 0.64 quiet and
-    0.81 under the logit drift law (90th percentiles 0.77 and 0.86); the bar at a 5 x 1
-    night's lone change (0.001 a side) is 0.83.
-    The ratio depends on the baseline's fit and the run counts alone, never on tonight's
-    values: a metric the cap cannot resolve is judged at the runs it has, an ordinary fixed-n
-    test (the error-control argument above holds for the metrics that do escalate). It is
-    the same at every look past N, so a cell escalated at N is not stopped half way by it.
-    """
-    side_bar = bar / 2 if ref.direction == "changed" else bar
-    at_n = max(1, round(n * budget.runs / max(done, 1)))  # the metric's runs at N
-    at_cap = max(at_n, round(n * budget.cap / max(done, 1)))
-    tonight = ref.within_var(at_cap) + ref.night_var, ref.within_var(at_n) + ref.night_var
-    ratio = math.sqrt(tonight[0] / tonight[1])
-    z_bar = z_upper(side_bar)
-    return ratio <= (z_bar + z_upper(1 - POWER)) / (z_bar + z_upper(1 - ESCALATION_POWER))
 
 
 def _enough(kind: Kind, done: int, budget: Budget) -> float:

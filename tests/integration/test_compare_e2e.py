@@ -173,10 +173,6 @@ def test_a_changed_night_exits_1_and_flags_the_right_metrics(lab: Lab, changed: 
     assert re.search(
         r"^escalation: made \d+ runs \(\+\d+ on the fixed plan's 80\)", changed.stderr, re.M
     )
-    # The night's one line on escalation: cells escalated, and those it would not have helped.
-    assert re.search(
-        r"^escalated: [1-4] cells, would not have helped: [0-4]$", changed.stderr, re.M
-    )
     # The malformed runs are skipped, not failed: tool paths of the valid runs did not move.
     assert by_key[("format", "tool_sequence")]["verdict"] in ("ok", "inconclusive")
     assert all(

@@ -140,26 +140,3 @@ def test_a_look_rule_escalates_a_fixed_schedule_where_it_says_and_nowhere_else(
         "tool-chain|a/x: escalating, suspicious",
     ]
     assert not any("no baseline" in n for n in scheduler.notes)  # a fixed plan says nothing
-
-
-def test_a_cell_its_look_settles_at_n_as_unresolvable_is_counted_and_said(suite: Suite) -> None:
-    """A look that stops a suspicious cell at N because more runs tonight would not resolve
-    it: the night's summary counts it beside the cells escalated, and says both in a line."""
-    settled, escalated = CellKey("tool-chain", "a/x"), CellKey("tool-chain", "b/y")
-
-    def look(cell: CellKey, records: Sequence[RunRecord]) -> tuple[int, str, bool]:
-        if cell == settled:
-            return 0, "the night's drift dominates", True
-        return (3, "suspicious", False) if len(records) < 7 else (0, "nothing suspicious", False)
-
-    schedules = [
-        ScenarioSchedule(suite.scenarios[1].model_copy(update={"runs": 4}), ("a/x", "b/y"))
-    ]
-    budgets = {cell: CellBudget(first=4, runs=4, cap=12) for cell in (settled, escalated)}
-    scheduler = AdaptiveScheduler.of(schedules, ENDPOINTS, Adaptive(look, budgets, adaptive=False))
-    finished: list[RunRecord] = []
-    while batch := scheduler.next_jobs(finished):
-        finished += [record(job.key.cell, job.index) for job in batch]
-    summary = scheduler.summary
-    assert (summary.made, summary.escalated, summary.futile) == (11, 1, 1)
-    assert summary.escalation_line() == "escalated: 1 cells, would not have helped: 1"

@@ -257,28 +257,3 @@ def test_evidence_halfway_escalates_a_cell_only_when_tonight_measured_something(
     measured = decide(ref, runs(20, passed=18, steps=STEPS), budget, evidence)
     assert measured.action == "continue" and measured.suspicious == ("success_rate",)
     assert "success_rate (evidence since the anchor halfway to its boundary)" in measured.reason
-
-
-def test_a_suspicious_cell_the_cap_cannot_resolve_stops_at_n_and_says_so(
-    runs: RunsMaker, cell: Callable[..., CellNight]
-) -> None:
-    # Baseline nights of 20, 14, 19, 13 and 18 passes in 20: the night's own effect
-    # dominates the success rate's test, and 40 more runs tonight would not shrink it. The
-    # cell used to escalate (p 0.024, under the validity floor of 0.05) and test the same
-    # night effect again; now it stops at N, and the step names the metric.
-    nights = [
-        runs(20, passed=k, steps=STEPS, start=20 * j) for j, k in enumerate((20, 14, 19, 13, 18))
-    ]
-    ref = fit_references([cell(nights, []).baseline])[CellKey("s", "m")]
-    step = decide(ref, runs(20, passed=8, steps=STEPS), Budget.of(Tolerance(), 20, cells=1))
-    assert (step.action, step.more, step.futile, step.suspicious) == (
-        "stop",
-        0,
-        ("success_rate",),
-        (),
-    )
-    assert step.reason.startswith("after 20 runs success_rate (p 0.024): 60 runs would not resolve")
-    # A quiet baseline's cell with the same night still escalates (the cap resolves it).
-    quiet = _reference(runs, cell)
-    step = decide(quiet, runs(20, passed=8, steps=STEPS), Budget.of(Tolerance(), 20, cells=1))
-    assert step.action == "continue" and step.futile == ()
