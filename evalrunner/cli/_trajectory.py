@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from evalrunner._jsonio import dumps, read_json
+from evalrunner._next import NextStep, Placeholder
 from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
 from evalrunner.errors import FileFormatError
 
@@ -88,7 +89,7 @@ def _refuse_recording(path: Path, found: dict[str, Any]) -> None:
             "(pytest --golden-update writes it)"
         )
     raise FileFormatError(
-        f"{what}; its golden is {golden.name} beside it: evalrunner show {golden}"
+        f"{what}; its golden is {golden.name} beside it: {NextStep('show', paths=(str(golden),))}"
     )
 
 
@@ -98,12 +99,13 @@ def _refuse_manifest(path: Path, found: dict[str, Any]) -> None:
         return
     results = path.parent
     example = next(results.glob("runs/*/*/*.json"), None)
-    suite = found["suite"] if isinstance(found["suite"], str) else "<suite>"
+    suite = found["suite"] if isinstance(found["suite"], str) else Placeholder("<suite>")
     runs = f"e.g. {example}" if example else f"{results}/runs/<scenario>/<model>/<index>.json"
     raise FileFormatError(
         f"{path}: a results directory's manifest, not a trajectory; show and diff read its "
-        f"run files ({runs}); for the night as a whole: evalrunner explain --suite {suite} "
-        f"--results {results}, or evalrunner compare <reference results> {results}"
+        f"run files ({runs}); for the night as a whole: "
+        f"{NextStep('explain', suite, ('--results', str(results)))}, or "
+        f"{NextStep('compare', paths=(Placeholder('<reference results>'), str(results)))}"
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from evalrunner._next import NextStep
 from evalrunner.cli import _options
 from evalrunner.endpoints._endpoints import (
     LOCAL,
@@ -153,12 +154,14 @@ def _baseline_note(
     elif baseline.fingerprint != scenarios[baseline.scenario].fingerprint:
         # What a night would say ("not compared, the configuration changed"), said
         # before it spends its runs on a scenario it then cannot compare.
+        refresh = NextStep(
+            "baseline", suite.name, ("--scenario", baseline.scenario, "--model", baseline.model)
+        )
         click.echo(
             f"note: {file}: scenario {baseline.scenario!r} has changed since it was "
             f"recorded (its checks, input, agent or dataset rows; fingerprint "
             f"{baseline.fingerprint} -> {scenarios[baseline.scenario].fingerprint}): a night "
-            f"will not compare it; refresh it with: evalrunner baseline --suite "
-            f"{suite.name} --scenario {baseline.scenario} --model {baseline.model}",
+            f"will not compare it; refresh it with: {_options.say(refresh)}",
             err=True,
         )
     else:

@@ -210,5 +210,5 @@ def test_validate_notes_a_baseline_its_scenario_has_changed_since(world: Any) ->
     )
     assert notes[0].endswith(
         "a night will not compare it; refresh it with: evalrunner baseline --suite caps "
-        "--scenario paris --model openai/fake"
-    )
+        f"--suites-dir {world.tmp_path} --scenario paris --model openai/fake"
+    )  # with the --suites-dir validate was given (before: without it)
