@@ -519,7 +519,7 @@ def _procedure(
 class _NoNightEffect(Mapping[str, Pool]):
     """Every metric family's suite-wide tau^2 is exactly 0, known without error."""
 
-    ZERO = Pool(tau2=0.0, mean_var=0.0, spread=0.0, icc=0.0)
+    ZERO = Pool(tau2=0.0, mean_var=0.0, spread=0.0)
 
     def __getitem__(self, key: str) -> Pool:
         return self.ZERO
@@ -552,8 +552,9 @@ def _evidence_told_quiet(ref: CellReference) -> CellReference:
 def _told(ref: CellReference, tau2: Mapping[str, float]) -> CellReference:
     """``ref`` with each metric's tau^2 the one given, known without error (no user can)."""
     metrics = {
-        name: m.with_pool(Pool(tau2[name], 0.0, 0.0, tau2[name] / m.run_var if m.run_var else 0.0))
-        if name in tau2
+        # A pool holds the common scale: the cell's tau^2 over its night scale.
+        name: m.with_pool(Pool(tau2[name] / m.night_scale, 0.0, 0.0))
+        if name in tau2 and m.night_scale > 0
         else m
         for name, m in ref.metrics.items()
     }

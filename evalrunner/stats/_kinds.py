@@ -65,6 +65,12 @@ class MetricKind:
     """The MDE summed exactly (tonight's gating tests), where the kind has one."""
     zero_unrecorded: bool = False
     """A side of all zeros means the value was not recorded, not that it changed."""
+    night_scale: Callable[[FloatArray, float], float] = lambda values, run_var: run_var
+    """How an endpoint's night effect, one size for every cell, shows on this kind's test
+    scale: a cell's tau^2 is the suite's common value times this (of the baseline's
+    per-run values and their run variance on the test scale;
+    :func:`~evalrunner.stats._reference.pool_tau2`). By default the run variance: a
+    night shares the same part of every cell's variance (paths)."""
 
     @property
     def scale(self) -> Scale:
@@ -89,6 +95,17 @@ class MetricKind:
         return max(low, -most), min(high, most)
 
 
+def _placement_scale(values: FloatArray, run_var: float) -> float:
+    """A night that scales the counts by exp(delta) moves their mean placement by about
+    delta x mean / sd of the counts (over 2 sqrt(pi)): a cell of long, steady runs shows
+    the same night effect more than one of short, erratic ones (8 steps against 3 under
+    the same log-scale drift: about twice the night share)."""
+    if values.size < 2:
+        return run_var
+    spread = float(values.var())
+    return run_var * float(values.mean()) ** 2 / spread if spread > 0 else run_var
+
+
 def _rate_moved(r: MetricResult) -> bool:
     """A rate at 0 or 1 tonight against a baseline more than the margin away."""
     if r.night_estimate is None or r.baseline_estimate is None:
@@ -110,6 +127,9 @@ KINDS: Mapping[Kind, MetricKind] = {
         smoothed=True,
         bounds=(0.0, 1.0),
         exact_mde=_binary.mde,
+        # A night moves every rate by the same amount on the logit scale: p(1 - p) times
+        # as much on the rate's own (a 0.9 rate moves less than a 0.6 one).
+        night_scale=lambda values, run_var: run_var**2,
     ),
     "count": MetricKind(
         name="count",
@@ -123,6 +143,7 @@ KINDS: Mapping[Kind, MetricKind] = {
         adaptive_promise=0.4,
         ranked=True,
         paired=True,
+        night_scale=_placement_scale,
     ),
     "continuous": MetricKind(
         name="continuous",
@@ -133,6 +154,8 @@ KINDS: Mapping[Kind, MetricKind] = {
         every_run_moved=_never,
         adaptive_promise=0.4,
         zero_unrecorded=True,
+        # A night scales every cell's tokens by the same factor: one log-scale variance.
+        night_scale=lambda values, run_var: 1.0,
     ),
     "categorical": MetricKind(
         name="categorical",

@@ -232,13 +232,12 @@ def nights_for_margin(
         found = runs_for_margin(bigger, level, margin, ci)
         return found is not None and found <= cap
 
-    low, high = len(ref.nights) + 1, MAX_NIGHTS
-    if ref.night_size < 1 or low > high or not reaches(high):
+    if ref.night_size < 1:
         return None
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (low, mid) if reaches(mid) else (mid + 1, high)
-    return low
+    # One night at a time, not bisected: the exact MDE of a rate moves in steps, so
+    # "reaches" is not monotonic in the nights (a padding of 0.6 standard errors found 6
+    # nights where a bisection that first asked 30 found none).
+    return next((k for k in range(now + 1, MAX_NIGHTS + 1) if reaches(k)), None)
 
 
 def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float) -> int | None:

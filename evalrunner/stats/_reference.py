@@ -19,11 +19,14 @@ too: sigma^2 [(1 - rho) / N + rho sum(n_j^2) / N^2]).
 Five nights say little about tau^2 on their own (an ANOVA estimate of rho from
 5 nights of 20 runs has a standard error of ~0.04, as large as the drift it is
 after), but every cell of a suite shares the endpoint. So each cell's estimate of
-tau^2 (ANOVA rho x sigma^2, with its sampling variance) is combined with the other
-cells' for the same metric and model as in a random-effects meta-analysis
-: the suite-wide tau^2 and the spread of the cells' true tau^2 around it. A cell's tau^2 is then its own estimate shrunk towards the suite's by
-the usual precision weights: all the way when the cells' estimates scatter no more
-than their sampling error says (one endpoint, one drift), less when some cells
+tau^2 (with its sampling variance) is put on the scale where one endpoint's night is
+one size for every cell (rates: the logit scale, where a night moves a 0.9 rate less
+than a 0.6 one; counts: the log scale; the kind's ``night_scale``) and combined with
+the other cells' for the same metric and model as in a random-effects meta-analysis
+weighed by precision: the suite-wide value and the spread of the cells' true values
+around it. A cell's tau^2 is then its own estimate shrunk towards the suite's by the
+usual precision weights: all the way when the cells' estimates scatter no more than
+their sampling error says (one endpoint, one drift), less when some cells
 really are more volatile (:func:`pool_tau2`). A cell with fewer than ``min_baseline_nights`` nights is
 compared but does not gate (its baseline is too young to show how much nights
 differ); it uses the suite's tau^2 (or :data:`PRIOR_ICC` when no cell has two
@@ -54,12 +57,14 @@ PRIOR_ICC = 0.05
 """Between-night share of variance assumed when nothing estimates it (no cell has 2+ nights).
 For a success rate of 0.9 it is a night-to-night sd of 0.067, about a +/-0.10 drift."""
 MAX_ICC = 0.5
-TAU2_ERRORS: float | None = 0.35
-"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`):
-the least padding of those measured at which neither drift law fails more than 3 % of 5 x 1
-nights with escalation on. None integrates over tau^2's uncertainty instead
-(:func:`integrated_tau2`); measured on the same nights it lands where a padding of 0.5 does,
-with 2-9 points less first-night power than 0.35 (docs/calibration.md, the trade-off tables)."""
+TAU2_ERRORS: float | None = 0.6
+"""Standard errors of the tau^2 estimate added to it before use (see :meth:`MetricReference.with_pool`).
+Since the suite's night variance is pooled on each kind's common scale (issue 52), 0.6: on
+400 A/A nights of 5 x 1 under the logit-normal law (seed 0) 2.5 % failed with escalation
+(2.2 % at fixed N), against 3.0 % at 0.5 and 4.0 % at 0.35 (2.8 % fixed), for 1-3 points
+of first-night success power (79.5 / 62.0 % quiet / logit drift, against 82.0 / 65.5 %
+at 0.35; docs/calibration.md). None integrates over tau^2's uncertainty instead
+(:func:`integrated_tau2`)."""
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
@@ -120,6 +125,9 @@ class MetricReference:
     """Paired rows: the share of a run's within-night variance left once its dataset row
     is known (:func:`~evalrunner.stats._pairing.within_share`); 1 without rows. The same rows run every night, so
     what differs between rows cancels between tonight's mean and the baseline's."""
+    night_scale: float = 1.0
+    """What the suite's common night variance is multiplied by on this cell's test scale
+    (the kind's ``night_scale`` of the baseline's values; 0 when no run varies)."""
     point_icc: float | None = None
     """rho as estimated, without the standard errors :attr:`icc` adds (None: :attr:`icc`).
     The evidence since the anchor weighs its nights by it (:meth:`for_evidence`)."""
@@ -185,6 +193,12 @@ class MetricReference:
             return float(values.mean()), self.within_var(n)
         return float(values.mean()), float(values.var(ddof=1)) * self.within_share / n
 
+    def _rho(self, tau2: float) -> float:
+        """``tau2`` (this cell's test scale) as the share of a run's variance it is."""
+        if self.run_var <= 0:
+            return 0.0
+        return min(max(tau2 / self.run_var, 0.0), MAX_ICC)
+
     def own_tau2(self, at: float | None = None) -> tuple[float, float] | None:
         """This cell's estimate of tau^2 (unclipped) and its sampling variance, if it has one:
         the anchor's nights (ANOVA) and the nights compared since (consecutive differences),
@@ -247,16 +261,19 @@ class MetricReference:
         the tau^2 whose normal tail at ``bar``, the raw p a lone change must reach, is the
         tail averaged over what tau^2 may be (:func:`integrated_tau2`).
         """
-        own = self.own_tau2(None if pool is None else pool.icc)
+        scale = self.night_scale
+        at = None if pool is None else self._rho(pool.tau2 * scale)
+        own = self.own_tau2(at)
         if pool is None:
             tau2, var = (PRIOR_ICC * self.run_var, 0.0) if own is None else own
         elif own is None:
-            tau2, var = pool.tau2, pool.mean_var + pool.spread
+            tau2, var = pool.tau2 * scale, (pool.mean_var + pool.spread) * scale**2
         elif pool.spread <= 0:
-            tau2, var = pool.tau2, pool.mean_var
+            tau2, var = pool.tau2 * scale, pool.mean_var * scale**2
         else:
-            w_own, w_pool = 1 / max(own[1], 1e-300), 1 / (pool.spread + pool.mean_var)
-            tau2 = (w_own * own[0] + w_pool * pool.tau2) / (w_own + w_pool)
+            w_own = 1 / max(own[1], 1e-300)
+            w_pool = 1 / max((pool.spread + pool.mean_var) * scale**2, 1e-300)
+            tau2 = (w_own * own[0] + w_pool * pool.tau2 * scale) / (w_own + w_pool)
             var = 1 / (w_own + w_pool)
         point = max(tau2, 0.0)
         if self.run_var <= 0:
@@ -306,35 +323,66 @@ def integrated_tau2(tau2: float, var: float, fixed: float, slope: float, bar: fl
 
 @dataclass(frozen=True)
 class Pool:
-    """tau^2 across a suite's cells for one metric and model."""
+    """The night variance a suite's cells share, for one metric family and model.
+
+    On the common scale: a cell's tau^2 is :attr:`tau2` times its
+    :attr:`MetricReference.night_scale` (the kind's ``night_power`` says why)."""
 
     tau2: float
-    """The suite-wide between-night variance (test scale)."""
+    """The suite-wide between-night variance (common scale)."""
     mean_var: float
-    """Variance of that estimate."""
+    """Variance of that estimate (common scale)."""
     spread: float
-    """Variance of the cells' true tau^2 around it (0: one drift for all)."""
-    icc: float
-    """The cells' mean rho, at which sampling variances are evaluated."""
+    """Variance of the cells' true tau^2 around it (common scale; 0: one drift for all)."""
 
 
-def pool_tau2(found: Sequence[tuple[float, float]], icc: float) -> Pool:
-    """The suite's tau^2 from the cells' (estimate, sampling variance): method of moments.
+POOL_ROUNDS = 3
+"""Fixed-point rounds of :func:`pool_tau2` (each cell's sampling variance is evaluated at
+the pooled value; three rounds settle it to well under its standard error)."""
 
-    The mean of the cells' unclipped estimates (unbiased, and equally weighted: a cell
-    whose rate sits near 0 or 1 estimates tau^2 very precisely but for itself only),
-    and the spread of true values as the estimates' variance less their mean sampling
-    variance (DerSimonian-Laird with equal weights).
+
+def pool_tau2(refs: Sequence[MetricReference]) -> Pool | None:
+    """The suite's night variance from its cells' own estimates: a random-effects
+    meta-analysis on the common scale (DerSimonian-Laird).
+
+    Each cell's estimate of tau^2, divided by its :attr:`~MetricReference.night_scale`,
+    estimates the endpoint's one night variance, and is weighed by the inverse of its
+    sampling variance there: a 0.6 success rate says far more about how far a night moves
+    rates than a 0.97 one, whose runs barely vary. The sampling variances are evaluated
+    at the pooled value, not at each cell's own estimate (weights that grow as an
+    estimate falls would pull the pooled value down), so the two are found together.
+    What the estimates scatter beyond their sampling error is :attr:`Pool.spread`: cells
+    that really drift differently. None when no cell has two nights.
     """
-    values = np.array([v for v, _ in found])
-    noise = float(np.mean([w for _, w in found]))
-    if values.size < 2:
-        return Pool(max(float(values[0]), 0.0), noise, 0.0, icc)
-    observed = float(values.var(ddof=1))
-    spread = max(0.0, observed - noise)
-    # The estimates scatter at least by their sampling noise (identical cells give
-    # identical estimates, which says nothing about how precise they are).
-    return Pool(max(float(values.mean()), 0.0), max(observed, noise) / values.size, spread, icc)
+    own = [(r, r.night_scale, r.own_tau2()) for r in refs if r.night_scale > 0]
+    cells = [(r, scale) for r, scale, found in own if found is not None]
+    if not cells:
+        return None
+    start = [found[0] / scale for _, scale, found in own if found is not None]
+    pool = Pool(max(float(np.median(start)), 0.0), 0.0, 0.0)
+    for _ in range(POOL_ROUNDS):
+        pool = _pool_round(cells, pool.tau2)
+    return pool
+
+
+def _pool_round(cells: Sequence[tuple[MetricReference, float]], level: float) -> Pool:
+    """One DerSimonian-Laird estimate with every cell's sampling variance at ``level``."""
+    found = [r.own_tau2(r._rho(level * s)) for r, s in cells]
+    x = np.array([f[0] / s for f, (_, s) in zip(found, cells, strict=True) if f is not None])
+    v = np.array([f[1] / s**2 for f, (_, s) in zip(found, cells, strict=True) if f is not None])
+    if float(v.max()) <= 0:  # no estimate has sampling noise (no run varies)
+        return Pool(max(float(x.mean()), 0.0), 0.0, 0.0)
+    # A cell whose estimate has no sampling noise still weighs finitely.
+    v = np.maximum(v, 1e-9 * float(v.max()))
+    least = float(v.min())
+    w = least / v  # inverse-variance weights, scaled to at most 1 (no overflow)
+    fixed = float((w * x).sum() / w.sum())
+    spread = 0.0
+    if x.size > 1:
+        q = float((w * (x - fixed) ** 2).sum())  # Cochran's Q times ``least``
+        spread = max(0.0, (q - (x.size - 1) * least) / float(w.sum() - (w**2).sum() / w.sum()))
+    w_re = 1 / (v + spread)
+    return Pool(max(float((w_re * x).sum() / w_re.sum()), 0.0), float(1 / w_re.sum()), spread)
 
 
 @dataclass(frozen=True)
@@ -460,30 +508,56 @@ def gating_tests(cells: Sequence[CellBaseline], metrics: Mapping[CellKey, Sequen
 
 
 def _pools(own: Mapping[CellKey, Mapping[str, MetricReference]]) -> dict[str, dict[str, Pool]]:
-    """Per model, per metric family: the suite's tau^2 from every cell's own estimate."""
+    """Per model, per metric family: the suite's night variance from every cell's own."""
     found: dict[tuple[str, str], list[MetricReference]] = {}
     for key, metrics in own.items():
         for name, ref in metrics.items():
-            if ref.own_icc is not None:
-                found.setdefault((key.model, family(name)), []).append(ref)
+            found.setdefault((key.model, family(name)), []).append(ref)
     pools: dict[str, dict[str, Pool]] = {}
     for (model, fam), refs in found.items():
-        at = min(max(float(np.mean([r.own_icc[0] for r in refs if r.own_icc])), 0.0), MAX_ICC)
-        estimates = [t for r in refs if (t := r.own_tau2(at)) is not None]
-        if estimates:
-            pools.setdefault(model, {})[fam] = pool_tau2(estimates, at)
+        pool = pool_tau2(refs)
+        if pool is not None:
+            pools.setdefault(model, {})[fam] = pool
     return pools
 
 
 def _own_icc(
-    kind: MetricKind, per_night: Sequence[FloatArray], pooled: FloatArray
+    kind: MetricKind, per_night: Sequence[FloatArray], pooled: FloatArray, run_var: float
 ) -> tuple[float, int] | None:
     if kind.ranked:
         if not pooled.size:
             return None
-        ordered = np.sort(pooled)
-        per_night = [kind.on_test_scale(v, ordered) for v in per_night]
+        return _left_out_icc(kind, per_night, run_var)
     return icc(per_night)
+
+
+def _left_out_icc(
+    kind: MetricKind, per_night: Sequence[FloatArray], run_var: float
+) -> tuple[float, int] | None:
+    """The night share of placements, from each night placed among the other nights as
+    tonight is placed among the baseline's (method of moments on the same statistic).
+
+    Each night's mean placement among the others, less a half, has variance
+    run_var [(1 - rho) (1/n + 1/N') + rho (1 + S')] (N' the other nights' runs, S'
+    their sum(n_i^2) / N'^2): tonight's test's own null variance. Solved for rho, it
+    estimates the night share the test needs. The ANOVA of placements among every night,
+    each night's own included, came out at half of it on five nights (steps under a
+    log-normal night law: 0.018 against 0.035 from tonight's null spread).
+    """
+    used = [v for v in per_night if v.size]
+    if len(used) < 2 or run_var <= 0:
+        return None
+    squares, noise, slope = [], [], []
+    for j, night in enumerate(used):
+        rest = np.sort(np.concatenate([v for i, v in enumerate(used) if i != j]))
+        d = float(kind.on_test_scale(night, rest).mean()) - 0.5
+        sizes = np.array([v.size for i, v in enumerate(used) if i != j], dtype=float)
+        runs = 1 / night.size + 1 / rest.size
+        squares.append(d * d)
+        noise.append(runs)
+        slope.append(1 + float((sizes**2).sum()) / rest.size**2 - runs)
+    rho = (float(np.mean(squares)) / run_var - float(np.mean(noise))) / float(np.mean(slope))
+    return rho, len(used) - 1
 
 
 def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
@@ -493,11 +567,11 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
     per_night = tuple(coding.values(night) for night in nights)
     values = np.concatenate(per_night) if per_night else np.zeros(0)
     n = values.size
-    own = _own_icc(kind, per_night, values)
+    moments = kind.moments(values)
+    own = _own_icc(kind, per_night, values, moments.run_var)
     rho = PRIOR_ICC if own is None else min(max(own[0], 0.0), MAX_ICC)
     sizes = np.array([v.size for v in per_night], dtype=float)
     size_sq = float((sizes**2).sum() / n**2) if n else 1.0
-    moments = kind.moments(values)
     paired, own = paired_share(coding, nights, per_night, moments.sorted_base, own)
     return MetricReference(
         coding=coding,
@@ -515,4 +589,5 @@ def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
         sorted_base=moments.sorted_base,
         shares=moments.shares,
         within_share=paired,
+        night_scale=kind.night_scale(values, moments.run_var) if moments.run_var > 0 else 0.0,
     )

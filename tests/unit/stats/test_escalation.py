@@ -128,28 +128,28 @@ def test_adaptive_looks_again_after_every_batch_until_n(
 def test_later_adaptive_looks_keep_a_cell_the_first_look_s_bar_would_stop(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
-    # A cell that got past the first look had something promising there: at 15 runs a 7 %
+    # A cell that got past the first look had something promising there: at 15 runs a 6 %
     # chance of a flag at 20 (under the first look's 10 % bar for rates) still runs on.
     ref = _reference(runs, cell)
-    budget = Budget.of(Tolerance(), 20, cells=3, adaptive=True, batch=5)
+    budget = Budget.of(Tolerance(), 20, cells=2, adaptive=True, batch=5)
     step = decide(ref, runs(15, passed=10, steps=STEPS), budget)
     assert step.action == "continue" and "success_rate" in step.suspicious
-    assert "success_rate (p 0.033, chance of a flag at 20 runs 7%)" in step.reason
-    assert PROMISE_ADAPTIVE["binary"] > 0.07
+    assert "success_rate (p 0.041, chance of a flag at 20 runs 6%)" in step.reason
+    assert PROMISE_ADAPTIVE["binary"] > 0.06
 
 
 def test_a_big_suite_s_early_looks_keep_a_cell_the_bars_chosen_on_5_cells_would_stop(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
     # In 100 cells a lone change must pass a 20 times stricter bar than in 5, so a real
-    # change looks less promising at an early look: 6 of 10 passing has a 6 % chance of a
+    # change looks less promising at an early look: 6 of 10 passing has a 3 % chance of a
     # flag at 20 runs, under the 10 % bar chosen on 5 cells; scaled to the suite, it runs on.
     ref = _reference(runs, cell)
     budget = Budget.of(Tolerance(), 20, cells=100, adaptive=True, batch=5)
     step = decide(ref, runs(10, passed=6, steps=STEPS), budget)
     assert step.action == "continue" and "success_rate" in step.suspicious
-    assert "success_rate (p 0.027, chance of a flag at 20 runs 6%)" in step.reason
-    assert PROMISE_ADAPTIVE["binary"] > 0.06
+    assert "success_rate (p 0.033, chance of a flag at 20 runs 3%)" in step.reason
+    assert PROMISE_ADAPTIVE["binary"] > 0.03
 
 
 def test_drive_ends_when_the_runner_cannot_run_more(
@@ -163,17 +163,18 @@ def test_drive_ends_when_the_runner_cannot_run_more(
 def test_metrics_that_move_together_are_judged_at_the_step_up_bar(
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
-    # 22 of 30 passing against a 0.9 baseline, in a night of 3 cells, after one batch past
-    # N. When the failed runs also give another answer, success_rate_valid and
-    # final_answer_match fall together: Benjamini-Hochberg flags both at twice a lone bar,
-    # so both keep the cell escalating. When the failed runs still answer as usual,
-    # success_rate_valid falls alone and is not promising enough at the lone bar. (Both
-    # made gating, success_rate not: past N, diagnostics hold no cell.)
+    # 23 of 30 passing against a 0.9 baseline of 20 nights (its night variance well
+    # known), in a night of 3 cells, after one batch past N. When the failed runs also
+    # give another answer, success_rate_valid and final_answer_match fall together:
+    # Benjamini-Hochberg flags both at twice a lone bar, so both keep the cell escalating.
+    # When the failed runs still answer as usual, success_rate_valid falls alone and is
+    # not promising enough at the lone bar. (Both made gating, success_rate not: past N,
+    # diagnostics hold no cell.)
     gating = ["crash_rate", "skip_rate", "tool_sequence", "step_count"]
     tolerance = Tolerance(gating=[*gating, "success_rate_valid", "final_answer_match"])
-    ref = _reference(runs, cell, tolerance=tolerance)
+    ref = _reference(runs, cell, nights=20, tolerance=tolerance)
     budget = Budget.of(tolerance, 20, cells=3)
-    together = runs(30, passed=22, steps=STEPS)
+    together = runs(30, passed=23, steps=STEPS)
     alone = [r.model_copy(update={"final_answer": "Paris"}) for r in together]
     assert {"success_rate_valid", "final_answer_match"} <= set(
         decide(ref, together, budget).suspicious

@@ -58,16 +58,15 @@ def test_an_escalated_night_is_judged_with_the_suite_s_drift_not_an_anchor_that_
     runs: RunsMaker, cell: Callable[..., CellNight]
 ) -> None:
     """Scenario a's anchor nights happen to agree (17-18 of 20) while the suite's other
-    cells swing by +/-0.1 a night. Escalated to 60 runs, tonight's 39 passes (0.65) sit
-    within the night effect the suite shows once the estimate's uncertainty is counted:
-    with a quarter of a standard error of tau^2 added this was a regression (p 0.0017
-    against a bar of 0.002), the kind of false alarm that put 3.3 % of 5 x 1 nights under
-    the logit-normal drift law over the bar."""
+    cells swing from 0.65 to 1.0 a night, far beyond what 20 runs' sampling noise
+    explains. Escalated to 60 runs, tonight's 39 passes (0.65) sit within the night effect
+    the suite shows (moved to a's rate on the logit scale), not the one a's own anchor
+    saw by chance: inconclusive, not a regression."""
     swings = {
-        "b": (18, 15, 19, 16, 18),
-        "c": (17, 19, 15, 18, 16),
-        "d": (19, 16, 18, 17, 15),
-        "e": (16, 18, 17, 19, 18),
+        "b": (20, 13, 19, 14, 18),
+        "c": (14, 20, 13, 19, 15),
+        "d": (19, 14, 20, 13, 17),
+        "e": (13, 19, 15, 20, 18),
     }
     nights = [
         cell(

@@ -102,7 +102,7 @@ def test_a_step_change_enters_one_pair_not_every_night_after(
 ) -> None:
     """Consecutive differences: a persistent change (what the evidence is there to find)
     must not pass for night-to-night noise and widen the band that would catch it."""
-    step = _season(runs, cell, STEADY, [17] * 10 + [11] * 10)
+    step = _season(runs, cell, STEADY, [17] * 10 + [9] * 10)
     # Drifting nights, none far enough to fail (a pair into or out of a failed night is
     # a change point's, and stays out: test_evidence.py).
     swinging = _season(runs, cell, STEADY, [20, 14, 19, 14, 20, 15] * 3 + [20, 14])
