@@ -19,6 +19,7 @@ from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
     beside_flags,
+    detectable,
     flagged_names,
     format_table,
     summary_rows,
@@ -339,6 +340,8 @@ def _print_comparison(comparison: Comparison, report: RunReport, suite: str) -> 
     if rows:
         click.echo("\nCompared with baselines:")
         click.echo(format_table(rows, VERDICT_COLUMNS))
+    if line := detectable(comparison.results):
+        click.echo(f"\n{line}")
     for note in comparison.notes:
         click.echo(f"note: {_options.say(note)}", err=True)
     young = _young_cells(comparison.results)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
-from evalrunner.suite._metrics import DEFAULT_GATING, metric, rank, sequence_label
+from evalrunner.suite._metrics import DEFAULT_GATING, SCALES, metric, rank, sequence_label
 from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunRecord, group_records
 
 if TYPE_CHECKING:
@@ -222,6 +223,33 @@ def _verdict_word(r: MetricResult) -> str:
     if r.verdict in FAILING:
         return r.verdict.upper()
     return "unconfirmed" if r.unconfirmed else r.verdict
+
+
+def detectable(results: Sequence[MetricResult]) -> str:
+    """The smallest change tonight's runs would catch, per gating metric: its MDE (flagged
+    with probability 0.8 at the verdict's own bar), the median over the scenario × models
+    that gate and measured it. '' when nothing gates.
+
+    A night of "ok" rows says little unless it says what it could have seen: at 5 runs
+    against 3 baseline nights a success rate can fall 0.5 unseen."""
+    found: dict[str, list[float | None]] = {}
+    for r in results:
+        if r.gating and r.night_n:
+            found.setdefault(r.metric, []).append(r.mde)
+    if not found:
+        return ""
+    cells = len({(r.scenario, r.model) for r in results if r.gating and r.night_n})
+    over = f"median of {cells} scenario × models" if cells > 1 else "one scenario × model"
+    parts = [_smallest(name, found[name]) for name in sorted(found, key=rank)]
+    return f"smallest change tonight's runs detect (80 % power, {over}): {', '.join(parts)}"
+
+
+def _smallest(name: str, mdes: Sequence[float | None]) -> str:
+    """'success_rate ±0.31' (a median over cells), or 'none at these runs'."""
+    known = [m for m in mdes if m is not None]
+    if len(known) * 2 < len(mdes):  # most cells could not detect any change of it
+        return f"{name} none at these runs"
+    return f"{name} {SCALES[metric(name).kind].margin_prefix}{_num(statistics.median(known))}"
 
 
 def undecided(

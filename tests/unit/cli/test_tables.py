@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrunner.cli._tables import format_table, summary_rows, verdict_rows
+from evalrunner.cli._tables import detectable, format_table, summary_rows, verdict_rows
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite._record import RunRecord
 
@@ -34,9 +34,11 @@ def run(
     )
 
 
-def result(metric: str, verdict: str = "ok", *, gating: bool = True, **fields: Any) -> MetricResult:
+def result(
+    metric: str, verdict: str = "ok", *, gating: bool = True, scenario_: str = "s", **fields: Any
+) -> MetricResult:
     return MetricResult(
-        scenario="s",
+        scenario=scenario_,
         model="m",
         metric=metric,
         kind="binary",
@@ -213,3 +215,21 @@ def test_the_night_line_names_diagnostics_that_moved_beside_nothing_flagged() ->
         "; diagnostics that moved (they never fail a night): s latency_s "
         "(`evalrunner plan --suite demo` says what settles them)"
     )
+
+
+def test_a_night_says_the_smallest_change_it_could_detect_per_gating_metric() -> None:
+    """Median over the cells that gate, in each metric's own units; a metric most cells
+    cannot detect at any size says so instead of a number; diagnostics are left out."""
+    found = detectable(
+        [
+            result("success_rate", mde=0.3, night_n=20),
+            result("success_rate", mde=0.5, night_n=20, scenario_="t"),
+            result("success_rate", mde=0.4, night_n=20, scenario_="u"),
+            result("crash_rate", mde=None, night_n=20),
+            result("latency_s", mde=0.01, night_n=20, gating=False),
+        ]
+    )
+    assert found.startswith("smallest change tonight's runs detect (80 % power, median of 3")
+    assert "success_rate ±0.4" in found and "crash_rate none at these runs" in found
+    assert "latency_s" not in found
+    assert detectable([result("latency_s", mde=0.01, night_n=20, gating=False)]) == ""

@@ -8,7 +8,8 @@ import numpy as np
 from evalrunner.stats import CellBaseline, fit_references
 from evalrunner.stats._formulas import placements
 from evalrunner.stats._observe import Runs
-from evalrunner.stats._reference import _fit_alone, pool_tau2
+from evalrunner.stats._pool import pool_tau2
+from evalrunner.stats._reference import _fit_alone
 from evalrunner.suite import Tolerance
 from evalrunner.suite._record import CellKey
 
