@@ -28,7 +28,7 @@ import importlib
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,8 @@ _ENV_NOT_SECRET = re.compile(
 
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
+_names: set[str] = set()
+"""Names that are evalrunner's own structure where they are keys (:func:`register_names`)."""
 
 
 def register_secret(value: str | None) -> None:
@@ -75,6 +77,28 @@ def register_secret(value: str | None) -> None:
     if isinstance(value, str) and len(value) >= _MIN_SECRET:
         with _registered_lock:
             _registered.add(value)
+
+
+def register_names(names: Iterable[str]) -> None:
+    """Take ``names`` as evalrunner's own structure wherever they are keys: scenario ids,
+    check, score and tool names, as a suite or a run record states them.
+
+    A key named like a secret (``reset_password``, ``rotate_token``, ``check_api_key``)
+    has its value redacted in what a user or a model wrote. As a scenario id or a check
+    name it holds our own data (a scenario's fingerprint, a check's result), and replacing
+    that broke the file it was in: the night's manifest, its run files and its history
+    entry were refused by every command after (issue 53). A model's tool argument named
+    like one of these names is then not redacted by its key (its value still is, by
+    format and by every configured credential).
+    """
+    found = [name for name in names if isinstance(name, str) and name]
+    with _registered_lock:
+        _names.update(found)
+
+
+def _ours(key: str) -> bool:
+    """``key`` is one of our own names, or a metric of one (``tool_used:<tool>``)."""
+    return key in _names or key.partition(":")[2] in _names
 
 
 def register_env_secrets(env: Mapping[str, str]) -> None:
@@ -385,7 +409,7 @@ class _Redactor:
                 new_key = self.text(key)
                 if new_key in out:  # two keys that were secrets: keep both values
                     new_key = _unique(new_key, out.__contains__)
-                if is_secret_key(key) and item not in (None, "", [], {}):
+                if _secret_value(key, item):
                     out[new_key] = REDACTED
                     continue
             else:
@@ -398,6 +422,14 @@ class _Redactor:
             else:
                 out[new_key] = value(item)
         return out
+
+
+def _secret_value(key: str, item: Any) -> bool:
+    """A value redacted for its key: named like a secret, not one of our own names, and
+    holding something (a yes/no is never a credential: a check's result)."""
+    if item in (None, "", [], {}) or isinstance(item, bool):
+        return False
+    return is_secret_key(key) and not _ours(key)
 
 
 def _unique(key: str, taken: Callable[[str], bool]) -> str:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from evalrunner import _signals
 from evalrunner.errors import EvalrunnerError, UserError
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class Terminated(KeyboardInterrupt):
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    _signals.received()
     raise Terminated()
 
 
@@ -95,7 +97,8 @@ def _sigterm_interrupts() -> Iterator[None]:
         return
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        yield
+        with _signals.watched():  # Ctrl-C noted too: an agent's own KeyboardInterrupt is not one
+            yield
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrunner import _signals
 from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
@@ -299,9 +300,41 @@ def run_captured(
             output = fn(*args, **kwargs)
     except Exception as exc:  # the agent's crash is part of the trajectory
         error = exc
-    except SystemExit as exc:
-        error = AgentExited.of(exc)
+    except BaseException as exc:
+        error = _agents_own(exc)
     return _result(scope, output, error)
+
+
+def _agents_own(exc: BaseException) -> BaseException:
+    """A BaseException out of the agent as its run's crash, or raised on when it is a stop
+    of the night or the test session: a cancellation asked of this task, a real Ctrl-C
+    or SIGTERM (:mod:`evalrunner._signals`), pytest's own skip or fail.
+
+    Before, an agent's own ``KeyboardInterrupt``, ``CancelledError`` or any other
+    BaseException ended the night, and every ``--resume`` died on the same run."""
+    if isinstance(exc, SystemExit):
+        return AgentExited.of(exc)
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise exc
+    elif isinstance(exc, KeyboardInterrupt):
+        if _signals.from_outside():
+            raise exc
+    elif isinstance(exc, GeneratorExit) or type(exc).__module__.startswith("_pytest"):
+        raise exc
+    return AgentStopped.of(exc)
+
+
+class AgentStopped(Exception):
+    """The agent raised a BaseException of its own (``KeyboardInterrupt``, ``CancelledError``
+    and the like): its run crashed; the night goes on."""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> AgentStopped:
+        crash = cls(f"the agent raised {type(exc).__name__}({exc})")
+        crash.__cause__ = exc
+        return crash
 
 
 class AgentExited(Exception):
@@ -345,7 +378,12 @@ async def arun_captured(
 
     def in_thread() -> Any:
         thread.append(threading.get_ident())
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except (Exception, SystemExit):
+            raise
+        except BaseException as exc:  # no signal reaches a worker thread: the agent's own
+            raise AgentStopped.of(exc) from exc
 
     async def call() -> Any:
         if inspect.iscoroutinefunction(fn):
@@ -370,8 +408,8 @@ async def arun_captured(
                 output = await call()
     except Exception as exc:
         error = exc
-    except SystemExit as exc:
-        error = AgentExited.of(exc)
+    except BaseException as exc:
+        error = _agents_own(exc)
     # RunEnded: a call found the deadline passed a moment before the timeout fired.
     timed_out = limit.expired() or isinstance(error, RunEnded)
     where = _stack_of(thread[0], in_thread.__code__, timeout) if timed_out and thread else None

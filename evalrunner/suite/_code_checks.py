@@ -22,6 +22,7 @@ import contextlib
 import contextvars
 import inspect
 import math
+import numbers
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -106,24 +107,58 @@ def _take(name: str, value: Any, out: CodeChecked) -> None:
 
 
 def _read_return(value: Any) -> tuple[bool | None, float | None, Any] | str:
-    """A check's return value as (passed, score, reason), or why it is the check's bug."""
-    passed, score, reason = None, None, None
+    """A check's return value as (passed, score, reason), or why it is the check's bug.
+
+    Types are checked, not coerced: ``passed="false"`` is a string, which Python would
+    count as true, and a score of ``"0.5"`` is not a number (it raised a TypeError
+    outside the check's guard and ended the night). numpy's booleans and numbers are
+    what they say (a check computing with numpy returns them)."""
     if isinstance(value, CheckResult):
-        passed, score, reason = value.passed, value.score, value.reason
-        if passed is None and score is None:
-            return "returned a CheckResult with neither passed nor score"
-    elif isinstance(value, bool):
-        passed = value
-    elif isinstance(value, int | float):
-        score = float(value)
-    else:
-        return (
-            f"returned {type(value).__name__}; a check returns True/False, a score in [0, 1] "
-            "or an evalrunner.CheckResult"
-        )
+        return _read_result(value)
+    if _is_bool(value):
+        return bool(value), None, None
+    if _is_number(value):
+        return _in_range(float(value), None, None)
+    return (
+        f"returned {type(value).__name__}; a check returns True/False, a score in [0, 1] "
+        "or an evalrunner.CheckResult"
+    )
+
+
+def _read_result(value: CheckResult) -> tuple[bool | None, float | None, Any] | str:
+    passed, score = value.passed, value.score
+    if passed is None and score is None:
+        return "returned a CheckResult with neither passed nor score"
+    if passed is not None and not _is_bool(passed):
+        return f"returned a CheckResult whose passed is {passed!r}, not True or False"
+    if score is not None and not _is_number(score):
+        return f"returned a CheckResult whose score is {score!r}, not a number in [0, 1]"
+    return _in_range(
+        None if score is None else float(score),
+        None if passed is None else bool(passed),
+        value.reason,
+    )
+
+
+def _in_range(
+    score: float | None, passed: bool | None, reason: Any
+) -> tuple[bool | None, float | None, Any] | str:
     if score is not None and not (math.isfinite(score) and 0 <= score <= 1):
         return f"returned the score {score!r}, outside [0, 1]"
     return passed, score, reason
+
+
+def _is_bool(value: Any) -> bool:
+    """True/False, or numpy's (a 0-d boolean)."""
+    kind = type(value)
+    return isinstance(value, bool) or (
+        kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")  # numpy 2, 1
+    )
+
+
+def _is_number(value: Any) -> bool:
+    """A real number, numpy's included; not a boolean, not a string."""
+    return isinstance(value, numbers.Real) and not _is_bool(value)
 
 
 _CALLERS = frozenset({"evalrunner", "asyncio", "concurrent", "threading"})
@@ -156,6 +191,15 @@ async def acode_checks(
         try:
             async with bound:
                 value = await _called(name, fn, run)
+        except (SystemExit, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and _stopping():
+                raise  # the night is being stopped: not the check's doing
+            # sys.exit() or a cancellation of the check's own (an inner task it awaited)
+            # ends the check, not the night (before: the night exited with the check's code).
+            out.broken[name] = (
+                f"raised {type(exc).__name__}({exc}), so the run is judged without it"
+            )
+            continue
         except Exception as exc:  # the check's own bug: never the agent's failure
             # A TimeoutError of the check's own (urllib's, its own asyncio.timeout) is its
             # failure, shown with its traceback; only ours is "did not return".
@@ -169,6 +213,13 @@ async def acode_checks(
             continue
         _take(name, value, out)
     return out
+
+
+def _stopping() -> bool:
+    """This task was asked to stop (the night is being cancelled), rather than the check
+    raising a CancelledError of its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def _called(name: str, fn: CheckFn, run: CheckInput) -> Any:

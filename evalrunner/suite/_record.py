@@ -20,7 +20,10 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_serializer,
     model_serializer,
+    model_validator,
 )
+
+from evalrunner._redact import register_names
 
 
 class Outcome(StrEnum):
@@ -172,6 +175,13 @@ class RunRecord(BaseModel):
         description="Whether the judge's grades fell on the same side of its pass_score "
         "(metric 'judge_agreement'); absent with fewer than two grades.",
     )
+
+    @model_validator(mode="after")
+    def _names_are_ours(self) -> RunRecord:
+        # Its scenario, check, score and tool names key our own files (a check's result,
+        # a tool's metric): named like a secret, they are still not one (issue 53).
+        register_names([self.scenario, *self.checks, *self.scores, *self.tools])
+        return self
 
     @field_serializer("outcome")
     def _outcome_text(self, outcome: Outcome) -> str:

@@ -27,6 +27,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from evalrunner._heap import collector_paused
 from evalrunner._litellm import prepare as prepare_litellm
+from evalrunner._redact import register_names
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.errors import ConfigError
 from evalrunner.suite._dataset import DataRow, Dataset, fill, read_datasets, template_fields
@@ -285,7 +286,18 @@ def resolve_suite(
             )
         )
     _scores_named_exist(spec, origins, path)
+    register_names(_names_of(spec))
     return Suite(spec=spec, scenarios=tuple(scenarios), path=path)
+
+
+def _names_of(spec: SuiteSpec) -> list[str]:
+    """The suite's names that key our own files: scenario ids (a night's manifest), code
+    checks (their results and scores, by the reference and by the function's name)."""
+    names = [entry.id for entry in spec.scenarios]
+    for entry in spec.scenarios:
+        for ref in entry.checks.code:
+            names += [ref, re.split(r"[:.]", ref)[-1]]
+    return names
 
 
 def _scores_named_exist(spec: SuiteSpec, origins: Sequence[str] | None, path: Path | None) -> None:

@@ -436,6 +436,44 @@ def test_an_agent_that_calls_sys_exit_crashes_its_run_and_the_night_goes_on(
     }
 
 
+def test_an_agent_s_own_keyboard_interrupt_or_cancel_crashes_its_run_and_the_night_goes_on(
+    tmp_path: Path, endpoint: FakeEndpoint
+) -> None:
+    """An agent that raises KeyboardInterrupt, CancelledError or another BaseException of
+    its own ended the night (a traceback, or exit 130), losing the healthy runs, and every
+    --resume died on the same run (issue 53, row 2). Only a real Ctrl-C or SIGTERM, which
+    the CLI's signal handler notes, stops a night."""
+    scenarios = [
+        scenario("interrupt", "interrupting_agent"),
+        scenario("ainterrupt", "ainterrupting_agent"),
+        scenario("cancel", "cancelling_agent"),
+        scenario("abort", "aborting_agent"),
+        scenario("pass", "tool_agent"),
+    ]
+    write_suite(tmp_path, "stops", scenarios, runs=2)
+    result = cli(endpoint, tmp_path, "--suite", "stops", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output  # crashes, as any crashing agent's night
+    ids = ["interrupt", "ainterrupt", "cancel", "abort", "pass"]
+    check_results_dir(tmp_path / "out", planned_ids(ids, 2))
+    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
+    found = {(r["scenario"], r["outcome"], r["reason"]) for r in records}
+    assert found == {
+        (
+            "interrupt",
+            "crashed",
+            "AgentStopped: the agent raised KeyboardInterrupt(the agent's own)",
+        ),
+        (
+            "ainterrupt",
+            "crashed",
+            "AgentStopped: the agent raised KeyboardInterrupt(the agent's own)",
+        ),
+        ("cancel", "crashed", "AgentStopped: the agent raised CancelledError()"),
+        ("abort", "crashed", "AgentStopped: the agent raised Abort(give up)"),
+        ("pass", "passed", None),
+    }
+
+
 def read(path: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8"))["record"])
 

@@ -2,7 +2,8 @@
 
 The layers, bottom up (docs/architecture.md draws them):
 
-    plumbing   _jsonio, _redact, _clock, _heap, _lazy, _litellm, _net, _next, _version, errors
+    plumbing   _jsonio, _redact, _clock, _heap, _lazy, _litellm, _net, _next, _signals, _version,
+               errors
     core       capture, ATIF, normalise, shape, diff, the request key
     suite      suite files, the agent contract, run records, metrics, Tolerance
     endpoints  model strings, the embedded model's server
@@ -38,6 +39,7 @@ PLUMBING = (
     "_litellm",
     "_net",
     "_next",
+    "_signals",
     "_version",
     "errors",
 )

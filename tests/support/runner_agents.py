@@ -219,6 +219,35 @@ async def aexiting_agent(task: str, ctx: RunContext) -> str | None:
     sys.exit("fatal: config missing")
 
 
+class Abort(BaseException):
+    """A library's own "stop everything" (not an Exception, so ``except Exception`` misses it)."""
+
+
+def interrupting_agent(task: str, ctx: RunContext) -> str | None:
+    """Calls the model, then raises KeyboardInterrupt itself (no signal came)."""
+    timed_agent(task, ctx)
+    raise KeyboardInterrupt("the agent's own")
+
+
+async def ainterrupting_agent(task: str, ctx: RunContext) -> str | None:
+    await athree_calls(task, ctx)
+    raise KeyboardInterrupt("the agent's own")
+
+
+async def cancelling_agent(task: str, ctx: RunContext) -> str | None:
+    """An inner task the agent cancels, awaited without care: CancelledError out of it."""
+    await athree_calls(task, ctx)
+    inner = asyncio.ensure_future(asyncio.sleep(5))
+    inner.cancel()
+    await inner
+    return "never"
+
+
+def aborting_agent(task: str, ctx: RunContext) -> str | None:
+    timed_agent(task, ctx)
+    raise Abort("give up")
+
+
 def leaky_crashing_agent(task: str, ctx: RunContext) -> str | None:
     """Crashes with its API key in the message, as a careless error path would."""
     timed_agent(task, ctx)

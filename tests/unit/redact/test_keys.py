@@ -115,3 +115,45 @@ def test_a_secret_key_written_in_camel_case_is_redacted(key: str) -> None:
 @pytest.mark.parametrize("key", ["maxTokens", "promptTokens", "inputTokenCount", "authorName"])
 def test_camel_case_counts_and_names_are_not_secret_keys(key: str) -> None:
     assert redact({key: "12345678"}, []) == {key: "12345678"}
+
+
+def test_our_own_names_named_like_secrets_keep_what_they_key() -> None:
+    """A scenario, check, score or tool named ``reset_password``, ``check_api_key`` or
+    ``rotate_token`` keys our own data in a night's files (its manifest's fingerprints, a
+    run's check results and scores, a tool's metric): the run record that states them
+    makes them ours, and they stay whole. Before, their values became "[REDACTED]" and
+    every command refused the night's files after (issue 53)."""
+    from evalrunner.suite._record import RunRecord
+
+    names = {"scenario": "reset_pw_token", "check": "check_api_key", "tool": "rotate_token"}
+    assert all(is_secret_key(name) for name in names.values())
+    before = {
+        "scenarios": {names["scenario"]: "fp-1234"},
+        "checks": {names["check"]: False},
+        "scores": {names["check"]: 0.5},
+        "tool_sequences": {f"tool_used:{names['tool']}": 0.25},
+        "broken": {names["check"]: "raised ValueError"},
+    }
+    assert redact(before, []) != before  # until a record states them, they read as secrets
+    RunRecord(
+        run_id="r/m/0",
+        suite="t",
+        scenario=names["scenario"],
+        model="m",
+        index=0,
+        outcome="passed",
+        checks={names["check"]: False},
+        scores={names["check"]: 0.5},
+        tools=[names["tool"]],
+    )
+    assert redact(before, []) == before
+    # A yes/no is never a credential, whoever named it.
+    assert redact({"session_cookie": True, "login_auth": False}, []) == {
+        "session_cookie": True,
+        "login_auth": False,
+    }
+    # What a model or user wrote under a secret key is still redacted.
+    assert redact({"api_key": "abc", "headers": {"x-api-key": "k"}}, []) == {
+        "api_key": R,
+        "headers": {"x-api-key": R},
+    }
