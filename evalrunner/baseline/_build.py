@@ -266,7 +266,7 @@ def _refuse_flagged(
     failed = sorted({r.metric for r in compare_pairs([pair]).regressions})
     if not failed:
         return
-    sources = each("--from", [str(night.results.root) for night in found])
+    sources = each("--from", [str(night.results.shown) for night in found])
     scope = ("--scenario", cell.scenario, "--model", cell.model)
     raise BaselineMismatch(
         Said(
@@ -326,7 +326,7 @@ def _refuse_another_configuration(
     for night in found:
         if night.fingerprint is not None and night.fingerprint != scenario.fingerprint:
             raise BaselineMismatch(
-                f"{night.results.root}: scenario {scenario.id!r} ran with another configuration than "
+                f"{night.results.shown}: scenario {scenario.id!r} ran with another configuration than "
                 f"{suite.path or suite.name} now has; run it again before making it the baseline"
             )
 

@@ -302,7 +302,7 @@ async def run_night(
     say = notify or (lambda text: None)
     endpoints = _endpoints(night, pool)
     night.save()
-    say(f"suite {night.suite.name}: results in {night.results.root}")
+    say(f"suite {night.suite.name}: results in {night.results.shown}")
     scheduler: Scheduler = (
         FixedScheduler(night.schedules, endpoints)
         if adaptive is None
@@ -310,7 +310,7 @@ async def run_night(
     )
     limit = concurrency or night.suite.concurrency
     _capped(list(endpoints.values()), limit, say)
-    report = RunReport(out=night.results.root, records=[], resumed_unclosed=night.unclosed)
+    report = RunReport(out=night.results.shown, records=[], resumed_unclosed=night.unclosed)
     owned = executor is None  # one we start, we close (its command agents' proxy included)
     executor = executor or LocalExecutor(night.suite.spec.rate_limits)
     # Built before the night counts as started: a failure here leaves it "running".
@@ -333,7 +333,7 @@ def _check_adaptive(night: OpenNight, adaptive: Adaptive | None) -> None:
     escalation (``adaptive.adaptive`` False) adds runs."""
     if (adaptive is None or not adaptive.adaptive) != (night.adaptive is None):
         raise ConfigError(
-            f"{night.results.root}: the plan is {'adaptive' if night.adaptive else 'fixed'}; "
+            f"{night.results.shown}: the plan is {'adaptive' if night.adaptive else 'fixed'}; "
             "pass the matching Adaptive (run_live does)"
         )
 

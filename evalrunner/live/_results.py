@@ -151,7 +151,11 @@ class ResultsDir:
     """Reading and writing one results directory."""
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        self.shown = Path(root)
+        """The directory as given, for messages."""
+        # Files go where it was given, even once an in-process agent has changed the
+        # working directory (a relative --out moved under the agent's, issue 53).
+        self.root = self.shown.absolute()
 
     @property
     def manifest_path(self) -> Path:
@@ -217,7 +221,7 @@ class ResultsDir:
             return "restore it from its copy, or run the night again"
         return Said(
             "restore it from its copy, or delete it and finish the night with ",
-            NextStep("run", manifest.suite, ("--out", str(self.root), "--resume")),
+            NextStep("run", manifest.suite, ("--out", str(self.shown), "--resume")),
             ", which runs that run again",
         )
 
@@ -434,13 +438,13 @@ def claim(root: Path, *, resume: bool) -> Iterator[ResultsDir]:
 def _check_fresh(results: ResultsDir) -> None:
     if results.manifest_path.exists():
         raise ConfigError(
-            f"{results.root} already holds results; pass --resume to finish it, or choose another --out"
+            f"{results.shown} already holds results; pass --resume to finish it, or choose another --out"
         )
     found = results.entries()
     if found:
         shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
         raise ConfigError(
-            f"{results.root} is not empty ({shown}) but holds no manifest.json, so it is no "
+            f"{results.shown} is not empty ({shown}) but holds no manifest.json, so it is no "
             "results directory evalrunner can add to; choose an empty or new --out"
         )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import sys
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -276,6 +277,11 @@ def run_live(
     """
     if not isinstance(suite, Suite):  # a suite file's path
         suite = load_suite(suite)
+    # An in-process agent may change the working directory (coding agents do): the
+    # results directory is anchored where it was given (ResultsDir), and the directory is
+    # given back after the runs, so the history and every path read after them are the
+    # user's as given.
+    cwd = os.getcwd()
     say = notify or _to_stderr
     history, baselines_dir = options.history, options.baselines_dir
     if history is not None:
@@ -304,6 +310,7 @@ def run_live(
                     executor=jobs,
                 )
             )
+            _back_to(cwd, say)
             for died in [pool.local_server_died(), *jobs.local_servers_died()]:
                 if died is not None:
                     say(died)
@@ -313,6 +320,13 @@ def run_live(
             # Inside the pool: the sentinel reaches the models the runs did.
             _after_the_runs(night, result, baselines_dir, history, before, options.explain, pool)
     return result
+
+
+def _back_to(cwd: str, say: Notify) -> None:
+    """The working directory the night started in, if an agent moved the process."""
+    if os.getcwd() != cwd:
+        say(f"an agent changed the working directory to {os.getcwd()}; back to {cwd}")
+        os.chdir(cwd)
 
 
 def _before_the_runs(
@@ -398,7 +412,7 @@ def _compare(night: OpenNight, result: LiveResult, baselines_dir: Path, before: 
             evidence=before.evidence,
             loaded=before.loaded,
             references=before.references,
-            night_dir=night.results.root,
+            night_dir=night.results.shown,
         )
     except EvalrunnerError as exc:
         result.problems.append(f"not compared with baselines: {exc}")
@@ -428,7 +442,7 @@ def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
         result.history_path = _append_history(night, new, result, history)
     except (EvalrunnerError, OSError) as exc:
         # The night's runs are on disk: --resume appends what the history lacks.
-        resume = ("--out", str(night.results.root), "--resume", "--history", history)
+        resume = ("--out", str(night.results.shown), "--resume", "--history", history)
         result.problems.append(
             Said(
                 f"history not written to {history}: {exc}; once it can be, append the night with ",

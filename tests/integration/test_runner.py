@@ -474,6 +474,29 @@ def test_an_agent_s_own_keyboard_interrupt_or_cancel_crashes_its_run_and_the_nig
     }
 
 
+def test_an_agent_that_changes_directory_moves_none_of_the_night_s_files(
+    tmp_path: Path, endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default relative --out and history, an agent's os.chdir put the run
+    files, a second manifest and the history under its own directory, and left --out
+    "running" with no runs, exit 0 (issue 53, row 4). The paths are fixed at the start."""
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("WANDER_TO", str(tmp_path / "workspace"))
+    write_suite(project / "suites", "wander", [scenario("w", "wandering_agent")], runs=3)
+    try:
+        result = cli(endpoint, project / "suites", "--suite", "wander", "--out", "results/n1")
+    finally:
+        monkeypatch.chdir(project)  # the agent left the process elsewhere
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((project / "results" / "n1" / "manifest.json").read_text())
+    assert manifest["status"] == "finished"
+    assert len(list((project / "results" / "n1" / "runs").rglob("*.json"))) == 3
+    assert any((project / "reports").rglob("*")), "the history is where it was asked for"
+    assert not any(p.is_file() for p in (tmp_path / "workspace").rglob("*"))
+
+
 def read(path: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8"))["record"])
 

@@ -248,6 +248,14 @@ def aborting_agent(task: str, ctx: RunContext) -> str | None:
     raise Abort("give up")
 
 
+def wandering_agent(task: str, ctx: RunContext) -> AgentResult:
+    """A coding agent's habit: it moves the process into its workspace and stays there."""
+    workspace = Path(os.environ["WANDER_TO"])
+    workspace.mkdir(parents=True, exist_ok=True)
+    os.chdir(workspace)
+    return tool_agent(task, ctx)
+
+
 def leaky_crashing_agent(task: str, ctx: RunContext) -> str | None:
     """Crashes with its API key in the message, as a careless error path would."""
     timed_agent(task, ctx)
