@@ -200,7 +200,7 @@ def _input(arguments: str) -> dict[str, Any]:
     # one (the trajectory keeps the raw arguments, from the record).
     try:
         value = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+    except ValueError:  # broken JSON, or a number too long to convert
         return {}
     return value if isinstance(value, dict) else {}
 

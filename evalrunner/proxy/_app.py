@@ -188,7 +188,7 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
         raw = await _body(request, max_body)
         try:
             body = json.loads(raw or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # not JSON, not UTF-8, or a number too long to convert
             raise ProxyHTTPError(400, "invalid_request_error", f"body is not JSON: {exc}") from None
         except RecursionError:
             raise ProxyHTTPError(

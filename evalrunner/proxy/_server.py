@@ -81,6 +81,10 @@ def _guarded_http() -> type[asyncio.Protocol]:
     return HeadDeadline
 
 
+MIN_TOKEN = 16
+"""The shortest token a proxy accepts (:func:`new_token`'s have 43 characters)."""
+
+
 def new_token() -> str:
     """A fresh per-start token: what the proxy a night starts, and ``evalrunner proxy``
     without ``--token``, require of every request. Agents get it as their API key, so
@@ -131,6 +135,13 @@ class ProxyServer:
             raise ConfigError(f"proxy mode {mode!r}: use record, replay or passthrough")
         if mode != "passthrough" and directory is None:
             raise ConfigError(f"proxy {mode} mode needs a directory for its recordings")
+        if token is not None and len(token) < MIN_TOKEN:
+            # An empty --token served every request unauthenticated; one character, or
+            # a few, is guessed in a moment by anything that can reach the port.
+            raise ConfigError(
+                f"proxy --token (EVALRUNNER_PROXY_TOKEN) has {len(token)} characters: use at "
+                f"least {MIN_TOKEN}, or leave it out for a new one each start (loopback)"
+            )
         if not is_loopback(host, listening=True):
             if not allow_remote:
                 raise ConfigError(
