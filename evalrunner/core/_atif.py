@@ -386,14 +386,16 @@ _TOTALS = (
 
 
 def _numbers_not_text(doc: dict[str, Any], label: str, path: str, *, repair: bool) -> None:
-    """Token counts and costs written as text ("12"): pydantic's lax validation lets them
-    through, and every sum over them would fail later. Read as numbers with a warning
-    (lenient), or refused naming the field (strict)."""
+    """Token counts, costs and a step's model calls written as text ("12"): pydantic's lax
+    validation lets them through, and every sum over them would fail later. Read as
+    numbers with a warning (lenient), or refused naming the field (strict)."""
     places: list[tuple[Any, tuple[str, ...], str]] = [
         (doc.get("final_metrics"), _TOTALS, f"{path}.final_metrics")
     ]
     for i, step in enumerate(doc.get("steps") or []):
         places.append((step.get("metrics"), _COUNTS, f"{path}.steps[{i}].metrics"))
+        # A step's model calls are counted too (shape() summed a "2" and failed).
+        places.append((step, ("llm_call_count",), f"{path}.steps[{i}]"))
     for where, keys, at in places:
         if isinstance(where, dict):
             _numbers_in(where, keys, label, at, repair=repair)

@@ -115,3 +115,20 @@ def test_a_file_holding_an_array_of_trajectories_says_so_and_how_to_load_them(
         f"{many}: $: a JSON array of 2 trajectories, not one; load each element "
         "(load_trajectory(element)) or write one trajectory per file"
     )
+
+
+def test_a_step_s_model_calls_written_as_text_are_read_as_a_number_or_refused_when_strict() -> None:
+    """``llm_call_count: "2"`` passed --strict, then shape() failed summing it and `show`
+    printed a traceback (issue 53, row 13)."""
+    from evalrunner.core import shape
+
+    text_calls = doc(
+        {"source": "user", "message": "hi"},
+        {"source": "agent", "message": "hello", "llm_call_count": "2"},
+    )
+    assert error(text_calls, strict=True) == (
+        "trajectory: $.steps[1].llm_call_count: a number written as text '2'"
+    )
+    with pytest.warns(TrajectoryWarning, match="number written as text '2' read as a number"):
+        loaded = load(text_calls)
+    assert shape(loaded).llm_calls == 2
