@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -143,3 +144,16 @@ def locations(names: Sequence[str] = ("suites_dir", "baselines_dir")) -> str:
     baselines, not the ones compared with); empty when none was given."""
     words = given(names)
     return " " + shlex.join(words) if words else ""
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Characters a terminal acts on (escape sequences start with ESC, 0x1b; 0x9b is a CSI
+on some): all of C0 but newline and tab, DEL, C1."""
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with the characters a terminal would act on written as ``\\x1b`` and the
+    like. A model chooses tool names and answers, an agent its exceptions' messages: printed
+    raw, one of them could move the cursor, rewrite a line already shown or retitle the
+    window (issue 53, row 9). evalrunner itself prints none."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

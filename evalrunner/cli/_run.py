@@ -15,6 +15,7 @@ from evalrunner._next import NextStep, Placeholder, Said, each
 from evalrunner._redact import redact_text
 from evalrunner.baseline._compare import Comparison
 from evalrunner.cli import _exit, _options
+from evalrunner.cli._options import terminal_safe
 from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
@@ -312,7 +313,7 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
         if said:
             click.echo(f"history: {said}", err=True)
     for rid, tb in report.crashes:
-        click.echo(f"\nCRASHED {rid}:\n{redact_text(tb)}", err=True)
+        click.echo(f"\nCRASHED {rid}:\n{terminal_safe(redact_text(tb))}", err=True)
     for outage in [result.outage] if result.outage else result.model_outages.values():
         click.echo(outage.line(), err=True)
     # Last: what the night found and what to run next (after an outage's own line too).

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalrunner.cli._options import terminal_safe
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
 from evalrunner.suite._metrics import DEFAULT_GATING, SCALES, metric, rank, sequence_label
 from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunRecord, group_records
@@ -22,7 +23,8 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     def cell(v: Any) -> str:
         if v is None:
             return "-"
-        return f"{v:.1f}" if isinstance(v, float) else str(v)
+        # Tool names and answers are the model's: never a terminal's escape sequence.
+        return f"{v:.1f}" if isinstance(v, float) else terminal_safe(str(v))
 
     header = [title for _, title in columns]
     body = [[cell(row.get(key)) for key, _ in columns] for row in rows]

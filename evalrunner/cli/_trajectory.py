@@ -18,6 +18,7 @@ import click
 
 from evalrunner._jsonio import dumps, read_json
 from evalrunner._next import NextStep, Placeholder
+from evalrunner.cli._options import terminal_safe
 from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
 from evalrunner.errors import FileFormatError
 
@@ -31,7 +32,7 @@ def _load(path: Path, strict: bool) -> dict[str, Any]:
         warnings.simplefilter("always")
         doc = load_trajectory(source, strict=strict, name=name)
     for warning in caught:
-        click.echo(f"warning: {warning.message}", err=True)
+        click.echo(terminal_safe(f"warning: {warning.message}"), err=True)
     return normalize(doc)
 
 
@@ -177,7 +178,7 @@ def show(file: Path, strict: bool, as_json: bool) -> None:
         # A run file's record says how the run ended; "crashed" from the trajectory alone
         # would read yes for a run the endpoint failed (it raised too), which is no crash.
         lines = [outcome if line.startswith("crashed ") else line for line in lines]
-    click.echo("\n".join(lines))
+    click.echo(terminal_safe("\n".join(lines)))
 
 
 def _run_outcome(path: Path) -> str | None:
@@ -202,6 +203,6 @@ def diff_cmd(golden: Path, actual: Path, strict: bool) -> None:
     if not deltas:
         click.echo("no behavioural change")
         return
-    click.echo(f"{golden} -> {actual}: {summary(deltas, before, after)}\n")
-    click.echo(render(before, after, deltas))
+    click.echo(terminal_safe(f"{golden} -> {actual}: {summary(deltas, before, after)}\n"))
+    click.echo(terminal_safe(render(before, after, deltas)))
     raise SystemExit(1)

@@ -233,3 +233,8 @@ def test_a_night_says_the_smallest_change_it_could_detect_per_gating_metric() ->
     assert "success_rate ±0.4" in found and "crash_rate none at these runs" in found
     assert "latency_s" not in found
     assert detectable([result("latency_s", mde=0.01, night_n=20, gating=False)]) == ""
+
+
+def test_table_cells_show_control_characters_instead_of_sending_them() -> None:
+    table = format_table([{"tool": "a\x1b[31mb", "n": 1}], [("tool", "tool"), ("n", "n")])
+    assert "\x1b" not in table and "a\\x1b[31mb" in table

@@ -253,3 +253,15 @@ def test_show_counts_runs_of_a_tool_and_says_which_calls_the_sub_agents_made(
     assert result.exit_code == 0, result.output
     line = next(x for x in result.output.splitlines() if x.startswith("tool calls"))
     assert line == "tool calls  303  lookup x300 > write  (+2 by sub-agents)"
+
+
+def test_a_model_s_terminal_escapes_are_shown_not_obeyed(tmp_path: Path) -> None:
+    """A tool name the model chose with a terminal's escape sequence in it (clear the
+    screen, retitle the window) was printed raw by show and diff (issue 53, row 9)."""
+    hostile = "look\x1b[2J\x1b]0;pwned\x07up"
+    one = write(tmp_path / "one.json", atif("lookup"))
+    two = write(tmp_path / "two.json", atif(hostile))
+    for args in (["show", two], ["diff", one, two]):
+        result = CliRunner().invoke(main, args)
+        assert "\x1b" not in result.output and "\x07" not in result.output, args
+        assert "look\\x1b[2J\\x1b]0;pwned\\x07up" in result.output, args
