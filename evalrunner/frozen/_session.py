@@ -31,7 +31,7 @@ class SessionState:
     notes: list[str] = field(default_factory=list)  # passing checks' replay notes, by test
     golden_dirs: dict[Path, set[str]] = field(default_factory=dict)  # dir -> selected test names
     partial_dirs: set[Path] = field(default_factory=set)  # dirs whose module ran only in part
-    failed: set[tuple[Path, str]] = field(default_factory=set)  # (dir, test) of failed tests
+    failed: set[tuple[Path, str]] = field(default_factory=set)  # (dir, test): failed or skipped
     test_dirs: set[Path] = field(default_factory=set)  # directories of the collected tests
     shared: dict[str, list[str]] = field(default_factory=dict)  # node id -> the tests whose
     # default golden is the same file as its own (the file name holds no class and is

@@ -147,9 +147,15 @@ def _golden_dirs(items: list[pytest.Item]) -> Iterator[tuple[pytest.Item, tuple[
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    if report.failed:
+    if report.failed or report.skipped:
         state = _session.state(item.config)
-        state.failed.update((d, name.split("-", 1)[0]) for _, (d, name) in _golden_dirs([item]))
+        kept = {(d, name.split("-", 1)[0]) for _, (d, name) in _golden_dirs([item])}
+        state.failed.update(kept)
+        if report.skipped and kept:
+            # A selected test skipped (a missing tool, a marker) ran as far as it will:
+            # its goldens are kept, not judged. Uncounted, one skip hid every unused golden
+            # of the session as if it had stopped early (no Node installed, issue 53).
+            state.ran += 1
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -992,3 +992,25 @@ def test_a_renamed_test_module_is_told_to_move_its_goldens_not_only_to_re_record
     )
     old.rename(new)  # what git mv does to the files
     run(pytester, "test_rome.py").assert_outcomes(passed=1)
+
+
+def test_a_skipped_test_keeps_its_goldens_and_hides_no_one_else_s_unused_ones(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One skipped test (no Node installed, a marker) made the session look stopped early,
+    so no unused golden was listed at all (issue 53, row 24); its own goldens are kept."""
+    _record_plain(pytester, monkeypatch)
+    shutil.copy(demo / "test_plain.json", demo / "test_gone.json")
+    pytester.makeconftest(
+        """
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "test_plain":
+            item.add_marker(pytest.mark.skip(reason="needs a tool this machine lacks"))
+"""
+    )
+    result = run(pytester)
+    result.stdout.fnmatch_lines(["*evalrunner: unused goldens*", f"{demo / 'test_gone.json'}"])
+    assert f"{demo / 'test_plain.json'}" not in result.stdout.str().split("unused goldens")[1]
