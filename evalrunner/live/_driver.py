@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from evalrunner._clock import iso_now
 from evalrunner._heap import heap_frozen
+from evalrunner._litellm import import_litellm
 from evalrunner._redact import redact_text
 from evalrunner.endpoints._endpoints import Endpoint, EndpointPool, Notify
 from evalrunner.errors import ConfigError
@@ -313,6 +314,12 @@ async def run_night(
     report = RunReport(out=night.results.shown, records=[], resumed_unclosed=night.unclosed)
     owned = executor is None  # one we start, we close (its command agents' proxy included)
     executor = executor or LocalExecutor(night.suite.spec.rate_limits)
+    if isinstance(executor, LocalExecutor):
+        # litellm's first import is seconds of CPU (12-19 s on a loaded machine): paid
+        # here, before any run's clock starts, not inside the first run's timeout, where
+        # it made runs infra_error with no model call (issue 53). Ray workers import it
+        # when they start.
+        import_litellm()
     # Built before the night counts as started: a failure here leaves it "running".
     driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
     try:
