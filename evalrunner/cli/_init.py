@@ -92,13 +92,18 @@ def _suite_name(value: str) -> str:
     "and agent, which are yours once written.",
 )
 @click.option(
-    "--action", default=ACTION, show_default=True, help="The GitHub Action the workflows use."
+    "--action",
+    default=ACTION,
+    show_default=True,
+    callback=lambda ctx, param, value: _action_ref(value),
+    help="The GitHub Action the workflows use (OWNER/REPO[/PATH]@REF, or ./PATH).",
 )
 def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action: str) -> None:
     """Scaffold evalrunner into this project: a suite, a first agent, PR and nightly workflows."""
     files = scaffold(Path.cwd(), suite_name, agent, action)
     if workflows_only:
         files = {p: text for p, text in files.items() if p.suffix == ".yml"}
+    _refuse_what_is_not_ours(files, Path.cwd())
     if not force:
         _refuse_to_overwrite(files)
     for path, text in files.items():
@@ -112,6 +117,39 @@ def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action:
             f"\nThe workflows use {action}: pin it to a commit before you rely on it "
             "(evalrunner init --workflows --force --action OWNER/REPO@COMMIT)."
         )
+
+
+_ACTION_REF = re.compile(
+    r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_./-]+"
+    r"|\./[A-Za-z0-9_./-]+)"
+)
+
+
+def _action_ref(value: str) -> str:
+    """An action reference as a workflow's ``uses:`` takes it, and nothing more: it is
+    written into YAML, where a newline would start steps of the caller's choosing."""
+    if not _ACTION_REF.fullmatch(value):
+        raise click.BadParameter(
+            f"{value!r} is not an action reference: use OWNER/REPO[/PATH]@REF "
+            "(e.g. evalrunner/evalrunner@<commit>) or ./PATH"
+        )
+    return value
+
+
+def _refuse_what_is_not_ours(files: dict[Path, str], root: Path) -> None:
+    """Before anything is written: a file or folder on the way that is a symbolic link
+    (written through, --force would overwrite wherever it points) or a file where a folder
+    must be (suites, .github)."""
+    for path in files:
+        for part in [*reversed(path.relative_to(root).parents[:-1]), path.relative_to(root)]:
+            found = root / part
+            if found.is_symlink():
+                raise ConfigError(
+                    f"{part} is a symbolic link; init does not write through links, even with "
+                    "--force: remove it, or write the files yourself"
+                )
+            if found != path and found.exists() and not found.is_dir():
+                raise ConfigError(f"{part} is a file where init needs a folder: move it aside")
 
 
 def _refuse_to_overwrite(files: dict[Path, str]) -> None:

