@@ -13,6 +13,8 @@ import itertools
 import json
 import os
 import re
+import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -187,6 +189,7 @@ def read_json(path: Path, what: str = "file", fix: str = "", *, merged: bool = T
     ``fix``: what to do about a file that is not valid JSON (cut short, edited).
     ``merged``: see :func:`parse_json`.
     """
+    _regular(path, what)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -199,6 +202,20 @@ def read_json(path: Path, what: str = "file", fix: str = "", *, merged: bool = T
             f"{exc.start}); save it as UTF-8 JSON"
         ) from None
     return parse_json(text, path, fix=fix, merged=merged)
+
+
+def _regular(path: Path, what: str) -> None:
+    """Refuse what is not a regular file before reading it: a FIFO waits for a writer
+    forever, /dev/zero never ends (issue 53: show and diff hung or ran out of memory)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: {what} not found") from None
+    except OSError as exc:
+        raise FileFormatError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a pipe, a device)"
+        raise FileFormatError(f"{path}: {what} is {kind}; give a JSON file")
 
 
 def parse_json(
@@ -235,6 +252,13 @@ def parse_json(
         ) from None
     except json.JSONDecodeError as exc:
         raise error(_not_json(text, exc, where, fix)) from None
+    except RecursionError:
+        raise error(
+            f"{where}: JSON nested more than about {sys.getrecursionlimit()} levels deep: "
+            "more than Python reads, and more than any trajectory needs"
+        ) from None
+    except ValueError as exc:  # a number too long to convert (Python's 4,300-digit limit)
+        raise error(f"{where}: not JSON evalrunner can read: {exc}") from None
 
 
 def _not_json(text: str | bytes, exc: json.JSONDecodeError, where: object, fix: str) -> str:

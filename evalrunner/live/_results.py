@@ -28,7 +28,7 @@ import os
 import queue
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -208,7 +208,7 @@ class ResultsDir:
             )
         record = validate_model(RunRecord, data.get("record"), path, prefix="record.")
         first = data.get("first_request")
-        return record, data.get("trajectory") or {}, first if isinstance(first, dict) else None
+        return record, _trajectory_of(data, path), first if isinstance(first, dict) else None
 
     def _damaged_run_fix(self) -> str:
         """What to do about a run file that cannot be read: a resume runs a run whose file is
@@ -475,3 +475,17 @@ def load_records(root: str | Path) -> pd.DataFrame:
             f"{root}: no manifest.json; is this a results directory written by '{NextStep('run')}'?"
         )
     return records_frame(results.records())
+
+
+def _trajectory_of(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """A run file's trajectory, its shape checked as far as every reader walks it (an
+    edited ``steps`` that is a string gave `explain` a traceback, issue 53)."""
+    trajectory = data.get("trajectory") or {}
+    steps = trajectory.get("steps", []) if isinstance(trajectory, dict) else None
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        where = "trajectory" if steps is None else "trajectory.steps"
+        raise FileFormatError(
+            f"{path}: {where} is not what evalrunner wrote (an object with a list of steps); "
+            "the file was edited or damaged: rerun the night, or remove the file and --resume"
+        )
+    return trajectory
