@@ -5,7 +5,8 @@ Trajectories of 10, 108 and 2,000 steps (``bench_core.synthetic``: agent turns
 with 1-3 tool calls, sub-agents), each compared with itself after one change
 made to the raw capture before normalising, as a real re-run would: a step in
 the middle removed (later step ids and call ids shift), or a step's message
-changed. For each, the time of ``render`` (best of ``--repeat``; the old one
+changed, or a tool call's argument replaced by an 8,000-item list. For each, the time
+of ``render`` (best of ``--repeat``; the old one
 runs once at 2,000 steps, it takes seconds), its longest line and line count,
 and the length of ``summary``. "before" is the render of commit 6b2ab4a, kept
 below verbatim (one unified diff of the whole pretty JSON, unbounded delta text).
@@ -32,6 +33,8 @@ from evalrunner.core._diff import Delta, diff, render, summary
 from evalrunner.core._normalize import normalize
 
 TARGET_S = 0.5
+BIG_ITEMS = 8_000
+"""The "8k-item argument" case: capping its added lines was quadratic (144 s; issue 53)."""
 
 
 # -- before: commit 6b2ab4a's render and summary -----------------------------------------
@@ -92,10 +95,15 @@ def cases(n_steps: int) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     del removed["steps"][middle]
     changed = copy.deepcopy(raw)
     changed["steps"][middle]["message"] += " (and one more thing)"
+    big = copy.deepcopy(raw)
+    calls = [s for s in big["steps"][middle:] if s.get("tool_calls")]
+    if calls:  # a tool call given an 8,000-item argument: rendered line by line
+        calls[0]["tool_calls"][0]["arguments"] = {"rows": [{"k": i} for i in range(BIG_ITEMS)]}
     golden = normalize(raw)
     return {
         "one step removed": (golden, normalize(_renumber(removed))),
         "one step changed": (golden, normalize(changed)),
+        "8k-item argument": (golden, normalize(big)),
     }
 
 

@@ -152,11 +152,13 @@ def capped(lines: list[str]) -> list[str]:
     i = 0
     while i < len(lines):
         minus = _run_end(lines, i, "-")
-        plus = _run_end(lines, minus, "+")
         if minus == i:  # not a removal run: plain cap
             out[i] = cap(lines[i])
             i += 1
             continue
+        # Only after a removal: scanned for every line, an added block of n lines took
+        # n^2 / 2 steps (2,000 items: 8.6 s; 8,000: 144 s; issue 53).
+        plus = _run_end(lines, minus, "+")
         out[i:plus] = _capped_change(lines[i:minus], lines[minus:plus])
         i = plus
     return out
