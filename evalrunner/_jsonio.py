@@ -262,10 +262,15 @@ def parse_json(
 
 
 def _not_json(text: str | bytes, exc: json.JSONDecodeError, where: object, fix: str) -> str:
-    """Why ``text`` is not JSON, in a line: git's conflict markers, or where json stopped."""
-    marker = _CONFLICT_MARKER.search(
-        text if isinstance(text, str) else text.decode(errors="replace")
-    )
+    """Why ``text`` is not JSON, in a line: a Git LFS pointer, git's conflict markers, or
+    where json stopped."""
+    decoded = text if isinstance(text, str) else text.decode(errors="replace")
+    if decoded.startswith(_LFS_POINTER):
+        return (
+            f"{where}: is a Git LFS pointer, not the file itself; fetch it "
+            "(git lfs pull), then run again"
+        )
+    marker = _CONFLICT_MARKER.search(decoded)
     if marker is not None:
         line = marker.string.count("\n", 0, marker.start()) + 1
         return (
@@ -281,6 +286,9 @@ def _not_json(text: str | bytes, exc: json.JSONDecodeError, where: object, fix: 
     )
 
 
+_LFS_POINTER = "version https://git-lfs.github.com/spec/"
+"""How a Git LFS pointer file starts (a repository that keeps goldens or history in LFS,
+checked out without ``git lfs pull``)."""
 _CONFLICT_MARKER = re.compile(r"^(<{7}|={7}|>{7})(?: |$)", re.M)
 """A line git writes into a file it could not merge."""
 

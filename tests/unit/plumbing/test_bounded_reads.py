@@ -68,3 +68,16 @@ def test_a_run_file_whose_steps_were_edited_is_refused_naming_the_field(tmp_path
         results.read_run_file(run)
     run.write_text(json.dumps({**body, "trajectory": {"steps": [{"source": "user"}]}}))
     assert results.read_run_file(run)[1]["steps"] == [{"source": "user"}]
+
+
+def test_a_git_lfs_pointer_is_named_as_one(tmp_path: Path) -> None:
+    """A golden or history file kept in Git LFS and checked out without ``git lfs pull``
+    said only "not valid JSON at line 1 column 1" (issue 53, row 16)."""
+    pointer = tmp_path / "test_x.json"
+    pointer.write_text(
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+        "size 12345\n"
+    )
+    with pytest.raises(FileFormatError, match=r"is a Git LFS pointer.*git lfs pull"):
+        read_json(pointer, "golden")
