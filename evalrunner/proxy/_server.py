@@ -85,6 +85,34 @@ MIN_TOKEN = 16
 """The shortest token a proxy accepts (:func:`new_token`'s have 43 characters)."""
 
 
+def _check_settings(
+    mode: str, directory: Path | str | None, host: str, token: str | None, allow_remote: bool
+) -> None:
+    """A proxy's settings refused before it starts: each problem one line."""
+    if mode not in ("record", "replay", "passthrough"):
+        raise ConfigError(f"proxy mode {mode!r}: use record, replay or passthrough")
+    if mode != "passthrough" and directory is None:
+        raise ConfigError(f"proxy {mode} mode needs a directory for its recordings")
+    if token is not None and len(token) < MIN_TOKEN:
+        # An empty --token served every request unauthenticated; one character, or
+        # a few, is guessed in a moment by anything that can reach the port.
+        raise ConfigError(
+            f"proxy --token (EVALRUNNER_PROXY_TOKEN) has {len(token)} characters: use at "
+            f"least {MIN_TOKEN}, or leave it out for a new one each start (loopback)"
+        )
+    if not is_loopback(host, listening=True):
+        if not allow_remote:
+            raise ConfigError(
+                f"proxy host {host!r} is not loopback: pass --allow-remote (allow_remote=True) "
+                "and a --token to accept connections from other machines"
+            )
+        if not token:
+            raise ConfigError(
+                f"proxy host {host!r}: binding beyond loopback needs a --token "
+                "(or EVALRUNNER_PROXY_TOKEN) that every request must carry"
+            )
+
+
 def new_token() -> str:
     """A fresh per-start token: what the proxy a night starts, and ``evalrunner proxy``
     without ``--token``, require of every request. Agents get it as their API key, so
@@ -131,28 +159,7 @@ class ProxyServer:
         max_body_bytes: int | None = None,
         on_evict: Callable[[ProxyRunResult], None] | None = None,
     ) -> None:
-        if mode not in ("record", "replay", "passthrough"):
-            raise ConfigError(f"proxy mode {mode!r}: use record, replay or passthrough")
-        if mode != "passthrough" and directory is None:
-            raise ConfigError(f"proxy {mode} mode needs a directory for its recordings")
-        if token is not None and len(token) < MIN_TOKEN:
-            # An empty --token served every request unauthenticated; one character, or
-            # a few, is guessed in a moment by anything that can reach the port.
-            raise ConfigError(
-                f"proxy --token (EVALRUNNER_PROXY_TOKEN) has {len(token)} characters: use at "
-                f"least {MIN_TOKEN}, or leave it out for a new one each start (loopback)"
-            )
-        if not is_loopback(host, listening=True):
-            if not allow_remote:
-                raise ConfigError(
-                    f"proxy host {host!r} is not loopback: pass --allow-remote (allow_remote=True) "
-                    "and a --token to accept connections from other machines"
-                )
-            if not token:
-                raise ConfigError(
-                    f"proxy host {host!r}: binding beyond loopback needs a --token "
-                    "(or EVALRUNNER_PROXY_TOKEN) that every request must carry"
-                )
+        _check_settings(mode, directory, host, token, allow_remote)
         self.mode: Mode = mode
         self.directory = Path(directory) if directory is not None else None
         self.host = host
