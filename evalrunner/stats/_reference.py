@@ -493,7 +493,13 @@ def _left_out_icc(
         squares.append(d * d)
         noise.append(runs)
         slope.append(1 + float((sizes**2).sum()) / rest.size**2 - runs)
-    rho = (float(np.mean(squares)) / run_var - float(np.mean(noise))) / float(np.mean(slope))
+    spread = float(np.mean(slope))
+    if spread <= 1e-9:
+        # Nights of one run each: a night's mean is its one run, and nights and runs
+        # cannot be told apart (the variance says nothing of rho). Placed among all.
+        ordered = np.sort(np.concatenate(used))
+        return icc([kind.on_test_scale(v, ordered) for v in used])
+    rho = (float(np.mean(squares)) / run_var - float(np.mean(noise))) / spread
     return rho, len(used) - 1
 
 

@@ -86,3 +86,14 @@ def test_a_count_s_night_share_is_what_tonight_s_placements_vary_by() -> None:
 def _counts(rng: np.random.Generator, n: int) -> np.ndarray:
     mean = 6 * float(np.exp(rng.normal(0, 0.15)))
     return rng.negative_binomial(8, 8 / (8 + mean), n) + 1
+
+
+def test_nights_of_one_run_each_fit_without_a_division_by_zero() -> None:
+    """A baseline of 1-run nights (``--runs 1`` accepted night after night): a night's
+    mean is its one run, so the left-out estimate of a count's night share has nothing to
+    divide by. The example suite's committed baselines crashed `evalrunner run` here."""
+    nights = [Runs.of(make_runs(1, steps=[s], start=i)) for i, s in enumerate((3, 4, 5, 3))]
+    fitted = _fit_alone(nights)["step_count"]
+    assert fitted.own_icc is None or np.isfinite(fitted.own_icc[0])
+    two = [Runs.of(make_runs(1, steps=[3])), Runs.of(make_runs(2, steps=[4, 5], start=1))]
+    assert np.isfinite(_fit_alone(two)["step_count"].run_var)
