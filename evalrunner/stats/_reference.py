@@ -484,23 +484,24 @@ def _left_out_icc(
     used = [v for v in per_night if v.size]
     if len(used) < 2 or run_var <= 0:
         return None
-    squares, noise, slope = [], [], []
-    for j, night in enumerate(used):
-        rest = np.sort(np.concatenate([v for i, v in enumerate(used) if i != j]))
-        d = float(kind.on_test_scale(night, rest).mean()) - 0.5
-        sizes = np.array([v.size for i, v in enumerate(used) if i != j], dtype=float)
-        runs = 1 / night.size + 1 / rest.size
-        squares.append(d * d)
-        noise.append(runs)
-        slope.append(1 + float((sizes**2).sum()) / rest.size**2 - runs)
-    spread = float(np.mean(slope))
-    if spread <= 1e-9:
+    square, noise, slope = np.mean([_left_out(kind, used, j) for j in range(len(used))], axis=0)
+    if slope <= 1e-9:
         # Nights of one run each: a night's mean is its one run, and nights and runs
         # cannot be told apart (the variance says nothing of rho). Placed among all.
         ordered = np.sort(np.concatenate(used))
         return icc([kind.on_test_scale(v, ordered) for v in used])
-    rho = (float(np.mean(squares)) / run_var - float(np.mean(noise))) / spread
-    return rho, len(used) - 1
+    return float((square / run_var - noise) / slope), len(used) - 1
+
+
+def _left_out(kind: MetricKind, used: Sequence[FloatArray], j: int) -> tuple[float, float, float]:
+    """Night ``j`` placed among the other nights: its mean placement's squared distance
+    from a half, and that variance's run and night coefficients (in units of run_var)."""
+    others = [v for i, v in enumerate(used) if i != j]
+    rest = np.sort(np.concatenate(others))
+    d = float(kind.on_test_scale(used[j], rest).mean()) - 0.5
+    runs = 1 / used[j].size + 1 / rest.size
+    sizes = np.array([v.size for v in others], dtype=float)
+    return d * d, runs, 1 + float((sizes**2).sum()) / rest.size**2 - runs
 
 
 def _fit(coding: Coding, nights: Sequence[Runs]) -> MetricReference:
