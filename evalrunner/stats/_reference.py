@@ -478,9 +478,10 @@ def _left_out_icc(
     run_var [(1 - rho) (1/n + 1/N') + rho (1 + S')] (N' the other nights' runs, S'
     their sum(n_i^2) / N'^2): tonight's test's own null variance. Solved for rho, it
     estimates the night share the test needs. The ANOVA of placements among every night,
-    each night's own included, came out at half of it on five nights (steps under a
-    log-normal night law: 0.018 against 0.035 from tonight's null spread).
-    """
+    each night's own included, read lower: steps under the logit law, 400 anchors of 5 x
+    20, 0.027 where tonight's null spread says 0.037; this reads 0.029
+    (benchmarks/night_share.py). A small correction; most of the gap is estimating a
+    variance from five nights at all."""
     used = [v for v in per_night if v.size]
     if len(used) < 2 or run_var <= 0:
         return None

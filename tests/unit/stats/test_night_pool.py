@@ -62,9 +62,9 @@ def test_cells_that_really_drift_differently_keep_part_of_their_own_estimate() -
 def test_a_count_s_night_share_is_what_tonight_s_placements_vary_by() -> None:
     """Steps scaled by exp(N(0, 0.15)) a night: five anchor nights' estimate of the night
     share, averaged over many anchors, matches the share tonight's mean placement among
-    the anchor's counts really varies by. Placed among every night's counts (its own
-    included), a night is partly compared with itself, and the estimate came out at about
-    half of it."""
+    the anchor's counts really varies by (here 0.065 against 0.068; the ANOVA of
+    placements among every night it replaced read 0.061 on the same anchors, also within
+    this test's bound: the test guards the estimate's accuracy, not the change)."""
     rng = np.random.default_rng(11)
     estimates, deviations, run_vars = [], [], []
     for _ in range(150):
