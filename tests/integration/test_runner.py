@@ -413,22 +413,26 @@ def test_exit_2_for_config_errors_with_one_line(tmp_path: Path, endpoint: FakeEn
     assert endpoint.requests == []  # none of these reached a model
 
 
+def _crashing_night(
+    tmp_path: Path, endpoint: FakeEndpoint, agents: dict[str, str]
+) -> tuple[Any, set[tuple[str, str, str | None]]]:
+    """A night of these scenarios (id -> agent), 2 runs each, that some crash: its result,
+    with every planned run on disk, and each run's (scenario, outcome, reason)."""
+    write_suite(tmp_path, "crashes", [scenario(s, a) for s, a in agents.items()], runs=2)
+    result = cli(endpoint, tmp_path, "--suite", "crashes", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output  # crashes, as any crashing agent's night
+    check_results_dir(tmp_path / "out", planned_ids(list(agents), 2))
+    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
+    return result, {(r["scenario"], r["outcome"], r["reason"]) for r in records}
+
+
 def test_an_agent_that_calls_sys_exit_crashes_its_run_and_the_night_goes_on(
     tmp_path: Path, endpoint: FakeEndpoint
 ) -> None:
     # sys.exit(3) in agent code used to end the whole night as an "outage" (exit 3).
-    scenarios = [
-        scenario("exit", "exiting_agent"),
-        scenario("aexit", "aexiting_agent"),
-        scenario("pass", "tool_agent"),
-    ]
-    write_suite(tmp_path, "exits", scenarios, runs=2)
-    result = cli(endpoint, tmp_path, "--suite", "exits", "--out", str(tmp_path / "out"))
-    assert result.exit_code == 1, result.output  # crashes, as any crashing agent's night
+    agents = {"exit": "exiting_agent", "aexit": "aexiting_agent", "pass": "tool_agent"}
+    result, found = _crashing_night(tmp_path, endpoint, agents)
     assert "never retrieved" not in result.stderr and "outage" not in result.stderr
-    check_results_dir(tmp_path / "out", planned_ids(["exit", "aexit", "pass"], 2))
-    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
-    found = {(r["scenario"], r["outcome"], r["reason"]) for r in records}
     assert found == {
         ("exit", "crashed", "AgentExited: the agent called sys.exit(3)"),
         ("aexit", "crashed", "AgentExited: the agent called sys.exit('fatal: config missing')"),
@@ -443,20 +447,14 @@ def test_an_agent_s_own_keyboard_interrupt_or_cancel_crashes_its_run_and_the_nig
     its own ended the night (a traceback, or exit 130), losing the healthy runs, and every
     --resume died on the same run (issue 53, row 2). Only a real Ctrl-C or SIGTERM, which
     the CLI's signal handler notes, stops a night."""
-    scenarios = [
-        scenario("interrupt", "interrupting_agent"),
-        scenario("ainterrupt", "ainterrupting_agent"),
-        scenario("cancel", "cancelling_agent"),
-        scenario("abort", "aborting_agent"),
-        scenario("pass", "tool_agent"),
-    ]
-    write_suite(tmp_path, "stops", scenarios, runs=2)
-    result = cli(endpoint, tmp_path, "--suite", "stops", "--out", str(tmp_path / "out"))
-    assert result.exit_code == 1, result.output  # crashes, as any crashing agent's night
-    ids = ["interrupt", "ainterrupt", "cancel", "abort", "pass"]
-    check_results_dir(tmp_path / "out", planned_ids(ids, 2))
-    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
-    found = {(r["scenario"], r["outcome"], r["reason"]) for r in records}
+    agents = {
+        "interrupt": "interrupting_agent",
+        "ainterrupt": "ainterrupting_agent",
+        "cancel": "cancelling_agent",
+        "abort": "aborting_agent",
+        "pass": "tool_agent",
+    }
+    _, found = _crashing_night(tmp_path, endpoint, agents)
     assert found == {
         (
             "interrupt",
