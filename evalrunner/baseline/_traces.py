@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_validator,
     model_serializer,
 )
 
@@ -92,6 +93,25 @@ class Traces(BaseModel):
         description="A dataset scenario's row whose run sent 'sent' (the sentinel compares "
         "with that row's runs); absent outside datasets.",
     )
+
+    @field_validator("sent")
+    @classmethod
+    def _sendable(cls, sent: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The sentinel sends it as it is: a request no endpoint could read would fail every
+        call, and read as an outage of the provider instead of a damaged file."""
+        if sent is None:
+            return None
+        messages = sent.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("'messages' must be a non-empty list (the request the runs sent)")
+        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+            raise ValueError("every one of 'messages' must be an object with a 'role'")
+        tools = sent.get("tools")
+        if tools is not None and not (
+            isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+        ):
+            raise ValueError("'tools' must be a list of tool objects")
+        return sent
 
     @model_serializer(mode="wrap")
     def _omit_no_row(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -262,3 +263,23 @@ def test_a_sentinel_that_reaches_no_model_says_so_and_counts_nothing(lab: Lab) -
     assert down.exit_code == 3, down.output
     assert "sent 20 times (20 unreachable: " in down.stdout
     assert down.stdout.rstrip().endswith(": too few answers to compare")
+
+
+def test_a_sentinel_on_a_damaged_baseline_names_the_file_and_field_not_an_outage(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """A request no endpoint could read failed every call and read as the provider's outage
+    (exit 3), while ``validate`` passed the file."""
+    copy = tmp_path / "b"
+    shutil.copytree(lab.root / "b", copy)
+    damaged = next((copy / SUITE).glob("model--*.json"))
+    data = json.loads(damaged.read_text())
+    for night in data["nights"]:
+        if (night.get("traces") or {}).get("sent"):
+            night["traces"]["sent"]["messages"] = "hello"
+    damaged.write_text(json.dumps(data))
+    said = lab.cli("sentinel", "--scenario", "model", "--baselines", str(copy))
+    assert said.exit_code == 2, said.output
+    assert f"{damaged.name}: nights." in said.output
+    assert ".traces.sent: 'messages' must be a non-empty list" in said.output
+    assert "unreachable" not in said.output and "Traceback" not in said.output

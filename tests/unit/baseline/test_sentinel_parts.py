@@ -12,6 +12,8 @@ from evalrunner.suite._record import CellKey
 from .conftest import dataset_baseline
 
 CELL = CellKey("s", "m")
+SENT = {"messages": [{"role": "user", "content": "Where is a?"}]}
+"""A first request as the runs kept it."""
 
 
 def test_the_sentinel_line_counts_answers_and_names_unreachable_calls_apart() -> None:
@@ -57,7 +59,7 @@ def test_a_sentinel_that_saw_no_change_leaves_a_first_action_divergence_unexplai
 def test_a_dataset_sentinel_compares_with_the_runs_of_the_row_it_sends_again() -> None:
     # Row 'a' always looks up first, row 'b' always answers: the sentinel sends row a's
     # request, so only row a's runs say what the model did with it.
-    baseline = dataset_baseline(["a", "b"] * 5, lambda row: row == "a", sent={}, sent_row="a")
+    baseline = dataset_baseline(["a", "b"] * 5, lambda row: row == "a", sent=SENT, sent_row="a")
     assert baseline.first_actions() == ["lookup"] * 5
     # Outside datasets, every traced run.
     night = baseline.nights[0]
