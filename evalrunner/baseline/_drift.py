@@ -28,16 +28,19 @@ __all__ = [
 
 def tool_changes(
     baseline: Sequence[Sequence[Action]], tonight: Sequence[Sequence[Action]]
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """Tools that answered one same way (at least twice) for some arguments in the baseline
-    and otherwise in most of tonight's calls with those arguments."""
+    and otherwise in most of tonight's calls with those arguments: those whose answer
+    changed, and those that gave none (the call was made, no result came back: the tool
+    was not run, which is not its output changing)."""
     before: dict[tuple[str, str], Counter[str | None]] = {}
     now: dict[tuple[str, str], Counter[str | None]] = {}
     for side, runs in ((before, baseline), (now, tonight)):
         for run in runs:
             for a in run:
                 side.setdefault((a.tool, a.args), Counter())[a.observation] += 1
-    changed = set()
+    changed: set[str] = set()
+    silent: set[str] = set()
     for key, seen in before.items():
         if key not in now or len(seen) != 1 or sum(seen.values()) < 2:
             continue
@@ -45,9 +48,10 @@ def tool_changes(
         if answer is None:
             continue
         tonight_answers = now[key]
-        if tonight_answers[answer] * 2 < sum(tonight_answers.values()):
-            changed.add(key[0])
-    return sorted(changed)
+        total = sum(tonight_answers.values())
+        if tonight_answers[answer] * 2 < total:
+            (silent if tonight_answers[None] * 2 >= total else changed).add(key[0])
+    return sorted(changed), sorted(silent)
 
 
 def _lines(text: str) -> list[str]:

@@ -136,6 +136,8 @@ class Explanation:
     """A unified diff of the system prompt and user message, when they changed."""
     tools: list[str] = field(default_factory=list)
     """Tools that answer otherwise tonight for arguments they answered the same before."""
+    silent_tools: list[str] = field(default_factory=list)
+    """Tools called tonight with such arguments that gave no result at all (not run)."""
     divergence: Divergence | None = None
     sentinel: SentinelResult | None = None
     """What the sentinel saw, when the night ran it for this cell (``night._sentinel``)."""
@@ -174,6 +176,9 @@ class Explanation:
         if self.tools:
             names = ", ".join(f"'{t}'" for t in self.tools)
             causes.append(f"tool {names} output changed for the same arguments")
+        if self.silent_tools:
+            names = ", ".join(f"'{t}'" for t in self.silent_tools)
+            causes.append(f"tool {names} called but no result came back (the tool did not run)")
         if self.request:
             return causes  # the request changed: what the model did next is not its doing
         model = self._model()
@@ -268,7 +273,7 @@ def explain_runs(
         out.request += parameter_changes(sent_before, sent_tonight)
     night = [run_trace("tonight", t) for t in tonight]  # as a baseline keeps its runs
     night_actions = [r.as_actions() for r in night]
-    out.tools = tool_changes(baseline, night_actions)
+    out.tools, out.silent_tools = tool_changes(baseline, night_actions)
     night_moves = _first_moves(night)
     moves = None if first_moves is None or night_moves is None else (first_moves, night_moves)
     out.divergence = divergence(baseline, night_actions, alpha, moves)

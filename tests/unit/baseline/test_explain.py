@@ -43,8 +43,18 @@ def test_a_tool_is_named_only_when_it_answered_one_way_before_and_otherwise_now(
         _run("clock", answer=f"u{i}") for i in range(5)
     ]
     # clock answered differently every time before: nothing to tell from it.
-    assert tool_changes(base, tonight) == ["lookup"]
-    assert tool_changes(base, base) == []
+    assert tool_changes(base, tonight) == (["lookup"], [])
+    assert tool_changes(base, base) == ([], [])
+
+
+def test_a_tool_called_with_no_result_coming_back_is_named_as_not_run_not_as_changed() -> None:
+    """The agent stopped running its tool: the calls are made, no observation follows. That
+    read "output changed for the same arguments" above a diff showing the result missing."""
+    base = [_run("lookup", answer="Paris")] * 5
+    tonight = [[Action("lookup", "args", None)]] * 4 + [_run("lookup", answer="Paris")]
+    assert tool_changes(base, tonight) == ([], ["lookup"])
+    said = Explanation(silent_tools=["lookup"]).line()
+    assert said == "cause: tool 'lookup' called but no result came back (the tool did not run)"
 
 
 def _request(system: str, tools: dict[str, object]) -> FirstRequest:
