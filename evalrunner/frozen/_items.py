@@ -347,7 +347,7 @@ class ScenarioItem(pytest.Item):
         if resolved.checks.judge is not None and answer is not None:
             file_judgement(code, self._judged(answer))
         held |= code.held
-        failed = failed_checks(held, tools, code.reasons)
+        failed = failed_checks(held, tools, code.reasons, result.trajectory)
         if failed:
             shown = redact_text(answer) if answer else answer  # this goes to the terminal
             run = "was recorded" if mode(self.config) == "record" else "matches its golden"

@@ -172,12 +172,17 @@ def weak_model_failure(
     )
 
 
-def _failed(results: dict[str, bool], tools: Sequence[str], code: CodeChecked | None) -> list[str]:
+def _failed(
+    results: dict[str, bool],
+    tools: Sequence[str],
+    code: CodeChecked | None,
+    trajectory: Mapping[str, Any],
+) -> list[str]:
     """The failed checks, the code checks' and the judge's among them with their reasons
     (``results`` gains them, for the record)."""
     checked = code or CodeChecked()
     results |= checked.held
-    return failed_checks(results, tools, checked.reasons)
+    return failed_checks(results, tools, checked.reasons, trajectory)
 
 
 def classify(
@@ -216,7 +221,7 @@ def classify(
     if weak is not None and skip_rules.skips(weak):
         return Classification(Outcome.SKIPPED, weak, {})
     results = evaluate_checks(checks, trajectory, final_answer, list(tools))
-    failed = _failed(results, tools, code)
+    failed = _failed(results, tools, code, trajectory)
     if weak is not None:
         failed.insert(0, weak)
     if failed:

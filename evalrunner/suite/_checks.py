@@ -114,20 +114,27 @@ def _tool_checks(
 
 _TOOL_CHECKS = ("tools_used:", "tools_in_order:")
 NO_STRUCTURED_TOOL_CALLS = (
-    "(no structured tool call in the run: an agent that writes its tool calls as text, "
-    "as dspy ReAct does, shows none; docs/proxy.md, text-protocol agents)"
+    "(no structured tool call in the run, and no tool was defined to the model: an agent "
+    "that writes its tool calls as text, as dspy ReAct does, shows none; docs/proxy.md, "
+    "text-protocol agents)"
 )
+NO_TOOL_CALL = "(the model was offered its tools and called none)"
 
 
 def failed_checks(
-    results: Mapping[str, bool], tools: Sequence[str], reasons: Mapping[str, str] | None = None
+    results: Mapping[str, bool],
+    tools: Sequence[str],
+    reasons: Mapping[str, str] | None = None,
+    trajectory: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The names of the checks that failed, each with its ``reasons`` entry where it has one
     (a code check's, the judge's), and why a tool check may have failed, when it can tell.
 
-    A tool check failing on a run with no tool call at all is the one place a
-    check misleads: the agent may well have used its tools, through a protocol
-    evalrunner cannot see.
+    A tool check failing on a run with no tool call at all is the one place a check may
+    mislead: the agent may have used its tools through a protocol evalrunner cannot see.
+    That is said only where the model was given no tool definitions (``trajectory``'s
+    agent, sub-agents included); an agent that offered its tools and got no call is told
+    so, not pointed at dspy.
     """
     said = reasons or {}
     failed = [
@@ -136,5 +143,17 @@ def failed_checks(
         if not held
     ]
     if not tools and any(name.startswith(_TOOL_CHECKS) for name in failed):
-        failed.append(NO_STRUCTURED_TOOL_CALLS)
+        defined = trajectory is not None and _defines_tools(trajectory)
+        failed.append(NO_TOOL_CALL if defined else NO_STRUCTURED_TOOL_CALLS)
     return failed
+
+
+def _defines_tools(trajectory: Mapping[str, Any]) -> bool:
+    """Whether the trajectory, or one of its sub-agents, gave the model tool definitions."""
+    agent = trajectory.get("agent")
+    if isinstance(agent, Mapping) and agent.get("tool_definitions"):
+        return True
+    subs = trajectory.get("subagent_trajectories")
+    return isinstance(subs, list) and any(
+        isinstance(sub, Mapping) and _defines_tools(sub) for sub in subs
+    )

@@ -264,3 +264,17 @@ def test_a_tool_check_on_a_run_without_structured_tool_calls_says_why_it_may_fai
     assert v.outcome == "failed"
     assert (v.reason or "").startswith("tools_used:lookup; (no structured tool call")
     assert "dspy ReAct" in (v.reason or "")
+
+
+def test_a_tool_check_on_an_agent_that_offered_its_tools_says_none_was_called_not_dspy() -> None:
+    """An ordinary tool-calling agent whose model answered without its tool: the run's
+    trajectory defines the tools, so pointing at text-protocol agents misleads."""
+    answer = "Paris."
+    offered = traj(step(answer))
+    offered["agent"] = {"name": "a", "tool_definitions": [{"function": {"name": "lookup"}}]}
+    v = classified(offered, answer, offered=["lookup"], checks=Checks(tools_used=["lookup"]))
+    assert v.outcome == "failed"
+    assert v.reason == "tools_used:lookup; (the model was offered its tools and called none)"
+    in_sub = traj(step(answer), subagents=[offered])
+    v = classified(in_sub, answer, offered=["lookup"], checks=Checks(tools_used=["lookup"]))
+    assert "dspy" not in (v.reason or "")
