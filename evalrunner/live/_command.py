@@ -83,6 +83,12 @@ def _went_around_the_proxy(problem: CommandFailed, calls: int, stderr: str) -> B
     return fault
 
 
+class ProxyCannotCarry(EndpointFault):
+    """The capture proxy refused a request for a feature it does not carry (extended
+    thinking, a built-in tool): evalrunner's limit, so the run is an infra_error naming it,
+    never the agent's crash."""
+
+
 class UpstreamRefused(Exception):
     """The model endpoint refused one of the command's requests (it got an HTTP error)."""
 
@@ -215,6 +221,13 @@ def _why_it_failed(
             "no model calls: the capture proxy refused the agent's requests, which came "
             "without the key it was given; send OPENAI_API_KEY (ANTHROPIC_API_KEY) as "
             "the bearer token or x-api-key"
+        )
+    if result.unsupported:
+        # Whether the command then gave up or went on without it, the run is not the
+        # agent as it is: our refusal shaped it.
+        return ProxyCannotCarry(
+            f"the capture proxy cannot carry the agent's request: {result.unsupported[0]} "
+            "(evalrunner's limit, not the agent's behaviour; docs/proxy.md)"
         )
     problem = _exit_problem(returncode, stderr)
     if problem is None:

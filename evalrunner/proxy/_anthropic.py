@@ -38,6 +38,7 @@ from evalrunner.proxy._request import (
     bad_request,
     require_list,
     require_object,
+    unsupported,
 )
 from evalrunner.proxy._sse import Event
 
@@ -89,7 +90,7 @@ def _user_messages(blocks: list[Any]) -> list[dict[str, Any]]:
         elif kind == "image":
             parts.append(_image_part(block))
         else:
-            raise bad_request(f"content block type {kind!r} is not supported by the proxy")
+            raise unsupported(f"content block type {kind!r} is not supported by the proxy")
     if not parts:
         return tools
     only_text = all(p["type"] == "text" for p in parts)
@@ -114,7 +115,7 @@ def _assistant_message(blocks: list[Any]) -> dict[str, Any]:
                 }
             )
         elif kind not in ("thinking", "redacted_thinking"):
-            raise bad_request(f"assistant content block type {kind!r} is not supported")
+            raise unsupported(f"assistant content block type {kind!r} is not supported")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
     if calls:
         message["tool_calls"] = calls
@@ -122,9 +123,13 @@ def _assistant_message(blocks: list[Any]) -> dict[str, Any]:
 
 
 def _tool(tool: Any) -> dict[str, Any]:
-    if not isinstance(tool, dict) or tool.get("type") not in (None, "custom") or "name" not in tool:
-        kind = tool.get("type") if isinstance(tool, dict) else tool
-        raise bad_request(f"tool {kind!r}: only client tools (name, input_schema) are supported")
+    if isinstance(tool, dict) and tool.get("type") not in (None, "custom"):
+        # A server tool (web search, code execution): Anthropic runs it, a chat model cannot.
+        raise unsupported(
+            f"tool {tool.get('type')!r}: only client tools (name, input_schema) are supported"
+        )
+    if not isinstance(tool, dict) or "name" not in tool:
+        raise bad_request(f"tool {tool!r}: only client tools (name, input_schema) are supported")
     function: dict[str, Any] = {"name": tool["name"], "parameters": tool.get("input_schema") or {}}
     if tool.get("description"):
         function["description"] = tool["description"]
@@ -164,7 +169,7 @@ def parse_anthropic(body: Any) -> Incoming:
     body = require_object(body)
     if body.get("thinking") and (body["thinking"] or {}).get("type") != "disabled":
         # It changes the answer, and a chat request cannot carry it: never drop it silently.
-        raise bad_request(
+        raise unsupported(
             "'thinking' (extended thinking) is not supported by the evalrunner proxy: its "
             "budget would be dropped, and a change to it could never fail a frozen test"
         )

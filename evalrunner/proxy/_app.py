@@ -197,7 +197,7 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
         try:
             incoming = api.parse(body, run)
         except ProxyHTTPError as err:
-            run.refused(err.status, err.message)  # the run's record says why it had no call
+            run.refused(err.status, err.message, err.unsupported)  # the run's record says why
             raise
         answer = await run.call(incoming, request.app.state.session)
         return api.render(answer, incoming)

@@ -82,17 +82,26 @@ class Incoming:
 
 
 class ProxyHTTPError(Exception):
-    """Turned into an HTTP error response in the calling API's own error format."""
+    """Turned into an HTTP error response in the calling API's own error format.
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
+    ``unsupported``: the request is well formed but asks for what the proxy does not carry
+    (extended thinking, a built-in tool): evalrunner's limit, not the agent's behaviour."""
+
+    def __init__(self, status: int, kind: str, message: str, unsupported: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
         self.message = message
+        self.unsupported = unsupported
 
 
 def bad_request(message: str) -> ProxyHTTPError:
     return ProxyHTTPError(400, "invalid_request_error", message)
+
+
+def unsupported(message: str) -> ProxyHTTPError:
+    """A 400 for a feature the proxy does not carry (the run is then an infra_error)."""
+    return ProxyHTTPError(400, "invalid_request_error", message, unsupported=True)
 
 
 def require_object(body: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from evalrunner.proxy._request import (
     ModelRequest,
     bad_request,
     require_object,
+    unsupported,
 )
 from evalrunner.proxy._sse import Event
 
@@ -44,7 +45,7 @@ def _part(part: Any) -> dict[str, Any]:
         return {"type": "text", "text": str(part.get("text") or part.get("refusal") or "")}
     if kind == "input_image" and part.get("image_url"):
         return {"type": "image_url", "image_url": {"url": part["image_url"]}}
-    raise bad_request(f"input content part {kind!r} is not supported by the proxy")
+    raise unsupported(f"input content part {kind!r} is not supported by the proxy")
 
 
 def _content(content: Any) -> Any:
@@ -89,7 +90,7 @@ def _add_item(messages: list[dict[str, Any]], item: Any) -> None:
     if kind == "message":
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
-            raise bad_request(f"input message role {role!r} is not supported")
+            raise unsupported(f"input message role {role!r} is not supported")
         messages.append({"role": role, "content": _content(item.get("content", ""))})
     elif kind == "function_call":
         _add_call(messages, item)
@@ -102,13 +103,13 @@ def _add_item(messages: list[dict[str, Any]], item: Any) -> None:
             }
         )
     elif kind != "reasoning":
-        raise bad_request(f"input item type {kind!r} is not supported by the proxy")
+        raise unsupported(f"input item type {kind!r} is not supported by the proxy")
 
 
 def _tool(tool: Any) -> dict[str, Any]:
     if not isinstance(tool, dict) or tool.get("type") != "function":
         kind = tool.get("type") if isinstance(tool, dict) else tool
-        raise bad_request(f"tool type {kind!r} is not supported by the proxy (function tools only)")
+        raise unsupported(f"tool type {kind!r} is not supported by the proxy (function tools only)")
     function: dict[str, Any] = {
         "name": tool.get("name"),
         "parameters": tool.get("parameters") or {},
@@ -157,7 +158,7 @@ def parse_responses(body: Any, history: History) -> Incoming:
     """A Responses API body, as a chat request; ``history`` resolves ``previous_response_id``."""
     body = require_object(body)
     if body.get("background"):
-        raise bad_request(
+        raise unsupported(
             "'background' is not supported by the evalrunner proxy (it answers each request "
             "as it comes; stored responses cannot be polled)"
         )

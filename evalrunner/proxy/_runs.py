@@ -102,6 +102,9 @@ class ProxyRunResult:
     replay_errors: list[str] = field(default_factory=list)
     upstream_errors: list[str] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+    """Those of ``refusals`` that asked for what the proxy does not carry (extended
+    thinking, a built-in tool): evalrunner's limit, so the run measured nothing."""
     unused_recorded: list[str] = field(default_factory=list)
     recording: Recording | None = None
     recording_path: Path | None = None
@@ -148,13 +151,17 @@ class RunState:
         self.calls: list[CallLog] = []
         self.replay_errors: list[str] = []
         self.refusals: list[str] = []
+        self.unsupported: list[str] = []
         self.history: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
-    def refused(self, status: int, message: str) -> None:
-        """A request of this run the proxy turned away before any model saw it."""
+    def refused(self, status: int, message: str, unsupported: bool = False) -> None:
+        """A request of this run the proxy turned away before any model saw it
+        (``unsupported``: for a feature the proxy does not carry)."""
         with self._lock:
             self.refusals.append(f"{status}: {message}")
+            if unsupported:
+                self.unsupported.append(message)
 
     def _arrive(self, incoming: Incoming) -> CallLog:
         with self._lock:
@@ -278,6 +285,7 @@ class RunState:
                     if c.error is not None and not c.infra and c.error.type != "replay_mismatch"
                 ],
                 refusals=list(self.refusals),
+                unsupported=list(self.unsupported),
                 unused_recorded=self.book.unused() if self.book is not None else [],
                 first_request=sendable(self.calls[0].incoming.request.chat_kwargs())
                 if self.calls
