@@ -168,6 +168,7 @@ KINDS: Mapping[Kind, MetricKind] = {
         adaptive_promise=0.1,
         improvable=False,
         smoothed=True,
+        exact_mde=_paths.mde,
     ),
 }
 """Every metric kind, by name."""

@@ -49,6 +49,20 @@ class Reference(Protocol):
     def effective_runs(self, n: int) -> int: ...
 
 
+POWER = 0.8
+"""The chance of a flag an MDE is stated at."""
+
+
+def normal_mde(ref: Reference, n: int, bar: float, margin_t: float, level: float) -> float:
+    """MDE on the test scale under the normal model (one side at level ``bar``): the change
+    whose estimate passes both the tail's threshold and the margin's with chance
+    :data:`POWER`, tonight's night effect and the baseline's uncertainty counted."""
+    spread = math.sqrt(ref.null_var(n))
+    se = math.sqrt(ref.within_var(n) + ref.base_var)
+    threshold = max(z_upper(bar) * spread, margin_t - z_upper((1 - level) / 2) * se)
+    return threshold + z_upper(1 - POWER) * spread
+
+
 @dataclass(frozen=True)
 class Moments:
     """A baseline's null mean and run variance on its kind's test scale."""

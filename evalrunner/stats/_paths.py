@@ -15,8 +15,16 @@ import math
 
 import numpy as np
 
-from evalrunner.stats._formulas import FloatArray, dirmult3_pmf, normal_sf
-from evalrunner.stats._measured import Measured, Moments, Reference, mid_z, normal_interval
+from evalrunner.stats._formulas import FloatArray, IntArray, dirmult3_pmf, normal_sf, z_upper
+from evalrunner.stats._measured import (
+    POWER,
+    Measured,
+    Moments,
+    Reference,
+    mid_z,
+    normal_interval,
+    normal_mde,
+)
 from evalrunner.suite._metrics import sequence_label
 
 EXACT_MAX_N = 300
@@ -34,16 +42,65 @@ def moments(values: FloatArray) -> Moments:
     return Moments(mean, shares[1] + 4 * shares[2] - mean**2, np.zeros(0), shares)
 
 
+def _concentration(ref: Reference) -> float:
+    """The Dirichlet's total: how tightly a night's shares sit around the baseline's, given
+    the night effect and the baseline's own uncertainty."""
+    return max(ref.run_var / (ref.night_var + ref.base_var) - 1.0, 0.1)
+
+
+def _null(ref: Reference, n: int) -> tuple[IntArray, FloatArray]:
+    """Tonight's compositions (usual, other known, new) of ``n`` runs and their chances
+    when nothing changed."""
+    c = _concentration(ref)
+    return dirmult3_pmf(n, (c * ref.shares[0], c * ref.shares[1], c * ref.shares[2]))
+
+
+def mde(ref: Reference, n: int, bar: float, margin: float, level: float, side: int) -> float | None:
+    """Smallest rise in mean atypicality flagged with probability 0.8 at ``n`` runs.
+
+    Exact, as tonight's test is: a night's score is flagged where its Dirichlet-multinomial
+    tail is <= ``bar`` and its interval still reaches the margin; the change moves runs
+    from the usual path to another known one, the night effect and the baseline's
+    uncertainty as when nothing changed. The normal model's MDE (which ignores how heavy
+    the exact tail is) read 0.515 where a simulated 80 % took 0.587 (issue 52). Above
+    :data:`EXACT_MAX_N` runs, and for a fall (paths only rise), the normal model.
+    """
+    if side < 0 or n > EXACT_MAX_N:
+        return normal_mde(ref, n, bar, margin, level)
+    comps, null = _null(ref, n)
+    scores = comps[:, 1] + 2 * comps[:, 2]
+    # A composition's tail is P(S >= its score), shared by every composition of that score.
+    _, which = np.unique(scores, return_inverse=True)
+    tail = np.cumsum(np.bincount(which, weights=null)[::-1])[::-1][which]
+    se = math.sqrt(ref.within_var(n) + ref.base_var)
+    reaches = scores / n - ref.estimate + z_upper((1 - level) / 2) * se >= margin
+    flagged = (tail <= bar) & reaches
+    if not flagged.any():
+        return None
+    c = _concentration(ref)
+    usual, other, new = ref.shares
+
+    def power(shift: float) -> float:
+        moved = min(shift, usual - 1e-6)
+        alpha = (c * (usual - moved), c * (other + moved), c * new)
+        return float(dirmult3_pmf(n, alpha)[1][flagged].sum())
+
+    low, high = 0.0, usual - 1e-6
+    if power(high) < POWER:
+        return None
+    for _ in range(14):  # power rises with the shift: bisect to 1e-4 of the range
+        mid = (low + high) / 2
+        low, high = (mid, high) if power(mid) < POWER else (low, mid)
+    return high
+
+
 def measure(ref: Reference, values: FloatArray, level: float) -> Measured:
     n = values.size
     counts = [int((values == g).sum()) for g in (0, 1, 2)]
     score = counts[1] + 2 * counts[2]
     x = score / n
-    var = ref.night_var + ref.base_var
     if n <= EXACT_MAX_N:
-        concentration = max(ref.run_var / var - 1.0, 0.1)
-        alpha = tuple(concentration * s for s in ref.shares)
-        comps, pmf = dirmult3_pmf(n, (alpha[0], alpha[1], alpha[2]))
+        comps, pmf = _null(ref, n)
         scores = comps[:, 1] + 2 * comps[:, 2]
         p_higher = float(pmf[scores >= score].sum())
         p_lower = float(pmf[scores <= score].sum())

@@ -5,9 +5,10 @@ only at raw p <= fdr_q / m (m tests in its family tonight): that is the ``bar``.
 The verdict also needs the change's interval to reach the margin. A change is
 flagged when tonight's estimate passes both thresholds, so the MDE is the change
 whose estimate passes the larger one with probability 0.8, counting tonight's
-night effect and the baseline's own uncertainty. Rates are summed exactly
-(:func:`evalrunner.stats._binary.mde`); the other kinds use the normal model of
-:mod:`evalrunner.stats._reference`, on their test scale.
+night effect and the baseline's own uncertainty. Rates and tool paths are summed
+exactly (:func:`evalrunner.stats._binary.mde`, :func:`evalrunner.stats._paths.mde`); the
+other kinds use the normal model (:func:`evalrunner.stats._measured.normal_mde`), on
+their test scale.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import math
 
 from evalrunner.stats._formulas import normal_sf, z_upper
 from evalrunner.stats._kinds import KINDS
+from evalrunner.stats._measured import normal_mde
 from evalrunner.stats._reference import MetricReference
 
-POWER = 0.8
 MAX_RUNS = 100_000
 
 
@@ -36,23 +37,16 @@ def _sides(ref: MetricReference) -> tuple[int, ...]:
     return {"lower": (-1,), "higher": (1,)}.get(ref.direction, (-1, 1))
 
 
-def _normal_mde(ref: MetricReference, n: int, bar: float, margin_t: float, level: float) -> float:
-    """MDE on the test scale under the normal model (one side at level ``bar``)."""
-    spread = math.sqrt(ref.null_var(n))
-    se = math.sqrt(ref.within_var(n) + ref.base_var)
-    threshold = max(z_upper(bar) * spread, margin_t - z_upper((1 - level) / 2) * se)
-    return threshold + z_upper(1 - POWER) * spread
-
-
 def mde(
     ref: MetricReference, n: int, bar: float, margin: float, level: float, *, exact: bool = True
 ) -> float | None:
     """The change (effect units) flagged with probability 0.8 at ``n`` runs; None if none is.
 
     Two-sided metrics split ``bar`` between the sides and report the larger of the
-    two sides' MDEs (where a side can be flagged at all). Rates are summed exactly
-    unless ``exact`` is False (the night's diagnostics: the normal model, ten times
-    cheaper, within ~0.02 of the exact figure at 20 runs).
+    two sides' MDEs (where a side can be flagged at all). Rates and paths are summed
+    exactly unless ``exact`` is False (the night's diagnostics: the normal model, ten
+    times cheaper; within ~0.02 of the exact figure at 20 runs for rates, ~0.03 below it
+    for paths).
     """
     if n < 1 or ref.n < 1:
         return None
@@ -70,7 +64,7 @@ def _side_mde(
     kind = KINDS[ref.kind]
     if kind.exact_mde is not None and exact:
         return kind.exact_mde(ref, n, bar, margin_t, level, side)
-    value = _normal_mde(ref, n, bar, margin_t, level)
+    value = normal_mde(ref, n, bar, margin_t, level)
     if kind.bounds is None:
         return kind.to_effect(value)
     # A rate cannot fall below 0 or rise above 1: a side needing more has no MDE.
@@ -90,12 +84,12 @@ def runs_needed(ref: MetricReference, bar: float, margin: float, level: float) -
         return None
     margin_t = to_test_scale(ref, margin)
     side_bar = bar / len(_sides(ref))
-    if _normal_mde(ref, MAX_RUNS, side_bar, margin_t, level) > margin_t:
+    if normal_mde(ref, MAX_RUNS, side_bar, margin_t, level) > margin_t:
         return None
     low, high = 1, MAX_RUNS
     while low < high:
         mid = (low + high) // 2
-        if _normal_mde(ref, mid, side_bar, margin_t, level) <= margin_t:
+        if normal_mde(ref, mid, side_bar, margin_t, level) <= margin_t:
             high = mid
         else:
             low = mid + 1

@@ -13,6 +13,7 @@ from scipy import stats as sps
 from evalrunner.stats import CellNight, CellReference, compare_night, fit_references
 from evalrunner.stats._binary import effective_baseline, predictive_pmf
 from evalrunner.stats._formulas import newcombe_arrays, z_upper
+from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._observe import Coding
 from evalrunner.stats._power import mde, runs_needed
 from evalrunner.suite._record import CellKey
@@ -115,3 +116,31 @@ def test_the_night_reports_the_bar_it_used(runs: RunsMaker, cell: Callable[..., 
     assert all(r.bar == pytest.approx(0.05 / len(gating)) for r in gating)
     success = next(r for r in results if r.metric == "success_rate")
     assert success.mde is not None and success.mde > success.margin
+
+
+def test_a_tool_path_s_mde_is_the_exact_test_s_80_percent(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Nights of the reported MDE's change, drawn as the test's own model has them (runs
+    leaving the usual path for another known one, Dirichlet-multinomial), are flagged by
+    the path test itself 80 % of the time. The normal model's MDE ignored how heavy the
+    exact tail is: 0.515 reported where a simulated 80 % took 0.587 (issue 52)."""
+    usual, other = ("search", "read"), ("search",)
+    nights = [runs(20, tools=[usual] * 7 + [other] * 3, start=20 * i) for i in range(5)]
+    fitted = fit_references([cell(nights, []).baseline])[CellKey("s", "m")]
+    ref = fitted.reference(next(c for c in fitted.codings() if c.metric == "tool_sequence"))
+    assert ref.shares[0] > 0.6  # the usual path is the baseline's
+    n, bar, margin, level = 20, 0.002, 0.2, 0.9
+    found = mde(ref, n, bar, margin, level)
+    assert found is not None and 0 < found < 1
+    rng = np.random.default_rng(0)
+    c = ref.run_var / (ref.night_var + ref.base_var) - 1.0
+    shares = np.array(ref.shares) + np.array([-found, found, 0.0])
+    flagged = 0
+    draws = 2000
+    for _ in range(draws):
+        counts = rng.multinomial(n, rng.dirichlet(c * shares))
+        values = np.repeat([0.0, 1.0, 2.0], counts)
+        m = KINDS["categorical"].measure(ref, values, level)
+        flagged += m.p_higher <= bar and m.effect_ci[1] >= margin
+    assert flagged / draws == pytest.approx(0.8, abs=0.04)
