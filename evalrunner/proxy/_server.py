@@ -58,14 +58,32 @@ finishes the least recently used (its recording written, its result handed to
 def _guarded_http() -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection that sends no whole request head
     within HEADER_TIMEOUT_S: a client that opens connections and dawdles (by accident
-    or not) cannot hold the proxy's connections and memory. Bodies are timed by the app."""
+    or not) cannot hold the proxy's connections and memory. Bodies are timed by the app.
+
+    At MAX_CONNECTIONS a new connection closes the oldest one that has not sent a request
+    yet: uvicorn answers 503 to every request once that many connections are open, so
+    without it a local process holding a thousand idle connections (no token is needed
+    to connect) starved every run of the night."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    waiting: dict[H11Protocol, None] = {}
+    """Connections without a request head yet, oldest first (one server's)."""
 
     class HeadDeadline(H11Protocol):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
             super().connection_made(transport)  # type: ignore[arg-type]
             loop = asyncio.get_running_loop()
             self._head_timer = loop.call_later(HEADER_TIMEOUT_S, self._head_too_slow)
+            if len(self.connections) >= MAX_CONNECTIONS and waiting:
+                oldest = next(iter(waiting))
+                waiting.pop(oldest)
+                oldest.transport.close()
+            waiting[self] = None
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if getattr(self, "cycle", None) is not None:
+                waiting.pop(self, None)  # a request is in: no longer idle
 
         def _head_too_slow(self) -> None:
             # uvicorn sets `cycle` when a request's head is in; read defensively, as it
@@ -76,6 +94,7 @@ def _guarded_http() -> type[asyncio.Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._head_timer.cancel()
+            waiting.pop(self, None)
             super().connection_lost(exc)
 
     return HeadDeadline

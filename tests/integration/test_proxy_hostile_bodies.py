@@ -96,6 +96,34 @@ def test_slow_clients_are_dropped_and_a_normal_request_is_still_served(
     assert not [r for r in logged if r.exc_info]  # no traceback per disconnect
 
 
+def test_idle_connections_past_the_limit_cannot_starve_a_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local process holding connections open without a request (no token is needed to
+    connect): at the limit uvicorn answered every request 503, and a night's command runs
+    crashed. The oldest idle connection now gives way to a new one."""
+    import socket
+
+    import evalrunner.proxy._server as server
+
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 40)
+    with ProxyServer("replay", tmp_path) as proxy:
+        address = ("127.0.0.1", proxy.port)
+        idle = [socket.create_connection(address) for _ in range(60)]
+        try:
+            time.sleep(0.2)
+            replies = [
+                httpx.post(
+                    proxy.base_url + "/v1/chat/completions", json={"model": "m", "messages": []}
+                )
+                for _ in range(3)
+            ]
+        finally:
+            for sock in idle:
+                sock.close()
+    assert all(r.status_code != 503 for r in replies), [r.text for r in replies]
+
+
 def test_runs_opened_by_requests_alone_are_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
