@@ -35,6 +35,7 @@ from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
+from evalrunner.core._stalls import Timed
 from evalrunner.core._steps import AnswerSlot, TrajectoryBuilder
 from evalrunner.core._transport import Answer, Request, Transport, TransportSource
 from evalrunner.core._warnings import NoModelCallsWarning, no_model_calls_message
@@ -385,9 +386,17 @@ async def arun_captured(
         except BaseException as exc:  # no signal reaches a worker thread: the agent's own
             raise AgentStopped.of(exc) from exc
 
+    def extend(by: float) -> None:
+        """Another run held the loop ``by`` seconds: this run's clock did not run for it."""
+        when = limit.when()
+        if when is not None and not limit.expired():  # an expiring one cannot be moved
+            limit.reschedule(when + by)
+        if scope.transport.infra.deadline is not None:
+            scope.transport.infra.deadline += by
+
     async def call() -> Any:
         if inspect.iscoroutinefunction(fn):
-            return await fn(*args, **kwargs)
+            return await Timed(fn(*args, **kwargs), extend)
         # The worker runs in a copy of this context, so it sees the scope
         # (as asyncio.to_thread does; run_in_executor alone would not).
         context = contextvars.copy_context()

@@ -472,6 +472,23 @@ def test_an_agent_s_own_keyboard_interrupt_or_cancel_crashes_its_run_and_the_nig
     }
 
 
+def test_an_async_agent_blocking_the_loop_times_out_alone_not_the_runs_beside_it(
+    tmp_path: Path, endpoint: FakeEndpoint
+) -> None:
+    """One async agent's synchronous sleep held the shared event loop past every run's
+    timeout, and the healthy runs beside it ended "timed out in the agent" (issue 53,
+    row 6). The runs beside it are not charged for its stall."""
+    agents = {"block": "blocking_agent", "wait": "patient_agent"}
+    scenarios = [scenario(s, a) for s, a in agents.items()]
+    write_suite(tmp_path, "stall", scenarios, runs=2, timeout_s=3)
+    result = cli(endpoint, tmp_path, "--suite", "stall", "--out", str(tmp_path / "out"))
+    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
+    found = {(r["scenario"], r["outcome"]) for r in records}
+    assert found == {("block", "crashed"), ("wait", "passed")}, result.output
+    blocked = [r["reason"] for r in records if r["scenario"] == "block"]
+    assert all("timed out in the agent" in (why or "") for why in blocked), blocked
+
+
 def test_an_agent_that_changes_directory_moves_none_of_the_night_s_files(
     tmp_path: Path, endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -208,6 +208,22 @@ async def alooping_agent(task: str, ctx: RunContext) -> str | None:
     return "never in time"
 
 
+async def blocking_agent(task: str, ctx: RunContext) -> str | None:
+    """An async agent that blocks the event loop (a synchronous sleep where it should
+    await) past its run's timeout."""
+    await athree_calls(task, ctx)
+    time.sleep(4)  # the blocking is the point
+    await asyncio.sleep(0.01)  # its next await is where its own timeout takes it
+    return "Paris, late"
+
+
+async def patient_agent(task: str, ctx: RunContext) -> AgentResult:
+    """An async agent that waits a little, well inside its run's timeout, then answers."""
+    for _ in range(10):
+        await asyncio.sleep(0.1)
+    return await atool_agent(task, ctx)
+
+
 def exiting_agent(task: str, ctx: RunContext) -> str | None:
     """Calls the model, then ends the process the way a script's main() does."""
     timed_agent(task, ctx)
