@@ -35,7 +35,7 @@ from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
-from evalrunner.core._stalls import Timed
+from evalrunner.core._stalls import Stalls
 from evalrunner.core._steps import AnswerSlot, TrajectoryBuilder
 from evalrunner.core._transport import Answer, Request, Transport, TransportSource
 from evalrunner.core._warnings import NoModelCallsWarning, no_model_calls_message
@@ -394,9 +394,11 @@ async def arun_captured(
         if scope.transport.infra.deadline is not None:
             scope.transport.infra.deadline += by
 
+    stalls = Stalls(extend)
+
     async def call() -> Any:
         if inspect.iscoroutinefunction(fn):
-            return await Timed(fn(*args, **kwargs), extend)
+            return await stalls.timed(fn(*args, **kwargs))
         # The worker runs in a copy of this context, so it sees the scope
         # (as asyncio.to_thread does; run_in_executor alone would not).
         context = contextvars.copy_context()
@@ -414,7 +416,8 @@ async def arun_captured(
             # trajectory. A sync agent's worker thread cannot be stopped; its
             # requests end at the deadline and its later calls are refused.
             async with limit:
-                output = await call()
+                with stalls:
+                    output = await call()
     except Exception as exc:
         error = exc
     except BaseException as exc:

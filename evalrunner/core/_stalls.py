@@ -6,7 +6,8 @@ every timer that fell due meanwhile fires: healthy runs of other scenarios ended
 "timed out in the agent" for one run's block (issue 53). Each async agent's coroutine is
 driven through :class:`Timed`, which times every step it takes on the loop; a step that
 held the loop longer than :data:`STALL_S` moves every *other* run's deadline on by as
-long, so the run that blocked is the one whose time runs out.
+long (sync agents' runs, in their threads, included: :class:`Stalls`), so the run that
+blocked is the one whose time runs out.
 """
 
 from __future__ import annotations
@@ -21,29 +22,51 @@ STALL_S = 0.05
 (an ordinary step of an async agent takes microseconds)."""
 
 _RUNNING: dict[asyncio.AbstractEventLoop, dict[int, Callable[[float], None]]] = {}
-"""Per event loop, the runs in flight: how to move each one's deadline on."""
+"""Per event loop, the runs in flight, sync agents' included: how to move each one's
+deadline on."""
+
+
+class Stalls:
+    """One run among those in flight on this loop (``with Stalls(extend) as stalls:``):
+    another run's stall moves its deadline on through ``extend``; its own async agent is
+    driven through :meth:`timed`, whose stalls move the others'."""
+
+    def __init__(self, extend: Callable[[float], None]) -> None:
+        self._extend = extend
+        self._running: dict[int, Callable[[float], None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __enter__(self) -> Stalls:
+        self._loop = asyncio.get_running_loop()
+        self._running = _RUNNING.setdefault(self._loop, {})
+        self._running[id(self)] = self._extend
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._running.pop(id(self), None)
+        if not self._running and self._loop is not None:
+            _RUNNING.pop(self._loop, None)
+
+    def timed(self, coro: Coroutine[Any, Any, Any]) -> Timed:
+        """``coro`` as an awaitable whose every step on the loop is timed."""
+        return Timed(coro, self._charge)
+
+    def _charge(self, held: float) -> None:
+        if held <= STALL_S:
+            return
+        for key, extend in list(self._running.items()):
+            if key != id(self):
+                extend(held)
 
 
 class Timed:
-    """``await Timed(coro, extend)``: ``coro`` run as it is, each of its steps timed; a
-    stall moves every other run's deadline on through its ``extend``."""
+    """``coro`` run as it is, each of its steps timed and handed to ``charge``."""
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], extend: Callable[[float], None]) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any], charge: Callable[[float], None]) -> None:
         self._coro = coro
-        self._extend = extend
+        self._charge = charge
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        loop = asyncio.get_running_loop()
-        running = _RUNNING.setdefault(loop, {})
-        running[id(self)] = self._extend
-        try:
-            return (yield from self._drive(running))
-        finally:
-            running.pop(id(self), None)
-            if not running:
-                _RUNNING.pop(loop, None)
-
-    def _drive(self, running: dict[int, Callable[[float], None]]) -> Generator[Any, Any, Any]:
         sent: Any = None
         thrown: BaseException | None = None
         while True:
@@ -53,15 +76,8 @@ class Timed:
             except StopIteration as done:
                 return done.value
             finally:
-                self._charge(time.monotonic() - started, running)
+                self._charge(time.monotonic() - started)
             try:
                 sent, thrown = (yield step), None
             except BaseException as exc:  # a cancellation (the timeout) goes on to the agent
                 sent, thrown = None, exc
-
-    def _charge(self, held: float, running: dict[int, Callable[[float], None]]) -> None:
-        if held <= STALL_S:
-            return
-        for key, extend in list(running.items()):
-            if key != id(self):
-                extend(held)
