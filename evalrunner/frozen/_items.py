@@ -11,6 +11,7 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,12 @@ from evalrunner._redact import redact_text
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
 from evalrunner.errors import EvalrunnerError
-from evalrunner.frozen._golden import golden_path_for, golden_path_for_test, module_golden_dir
+from evalrunner.frozen._golden import (
+    RECORDINGS,
+    golden_path_for,
+    golden_path_for_test,
+    module_golden_dir,
+)
 from evalrunner.frozen._proxied import (
     ProxiedAgent,
     call_with_env,
@@ -263,6 +269,30 @@ class SuiteFile(pytest.File):
                 )
 
 
+@contextmanager
+def _kept_if_checks_fail(golden: Path) -> Iterator[None]:
+    """``--golden-record`` over an existing golden: a new run that fails the scenario's checks
+    puts the golden and its recordings back as they were. Before, the failing run replaced
+    them, and the good golden was gone from the working tree. A first recording is kept
+    either way (there is nothing to go back to; replay then fails on the same checks)."""
+    files = [golden, *(golden.with_name(golden.stem + suffix) for suffix in RECORDINGS)]
+    if not golden.is_file():
+        yield
+        return
+    before = {path: path.read_bytes() if path.is_file() else None for path in files}
+    try:
+        yield
+    except GoldenMismatch as failed:
+        for path, data in before.items():
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_bytes(data)
+        raise GoldenMismatch(
+            f"{failed}\nThe golden and recording from before were kept ({golden.name})."
+        ) from None
+
+
 class ScenarioItem(pytest.Item):
     """One frozen suite scenario, checked against ``suites/goldens/<suite>/<scenario>.json``
     (a dataset row: ``suites/goldens/<suite>/<scenario>/<row>.json``)."""
@@ -275,6 +305,13 @@ class ScenarioItem(pytest.Item):
         self.golden = golden_path_for(Path(self.path), suite.name, name)
 
     def runtest(self) -> None:
+        if mode(self.config) != "record":
+            self._runtest()
+            return
+        with _kept_if_checks_fail(self.golden):
+            self._runtest()
+
+    def _runtest(self) -> None:
         from evalrunner.endpoints._endpoints import Endpoint, requested_models
         from evalrunner.suite._contract import RunContext
 

@@ -755,6 +755,25 @@ def test_frozen_scenarios_apply_their_checks(
     assert "or correct the check in demo.yaml if the check is wrong." in message
 
 
+def test_a_re_record_that_fails_its_checks_keeps_the_golden_it_would_replace(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-record whose run fails the scenario's checks replaced the good golden and
+    recording anyway (issue 53, row 19); they are now put back, and the failure says so."""
+    _record_suite(pytester, monkeypatch).assert_outcomes(passed=1, failed=1)
+    goldens = pytester.path / "suites" / "goldens" / "demo"
+    kept = {p.name: p.read_bytes() for p in goldens.glob("greets*")}
+    assert sorted(kept) == ["greets.json", "greets.llm.json"]
+    with FakeEndpoint(responder=lambda body, n: Reply("Goodbye.")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        again = run(pytester, "suites", "--golden-record", "-k", "greets")
+    again.assert_outcomes(failed=1)
+    said = section(again, "scenario demo::greets")
+    assert "the run was recorded but fails the scenario's check(s) answer_matches" in said
+    assert said.rstrip().endswith("The golden and recording from before were kept (greets.json).")
+    assert {p.name: p.read_bytes() for p in goldens.glob("greets*")} == kept
+
+
 def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
