@@ -18,6 +18,7 @@ rewrites them as format 2.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,27 @@ class Script(BaseModel):
         )
 
     def save(self, path: Path) -> None:
-        write_json(path, self.model_dump(mode="json", exclude_none=True))
+        write_json(path, self.with_stable_ids().model_dump(mode="json", exclude_none=True))
+
+    def with_stable_ids(self) -> Script:
+        """The provider's tool-call ids (``call__0_lookup_capital_cmpl-3782ba8e-...``) as
+        ``call_1``, ``call_2``... in call order: a re-record of the same behaviour writes
+        the same file, where each one churned every id in review. Replay reads what the
+        agent is handed back, and requests match by a view whose ids are ordinals already
+        (:func:`~evalrunner.core._request_key.matching_view`), so nothing else moves."""
+        number = itertools.count(1)
+        entries = []
+        for entry in self.entries:
+            answer = entry.response
+            if answer is not None and answer.tool_calls:
+                calls = [
+                    c.model_copy(update={"id": f"call_{next(number)}"}) for c in answer.tool_calls
+                ]
+                entry = entry.model_copy(
+                    update={"response": answer.model_copy(update={"tool_calls": calls})}
+                )
+            entries.append(entry)
+        return self.model_copy(update={"entries": entries})
 
     @property
     def matches_by_view(self) -> bool:

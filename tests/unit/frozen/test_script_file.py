@@ -49,6 +49,33 @@ def test_script_round_trip_and_malformed_scripts(tmp_path: Path) -> None:
     assert "\n" not in str(info.value) and "entries.0.request.fingerprint" in str(info.value)
 
 
+def test_a_re_record_of_the_same_calls_writes_the_same_file_whatever_ids_the_provider_gave(
+    tmp_path: Path,
+) -> None:
+    """Provider tool-call ids change every call; kept as they came, each re-record churned
+    them all in review (issue 53, row 19)."""
+    from evalrunner.core._response import ToolCallRecord
+
+    def recorded(ids: tuple[str, str]) -> Script:
+        recorder = Recorder()
+        for n, call_id in enumerate(ids):
+            recorder.add(
+                {"model": "openai/fake", "messages": [{"role": "user", "content": f"q{n}"}]},
+                ResponseRecord(
+                    tool_calls=[ToolCallRecord(id=call_id, name="lookup", arguments="{}")],
+                    finish_reason="tool_calls",
+                ),
+            )
+        return recorder.script
+
+    first, second = tmp_path / "a.llm.json", tmp_path / "b.llm.json"
+    recorded(("call__0_lookup_cmpl-3782ba8e", "call__0_lookup_cmpl-99")).save(first)
+    recorded(("call_Zx81", "call_Qq02")).save(second)
+    assert first.read_bytes() == second.read_bytes()
+    ids = [c.id for e in Script.load(first).entries for c in e.response.tool_calls]  # type: ignore[union-attr]
+    assert ids == ["call_1", "call_2"]
+
+
 CUT = "the recording was cut or edited"
 
 
