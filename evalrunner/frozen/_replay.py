@@ -22,7 +22,7 @@ from evalrunner.core._mismatch import Recorded, RequestBook, recorded_label
 from evalrunner.core._request_key import masked_request_key
 from evalrunner.core._response import ResponseRecord, response_from_record, stream_from_record
 from evalrunner.core._transport import Answer, Request, Transport
-from evalrunner.errors import ReplayError, ScriptExhausted
+from evalrunner.errors import ReplayError, RequestMismatch, ScriptExhausted
 from evalrunner.frozen._script import (
     ErrorRecord,
     RequestHint,
@@ -31,6 +31,7 @@ from evalrunner.frozen._script import (
     format1_request_key,
     raise_recorded,
     request_hint,
+    settings_moved,
 )
 
 
@@ -106,7 +107,9 @@ class Replayer:
         found = self.book.take(fp)
         if found is not None:
             self.asked[found] = hint
-            return self._serve(self.script.entries[found])
+            entry = self.script.entries[found]
+            self._same_settings(entry.request, hint)
+            return self._serve(entry)
         for i, entry in enumerate(self.script.entries):
             if self.used[i]:
                 continue
@@ -135,6 +138,22 @@ class Replayer:
             )
         self.exhausted = ScriptExhausted(message)
         raise self.exhausted
+
+    def _same_settings(self, recorded: RequestHint, now: RequestHint) -> None:
+        """A request that matched but was sent with other sampling parameters (a PR that
+        changed only the temperature): named, and under ``strict`` a failure. Before, the
+        same answers replayed and every check said "no behavioural change"."""
+        moved = settings_moved(recorded.settings, now.settings)
+        if moved is None:
+            return
+        said = (
+            f"replay: model call {self.calls} was recorded with other sampling settings "
+            f"({moved}); its recorded answer does not show what the model does now. "
+            f"If the change is intended, re-record: {self.redo}"
+        )
+        if self.strict:
+            raise RequestMismatch(said)
+        self.mismatches.append(f"{said}\n(--golden-strict fails here)")
 
     @staticmethod
     def _serve(entry: ScriptEntry) -> ResponseRecord:

@@ -774,6 +774,26 @@ def test_a_re_record_that_fails_its_checks_keeps_the_golden_it_would_replace(
     assert {p.name: p.read_bytes() for p in goldens.glob("greets*")} == kept
 
 
+def test_a_pr_that_changes_only_the_temperature_is_named_and_fails_golden_strict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answers replayed whatever the temperature, and even --golden-strict said
+    "no behavioural change" (issue 53, row 18)."""
+    _record_suite(pytester, monkeypatch).assert_outcomes(passed=1, failed=1)
+    suite = pytester.path / "suites" / "demo.yaml"
+    suite.write_text(
+        SUITE.replace("models: [openai/fake]", "models: [openai/fake]\ntemperature: 0.1")
+    )
+    strict = run(pytester, "suites", "--golden-strict", "-k", "greets")
+    strict.assert_outcomes(failed=1)
+    said = section(strict, "scenario demo::greets")
+    assert "was recorded with other sampling settings (temperature" in said
+    assert "-> 0.1)" in said
+    lenient = run(pytester, "suites", "-k", "greets")
+    lenient.assert_outcomes(passed=1)
+    assert "recorded with other sampling settings" in lenient.stdout.str()
+
+
 def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

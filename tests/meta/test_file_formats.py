@@ -50,7 +50,7 @@ FORMATS: list[tuple[str, int, type[BaseModel], frozenset[str], str]] = [
     ("baseline", BASELINE_FORMAT_VERSION, Baseline, frozenset(), "e62bf065f56eabc3"),
     ("evidence", EVIDENCE_FORMAT_VERSION, EvidenceState, frozenset(), "b344d3c6a08a6cdd"),
     ("golden", GOLDEN_FORMAT_VERSION, Golden, frozenset(), "14baa9b579e93cf4"),
-    ("recording", SCRIPT_FORMAT_VERSION, Script, frozenset(), "70c127f139a5826a"),
+    ("recording", SCRIPT_FORMAT_VERSION, Script, frozenset(), "6f102518b3c2d9a8"),
     ("proxy recording", RECORDING_FORMAT_VERSION, Recording, frozenset(), "cf9d7cb50e395059"),
     ("manifest", MANIFEST_FORMAT_VERSION, Manifest, frozenset(), "379493673d67c32b"),
     ("run file", RUN_FORMAT_VERSION, RunRecord, frozenset(), "e4f5b7d07366383a"),

@@ -53,6 +53,36 @@ def test_fingerprint_match_wins_over_order() -> None:
     assert replayer.mismatches == [] and replayer.unused == 0
 
 
+def test_a_request_sent_with_another_temperature_is_named_and_fails_under_strict() -> None:
+    """A PR that changed only the temperature replayed the same answers and passed, even
+    under --golden-strict (issue 53, row 18): the recording now keeps the sampling settings."""
+    recorder = Recorder()
+    recorder.add(_req("q1", temperature=0.8, max_tokens=256), ResponseRecord(content="a1"))
+    script = Script.model_validate_json(recorder.script.model_dump_json())
+    lenient = Replayer(script, redo="pytest --golden-record x")
+    assert lenient.next(_req("q1", temperature=0.2, max_tokens=256))[0].content == "a1"
+    (said,) = lenient.mismatches
+    assert said.startswith(
+        "replay: model call 1 was recorded with other sampling settings (temperature 0.8 -> 0.2)"
+    )
+    assert "re-record: pytest --golden-record x" in said
+    with pytest.raises(RequestMismatch, match=r"temperature 0\.8 -> 0\.2"):
+        Replayer(script, strict=True).next(_req("q1", temperature=0.2, max_tokens=256))
+    same = Replayer(script, strict=True)
+    assert same.next(_req("q1", temperature=0.8, max_tokens=256))[0].content == "a1"
+    # A recording from before format 3 kept no settings: nothing to compare, nothing said.
+    older = Script.model_validate(
+        {**script.model_dump(), "format_version": 2}
+        | {
+            "entries": [
+                {**e.model_dump(), "request": {**e.request.model_dump(), "settings": None}}
+                for e in script.entries
+            ]
+        }
+    )
+    assert Replayer(older, strict=True).next(_req("q1", temperature=0.2))[0].content == "a1"
+
+
 def test_unmatched_requests_are_served_in_order_and_counted() -> None:
     replayer = Replayer(_script(("q1", "a1"), ("q2", "a2")), source="demo.llm.json")
     assert replayer.next(_req("changed question"))[0].content == "a1"
@@ -95,7 +125,7 @@ def test_a_format_1_script_replays_by_its_own_hash_and_upgrades_once_every_entry
     assert replayer.upgraded() is None  # q1 not asked yet: its request is unknown
     assert replayer.next(_req("q1"))[0].content == "a1"
     upgraded = replayer.upgraded()
-    assert upgraded is not None and upgraded.format_version == 2
+    assert upgraded is not None and upgraded.format_version == 3
     again = Replayer(upgraded, strict=True)
     assert [again.next(_req(q))[0].content for q in ("q1", "q2")] == ["a1", "a2"]
     assert again.upgraded() is None  # already current
