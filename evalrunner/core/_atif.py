@@ -155,6 +155,7 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     _warn_copied_context_after_work(doc, label, "$")
     if file is not None:
         _follow_files(doc, file, label, strict, {file.resolve()})
+    _warn_dangling_refs(doc, label, "$")
     return doc
 
 
@@ -203,6 +204,39 @@ def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) 
     for i, sub in enumerate(doc.get("subagent_trajectories") or []):
         if isinstance(sub, dict):
             _warn_copied_context_after_work(sub, label, f"{path}.subagent_trajectories[{i}]")
+
+
+def _warn_dangling_refs(doc: dict[str, Any], label: str, path: str) -> None:
+    """A sub-agent reference that names no embedded sub-agent trajectory and no file: the
+    sub-agent's work is in no count, which is said rather than accepted in silence."""
+    subs = [s for s in doc.get("subagent_trajectories") or [] if isinstance(s, dict)]
+    known = {s.get(key) for s in subs for key in ("trajectory_id", "session_id")} - {None}
+    for where, ref in _placed_refs(doc, path):
+        if ref.get("trajectory_path") or {ref.get("trajectory_id"), ref.get("session_id")} & known:
+            continue
+        named = ref.get("trajectory_id") or ref.get("session_id")
+        _warn(
+            label,
+            where,
+            f"sub-agent {named!r} is neither in subagent_trajectories nor given a "
+            "trajectory_path: its steps, calls and tokens are in no count",
+        )
+    for n, sub in enumerate(subs):
+        _warn_dangling_refs(sub, label, f"{path}.subagent_trajectories[{n}]")
+
+
+def _placed_refs(doc: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each sub-agent reference of the document's own steps, with where it is."""
+    for i, step in enumerate(doc.get("steps") or []):
+        observation = step.get("observation") if isinstance(step, dict) else None
+        for j, result in enumerate((observation or {}).get("results") or []):
+            refs = result.get("subagent_trajectory_ref") if isinstance(result, dict) else None
+            for k, ref in enumerate(refs or []):
+                if isinstance(ref, dict):
+                    where = (
+                        f"{path}.steps[{i}].observation.results[{j}].subagent_trajectory_ref[{k}]"
+                    )
+                    yield where, ref
 
 
 def _copied_after_work(doc: dict[str, Any]) -> list[int]:

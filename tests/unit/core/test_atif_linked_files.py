@@ -114,3 +114,31 @@ def test_copied_context_at_the_start_of_a_continuation_is_not_a_warning() -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_trajectory(DATA / "continuation.json")
+
+
+def _delegating(ref: dict[str, Any]) -> dict[str, Any]:
+    return _agent(
+        "delegates",
+        tool_calls=[{"tool_call_id": "c1", "function_name": "delegate", "arguments": {}}],
+        observation={"results": [{"source_call_id": "c1", "subagent_trajectory_ref": [ref]}]},
+    )
+
+
+def test_a_sub_agent_reference_to_nothing_is_a_warning_naming_it() -> None:
+    """A reference naming no embedded trajectory and no file was accepted in silence: the
+    sub-agent's steps, calls and tokens were simply not counted (issue 53, row 16)."""
+    dangling = _traj([_agent("x"), _delegating({"trajectory_id": "ghost"})])
+    with pytest.warns(TrajectoryWarning) as caught:
+        load_trajectory(dangling)
+    (said,) = [str(w.message) for w in caught]
+    assert "$.steps[1].observation.results[0].subagent_trajectory_ref[0]" in said
+    assert (
+        "sub-agent 'ghost' is neither in subagent_trajectories nor given a trajectory_path" in said
+    )
+    child = _traj([_agent("child work")], trajectory_id="ghost")
+    whole = _traj(
+        [_agent("x"), _delegating({"trajectory_id": "ghost"})], subagent_trajectories=[child]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_trajectory(whole)  # embedded: nothing to say
