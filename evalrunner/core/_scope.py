@@ -391,7 +391,8 @@ async def arun_captured(
         when = limit.when()
         if when is not None and not limit.expired():  # an expiring one cannot be moved
             limit.reschedule(when + by)
-        if scope.transport.infra.deadline is not None:
+        # The run's own deadline only (a nested capture shares its parent's, moved once).
+        if scope.parent is None and scope.transport.infra.deadline is not None:
             scope.transport.infra.deadline += by
 
     stalls = Stalls(extend)
