@@ -33,25 +33,35 @@ def tool_changes(
     and otherwise in most of tonight's calls with those arguments: those whose answer
     changed, and those that gave none (the call was made, no result came back: the tool
     was not run, which is not its output changing)."""
-    before: dict[tuple[str, str], Counter[str | None]] = {}
-    now: dict[tuple[str, str], Counter[str | None]] = {}
-    for side, runs in ((before, baseline), (now, tonight)):
-        for run in runs:
-            for a in run:
-                side.setdefault((a.tool, a.args), Counter())[a.observation] += 1
+    before, now = _answers(baseline), _answers(tonight)
     changed: set[str] = set()
     silent: set[str] = set()
     for key, seen in before.items():
         if key not in now or len(seen) != 1 or sum(seen.values()) < 2:
             continue
         (answer,) = seen
-        if answer is None:
-            continue
-        tonight_answers = now[key]
-        total = sum(tonight_answers.values())
-        if tonight_answers[answer] * 2 < total:
-            (silent if tonight_answers[None] * 2 >= total else changed).add(key[0])
+        moved = _moved(answer, now[key])
+        if moved is not None:
+            (silent if moved else changed).add(key[0])
     return sorted(changed), sorted(silent)
+
+
+def _answers(runs: Sequence[Sequence[Action]]) -> dict[tuple[str, str], Counter[str | None]]:
+    """Per (tool, arguments): how often each answer came back (None: none)."""
+    seen: dict[tuple[str, str], Counter[str | None]] = {}
+    for run in runs:
+        for a in run:
+            seen.setdefault((a.tool, a.args), Counter())[a.observation] += 1
+    return seen
+
+
+def _moved(answer: str | None, tonight: Counter[str | None]) -> bool | None:
+    """Whether most of tonight's calls left the baseline's one ``answer``: None if not;
+    True if at least half of them got no result at all; False if another answer."""
+    total = sum(tonight.values())
+    if answer is None or tonight[answer] * 2 >= total:
+        return None
+    return tonight[None] * 2 >= total
 
 
 def _lines(text: str) -> list[str]:

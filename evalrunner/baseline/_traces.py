@@ -99,18 +99,9 @@ class Traces(BaseModel):
     def _sendable(cls, sent: dict[str, Any] | None) -> dict[str, Any] | None:
         """The sentinel sends it as it is: a request no endpoint could read would fail every
         call, and read as an outage of the provider instead of a damaged file."""
-        if sent is None:
-            return None
-        messages = sent.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise ValueError("'messages' must be a non-empty list (the request the runs sent)")
-        if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-            raise ValueError("every one of 'messages' must be an object with a 'role'")
-        tools = sent.get("tools")
-        if tools is not None and not (
-            isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-        ):
-            raise ValueError("'tools' must be a list of tool objects")
+        problem = None if sent is None else _unsendable(sent)
+        if problem is not None:
+            raise ValueError(problem)
         return sent
 
     @model_serializer(mode="wrap")
@@ -119,6 +110,19 @@ class Traces(BaseModel):
         if data.get("sent_row") is None:
             data.pop("sent_row", None)
         return data
+
+
+def _unsendable(sent: dict[str, Any]) -> str | None:
+    """What keeps a kept first request from being sent again, if anything."""
+    messages = sent.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty list (the request the runs sent)"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        return "every one of 'messages' must be an object with a 'role'"
+    tools = sent.get("tools") or []
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        return "'tools' must be a list of tool objects"
+    return None
 
 
 def first_moves(runs: Sequence[RunTrace]) -> list[str] | None:

@@ -209,34 +209,42 @@ def _warn_copied_context_after_work(doc: dict[str, Any], label: str, path: str) 
 def _warn_dangling_refs(doc: dict[str, Any], label: str, path: str) -> None:
     """A sub-agent reference that names no embedded sub-agent trajectory and no file: the
     sub-agent's work is in no count, which is said rather than accepted in silence."""
-    subs = [s for s in doc.get("subagent_trajectories") or [] if isinstance(s, dict)]
-    known = {s.get(key) for s in subs for key in ("trajectory_id", "session_id")} - {None}
+    subs = _objects(doc.get("subagent_trajectories"))
+    known = {name for sub in subs for name in _names(sub)}
     for where, ref in _placed_refs(doc, path):
-        if ref.get("trajectory_path") or {ref.get("trajectory_id"), ref.get("session_id")} & known:
-            continue
-        named = ref.get("trajectory_id") or ref.get("session_id")
-        _warn(
-            label,
-            where,
-            f"sub-agent {named!r} is neither in subagent_trajectories nor given a "
-            "trajectory_path: its steps, calls and tokens are in no count",
-        )
+        if not ref.get("trajectory_path") and not _names(ref) & known:
+            named = ref.get("trajectory_id") or ref.get("session_id")
+            _warn(
+                label,
+                where,
+                f"sub-agent {named!r} is neither in subagent_trajectories nor given a "
+                "trajectory_path: its steps, calls and tokens are in no count",
+            )
     for n, sub in enumerate(subs):
         _warn_dangling_refs(sub, label, f"{path}.subagent_trajectories[{n}]")
 
 
+def _names(obj: dict[str, Any]) -> set[Any]:
+    """The ids a sub-agent trajectory, or a reference to one, goes by."""
+    return {obj.get("trajectory_id"), obj.get("session_id")} - {None}
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects of a list field (anything else: none)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def _placed_refs(doc: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Each sub-agent reference of the document's own steps, with where it is."""
-    for i, step in enumerate(doc.get("steps") or []):
-        observation = step.get("observation") if isinstance(step, dict) else None
-        for j, result in enumerate((observation or {}).get("results") or []):
-            refs = result.get("subagent_trajectory_ref") if isinstance(result, dict) else None
-            for k, ref in enumerate(refs or []):
-                if isinstance(ref, dict):
-                    where = (
-                        f"{path}.steps[{i}].observation.results[{j}].subagent_trajectory_ref[{k}]"
-                    )
-                    yield where, ref
+    for i, step in enumerate(_objects(doc.get("steps"))):
+        observation = step.get("observation")
+        results = _objects(observation.get("results")) if isinstance(observation, dict) else []
+        for j, result in enumerate(results):
+            for k, ref in enumerate(_objects(result.get("subagent_trajectory_ref"))):
+                yield (
+                    f"{path}.steps[{i}].observation.results[{j}].subagent_trajectory_ref[{k}]",
+                    ref,
+                )
 
 
 def _copied_after_work(doc: dict[str, Any]) -> list[int]:
