@@ -132,6 +132,7 @@ PARAMETERS = (
     "frequency_penalty",
     "logit_bias",
     "n",
+    "reasoning_effort",
 )
 """A request's sampling and output parameters: what a trajectory does not keep."""
 

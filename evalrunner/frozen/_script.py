@@ -27,26 +27,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner._jsonio import canonical, load_model, write_json
 from evalrunner._redact import redact, redact_text
+from evalrunner.core._actions import PARAMETERS, sendable
 from evalrunner.core._normalize import ADDRESS_MASK
 from evalrunner.core._request_key import matching_view, request_key
 from evalrunner.core._response import ResponseRecord, field_of, recorded_answer
 
 SCRIPT_FORMAT_VERSION = 3
 SCRIPT_FORMAT_VERSIONS = (1, 2, 3)
-SETTINGS = (
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "max_completion_tokens",
-    "seed",
-    "stop",
-    "presence_penalty",
-    "frequency_penalty",
-    "reasoning_effort",
-)
-"""The sampling parameters a recording keeps (format 3): they change what the model
-answers, so replay names a change of them. The model string is not among them: replay
-resolves a suite's model label without the endpoint a recording resolved it to."""
+# A recording keeps each request's sampling and output parameters (format 3; the
+# sentinel's :data:`~evalrunner.core._actions.PARAMETERS`): they change what the model
+# answers, so replay names a change of them. The model string is not among them: replay
+# resolves a suite's model label without the endpoint a recording resolved it to.
 
 
 class RequestHint(BaseModel):
@@ -192,18 +183,18 @@ def request_hint(kwargs: Mapping[str, Any]) -> RequestHint:
         message_count=len(messages),
         last_user_message=_last_user_message(messages),
         view=view,
-        settings={k: kwargs[k] for k in SETTINGS if kwargs.get(k) is not None},
+        settings=sendable({k: kwargs[k] for k in PARAMETERS if k in kwargs}),
     )
 
 
 def settings_moved(before: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> str | None:
-    """How a request's sampling parameters moved from when it was recorded ("temperature 0.8
+    """How a request's sampling and output parameters moved from when it was recorded ("temperature 0.8
     -> 0.2"); None when they did not, or the recording predates keeping them."""
     if before is None or now is None:
         return None
     moved = [
         f"{k} {before.get(k, 'unset')} -> {now.get(k, 'unset')}"
-        for k in SETTINGS
+        for k in PARAMETERS
         if before.get(k) != now.get(k)
     ]
     return ", ".join(moved) or None
