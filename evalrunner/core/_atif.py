@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from evalrunner._jsonio import parse_json, pydantic_message, read_json
+from evalrunner.core._continuation import TOTALS, append
 from evalrunner.errors import FileFormatError, TrajectoryError
 
 SUPPORTED_VERSIONS = ("1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
@@ -278,7 +279,7 @@ def _follow_files(
     if isinstance(where, str) and where:
         rest = _linked(file, where, "continued_trajectory_ref", label, strict, seen)
         if rest is not None:
-            _append(doc, rest)
+            append(doc, rest)
 
 
 def _sub_agent_refs(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -305,31 +306,6 @@ def _linked(
     doc = load(target, strict=strict)  # validated and repaired on its own terms
     _follow_files(doc, target, str(target), strict, seen)
     return doc
-
-
-def _append(doc: dict[str, Any], rest: dict[str, Any]) -> None:
-    """One trajectory from a file and its continuation: steps numbered on, sub-agents
-    and final totals added up."""
-    for step in rest.get("steps") or []:
-        doc["steps"].append({**step, "step_id": len(doc["steps"]) + 1})
-    doc.setdefault("subagent_trajectories", []).extend(rest.get("subagent_trajectories") or [])
-    if not doc["subagent_trajectories"]:
-        del doc["subagent_trajectories"]
-    _add_totals(doc, rest.get("final_metrics"))
-    doc.pop("continued_trajectory_ref", None)
-    if "continued_trajectory_ref" in rest:
-        doc["continued_trajectory_ref"] = rest["continued_trajectory_ref"]
-
-
-def _add_totals(doc: dict[str, Any], theirs: Any) -> None:
-    """A continuation's final totals added to the document's (or taken, if it has none)."""
-    mine = doc.get("final_metrics")
-    if isinstance(mine, dict) and isinstance(theirs, dict):
-        for key in _TOTALS:
-            if isinstance(mine.get(key), int | float) and isinstance(theirs.get(key), int | float):
-                mine[key] += theirs[key]
-    elif isinstance(theirs, dict):
-        doc["final_metrics"] = dict(theirs)
 
 
 def _check_one_document(doc: Any, label: str) -> None:
@@ -418,13 +394,6 @@ def _repair(doc: dict[str, Any], label: str, path: str) -> dict[str, Any]:
 
 
 _COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")
-_TOTALS = (
-    "total_prompt_tokens",
-    "total_completion_tokens",
-    "total_cached_tokens",
-    "total_cost_usd",
-    "total_steps",
-)
 
 
 def _numbers_not_text(doc: dict[str, Any], label: str, path: str, *, repair: bool) -> None:
@@ -432,7 +401,7 @@ def _numbers_not_text(doc: dict[str, Any], label: str, path: str, *, repair: boo
     validation lets them through, and every sum over them would fail later. Read as
     numbers with a warning (lenient), or refused naming the field (strict)."""
     places: list[tuple[Any, tuple[str, ...], str]] = [
-        (doc.get("final_metrics"), _TOTALS, f"{path}.final_metrics")
+        (doc.get("final_metrics"), TOTALS, f"{path}.final_metrics")
     ]
     for i, step in enumerate(doc.get("steps") or []):
         places.append((step.get("metrics"), _COUNTS, f"{path}.steps[{i}].metrics"))

@@ -64,6 +64,23 @@ def test_a_continuation_file_is_appended_and_its_copied_context_not_counted(
     assert sh.prompt_tokens == 10 + 700 + 760
 
 
+def test_a_continuation_whose_totals_already_hold_the_parent_s_is_not_counted_twice(
+    tmp_path: Path,
+) -> None:
+    part2 = json.loads((DATA / "continuation.json").read_text())
+    # A producer writing running totals: the parent's 10 and 5 plus its own 1460 and 42.
+    part2["final_metrics"] = {"total_prompt_tokens": 1470, "total_completion_tokens": 47}
+    _write(tmp_path / "part2.json", part2)
+    first = _traj(
+        [{"source": "user", "message": "task"}, _agent("step one")],
+        continued_trajectory_ref="part2.json",
+        final_metrics={"total_prompt_tokens": 10, "total_completion_tokens": 5},
+    )
+    doc, said = _load(_write(tmp_path / "part1.json", first))
+    assert said == []
+    assert doc["final_metrics"] == {"total_prompt_tokens": 1470, "total_completion_tokens": 47}
+
+
 def test_a_sub_agent_in_its_own_file_is_read_in(tmp_path: Path) -> None:
     (tmp_path / "subs").mkdir()
     _write(tmp_path / "subs" / "child.json", _traj([_agent("child work")]))
