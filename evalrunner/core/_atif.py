@@ -147,17 +147,44 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     deviations are repaired with a :class:`TrajectoryWarning`.
     """
     doc, label, file = _document(source, name)
+    doc = _checked(doc, label, strict)
+    _count_unconfirmed_copies(doc, label)
+    _warn_copied_context_after_work(doc, label, "$")
+    if file is not None:
+        _follow_files(doc, file, label, strict, {file.resolve()})
+    _warn_dangling_refs(doc, label, "$")
+    return doc
+
+
+def _checked(doc: Any, label: str, strict: bool) -> dict[str, Any]:
+    """One document validated (and, lenient, repaired) on its own terms."""
     _check_one_document(doc, label)
     doc = _check_versions(doc, label, "$", repair=not strict)
     if not strict:
         doc = _repair(doc, label, "$")
     validate(doc, label)
     _numbers_not_text(doc, label, "$", repair=not strict)
-    _warn_copied_context_after_work(doc, label, "$")
-    if file is not None:
-        _follow_files(doc, file, label, strict, {file.resolve()})
-    _warn_dangling_refs(doc, label, "$")
     return doc
+
+
+def _count_unconfirmed_copies(doc: dict[str, Any], label: str) -> None:
+    """ATIF marks ``is_copied_context`` on the steps a continuation or a sub-agent copies
+    from the trajectory before it, which is read too and counted there. A top-level
+    document read on its own continues nothing read here: steps it marks as copied are
+    its own work as far as any count can tell, so they count, and this is said (a real
+    264-step run marked 229 of its steps so, and every count lost most of its work)."""
+    marked = [s for s in _objects(doc.get("steps")) if s.get("is_copied_context") is True]
+    if not marked:
+        return
+    for step in marked:
+        step["is_copied_context"] = False
+    _warn(
+        label,
+        "$.steps",
+        f"{len(marked)} step(s) are marked is_copied_context, but this trajectory continues "
+        "none read here; they are counted as this run's work. To have them read as copies, "
+        "load the trajectory whose continued_trajectory_ref names this file",
+    )
 
 
 def _document(source: Any, name: str | None) -> tuple[Any, str, Path | None]:
@@ -303,7 +330,10 @@ def _linked(
         _warn(label, field, f"{where!r}: {why}; the counts cover what was read")
         return None
     seen.add(target.resolve())
-    doc = load(target, strict=strict)  # validated and repaired on its own terms
+    # Validated and repaired on its own terms; what it marks as copied is a copy of the
+    # file that links to it (or of its own parent, for a sub-agent).
+    doc = _checked(_read(target, str(target), "no such file"), str(target), strict)
+    _warn_copied_context_after_work(doc, str(target), "$")
     _follow_files(doc, target, str(target), strict, seen)
     return doc
 

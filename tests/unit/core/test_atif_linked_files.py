@@ -121,16 +121,27 @@ def test_a_link_that_cannot_be_followed_is_a_warning_naming_it(
     assert "continued_trajectory_ref" in warned[0]
 
 
-def test_copied_context_after_the_run_s_own_steps_began_is_a_warning() -> None:
-    late = _traj([_agent("own"), _agent("copied?", is_copied_context=True)])
-    with pytest.warns(TrajectoryWarning, match=r"\$\.steps\[1\]: 1 step\(s\) marked is_copied"):
-        load_trajectory(late)
+def test_copied_context_after_a_sub_agent_s_own_steps_began_is_a_warning() -> None:
+    late = _traj([_agent("own"), _agent("copied?", is_copied_context=True)], trajectory_id="c")
+    parent = _traj([_agent("x")], subagent_trajectories=[late])
+    with pytest.warns(TrajectoryWarning, match=r"\.steps\[1\]: 1 step\(s\) marked is_copied"):
+        load_trajectory(parent)
 
 
-def test_copied_context_at_the_start_of_a_continuation_is_not_a_warning() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        load_trajectory(DATA / "continuation.json")
+def test_steps_a_lone_trajectory_marks_as_copied_count_as_its_work_and_this_is_said() -> None:
+    """A real 264-step run marked its first 229 steps is_copied_context with nothing they
+    were copied from: every count lost most of the run's work, without a word (issue 53,
+    row 14). Read alone, a continuation's copied prefix copies nothing read here either."""
+    with pytest.warns(TrajectoryWarning) as caught:
+        doc = load_trajectory(DATA / "continuation.json")
+    (said,) = [str(w.message) for w in caught]
+    assert "$.steps: 3 step(s) are marked is_copied_context" in said
+    assert "counted as this run's work" in said
+    sh = shape(normalize(doc))
+    assert sh.llm_calls == 3 and sh.prompt_tokens == 120 + 700 + 760
+    marked = _traj([_agent("early", is_copied_context=True), _agent("later")])
+    with pytest.warns(TrajectoryWarning, match="1 step"):
+        assert shape(normalize(load_trajectory(marked))).prompt_tokens == 20
 
 
 def _delegating(ref: dict[str, Any]) -> dict[str, Any]:
