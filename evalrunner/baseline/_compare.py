@@ -11,7 +11,7 @@ history and goes back out with the results.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,6 +71,29 @@ class CellPair:
         return on_local and not self.tolerance.is_gating(LATENCY)
 
 
+@dataclass(frozen=True)
+class Escalation:
+    """Escalated cells judged twice: on the runs they ended with (the verdict) and on their
+    planned runs alone, the rest of the night as it was. A cell whose verdict (the worst of
+    its gating metrics', as the summary shows it) is the same both ways paid for runs that
+    changed nothing."""
+
+    cells: int
+    """Cells that ran past their planned runs."""
+    runs: int
+    """The runs they made past their plans."""
+    changed: tuple[CellKey, ...]
+    """Escalated cells whose verdict is not the one their planned runs alone get."""
+
+    def line(self) -> str:
+        same = self.cells - len(self.changed)
+        return (
+            f"escalated: {self.cells} cells (+{self.runs} runs); the extra runs changed a "
+            f"verdict in {len(self.changed)}, would not have helped: {same} (the same verdicts "
+            "at their planned runs)"
+        )
+
+
 @dataclass
 class Comparison:
     """Tonight against the baselines: metric results, evidence to keep, and notes.
@@ -89,6 +112,8 @@ class Comparison:
     """Cells run tonight with no baseline file (not compared)."""
     other_models: list[str] = field(default_factory=list)
     """When no cell had a baseline: the models the suite's baselines are for."""
+    escalation: Escalation | None = None
+    """What the runs escalation added changed; None where no cell ran past its plan."""
 
     @property
     def regressions(self) -> list[MetricResult]:
@@ -126,6 +151,48 @@ def compare_pairs(
         notes=night.notes,
         evidence={c.key: c.evidence for c in night.cells},
     )
+
+
+def _escalation(
+    pairs: Sequence[CellPair],
+    references: Mapping[CellKey, CellReference] | None,
+    comparison: Comparison,
+    planned: Mapping[str, int],
+) -> Escalation | None:
+    """Judge escalated cells again on their planned runs (everything else as tonight)."""
+    plan = {
+        p.cell: planned[p.cell.scenario]
+        for p in pairs
+        if len(p.night) > planned.get(p.cell.scenario, len(p.night))
+    }
+    if not plan:
+        return None
+    at_plan = compare_pairs([_cut(p, plan.get(p.cell)) for p in pairs], references)
+    ended, planned_verdicts = _cell_verdicts(comparison), _cell_verdicts(at_plan)
+    return Escalation(
+        cells=len(plan),
+        runs=sum(len(p.night) - plan[p.cell] for p in pairs if p.cell in plan),
+        changed=tuple(sorted(c for c in plan if ended.get(c) != planned_verdicts.get(c))),
+    )
+
+
+def _cut(pair: CellPair, runs: int | None) -> CellPair:
+    """The pair with tonight's runs cut to its first ``runs`` (None: as it is)."""
+    if runs is None:
+        return pair
+    return replace(pair, night=[r for r in pair.night if r.index < runs])
+
+
+def _cell_verdicts(comparison: Comparison) -> dict[CellKey, str]:
+    """Each cell's verdict: the worst of its gating metrics' (as the summary shows it)."""
+    from evalrunner.stats._metric_result import VERDICT_ORDER
+
+    out: dict[CellKey, str] = {}
+    for r in comparison.results:
+        cell = CellKey(r.scenario, r.model)
+        if r.gating and VERDICT_ORDER.index(r.verdict) < VERDICT_ORDER.index(out.get(cell, "ok")):
+            out[cell] = r.verdict
+    return out
 
 
 def _usable_baseline(
@@ -209,6 +276,7 @@ def compare_with_baselines(
     loaded: Mapping[CellKey, Baseline] | None = None,
     references: Mapping[CellKey, CellReference] | None = None,
     night_dir: Path | None = None,
+    planned: Mapping[str, int] | None = None,
 ) -> Comparison:
     """Compare each scenario x model of tonight with its baseline file under ``root``.
 
@@ -217,7 +285,8 @@ def compare_with_baselines(
     ``evidence``: each cell's accumulated evidence from the history's latest entry
     (a state for another anchor is ignored: the baseline was accepted anew).
     ``loaded`` and ``references``: the baselines the night read before its runs and
-    their fit, so a night reads and fits them once.
+    their fit, so a night reads and fits them once. ``planned``: each scenario's runs per
+    cell in tonight's plan, to say what escalation past them changed.
     """
     notes, baselines, pairs, unfit = [], {}, [], []
     missing: list[tuple[CellKey, str]] = []
@@ -241,6 +310,7 @@ def compare_with_baselines(
         notes += _unmeasured_notes(cell, night)
         pairs.append(_pair(cell, night, scenario.tolerance, baseline, evidence))
     comparison = compare_pairs(pairs, references)
+    comparison.escalation = _escalation(pairs, references, comparison, planned or {})
     comparison.notes[:0] = [
         *_missing_notes(missing, root / suite.name, suite.name, night_dir),
         *notes,

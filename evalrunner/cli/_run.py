@@ -343,6 +343,8 @@ def _print_comparison(comparison: Comparison, report: RunReport, suite: str) -> 
         click.echo(format_table(rows, VERDICT_COLUMNS))
     if line := detectable(comparison.results):
         click.echo(f"\n{line}")
+    if comparison.escalation is not None:
+        click.echo(comparison.escalation.line(), err=True)
     for note in comparison.notes:
         click.echo(f"note: {_options.say(note)}", err=True)
     young = _young_cells(comparison.results)

@@ -159,12 +159,12 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
 def _checked(doc: Any, label: str, strict: bool) -> dict[str, Any]:
     """One document validated (and, lenient, repaired) on its own terms."""
     _check_one_document(doc, label)
-    doc = _check_versions(doc, label, "$", repair=not strict)
+    checked = _check_versions(doc, label, "$", repair=not strict)
     if not strict:
-        doc = _repair(doc, label, "$")
-    validate(doc, label)
-    _numbers_not_text(doc, label, "$", repair=not strict)
-    return doc
+        checked = _repair(checked, label, "$")
+    validate(checked, label)
+    _numbers_not_text(checked, label, "$", repair=not strict)
+    return checked
 
 
 def _count_unconfirmed_copies(doc: dict[str, Any], label: str) -> None:

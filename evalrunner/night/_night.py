@@ -413,9 +413,16 @@ def _compare(night: OpenNight, result: LiveResult, baselines_dir: Path, before: 
             loaded=before.loaded,
             references=before.references,
             night_dir=night.results.shown,
+            planned=_planned(night),
         )
     except EvalrunnerError as exc:
         result.problems.append(f"not compared with baselines: {exc}")
+
+
+def _planned(night: OpenNight) -> dict[str, int]:
+    """Each scenario's runs per cell in the night's plan (a dataset's: per row, times rows)."""
+    rows = night.manifest.rows or {}
+    return {sid: runs * max(1, rows.get(sid, 1)) for sid, runs in night.manifest.runs.items()}
 
 
 def _explain(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:

@@ -12,8 +12,9 @@ night" when its night compared nothing at all and an earlier night compared the 
 
 from __future__ import annotations
 
-VERDICT_ORDER = ("regression", "changed", "improvement", "inconclusive", "ok")
-"""Worst first: the verdict a scenario x model shows is the first of its gating metrics' here."""
+from evalrunner.stats._metric_result import VERDICT_ORDER
+
+__all__ = ["VERDICT_ORDER"]
 NO_BASELINE = "none"
 YOUNG = "young"
 """Compared with a baseline too young to gate: nothing gating, but not nothing."""

@@ -19,6 +19,9 @@ UNCONFIRMED = "changed but unconfirmed (every run moved)"
 """How a line names the results marked ``unconfirmed`` (the night's last line, JUnit)."""
 FAILING: tuple[Verdict, ...] = ("regression", "changed")
 """Verdicts that fail the night when the metric is gating."""
+VERDICT_ORDER: tuple[Verdict, ...] = ("regression", "changed", "improvement", "inconclusive", "ok")
+"""Worst first: a scenario x model's verdict is the first of its gating metrics' here (a
+detected change, good or bad, needs a human before "not enough runs to tell" does)."""
 FlagSource = Literal["tonight", "evidence"]
 
 _FLOAT_FIELDS = (

@@ -96,6 +96,16 @@ def test_a_blatant_change_in_one_scenario_of_six_fails_the_night_on_that_scenari
     assert re.search(
         rf"^escalation: {CHANGED}\|openai/fake: escalating, after 10 runs", result.stderr, re.M
     )
+    # And what the extra runs bought, judged again at the planned 10 runs.
+    said = re.search(
+        r"^escalated: (\d+) cells \(\+\d+ runs\); the extra runs changed a verdict in (\d+), "
+        r"would not have helped: (\d+) \(the same verdicts at their planned runs\)$",
+        result.stderr,
+        re.M,
+    )
+    assert said is not None, result.stderr
+    escalated, changed, same = map(int, said.groups())
+    assert escalated >= 1 and changed + same == escalated
     assert "too young" not in result.stderr
     # The evidence accumulated against the anchor is in the history, per cell and metric.
     [entry] = read_entries(history, suites=[SUITE])
