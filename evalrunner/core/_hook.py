@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Literal, Protocol
 
 from evalrunner._litellm import import_litellm
@@ -40,9 +41,40 @@ class Caller(Protocol):
 
     async def acomplete(self, request: Request) -> Any: ...
 
+    def missed(self, model: str) -> None:
+        """A model call made while this caller was current that did not come through the
+        wrap (litellm's own function, bound before it was installed)."""
+
 
 _install_lock = threading.Lock()
 _originals: dict[str, Callable[..., Any]] = {}
+# Set while our own transport calls litellm: litellm's pre-call hook sees every call, and
+# one made while a caller is current without this set went past the wrap.
+_ours: contextvars.ContextVar[bool] = contextvars.ContextVar("evalrunner_ours", default=False)
+
+
+@contextlib.contextmanager
+def _our_call() -> Iterator[None]:
+    token = _ours.set(True)
+    try:
+        yield
+    finally:
+        _ours.reset(token)
+
+
+def _watch_calls_past_the_wrap(litellm: Any) -> None:
+    """Register, once, a litellm pre-call hook that tells the current caller of a model
+    call that did not come through the wrap (``from litellm import completion`` taken
+    before capture): without it a recording or a run lost that call in silence."""
+    from litellm.integrations.custom_logger import CustomLogger
+
+    class _PastTheWrap(CustomLogger):  # type: ignore[misc]
+        def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+            caller = None if _ours.get() else _route()
+            if caller is not None:
+                caller.missed(str(model))
+
+    litellm.input_callback.append(_PastTheWrap())
 
 
 def _no_caller() -> Caller | None:
@@ -105,6 +137,7 @@ def install(route: Callable[[], Caller | None]) -> None:
 
         litellm.completion = completion
         litellm.acompletion = acompletion
+        _watch_calls_past_the_wrap(litellm)
 
 
 class LiteLLMTransport:
@@ -119,7 +152,8 @@ class LiteLLMTransport:
 
         def send() -> Answer:
             began = time.monotonic()
-            response = original("completion")(**self._attempt(request))
+            with _our_call():
+                response = original("completion")(**self._attempt(request))
             # A stream is read to its end inside the retry loop, so a fault
             # mid-stream (truncated, malformed event) is retried like any other.
             chunks = _read(response, began, self.infra.attempt_deadline()) if stream else None
@@ -134,7 +168,8 @@ class LiteLLMTransport:
         self.infra.track(asyncio.current_task())
 
         async def send() -> Answer:
-            response = await original("acompletion")(**self._attempt(request))
+            with _our_call():
+                response = await original("acompletion")(**self._attempt(request))
             return self._answer(request, [c async for c in response] if stream else response)
 
         return await self.infra.acall(

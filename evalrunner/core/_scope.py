@@ -101,6 +101,9 @@ class CaptureScope:
         # Model calls seen here and in finished sub-agent scopes; none at all is
         # a NoModelCallsWarning when a top-level scope closes.
         self.model_calls = 0
+        # Model calls made here past capture (litellm's function bound before it was
+        # wrapped): on their way to the endpoint, in no step.
+        self.missed_calls = 0
         self.expect_model_calls = expect_model_calls
         self.builder = TrajectoryBuilder(name, version=version)
         self.parent: CaptureScope | None = None
@@ -148,6 +151,7 @@ class CaptureScope:
             with self.parent._lock:
                 self.parent._subagents.append(self.trajectory)
                 self.parent.model_calls += self.model_calls
+                self.parent.missed_calls += self.missed_calls
         elif exc_type is None and self.model_calls == 0 and self.expect_model_calls:
             # A crash before the first call is the crash's story, not a bypassed capture.
             warnings.warn(no_model_calls_message(self.name), NoModelCallsWarning, stacklevel=2)
@@ -169,6 +173,10 @@ class CaptureScope:
     async def acomplete(self, request: Request) -> Any:
         slot = self._sent(request)
         return self._received(await self.transport.acomplete(request), slot)
+
+    def missed(self, model: str) -> None:
+        with self._lock:
+            self.missed_calls += 1
 
     def _sent(self, request: Request) -> AnswerSlot:
         self.model_calls += 1
@@ -241,6 +249,9 @@ class CaptureResult:
     """The run was stopped by its ``timeout`` (``error`` is then a TimeoutError)."""
     first_request: dict[str, Any] | None = None
     """The agent's first model request (content and sampling parameters), if it made one."""
+    missed_calls: int = 0
+    """Model calls the run made past capture (litellm's function bound before the wrap):
+    they reached the endpoint and are in no step."""
 
     @property
     def crashed(self) -> bool:
@@ -267,7 +278,15 @@ def _result(
     if timed_out and where is not None:
         tb = where
     return CaptureResult(
-        scope.trajectory, output, error, tb, notes, infra, timed_out, scope.first_request
+        scope.trajectory,
+        output,
+        error,
+        tb,
+        notes,
+        infra,
+        timed_out,
+        scope.first_request,
+        scope.missed_calls,
     )
 
 

@@ -29,3 +29,15 @@ def no_model_calls_message(name: str) -> str:
         f"it. Point the agent at the capture proxy instead (`{PROXY}`, docs/proxy.md). "
         "If the agent makes no model call on purpose, pass expect_model_calls=False."
     )
+
+
+def missed_calls_message(captured: int, missed: int) -> str:
+    """How a run that made model calls past capture is named (a recording that lost them
+    is not written; a live run of them is an infra_error: its shape lacks those calls)."""
+    return (
+        f"capture saw {captured} of the agent's {captured + missed} model calls; {missed} "
+        "went to the endpoint past it, through litellm's completion bound before capture "
+        "(`from litellm import completion` at import). Call it through the module "
+        "(litellm.completion(...)), or run the agent through the capture proxy "
+        f"(`{PROXY}`, docs/proxy.md)"
+    )

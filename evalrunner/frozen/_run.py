@@ -26,6 +26,7 @@ from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig, normaliz
 from evalrunner.core._scope import CaptureResult, arun_captured, install, run_captured
 from evalrunner.core._shape import shape
 from evalrunner.core._steps import SCHEMA_VERSION
+from evalrunner.core._warnings import missed_calls_message
 from evalrunner.errors import FileFormatError, NewerFormat, ReplayError
 from evalrunner.frozen._golden import Golden, moved_hint, script_path_for
 from evalrunner.frozen._network import block_network, describe_blocks
@@ -160,6 +161,14 @@ def _record(run: _Run) -> FrozenOutcome:
             f"recording failed, nothing written: the model endpoint failed ({what[:300]})",
         )
     _stop_if_crashed(run, result, "recording failed, nothing written")
+    if result.missed_calls:
+        # Replay could not answer the lost calls, and the golden would hold part of the run.
+        seen = len(recorder.script.entries)
+        return FrozenOutcome(
+            False,
+            "recording incomplete, nothing written: "
+            + missed_calls_message(seen, result.missed_calls),
+        )
     if not recorder.script.entries:
         # An empty recording and golden would pass forever while testing nothing.
         return FrozenOutcome(

@@ -24,6 +24,7 @@ from evalrunner.core._faults import InfraLog, describe
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._transport import Gate
+from evalrunner.core._warnings import missed_calls_message
 from evalrunner.endpoints._endpoints import ServeLocal
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
@@ -192,9 +193,14 @@ async def execute_job(
     run = judged(res, sc.normalize_config())
     code, judge_fault = await _checked(job, res, run, limiter, limits)
     record = run_record(job, res, started, latency, run, code)
-    if judge_fault is not None:
-        # The answer could not be graded: nothing is known of the run's behaviour.
-        record = record.model_copy(update={"outcome": Outcome.INFRA_ERROR, "reason": judge_fault})
+    fault = judge_fault
+    if res.missed_calls:
+        # Calls that went past capture are in no step: the run's shape is not its behaviour.
+        fault = missed_calls_message(record.llm_calls, res.missed_calls)
+    if fault is not None:
+        # The answer could not be graded, or the run not seen whole: nothing is known of
+        # the run's behaviour.
+        record = record.model_copy(update={"outcome": Outcome.INFRA_ERROR, "reason": fault})
     # Every crashed run gets its section; a command agent that timed out has no traceback,
     # and its reason (where it stopped) is what there is to print.
     tb = (res.traceback or record.reason) if record.outcome == Outcome.CRASHED else None

@@ -472,6 +472,31 @@ def test_an_agent_s_own_keyboard_interrupt_or_cancel_crashes_its_run_and_the_nig
     }
 
 
+def test_a_run_whose_model_calls_went_past_capture_is_an_infra_error_naming_them(
+    tmp_path: Path, endpoint: FakeEndpoint
+) -> None:
+    """A call through litellm's function bound before capture reached the endpoint and was
+    in no step: the run's shape counted half its work as its behaviour (issue 53, row 19)."""
+    agents = {"past": "past_capture_agent", "pass": "tool_agent"}
+    write_suite(tmp_path, "past", [scenario(s, a) for s, a in agents.items()], runs=2)
+    result = cli(endpoint, tmp_path, "--suite", "past", "--out", str(tmp_path / "out"))
+    assert "Traceback" not in result.output
+    check_results_dir(tmp_path / "out", planned_ids(list(agents), 2))
+    records = [read(p) for p in sorted((tmp_path / "out" / "runs").rglob("*.json"))]
+    found = {(r["scenario"], r["outcome"], r["reason"]) for r in records}
+    assert found == {
+        (
+            "past",
+            "infra_error",
+            "capture saw 1 of the agent's 2 model calls; 1 went to the endpoint past it, "
+            "through litellm's completion bound before capture (`from litellm import "
+            "completion` at import). Call it through the module (litellm.completion(...)), or "
+            "run the agent through the capture proxy (`evalrunner proxy`, docs/proxy.md)",
+        ),
+        ("pass", "passed", None),
+    }
+
+
 def test_an_async_agent_blocking_the_loop_times_out_alone_not_the_runs_beside_it(
     tmp_path: Path, endpoint: FakeEndpoint
 ) -> None:

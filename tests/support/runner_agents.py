@@ -144,6 +144,17 @@ def plain_agent(task: str, ctx: RunContext) -> str | None:
     return content
 
 
+def past_capture_agent(task: str, ctx: RunContext) -> str | None:
+    """One call through litellm's module, one through its own function, as a module that
+    ran `from litellm import completion` before capture holds it."""
+    from litellm.main import completion as bound_before_capture
+
+    litellm.completion(messages=_messages(task), **ctx.litellm_kwargs())
+    response = bound_before_capture(messages=_messages(task), **ctx.litellm_kwargs())
+    content: str | None = response.choices[0].message.content
+    return content
+
+
 def server_killing_agent(task: str, ctx: RunContext) -> str | None:
     """Kills the server its model is served by (SIGKILL, as the OOM killer would), then calls
     it. Found by the ``--port`` on its command line: the embedded model's server."""
