@@ -54,3 +54,21 @@ def no_proxy(
         known = {h.lower() for h in listed}
         entries[key] = ",".join([*listed, *(h for h in hosts if h.lower() not in known)])
     return entries
+
+
+TELEMETRY_OFF: Mapping[str, str] = {
+    # The OpenAI Agents SDK exports traces to api.openai.com after a run.
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    # Haystack and CrewAI send usage events from a thread of their own (via posthog and
+    # OpenTelemetry), seconds after the run that imported them.
+    "HAYSTACK_TELEMETRY_ENABLED": "False",
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    # chromadb (and libraries on it, such as mem0), Hugging Face Hub, and the convention
+    # many command-line tools honour.
+    "ANONYMIZED_TELEMETRY": "False",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "DO_NOT_TRACK": "1",
+}
+"""Known frameworks' usage telemetry, switched off for agents evalrunner runs: a report
+home from a library's own thread measures nothing, and under replay a later test's network
+guard blocks it. Each is read when its library is imported."""

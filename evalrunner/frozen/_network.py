@@ -32,6 +32,7 @@ import ssl
 import sys
 import sysconfig
 import threading
+import warnings
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,12 +130,16 @@ class block_network:
 
     def __init__(self, allow: tuple[tuple[str, int], ...] = ()) -> None:
         self.blocks: list[Block] = []
+        self.elsewhere: list[Block] = []
+        """Blocked too, but not the run's: a library's own thread that was running before
+        the replay (telemetry an earlier test's framework started), with none of the
+        agent's code on its stack. Said, never the run's failure."""
         self.allow = tuple(a for a in allow if _is_loopback(a))
         self._lock = threading.Lock()
 
-    def record(self, block: Block) -> None:
+    def record(self, block: Block, *, elsewhere: bool = False) -> None:
         with self._lock:
-            self.blocks.append(block)
+            (self.elsewhere if elsewhere else self.blocks).append(block)
 
     def __enter__(self) -> block_network:
         with _state.lock:
@@ -310,23 +315,49 @@ def _check(layer: str, target: Any) -> None:
         return
     # Blocked from a thread that was already running too (a pool the agent reuses, a
     # library's background fetch): the run must not depend on the network at all.
-    name = f"{thread.name} (running before the replay began)" if bystander else thread.name
     where, via = _origin(sys._getframe(1))
+    name, elsewhere = _whose(thread, bystander, where)
     block = Block(layer, redact_text(_format_target(target)), name, where, via)
-    _note_block(block)
+    _note_block(block, elsewhere=elsewhere)
     raise NetworkBlocked(
         f"network access during replay ({block.line()}): replayed runs must not reach any "
         "endpoint; something bypassed the recorded responses"
     )
 
 
-def _note_block(block: Block) -> None:
+def _note_block(block: Block, *, elsewhere: bool = False) -> None:
     if os.getpid() != _state.pid and _state.proxy is not None:
         # A forked child: its guards are copies; tell the parent's.
         _state.proxy.forward(block.layer, block.target, block.where, block.via)
         return
     for guard in list(_state.guards):
-        guard.record(block)
+        guard.record(block, elsewhere=elsewhere)
+
+
+def _whose(thread: threading.Thread, bystander: bool, where: str | None) -> tuple[str, bool]:
+    """The thread as a block names it, and whether the block is not the run's: a library's
+    own thread that predates the replay, with none of the agent's code on its stack."""
+    started_by = _library_thread(thread) if bystander and where is None else None
+    if started_by is not None:
+        return f"{thread.name} (running before the replay began, {started_by}'s own thread)", True
+    if bystander:
+        return f"{thread.name} (running before the replay began)", False
+    return thread.name, False
+
+
+def _library_thread(thread: threading.Thread) -> str | None:
+    """The installed package whose own code a thread runs (its target, or its ``run``),
+    None where that is the standard library's (a pool worker runs whatever it is given)
+    or the project's: telemetry and the like, which no run asked for."""
+    target = getattr(thread, "_target", None) or type(thread).run
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    if code is None:
+        return None
+    path = str(Path(code.co_filename).resolve())
+    if not path.startswith(_THIRD_PARTY_DIRS):
+        return None
+    module = getattr(target, "__module__", None) or type(thread).__module__
+    return str(module).split(".")[0]
 
 
 def _note_forwarded(layer: str, target: str, where: str | None, via: str | None) -> None:
@@ -373,6 +404,9 @@ def _format_target(target: Any) -> str:
 _LIBRARY_DIRS = tuple(
     str(Path(p).resolve())
     for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+_THIRD_PARTY_DIRS = tuple(
+    str(Path(p).resolve()) for p in {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
 )
 # The harness's own frames are not the agent's code.
 _HARNESS_DIRS = tuple(str(Path(__file__).resolve().parents[1] / d) for d in ("core", "frozen"))
@@ -441,3 +475,22 @@ def describe_blocks(blocks: list[Block]) -> str:
         f"capture proxy (`{PROXY}`): in pytest `golden_trajectory.proxied(...)` or "
         "`golden_trajectory.command([...])`."
     )
+
+
+def say_elsewhere(guard: block_network) -> None:
+    """Warn, from the test's own thread, of blocks that were not the run's (a library's
+    thread reaching out after an earlier test used it): blocked, not this run's failure."""
+    if guard.elsewhere:
+        lines = "; ".join(sorted({b.line() for b in guard.elsewhere}))
+        warnings.warn(
+            f"blocked during replay, and not this run's doing: {lines}. A library an earlier "
+            "test used reaches the network from its own thread (telemetry, most often): turn "
+            "it off for tests (docs/frozen.md lists the variables evalrunner sets)",
+            BackgroundNetworkWarning,
+            stacklevel=2,
+        )
+
+
+class BackgroundNetworkWarning(UserWarning):
+    """A library's own thread, running before a replay began, reached for the network
+    during it: blocked and said, and no run's failure."""

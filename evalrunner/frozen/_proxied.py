@@ -35,7 +35,7 @@ from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
 from evalrunner.errors import ConfigError
 from evalrunner.frozen._golden import moved_hint
-from evalrunner.frozen._network import block_network, describe_blocks
+from evalrunner.frozen._network import block_network, describe_blocks, say_elsewhere
 from evalrunner.frozen._run import (
     NO_CALLS_HINT,
     FrozenOutcome,
@@ -305,6 +305,8 @@ def _stop_if_replay_failed(
 ) -> None:
     """Stop the test when the replay could not run the agent to its end: the network
     guard blocked it, a model call had no recorded answer, or the agent failed."""
+    if guard is not None:
+        say_elsewhere(guard)
     if guard is not None and guard.blocks:
         raise _Stop(FrozenOutcome(False, describe_blocks(guard.blocks)))
     if proxied.replay_errors:

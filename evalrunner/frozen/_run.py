@@ -29,7 +29,7 @@ from evalrunner.core._steps import SCHEMA_VERSION
 from evalrunner.core._warnings import missed_calls_message
 from evalrunner.errors import FileFormatError, NewerFormat, ReplayError
 from evalrunner.frozen._golden import Golden, moved_hint, script_path_for
-from evalrunner.frozen._network import block_network, describe_blocks
+from evalrunner.frozen._network import block_network, describe_blocks, say_elsewhere
 from evalrunner.frozen._replay import Recorder, Replayer
 from evalrunner.frozen._script import SCRIPT_FORMAT_VERSION, Script
 
@@ -453,6 +453,7 @@ def _stop_if_crashed(run: _Run, result: CaptureResult, what: str) -> None:
 def _stop_if_network_used(guard: block_network, replayer: Replayer) -> None:
     # Whatever the agent did with the NetworkBlocked (caught it, lost it in a
     # thread, never saw it: a child process), a blocked attempt fails the run.
+    say_elsewhere(guard)
     if guard.blocks:
         raise _Stop(
             FrozenOutcome(

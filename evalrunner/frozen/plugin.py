@@ -20,6 +20,7 @@ imported only once a test asks for it.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ import pytest
 
 from evalrunner._heap import collector_paused, unfreeze_imports
 from evalrunner._litellm import prepare
+from evalrunner._net import TELEMETRY_OFF
 from evalrunner.frozen import _session
 
 if TYPE_CHECKING:
@@ -69,6 +71,11 @@ LITELLM_TYPES_NOISE = "ignore:Items? .* using the `ReadOnly` qualifier:UserWarni
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", LITELLM_TYPES_NOISE)
+    # Before the test modules import their frameworks, which read these then: a report home
+    # from a library's thread after one test is blocked in a later test's replay. A
+    # variable the project set itself is kept.
+    for name, value in TELEMETRY_OFF.items():
+        os.environ.setdefault(name, value)
     _session.start(config)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from evalrunner._net import is_loopback
+from evalrunner._net import TELEMETRY_OFF, is_loopback
 from evalrunner.core._faults import RetrySettings
 from evalrunner.core._request_key import DEFAULT_FINGERPRINT, FingerprintConfig
 from evalrunner.endpoints._endpoints import LOCAL
@@ -322,7 +322,7 @@ class ProxyServer:
         Frameworks that answer from a disk cache or report elsewhere would make a
         run that measures nothing, or reach the network after it: dspy gets an
         empty cache directory of its own for each call (a cached answer is no
-        model call), and the OpenAI Agents SDK's trace export is turned off.
+        model call), and known frameworks' telemetry is turned off (``TELEMETRY_OFF``).
         """
         url = self.run_url(run_id)
         key = self.token or DUMMY_KEY
@@ -333,7 +333,7 @@ class ProxyServer:
             "OPENAI_API_KEY": key,
             "ANTHROPIC_API_KEY": key,
             "DSPY_CACHEDIR": self._empty_cache_dir(),
-            "OPENAI_AGENTS_DISABLE_TRACING": "1",
+            **TELEMETRY_OFF,
         }
 
     def _empty_cache_dir(self) -> str:

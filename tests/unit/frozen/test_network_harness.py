@@ -117,3 +117,68 @@ def test_a_thread_running_before_the_replay_is_still_kept_off_the_network(
     assert "example.com:443 [DNS lookup (audit hook)], in thread pool-1 (running before the" in (
         outcome.message
     )
+
+
+TELEMETRY_LIB = '''
+import socket
+import threading
+
+ready, go, done = threading.Event(), threading.Event(), threading.Event()
+
+
+class Reporter(threading.Thread):
+    """Sends a usage event when told, as a framework's telemetry thread does."""
+
+    def run(self):
+        ready.set()
+        go.wait(10)
+        try:
+            socket.getaddrinfo("telemetry.example.com", 443)
+        except Exception:
+            pass  # telemetry never lets its failure reach the user
+        done.set()
+'''
+
+
+def test_a_library_s_own_thread_from_before_the_replay_is_blocked_and_said_not_failed(
+    one_answer_golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A framework's telemetry thread, started while an earlier test ran, reached out during
+    a later test's replay and failed that test, blamed on it (issue 53, row 20). Blocked
+    still, it is now named as the library's own thread in a warning, and the run passes."""
+    from evalrunner.frozen import _network
+
+    site = tmp_path / "site-packages"
+    (site / "telemetry_lib").mkdir(parents=True)
+    (site / "telemetry_lib" / "__init__.py").write_text(TELEMETRY_LIB)
+    monkeypatch.syspath_prepend(str(site))
+    # The temp folder stands for where installed packages live.
+    monkeypatch.setattr(_network, "_THIRD_PARTY_DIRS", (str(site.resolve()),))
+    monkeypatch.setattr(_network, "_LIBRARY_DIRS", (*_network._LIBRARY_DIRS, str(site.resolve())))
+    import telemetry_lib  # type: ignore[import-not-found]
+
+    reporter = telemetry_lib.Reporter(name="reporter", daemon=True)
+    reporter.start()
+    telemetry_lib.ready.wait(10)
+
+    def agent() -> str | None:
+        telemetry_lib.go.set()
+        telemetry_lib.done.wait(10)
+        return ask(None)
+
+    with pytest.warns(_network.BackgroundNetworkWarning) as said:
+        outcome = run_frozen(agent, golden_path=one_answer_golden, mode="check")
+    reporter.join(10)
+    assert outcome.ok, outcome.message
+    (warning,) = [str(w.message) for w in said]
+    assert warning.startswith(
+        "blocked during replay, and not this run's doing: telemetry.example.com:443 [DNS lookup "
+        "(audit hook)], in thread reporter (running before the replay began, telemetry_lib's "
+        "own thread)"
+    )
+
+
+def test_the_known_telemetry_switches_are_set_for_the_test_session() -> None:
+    # Set by the plugin before the test modules (and their frameworks) were imported.
+    assert os.environ["HAYSTACK_TELEMETRY_ENABLED"] == "False"
+    assert os.environ["OPENAI_AGENTS_DISABLE_TRACING"] == "1"

@@ -44,6 +44,11 @@ def test_a_run_gets_base_urls_for_both_sdk_families_and_a_dummy_key(tmp_path: Pa
         "OPENAI_API_KEY": DUMMY_KEY,
         "ANTHROPIC_API_KEY": DUMMY_KEY,
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
+        "HAYSTACK_TELEMETRY_ENABLED": "False",
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "ANONYMIZED_TELEMETRY": "False",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "DO_NOT_TRACK": "1",
     }
     assert cache.is_dir() and not any(cache.iterdir())
     assert proxy.run_url() == "http://127.0.0.1:8123/v1"
