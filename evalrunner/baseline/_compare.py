@@ -112,6 +112,9 @@ class Comparison:
     """Cells run tonight with no baseline file (not compared)."""
     other_models: list[str] = field(default_factory=list)
     """When no cell had a baseline: the models the suite's baselines are for."""
+    stale: dict[CellKey, Baseline] = field(default_factory=dict)
+    """Unfit cells whose baseline is for tonight's model but another configuration: what
+    their runs send differently can be read from it (``explain_night``'s request)."""
     escalation: Escalation | None = None
     """What the runs escalation added changed; None where no cell ran past its plan."""
 
@@ -203,8 +206,9 @@ def _usable_baseline(
     loaded: Mapping[CellKey, Baseline] | None,
     night_dir: Path | None = None,
 ) -> tuple[Baseline | None, str, bool]:
-    """The cell's baseline if it fits tonight's runs; otherwise None, why not, and whether
-    there is one that does not fit.
+    """The cell's baseline, why it does not fit tonight's runs (empty: it does), and whether
+    it is there but does not fit (then the baseline is returned only where it is for
+    tonight's model, with another configuration).
     ``loaded``: the suite's baselines as read before the night (None: read the file now).
     ``night_dir``: tonight's results, which the note offers to accept."""
     path = baseline_path(root, suite, cell.scenario, cell.model)
@@ -238,7 +242,7 @@ def _usable_baseline(
             f"was recorded (fingerprint {baseline.fingerprint} -> {fingerprint}); refresh with: ",
             refresh,
         )
-        return None, why, True
+        return baseline, why, True  # stale: kept to say what its runs send differently
     return baseline, "", False
 
 
@@ -290,6 +294,7 @@ def compare_with_baselines(
     """
     notes, baselines, pairs, unfit = [], {}, [], []
     missing: list[tuple[CellKey, str]] = []
+    stale_baselines: dict[CellKey, Baseline] = {}
     scenarios = {s.id: s for s in suite.scenarios}
     for cell, night in group_records(records).items():
         scenario = scenarios.get(cell.scenario)
@@ -299,12 +304,14 @@ def compare_with_baselines(
         baseline, why_not, stale = _usable_baseline(
             root, suite.name, cell, fingerprint, loaded, night_dir
         )
+        if stale:
+            notes.append(why_not)
+            unfit.append(cell)
+            if baseline is not None:
+                stale_baselines[cell] = baseline
+            continue
         if baseline is None:
-            if stale:
-                notes.append(why_not)
-                unfit.append(cell)
-            else:
-                missing.append((cell, why_not))
+            missing.append((cell, why_not))
             continue
         baselines[cell] = baseline
         notes += _unmeasured_notes(cell, night)
@@ -316,6 +323,7 @@ def compare_with_baselines(
         *notes,
     ]
     comparison.baselines, comparison.unfit = baselines, unfit
+    comparison.stale = stale_baselines
     comparison.missing = [cell for cell, _ in missing]
     if not baselines:  # "no baselines yet" would be wrong when other models have them
         comparison.other_models = _other_models(root, suite.name, records)

@@ -5,7 +5,9 @@ code   meaning
 =====  ==========================================================================
 0      fine (failed runs and infra errors alone do not fail a command)
 1      a run crashed; a gating metric regressed (unless ``--no-gate``); a run
-       failed its checks (with ``--fail-on-failure``); a step after the runs
+       failed its checks (with ``--fail-on-failure``); a scenario x model not
+       compared because its baseline is for another configuration or model (with
+       ``--fail-on-unmatched``); a step after the runs
        failed (the history append; the tables were printed first); or
        evalrunner itself failed on purpose (an ``EvalrunnerError`` that is
        not a user error)
@@ -52,9 +54,13 @@ INTERRUPTED = 130
 TERMINATED = 143  # 128 + SIGTERM, as shells report a process SIGTERM ended
 
 
-def run_code(result: LiveResult, *, gate: bool, fail_on_failure: bool) -> int:
+def run_code(
+    result: LiveResult, *, gate: bool, fail_on_failure: bool, fail_on_unmatched: bool = False
+) -> int:
     """``run``: the night's own rule (:meth:`~evalrunner.night.LiveResult.exit_code`)."""
-    return result.exit_code(gate=gate, fail_on_failure=fail_on_failure)
+    return result.exit_code(
+        gate=gate, fail_on_failure=fail_on_failure, fail_on_unmatched=fail_on_unmatched
+    )
 
 
 def compare_code(results: Sequence[MetricResult], *, gate: bool) -> int:

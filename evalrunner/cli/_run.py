@@ -90,6 +90,7 @@ _KEPT_ON_RESUME = (
     "explain",
     "gate",
     "fail_on_failure",
+    "fail_on_unmatched",
 )
 """Options of ``run`` that say where the night's files go and what follows the runs: a
 resume given without them would, say, append to the history a night run with
@@ -308,6 +309,14 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:
         _print_comparison(result.comparison, report, suite)
+    for cell, sent in result.resent.items():
+        what = (
+            f"its runs sent otherwise than its baseline's: {'; '.join(sent)}"
+            if sent
+            else "its runs sent the first request its baseline's did: what changed is in its "
+            "checks, skip rules or normalisation"
+        )
+        click.echo(f"note: {cell}: {what}", err=True)
     _print_why(result, suite)
     for said in (result.history_path, result.history_note):
         if said:
@@ -445,6 +454,12 @@ def _print_why(result: LiveResult, suite: str) -> None:
 )
 @_options.gate("Exit 1 when a gating metric regressed.")
 @click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
+@click.option(
+    "--fail-on-unmatched",
+    is_flag=True,
+    help="Also exit 1 when a scenario x model was not compared because its baseline is for "
+    "another configuration or model (a changed temperature, prompt or check).",
+)
 @_options.suites_dir
 def run(
     suite_name: str,
@@ -469,6 +484,7 @@ def run(
     explain: bool,
     gate: bool,
     fail_on_failure: bool,
+    fail_on_unmatched: bool,
     suites_dir: Path,
 ) -> None:
     """Run a suite live: every scenario N times against each model, then compare with baselines.
@@ -508,7 +524,7 @@ def run(
         )
         result = run_live(suite, options, notify=notice)
     print_run(result, suite.name, _options.locations())
-    _exit_for(result, gate, fail_on_failure)
+    _exit_for(result, gate, fail_on_failure, fail_on_unmatched)
 
 
 def _check_executor(executor: str, ray_address: str | None) -> None:
@@ -516,10 +532,22 @@ def _check_executor(executor: str, ray_address: str | None) -> None:
         raise click.UsageError("--ray-address is for --executor ray; add it, or drop --ray-address")
 
 
-def _exit_for(result: LiveResult, gate: bool, fail_on_failure: bool) -> None:
-    """Exit with the night's code, saying so when --fail-on-failure alone made it 1."""
-    code = _exit.run_code(result, gate=gate, fail_on_failure=fail_on_failure)
+def _exit_for(
+    result: LiveResult, gate: bool, fail_on_failure: bool, fail_on_unmatched: bool
+) -> None:
+    """Exit with the night's code, saying so when --fail-on-failure or --fail-on-unmatched
+    alone made it 1."""
+    code = _exit.run_code(
+        result, gate=gate, fail_on_failure=fail_on_failure, fail_on_unmatched=fail_on_unmatched
+    )
     if code != _exit.run_code(result, gate=gate, fail_on_failure=False):
         failed = sum(r.outcome == Outcome.FAILED for r in result.report.records)
-        click.echo(f"exit 1: {failed} runs failed their checks (--fail-on-failure)", err=True)
+        unfit = len(result.comparison.unfit) if result.comparison is not None else 0
+        said = [f"{failed} runs failed their checks (--fail-on-failure)"] if failed else []
+        if fail_on_unmatched and unfit:
+            said.append(
+                f"{unfit} scenario x models were not compared: their baseline is for another "
+                "configuration or model (--fail-on-unmatched)"
+            )
+        click.echo(f"exit 1: {'; '.join(said)}", err=True)
     _exit.exit_with(code)

@@ -19,32 +19,27 @@ import concurrent.futures
 import os
 import sys
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from pydantic import Field
 
-from evalrunner._clock import iso_now
-from evalrunner._next import NextStep, Said
-from evalrunner.baseline._compare import Comparison, compare_with_baselines
-from evalrunner.baseline._explain import Explanation, SentinelResult, explain_night
-from evalrunner.baseline._file import Baseline, load_baselines, typical_trajectory
+from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
-from evalrunner.errors import EvalrunnerError
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
-from evalrunner.live._driver import OpenNight, RunReport, run_night
+from evalrunner.live._driver import OpenNight, run_night
 from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, model_outages, outage_of
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.live._schedule import Adaptive, CellBudget, RunOptions, ScenarioSchedule
+from evalrunner.night._after import Before, after_the_runs
 from evalrunner.night._open import open_night
+from evalrunner.night._result import OUTAGE_EXIT, LiveResult
 from evalrunner.suite._loader import load_suite
-from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, Outcome, RunRecord, group_records
+from evalrunner.suite._record import CellKey, RunRecord
 from evalrunner.suite._settings import ResolvedScenario, Suite
 
 if TYPE_CHECKING:
-    from evalrunner.core._normalize import NormalizeConfig
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._reference import CellReference
     from evalrunner.stats._sequential import Budget
@@ -62,60 +57,6 @@ __all__ = [
 
 DEFAULT_BASELINES = Path("baselines")
 T = TypeVar("T")
-
-
-OUTAGE_EXIT = 3
-"""What ``evalrunner run`` exits with when an endpoint failed (see :meth:`LiveResult.exit_code`)."""
-
-
-@dataclass
-class LiveResult:
-    """What one night did: its runs, the comparison with the baselines, the history entry.
-
-    For a gate in your own code, :meth:`exit_code` is what ``evalrunner run`` would exit
-    with (0 fine, 1 failed, 3 an endpoint failed); :attr:`regressed` alone misses crashed
-    runs, outages and failed steps after the runs.
-    """
-
-    report: RunReport
-    """The night's runs (``report.records``) and where they are (``report.out``)."""
-    comparison: Comparison | None = None
-    """Each scenario x model against its baseline; None: not compared (no baselines
-    directory, or an outage)."""
-    history_path: str | None = None
-    """The history entry written for the night, if one was."""
-    outage: Outage | None = None
-    """Set when every model's endpoint failed (too many infra_error runs): nothing compared."""
-    problems: list[str] = field(default_factory=list)
-    """Steps after the runs that failed (comparison, history), one line each."""
-    history_note: str | None = None
-    """Why nothing was appended to the history, when nothing was."""
-    explanations: dict[CellKey, Explanation] = field(default_factory=dict)
-    """Why each cell that fails the night changed (``NightOptions.explain``)."""
-    model_outages: dict[str, Outage] = field(default_factory=dict)
-    """Models whose endpoint failed tonight while others answered: their scenarios were not
-    compared; the other models' were."""
-
-    @property
-    def regressed(self) -> bool:
-        """A gating metric of some scenario x model regressed against its baseline."""
-        return bool(self.comparison and self.comparison.regressions)
-
-    def exit_code(self, *, gate: bool = True, fail_on_failure: bool = False) -> int:
-        """What ``evalrunner run`` exits with for this night: 3 when every endpoint failed;
-        1 for a crashed run, a regression (with ``gate``), a failed step after the runs, or
-        (with ``fail_on_failure``) a run that failed its checks; 3 when one model's endpoint
-        failed and nothing else did; else 0."""
-        if self.outage is not None:
-            return OUTAGE_EXIT
-        # All records of the night, so a resumed run still fails on earlier crashes.
-        outcomes = {r.outcome for r in self.report.records}
-        fails = any(OUTCOME_TRAITS[o].fails_command for o in outcomes)  # a run crashed
-        if fails or (gate and self.regressed) or self.problems:
-            return 1
-        if self.model_outages:
-            return OUTAGE_EXIT
-        return 1 if fail_on_failure and Outcome.FAILED in outcomes else 0
 
 
 def _fitting(
@@ -318,7 +259,7 @@ def run_live(
             if result.outage is None:
                 result.model_outages = model_outages(report.records, options.outage_share)
             # Inside the pool: the sentinel reaches the models the runs did.
-            _after_the_runs(night, result, baselines_dir, history, before, options.explain, pool)
+            after_the_runs(night, result, baselines_dir, history, before, options.explain, pool)
     return result
 
 
@@ -331,9 +272,9 @@ def _back_to(cwd: str, say: Notify) -> None:
 
 def _before_the_runs(
     night: OpenNight, baselines_dir: Path | None, history: str | None
-) -> tuple[_Before, Adaptive | None]:
+) -> tuple[Before, Adaptive | None]:
     """What the night reads and fits before its runs, and the statistics' look rule for them."""
-    before = _Before()
+    before = Before()
     adaptive_cfg = None
     if baselines_dir is not None:
         cells = [c for schedule in night.schedules for c in schedule.cells()]
@@ -372,210 +313,8 @@ def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, night).result()
 
 
-@dataclass
-class _Before:
-    """What the night read and fitted before its runs, for the comparison after them."""
-
-    loaded: Mapping[CellKey, Baseline] = field(default_factory=dict)
-    evidence: Mapping[CellKey, EvidenceState] = field(default_factory=dict)
-    references: Mapping[CellKey, CellReference] | None = None
-
-
-def _after_the_runs(
-    night: OpenNight,
-    result: LiveResult,
-    baselines_dir: Path | None,
-    history: str | None,
-    before: _Before,
-    explain: bool = True,
-    pool: EndpointPool | None = None,
-) -> None:
-    """Compare and append to the history; a failure here is reported, never raised."""
-    if result.outage is None and baselines_dir is not None:
-        _compare(night, result, baselines_dir, before)
-    if explain and result.comparison is not None and result.comparison.regressions:
-        _explain(night, result, pool)
-    if history is not None:
-        _to_history(night, result, history)
-
-
-def _compare(night: OpenNight, result: LiveResult, baselines_dir: Path, before: _Before) -> None:
-    """Tonight's runs against their baselines, with what was read and fitted before them."""
-    # A model whose endpoint failed measured the endpoint: its runs are not compared.
-    measured = [r for r in result.report.records if r.model not in result.model_outages]
-    try:
-        result.comparison = compare_with_baselines(
-            night.suite,
-            measured,
-            baselines_dir,
-            fingerprints=night.manifest.scenarios,
-            evidence=before.evidence,
-            loaded=before.loaded,
-            references=before.references,
-            night_dir=night.results.shown,
-            planned=_planned(night),
-        )
-    except EvalrunnerError as exc:
-        result.problems.append(f"not compared with baselines: {exc}")
-
-
-def _planned(night: OpenNight) -> dict[str, int]:
-    """Each scenario's runs per cell in the night's plan (a dataset's: per row, times rows)."""
-    rows = night.manifest.rows or {}
-    return {sid: runs * max(1, rows.get(sid, 1)) for sid, runs in night.manifest.runs.items()}
-
-
-def _explain(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
-    """Why each cell that fails the night changed, the sentinel's word included."""
-    assert result.comparison is not None
-    flagged = sorted({CellKey(r.scenario, r.model) for r in result.comparison.regressions})
-    try:
-        result.explanations = explain_night(
-            night.suite, night.results, result.comparison.baselines, flagged
-        )
-        _sentinel(night, result, pool)
-    except (EvalrunnerError, OSError) as exc:
-        result.problems.append(f"the flagged scenarios were not explained: {exc}")
-
-
-def _to_history(night: OpenNight, result: LiveResult, history: str) -> None:
-    """Append the night's runs the history lacks; a failure is reported, never raised."""
-    appended = set(night.manifest.history_run_ids)
-    new = [r for r in result.report.records if r.run_id not in appended]
-    if not new:
-        result.history_note = "every run of this night is in the history already; nothing appended"
-        return
-    try:
-        result.history_path = _append_history(night, new, result, history)
-    except (EvalrunnerError, OSError) as exc:
-        # The night's runs are on disk: --resume appends what the history lacks.
-        resume = ("--out", str(night.results.shown), "--resume", "--history", history)
-        result.problems.append(
-            Said(
-                f"history not written to {history}: {exc}; once it can be, append the night with ",
-                NextStep("run", night.suite.name, resume),
-            )
-        )
-        return
-    night.save(history_run_ids=sorted(appended | {r.run_id for r in new}))
-
-
-def _sentinel_cells(result: LiveResult) -> list[CellKey]:
-    """The failing cells whose first request did not change, and that have a baseline."""
-    assert result.comparison is not None
-    baselines = result.comparison.baselines
-    return [
-        cell
-        for cell, why in result.explanations.items()
-        if not why.request and not why.unavailable and cell in baselines
-    ]
-
-
-def _sentinel(night: OpenNight, result: LiveResult, pool: EndpointPool | None) -> None:
-    """Send the baseline's first request again for failing cells whose first request did not
-    change (the one case where it can tell the model from the agent), within its share of calls."""
-    from evalrunner.night._sentinel import MIN_CALLS, run_sentinel, sentinel_calls
-
-    assert result.comparison is not None
-    baselines = result.comparison.baselines
-    cells = _sentinel_cells(result)
-    if not cells:
-        return
-    calls = sentinel_calls(sum(r.llm_calls for r in result.report.records), len(cells))
-    if calls == 0:
-        for cell in cells:
-            result.explanations[cell].sentinel = SentinelResult.not_run(
-                cell,
-                Said(
-                    "not run: sending the baseline's first request again, to tell a model "
-                    f"change from an agent change, takes at least {MIN_CALLS} calls a failing "
-                    "scenario, and its share of tonight's calls (a tenth) is fewer; `",
-                    NextStep("sentinel", night.suite.name),
-                    "` runs it alone",
-                ),
-            )
-        return
-    for cell, seen in run_sentinel(night.suite, baselines, cells, calls=calls, pool=pool).items():
-        result.explanations[cell].sentinel = seen
-
-
 def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
     """Each cell's evidence accumulated before tonight (none without a history)."""
     from evalrunner.history._store import evidence_so_far
 
     return {} if history is None else evidence_so_far(history, suite)
-
-
-Trajectory = dict[str, Any]
-
-
-def _typical_runs(
-    night: OpenNight, result: LiveResult
-) -> tuple[dict[CellKey, Trajectory], dict[CellKey, dict[str, Trajectory]]]:
-    """A typical run of each cell tonight, and of each dataset row a failing cell names
-    (for the report to open), as normalised trajectories."""
-    scenarios = {s.id: s for s in night.suite.scenarios}
-    typical: dict[CellKey, Trajectory] = {}
-    row_runs: dict[CellKey, dict[str, Trajectory]] = {}
-    for cell, records in group_records(result.report.records).items():
-        scenario = scenarios.get(cell.scenario)
-        config = scenario.normalize_config() if scenario else None
-        trajectory = typical_trajectory(night.results, records, config)
-        if trajectory is not None:
-            typical[cell] = trajectory
-        why = result.explanations.get(cell)
-        if why is not None and (rows := _row_runs(night, records, why, config)):
-            row_runs[cell] = rows
-    return typical, row_runs
-
-
-def _row_runs(
-    night: OpenNight,
-    records: Sequence[RunRecord],
-    why: Explanation,
-    config: NormalizeConfig | None,
-) -> dict[str, Trajectory]:
-    """A typical run of each dataset row ``why`` names, where one is on disk."""
-    found: dict[str, Trajectory] = {}
-    for row in [m.row for m in why.moved]:
-        of_row = [r for r in records if r.row == row]
-        trajectory = typical_trajectory(night.results, of_row, config)
-        if trajectory is not None:
-            found[row] = trajectory
-    return found
-
-
-def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:
-    """One history entry holding the night's runs not yet in the history (each run id once)."""
-    from evalrunner.history._store import BaselineSummary, HistoryEntry, Why, append
-
-    typical, row_runs = _typical_runs(night, result)
-    comparison = result.comparison
-    baselines = comparison.baselines if comparison else {}
-    entry = HistoryEntry(
-        suite=night.suite.name,
-        created_at=iso_now(),
-        manifest=night.manifest,
-        records=new,
-        verdicts=comparison.results if comparison else [],
-        baselines={
-            cell: BaselineSummary.model_validate(b.summary) for cell, b in baselines.items()
-        },
-        typical=typical,
-        baseline_typical={cell: b.typical for cell, b in baselines.items() if b.typical},
-        outage=result.outage is not None,
-        broken_checks=result.report.broken_checks,
-        evidence=comparison.evidence if comparison else {},
-        causes={
-            cell: Why(
-                cause=why.line(),
-                divergence=why.divergence.line() if why.divergence else None,
-                request_diff=why.request_diff,
-                sentinel=why.sentinel.line() if why.sentinel else None,
-                rows=why.rows,
-                row_runs=row_runs.get(cell, {}),
-            )
-            for cell, why in result.explanations.items()
-        },
-    )
-    return append(entry, root)

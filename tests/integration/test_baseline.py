@@ -403,11 +403,39 @@ def test_a_baseline_of_another_configuration_is_not_compared(
         f"note: capital [openai/fake]: not compared, the scenario's configuration changed since "
         f"{file_of(where, 'capital')} was recorded (fingerprint {old} -> {fingerprint}); "
         f"refresh with: evalrunner baseline --suite {SUITE} --suites-dir {edited} --baselines "
-        f"{where} --scenario capital --model openai/fake"
+        f"{where} --scenario capital --model openai/fake",
+        "note: capital [openai/fake]: its runs sent the first request its baseline's did: "
+        "what changed is in its checks, skip rules or normalisation",
     ]
     # The unchanged scenario is still compared.
     assert {r["scenario"] for r in verdict_table(result.stdout)} == {"steady"}
     assert snapshot(where) == before
+
+
+def test_a_night_names_the_sampling_setting_that_unmatched_its_baseline(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    """A suite's temperature changed: the night said only "fingerprint a -> b" and exited
+    0, however the runs moved (issue 53, row 18)."""
+    assert baseline_cmd(lab, where, "--from", str(lab.root / "night1")).exit_code == 0
+    scenarios = [scenario(t) for t in TAGS]
+    scenarios[TAGS.index("capital")]["temperature"] = 0.8
+    write_suite(tmp_path / "warmer", SUITE, scenarios, concurrency=8)
+    result = run_cmd(lab, where, tmp_path / "out", suites=tmp_path / "warmer")
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: capital [openai/fake]: its runs sent otherwise than its baseline's: "
+        "temperature 0.0 -> 0.8"
+    ) in result.stderr.splitlines()
+    # A team that wants such a night to fail says so.
+    strict = run_cmd(
+        lab, where, tmp_path / "strict", "--fail-on-unmatched", suites=tmp_path / "warmer"
+    )
+    assert strict.exit_code == 1, strict.output
+    assert strict.stderr.splitlines()[-1] == (
+        "exit 1: 1 scenario x models were not compared: their baseline is for another "
+        "configuration or model (--fail-on-unmatched)"
+    )
 
 
 # --------------------------------------------------- building baselines: refusals write nothing

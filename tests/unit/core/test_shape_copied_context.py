@@ -26,7 +26,7 @@ DATA = Path(__file__).parent / "data"
 def fixture(name: str) -> dict[str, Any]:
     """A fixture as its parent's loader hands it on: a copy whose marks are confirmed (read
     alone, a file's copied steps count as work; tests/unit/core/test_atif_linked_files.py)."""
-    doc = json.loads((DATA / f"{name}.json").read_text())
+    doc: dict[str, Any] = json.loads((DATA / f"{name}.json").read_text())
     validate(doc, name)
     return doc
 
