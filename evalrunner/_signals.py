@@ -17,6 +17,7 @@ from types import FrameType
 
 _received = threading.Event()
 _watching = 0
+_worker = False
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -45,7 +46,16 @@ def watched() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+def in_worker() -> None:
+    """This process only runs jobs for a driver (a Ray worker): nobody presses Ctrl-C
+    here, the driver stops it by cancelling its tasks or ending it, so a
+    KeyboardInterrupt out of an agent is the agent's own unless a signal came."""
+    global _worker
+    _worker = True
+
+
 def from_outside() -> bool:
     """A KeyboardInterrupt now is a real stop: a signal came, or none is being watched
-    (then nobody can tell, and a stop is never swallowed)."""
-    return _received.is_set() or not _watching
+    in a process a person can interrupt (then nobody can tell, and a stop is never
+    swallowed)."""
+    return _received.is_set() or not (_watching or _worker)

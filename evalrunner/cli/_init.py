@@ -12,8 +12,10 @@ from importlib import resources
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from evalrunner.errors import ConfigError
+from evalrunner.suite._loader import find_suites
 from evalrunner.suite._schema import check_identifier
 
 ACTION = "evalrunner/evalrunner@main"
@@ -100,6 +102,8 @@ def _suite_name(value: str) -> str:
 )
 def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action: str) -> None:
     """Scaffold evalrunner into this project: a suite, a first agent, PR and nightly workflows."""
+    if workflows_only:
+        suite_name = _project_suite(suite_name)
     files = scaffold(Path.cwd(), suite_name, agent, action)
     if workflows_only:
         files = {p: text for p, text in files.items() if p.suffix == ".yml"}
@@ -111,6 +115,7 @@ def init(agent: str, suite_name: str, force: bool, workflows_only: bool, action:
         path.write_text(text, encoding="utf-8")
         click.echo(f"wrote {path.relative_to(Path.cwd())}")
     if not workflows_only:
+        _ignore_run_files(Path.cwd())
         _next_steps(suite_name)
     if not re.search(r"@[0-9a-f]{40}$", action):
         click.echo(
@@ -150,6 +155,40 @@ def _refuse_what_is_not_ours(files: dict[Path, str], root: Path) -> None:
                 )
             if found != path and found.exists() and not found.is_dir():
                 raise ConfigError(f"{part} is a file where init needs a folder: move it aside")
+
+
+def _project_suite(given: str) -> str:
+    """The suite the nightly workflow runs: the one given, else the project's own (the
+    scaffold's name would be a suite the project does not have)."""
+    if click.get_current_context().get_parameter_source("suite_name") != ParameterSource.DEFAULT:
+        return given
+    suites = sorted(find_suites("suites"))
+    if len(suites) > 1:
+        raise click.UsageError(
+            f"this project has several suites ({', '.join(suites)}) and the nightly workflow "
+            "runs one: pass --suite NAME"
+        )
+    return suites[0] if suites else given
+
+
+_RUN_FILES = "results/"
+"""What a night writes that is not to be committed (its run files; the history and the
+baselines are)."""
+
+
+def _ignore_run_files(root: Path) -> None:
+    """``results/`` in the project's .gitignore (appended; never written through a link)."""
+    ignore = root / ".gitignore"
+    if ignore.is_symlink():
+        click.echo(f"note: .gitignore is a link; add {_RUN_FILES} to it yourself")
+        return
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    if any(line.strip().strip("/") == "results" for line in text.splitlines()):
+        return
+    lead = "" if not text or text.endswith("\n") else "\n"
+    with ignore.open("a", encoding="utf-8") as out:
+        out.write(f"{lead}# evalrunner: a night's run files\n{_RUN_FILES}\n")
+    click.echo(f"added {_RUN_FILES} to .gitignore")
 
 
 def _refuse_to_overwrite(files: dict[Path, str]) -> None:

@@ -168,8 +168,12 @@ class _Worker:
     """One worker process: runs jobs concurrently in its event loop."""
 
     def __init__(self, limits: Mapping[str, RateLimit], limiter: str | None) -> None:
+        from evalrunner import _signals
         from evalrunner._litellm import import_litellm
 
+        # An agent's own KeyboardInterrupt here is its run's crash: the driver stops this
+        # process by cancelling its tasks, never with a Ctrl-C (issue 53, row 2 on Ray).
+        _signals.in_worker()
         import_litellm()  # seconds, paid when the worker starts rather than by its first run
         self.limits = dict(limits)
         # By name, not by handle: a handle among the constructor's arguments is kept in the

@@ -418,3 +418,41 @@ def test_faults_on_ray_are_retried_in_the_worker_or_end_as_infra_error(
     assert {r.outcome for r in passing} == {"passed"}
     assert {r.outcome for r in down} == {"infra_error"}
     assert {r.run_id for r in down} == planned()
+
+
+def test_an_agent_s_own_keyboard_interrupt_on_a_ray_worker_crashes_its_run_and_the_night_goes_on(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """On the local executor an agent raising KeyboardInterrupt itself is its run's crash;
+    on a Ray worker, where no Ctrl-C is watched, it was taken as a stop (issue 53, row 2)."""
+    scenarios = [
+        {"id": "interrupt", "agent": "runner_agents:interrupting_agent", "input": "q"},
+        {"id": "ainterrupt", "agent": "runner_agents:ainterrupting_agent", "input": "q"},
+        {"id": "plain", "agent": "runner_agents:plain_agent", "input": "q"},
+    ]
+    suite = load_suite(write_suite(tmp_path / "suites", "stops", scenarios, runs=2, timeout_s=60))
+    executor = RayExecutor(workers=2)
+    try:
+        with FakeEndpoint(responder=respond) as ep:
+            report = asyncio.run(
+                run_suite(
+                    suite, out=tmp_path / "out", pool=fake_pool(ep.api_base), executor=executor
+                )
+            )
+    finally:
+        executor.close()
+    found = {(r.scenario, r.outcome, r.reason) for r in report.records}
+    assert found == {
+        (
+            "interrupt",
+            "crashed",
+            "AgentStopped: the agent raised KeyboardInterrupt(the agent's own)",
+        ),
+        (
+            "ainterrupt",
+            "crashed",
+            "AgentStopped: the agent raised KeyboardInterrupt(the agent's own)",
+        ),
+        ("plain", "passed", None),
+    }, found
+    assert len(report.records) == 6

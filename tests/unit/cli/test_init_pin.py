@@ -92,3 +92,47 @@ def test_init_writes_through_no_link_and_says_when_a_folder_is_a_file(
     assert blocked.exit_code == 2, blocked.output
     assert ".github is a file where init needs a folder" in blocked.output
     assert "Traceback" not in blocked.output and not (project / "suites").exists()
+
+
+def test_the_nightly_workflow_runs_the_project_s_own_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: `init --workflows` in a project whose suite is not `agent` wrote `suite: agent`
+    # (issue 54, A7), a nightly that could never find its suite.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "checkout_flow.yaml").write_text("name: checkout_flow\n")
+    runner = CliRunner()
+    made = runner.invoke(main, ["init", "--workflows"])
+    assert made.exit_code == 0, made.output
+    nightly = (tmp_path / ".github" / "workflows" / "evalrunner-nightly.yml").read_text()
+    assert "suite: checkout_flow" in nightly and "suite: agent" not in nightly
+
+    (tmp_path / "suites" / "search.yaml").write_text("name: search\n")
+    several = runner.invoke(main, ["init", "--workflows", "--force"])
+    assert several.exit_code == 2
+    assert "several suites (checkout_flow, search)" in several.output
+    assert "pass --suite NAME" in several.output
+    chosen = runner.invoke(main, ["init", "--workflows", "--force", "--suite", "search"])
+    assert chosen.exit_code == 0, chosen.output
+    assert (
+        "suite: search"
+        in (tmp_path / ".github" / "workflows" / "evalrunner-nightly.yml").read_text()
+    )
+
+
+def test_init_keeps_a_night_s_run_files_out_of_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".gitignore").write_text("__pycache__/")  # the project's, without a final newline
+    runner = CliRunner()
+    made = runner.invoke(main, ["init"])
+    assert made.exit_code == 0, made.output
+    assert "added results/ to .gitignore" in made.output
+    assert (tmp_path / ".gitignore").read_text() == (
+        "__pycache__/\n# evalrunner: a night's run files\nresults/\n"
+    )
+    again = runner.invoke(main, ["init", "--force"])
+    assert again.exit_code == 0 and "added results/" not in again.output
+    assert (tmp_path / ".gitignore").read_text().count("results/") == 1
