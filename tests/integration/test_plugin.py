@@ -1053,3 +1053,46 @@ def pytest_collection_modifyitems(items):
     result = run(pytester)
     result.stdout.fnmatch_lines(["*evalrunner: unused goldens*", f"{demo / 'test_gone.json'}"])
     assert f"{demo / 'test_plain.json'}" not in result.stdout.str().split("unused goldens")[1]
+
+
+def _frozen_summary(junit: Path) -> str:
+    """The action's PR comment of a JUnit file (action/frozen_summary.py, loaded from its file
+    as the action runs it)."""
+    import importlib.util
+
+    from paths import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "frozen_summary", REPO / "action" / "frozen_summary.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.summary(junit))
+
+
+def test_the_pr_comment_names_what_happened_and_shows_the_whole_change(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comment showed pytest's cut of the message ("[+61 more lines; full report in
+    element text]") instead of the change, and headed an import error or a missing golden
+    "behaviour changed" (issue 54, A3)."""
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("DEMO_API_BASE", ep.api_base)
+        run(pytester, "--golden-record").assert_outcomes(passed=6)
+    monkeypatch.delenv("DEMO_API_BASE")
+    (demo / "test_new.json").unlink()
+    monkeypatch.setenv("DEMO_VARIANT", "reminder")
+    junit = pytester.path / "frozen.xml"
+    run(pytester, "-k", "reference or new", f"--junitxml={junit}").assert_outcomes(failed=2)
+    comment = _frozen_summary(junit)
+    assert "### evalrunner: frozen subset — behaviour changed: 1, missing golden: 1" in comment
+    assert "<code>test_demo::test_reference</code>: behaviour changed</summary>" in comment
+    assert "<code>test_demo::test_new</code>: missing golden</summary>" in comment
+    assert "full report in element text" not in comment
+    # The whole delta, to its last line: the command that accepts it.
+    assert "If this change is intended, re-record with:" in comment
+
+    pytester.makepyfile(test_broken="import module_that_is_not_there\n")
+    run(pytester, f"--junitxml={junit}")
+    assert "### evalrunner: frozen subset — error: 1" in _frozen_summary(junit)
