@@ -6,8 +6,9 @@ python -m pip install -q --upgrade pip
 if [ "$MODE" = night ]; then
   python -m pip install -q "$EVALRUNNER_SRC[local]"
 else
-  # The frozen check runs in pytest, which evalrunner does not depend on.
-  python -m pip install -q "$EVALRUNNER_SRC" pytest
+  # The frozen check runs in pytest, which evalrunner does not depend on, and replays
+  # `command:` and SDK agents through the capture proxy, whose server is the proxy extra.
+  python -m pip install -q "$EVALRUNNER_SRC[proxy]" pytest
 fi
 if [ -n "${INSTALL:-}" ]; then
   bash -c "$INSTALL"
