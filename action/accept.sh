@@ -41,3 +41,9 @@ source "$(dirname "$0")/auth.sh"
 git "${auth[@]}" push -q "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY" "$branch"
 gh pr create --head "$branch" --title "evalrunner: accept night ${GITHUB_RUN_ID:-} of $SUITE as baseline" \
   --body "$body Review the baseline files' diffs before merging."
+# A pull request opened with the workflow's token starts no pull_request workflow: start
+# the PR check on its branch, so the baselines are reviewed beside the frozen replay.
+gh workflow run "${PR_WORKFLOW:-evalrunner-pr.yml}" --ref "$branch" \
+  || echo "::notice::evalrunner could not start ${PR_WORKFLOW:-evalrunner-pr.yml} on $branch" \
+    "(it needs a workflow_dispatch trigger, and this job actions: write); run it from the" \
+    "Actions tab"

@@ -9,13 +9,14 @@ repository on disk.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from clean_room import run_in
+from clean_room import run_in, scrubbed
 from fake_endpoint import FakeEndpoint, Reply
 from paths import REPO
 
@@ -235,6 +236,34 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
     assert refused.returncode == 1
     assert "the night exited 3 (2: bad input, 3: an outage)" in refused.stderr
     assert git(repo, "branch", "--show-current").strip() == "evalrunner/baseline-agent-7"
+
+    # Not dry: the branch is pushed, the pull request opened, and, since a pull request the
+    # workflow's token opens starts no pull_request workflow, the PR check started on the
+    # branch (issue 54, A5). `gh` is a stand-in that logs its calls.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text('#!/bin/sh\necho "$*" >>"$GH_LOG"\n')
+    (bin_dir / "gh").chmod(0o755)
+    git(repo, "checkout", "-q", "main")
+    log = tmp_path / "gh.log"
+    pushed = run_in(
+        repo,
+        wheel_site,
+        "bash",
+        accept,
+        SUITE="agent",
+        NIGHT_EXIT="0",
+        GITHUB_RUN_ID="11",
+        GITHUB_SERVER_URL=str(tmp_path),
+        GITHUB_REPOSITORY=remote.name,
+        GH_LOG=str(log),
+        PATH=f"{bin_dir}{os.pathsep}{scrubbed(repo, wheel_site)['PATH']}",
+    )
+    assert pushed.returncode == 0, pushed.stderr
+    assert "evalrunner/baseline-agent-11" in git(remote, "branch", "--list")
+    calls = log.read_text().splitlines()
+    assert calls[0].startswith("pr create --head evalrunner/baseline-agent-11 ")
+    assert calls[1] == "workflow run evalrunner-pr.yml --ref evalrunner/baseline-agent-11"
 
 
 def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path: Path) -> None:
