@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -79,7 +80,15 @@ def _run_for_baseline(
     "this model's runs (repeatable)."
 )
 @_options.scenarios("Only these scenario ids (when running, or of the --from nights).")
-@_options.out("Results directory for the run.")
+@_options.out("Results directory for the run (with --nights, NAME-1, NAME-2, ...).")
+@click.option(
+    "--nights",
+    type=click.IntRange(1, 30),
+    default=1,
+    show_default=True,
+    help="Nights to run, one after another, and accept together: a baseline gates once it "
+    "holds the tolerance's min_baseline_nights (default 3).",
+)
 @click.option(
     "--window",
     type=int,
@@ -108,6 +117,7 @@ def baseline(
     models: tuple[str, ...],
     scenarios: tuple[str, ...],
     out: Path | None,
+    nights: int,
     window: int | None,
     append: bool,
     accept_flagged: bool,
@@ -121,24 +131,14 @@ def baseline(
     rolls them forward. A scenario gates once its baseline has the tolerance's
     min_baseline_nights (default 3) accepted nights.
     """
-    if window is not None:
-        raise click.UsageError(
-            "--window is gone: baselines are anchored, never rolled (a rolling window absorbs "
-            "a slow regression into its own reference); accept nights on purpose with "
-            "--from DIR [--from DIR ...] [--append], and rebuild without --append to start afresh"
-        )
-    if sources:
-        # These shape a live run; with --from nothing runs, so they would be ignored.
-        given = [name for name, value in (("--runs", runs), ("--out", out)) if value]
-        if given:
-            raise click.UsageError(
-                f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} a live run, and "
-                "--from builds from existing results: drop them, or drop --from to run"
-            )
+    _refuse_what_does_nothing(window, bool(sources), runs, out, nights)
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
-        sources = (_run_for_baseline(suite, out, runs, models, scenarios),)
-        models = scenarios = ()  # the night ran only these
+        sources = tuple(
+            _run_for_baseline(suite, where, runs, models, scenarios)
+            for where in _night_dirs(out or default_out(suite.name), nights)
+        )
+        models = scenarios = ()  # the nights ran only these
     before = _nights_held(baselines_dir / suite.name)
     written = build_baselines(
         suite,
@@ -152,6 +152,54 @@ def baseline(
     for path, rewritten in written.items():
         click.echo(f"{'wrote' if rewritten else 'unchanged'} {path}")
         _say_what_moved(path, before.get(path), append)
+    _say_when_they_gate(suite, written)
+
+
+def _refuse_what_does_nothing(
+    window: int | None, building: bool, runs: int | None, out: Path | None, nights: int
+) -> None:
+    """Options that would be ignored: the removed --window, and with --from (nothing runs)
+    those that shape a live run."""
+    if window is not None:
+        raise click.UsageError(
+            "--window is gone: baselines are anchored, never rolled (a rolling window absorbs "
+            "a slow regression into its own reference); accept nights on purpose with "
+            "--from DIR [--from DIR ...] [--append], and rebuild without --append to start afresh"
+        )
+    if building:
+        # These shape a live run; with --from nothing runs, so they would be ignored.
+        given = [
+            name
+            for name, value in (("--runs", runs), ("--out", out), ("--nights", nights > 1))
+            if value
+        ]
+        if given:
+            raise click.UsageError(
+                f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} a live run, and "
+                "--from builds from existing results: drop them, or drop --from to run"
+            )
+
+
+def _say_when_they_gate(suite: Suite, written: Mapping[Path, bool]) -> None:
+    """A note when the baselines hold fewer nights than they need to gate: a night then
+    flags nothing, and the team should know before it reads a green night as a pass."""
+    need = max((s.tolerance.min_baseline_nights for s in suite.scenarios), default=1)
+    held = [len(n) for path in written if (n := _nights_in(path)) is not None]
+    if held and min(held) < need:
+        click.echo(
+            f"note: these baselines hold {min(held)} night{'s' if min(held) != 1 else ''}; a "
+            f"scenario gates once its baseline holds {need} (min_baseline_nights), so until "
+            "then a night flags nothing: accept more nights that behave as intended with "
+            "--from NIGHT --append, or run several now with --nights",
+            err=True,
+        )
+
+
+def _night_dirs(out: Path, nights: int) -> list[Path]:
+    """Each night's results directory: ``out`` for one night, ``out-1`` ... for several."""
+    return (
+        [out] if nights == 1 else [out.with_name(f"{out.name}-{i}") for i in range(1, nights + 1)]
+    )
 
 
 def _say_what_moved(path: Path, held: set[tuple[str, str]] | None, append: bool) -> None:

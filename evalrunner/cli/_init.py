@@ -204,6 +204,6 @@ def _next_steps(suite_name: str) -> None:
         f"  1. Point {_AGENT_FILE} at your agent (or write its scenarios in suites/{suite_name}.yaml).\n"
         f"  2. evalrunner validate && evalrunner run --suite {suite_name} --runs 5\n"
         "  3. pytest suites --golden-record   (records the frozen scenarios once; commit them)\n"
-        f"  4. evalrunner baseline --suite {suite_name} --runs 20   (commit baselines/)\n"
+        f"  4. evalrunner baseline --suite {suite_name} --runs 10 --nights 3   (commit baselines/)\n"
         "  5. Commit .github/workflows/: PRs replay the frozen scenarios, nights run live."
     )

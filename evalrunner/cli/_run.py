@@ -132,9 +132,25 @@ def night_line(result: LiveResult, suite: str, where: str = "") -> str:
     named = suite + where
     if comparison.regressions:
         return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, suite)}"
+    if not any(r.gating for r in comparison.results):
+        young, grow = _nothing_can_fail_yet(comparison, suite, report.out)
+        return f"{head}; {young}{left}{undecided(comparison.results, named)}. {grow}"
     return (
         f"{head}; nothing flagged against the baselines{left}"
         f"{undecided(comparison.results, named)}."
+    )
+
+
+def _nothing_can_fail_yet(comparison: Comparison, suite: str, out: Path) -> tuple[str, str]:
+    """Every baseline compared tonight is too young to gate, said as what it means ("nothing
+    flagged" over a night that could flag nothing reads as a pass), and what grows them."""
+    most = max((len(b.nights) for b in comparison.baselines.values()), default=0)
+    grow = _options.say(NextStep("baseline", suite, ("--from", str(out), "--append")))
+    return (
+        f"nothing could fail tonight: every baseline is too young to gate (the most nights "
+        f"one holds: {most}; a scenario gates from its tolerance's min_baseline_nights, "
+        "default 3)",
+        f"Next, once this night behaved as intended: {grow}",
     )
 
 

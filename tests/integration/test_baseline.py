@@ -715,3 +715,25 @@ def test_a_night_of_a_model_without_baselines_names_the_models_that_have_them(
         "nothing was compared. Next, to make this night theirs: evalrunner baseline --suite "
         f"{SUITE} --suites-dir {lab.suites} --baselines {where} --from {lab.root / 'other'}"
     )
+
+
+def test_a_first_baseline_that_gates_in_one_command(lab: Lab, where: Path, tmp_path: Path) -> None:
+    """docs/adopt.md's first baseline held one night; three are needed to gate, so every
+    night after it flagged nothing, silently (issue 54, A2). `--nights 3` runs three and
+    accepts them together; a baseline too young to gate says so when it is written."""
+    young = baseline_cmd(lab, where, "--runs", "2", "--out", str(tmp_path / "one"))
+    assert young.exit_code == 0, young.output
+    assert (
+        "note: these baselines hold 1 night; a scenario gates once its baseline holds 3 "
+        "(min_baseline_nights), so until then a night flags nothing"
+    ) in young.stderr
+    made = baseline_cmd(lab, where, "--runs", "2", "--nights", "3", "--out", str(tmp_path / "n"))
+    assert made.exit_code == 0, made.output
+    assert "these baselines hold" not in made.stderr
+    assert [p.name for p in sorted(tmp_path.glob("n-*"))] == ["n-1", "n-2", "n-3"]
+    assert len(load_baseline(file_of(where, "capital")).nights) == 3
+    night = run_cmd(lab, where, tmp_path / "gated")
+    assert night.exit_code == 0, night.output
+    assert "too young" not in night.stderr  # it gates from the first night after it
+    refused = baseline_cmd(lab, where, "--from", str(tmp_path / "n-1"), "--nights", "2")
+    assert refused.exit_code == 2 and "--nights shapes a live run" in refused.output

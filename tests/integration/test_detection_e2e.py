@@ -140,6 +140,17 @@ def test_a_baseline_too_young_to_gate_says_so_in_one_line_and_fails_nothing(lab:
     assert (
         f"flagged against baselines too young to gate (not failing the night): {CHANGED} " in night
     )
+    # And that nothing could have failed it, loudly (issue 54, A2): "nothing flagged" over a
+    # night that could flag nothing read as a pass.
+    assert (
+        night.startswith("night: 60 runs (")
+        and (
+            "; nothing could fail tonight: every baseline is too young to gate (the most nights "
+            "one holds: 1; a scenario gates from its tolerance's min_baseline_nights, default 3)"
+        )
+        in night
+    )
+    assert "Next, once this night behaved as intended: evalrunner baseline --suite" in night
     assert (
         f"note: {CHANGED} [openai/fake]: baseline too young to gate (1 night of 10 runs; "
         "3 needed): compared and reported, not gating; accept 2 more nights into it"
