@@ -22,6 +22,7 @@ from evalrunner.cli._tables import (
     beside_flags,
     detectable,
     flagged_names,
+    folded,
     format_table,
     summary_rows,
     undecided,
@@ -309,7 +310,7 @@ def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
     )
 
 
-def print_run(result: LiveResult, suite: str, where: str = "") -> None:
+def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = False) -> None:
     """The run table on stdout; resume, adaptive, baseline and crash notes on stderr;
     then what went wrong after the runs (outage, a failed history append), last.
 
@@ -324,7 +325,7 @@ def print_run(result: LiveResult, suite: str, where: str = "") -> None:
     for line in judge_lines(report.records):
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:
-        _print_comparison(result.comparison, report, suite)
+        _print_comparison(result.comparison, report, suite, verbose)
     for cell, sent in result.resent.items():
         what = (
             f"its runs sent otherwise than its baseline's: {'; '.join(sent)}"
@@ -359,13 +360,19 @@ def _print_resumed(report: RunReport) -> None:
         click.echo(f"resumed: {report.resumed_skipped} runs were already done", err=True)
 
 
-def _print_comparison(comparison: Comparison, report: RunReport, suite: str) -> None:
+def _print_comparison(
+    comparison: Comparison, report: RunReport, suite: str, verbose: bool = False
+) -> None:
     """The verdict table, then the comparison's notes (with the locations given), then the
     baselines too young to gate."""
-    rows = verdict_rows(comparison.results)
-    if rows:
+    rows = verdict_rows(comparison.results, attention_only=not verbose)
+    rest = "" if verbose else folded(comparison.results, "--verbose")
+    if rows or rest:
         click.echo("\nCompared with baselines:")
+    if rows:
         click.echo(format_table(rows, VERDICT_COLUMNS))
+    if rest:
+        click.echo(rest)
     if line := detectable(comparison.results):
         click.echo(f"\n{line}")
     if comparison.escalation is not None:
@@ -471,6 +478,12 @@ def _print_why(result: LiveResult, suite: str) -> None:
 @_options.gate("Exit 1 when a gating metric regressed.")
 @click.option("--fail-on-failure", is_flag=True, help="Also exit 1 when any run failed its checks.")
 @click.option(
+    "--verbose",
+    is_flag=True,
+    help="List every row of the verdict table (by default: the rows that need attention, "
+    "and one line counting the rest; the report keeps them all).",
+)
+@click.option(
     "--fail-on-unmatched",
     is_flag=True,
     help="Also exit 1 when a scenario x model was not compared because its baseline is for "
@@ -501,6 +514,7 @@ def run(
     gate: bool,
     fail_on_failure: bool,
     fail_on_unmatched: bool,
+    verbose: bool,
     suites_dir: Path,
 ) -> None:
     """Run a suite live: every scenario N times against each model, then compare with baselines.
@@ -539,7 +553,7 @@ def run(
             explain=explain,
         )
         result = run_live(suite, options, notify=notice)
-    print_run(result, suite.name, _options.locations())
+    print_run(result, suite.name, _options.locations(), verbose)
     _exit_for(result, gate, fail_on_failure, fail_on_unmatched)
 
 

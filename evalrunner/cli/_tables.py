@@ -160,10 +160,35 @@ def verdict_rows(
     *,
     all_metrics: bool = False,
     settles: Settles = AGAINST_BASELINES,
+    attention_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """The rows of :func:`shown_results`, formatted."""
+    """The rows of :func:`shown_results`, formatted (``attention_only``: those of them
+    :func:`needs_attention`; :func:`folded` counts the others in a line)."""
     shown = shown_results(results, all_metrics=all_metrics)
+    if attention_only:
+        shown = [(r, young) for r, young in shown if needs_attention(r)]
     return [_verdict_row(r, young, settles) for r, young in shown]
+
+
+def needs_attention(r: MetricResult) -> bool:
+    """A row someone should read tonight: a flag or an unconfirmed change, a cell nothing
+    measured, or an inconclusive row that more runs tonight could settle. The rest (ok, and
+    what only more baseline nights would settle) is counted in one line."""
+    if _unmeasured(r) or r.unconfirmed or r.verdict in (*FAILING, "improvement"):
+        return True
+    return r.verdict == "inconclusive" and r.runs_needed is not None
+
+
+def folded(results: Sequence[MetricResult], option: str) -> str:
+    """The line for the table's rows that need no attention ('' when there are none)."""
+    rest = [r for r, _ in shown_results(results) if not needs_attention(r)]
+    if not rest:
+        return ""
+    ok = sum(r.verdict == "ok" for r in rest)
+    parts = [f"{ok} rows ok"] if ok else []
+    if len(rest) > ok:
+        parts.append(f"{len(rest) - ok} inconclusive until the baselines hold more nights")
+    return f"{', '.join(parts)} ({option} lists every row)"
 
 
 def shown_results(

@@ -96,7 +96,7 @@ def test_a_change_every_run_showed_on_a_young_baseline_is_named_not_silent(
     # happened.
     result = _young_night(tmp_path, monkeypatch, 3)
     line = night_line(result.stderr)
-    assert "nothing flagged" in line
+    assert "nothing could fail tonight: every baseline is too young to gate" in line
     assert "changed but unconfirmed (every run moved): s success_rate, " in line, line
     assert re.search(r"s +openai/fake +success_rate \(young\) +unconfirmed", result.stdout)
     # What "accept more nights" is, as a command (before: no command, a review).

@@ -131,7 +131,9 @@ class ThreeModels:
 
     def night(self, out: str, **modes: str) -> Result:
         self.world.modes = dict(modes)  # the endpoint sees "a", litellm having taken "openai/"
-        return cli(self.ep, self.root, "--suite", "three", "--out", out, "--no-history")
+        return cli(
+            self.ep, self.root, "--suite", "three", "--out", out, "--no-history", "--verbose"
+        )
 
     def baseline(self, *args: str) -> Result:
         return evalrunner(

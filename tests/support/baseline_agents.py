@@ -130,6 +130,10 @@ def make_suite(directory: Path, name: str, tags: Sequence[str], **settings: Any)
 def evalrunner(ep: FakeEndpoint, *args: str) -> Result:
     """``evalrunner ARGS`` in-process, every model string sent to ``ep``."""
     env = {"EVALRUNNER_API_BASE": ep.api_base, "OPENAI_API_KEY": FAKE_KEY, "EVALRUNNER_MODEL": None}
+    if args and args[0] == "run":
+        # Every row of the verdict table, as these tests read it: without --verbose `run`
+        # lists the rows that need attention (test_cli_tables.py guards that).
+        args = (*args, "--verbose")
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 

@@ -238,3 +238,29 @@ def test_a_night_says_the_smallest_change_it_could_detect_per_gating_metric() ->
 def test_table_cells_show_control_characters_instead_of_sending_them() -> None:
     table = format_table([{"tool": "a\x1b[31mb", "n": 1}], [("tool", "tool"), ("n", "n")])
     assert "\x1b" not in table and "a\\x1b[31mb" in table
+
+
+def test_the_verdict_table_lists_what_needs_attention_and_counts_the_rest() -> None:
+    """The README's main job printed a 30-row table of which nearly every row read
+    "inconclusive ... more baseline nights to settle" (issue 54, item 3): the rows a person
+    should read tonight are listed, the rest counted in one line."""
+    from evalrunner.cli._tables import folded
+
+    results = [
+        result("success_rate", "regression", scenario_="a"),
+        result("crash_rate", "ok", scenario_="a"),
+        result("skip_rate", "inconclusive", scenario_="a", runs_needed=40),  # runs settle it
+        result("success_rate", "inconclusive", scenario_="b"),  # only more baseline nights
+        result("crash_rate", "ok", scenario_="b"),
+        result("skip_rate", "ok", scenario_="b"),
+    ]
+    listed = verdict_rows(results, attention_only=True)
+    assert [(r["scenario"], r["metric"]) for r in listed] == [
+        ("a", "success_rate"),
+        ("a", "skip_rate"),
+    ]
+    assert folded(results, "--verbose") == (
+        "3 rows ok, 1 inconclusive until the baselines hold more nights (--verbose lists every row)"
+    )
+    assert len(verdict_rows(results)) == 6  # --verbose
+    assert folded(results[:1], "--verbose") == ""
