@@ -823,6 +823,7 @@ LIGHT = {
     "evalrunner._heap",  # the standard library's gc, atexit, contextlib, functools
     "evalrunner._lazy",
     "evalrunner._litellm",
+    "evalrunner._net",  # the telemetry switches the plugin sets (the standard library's ipaddress)
     "evalrunner._version",
     "evalrunner.frozen",
     "evalrunner.frozen._session",
