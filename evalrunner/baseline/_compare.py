@@ -87,8 +87,9 @@ class Escalation:
 
     def line(self) -> str:
         same = self.cells - len(self.changed)
+        cells = f"{self.cells} cell{'s' if self.cells != 1 else ''}"
         return (
-            f"escalated: {self.cells} cells (+{self.runs} runs); the extra runs changed a "
+            f"escalated: {cells} (+{self.runs} runs); the extra runs changed a "
             f"verdict in {len(self.changed)}, would not have helped: {same} (the same verdicts "
             "at their planned runs)"
         )

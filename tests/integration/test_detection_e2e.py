@@ -98,7 +98,7 @@ def test_a_blatant_change_in_one_scenario_of_six_fails_the_night_on_that_scenari
     )
     # And what the extra runs bought, judged again at the planned 10 runs.
     said = re.search(
-        r"^escalated: (\d+) cells \(\+\d+ runs\); the extra runs changed a verdict in (\d+), "
+        r"^escalated: (\d+) cells? \(\+\d+ runs\); the extra runs changed a verdict in (\d+), "
         r"would not have helped: (\d+) \(the same verdicts at their planned runs\)$",
         result.stderr,
         re.M,
