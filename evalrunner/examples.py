@@ -1,13 +1,14 @@
 """The example suite's agents and tools (suites/example.yaml).
 
 Deterministic apart from the model: tools read fixed tables, nothing reads a
-clock, the environment or the filesystem. Kept in their own small module
+clock or the filesystem, and the environment only for the demo switch (``CHANGE``). Kept in their own small module
 because whatever surrounds an agent can leak into its prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from evalrunner.core._scope import capture
 from evalrunner.reference_agent import Tool, arun_agent, run_agent, tool
@@ -46,9 +47,20 @@ def direct_answer(task: str, ctx: RunContext) -> str | None:
     return run_agent(task, ctx).answer
 
 
+CHANGE = "EVALRUNNER_EXAMPLE_CHANGE"
+"""Set to ``verify`` to change ``single_tool``'s behaviour on purpose, for the README's
+regression demo: the one switch this module reads from its environment."""
+
+
 def single_tool(task: str, ctx: RunContext) -> str | None:
-    """One round of tool calls, then an answer."""
-    return run_agent(task, ctx, _tools(ctx), max_tool_rounds=1).answer
+    """One round of tool calls, then an answer. With ``EVALRUNNER_EXAMPLE_CHANGE=verify``
+    it checks its answer with a second round of its own: the kind of change an edit to an
+    agent's code or prompt brings, which a night against the baselines flags."""
+    answer = run_agent(task, ctx, _tools(ctx), max_tool_rounds=1).answer
+    if os.environ.get(CHANGE) != "verify":
+        return answer
+    check = f"{task}\nA first answer was: {answer}\nCheck it with the tool, then answer."
+    return run_agent(check, ctx, _tools(ctx), max_tool_rounds=1).answer or answer
 
 
 def tool_chain(task: str, ctx: RunContext) -> str | None:
