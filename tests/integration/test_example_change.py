@@ -34,7 +34,7 @@ def test_the_demo_switch_adds_a_round_of_tool_calls(
         monkeypatch.setenv(CHANGE, switch)
     with FakeEndpoint(responder=_model) as ep:
         ctx = RunContext(
-            "openai/fake", api_base=ep.api_base, api_key="sk-x", tools=["lookup_capital"]
+            "openai/fake", api_base=ep.api_base, api_key="sk-x", tools=("lookup_capital",)
         )
         result = run_captured(single_tool, "What is the capital of France?", ctx)
     assert result.error is None and result.output == "Paris."
