@@ -293,9 +293,32 @@ def compare_with_baselines(
     their fit, so a night reads and fits them once. ``planned``: each scenario's runs per
     cell in tonight's plan, to say what escalation past them changed.
     """
-    notes, baselines, pairs, unfit = [], {}, [], []
-    missing: list[tuple[CellKey, str]] = []
-    stale_baselines: dict[CellKey, Baseline] = {}
+    found = _sorted_cells(suite, records, root, fingerprints, loaded, night_dir, evidence)
+    notes, baselines, pairs, missing = found.notes, found.baselines, found.pairs, found.missing
+    comparison = compare_pairs(pairs, references)
+    comparison.escalation = _escalation(pairs, references, comparison, planned or {})
+    comparison.notes[:0] = [
+        *_missing_notes(missing, root / suite.name, suite.name, night_dir),
+        *notes,
+    ]
+    comparison.baselines, comparison.unfit, comparison.stale = baselines, found.unfit, found.stale
+    comparison.missing = [cell for cell, _ in missing]
+    if not baselines:  # "no baselines yet" would be wrong when other models have them
+        comparison.other_models = _other_models(root, suite.name, records)
+    return comparison
+
+
+def _sorted_cells(
+    suite: Suite,
+    records: Sequence[RunRecord],
+    root: Path,
+    fingerprints: Mapping[str, str] | None,
+    loaded: Mapping[CellKey, Baseline] | None,
+    night_dir: Path | None,
+    evidence: Mapping[CellKey, EvidenceState] | None,
+) -> _Found:
+    """Tonight's cells, each with the baseline it is compared with, or why none."""
+    found = _Found()
     scenarios = {s.id: s for s in suite.scenarios}
     for cell, night in group_records(records).items():
         scenario = scenarios.get(cell.scenario)
@@ -305,30 +328,35 @@ def compare_with_baselines(
         baseline, why_not, stale = _usable_baseline(
             root, suite.name, cell, fingerprint, loaded, night_dir
         )
-        if stale:
-            notes.append(why_not)
-            unfit.append(cell)
-            if baseline is not None:
-                stale_baselines[cell] = baseline
+        if baseline is None or stale:
+            found.unusable(cell, baseline, why_not, stale)
             continue
-        if baseline is None:
-            missing.append((cell, why_not))
-            continue
-        baselines[cell] = baseline
-        notes += _unmeasured_notes(cell, night)
-        pairs.append(_pair(cell, night, scenario.tolerance, baseline, evidence))
-    comparison = compare_pairs(pairs, references)
-    comparison.escalation = _escalation(pairs, references, comparison, planned or {})
-    comparison.notes[:0] = [
-        *_missing_notes(missing, root / suite.name, suite.name, night_dir),
-        *notes,
-    ]
-    comparison.baselines, comparison.unfit = baselines, unfit
-    comparison.stale = stale_baselines
-    comparison.missing = [cell for cell, _ in missing]
-    if not baselines:  # "no baselines yet" would be wrong when other models have them
-        comparison.other_models = _other_models(root, suite.name, records)
-    return comparison
+        found.baselines[cell] = baseline
+        found.notes += _unmeasured_notes(cell, night)
+        found.pairs.append(_pair(cell, night, scenario.tolerance, baseline, evidence))
+    return found
+
+
+@dataclass
+class _Found:
+    """Tonight's cells sorted by their baselines: compared (with their pairs), unfit (for
+    another model or configuration; ``stale``: those for tonight's model), or missing."""
+
+    notes: list[str] = field(default_factory=list)
+    baselines: dict[CellKey, Baseline] = field(default_factory=dict)
+    pairs: list[CellPair] = field(default_factory=list)
+    unfit: list[CellKey] = field(default_factory=list)
+    stale: dict[CellKey, Baseline] = field(default_factory=dict)
+    missing: list[tuple[CellKey, str]] = field(default_factory=list)
+
+    def unusable(self, cell: CellKey, baseline: Baseline | None, why: str, stale: bool) -> None:
+        if not stale:
+            self.missing.append((cell, why))
+            return
+        self.notes.append(why)
+        self.unfit.append(cell)
+        if baseline is not None:
+            self.stale[cell] = baseline
 
 
 def _pair(

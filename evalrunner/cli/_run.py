@@ -326,14 +326,7 @@ def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = F
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:
         _print_comparison(result.comparison, report, suite, verbose)
-    for cell, sent in result.resent.items():
-        what = (
-            f"its runs sent otherwise than its baseline's: {'; '.join(sent)}"
-            if sent
-            else "its runs sent the first request its baseline's did: what changed is in its "
-            "checks, skip rules or normalisation"
-        )
-        click.echo(f"note: {cell}: {what}", err=True)
+    _print_resent(result)
     _print_why(result, suite)
     for said in (result.history_path, result.history_note):
         if said:
@@ -346,6 +339,18 @@ def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = F
     click.echo(night_line(result, suite, where), err=True)
     for problem in result.problems:
         click.echo(f"error: {_options.say(problem)}", err=True)
+
+
+def _print_resent(result: LiveResult) -> None:
+    """What the runs of each cell whose configuration changed sent otherwise."""
+    for cell, sent in result.resent.items():
+        what = (
+            f"its runs sent otherwise than its baseline's: {'; '.join(sent)}"
+            if sent
+            else "its runs sent the first request its baseline's did: what changed is in its "
+            "checks, skip rules or normalisation"
+        )
+        click.echo(f"note: {cell}: {what}", err=True)
 
 
 def _print_resumed(report: RunReport) -> None:
