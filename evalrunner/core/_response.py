@@ -37,6 +37,11 @@ class Usage(BaseModel):
     cached_tokens: int | None = Field(
         default=None, description="Subset of prompt_tokens served from cache."
     )
+    cache_write_tokens: int | None = Field(
+        default=None,
+        description="Subset of prompt_tokens written to the provider's prompt cache "
+        "(Anthropic's cache_creation_input_tokens); None when not reported.",
+    )
 
 
 class ResponseRecord(BaseModel):
@@ -55,6 +60,12 @@ class ResponseRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="Token usage.")
     model: str | None = Field(
         default=None, description="Model name the provider reported; carried into replays."
+    )
+    thinking_blocks: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="The provider's thinking blocks exactly as sent (Anthropic: 'thinking' "
+        "with its signature, 'redacted_thinking'), handed back unchanged: a tool loop with "
+        "extended thinking must send them back with its next request. None: none sent.",
     )
 
 
@@ -117,7 +128,14 @@ def record_from_response(response: Any) -> ResponseRecord:
         finish_reason=normalize_finish_reason(field_of(choice, "finish_reason"), bool(calls)),
         usage=_usage(field_of(response, "usage") or {}),
         model=field_of(response, "model"),
+        thinking_blocks=_thinking_blocks(field_of(message, "thinking_blocks")),
     )
+
+
+def _thinking_blocks(blocks: Any) -> list[dict[str, Any]] | None:
+    """litellm's ``thinking_blocks`` of an Anthropic answer, as plain dicts (None: none)."""
+    found = [dict(b) for b in blocks or [] if isinstance(b, Mapping)]
+    return found or None
 
 
 def _tool_call_record(call: Any, i: int) -> ToolCallRecord:
@@ -134,10 +152,13 @@ def _usage(usage: Any) -> Usage:
     """A response's token counts, missing ones 0 (cached ones None)."""
     details = field_of(usage, "prompt_tokens_details")
     cached = field_of(details, "cached_tokens") if details else None
+    # litellm reports an Anthropic answer's cache writes beside the chat fields.
+    written = field_of(usage, "cache_creation_input_tokens")
     return Usage(
         prompt_tokens=int(field_of(usage, "prompt_tokens") or 0),
         completion_tokens=int(field_of(usage, "completion_tokens") or 0),
         cached_tokens=int(cached) if cached else None,
+        cache_write_tokens=int(written) if written else None,
     )
 
 
@@ -150,16 +171,24 @@ def message_dict(rec: ResponseRecord) -> dict[str, Any]:
         ]
     if rec.reasoning:
         msg["reasoning_content"] = rec.reasoning
+    if rec.thinking_blocks:
+        # As litellm hands them to a chat caller, which sends them back in its history.
+        msg["thinking_blocks"] = rec.thinking_blocks
     return msg
 
 
-def usage_dict(rec: ResponseRecord) -> dict[str, int]:
+def usage_dict(rec: ResponseRecord) -> dict[str, Any]:
     u = rec.usage
-    return {
+    out: dict[str, Any] = {
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.prompt_tokens + u.completion_tokens,
     }
+    if u.cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": u.cached_tokens}
+    if u.cache_write_tokens is not None:
+        out["cache_creation_input_tokens"] = u.cache_write_tokens
+    return out
 
 
 def response_from_record(rec: ResponseRecord, n: int) -> Any:

@@ -175,3 +175,29 @@ def _tool_names(traj: Mapping[str, Any]) -> list[str]:
         if not _copied(s)
         for c in s.get("tool_calls") or []
     ]
+
+
+def cache_tokens(normalized: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """Prompt tokens read from and written to the provider's prompt cache, sub-agents
+    included and copied context left out; None where no step reported any. Apart from
+    :class:`Shape`, which goldens hold: their steps' metrics already show these."""
+    read: int | None = None
+    written: int | None = None
+    for traj in _walk(normalized):
+        for step in traj.get("steps") or []:
+            if _copied(step):
+                continue
+            metrics = step.get("metrics") or {}
+            read = _plus(read, metrics.get("cached_tokens"))
+            extra = metrics.get("extra")
+            written = _plus(
+                written, extra.get("cache_write_tokens") if isinstance(extra, Mapping) else None
+            )
+    return read, written
+
+
+def _plus(total: int | None, value: Any) -> int | None:
+    """A running total of a count that steps report or leave out (None: none reported)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return total
+    return (total or 0) + value

@@ -88,13 +88,16 @@ def _tool_call(call: ToolCallRecord) -> dict[str, Any]:
     return tc
 
 
-def _metrics(record: ResponseRecord) -> dict[str, int]:
-    metrics = {
+def _metrics(record: ResponseRecord) -> dict[str, Any]:
+    metrics: dict[str, Any] = {
         "prompt_tokens": record.usage.prompt_tokens,
         "completion_tokens": record.usage.completion_tokens,
     }
     if record.usage.cached_tokens is not None:
         metrics["cached_tokens"] = record.usage.cached_tokens
+    if record.usage.cache_write_tokens is not None:
+        # ATIF's metrics have no field for cache writes: its ``extra`` holds them.
+        metrics["extra"] = {"cache_write_tokens": record.usage.cache_write_tokens}
     return metrics
 
 

@@ -32,8 +32,10 @@ from evalrunner.core._normalize import ADDRESS_MASK
 from evalrunner.core._request_key import matching_view, request_key
 from evalrunner.core._response import ResponseRecord, field_of, recorded_answer
 
-SCRIPT_FORMAT_VERSION = 3
-SCRIPT_FORMAT_VERSIONS = (1, 2, 3)
+SCRIPT_FORMAT_VERSION = 4
+SCRIPT_FORMAT_VERSIONS = (1, 2, 3, 4)
+# Format 4: a response's thinking blocks (with their signatures, handed back on replay)
+# and the prompt-cache tokens it wrote (issue 53).
 # A recording keeps each request's sampling and output parameters (format 3; the
 # sentinel's :data:`~evalrunner.core._actions.PARAMETERS`): they change what the model
 # answers, so replay names a change of them. The model string is not among them: replay

@@ -52,7 +52,9 @@ if TYPE_CHECKING:
 MANIFEST_FORMAT_VERSION = 2
 MANIFEST_FORMAT_VERSIONS = (1, 2)
 """Versions read: 1 lacks the plan details and ``run_ids`` (every run file belongs)."""
-RUN_FORMAT_VERSION = 1
+RUN_FORMAT_VERSION = 2
+"""2: records may hold prompt-cache tokens (issue 53); 1 still read."""
+RUN_FORMAT_VERSIONS = (1, 2)
 LOCK_NAME = ".lock"
 
 
@@ -202,9 +204,11 @@ class ResultsDir:
             data = read_json(path, "run record", merged=False)
         except FileFormatError as exc:
             raise FileFormatError(Said(f"{exc}; ", self._damaged_run_fix())) from None
-        if not isinstance(data, dict) or data.get("format_version") != RUN_FORMAT_VERSION:
+        if not isinstance(data, dict) or data.get("format_version") not in RUN_FORMAT_VERSIONS:
             raise FileFormatError(
-                f"{path}: not a version-{RUN_FORMAT_VERSION} run file; was it written by evalrunner?"
+                f"{path}: not a run file of a version this evalrunner reads "
+                f"({', '.join(map(str, RUN_FORMAT_VERSIONS))}); was it written by a newer "
+                "evalrunner, or not by evalrunner at all?"
             )
         record = validate_model(RunRecord, data.get("record"), path, prefix="record.")
         first = data.get("first_request")

@@ -43,6 +43,8 @@ def run_record(
         crashed=res.error is not None and outcome.outcome == Outcome.CRASHED,
         prompt_tokens=sh.prompt_tokens,
         completion_tokens=sh.completion_tokens,
+        cache_read_tokens=run.cache[0],
+        cache_write_tokens=run.cache[1],
         final_answer=run.answer,
         content_hash=sh.content_hash,
         latency_s=round(latency, 3),

@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from evalrunner.core._faults import says_context_window
-from evalrunner.proxy._anthropic import ANTHROPIC_VERSION
+from evalrunner.proxy._anthropic_upstream import ANTHROPIC_VERSION
 
 
 class UpstreamHTTPError(Exception):

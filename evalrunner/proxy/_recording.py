@@ -34,7 +34,9 @@ from evalrunner.core._request_key import (
 from evalrunner.core._response import ResponseRecord, recorded_answer
 from evalrunner.proxy._request import ModelRequest
 
-RECORDING_FORMAT_VERSION = 1
+RECORDING_FORMAT_VERSION = 2
+"""2: responses hold their thinking blocks and prompt-cache writes (issue 53); 1 still read."""
+RECORDING_FORMAT_VERSIONS = (1, 2)
 
 
 class RecordedError(BaseModel):
@@ -90,7 +92,7 @@ class Recording(BaseModel):
             path,
             cls,
             what="proxy recording",
-            version=RECORDING_FORMAT_VERSION,
+            version=RECORDING_FORMAT_VERSIONS,
             fix=f"re-record it ({RECORD}, or pytest --golden-record)",
         )
 

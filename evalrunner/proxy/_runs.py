@@ -222,6 +222,8 @@ class RunState:
             got = await forward(self.upstream, request, stream, self.infra, session, self.gate)
         except ProxyHTTPError as exc:  # the proxy's own refusal of the request, not upstream's
             entry.error = RecordedError(status=exc.status, type=exc.kind, message=exc.message)
+            if exc.unsupported:  # evalrunner's limit: the run is infrastructure, not behaviour
+                self.refused(exc.status, exc.message, unsupported=True)
             raise
         except Exception as exc:
             error, infra = upstream_failure(exc, self.infra)

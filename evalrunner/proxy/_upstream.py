@@ -49,8 +49,8 @@ from evalrunner.core._transport import athrough_gate
 from evalrunner.endpoints._endpoints import LOCAL, Endpoint, api_key_for
 from evalrunner.endpoints._local_model import MODEL_ALIAS
 from evalrunner.errors import ConfigError
-from evalrunner.proxy._anthropic import messages_body, record_from_message, why_litellm
-from evalrunner.proxy._request import ModelRequest, ProxyHTTPError
+from evalrunner.proxy._anthropic_upstream import messages_body, record_from_message, why_litellm
+from evalrunner.proxy._request import ModelRequest, ProxyHTTPError, unsupported
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -103,6 +103,12 @@ class Upstream:
     def anthropic(self) -> bool:
         """An Anthropic model (litellm's ``anthropic/`` prefix): its API is Anthropic Messages."""
         return self.model.startswith("anthropic/")
+
+    @property
+    def takes_thinking(self) -> bool:
+        """Whether an Anthropic ``thinking`` setting reaches the model: Anthropic's API, or a
+        Claude model that litellm's translation carries it to (Bedrock, Vertex)."""
+        return self.anthropic or ("claude" in self.model.lower() and self.transport == "litellm")
 
     @property
     def transport(self) -> Transport:
@@ -221,6 +227,7 @@ class _Assembly:
     finish: str | None = None
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    thinking: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def add(self, chunk: dict[str, Any]) -> None:
         self.model = self.model or chunk.get("model")
@@ -235,6 +242,20 @@ class _Assembly:
         self.finish = choice.get("finish_reason") or self.finish
         for tc in delta.get("tool_calls") or []:
             self._add_call(tc)
+        for piece in delta.get("thinking_blocks") or []:
+            self._add_thinking(piece)
+
+    def _add_thinking(self, piece: dict[str, Any]) -> None:
+        # litellm streams an Anthropic thinking block in pieces keyed by the block's index:
+        # its text in parts, its signature (or a redacted block's data) once.
+        block = self.thinking.setdefault(
+            int(piece.get("index") or 0), {"type": piece.get("type") or "thinking"}
+        )
+        if block["type"] == "thinking":
+            block["thinking"] = block.get("thinking", "") + (piece.get("thinking") or "")
+        for key in ("signature", "data"):
+            if piece.get(key):
+                block[key] = piece[key]
 
     def _add_call(self, tc: dict[str, Any]) -> None:
         # Tool calls arrive in pieces keyed by index: id and name once, arguments in parts.
@@ -254,6 +275,7 @@ class _Assembly:
                 {"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
                 for _, c in sorted(self.calls.items())
             ],
+            "thinking_blocks": [b for _, b in sorted(self.thinking.items())],
         }
 
 
@@ -363,6 +385,7 @@ async def forward(
     ``gate``: the night's shared rate limit for this model, asked before every
     attempt (its wait is added to ``infra.rate_wait_s``) and told of every 429.
     """
+    _refuse_what_cannot_reach(upstream, request)
     route, why = upstream.route(request)
     if why:
         _say_route(upstream.name, route, why)
@@ -390,6 +413,18 @@ async def forward(
 
     # Its faults name the upstream, as a call in process does ("... from MODEL at URL: ...").
     return await infra.acall(attempt, endpoint_label(upstream.model, upstream.api_base))
+
+
+def _refuse_what_cannot_reach(upstream: Upstream, request: ModelRequest) -> None:
+    """An Anthropic ``thinking`` setting towards a model that cannot take it is refused as
+    evalrunner's limit: sent on, it would be dropped and the answer made without it."""
+    if "thinking" in request.params and not upstream.takes_thinking:
+        raise unsupported(
+            f"'thinking' (extended thinking) reaches only an Anthropic model, and this "
+            f"proxy's upstream is {upstream.name}: sent on, it would be dropped and the "
+            "answer made without it; point the proxy at an anthropic/ model, or leave "
+            "thinking out of the agent's requests"
+        )
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from evalrunner.stats._formulas import FloatArray
 from evalrunner.stats._kinds import KINDS
 from evalrunner.stats._measured import Measured
 from evalrunner.stats._metric_result import MetricResult
-from evalrunner.stats._observe import LOG_OFFSETS, Runs
+from evalrunner.stats._observe import LOG_OFFSETS, REPORTED, Runs
 from evalrunner.stats._power import mde, runs_needed
 from evalrunner.stats._reference import CellBaseline, CellReference, MetricReference, fit_references
 from evalrunner.stats._verdict import finalize
@@ -87,7 +87,8 @@ def measure(ref: MetricReference, tonight: Runs, level: float) -> Measured | str
         sides = [s for s, n in (("in the baseline", ref.n), ("tonight", values.size)) if not n]
         return f"no {metric(ref.name).covers} {' or '.join(sides)}"
     kind = KINDS[ref.kind]
-    if kind.zero_unrecorded and ref.n and _all_zero(ref, values):
+    # A reported metric's zero is a value (no cache read): not reporting it is None.
+    if kind.zero_unrecorded and ref.name not in REPORTED and ref.n and _all_zero(ref, values):
         return f"{ref.name} is all zero on one side (not recorded?)"
     return kind.measure(ref, values, level)
 

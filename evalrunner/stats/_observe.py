@@ -20,7 +20,13 @@ from evalrunner.stats._formulas import FloatArray, normalize_answer
 from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED
 from evalrunner.suite._record import Outcome, RunRecord
 
-LOG_OFFSETS: dict[str, float] = {"prompt_tokens": 1.0, "completion_tokens": 1.0, "latency_s": 0.01}
+LOG_OFFSETS: dict[str, float] = {
+    "prompt_tokens": 1.0,
+    "completion_tokens": 1.0,
+    "latency_s": 0.01,
+    "cache_read_tokens": 1.0,
+    "cache_write_tokens": 1.0,
+}
 """Continuous metrics are compared as log(x + offset): one token, ten milliseconds.
 
 The offset keeps an occasional zero finite without moving realistic values
@@ -36,6 +42,9 @@ _OUTCOME_OF = {
 }
 _COUNTS = ("step_count", "llm_calls", "tool_calls")
 _CONTINUOUS = ("prompt_tokens", "completion_tokens", "latency_s")
+REPORTED = ("cache_read_tokens", "cache_write_tokens")
+"""Continuous values only some endpoints report (prompt caching): NaN in a run without one,
+left out of that metric; the metric exists where some run on either side has one."""
 
 
 @dataclass(frozen=True)
@@ -111,18 +120,28 @@ def _finite_numbers(kept: Sequence[RunRecord]) -> dict[str, FloatArray]:
     for), and NaN taken in silently made a count's rank test and a mean meaningless.
     """
     numbers = {
-        name: np.array([float(getattr(r, name)) for r in kept], dtype=float)
-        for name in (*_COUNTS, *_CONTINUOUS)
+        name: np.array([_number(getattr(r, name)) for r in kept], dtype=float)
+        for name in (*_COUNTS, *_CONTINUOUS, *REPORTED)
     }
     for name, column in numbers.items():
-        bad = np.flatnonzero(~np.isfinite(column))
-        if bad.size:
-            _refuse(kept[int(bad[0])], name, float(column[bad[0]]))
+        bad = [int(i) for i in np.flatnonzero(~np.isfinite(column))]
+        # A reported metric's None is a run whose endpoint did not report it; NaN is not.
+        bad = [i for i in bad if getattr(kept[i], name) is not None]
+        if bad:
+            _refuse(kept[bad[0]], name, float(column[bad[0]]))
+    _finite_scores(kept)
+    return numbers
+
+
+def _finite_scores(kept: Sequence[RunRecord]) -> None:
     for r in kept:
         for check, score in r.scores.items():
             if not math.isfinite(score):
                 _refuse(r, f"scores[{check!r}]", score)
-    return numbers
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
 def _refuse(record: RunRecord, field: str, value: float) -> NoReturn:
@@ -170,8 +189,9 @@ class Coding:
             return np.array([o == _OUTCOME_OF[name] for o in runs.outcome], dtype=float)
         if name in _COUNTS:
             return runs.valid_numbers(name)
-        if name in _CONTINUOUS:
-            raw = np.clip(runs.valid_numbers(name), 0, None)
+        if name in _CONTINUOUS or name in REPORTED:
+            raw = runs.valid_numbers(name)
+            raw = np.clip(raw[~np.isnan(raw)], 0, None)
             logs: FloatArray = np.log(raw + LOG_OFFSETS[name])
             return logs
         if name.startswith(SCORE + ":"):
@@ -187,6 +207,7 @@ class Coding:
         if (
             not runs.rows
             or name in _CONTINUOUS
+            or name in REPORTED
             or name == JUDGE_AGREEMENT
             or name.startswith(SCORE + ":")
         ):
@@ -247,8 +268,19 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
         out.append(_answer_coding(pooled, answered))
     out.append(Coding("first_tool", modal(t[0] if t else None for t in tools_b)))
     out += [Coding(m) for m in ("llm_calls", "tool_calls", *_CONTINUOUS)]
+    out += _reported_codings(pooled, tonight)
     out += _tool_codings(tools_b, tonight)
     return out + _check_codings(pooled, tonight)
+
+
+def _reported_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
+    """The :data:`REPORTED` metrics some valid run on either side has a value of."""
+    sides = [pooled] if tonight is None else [pooled, tonight]
+    return [
+        Coding(name)
+        for name in REPORTED
+        if any(bool(np.isfinite(side.valid_numbers(name)).any()) for side in sides)
+    ]
 
 
 def _tool_codings(tools_b: Sequence[tuple[str, ...]], tonight: Runs | None) -> list[Coding]:
@@ -304,7 +336,7 @@ def concat(parts: Sequence[Runs]) -> Runs:
 def _pooled_numbers(parts: Sequence[Runs]) -> dict[str, FloatArray]:
     return {
         name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
-        for name in (*_COUNTS, *_CONTINUOUS)
+        for name in (*_COUNTS, *_CONTINUOUS, *REPORTED)
     }
 
 

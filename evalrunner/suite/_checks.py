@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.core._normalize import NormalizeConfig, normalize
-from evalrunner.core._shape import Shape, shape
+from evalrunner.core._shape import Shape, cache_tokens, shape
 from evalrunner.suite._schema import Checks
 
 if TYPE_CHECKING:
@@ -28,15 +28,18 @@ class Judged:
     else the trajectory's final message."""
     tools: list[str]
     """Every tool called, the sub-agents' after the agent's own."""
+    cache: tuple[int | None, int | None] = (None, None)
+    """Prompt tokens read from and written to the provider's cache (None: not reported)."""
 
 
 def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
     """The shape, answer and tools of one captured run."""
-    sh = shape(normalize(result.trajectory, config))
+    normalized = normalize(result.trajectory, config)
+    sh = shape(normalized)
     output = getattr(result.output, "answer", result.output)
     answer = output if isinstance(output, str) or output is None else sh.final_answer
     tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
-    return Judged(sh, answer, tools)
+    return Judged(sh, answer, tools, cache_tokens(normalized))
 
 
 def failed_tool_results(trajectory: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

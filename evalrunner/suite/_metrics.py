@@ -149,6 +149,10 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("prompt_tokens", "continuous", "higher", 1.25, False, "prompt tokens"),
     Metric("completion_tokens", "continuous", "higher", 1.25, False, "completion tokens"),
     Metric("latency_s", "continuous", "higher", 1.25, False, "latency (s)"),
+    # Prompt caching, where the endpoint reports it: fewer tokens read from the cache and
+    # more written to it both mean the cache stopped holding (a prompt's prefix changed).
+    Metric("cache_read_tokens", "continuous", "lower", 1.25, False, "cache read tokens"),
+    Metric("cache_write_tokens", "continuous", "higher", 1.25, False, "cache write tokens"),
     # A tool called more or less often: a change, not a harm in itself.
     Metric(TOOL_USED, "binary", "changed", 0.10, False, "tool used"),
     # The user's own scores in [0, 1]: lower is worse. Compared by rank (Cliff's delta), as

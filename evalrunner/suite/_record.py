@@ -147,6 +147,18 @@ class RunRecord(BaseModel):
     crashed: bool = Field(default=False, description="The agent raised inside the capture scope.")
     prompt_tokens: int = Field(default=0, description="Prompt tokens, sub-agents included.")
     completion_tokens: int = Field(default=0, description="Completion tokens, sub-agents included.")
+    cache_read_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="Prompt tokens the provider served from its cache (metric "
+        "'cache_read_tokens'); written only when the endpoint reported them.",
+    )
+    cache_write_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="Prompt tokens written to the provider's cache (metric "
+        "'cache_write_tokens'); written only when the endpoint reported them.",
+    )
     final_answer: str | None = Field(default=None, description="Message of the last agent step.")
     content_hash: str | None = Field(default=None, description="Hash of the normalised trajectory.")
     # NaN or infinity is refused here, where the record is made: JSON cannot hold it (it
@@ -196,7 +208,7 @@ class RunRecord(BaseModel):
         for name in ("scores", "judge_grades"):
             if not data.get(name):
                 data.pop(name, None)
-        for name in ("row", "judge_agreed"):
+        for name in ("row", "judge_agreed", "cache_read_tokens", "cache_write_tokens"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

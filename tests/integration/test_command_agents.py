@@ -8,6 +8,7 @@ exit, its stdout and the proxy's view of the upstream.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import re
@@ -107,6 +108,26 @@ def test_sdk_command_agents_run_n_times_and_pass_with_the_proxys_trajectory(
     runs = sorted((tmp_path / "out" / "runs").rglob("*.json"))
     trajectory = json.loads(runs[0].read_text(encoding="utf-8"))
     assert "trajectory" in trajectory or "steps" in json.dumps(trajectory)
+
+
+def test_prompt_cache_tokens_the_endpoint_reports_are_recorded_on_the_command_path(
+    tmp_path: Path,
+) -> None:
+    """Issue 53, row 17: cached prompt tokens reach the run's record (and its metric)
+    through the proxy, whichever SDK the agent speaks; unreported ones stay unreported."""
+
+    def caching(body: dict[str, Any], n: int) -> Reply:
+        return dataclasses.replace(content_responder(body, n), cache_read_tokens=300)
+
+    with FakeEndpoint(responder=caching) as ep:
+        report = run(tmp_path, ep.api_base, [py_command("anthropic"), py_command("openai")])
+    assert [(r.scenario, r.outcome) for r in sorted(report.records, key=lambda r: r.scenario)] == [
+        ("anthropic", "passed"),
+        ("openai", "passed"),
+    ]
+    for record in report.records:
+        assert record.cache_read_tokens == 600  # two calls of 300
+        assert record.cache_write_tokens is None  # not reported: not zero
 
 
 @needs_node

@@ -8,18 +8,19 @@ reference the direct path is held to.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import pytest
-from fake_endpoint import FakeEndpoint, Fault
-from sdk_agents import anthropic_agent, content_responder, openai_agent
+from fake_endpoint import FakeEndpoint, Fault, Reply
+from sdk_agents import ANTHROPIC_TOOLS, anthropic_agent, content_responder, openai_agent
 
 from evalrunner.proxy import ProxyServer, Upstream
 from evalrunner.proxy._recording import Recording
@@ -329,3 +330,106 @@ def test_the_proxys_own_refusal_of_a_request_is_the_agents_answer_not_infrastruc
             anthropic_agent(proxy.run_env("r"), "hi")
         result = proxy.finish_run("r")
     assert result.infra_error is None and upstream.requests == []
+
+
+# --- issue 53, row 17: prompt caching and extended thinking, carried both ways ----------
+
+CACHE = {"type": "ephemeral"}
+THINKING = {"type": "enabled", "budget_tokens": 2048}
+
+
+def _thinking_responder(body: dict[str, Any], n: int) -> Reply:
+    """The capitals script, each answer with a signed thinking block and cache usage."""
+    reply = content_responder(body, n)
+    return dataclasses.replace(
+        reply,
+        thinking=(f"Thought {n}.", f"c2lnbmF0dXJl{n}"),
+        prompt_tokens=50,
+        cache_read_tokens=500,
+        cache_write_tokens=40,
+    )
+
+
+def _caching_thinking_agent(env: Mapping[str, str], stream: bool) -> tuple[str, list[Any]]:
+    """A tool loop with a cached system prompt and tool, and extended thinking: its answer
+    and each call's usage as the SDK read it."""
+    client = anthropic.Anthropic(
+        base_url=env["ANTHROPIC_BASE_URL"], api_key=env["ANTHROPIC_API_KEY"]
+    )
+    messages: list[Any] = [{"role": "user", "content": "Capitals of: Peru"}]
+    usages: list[Any] = []
+    for _ in range(3):
+        kwargs: dict[str, Any] = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "thinking": THINKING,
+            "system": [{"type": "text", "text": "You answer. " * 50, "cache_control": CACHE}],
+            "tools": [{**ANTHROPIC_TOOLS[0], "cache_control": CACHE}],
+            "messages": messages,
+        }
+        if stream:
+            with client.messages.stream(**kwargs) as events:
+                message = events.get_final_message()
+        else:
+            message = client.messages.create(**kwargs)
+        usages.append(message.usage)
+        uses = [b for b in message.content if b.type == "tool_use"]
+        if not uses:
+            return "".join(b.text for b in message.content if b.type == "text"), usages
+        messages.append({"role": "assistant", "content": [b.model_dump() for b in message.content]})
+        results = [{"type": "tool_result", "tool_use_id": b.id, "content": "Lima"} for b in uses]
+        messages.append({"role": "user", "content": results})
+    raise AssertionError("the agent did not finish")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "litellm"])
+def test_cache_breakpoints_and_signed_thinking_reach_anthropic_and_come_back(
+    tmp_path: Path, stream: bool, direct: bool
+) -> None:
+    with FakeEndpoint(responder=_thinking_responder) as upstream:
+        with _proxy(upstream, tmp_path, direct) as proxy:
+            answer, usages = _caching_thinking_agent(proxy.run_env("r"), stream)
+            recorded = proxy.finish_run("r")
+        sent = upstream.requests
+    assert answer == "Capitals: Lima." and recorded.ok
+    # What reached Anthropic: the breakpoints, the thinking budget, and on the second call
+    # the first answer's signed thinking block, byte for byte.
+    assert [r["thinking"] for r in sent] == [THINKING, THINKING]
+    assert all(r["system"][0]["cache_control"] == CACHE for r in sent)
+    assert all(r["tools"][0]["cache_control"] == CACHE for r in sent)
+    first_thought = {"type": "thinking", "thinking": "Thought 0.", "signature": "c2lnbmF0dXJl0"}
+    assert sent[1]["messages"][1]["content"][0] == first_thought
+    # The agent read the provider's usage: input tokens without the cached ones.
+    assert [
+        (u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) for u in usages
+    ] == [(50, 500, 40)] * 2
+    assert recorded.recording_path is not None
+    calls = Recording.load(recorded.recording_path).calls
+    assert calls[0].response is not None and calls[0].response.thinking_blocks == [first_thought]
+    assert (calls[0].response.usage.cached_tokens, calls[0].response.usage.cache_write_tokens) == (
+        500,
+        40,
+    )
+    # Replayed, the agent gets the same thinking back and sends it again: the requests
+    # match their recording (a block lost on the way back would be a replay mismatch).
+    with ProxyServer("replay", tmp_path) as proxy:
+        again, replayed_usages = _caching_thinking_agent(proxy.run_env("r"), stream)
+        replayed = proxy.finish_run("r")
+    assert again == answer and replayed.ok and not replayed.replay_errors
+    assert [u.cache_read_input_tokens for u in replayed_usages] == [500, 500]
+
+
+def test_thinking_sent_towards_a_model_that_cannot_take_it_is_refused_as_evalrunner_s_limit(
+    tmp_path: Path,
+) -> None:
+    with FakeEndpoint(responder=_thinking_responder) as upstream:
+        chat = Upstream("openai/fake", api_base=upstream.api_base, api_key=KEY)
+        with ProxyServer("record", tmp_path, chat, retry=FAST) as proxy:
+            with pytest.raises(anthropic.BadRequestError, match="reaches only an Anthropic model"):
+                _caching_thinking_agent(proxy.run_env("r"), stream=False)
+            result = proxy.finish_run("r")
+        assert upstream.requests == []  # never sent without it
+    # The run is marked as asking what evalrunner cannot carry: a live run of it is an
+    # infra_error ("the capture proxy cannot carry the agent's request"), not behaviour.
+    assert [m for m in result.unsupported if "reaches only an Anthropic model" in m]

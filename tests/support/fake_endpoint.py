@@ -68,6 +68,11 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency: float = 0.0  # seconds, on top of the endpoint's fixed latency
+    # Anthropic Messages only: a signed thinking block first, and prompt-cache usage
+    # (reads and writes, reported apart from input_tokens as Anthropic does).
+    thinking: tuple[str, str] | None = None  # (text, signature)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 SPECIAL_FAULTS = (
@@ -278,7 +283,7 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
     if reply.prompt_tokens is not None:
         prompt = reply.prompt_tokens
     else:
@@ -289,11 +294,14 @@ def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
         completion = _estimate_tokens(
             (reply.content or "") + "".join(a for _, a in reply.tool_calls)
         )
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if reply.cache_read_tokens is not None:  # as OpenAI reports cached prompt tokens
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cache_read_tokens}
+    return usage
 
 
 def _finish_reason(reply: Reply) -> str:
@@ -377,6 +385,9 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_to
 def _message(ep: FakeEndpoint, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
     """The reply as an Anthropic message (``POST /v1/messages``)."""
     content: list[dict[str, Any]] = []
+    if reply.thinking:
+        text, signature = reply.thinking
+        content.append({"type": "thinking", "thinking": text, "signature": signature})
     if reply.content:
         content.append({"type": "text", "text": reply.content})
     for name, arguments in reply.tool_calls:
@@ -396,8 +407,18 @@ def _message(ep: FakeEndpoint, reply: Reply, body: dict[str, Any]) -> dict[str, 
         "usage": {
             "input_tokens": usage["prompt_tokens"],
             "output_tokens": usage["completion_tokens"],
+            **_cache_usage(reply),
         },
     }
+
+
+def _cache_usage(reply: Reply) -> dict[str, int]:
+    out = {}
+    if reply.cache_read_tokens is not None:
+        out["cache_read_input_tokens"] = reply.cache_read_tokens
+    if reply.cache_write_tokens is not None:
+        out["cache_creation_input_tokens"] = reply.cache_write_tokens
+    return out
 
 
 def _message_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -416,6 +437,9 @@ def _message_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
                 "text_delta",
                 block["text"],
             )
+        elif block["type"] == "thinking":
+            head = {"type": "thinking", "thinking": "", "signature": ""}
+            key, kind, text = "thinking", "thinking_delta", block["thinking"]
         else:
             head, key, kind = {**block, "input": {}}, "partial_json", "input_json_delta"
             text = json.dumps(block["input"])
@@ -431,6 +455,14 @@ def _message_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
                 (
                     "content_block_delta",
                     {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        if block["type"] == "thinking":
+            signed = {"type": "signature_delta", "signature": block["signature"]}
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": signed},
                 )
             )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))

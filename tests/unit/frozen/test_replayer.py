@@ -14,6 +14,7 @@ from evalrunner.core._scope import run_captured
 from evalrunner.errors import RequestMismatch, ScriptExhausted
 from evalrunner.frozen._replay import Recorder, Replayer
 from evalrunner.frozen._script import (
+    SCRIPT_FORMAT_VERSION,
     RequestHint,
     Script,
     ScriptEntry,
@@ -125,7 +126,7 @@ def test_a_format_1_script_replays_by_its_own_hash_and_upgrades_once_every_entry
     assert replayer.upgraded() is None  # q1 not asked yet: its request is unknown
     assert replayer.next(_req("q1"))[0].content == "a1"
     upgraded = replayer.upgraded()
-    assert upgraded is not None and upgraded.format_version == 3
+    assert upgraded is not None and upgraded.format_version == SCRIPT_FORMAT_VERSION
     again = Replayer(upgraded, strict=True)
     assert [again.next(_req(q))[0].content for q in ("q1", "q2")] == ["a1", "a2"]
     assert again.upgraded() is None  # already current

@@ -13,12 +13,10 @@ import pytest
 
 from evalrunner.core._faults import NoUsableChoice
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
-from evalrunner.proxy._anthropic import (
-    anthropic_events,
-    anthropic_message,
+from evalrunner.proxy._anthropic import anthropic_events, anthropic_message, parse_anthropic
+from evalrunner.proxy._anthropic_upstream import (
     default_max_tokens,
     messages_body,
-    parse_anthropic,
     record_from_message,
     why_litellm,
 )
@@ -74,6 +72,8 @@ def test_a_messages_request_becomes_a_chat_request() -> None:
                     "function": {"name": "lookup", "arguments": '{"c": "FR"}'},
                 }
             ],
+            # Signed by the provider, sent back as given (issue 53, row 17).
+            "thinking_blocks": [{"type": "thinking", "thinking": "hmm", "signature": "s"}],
         },
         {"role": "tool", "tool_call_id": "toolu_1", "content": "Paris"},
         {"role": "user", "content": "And?"},
@@ -90,6 +90,71 @@ def test_a_messages_request_becomes_a_chat_request() -> None:
     ]
     assert req.tool_choice == "required"
     assert req.params == {"max_tokens": 100, "stop": ["END"], "parallel_tool_calls": False}
+
+
+def test_cache_breakpoints_thinking_and_top_k_are_carried_not_dropped() -> None:
+    """Issue 53, row 17: they were dropped on the way upstream (live runs lost prompt
+    caching) or refused (thinking), so such agents could not be recorded."""
+    cache = {"type": "ephemeral"}
+    assistant_turn: list[dict[str, Any]] = [
+        {"type": "thinking", "thinking": "Look it up.", "signature": "c2ln"},
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}},
+    ]
+    body: dict[str, Any] = {
+        "model": "claude-x",
+        "max_tokens": 4096,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "top_k": 5,
+        "system": [{"type": "text", "text": "Long rules.", "cache_control": cache}],
+        "tools": [{"name": "lookup", "input_schema": {"type": "object"}, "cache_control": cache}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "A long document.", "cache_control": cache},
+                    {"type": "text", "text": "Capital of Peru?"},
+                ],
+            },
+            {"role": "assistant", "content": assistant_turn},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "Lima",
+                        "cache_control": cache,
+                    }
+                ],
+            },
+        ],
+    }
+    request = parse_anthropic(body).request
+    assert request.params == {
+        "max_tokens": 4096,
+        "top_k": 5,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+    }
+    assert request.tools[0]["cache_control"] == cache
+    system, user, assistant, tool = request.messages
+    assert system["content"] == [{"type": "text", "text": "Long rules.", "cache_control": cache}]
+    assert user["content"][0] == {
+        "type": "text",
+        "text": "A long document.",
+        "cache_control": cache,
+    }
+    assert assistant["thinking_blocks"] == [assistant_turn[0]]
+    assert tool == {
+        "role": "tool",
+        "tool_call_id": "toolu_1",
+        "content": "Lima",
+        "cache_control": cache,
+    }
+    # And back to Anthropic, as the agent sent it.
+    sent = messages_body({**request.chat_kwargs()}, "claude-x")
+    assert sent["system"] == body["system"] and sent["tools"] == body["tools"]
+    assert sent["thinking"] == body["thinking"] and sent["top_k"] == 5
+    assert [m["content"] for m in sent["messages"]] == [m["content"] for m in body["messages"]]
 
 
 @pytest.mark.parametrize(
@@ -137,8 +202,10 @@ def test_a_record_becomes_an_anthropic_message() -> None:
         {"type": "tool_use", "id": "call_9", "name": "lookup", "input": {"c": "JP"}},
     ]
     assert message["stop_reason"] == "tool_use" and message["model"] == "upstream-model"
+    # The record counts cache reads into the prompt (as litellm); Anthropic's input_tokens
+    # are the rest, so an agent pricing its call reads what the provider said.
     assert message["usage"] == {
-        "input_tokens": 30,
+        "input_tokens": 26,
         "output_tokens": 9,
         "cache_read_input_tokens": 4,
     }
@@ -166,6 +233,7 @@ def test_the_events_rebuild_the_same_message() -> None:
 
 # --- upstream: chat requests sent to an Anthropic model, and its answers ------------------
 
+CACHE = {"type": "ephemeral"}
 LOOKUP_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -278,6 +346,46 @@ CHAT_REQUESTS: dict[str, dict[str, Any]] = {
         "tool_choice": "none",
         "parallel_tool_calls": False,
     },
+    # Issue 53, row 17: what an Anthropic agent asked for beyond a chat request reaches
+    # Anthropic as litellm's translation sends it (cache breakpoints, thinking).
+    "cache breakpoints on system, user, tool result and tool": {
+        "messages": [
+            {
+                "role": "system",
+                "content": [
+                    {"type": "text", "text": "Long rules.", "cache_control": CACHE},
+                    {"type": "text", "text": "Short."},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "A long document.", "cache_control": CACHE},
+                    {"type": "text", "text": "Capitals of Peru and Chad?"},
+                ],
+            },
+            TOOL_TURN[1],
+            {"role": "tool", "tool_call_id": "c0", "content": "Lima", "cache_control": CACHE},
+            TOOL_TURN[3],
+        ],
+        "tools": [{**LOOKUP_TOOL, "cache_control": CACHE}],
+    },
+    "extended thinking, its signed blocks in the history": {
+        "messages": [
+            TOOL_TURN[0],
+            {
+                **TOOL_TURN[1],
+                "thinking_blocks": [
+                    {"type": "thinking", "thinking": "Peru first.", "signature": "c2lnbmVk"},
+                    {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
+                ],
+            },
+            *TOOL_TURN[2:],
+        ],
+        "tools": [LOOKUP_TOOL],
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "max_tokens": 4096,
+    },
     "an image by URL": {
         "messages": [
             {
@@ -367,10 +475,16 @@ def test_an_anthropic_answer_becomes_the_record_litellm_would_make() -> None:
         reasoning="Peru first.",
         tool_calls=[ToolCallRecord(id="toolu_1", name="lookup", arguments='{"country": "Peru"}')],
         finish_reason="tool_calls",
-        # litellm counts cache writes and reads into the prompt, reads as cached.
-        usage=Usage(prompt_tokens=35, completion_tokens=7, cached_tokens=20),
+        # litellm counts cache writes and reads into the prompt, reads as cached; the
+        # writes are kept too (issue 53, row 17: they were dropped).
+        usage=Usage(prompt_tokens=35, completion_tokens=7, cached_tokens=20, cache_write_tokens=5),
         model="claude-x-1",
+        thinking_blocks=[{"type": "thinking", "thinking": "Peru first.", "signature": "sig"}],
     )
+    # Handed back to an Anthropic agent as the provider said it, signature and cache included.
+    again = anthropic_message(record, 1, "claude-x")
+    assert again["content"] == message["content"]
+    assert again["usage"] == message["usage"]
     capped = record_from_message({**message, "content": [], "stop_reason": "max_tokens"})
     assert (capped.content, capped.finish_reason) == (None, "length")
     text_only = {**message, "content": message["content"][:2]}
