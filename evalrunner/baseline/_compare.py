@@ -116,6 +116,8 @@ class Comparison:
     stale: dict[CellKey, Baseline] = field(default_factory=dict)
     """Unfit cells whose baseline is for tonight's model but another configuration: what
     their runs send differently can be read from it (``explain_night``'s request)."""
+    why_not: dict[CellKey, str] = field(default_factory=dict)
+    """Each cell run but not compared (unfit or missing), and why, in one line."""
     escalation: Escalation | None = None
     """What the runs escalation added changed; None where no cell ran past its plan."""
 
@@ -303,6 +305,7 @@ def compare_with_baselines(
     ]
     comparison.baselines, comparison.unfit, comparison.stale = baselines, found.unfit, found.stale
     comparison.missing = [cell for cell, _ in missing]
+    comparison.why_not = found.why_not
     if not baselines:  # "no baselines yet" would be wrong when other models have them
         comparison.other_models = _other_models(root, suite.name, records)
     return comparison
@@ -348,8 +351,10 @@ class _Found:
     unfit: list[CellKey] = field(default_factory=list)
     stale: dict[CellKey, Baseline] = field(default_factory=dict)
     missing: list[tuple[CellKey, str]] = field(default_factory=list)
+    why_not: dict[CellKey, str] = field(default_factory=dict)
 
     def unusable(self, cell: CellKey, baseline: Baseline | None, why: str, stale: bool) -> None:
+        self.why_not[cell] = why
         if not stale:
             self.missing.append((cell, why))
             return

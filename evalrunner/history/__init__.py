@@ -6,6 +6,7 @@ cell's evidence since its anchor from the newest entries
 (:func:`evidence_so_far`).
 """
 
-from evalrunner.history._store import History, HistoryEntry, append, evidence_so_far, load_history
+from evalrunner.history._entry import HistoryEntry
+from evalrunner.history._store import History, append, evidence_so_far, load_history
 
 __all__ = ["History", "HistoryEntry", "append", "evidence_so_far", "load_history"]

@@ -41,14 +41,16 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float64]
 
-COLUMNAR_FORMAT_VERSION = 3
+COLUMNAR_FORMAT_VERSION = 4
 """History format version of Parquet entries (1: one JSON document per night).
+
+4: an entry says why each cell it ran but did not compare was not (``not_compared``).
 
 3 holds what 2 held, and the fields 2's files gained later without a new number (the
 evidence's ``last_failed``): a release that reads only 2 failed on those fields and
 stopped its report; given 3, it leaves the file out with a warning that says to upgrade.
 A change to what an entry holds takes a new number (tests/meta/test_file_formats.py)."""
-READS = (2, 3)
+READS = (2, 3, 4)
 """The Parquet history formats this release reads (their columns are the same)."""
 META_KEY = b"evalrunner.history"
 ENTRY = "entry"

@@ -212,7 +212,8 @@ def _row_runs(
 
 def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, root: str) -> str:
     """One history entry holding the night's runs not yet in the history (each run id once)."""
-    from evalrunner.history._store import BaselineSummary, HistoryEntry, Why, append
+    from evalrunner.history._entry import BaselineSummary, HistoryEntry, Why
+    from evalrunner.history._store import append
 
     typical, row_runs = _typical_runs(night, result)
     comparison = result.comparison
@@ -242,5 +243,20 @@ def _append_history(night: OpenNight, new: list[RunRecord], result: LiveResult, 
             )
             for cell, why in result.explanations.items()
         },
+        not_compared=_not_compared(result),
     )
     return append(entry, root)
+
+
+def _not_compared(result: LiveResult) -> dict[CellKey, str]:
+    """Why each cell the night ran was not compared, and what its runs sent otherwise than
+    its baseline's where that was read: the report says it on the night it happened."""
+    comparison = result.comparison
+    if comparison is None:
+        return {}
+    found: dict[CellKey, str] = {}
+    for cell, why in comparison.why_not.items():
+        resent = result.resent.get(cell)
+        sent = f" (its runs sent otherwise: {'; '.join(resent)})" if resent else ""
+        found[cell] = f"{str(why).strip()}{sent}"
+    return found

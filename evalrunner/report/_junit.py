@@ -133,6 +133,8 @@ def _undecided(v: CellView) -> str:
         why = "no baseline comparison"
     if v.last_compared:
         why = f"{VERDICT_TEXT[NOT_COMPARED]}; {v.last_compared.text}"
+    if v.why_not_compared:
+        why += f": {v.why_not_compared}"
     unconfirmed = [r.metric for r in v.results if r.unconfirmed]
     if unconfirmed:
         why += f"; {UNCONFIRMED}: {', '.join(unconfirmed)}"

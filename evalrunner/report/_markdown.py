@@ -137,6 +137,8 @@ def _verdict_text(v: CellView) -> str:
         last = v.last_compared
         as_of = md(f"(as of {short_time(last.night.created_at)})")
         text += f"; last compared: {_MARKS[last.verdict]} {VERDICT_TEXT[last.verdict]} {as_of}"
+    if v.why_not_compared:
+        text += " " + md(f"({v.why_not_compared})")
     return text
 
 

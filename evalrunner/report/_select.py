@@ -27,14 +27,8 @@ import numpy as np
 from evalrunner import _clock as clock
 from evalrunner._next import NextStep
 from evalrunner.errors import ConfigError
-from evalrunner.history._store import (
-    BaselineSummary,
-    History,
-    HistoryEntry,
-    Source,
-    Trajectory,
-    Why,
-)
+from evalrunner.history._entry import BaselineSummary, HistoryEntry, Trajectory, Why
+from evalrunner.history._store import History, Source
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, RunRecord
 
@@ -294,6 +288,11 @@ class SelectedNight:
     def why(self, cell: CellKey) -> Why | None:
         """Why ``cell`` changed, when it failed this night."""
         return _first([e.causes.get(cell) for e in self.entries])
+
+    def why_not_compared(self, cell: CellKey) -> str | None:
+        """Why this night ran ``cell`` but did not compare it (None: it did, or the night
+        predates the history saying so)."""
+        return _first([e.not_compared.get(cell) for e in self.entries])
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from evalrunner.history._store import Why
+from evalrunner.history._entry import Why
 from evalrunner.report._charts import (
     INTERVALS,
     NUMBER_FIELDS,

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evalrunner.history._store import Why
+from evalrunner.history._entry import Why
 from evalrunner.report._format import (
     day,
     short_time,
@@ -83,6 +83,12 @@ class CellView:
     def why(self) -> Why | None:
         """Why it changed, when it failed its night (docs/explain.md)."""
         return self.latest.why(self.cell)
+
+    @property
+    def why_not_compared(self) -> str | None:
+        """Why its night ran it without comparing it ("no baseline ...", "its baseline is
+        for another configuration ... (its runs sent otherwise: temperature 0.0 -> 0.8)")."""
+        return self.latest.why_not_compared(self.cell)
 
     @property
     def cause(self) -> str | None:

@@ -30,10 +30,11 @@ from evalrunner.baseline._file import (
     baseline_path,
     load_baseline,
 )
+from evalrunner.history._store import read_entries
 from evalrunner.live._results import ResultsDir
 from evalrunner.stats._formulas import pass_at_k, pass_hat_k, wilson
 from evalrunner.suite._loader import load_suite
-from evalrunner.suite._record import RunRecord
+from evalrunner.suite._record import CellKey, RunRecord
 
 SUITE = "pool"
 TAGS = ("capital", "steady")
@@ -163,7 +164,7 @@ def test_baseline_file_format(lab: Lab, where: Path) -> None:
     suite = load_suite(lab.suites / f"{SUITE}.yaml")
     resolved = next(s for s in suite.scenarios if s.id == "capital")
     manifest = ResultsDir(lab.root / "big").read_manifest()
-    assert doc["format_version"] == BASELINE_FORMAT_VERSION == 4
+    assert doc["format_version"] == BASELINE_FORMAT_VERSION == 5
     assert (doc["suite"], doc["scenario"], doc["model"]) == (SUITE, "capital", "openai/fake")
     assert doc["fingerprint"] == resolved.fingerprint == manifest.scenarios["capital"]
     assert ISO.match(doc["created_at"]) and doc["evalrunner_version"] == __version__
@@ -320,7 +321,7 @@ def corrupt(kind: str, text: str) -> str | bytes:
 
 EXPECTED_ERRORS = {
     "truncated": r"not valid JSON at line \d+ column \d+",
-    "format_version": r"baseline format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 4, written by evalrunner [^)]+\); upgrade evalrunner to read it",
+    "format_version": r"baseline format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 5, written by evalrunner [^)]+\); upgrade evalrunner to read it",
     "missing_field": r"fingerprint: Field required; rebuild it with 'evalrunner baseline'",
     "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
     # Its fix once (before: "...; rebuild it with ..., or restore it; rebuild it with ...").
@@ -432,6 +433,20 @@ def test_a_night_names_the_sampling_setting_that_unmatched_its_baseline(
         "note: capital [openai/fake]: its runs sent otherwise than its baseline's: "
         "temperature 0.0 -> 0.8"
     ) in result.stderr.splitlines()
+    # The history keeps why, and the report says it on the cell (it showed "no comparison
+    # with a baseline" and could not say why).
+    (entry,) = read_entries(str(tmp_path / "history"), suites=[SUITE])
+    why = entry.not_compared[CellKey("capital", "openai/fake")]
+    assert "configuration changed since" in why and "temperature 0.0 -> 0.8" in why
+    assert f"evalrunner baseline --suite {SUITE}" in why
+    assert CellKey("steady", "openai/fake") not in entry.not_compared
+    report = tmp_path / "report"
+    shown = evalrunner(
+        lab.ep, "report", "--history", str(tmp_path / "history"), "--out", str(report)
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "temperature 0.0 -&gt; 0.8" in (report / "report.html").read_text(encoding="utf-8")
+    assert "temperature 0.0 -> 0.8" in (report / "summary.md").read_text(encoding="utf-8")
     # A team that wants such a night to fail says so.
     strict = run_cmd(
         lab, where, tmp_path / "strict", "--fail-on-unmatched", suites=tmp_path / "warmer"

@@ -32,7 +32,7 @@ from evalrunner.baseline._file import BASELINE_FORMAT_VERSION, Baseline
 from evalrunner.frozen._golden import GOLDEN_FORMAT_VERSION, Golden
 from evalrunner.frozen._script import SCRIPT_FORMAT_VERSION, Script
 from evalrunner.history._columnar import COLUMNAR_FORMAT_VERSION, table_fields
-from evalrunner.history._store import HistoryEntry
+from evalrunner.history._entry import HistoryEntry
 from evalrunner.live._results import MANIFEST_FORMAT_VERSION, RUN_FORMAT_VERSION, Manifest
 from evalrunner.proxy._recording import RECORDING_FORMAT_VERSION, Recording
 from evalrunner.stats._evidence_state import EVIDENCE_FORMAT_VERSION, EvidenceState
@@ -45,7 +45,7 @@ FORMATS: list[tuple[str, int, type[BaseModel], frozenset[str], str]] = [
         COLUMNAR_FORMAT_VERSION,
         HistoryEntry,
         frozenset(table_fields(HistoryEntry)),
-        "859fac322fd8113d",
+        "b2849c00d8783f81",
     ),
     ("baseline", BASELINE_FORMAT_VERSION, Baseline, frozenset(), "879fbf1bd04c800a"),
     ("evidence", EVIDENCE_FORMAT_VERSION, EvidenceState, frozenset(), "b344d3c6a08a6cdd"),

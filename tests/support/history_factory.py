@@ -29,7 +29,8 @@ import pandas as pd
 import stats_bridges as stats
 
 from evalrunner import _clock as clock
-from evalrunner.history._store import BaselineSummary, History, HistoryEntry, Trajectory, append
+from evalrunner.history._entry import BaselineSummary, HistoryEntry, Trajectory
+from evalrunner.history._store import History, append
 from evalrunner.live._results import Manifest
 from evalrunner.suite._metrics import EFFECT_LABELS, sequence_label
 from evalrunner.suite._record import CellKey, RunRecord

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from history_factory import build_entries, history_from_entries, write_history
 
-from evalrunner.history._store import HistoryEntry, latest_evidence, load_history
+from evalrunner.history._entry import HistoryEntry
+from evalrunner.history._store import latest_evidence, load_history
 from evalrunner.report._html import render_html
 from evalrunner.report._markdown import render_markdown
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence

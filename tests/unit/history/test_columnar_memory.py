@@ -16,7 +16,7 @@ from history_factory import build_entries, history_from_entries, write_history
 
 from evalrunner.history import load_history
 from evalrunner.history._columnar import _pylist
-from evalrunner.history._store import HistoryEntry
+from evalrunner.history._entry import HistoryEntry
 
 
 def test_a_text_column_of_few_values_holds_one_object_per_value() -> None:

@@ -16,7 +16,8 @@ from history_factory import build_entries, history_from_entries, write_history
 
 from evalrunner.history import load_history
 from evalrunner.history._columnar import to_parquet
-from evalrunner.history._store import History, HistoryEntry
+from evalrunner.history._entry import HistoryEntry
+from evalrunner.history._store import History
 from evalrunner.report import render_html, render_junit, render_markdown
 
 SELECTIONS: list[dict[str, list[str] | str]] = [

@@ -9,7 +9,8 @@ from pathlib import Path
 from history_factory import build_entries, history_from_entries, write_history
 from report_pages import cells, latest_gating, worst
 
-from evalrunner.history._store import History, HistoryEntry, load_history
+from evalrunner.history._entry import HistoryEntry
+from evalrunner.history._store import History, load_history
 from evalrunner.live._results import Manifest
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit

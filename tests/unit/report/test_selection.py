@@ -11,7 +11,8 @@ from markupsafe import escape
 from report_pages import cells
 
 from evalrunner.errors import ConfigError
-from evalrunner.history._store import History, HistoryEntry
+from evalrunner.history._entry import HistoryEntry
+from evalrunner.history._store import History
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import md, render_markdown
