@@ -36,6 +36,7 @@ __all__ = [
     "first_response_calls",
     "move",
     "sendable",
+    "settings_moved",
 ]
 
 ANSWER = "(answer)"
@@ -133,6 +134,9 @@ PARAMETERS = (
     "logit_bias",
     "n",
     "reasoning_effort",
+    # Anthropic's, carried by the capture proxy and litellm (issue 53).
+    "thinking",
+    "top_k",
 )
 """A request's sampling and output parameters: what a trajectory does not keep."""
 
@@ -152,6 +156,25 @@ def sendable(request: Mapping[str, Any]) -> dict[str, Any]:
     kept = {k: request[k] for k in _SENT if request.get(k) is not None}
     plain: dict[str, Any] = json.loads(json.dumps(kept, default=_plain))
     return plain
+
+
+def settings_moved(before: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> str | None:
+    """How a request's sampling and output parameters moved from when it was recorded ("temperature 0.8
+    -> 0.2"); None when they did not, or the recording predates keeping them."""
+    if before is None or now is None:
+        return None
+    moved = [
+        f"{k} {_shown(before.get(k, 'unset'))} -> {_shown(now.get(k, 'unset'))}"
+        for k in PARAMETERS
+        if before.get(k) != now.get(k)
+    ]
+    return ", ".join(moved) or None
+
+
+def _shown(value: Any) -> Any:
+    """A setting as the line shows it: an object or list as sorted JSON (a thinking
+    budget), so the same setting reads the same on both sides."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
 
 
 def first_action(run: list[Action]) -> str:

@@ -11,7 +11,10 @@ varies between two identical runs: provider ids (tool-call ids become
 parameters (temperature, top_p, seed, max_tokens, stop: they change the
 distribution a response is drawn from, not the request; replay serves the
 recorded draw). Tool arguments compare as parsed JSON, so spacing does not
-count. Both are configurable per suite with :meth:`FingerprintConfig.extended`.
+count. Prompt-caching hints (``cache_control`` on a tool or a content part) do not
+count either: they change what a call costs, not its answer, and recordings made before
+the proxy carried them lack them. Both are configurable per suite with
+:meth:`FingerprintConfig.extended`.
 """
 
 from __future__ import annotations
@@ -55,14 +58,24 @@ DEFAULT_FINGERPRINT = FingerprintConfig()
 
 
 def normal_content(content: Any) -> Any:
-    """Message content as text when it is only text (a string or text parts), else as sent."""
+    """Message content as text when it is only text (a string or text parts), else as sent
+    (without caching hints)."""
     if content is None:
         return ""
     if isinstance(content, list) and all(
         isinstance(p, dict) and p.get("type") == "text" for p in content
     ):
         return "".join(str(p.get("text", "")) for p in content)
+    if isinstance(content, list):
+        return [_uncached(p) for p in content]
     return content
+
+
+def _uncached(item: Any) -> Any:
+    """A tool or content part without its ``cache_control`` (a caching hint)."""
+    if isinstance(item, Mapping) and "cache_control" in item:
+        return {k: v for k, v in item.items() if k != "cache_control"}
+    return item
 
 
 def _arguments(raw: Any) -> Any:
@@ -129,6 +142,8 @@ def matching_view(
     """
     flat = {k: _plain(v) for k, v in request.items() if k in config.fields}
     view = {k: v for k, v in flat.items() if v is not None and not (k == "tools" and v == [])}
+    if isinstance(view.get("tools"), list):
+        view["tools"] = [_uncached(t) for t in view["tools"]]
     if "messages" in view:
         ids: dict[str, str] = {}
         view["messages"] = [

@@ -324,15 +324,22 @@ def _stop_if_replay_failed(
         )
 
 
-def _unused_notes(run: _ProxiedRun, unused: list[str]) -> str:
-    """The note on recorded model calls the replay did not use (empty when none)."""
-    if not unused:
-        return ""
-    return (
-        f"\n{len(unused)} recorded model call(s) of {run.recording} were not used:\n  "
-        + "\n  ".join(unused)
-        + f"\nIf the agent changed on purpose, re-record with:\n  {run.record_cmd}"
-    )
+def _unused_notes(run: _ProxiedRun, unused: list[str], moved: list[str]) -> str:
+    """The notes on recorded model calls the replay did not use, and on requests sent with
+    other sampling settings than recorded (empty when neither)."""
+    notes = ""
+    if moved:
+        notes += (
+            f"\n{len(moved)} request(s) were sent with other sampling settings than "
+            f"{run.recording} recorded; their recorded answers do not show what the model "
+            "does now (--golden-strict fails here):\n  " + "\n  ".join(moved)
+        )
+    if unused:
+        notes += f"\n{len(unused)} recorded model call(s) of {run.recording} were not used:\n  "
+        notes += "\n  ".join(unused)
+    if moved or unused:
+        notes += f"\nIf the agent changed on purpose, re-record with:\n  {run.record_cmd}"
+    return notes
 
 
 def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
@@ -348,26 +355,22 @@ def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
     proxied, output, error, guard = run.run("replay", None)
     _stop_if_replay_failed(proxied, error, guard)
     result = _result(proxied, output, None)
-    unused = list(proxied.unused_recorded)
-    notes = _unused_notes(run, unused)
-    if update:
-        stale = run.record_cmd if unused else None
+    unused, moved = list(proxied.unused_recorded), list(proxied.settings_moved)
+    notes = _unused_notes(run, unused, moved)
+    stale = run.record_cmd if unused or moved else None
+    if golden is None:  # --golden-update
         out = rewrite_golden(run.golden_path, result, run.config, notes, stale)
         out.unused_recorded = unused
         return out
-    assert golden is not None
     deltas, message = compare_with_golden(
-        golden,
-        result,
-        run.golden_path,
-        run.config,
-        run.update_cmd,
-        notes,
-        run.record_cmd if unused else None,
+        golden, result, run.golden_path, run.config, run.update_cmd, notes, stale
     )
     if not deltas:
         return FrozenOutcome(
-            not (run.strict and unused), notes.strip(), result=result, unused_recorded=unused
+            not (run.strict and (unused or moved)),
+            notes.strip(),
+            result=result,
+            unused_recorded=unused,
         )
     cause = no_calls_cause(proxied.model_calls, len(unused))
     return FrozenOutcome(False, cause + message, deltas, result=result, unused_recorded=unused)

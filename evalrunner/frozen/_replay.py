@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from evalrunner._redact import redact, redact_text
+from evalrunner.core._actions import settings_moved
 from evalrunner.core._faults import InfraLog
 from evalrunner.core._mismatch import Recorded, RequestBook, recorded_label
 from evalrunner.core._request_key import masked_request_key
@@ -31,7 +32,6 @@ from evalrunner.frozen._script import (
     format1_request_key,
     raise_recorded,
     request_hint,
-    settings_moved,
 )
 
 

@@ -189,19 +189,6 @@ def request_hint(kwargs: Mapping[str, Any]) -> RequestHint:
     )
 
 
-def settings_moved(before: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> str | None:
-    """How a request's sampling and output parameters moved from when it was recorded ("temperature 0.8
-    -> 0.2"); None when they did not, or the recording predates keeping them."""
-    if before is None or now is None:
-        return None
-    moved = [
-        f"{k} {before.get(k, 'unset')} -> {now.get(k, 'unset')}"
-        for k in PARAMETERS
-        if before.get(k) != now.get(k)
-    ]
-    return ", ".join(moved) or None
-
-
 def _content_text(content: Any) -> Any:
     if isinstance(content, str):
         return ADDRESS_MASK[0].sub(ADDRESS_MASK[1], content)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalrunner.core._actions import sendable
+from evalrunner.core._actions import sendable, settings_moved
 from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
 from evalrunner.core._response import ResponseRecord, message_dict
 from evalrunner.errors import ConfigError, RequestMismatch
@@ -26,7 +26,7 @@ from evalrunner.proxy._recording import (
     Recording,
     ReplayBook,
 )
-from evalrunner.proxy._request import Incoming, ProxyHTTPError
+from evalrunner.proxy._request import Incoming, ModelRequest, ProxyHTTPError
 from evalrunner.proxy._trajectory import CapturedCall, build_trajectory, conversations
 from evalrunner.proxy._upstream import Upstream, forward, upstream_failure
 
@@ -100,6 +100,9 @@ class ProxyRunResult:
     model_calls: int
     infra: InfraLog
     replay_errors: list[str] = field(default_factory=list)
+    settings_moved: list[str] = field(default_factory=list)
+    """Replayed calls whose request matched but was sent with other sampling settings
+    ("model call 2 was recorded with other sampling settings (temperature 0.2 -> 0.8)")."""
     upstream_errors: list[str] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
@@ -150,6 +153,7 @@ class RunState:
         self.infra = InfraLog(retry)
         self.calls: list[CallLog] = []
         self.replay_errors: list[str] = []
+        self.settings_moved: list[str] = []
         self.refusals: list[str] = []
         self.unsupported: list[str] = []
         self.history: dict[str, list[dict[str, Any]]] = {}
@@ -209,8 +213,20 @@ class RunState:
             raise ProxyHTTPError(recorded.error.status, recorded.error.type, recorded.error.message)
         entry.record = recorded.response or ResponseRecord()
         entry.recorded_as = recorded.call
+        self._same_settings(recorded.request, entry)
         same_stream = recorded.stream and recorded.request.api == "chat"
         return Answer(entry.n, entry.record, chunks=recorded.chunks if same_stream else None)
+
+    def _same_settings(self, recorded: ModelRequest, entry: CallLog) -> None:
+        """A request that matched its recording but was sent with other sampling settings
+        (a thinking budget, a temperature): its recorded answer does not show what the model
+        does now. Said for the run (``ProxyRunResult.settings_moved``), as in process."""
+        moved = settings_moved(sendable(recorded.params), sendable(entry.incoming.request.params))
+        if moved is not None:
+            with self._lock:
+                self.settings_moved.append(
+                    f"model call {entry.n} was recorded with other sampling settings ({moved})"
+                )
 
     async def _forward(self, entry: CallLog, session: aiohttp.ClientSession | None) -> Answer:
         if self.upstream is None:
@@ -281,6 +297,7 @@ class RunState:
                 model_calls=len(self.calls),
                 infra=self.infra,
                 replay_errors=list(self.replay_errors),
+                settings_moved=list(self.settings_moved),
                 upstream_errors=[
                     c.error.message
                     for c in self.calls

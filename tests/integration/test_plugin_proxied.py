@@ -513,3 +513,57 @@ def test_cmd(golden_trajectory):
         monkeypatch.setenv("DEMO_CRASH", "1")
         run(pytester, "--golden-record").assert_outcomes(failed=1)
     assert goldens(folder) == written
+
+
+THINKING_TEST = """
+import os
+
+import anthropic
+
+
+def agent(task):
+    client = anthropic.Anthropic()  # ANTHROPIC_BASE_URL: the run's proxy
+    budget = int(os.environ.get("DEMO_BUDGET", "1024"))
+    message = client.messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=4096,
+        thinking={"type": "enabled", "budget_tokens": budget},
+        messages=[{"role": "user", "content": task}],
+    )
+    return "".join(b.text for b in message.content if b.type == "text")
+
+
+def test_thinks(golden_trajectory):
+    golden_trajectory.proxied(agent, "hi")
+"""
+
+
+def test_a_pr_that_changes_only_the_thinking_budget_is_named_and_fails_golden_strict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 53, rows 17 and 18: an Anthropic agent with extended thinking records through
+    the proxy (it was refused), and a PR that changes only its budget is named on replay,
+    and fails --golden-strict (a proxied replay compared no sampling setting)."""
+    pytester.makepyfile(test_thinks=THINKING_TEST)
+    monkeypatch.setenv("EVALRUNNER_MODEL", "anthropic/claude-test-1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-upstream-key-0123456789abcdef")
+    with FakeEndpoint(default=Reply("hello", thinking=("Greet back.", "c2ln"))) as ep:
+        monkeypatch.setenv("ANTHROPIC_API_BASE", ep.api_base.removesuffix("/v1"))
+        run(pytester, "--golden-record").assert_outcomes(passed=1)
+        assert ep.requests[0]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    monkeypatch.delenv("ANTHROPIC_API_BASE")
+    quiet = run(pytester)
+    quiet.assert_outcomes(passed=1)
+    assert "other sampling settings" not in quiet.stdout.str()
+    monkeypatch.setenv("DEMO_BUDGET", "4096")
+    strict = run(pytester, "--golden-strict")
+    strict.assert_outcomes(failed=1)
+    said = strict.stdout.str()
+    assert "model call 1 was recorded with other sampling settings (thinking" in said
+    assert (
+        '(thinking {"budget_tokens": 1024, "type": "enabled"} -> '
+        '{"budget_tokens": 4096, "type": "enabled"})'
+    ) in said
+    lenient = run(pytester)
+    lenient.assert_outcomes(passed=1)
+    assert "recorded with other sampling settings" in lenient.stdout.str()

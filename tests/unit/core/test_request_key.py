@@ -68,6 +68,35 @@ def test_ids_user_metadata_streaming_and_sampling_do_not_count() -> None:
     assert fp(variant) == fp(body())
 
 
+def test_prompt_caching_hints_do_not_count() -> None:
+    """Issue 53, row 17: the proxy now carries ``cache_control``; a recording made before it
+    did (or with a breakpoint elsewhere) still answers the same request."""
+    from evalrunner.proxy._anthropic import parse_anthropic
+
+    def anthropic_fp(cache: dict[str, Any] | None) -> str:
+        hint = {"cache_control": cache} if cache else {}
+        request = parse_anthropic(
+            {
+                "model": "claude-x",
+                "max_tokens": 64,
+                "system": [{"type": "text", "text": "Long rules.", **hint}],
+                "tools": [{"name": "lookup", "input_schema": {"type": "object"}, **hint}],
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "A document.", **hint},
+                            {"type": "image", "source": {"type": "url", "url": "u"}, **hint},
+                        ],
+                    }
+                ],
+            }
+        ).request
+        return request_key(matching_view(request.replayed_as()))
+
+    assert anthropic_fp({"type": "ephemeral"}) == anthropic_fp(None)
+
+
 def test_content_tools_and_tool_choice_count() -> None:
     base = fp(body())
     assert fp(body(tool_choice="required")) != base
