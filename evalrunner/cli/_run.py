@@ -21,11 +21,13 @@ from evalrunner.cli._tables import (
     VERDICT_COLUMNS,
     beside_flags,
     detectable,
+    dollars,
     flagged_names,
     folded,
     format_table,
     summary_rows,
     undecided,
+    unpriced_line,
     verdict_rows,
 )
 from evalrunner.live._driver import RunReport, check_named
@@ -114,6 +116,8 @@ def night_line(result: LiveResult, suite: str, where: str = "") -> str:
     report = result.report
     counts = Counter(r.outcome for r in report.records)
     head = _counted(len(report.records), counts)
+    if any(r.cost_usd is not None for r in report.records):
+        head += f", cost {dollars(report.records)}"
     if result.outage is not None:
         check = what_to_check(report.records)
         return f"{head}; an outage, so nothing was compared. Next: {check}."
@@ -322,6 +326,8 @@ def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = F
     _print_sequential(report)
     rows = summary_rows(report.records, measured=result.outage is None)
     click.echo(format_table(rows, SUMMARY_COLUMNS))
+    if (unpriced := unpriced_line(report.records)) is not None:
+        click.echo(unpriced)
     for line in judge_lines(report.records):
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:

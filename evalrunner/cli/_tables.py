@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner.cli._options import terminal_safe
 from evalrunner.stats._metric_result import FAILING, UNCONFIRMED
+from evalrunner.suite._cost import spent
 from evalrunner.suite._metrics import DEFAULT_GATING, SCALES, metric, rank, sequence_label
 from evalrunner.suite._record import OUTCOMES, CellKey, Outcome, RunRecord, group_records
 
@@ -52,6 +53,7 @@ SUMMARY_COLUMNS = (
     *_outcome_columns(),
     ("mean_steps", metric("step_count").label),
     ("mean_tokens", "tokens"),
+    ("cost", "cost"),
     ("pass_hat_3", "pass^3"),
     ("pass_at_3", "pass@3"),
     ("top_tools", "most common tools"),
@@ -80,9 +82,26 @@ def _summary_row(cell: CellKey, rs: Sequence[RunRecord], measured: bool) -> dict
         **_outcome_cells(counts.outcomes, rs),
         "mean_steps": sum(r.step_count for r in valid) / len(valid),
         "mean_tokens": sum(r.prompt_tokens + r.completion_tokens for r in valid) / len(valid),
+        "cost": dollars(rs),
         "top_tools": seqs.most_common(1)[0][0],
         **_pass_k(counts.pass_k(3) if measured else None, 3),
     }
+
+
+def dollars(records: Sequence[RunRecord]) -> str:
+    """What ``records`` cost together (:func:`~evalrunner.endpoints._pricing.spent`)."""
+    return spent([r.cost_usd for r in records])
+
+
+def unpriced_line(records: Sequence[RunRecord]) -> str | None:
+    """The models whose runs have no cost, and how to price them (None: every run priced)."""
+    models = sorted({r.model for r in records if r.cost_usd is None})
+    if not models:
+        return None
+    return (
+        f"cost: unpriced for {', '.join(models)} (not in litellm's price table): give "
+        "each a pricing: entry in the suite, USD per million tokens (suites/README.md)"
+    )
 
 
 def _outcome_cells(outcomes: Counter[str], rs: Sequence[RunRecord]) -> dict[str, Any]:

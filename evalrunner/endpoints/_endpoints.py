@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalrunner._net import no_proxy
 from evalrunner._redact import register_secret
+from evalrunner.endpoints._pricing import Price
 from evalrunner.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class Endpoint:
     per_node: bool = False
     """The embedded model on a Ray cluster: served on every node, and the worker running a
     job fills in ``api_base`` with its own node's server (None until then)."""
+    price: Price | None = None
+    """What its tokens cost (``_pricing.price_of``); None: unpriced."""
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)  # redacted wherever it shows up (errors, tracebacks)

@@ -26,6 +26,7 @@ from evalrunner._heap import heap_frozen
 from evalrunner._litellm import import_litellm
 from evalrunner._redact import redact_text
 from evalrunner.endpoints._endpoints import Endpoint, EndpointPool, Notify
+from evalrunner.endpoints._pricing import Price, price_of
 from evalrunner.errors import ConfigError
 from evalrunner.live._classify import tools_disagreement
 from evalrunner.live._execute import JobExecutor, JobResult, LocalExecutor, infra_run
@@ -353,8 +354,25 @@ def _endpoints(night: OpenNight, pool: EndpointPool) -> dict[str, Endpoint]:
         if (judge := schedule.scenario.checks.judge) is not None and judge.model
     ]
     return {
-        m: _limited(pool.resolve(m), night.suite) for m in dict.fromkeys([*night.labels, *judges])
+        m: _priced(_limited(pool.resolve(m), night.suite), night.suite)
+        for m in dict.fromkeys([*night.labels, *judges])
     }
+
+
+def _priced(endpoint: Endpoint, suite: Suite) -> Endpoint:
+    """The endpoint with its model's price: the suite's ``pricing`` entry, else litellm's
+    table (None: unpriced)."""
+    own = suite.spec.pricing.get(endpoint.label)
+    if own is not None:
+        price: Price | None = Price.per_million(
+            own.input_per_million,
+            own.output_per_million,
+            own.cached_input_per_million,
+            own.cache_write_per_million,
+        )
+    else:
+        price = price_of(endpoint.model)
+    return dataclasses.replace(endpoint, price=price)
 
 
 async def _drive(

@@ -45,6 +45,7 @@ def run_record(
         completion_tokens=sh.completion_tokens,
         cache_read_tokens=run.cache[0],
         cache_write_tokens=run.cache[1],
+        cost_usd=_cost(job, sh.prompt_tokens, sh.completion_tokens, run.cache),
         final_answer=run.answer,
         content_hash=sh.content_hash,
         latency_s=round(latency, 3),
@@ -90,3 +91,13 @@ def _infra_reason(infra: InfraLog | None) -> str | None:
     if infra.final_error is not None:
         return infra.final_reason
     return infra.faults[-1] if infra.faults else None
+
+
+def _cost(
+    job: Job, prompt: int, completion: int, cache: tuple[int | None, int | None]
+) -> float | None:
+    """The run's cost at its endpoint's price (None: unpriced), to a millionth of a cent."""
+    price = job.endpoint.price
+    if price is None:
+        return None
+    return round(price.cost(prompt, completion, *cache), 8)

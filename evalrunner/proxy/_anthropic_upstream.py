@@ -10,11 +10,9 @@ setting and ``top_k``, and the history's ``thinking_blocks``, all sent as given.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from evalrunner.core._faults import NoUsableChoice
@@ -24,6 +22,7 @@ from evalrunner.core._response import (
     Usage,
     normalize_finish_reason,
 )
+from evalrunner.endpoints._pricing import bundled_model_map
 from evalrunner.proxy._anthropic import tool_input
 from evalrunner.proxy._request import ModelRequest, bad_request
 
@@ -33,18 +32,10 @@ _FALLBACK_MAX_TOKENS = 128_000  # litellm's DEFAULT_ANTHROPIC_CHAT_MAX_TOKENS
 
 @functools.cache
 def _output_caps() -> dict[str, int]:
-    """Anthropic models' output caps from litellm's bundled model map, read as data (29 ms,
-    once; importing litellm would cost seconds). Empty if the file is not where it was."""
-    spec = importlib.util.find_spec("litellm")  # finds the package without importing it
-    where = list(spec.submodule_search_locations or []) if spec else []
-    try:
-        path = Path(where[0]) / "model_prices_and_context_window_backup.json"
-        data = json.loads(path.read_bytes())
-    except (IndexError, OSError, ValueError):
-        return {}
+    """Anthropic models' output caps, from litellm's bundled model map."""
     return {
         name: entry["max_output_tokens"]
-        for name, entry in data.items()
+        for name, entry in bundled_model_map().items()
         if isinstance(entry, dict)
         and entry.get("litellm_provider") == "anthropic"
         and isinstance(entry.get("max_output_tokens"), int)

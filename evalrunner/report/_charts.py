@@ -33,6 +33,7 @@ from evalrunner.report._svg import (
     trend_svg,
 )
 from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
+from evalrunner.suite._cost import usd
 from evalrunner.suite._metrics import EFFECT_LABELS, Kind
 from evalrunner.suite._record import Outcome
 
@@ -256,6 +257,9 @@ class SuiteCharts:
     outcomes: Markup | None
     tokens: Markup | None
     token_totals: str
+    spend: Markup | None = None
+    """USD per night, where some of its runs were priced (issue 55)."""
+    spend_totals: str = ""
 
 
 _CHARTED = (Outcome.INFRA_ERROR, Outcome.SKIPPED, Outcome.CRASHED)
@@ -265,7 +269,7 @@ _CHARTED = (Outcome.INFRA_ERROR, Outcome.SKIPPED, Outcome.CRASHED)
 def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
     """Per night with runs: runs attempted, infra errors, skips, crashes, prompt and completion tokens."""
     columns: dict[str, list[float]] = {
-        k: [] for k in ("attempted", *_CHARTED, "prompt", "completion")
+        k: [] for k in ("attempted", *_CHARTED, "prompt", "completion", "cost", "priced")
     }
     for night in nights:
         outcomes = Counter(night.record_column("outcome"))
@@ -274,6 +278,9 @@ def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
             columns[outcome].append(outcomes[outcome])
         columns["prompt"].append(sum(night.record_column("prompt_tokens")))
         columns["completion"].append(sum(night.record_column("completion_tokens")))
+        costs = [c for c in night.record_column("cost_usd") if c is not None]
+        columns["cost"].append(math.fsum(costs))
+        columns["priced"].append(len(costs))
     return {k: np.array(v, dtype=float) for k, v in columns.items()}
 
 
@@ -319,4 +326,30 @@ def suite_charts(nights: Sequence[SelectedNight]) -> SuiteCharts:
         f"({fmt(prompt.sum())} prompt, {fmt(completion.sum())} completion); "
         f"latest night {fmt(prompt[-1] + completion[-1])}"
     )
-    return SuiteCharts(outcomes, tokens, totals)
+    return SuiteCharts(outcomes, tokens, totals, *_spend(sums, frac, first, last))
+
+
+def _spend(
+    sums: dict[str, FloatArray], frac: FloatArray, first: str, last: str
+) -> tuple[Markup | None, str]:
+    """USD per night (a gap where no run was priced), and the totals under it; nothing
+    where no night priced a run."""
+    priced = sums["priced"]
+    if not priced.any():
+        return None, ""
+    cost = np.where(priced > 0, sums["cost"], np.nan)
+    svg = series_svg(
+        label="spend per night, USD",
+        frac=frac,
+        series=[cost],
+        y_high=nice_max(float(np.nanmax(cost)) * 1.05, 0.01),
+        fmt="num",
+        first=first,
+        last=last,
+    )
+    unpriced = int((sums["attempted"] - priced).sum())
+    said = f"{usd(float(np.nansum(cost)))} over {int((priced > 0).sum())} nights; latest night "
+    said += usd(float(sums["cost"][-1])) if priced[-1] else "unpriced"
+    if unpriced:
+        said += f"; {unpriced} runs unpriced (their model has no price: suites/README.md)"
+    return svg, said

@@ -33,6 +33,7 @@ from evalrunner.report._verdicts import (
 )
 from evalrunner.report._views import CellView, absent_line, cell_views, night_note
 from evalrunner.stats._metric_result import FAILING, MetricResult
+from evalrunner.suite._cost import spent
 
 _MARKS = {
     "regression": "🔴",
@@ -78,7 +79,7 @@ def render_markdown(
     for suite in selected:
         lines += _suite(suite)
     if selected:
-        lines.append("Token totals are in the HTML report; runs record tokens, not cost.")
+        lines.append("Token and spend totals per night are in the HTML report.")
     return "\n".join(lines) + "\n"
 
 
@@ -94,13 +95,14 @@ def _suite(suite: SuiteSelection) -> list[str]:
         )
         + " (scenario x model, worst gating verdict)",
         "",
-        "| scenario | model | verdict | success | N | skip |",
-        "|---|---|---|---:|---:|---:|",
+        "| scenario | model | verdict | success | N | skip | cost |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     for v in views:
         lines.append(
             f"| {md(v.scenario)} | {md(v.model)} | {_verdict_text(v)} "
-            f"| {pct(v.success)} | {v.n_text} | {pct(v.skip)} |"
+            f"| {pct(v.success)} | {v.n_text} | {pct(v.skip)} "
+            f"| {spent([r.cost_usd for r in v.records])} |"
         )
     absent = absent_line(suite)
     lines += ["", md(absent) + "."] if absent else []

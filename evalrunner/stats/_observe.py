@@ -26,6 +26,7 @@ LOG_OFFSETS: dict[str, float] = {
     "latency_s": 0.01,
     "cache_read_tokens": 1.0,
     "cache_write_tokens": 1.0,
+    "cost_usd": 1e-6,
 }
 """Continuous metrics are compared as log(x + offset): one token, ten milliseconds.
 
@@ -42,9 +43,10 @@ _OUTCOME_OF = {
 }
 _COUNTS = ("step_count", "llm_calls", "tool_calls")
 _CONTINUOUS = ("prompt_tokens", "completion_tokens", "latency_s")
-REPORTED = ("cache_read_tokens", "cache_write_tokens")
-"""Continuous values only some endpoints report (prompt caching): NaN in a run without one,
-left out of that metric; the metric exists where some run on either side has one."""
+REPORTED = ("cache_read_tokens", "cache_write_tokens", "cost_usd")
+"""Continuous values only some runs have (prompt caching where the endpoint reports it, cost
+where the model is priced): NaN in a run without one, left out of that metric; the metric
+exists where some run on either side has one."""
 
 
 @dataclass(frozen=True)

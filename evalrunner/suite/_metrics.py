@@ -153,6 +153,8 @@ REGISTRY: tuple[Metric, ...] = (
     # more written to it both mean the cache stopped holding (a prompt's prefix changed).
     Metric("cache_read_tokens", "continuous", "lower", 1.25, False, "cache read tokens"),
     Metric("cache_write_tokens", "continuous", "higher", 1.25, False, "cache write tokens"),
+    # What the run cost where its model is priced: more is harmful, as with tokens.
+    Metric("cost_usd", "continuous", "higher", 1.25, False, "cost (USD)"),
     # A tool called more or less often: a change, not a harm in itself.
     Metric(TOOL_USED, "binary", "changed", 0.10, False, "tool used"),
     # The user's own scores in [0, 1]: lower is worse. Compared by rank (Cliff's delta), as

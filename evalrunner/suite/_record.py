@@ -159,6 +159,13 @@ class RunRecord(BaseModel):
         description="Prompt tokens written to the provider's cache (metric "
         "'cache_write_tokens'); written only when the endpoint reported them.",
     )
+    cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="What the run's model calls cost, USD, from the usage its endpoint "
+        "reported at its model's price (metric 'cost_usd'); written only when priced.",
+    )
     final_answer: str | None = Field(default=None, description="Message of the last agent step.")
     content_hash: str | None = Field(default=None, description="Hash of the normalised trajectory.")
     # NaN or infinity is refused here, where the record is made: JSON cannot hold it (it
@@ -208,7 +215,7 @@ class RunRecord(BaseModel):
         for name in ("scores", "judge_grades"):
             if not data.get(name):
                 data.pop(name, None)
-        for name in ("row", "judge_agreed", "cache_read_tokens", "cache_write_tokens"):
+        for name in ("row", "judge_agreed", "cache_read_tokens", "cache_write_tokens", "cost_usd"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -452,3 +452,26 @@ class RateLimit(BaseModel):
     max_concurrency: int | None = Field(
         default=None, ge=1, description="Runs against this model at the same time."
     )
+
+
+class Pricing(BaseModel):
+    """What one model's tokens cost, in USD per million: for a model litellm's price table
+    does not know (the embedded model, a gateway's name, a fine-tune), or a rate of your own.
+    A model without it or a table price is unpriced (its cost is shown as such, never $0)."""
+
+    model_config = STRICT
+
+    input_per_million: float = Field(ge=0, allow_inf_nan=False, description="Prompt tokens.")
+    output_per_million: float = Field(ge=0, allow_inf_nan=False, description="Completion tokens.")
+    cached_input_per_million: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Prompt tokens read from the provider's cache (default: the input price).",
+    )
+    cache_write_per_million: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Prompt tokens written to the provider's cache (default: the input price).",
+    )

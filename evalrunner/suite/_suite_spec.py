@@ -27,6 +27,7 @@ from evalrunner.suite._schema import (
     Keys,
     Mask,
     ModelNames,
+    Pricing,
     RateLimit,
     RetryPolicy,
     SkipRules,
@@ -323,6 +324,12 @@ class SuiteSpec(RunSettings, _SuiteHeader):
         default_factory=dict,
         description="Model string -> its provider's limits ({rpm, tpm, max_concurrency}), "
         "kept by one limiter shared by the whole night.",
+    )
+    pricing: dict[str, Pricing] = Field(
+        default_factory=dict,
+        description="Model string -> what its tokens cost ({input_per_million, "
+        "output_per_million, cached_input_per_million, cache_write_per_million}, USD); "
+        "overrides litellm's price table, and prices a model it does not know.",
     )
     scenarios: list[ScenarioSpec] = Field(
         min_length=1, description="The scenarios to run: at least one, with unique ids."

@@ -117,10 +117,20 @@ def test_prompt_cache_tokens_the_endpoint_reports_are_recorded_on_the_command_pa
     through the proxy, whichever SDK the agent speaks; unreported ones stay unreported."""
 
     def caching(body: dict[str, Any], n: int) -> Reply:
-        return dataclasses.replace(content_responder(body, n), cache_read_tokens=300)
+        reply = content_responder(body, n)
+        return dataclasses.replace(reply, prompt_tokens=1000, cache_read_tokens=300)
 
+    pricing = {
+        "openai/fake": {
+            "input_per_million": 1.0,
+            "output_per_million": 2.0,
+            "cached_input_per_million": 0.1,
+        }
+    }
     with FakeEndpoint(responder=caching) as ep:
-        report = run(tmp_path, ep.api_base, [py_command("anthropic"), py_command("openai")])
+        report = run(
+            tmp_path, ep.api_base, [py_command("anthropic"), py_command("openai")], pricing=pricing
+        )
     assert [(r.scenario, r.outcome) for r in sorted(report.records, key=lambda r: r.scenario)] == [
         ("anthropic", "passed"),
         ("openai", "passed"),
@@ -128,6 +138,10 @@ def test_prompt_cache_tokens_the_endpoint_reports_are_recorded_on_the_command_pa
     for record in report.records:
         assert record.cache_read_tokens == 600  # two calls of 300
         assert record.cache_write_tokens is None  # not reported: not zero
+        # Issue 55: priced on the command path too, its cached tokens at their own rate.
+        plain = record.prompt_tokens - 600
+        expected = (plain * 1.0 + 600 * 0.1 + record.completion_tokens * 2.0) / 1e6
+        assert record.cost_usd is not None and abs(record.cost_usd - expected) < 1e-8
 
 
 @needs_node

@@ -8,6 +8,7 @@ never downloads anything.
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from history_factory import HOSTILE_SCRIPT, make_history
 
 from evalrunner.report._html import render_html
+from evalrunner.suite._cost import usd
 
 pytestmark = pytest.mark.browser
 
@@ -117,3 +119,30 @@ def test_hostile_model_output_runs_no_script_and_reads_as_text(driver: Any, tmp_
         driver.execute_script("return document.querySelector('footer').parentElement.tagName")
         == "BODY"
     )
+
+
+def test_a_priced_history_charts_spend_per_night(driver: Any, tmp_path: Path) -> None:
+    """Issue 55: what each night cost, where its runs were priced, beside its tokens."""
+    from history_factory import build_entries, history_from_entries
+    from selenium.webdriver.common.by import By
+
+    entries = build_entries(nights=6, scenarios=2, models=1, runs=8, baseline_runs=20)
+    priced = [
+        entry.model_copy(
+            update={
+                "records": [
+                    r.model_copy(update={"cost_usd": r.prompt_tokens * 3e-6}) for r in entry.records
+                ]
+            }
+        )
+        for entry in entries
+    ]
+    page = tmp_path / "report.html"
+    page.write_text(render_html(history_from_entries(priced), title="spend"), encoding="utf-8")
+    assert load(driver, page) == []
+    (panel,) = driver.find_elements(By.CSS_SELECTOR, "figure.spend")
+    assert panel.is_displayed()
+    assert "Spend per night, USD" in panel.text
+    assert panel.find_elements(By.CSS_SELECTOR, "svg polyline, svg path")
+    total = math.fsum(r.cost_usd or 0 for e in priced for r in e.records)
+    assert f"{usd(total)} over 6 nights; latest night $" in panel.text

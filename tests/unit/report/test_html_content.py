@@ -14,7 +14,7 @@ def test_html_has_every_section(history: History, html: str) -> None:
         "Latest night",
         "Skips, infra errors and crashes",
         "Tokens</b> per night",
-        "Runs record tokens, not cost",
+        "No run is priced: give its model a <code>pricing:</code> entry",
         "Top skip reasons",
         "Top infra-error reasons",
         "Evidence, night of",

@@ -18,8 +18,9 @@ def test_markdown_table_and_regressions(history: History) -> None:
     assert len(rows) == len(expected)
     for line in rows:
         cols = [c.strip() for c in line.strip("|").split(" | ")]
-        assert len(cols) == 6
+        assert len(cols) == 7
         assert cols[2].split()[-1] == expected[(cols[0], cols[1])]
+        assert cols[6] == "unpriced"  # these runs have no cost, which is not $0
     regressions = text.split("### Regressions", 1)[1]
     assert "q " in regressions and "[" in regressions and "margin" in regressions
 
@@ -35,7 +36,8 @@ def test_markdown_escapes_pipes_and_html(hostile: History, hostile_model: Histor
         assert "<" not in text
         for line in text.splitlines():
             if line.startswith("| "):
-                assert len(re.findall(r"(?<!\\)\|", line)) == 7  # six columns, no stray separators
+                # seven columns, no stray separators
+                assert len(re.findall(r"(?<!\\)\|", line)) == 8
     assert "evil\\|&lt;script>" in render_markdown(hostile_model)
 
 
