@@ -32,7 +32,7 @@ case "$MODE" in
     fi
     touch "$out/.started"
     evalrunner run --suite "$SUITE" ${RUNS:+--runs "$RUNS"} ${MODEL:+--model "$MODEL"} \
-      --out "$out/results" --history "$history" || code=$?
+      ${BUDGET:+--budget "$BUDGET"} --out "$out/results" --history "$history" || code=$?
     # Tonight's history file (files are immutable, one per night) for push_history.sh.
     mkdir -p "$out/new-history"
     (cd "$history" && find . -type f -newer "../../../$out/.started" \

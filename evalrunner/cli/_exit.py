@@ -18,6 +18,9 @@ code   meaning
 3      outage: more than ``--outage-share`` (default 50 %) of some model's runs
        are infra_error, and nothing above failed: that model's scenarios were not
        compared (every model's: nothing was, and this comes first)
+4      budget: the night reached its ``--budget`` (or the suite's ``budget_usd``)
+       with runs left to start; finished runs are kept, nothing was compared,
+       ``--resume --budget`` with a larger amount finishes it
 130    interrupted (Ctrl-C); finished runs are kept, ``--resume`` finishes them
 143    terminated (SIGTERM), handled as Ctrl-C
 =====  ==========================================================================

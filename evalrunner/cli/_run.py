@@ -3,44 +3,40 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
 from evalrunner import _clock as clock
-from evalrunner._next import NextStep, Placeholder, Said, each
+from evalrunner._next import NextStep
 from evalrunner._redact import redact_text
 from evalrunner.baseline._compare import Comparison
 from evalrunner.cli import _exit, _options
+from evalrunner.cli._night_line import night_line, scope_of, several_models, young_cells
 from evalrunner.cli._options import terminal_safe
 from evalrunner.cli._tables import (
     SUMMARY_COLUMNS,
     VERDICT_COLUMNS,
-    beside_flags,
     detectable,
-    dollars,
-    flagged_names,
     folded,
     format_table,
     summary_rows,
-    undecided,
     unpriced_line,
     verdict_rows,
 )
-from evalrunner.live._driver import RunReport, check_named
-from evalrunner.live._outage import what_to_check
+from evalrunner.live._driver import RunReport
 from evalrunner.live._ray import EXECUTORS
 from evalrunner.live._results import AdaptiveSettings
 from evalrunner.night import LiveResult, run_live
 from evalrunner.night._night import NightOptions
-from evalrunner.suite import OUTCOMES, Outcome, load_suite_by_name
+from evalrunner.suite import Outcome, load_suite_by_name
 from evalrunner.suite._record import RunRecord
 
 if TYPE_CHECKING:
-    from evalrunner.stats._metric_result import MetricResult
+    pass
 
 # Every default below is the options model's own, stated once there.
 _NIGHT = NightOptions.model_fields
@@ -108,128 +104,6 @@ def _resume_command(suite_name: str, out: Path) -> str:
     return shlex.join(words + _options.given(kept))
 
 
-def night_line(result: LiveResult, suite: str, where: str = "") -> str:
-    """What the night found, in one line, and the command to run next (``where``: the
-    locations given, as words after the suite)."""
-    from collections import Counter
-
-    report = result.report
-    counts = Counter(r.outcome for r in report.records)
-    head = _counted(len(report.records), counts)
-    if any(r.cost_usd is not None for r in report.records):
-        head += f", cost {dollars(report.records)}"
-    if result.outage is not None:
-        check = what_to_check(report.records)
-        return f"{head}; an outage, so nothing was compared. Next: {check}."
-    head += _models_down(list(result.model_outages)) + _checks_broken(report)
-    if report.records and counts[Outcome.CRASHED] == len(report.records):
-        # Not offered as a baseline: a night of crashes measured the agent's bug, not it.
-        return (
-            f"{head}; every run crashed (the CRASHED sections above say where). Next: fix the "
-            "agent and run the night again."
-        )
-    comparison = result.comparison
-    if comparison is None:
-        return f"{head}."
-    if not comparison.results:
-        return f"{head}; {_nothing_compared(comparison, suite, report.out)}"
-    left = _not_compared(comparison)
-    named = suite + where
-    if comparison.regressions:
-        return f"{head}; {_flagged(comparison, report)}{left}. {_next_when_flagged(comparison, report, suite)}"
-    if not any(r.gating for r in comparison.results):
-        young, grow = _nothing_can_fail_yet(comparison, suite, report.out)
-        return f"{head}; {young}{left}{undecided(comparison.results, named)}. {grow}"
-    return (
-        f"{head}; nothing flagged against the baselines{left}"
-        f"{undecided(comparison.results, named)}."
-    )
-
-
-def _nothing_can_fail_yet(comparison: Comparison, suite: str, out: Path) -> tuple[str, str]:
-    """Every baseline compared tonight is too young to gate, said as what it means ("nothing
-    flagged" over a night that could flag nothing reads as a pass), and what grows them."""
-    most = max((len(b.nights) for b in comparison.baselines.values()), default=0)
-    grow = _options.say(NextStep("baseline", suite, ("--from", str(out), "--append")))
-    return (
-        f"nothing could fail tonight: every baseline is too young to gate (the most nights "
-        f"one holds: {most}; a scenario gates from its tolerance's min_baseline_nights, "
-        "default 3)",
-        f"Next, once this night behaved as intended: {grow}",
-    )
-
-
-def _counted(total: int, counts: Mapping[Any, int]) -> str:
-    """'night: 6 runs (5 passed, 1 failed)'."""
-    runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
-    return f"night: {total} runs ({runs or 'none'})"
-
-
-def _several_models(report: RunReport) -> bool:
-    return len({r.model for r in report.records}) > 1
-
-
-def _flagged(comparison: Comparison, report: RunReport) -> str:
-    several = _several_models(report)
-    flagged = flagged_names(comparison.regressions, several_models=several)
-    return f"flagged: {', '.join(flagged)}{beside_flags(comparison.results)}"
-
-
-def _next_when_flagged(comparison: Comparison, report: RunReport, suite: str) -> str:
-    """The report, then a new baseline of only the flagged scenarios: the suite-wide
-    command replaced every baseline, and cut the unflagged ones back to one young night
-    (a review)."""
-    scope = _scope(comparison.regressions, _several_models(report))
-    more = Placeholder("[--from ANOTHER_NIGHT ...]")
-    accept = NextStep("baseline", suite, ("--from", str(report.out), more, *scope))
-    return _options.say(
-        Said(
-            "Next: evalrunner report, and if the change is intended, a new baseline from "
-            "nights that show it: ",
-            accept,
-            " (not --append: a baseline of both behaviours flags neither)",
-        )
-    )
-
-
-def _checks_broken(report: RunReport) -> str:
-    """The checks that failed themselves, named in the last line: "4 passed; nothing
-    flagged" under them read as a clean night, the notes saying otherwise scrolled away."""
-    found = [
-        f"{scenario}: {check_named(check)} ({runs} run{'s' if runs > 1 else ''})"
-        for scenario, checks in sorted(report.broken_checks.items())
-        for check, runs in sorted(checks.items())
-    ]
-    if not found:
-        return ""
-    named = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-    return f"; checks that failed themselves, their runs judged without them: {named}"
-
-
-def _scope(flagged: Sequence[MetricResult], several_models: bool) -> list[str]:
-    """``--scenario`` (and with several models ``--model``) for each flagged cell's."""
-    words = [*each("--scenario", sorted({r.scenario for r in flagged}))]
-    if several_models:
-        words += each("--model", sorted({r.model for r in flagged}))
-    return words
-
-
-def _not_compared(comparison: Comparison) -> str:
-    """The cells the night ran and did not compare, named: a line that says "nothing
-    flagged" over them reads as if they had passed (a review)."""
-    parts = []
-    for cells, why in (
-        (comparison.unfit, "their baseline is for another configuration or model"),
-        (comparison.missing, "no baseline"),
-    ):
-        if cells:
-            named = ", ".join(str(c) for c in cells[:3]) + (
-                f" and {len(cells) - 3} more" if len(cells) > 3 else ""
-            )
-            parts.append(f"{len(cells)} not compared ({why}: {named})")
-    return "".join(f"; {part}" for part in parts)
-
-
 def _say_what_options_do(unwritten_history: str | None, adaptive_runs: int | None) -> None:
     """Notes on options that do less than they seem to: ``--no-history`` beside a --history
     given (``unwritten_history``), ``--runs`` beside ``--adaptive`` (``adaptive_runs``)."""
@@ -271,46 +145,6 @@ def _say_if_baselines_elsewhere(suite: str, suites_dir: Path, baselines_dir: Pat
         f"{suites_dir} has them in {there}: run from {project}, or pass --baselines "
         f"{project / baselines_dir} (and --history, whose default is relative too)",
         err=True,
-    )
-
-
-def _young_cells(results: Sequence[MetricResult]) -> list[MetricResult]:
-    """A result of each cell compared with a baseline too young to gate (no gating metric
-    tonight)."""
-    gating = {(r.scenario, r.model) for r in results if r.gating}
-    young = {(r.scenario, r.model): r for r in results if r.baseline_nights > 0}
-    return [r for key, r in sorted(young.items()) if key not in gating]
-
-
-def _models_down(out: list[str]) -> str:
-    if not out:
-        return ""
-    if len(out) == 1:
-        return f"; the endpoint of {out[0]} failed, so its scenarios were not compared"
-    return (
-        f"; the endpoints of {', '.join(out[:-1])} and {out[-1]} failed, so their scenarios "
-        "were not compared"
-    )
-
-
-def _nothing_compared(comparison: Comparison, suite: str, out: Path) -> str:
-    """Why no scenario was compared, and the baseline command that would change that."""
-    accept = _options.say(NextStep("baseline", suite, ("--from", str(out))))
-    if comparison.unfit:
-        return (
-            f"nothing was compared: {len(comparison.unfit)} baseline(s) are for another model or "
-            f"configuration (the notes above name them). Next, to make this night the "
-            f"baseline: {accept}"
-        )
-    if comparison.other_models:
-        return (
-            "no baseline for tonight's models yet (the suite's baselines are for "
-            f"{', '.join(comparison.other_models)}), so nothing was compared. Next, to make "
-            f"this night theirs: {accept}"
-        )
-    return (
-        f"no baselines yet, so nothing was compared. Next, to make this night the baseline: "
-        f"{accept}"
     )
 
 
@@ -390,9 +224,9 @@ def _print_comparison(
         click.echo(comparison.escalation.line(), err=True)
     for note in comparison.notes:
         click.echo(f"note: {_options.say(note)}", err=True)
-    young = _young_cells(comparison.results)
+    young = young_cells(comparison.results)
     if young:
-        scope = ("--from", "NIGHT", *_scope(young, _several_models(report)), "--append")
+        scope = ("--from", "NIGHT", *scope_of(young, several_models(report)), "--append")
         click.echo(
             f"note: baselines too young to gate: {len(young)}; accept nights that behaved "
             f"as intended into them with {_options.say(NextStep('baseline', suite, scope))} "
@@ -500,6 +334,15 @@ def _print_why(result: LiveResult, suite: str) -> None:
     help="Also exit 1 when a scenario x model was not compared because its baseline is for "
     "another configuration or model (a changed temperature, prompt or check).",
 )
+@click.option(
+    "--budget",
+    "budget_usd",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="USD the night may spend (default: the suite's budget_usd): no run starts that "
+    "would cross it, and the night exits 4; --resume with a larger one finishes it. Every "
+    "model needs a price (pricing: in the suite, or litellm's price table).",
+)
 @_options.suites_dir
 def run(
     suite_name: str,
@@ -526,6 +369,7 @@ def run(
     fail_on_failure: bool,
     fail_on_unmatched: bool,
     verbose: bool,
+    budget_usd: float | None,
     suites_dir: Path,
 ) -> None:
     """Run a suite live: every scenario N times against each model, then compare with baselines.
@@ -562,6 +406,7 @@ def run(
             ray_address=ray_address,
             ray_workers=ray_workers,
             explain=explain,
+            budget_usd=budget_usd,
         )
         result = run_live(suite, options, notify=notice)
     print_run(result, suite.name, _options.locations(), verbose)

@@ -16,7 +16,7 @@ import collections
 import contextlib
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,6 +28,7 @@ from evalrunner._redact import redact_text
 from evalrunner.endpoints._endpoints import Endpoint, EndpointPool, Notify
 from evalrunner.endpoints._pricing import Price, price_of
 from evalrunner.errors import ConfigError
+from evalrunner.live._budget import Budget, BudgetSpent, unpriced_for_budget
 from evalrunner.live._classify import tools_disagreement
 from evalrunner.live._execute import JobExecutor, JobResult, LocalExecutor, infra_run
 from evalrunner.live._outage import WORKER_LOST
@@ -66,6 +67,8 @@ class RunReport:
     broken_checks: dict[str, dict[str, int]] = field(default_factory=dict)
     """scenario -> check -> runs of this process on which it failed itself (those runs were
     judged without it)."""
+    budget_spent: BudgetSpent | None = None
+    """Set when the night reached its ``--budget``: runs were left unstarted."""
 
     def __repr__(self) -> str:
         # Short: Python 3.11's asyncio.run formats the finished night's task, result and
@@ -121,8 +124,14 @@ class _Driver:
     """
 
     def __init__(
-        self, results: ResultsDir, progress: Progress, limit: int, executor: JobExecutor
+        self,
+        results: ResultsDir,
+        progress: Progress,
+        limit: int,
+        executor: JobExecutor,
+        budget: Budget | None = None,
     ) -> None:
+        self.budget = budget
         self.progress = progress
         self.semaphore = asyncio.Semaphore(limit)
         self.executor = executor
@@ -170,8 +179,8 @@ class _Driver:
             queues.setdefault(job.endpoint.label, collections.deque()).append(job)
 
         async def worker(queue: collections.deque[Job]) -> None:
-            while queue:
-                finished(*await self.run(queue.popleft()))
+            while queue and self._may_start():
+                finished(*await self._budgeted(queue.popleft()))
 
         workers = [
             asyncio.ensure_future(worker(queue))
@@ -185,6 +194,22 @@ class _Driver:
         finally:
             for task in workers:  # a bug in one run stops the night's other workers
                 task.cancel()
+
+    def _may_start(self) -> bool:
+        return self.budget is None or self.budget.may_start()
+
+    async def _budgeted(self, job: Job) -> tuple[RunRecord, str | None]:
+        """:meth:`run`, counted against the night's budget where it has one."""
+        if self.budget is None:
+            return await self.run(job)
+        self.budget.started()
+        record, tb = await self.run(job)
+        self.budget.finished(record)
+        return record, tb
+
+    @property
+    def over_budget(self) -> bool:
+        return self.budget is not None and self.budget.stopped
 
     def _not_run(self, job: Job) -> JobResult | None:
         """The record of a job whose endpoint is down for the night, instead of running it:
@@ -251,7 +276,7 @@ async def _run_batches(
     # may be settled without the runs escalation added to it the first time.
     report.resumed_skipped = len(finished)
     batch = scheduler.next_jobs([])
-    while batch:
+    while batch and not driver.over_budget:
         # The manifest lists a batch's runs before they start: they belong to the night.
         night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
         todo = [job for job in batch if job.run_id not in finished]
@@ -293,16 +318,20 @@ async def run_night(
     adaptive: Adaptive | None = None,
     notify: Notify | None = None,
     executor: JobExecutor | None = None,
+    budget_usd: float | None = None,
 ) -> RunReport:
     """Execute ``night``'s schedule; write each run as it finishes; return the night's records.
 
     Jobs run in ``executor`` (default: a :class:`LocalExecutor`, this process); the
     caller closes an executor it passed. The thread pools this needs are its own,
     shut down before it returns; the event loop's default executor is left alone.
+    ``budget_usd``: no run starts that would take the night's spending past it
+    (:mod:`._budget`); the report's ``budget_spent`` says where it stopped.
     """
     _check_adaptive(night, adaptive)
     say = notify or (lambda text: None)
     endpoints = _endpoints(night, pool)
+    budget = _budget(budget_usd, night, endpoints)
     night.save()
     say(f"suite {night.suite.name}: results in {night.results.shown}")
     scheduler: Scheduler = (
@@ -322,7 +351,7 @@ async def run_night(
         # when they start.
         import_litellm()
     # Built before the night counts as started: a failure here leaves it "running".
-    driver = _Driver(night.results, Progress(0, progress_stream), limit, executor)
+    driver = _Driver(night.results, Progress(0, progress_stream), limit, executor, budget)
     try:
         await _drive(night, scheduler, report, driver, executor if owned else None)
     except BaseException:
@@ -331,9 +360,33 @@ async def run_night(
         raise
     if isinstance(scheduler, AdaptiveScheduler):
         report.adaptive, report.adaptive_notes = scheduler.summary, scheduler.notes
-    night.save(status="finished", ended_at=iso_now())
     report.records = night.results.records()
+    _close_night(night, report, budget)
     return report
+
+
+def _close_night(night: OpenNight, report: RunReport, budget: Budget | None) -> None:
+    """The manifest's last word: finished, or (runs left unstarted at the budget) not, so
+    that --resume finishes it; the report says where the budget stopped it."""
+    if budget is not None and budget.stopped:
+        night.save(status="interrupted", ended_at=iso_now())
+        report.budget_spent = budget.spent_for(report.records, len(night.manifest.run_ids or []))
+    else:
+        night.save(status="finished", ended_at=iso_now())
+
+
+def _budget(
+    limit: float | None, night: OpenNight, endpoints: Mapping[str, Endpoint]
+) -> Budget | None:
+    """The night's budget, refused where a model it runs against has no price (its runs
+    would spend without counting)."""
+    if limit is None:
+        return None
+    priced = {label: e.price is not None for label, e in endpoints.items()}
+    refused = unpriced_for_budget(night.labels, priced)
+    if refused is not None:
+        raise ConfigError(refused)
+    return Budget.of(limit, night.previous)
 
 
 def _check_adaptive(night: OpenNight, adaptive: Adaptive | None) -> None:

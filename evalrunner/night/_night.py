@@ -195,6 +195,13 @@ class NightOptions(RunOptions):
         description="Say why each scenario that fails the night changed (request, tool, "
         "model, where the runs diverge): read from the run files, no model calls.",
     )
+    budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="USD the night may spend (the suite's budget_usd by default): no run "
+        "starts that would cross it; a resumed night's earlier runs count.",
+    )
 
 
 def run_live(
@@ -249,6 +256,7 @@ def run_live(
                     adaptive=adaptive_cfg,
                     notify=say,
                     executor=jobs,
+                    budget_usd=options.budget_usd or suite.spec.budget_usd,
                 )
             )
             _back_to(cwd, say)
@@ -256,6 +264,8 @@ def run_live(
                 if died is not None:
                     say(died)
             result = LiveResult(report, outage=outage_of(report.records, options.outage_share))
+            if report.budget_spent is not None:
+                return result  # not finished: compared and kept once --resume finishes it
             if result.outage is None:
                 result.model_outages = model_outages(report.records, options.outage_share)
             # Inside the pool: the sentinel reaches the models the runs did.

@@ -11,6 +11,8 @@ from evalrunner.live._outage import Outage
 from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, Outcome
 
 OUTAGE_EXIT = 3
+BUDGET_EXIT = 4
+"""The night reached its --budget before every run had started (docs/live.md)."""
 """What ``evalrunner run`` exits with when an endpoint failed (see :meth:`LiveResult.exit_code`)."""
 
 
@@ -58,9 +60,10 @@ class LiveResult:
         (with ``fail_on_failure``) a run that failed its checks, or (with
         ``fail_on_unmatched``) a scenario x model not compared because its baseline is for
         another configuration or model; 3 when one model's endpoint failed and nothing else
-        did; else 0."""
-        if self.outage is not None:
-            return OUTAGE_EXIT
+        did; 4 when the night reached its budget with runs left to start; else 0."""
+        stopped = self._stopped_short()
+        if stopped is not None:
+            return stopped
         # All records of the night, so a resumed run still fails on earlier crashes.
         outcomes = {r.outcome for r in self.report.records}
         fails = any(OUTCOME_TRAITS[o].fails_command for o in outcomes)  # a run crashed
@@ -69,6 +72,13 @@ class LiveResult:
         if self.model_outages:
             return OUTAGE_EXIT
         return 1 if self._fails_by_choice(outcomes, fail_on_failure, fail_on_unmatched) else 0
+
+    def _stopped_short(self) -> int | None:
+        """The code of a night that compared nothing because it stopped short: at its
+        budget, or in an outage of every model."""
+        if self.report.budget_spent is not None:
+            return BUDGET_EXIT
+        return OUTAGE_EXIT if self.outage is not None else None
 
     def _fails_by_choice(
         self, outcomes: set[Outcome], fail_on_failure: bool, fail_on_unmatched: bool

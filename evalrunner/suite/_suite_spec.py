@@ -325,6 +325,13 @@ class SuiteSpec(RunSettings, _SuiteHeader):
         description="Model string -> its provider's limits ({rpm, tpm, max_concurrency}), "
         "kept by one limiter shared by the whole night.",
     )
+    budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="USD a night may spend: no run starts that would cross it (run "
+        "--budget overrides it); every model needs a price.",
+    )
     pricing: dict[str, Pricing] = Field(
         default_factory=dict,
         description="Model string -> what its tokens cost ({input_per_million, "

@@ -6,12 +6,14 @@ Through the CLI against a loopback fake endpoint whose usage is known exactly.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_endpoint import FakeEndpoint, Reply
 from night_cli import cli, summary_table
+from paths import REPO
 from runner_agents import FAKE_MODEL, write_suite
 
 from evalrunner.history._store import read_entries
@@ -19,6 +21,19 @@ from evalrunner.history._store import read_entries
 SCENARIO = {
     "id": "s",
     "agent": "runner_agents:timed_agent",
+    "input": "Capital of France?",
+    "checks": {"answer_contains": ["Paris"]},
+}
+# The same task as a subprocess agent on the OpenAI SDK, through the night's capture proxy.
+COMMAND = {
+    "id": "s",
+    "command": [
+        sys.executable,
+        str(REPO / "tests" / "support" / "sdk_agent_main.py"),
+        "openai",
+        "{task}",
+    ],
+    "env": {"PYTHONPATH": str(REPO / "tests" / "support")},
     "input": "Capital of France?",
     "checks": {"answer_contains": ["Paris"]},
 }
@@ -102,3 +117,57 @@ def test_a_change_that_doubles_the_prompt_flags_cost_usd(
     verdicts = {row[2]: row[4] for row in rows if len(row) > 4 and row[3] == "(diag)"}
     assert verdicts["cost_usd"] == "REGRESSION", dearer.stdout
     assert verdicts["prompt_tokens"] == "REGRESSION"
+
+
+def _budget_night(
+    ep: FakeEndpoint, tmp_path: Path, suite: str, budget: str, *more: str
+) -> tuple[Any, str]:
+    night = cli(
+        ep, tmp_path, "--suite", suite, "--out", "n1", "--history", "h", "--budget", budget, *more
+    )
+    return night, _night_line(night.stderr)
+
+
+@pytest.mark.parametrize("path", ["in-process", "command"])
+def test_a_budget_stops_the_night_within_a_batch_keeps_every_run_and_resume_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """$0.002 a run against $0.01: five runs fit. The first two start before any cost is
+    known (two at a time), then no run starts that would cross the budget."""
+    monkeypatch.chdir(tmp_path)
+    scenario = SCENARIO if path == "in-process" else COMMAND
+    write_suite(
+        tmp_path, "costly", [scenario], runs=20, concurrency=2, pricing=PRICING, timeout_s=30
+    )
+    with FakeEndpoint(responder=_usage(1000)) as ep:
+        night, line = _budget_night(ep, tmp_path, "costly", "0.01")
+        assert night.exit_code == 4, night.output
+        assert line == (
+            "night: 5 runs (5 passed), cost $0.01; budget: $0.01 of $0.01 spent, 5 of 20 runs "
+            "done; the rest were not started (one more would have crossed it), and nothing was "
+            f"compared. Next, to finish it: evalrunner run --suite costly --suites-dir {tmp_path} "
+            "--out n1 --resume --budget USD"
+        )
+        assert len(list((tmp_path / "n1" / "runs").rglob("*.json"))) == 5  # each kept
+        assert not Path("h").exists()  # an unfinished night is not history yet
+        finished, line = _budget_night(ep, tmp_path, "costly", "1", "--resume")
+    assert finished.exit_code == 0, finished.output
+    assert line.startswith("night: 20 runs (20 passed), cost $0.04;")
+    (entry,) = read_entries("h", suites=["costly"])
+    assert len(entry.records) == 20 and len(ep.requests) == 20  # no run made twice
+
+
+def test_a_budget_over_an_unpriced_model_is_refused_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "free", [SCENARIO], runs=2)
+    with FakeEndpoint(responder=_usage(1000)) as ep:
+        night = cli(ep, tmp_path, "--suite", "free", "--out", "n1", "--budget", "1")
+    assert night.exit_code == 2
+    assert night.stderr.strip().splitlines()[-1] == (
+        f"error: --budget: {FAKE_MODEL} is unpriced (not in litellm's price table), so what "
+        "its runs spend cannot be counted; give it a pricing: entry in the suite (USD per "
+        "million tokens, suites/README.md), or run without --budget"
+    )
+    assert ep.requests == []
