@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from evalrunner.baseline._compare import row_notes
 from evalrunner.cli import _exit, _options
 from evalrunner.cli._tables import (
     BETWEEN_DIRECTORIES,
+    dollars,
     flagged_names,
     format_table,
     undecided,
@@ -24,6 +26,7 @@ from evalrunner.live import ResultsDir
 from evalrunner.live._outage import outage_of, what_to_check
 from evalrunner.live._results import Manifest
 from evalrunner.night._night import OUTAGE_EXIT
+from evalrunner.suite._cost import usd
 from evalrunner.suite._record import RunRecord
 
 if TYPE_CHECKING:
@@ -126,7 +129,7 @@ def compare(results_a: Path, results_b: Path, all_metrics: bool, gate: bool) -> 
         *row_notes(records_a, records_b),
     ]:
         click.echo(f"note: {note}", err=True)
-    click.echo(f"A: {results_a}\nB: {results_b}")
+    click.echo(f"A: {results_a}{_spent(records_a)}\nB: {results_b}{_spent(records_b)}")
     rows = verdict_rows(results, all_metrics=all_metrics, settles=BETWEEN_DIRECTORIES)
     click.echo(format_table(rows, verdict_columns("A", "B")))
     # The closing line `run` prints too: the table alone cuts its notes.
@@ -161,3 +164,12 @@ def _closing_line(results: Sequence[MetricResult], suite: str) -> str:
     if flagged:
         return f"compare: flagged from A to B: {', '.join(flagged)}"
     return "compare: nothing flagged from A to B" + undecided(results, suite, BETWEEN_DIRECTORIES)
+
+
+def _spent(records: Sequence[RunRecord]) -> str:
+    """' (40 runs, $0.08; $0.002 a run)' where priced: what each side cost (issue 55)."""
+    if not any(r.cost_usd is not None for r in records):
+        return ""
+    priced = [r.cost_usd for r in records if r.cost_usd is not None]
+    each = usd(math.fsum(priced) / len(priced))
+    return f" ({len(records)} runs, {dollars(records)}; {each} a run)"

@@ -14,9 +14,10 @@ from evalrunner.cli._tables import format_table
 from evalrunner.errors import ConfigError
 from evalrunner.night._sentinel import DEFAULT_CALLS, DEFAULT_SHARE, MIN_CALLS
 from evalrunner.suite import Tolerance, load_suite_by_name
+from evalrunner.suite._cost import usd
 
 if TYPE_CHECKING:
-    from evalrunner.stats._planner import CellPlan
+    from evalrunner.stats._planner import CellPlan, Plan
 
 COLUMNS = (
     ("scenario", "scenario"),
@@ -157,6 +158,7 @@ def plan_cmd(
         "its margins need (within its budget); "
         f"model calls {plan.calls_now:.0f} -> {plan.calls_planned:.0f}; "
         f"tokens {plan.tokens_now:.0f} -> {plan.tokens_planned:.0f}"
+        f"{_money(plan)}"
     )
     for line in plan.unattainable:
         click.echo(f"unattainable: {line}")
@@ -215,4 +217,15 @@ def _sentinel_line(calls_planned: float) -> str:
         f"when a night fails, the sentinel (for failing scenarios whose first request did not "
         f"change) adds at most {DEFAULT_SHARE:.0%} of its model calls, about {most}, at most "
         f"{DEFAULT_CALLS} and at least {MIN_CALLS} a scenario: {reach} (--no-explain: none)"
+    )
+
+
+def _money(plan: Plan) -> str:
+    """'; cost $0.40 -> $1.20 a night, at most $1.20 with every scenario escalated to its
+    budget' (from the baselines' priced runs), or why there is no figure."""
+    if plan.cost_now is None or plan.cost_planned is None or plan.cost_cap is None:
+        return "; cost unknown (some baseline runs are unpriced: pricing: in suites/README.md)"
+    return (
+        f"; cost {usd(plan.cost_now)} -> {usd(plan.cost_planned)} a night, at most "
+        f"{usd(plan.cost_cap)} with every scenario escalated to its budget"
     )

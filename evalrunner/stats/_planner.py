@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.stats._evidence_state import EvidenceState
@@ -33,6 +34,7 @@ from evalrunner.stats._reference import (
     MetricReference,
     fit_references,
 )
+from evalrunner.suite._cost import usd
 from evalrunner.suite._record import CellKey
 
 MAX_NIGHTS = 30
@@ -78,6 +80,10 @@ class CellPlan(BaseModel):
     )
     calls_per_run: float = Field(description="Model calls per run (baseline mean).")
     tokens_per_run: float = Field(description="Prompt + completion tokens per run (baseline mean).")
+    cost_per_run: float | None = Field(
+        default=None,
+        description="USD per run (the mean of the baseline's priced runs); None: unpriced.",
+    )
 
 
 class Plan(BaseModel):
@@ -93,6 +99,15 @@ class Plan(BaseModel):
     calls_planned: float
     tokens_now: float
     tokens_planned: float
+    cost_now: float | None = Field(
+        default=None, description="USD a night at the runs now; None: some cell is unpriced."
+    )
+    cost_planned: float | None = Field(
+        default=None, description="USD a night with every cell at its planned runs."
+    )
+    cost_cap: float | None = Field(
+        default=None, description="USD a night with every cell escalated to its budget."
+    )
     unattainable: list[str] = Field(description="One line per margin the budget cannot reach.")
 
 
@@ -135,6 +150,9 @@ def _totals(cells: list[CellPlan], level: float) -> Plan:
         calls_planned=calls_planned,
         tokens_now=tokens_now,
         tokens_planned=tokens_planned,
+        cost_now=_dollars(cells, [c.runs for c in cells]),
+        cost_planned=_dollars(cells, planned),
+        cost_cap=_dollars(cells, [c.budget for c in cells]),
         unattainable=lines,
     )
 
@@ -151,11 +169,25 @@ def _cost(cells: list[CellPlan], runs: list[int]) -> tuple[int, float, float]:
 def _unattainable(c: CellPlan, m: MetricPlan) -> str:
     """The line saying what a metric's margin would need."""
     return f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs " + (
-        f"{m.runs_for_margin} runs, budget {c.budget}"
-        + (f"; or a baseline of {_nights(k)}" if (k := m.nights_for_margin) else "")
+        f"{m.runs_for_margin} runs{_a_night(c, m.runs_for_margin)}, budget {c.budget}"
+        + (f"; or a baseline of {_nights(k)}{_once(c, k)}" if (k := m.nights_for_margin) else "")
         if m.runs_for_margin
         else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
+        + _once(c, m.nights_for_margin)
     )
+
+
+def _a_night(c: CellPlan, runs: int) -> str:
+    """' ($0.42 a night)' where the cell's runs are priced."""
+    return "" if c.cost_per_run is None else f" ({usd(runs * c.cost_per_run)} a night)"
+
+
+def _once(c: CellPlan, nights: int | None) -> str:
+    """' ($1.20 once, for the nights it lacks at its runs)' where priced."""
+    more = (nights or 0) - c.baseline_nights
+    if c.cost_per_run is None or more <= 0:
+        return ""
+    return f" ({usd(more * c.runs * c.cost_per_run)} once, for {more} more at {c.runs} runs)"
 
 
 def _cell(c: CellBaseline, ref: CellReference, runs: int, cap: int, level: float) -> CellPlan:
@@ -179,7 +211,21 @@ def _cell(c: CellBaseline, ref: CellReference, runs: int, cap: int, level: float
         calls_per_run=_mean(pooled.numbers["llm_calls"]),
         tokens_per_run=_mean(pooled.numbers["prompt_tokens"])
         + _mean(pooled.numbers["completion_tokens"]),
+        cost_per_run=_priced_mean(pooled.numbers["cost_usd"]),
     )
+
+
+def _priced_mean(costs: FloatArray) -> float | None:
+    """The mean cost of the runs that have one (None: no run was priced)."""
+    priced = costs[~np.isnan(costs)]
+    return float(priced.mean()) if priced.size else None
+
+
+def _dollars(cells: list[CellPlan], runs: list[int]) -> float | None:
+    """USD a night of ``runs`` per cell costs (None: a cell's runs are unpriced)."""
+    if any(c.cost_per_run is None for c in cells):
+        return None
+    return math.fsum(r * (c.cost_per_run or 0.0) for r, c in zip(runs, cells, strict=True))
 
 
 def _nights(found: int | None) -> str:

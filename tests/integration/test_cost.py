@@ -117,6 +117,10 @@ def test_a_change_that_doubles_the_prompt_flags_cost_usd(
     verdicts = {row[2]: row[4] for row in rows if len(row) > 4 and row[3] == "(diag)"}
     assert verdicts["cost_usd"] == "REGRESSION", dearer.stdout
     assert verdicts["prompt_tokens"] == "REGRESSION"
+    # compare says what each side cost.
+    both = CliRunner().invoke(main, ["compare", "n1", "n2"])
+    assert "A: n1 (10 runs, $0.02; $0.002 a run)" in both.stdout, both.output
+    assert "B: n2 (10 runs, $0.032; $0.0032 a run)" in both.stdout
 
 
 def _budget_night(
@@ -171,3 +175,32 @@ def test_a_budget_over_an_unpriced_model_is_refused_before_any_run(
         "million tokens, suites/README.md), or run without --budget"
     )
     assert ep.requests == []
+
+
+def test_plan_prices_a_night_from_the_baselines_and_the_night_costs_that(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 55: `plan` in money, from the baselines' recorded cost per run, against what a
+    night then spends (within 10 %; here the usage is the same, so to the cent)."""
+    from click.testing import CliRunner
+
+    from evalrunner.cli._main import main
+
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "costly", [SCENARIO], runs=10, pricing=PRICING)
+    with FakeEndpoint(responder=_usage(1000)) as ep:
+        assert (
+            cli(ep, tmp_path, "--suite", "costly", "--out", "n1", "--history", "h").exit_code == 0
+        )
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        planned = CliRunner().invoke(
+            main, ["plan", "--suites-dir", str(tmp_path), "--suite", "costly", "--history", "h"]
+        )
+        night = cli(ep, tmp_path, "--suite", "costly", "--out", "n2", "--no-history")
+    assert planned.exit_code == 0, planned.output
+    assert "; cost $0.02 -> $" in planned.stdout  # 10 runs at $0.002
+    assert "at most $0.06 with every scenario escalated to its budget" in planned.stdout
+    assert _night_line(night.stderr).startswith("night: 10 runs (10 passed), cost $0.02;")
