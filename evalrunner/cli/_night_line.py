@@ -19,6 +19,7 @@ from evalrunner.live._driver import RunReport, check_named
 from evalrunner.live._outage import what_to_check
 from evalrunner.night import LiveResult
 from evalrunner.suite import OUTCOMES, Outcome
+from evalrunner.suite._cost import spent
 from evalrunner.suite._record import RunRecord
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ def _counted(records: Sequence[RunRecord]) -> str:
     counts = Counter(r.outcome for r in records)
     runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
     cost = f", cost {dollars(records)}" if any(r.cost_usd is not None for r in records) else ""
+    judged = [r.judge_cost_usd for r in records if r.judge_cost_usd is not None]
+    cost += f" (and the judge's {spent(judged)})" if judged else ""
     return f"night: {len(records)} runs ({runs or 'none'}){cost}"
 
 

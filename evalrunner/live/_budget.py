@@ -45,7 +45,8 @@ class Budget:
 
     limit: float
     costs: list[float] = field(default_factory=list)
-    """Each finished priced run's cost (a resumed directory's runs included)."""
+    """Each finished priced run's cost, its judge's included (a resumed directory's runs
+    too)."""
     in_flight: int = 0
     stopped: bool = False
     """A run was held back: the night ends when those started have."""
@@ -54,7 +55,8 @@ class Budget:
     def of(cls, limit: float, previous: Iterable[RunRecord]) -> Budget:
         if not math.isfinite(limit) or limit <= 0:
             raise ConfigError(f"--budget {limit}: give a positive amount in USD (e.g. 5 or 0.50)")
-        return cls(limit, [r.cost_usd for r in previous if r.cost_usd is not None])
+        spent = [r.cost_usd + (r.judge_cost_usd or 0.0) for r in previous if r.cost_usd is not None]
+        return cls(limit, spent)
 
     @property
     def spent(self) -> float:
@@ -78,7 +80,7 @@ class Budget:
     def finished(self, record: RunRecord) -> None:
         self.in_flight -= 1
         if record.cost_usd is not None:
-            self.costs.append(record.cost_usd)
+            self.costs.append(record.cost_usd + (record.judge_cost_usd or 0.0))
 
     def spent_for(self, records: Sequence[RunRecord], planned: int) -> BudgetSpent:
         return BudgetSpent(self.spent, self.limit, len(records), planned)

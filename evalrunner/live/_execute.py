@@ -10,10 +10,11 @@ writes it.
 from __future__ import annotations
 
 import itertools
+import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
@@ -22,10 +23,12 @@ from evalrunner._clock import iso_now
 from evalrunner._redact import redact_text
 from evalrunner.core._faults import InfraLog, describe
 from evalrunner.core._hook import LiteLLMTransport
+from evalrunner.core._response import Usage
 from evalrunner.core._scope import CaptureResult, arun_captured
 from evalrunner.core._transport import Gate
 from evalrunner.core._warnings import missed_calls_message
 from evalrunner.endpoints._endpoints import ServeLocal
+from evalrunner.endpoints._pricing import Price
 from evalrunner.live._command import CommandAgents
 from evalrunner.live._limits import Limiter, LocalLimiter, gate_for
 from evalrunner.live._run_record import row_of, run_record
@@ -278,14 +281,28 @@ async def _grade(
     assert judge is not None
     endpoint = job.judge or job.endpoint
     transport = LiteLLMTransport(InfraLog(sc.retry), gate_for(limiter, limits, endpoint.label))
-    complete = sent_through(transport, endpoint.litellm_kwargs(), judge)
+    usages: list[Usage] = []
+    complete = sent_through(transport, endpoint.litellm_kwargs(), judge, usages)
     try:
         file_judgement(out, await agrade(judge, sc.input, answer, complete))
     except JudgeAnswerError as exc:  # the judge's own failure: reported like a check's bug
         out.broken["judge"] = str(exc)
     except Exception as exc:  # the judge's endpoint: a fault, never the agent's failure
         return redact_text(f"judge {endpoint.label} unreachable: {describe(exc)}")
+    finally:
+        out.judge_cost_usd = _priced(endpoint.price, usages)
     return None
+
+
+def _priced(price: Price | None, usages: Sequence[Usage]) -> float | None:
+    """What these calls cost at ``price`` (None: unpriced)."""
+    if price is None:
+        return None
+    costs = [
+        price.cost(u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens)
+        for u in usages
+    ]
+    return round(math.fsum(costs), 8)
 
 
 class LocalExecutor:

@@ -80,6 +80,8 @@ class CodeChecked:
     """``<function>`` -> the traceback (or the wrong return) of a check that failed itself."""
     judge: Any = None
     """The judge's grades of the run (a ``JudgeResult``), when the scenario has a judge."""
+    judge_cost_usd: float | None = None
+    """What the judge's calls cost, where its model is priced."""
 
     def recorded(self) -> dict[str, Any]:
         """What the run's record keeps of these checks besides whether they held."""
@@ -88,6 +90,7 @@ class CodeChecked:
             "scores": self.scores,
             "judge_grades": list(judge.grades) if judge is not None else [],
             "judge_agreed": judge.agreed if judge is not None else None,
+            "judge_cost_usd": self.judge_cost_usd,
         }
 
 

@@ -159,16 +159,21 @@ def file_judgement(out: CodeChecked, result: JudgeResult) -> None:
     out.judge = result
 
 
-def sent_through(transport: Any, where: Mapping[str, Any], judge: Judge) -> Complete:
+def sent_through(
+    transport: Any, where: Mapping[str, Any], judge: Judge, usages: list[Any] | None = None
+) -> Complete:
     """The ``complete`` that sends grading requests through ``transport`` (a
     ``LiteLLMTransport``: the suite's retry policy, a rate limit's gate) to the model
-    ``where`` names (``Endpoint.litellm_kwargs``)."""
+    ``where`` names (``Endpoint.litellm_kwargs``). ``usages`` gets each answer's token
+    usage (what the judge's calls cost, priced apart from the agent's)."""
 
     async def complete(messages: list[dict[str, str]]) -> str:
         request = {**where, "messages": messages, **grading_parameters(judge)}
         reply = await transport.acomplete(request)
         if reply.record is None:
             raise RuntimeError("the judge's endpoint gave no answer")
+        if usages is not None:
+            usages.append(reply.record.usage)
         return reply.record.content or ""
 
     return complete

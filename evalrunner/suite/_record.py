@@ -166,6 +166,13 @@ class RunRecord(BaseModel):
         description="What the run's model calls cost, USD, from the usage its endpoint "
         "reported at its model's price (metric 'cost_usd'); written only when priced.",
     )
+    judge_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="What the judge's calls grading this run cost, USD, priced apart from "
+        "the agent's; written only when the judge's model is priced.",
+    )
     final_answer: str | None = Field(default=None, description="Message of the last agent step.")
     content_hash: str | None = Field(default=None, description="Hash of the normalised trajectory.")
     # NaN or infinity is refused here, where the record is made: JSON cannot hold it (it
@@ -215,7 +222,14 @@ class RunRecord(BaseModel):
         for name in ("scores", "judge_grades"):
             if not data.get(name):
                 data.pop(name, None)
-        for name in ("row", "judge_agreed", "cache_read_tokens", "cache_write_tokens", "cost_usd"):
+        for name in (
+            "row",
+            "judge_agreed",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cost_usd",
+            "judge_cost_usd",
+        ):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

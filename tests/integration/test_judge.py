@@ -259,3 +259,40 @@ def test_a_judge_model_litellm_cannot_resolve_is_one_line_before_any_run(night: 
     ran = run("n1", "--no-compare", "--model", "openai/fake")
     assert ran.exit_code == 2 and said in ran.output, ran.output
     assert world.agent_calls == 0
+
+
+def test_the_judge_s_calls_are_priced_apart_from_the_agent_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 55: what grading cost is kept beside what the agent cost, never in it."""
+    monkeypatch.chdir(tmp_path)
+    pricing = {
+        "openai/fake": {"input_per_million": 1.0, "output_per_million": 2.0},
+        "openai/judge": {"input_per_million": 10.0, "output_per_million": 20.0},
+    }
+    write_suite(tmp_path, "judged", [scenario()], timeout_s=30, pricing=pricing)
+    with FakeEndpoint(responder=World()) as ep:
+        result = evalrunner(
+            ep,
+            "run",
+            "--suite",
+            "judged",
+            "--suites-dir",
+            str(tmp_path),
+            "--no-history",
+            "--no-compare",
+            "--out",
+            "n1",
+            "--runs",
+            "2",
+        )
+    assert result.exit_code == 0, result.output
+    for r in ResultsDir(tmp_path / "n1").records():
+        agent = (r.prompt_tokens * 1.0 + r.completion_tokens * 2.0) / 1e6
+        assert r.cost_usd is not None and abs(r.cost_usd - agent) < 1e-8
+        # Two grading calls at ten times the agent's price: dearer than the agent's one call.
+        assert r.judge_cost_usd is not None and r.judge_cost_usd > r.cost_usd
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("night: ")]
+    assert re.match(
+        r"night: 2 runs \(2 passed\), cost \$[0-9.]+ \(and the judge's \$[0-9.]+\)", line
+    )
