@@ -204,3 +204,46 @@ def test_plan_prices_a_night_from_the_baselines_and_the_night_costs_that(
     assert "; cost $0.02 -> $" in planned.stdout  # 10 runs at $0.002
     assert "at most $0.06 with every scenario escalated to its budget" in planned.stdout
     assert _night_line(night.stderr).startswith("night: 10 runs (10 passed), cost $0.02;")
+
+
+def test_a_longer_system_prompt_flags_cost_usd_and_explain_names_the_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 55: a deliberate change that doubles the prompt is flagged as cost, on the CLI
+    path, and `explain` names the cause: the system prompt that grew."""
+    from click.testing import CliRunner
+
+    from evalrunner.cli._main import main
+
+    monkeypatch.chdir(tmp_path)
+    prompted = {**SCENARIO, "agent": "runner_agents:prompted_agent"}
+    write_suite(
+        tmp_path,
+        "costly",
+        [prompted],
+        runs=10,
+        pricing=PRICING,
+        tolerance={"min_baseline_nights": 1},
+    )
+
+    def estimated(body: dict[str, Any], n: int) -> Reply:
+        return Reply("Paris.", completion_tokens=5)  # prompt tokens: the messages' size
+
+    with FakeEndpoint(responder=estimated) as ep:
+        assert cli(ep, tmp_path, "--suite", "costly", "--out", "n1", "--no-history").exit_code == 0
+        made = CliRunner().invoke(
+            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
+        )
+        assert made.exit_code == 0, made.output
+        monkeypatch.setenv("AGENT_SYSTEM", "Answer briefly, and cite the atlas you used. " * 8)
+        dearer = cli(ep, tmp_path, "--suite", "costly", "--out", "n2", "--no-history", "--verbose")
+    rows = [line.split() for line in dearer.stdout.splitlines() if line.startswith("s ")]
+    verdicts = {row[2]: row[4] for row in rows if len(row) > 4 and row[3] == "(diag)"}
+    assert verdicts["cost_usd"] == "REGRESSION", dearer.stdout
+    said = CliRunner().invoke(
+        main,
+        ["explain", "--suites-dir", str(tmp_path), "--suite", "costly", "--results", "n2"],
+    )
+    assert said.exit_code == 0, said.output
+    assert "cause: request changed (system prompt, 1 line)" in said.stdout, said.stdout
+    assert "+Answer briefly, and cite the atlas you used." in said.stdout

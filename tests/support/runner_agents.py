@@ -45,6 +45,16 @@ def _messages(task: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": task}]
 
 
+def prompted_agent(task: str, ctx: RunContext) -> str | None:
+    """One call whose system prompt is ``AGENT_SYSTEM`` (default "Answer briefly."): a PR
+    that changes only the prompt."""
+    system = os.environ.get("AGENT_SYSTEM", "Answer briefly.")
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": task}]
+    response = litellm.completion(messages=messages, timeout=CALL_TIMEOUT_S, **ctx.litellm_kwargs())
+    content: str | None = response.choices[0].message.content
+    return content
+
+
 def tool_agent(task: str, ctx: RunContext) -> AgentResult:
     """The reference loop (sync, in a worker thread); tools offered on every turn."""
     return run_agent(task, ctx, _tools(ctx), max_tool_rounds=ctx.max_turns)
