@@ -25,6 +25,7 @@ from pydantic_core import ErrorDetails
 
 from evalrunner._jsonio import parse_json, pydantic_message, read_json
 from evalrunner.core._continuation import TOTALS, append
+from evalrunner.core._otel import is_otlp, trajectory_from_otlp
 from evalrunner.errors import FileFormatError, TrajectoryError
 
 SUPPORTED_VERSIONS = ("1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
@@ -147,6 +148,8 @@ def load(source: Any, *, strict: bool = False, name: str | None = None) -> dict[
     deviations are repaired with a :class:`TrajectoryWarning`.
     """
     doc, label, file = _document(source, name)
+    if is_otlp(doc):  # an OpenTelemetry export: its GenAI spans read as the trajectory
+        doc = trajectory_from_otlp(doc, label)
     doc = _checked(doc, label, strict)
     _count_unconfirmed_copies(doc, label)
     _warn_copied_context_after_work(doc, label, "$")

@@ -1,0 +1,172 @@
+"""OpenTelemetry GenAI spans in, ATIF out (issue 56, the "from files" way in): a pydantic-ai
+agent's own instrumentation, exported with OpenTelemetry's OTLP encoder as a collector
+receives it, read by ``evalrunner show`` and ``diff`` as the agent's trajectory, a tool that
+raised included (the capture proxy cannot see a tool at all)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalrunner.cli._main import main
+from evalrunner.core._atif import load
+from evalrunner.core._shape import shape
+from evalrunner.errors import TrajectoryError
+
+pydantic_ai = pytest.importorskip("pydantic_ai", reason="the `frameworks` extra")
+sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="the `frameworks` extra")
+encoder = pytest.importorskip(
+    "opentelemetry.exporter.otlp.proto.common.trace_encoder", reason="the `frameworks` extra"
+)
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    """pydantic-ai's instrumentation, its spans kept in memory for this test only."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai import Agent, InstrumentationSettings
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
+    try:
+        yield exporter
+    finally:
+        Agent.instrument_all(False)
+
+
+def _agent(lookup_answer: str, *, break_tool: bool) -> Any:
+    """A capital lookup agent on a scripted model (no network): it calls ``lookup``, and
+    ``broken`` too when asked to, then answers with what ``lookup`` said."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if returned:
+            return ModelResponse(parts=[TextPart(f"The capital is {returned[0].content}.")])
+        calls = [ToolCallPart("lookup", {"country": "France"})]
+        return ModelResponse(parts=calls + ([ToolCallPart("broken", {})] if break_tool else []))
+
+    agent = Agent(FunctionModel(model), name="capitals", system_prompt="Use the tools.")
+
+    @agent.tool_plain
+    def lookup(country: str) -> str:
+        return lookup_answer
+
+    @agent.tool_plain
+    def broken() -> str:
+        raise RuntimeError("the atlas is offline")
+
+    return agent
+
+
+def _export(exporter: Any, path: Path) -> Path:
+    from google.protobuf.json_format import MessageToDict
+
+    doc = MessageToDict(encoder.encode_spans(exporter.get_finished_spans()))
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    exporter.clear()
+    return path
+
+
+def test_an_agent_s_own_spans_read_as_its_trajectory(spans: Any, tmp_path: Path) -> None:
+    assert _agent("Paris", break_tool=False).run_sync("Capital of France?").output == (
+        "The capital is Paris."
+    )
+    traj = load(_export(spans, tmp_path / "trace.json"))
+    assert [s["source"] for s in traj["steps"]] == ["system", "user", "agent", "agent"]
+    first = traj["steps"][2]
+    assert [c["function_name"] for c in first["tool_calls"]] == ["lookup"]
+    assert first["observation"]["results"][0]["content"] == "Paris"
+    assert traj["steps"][3]["message"] == "The capital is Paris."
+    sh = shape(traj)
+    assert (sh.llm_calls, sh.tools, sh.crashed) == (2, ("lookup",), False)
+    assert sh.prompt_tokens > 0 and traj["agent"]["name"] == "capitals"
+    shown = CliRunner().invoke(main, ["show", str(tmp_path / "trace.json")])
+    assert shown.exit_code == 0, shown.output
+    assert "lookup" in shown.output and "The capital is Paris." in shown.output
+
+
+def test_a_tool_that_raised_is_a_tool_error_in_the_trajectory(spans: Any, tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="the atlas is offline"):
+        _agent("Paris", break_tool=True).run_sync("Capital of France?")
+    traj = load(_export(spans, tmp_path / "trace.json"))
+    results = traj["steps"][2]["observation"]["results"]
+    assert results[1]["content"] == "RuntimeError: the atlas is offline"
+    assert results[1]["extra"]["error"] is True
+    assert traj["extra"]["crashed"] is True  # the agent run itself ended in that error
+
+
+def test_two_exports_diff_as_behaviour(spans: Any, tmp_path: Path) -> None:
+    _agent("Paris", break_tool=False).run_sync("Capital of France?")
+    before = _export(spans, tmp_path / "before.json")
+    with pytest.raises(RuntimeError):
+        _agent("Paris", break_tool=True).run_sync("Capital of France?")
+    after = _export(spans, tmp_path / "after.json")
+    said = CliRunner().invoke(main, ["diff", str(before), str(after)])
+    assert said.exit_code == 1, said.output
+    assert "tools: (lookup,) -> (lookup, broken)" in said.output
+    assert "crashed: False -> True" in said.output
+
+
+def test_a_trace_with_no_genai_span_is_refused_naming_what_to_export(tmp_path: Path) -> None:
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("web").start_as_current_span("GET /health"):
+        pass
+    path = tmp_path / "web.json"
+    path.write_text(json.dumps(MessageToDict(encoder.encode_spans(exporter.get_finished_spans()))))
+    with pytest.raises(TrajectoryError, match="an OpenTelemetry trace with no GenAI span"):
+        load(path)
+
+
+def test_an_agent_run_inside_a_tool_is_a_sub_agent_linked_from_that_call(
+    spans: Any, tmp_path: Path
+) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    inner = _agent("Paris", break_tool=False)
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if returned:
+            return ModelResponse(parts=[TextPart(f"Delegated: {returned[0].content}")])
+        return ModelResponse(parts=[ToolCallPart("ask_geographer", {"question": "France?"})])
+
+    outer = Agent(FunctionModel(model), name="planner")
+
+    @outer.tool_plain
+    async def ask_geographer(question: str) -> str:
+        return str((await inner.run(question)).output)
+
+    assert outer.run_sync("Capital of France?").output == "Delegated: The capital is Paris."
+    traj = load(_export(spans, tmp_path / "trace.json"))
+    assert traj["agent"]["name"] == "planner"
+    (sub,) = traj["subagent_trajectories"]
+    assert sub["agent"]["name"] == "capitals"
+    call = traj["steps"][1]["tool_calls"][0]
+    (result,) = traj["steps"][1]["observation"]["results"]
+    assert result["source_call_id"] == call["tool_call_id"]
+    assert result["subagent_trajectory_ref"] == [{"trajectory_id": sub["trajectory_id"]}]
+    sh = shape(traj)
+    assert (sh.subagent_count, sh.tools, sh.subagent_tools) == (
+        1,
+        ("ask_geographer",),
+        (("lookup",),),
+    )
