@@ -335,6 +335,7 @@ class ScenarioItem(pytest.Item):
             golden_path=self.golden,
             config=resolved.normalize_config(),
             name=self.scenario.id,
+            suite_model=model,
         )
         assert outcome.result is not None
         self._check(outcome.result)

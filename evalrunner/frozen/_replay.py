@@ -35,6 +35,17 @@ from evalrunner.frozen._script import (
 )
 
 
+def _model_moved(recorded: str | None, now: str | None, redo: str) -> str | None:
+    """'replay: recorded against openai/gpt-4o, the scenario now runs openai/gpt-4o-mini;
+    ...' (None: the same, or either unknown)."""
+    if recorded is None or now is None or recorded == now:
+        return None
+    return (
+        f"replay: recorded against {recorded}, the scenario now runs {now}; the recorded "
+        f"answers do not show what {now} does. If the change is intended, re-record: {redo}"
+    )
+
+
 class Replayer:
     """Serves recorded responses: the first unused entry with the request's request key,
     else the next unused one in recorded order (counted as a mismatch, or under
@@ -53,9 +64,12 @@ class Replayer:
         source: str = "script",
         redo: str = "pytest --golden-record",
         masks: tuple[tuple[re.Pattern[str], str], ...] = (),
+        model: str | None = None,
     ) -> None:
         self.script = script
         self.strict = strict
+        self.model_moved = _model_moved(script.model, model, redo)
+        """Said when the scenario now runs another model than it was recorded against."""
         self.source = source
         self.redo = redo
         """The command that records this test's calls afresh (named in a failure)."""
@@ -73,7 +87,9 @@ class Replayer:
             source,
             redo,
         )
-        self.mismatches: list[str] = []
+        self.mismatches: list[str] = (
+            [f"{self.model_moved}\n(--golden-strict fails here)"] if self.model_moved else []
+        )
         self.exhausted: ScriptExhausted | None = None
         self.calls = 0
         self.asked: dict[int, RequestHint] = {}
@@ -100,6 +116,8 @@ class Replayer:
         )
         with self.book.lock:
             self.calls += 1
+            if self.strict and self.model_moved:
+                raise RequestMismatch(self.model_moved)
             return self._next(hint, fp), self.calls
 
     def _next(self, hint: RequestHint, fp: str) -> ResponseRecord:

@@ -104,6 +104,8 @@ class _Run(Judging):
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    model: str | None = None
+    """A suite scenario's model label: kept in the recording, compared on replay."""
 
     @property
     def script_path(self) -> Path:
@@ -135,10 +137,15 @@ def run_frozen(
     record_cmd: str = "pytest --golden-record",
     strict: bool = False,
     name: str = "agent",
+    suite_model: str | None = None,
     **kwargs: Any,
 ) -> FrozenOutcome:
-    """Run ``fn(*args, **kwargs)`` in frozen mode against ``golden_path``."""
-    run = _Run(golden_path, config, update_cmd, record_cmd, strict, name, fn, args, kwargs)
+    """Run ``fn(*args, **kwargs)`` in frozen mode against ``golden_path``; ``suite_model``: a
+    suite scenario's model label (kept in the recording; a replay against another is
+    named). Named so that no agent's own ``model`` keyword is taken for it."""
+    run = _Run(
+        golden_path, config, update_cmd, record_cmd, strict, name, fn, args, kwargs, suite_model
+    )
     try:
         return _MODES[mode](run)
     except _Stop as stop:
@@ -176,6 +183,7 @@ def _record(run: _Run) -> FrozenOutcome:
             "recording failed, nothing written: the agent made no model call that capture "
             "saw. " + NO_CALLS_HINT,
         )
+    recorder.script.model = run.model
     out = _write(run.golden_path, run.script_path, result, run.config, recorder.script)
     return said_what_moved(out, before, run.config)
 
@@ -412,6 +420,7 @@ def _replay(run: _Run) -> tuple[CaptureResult, Replayer]:
         redo=run.record_cmd,
         # The golden's own masks: the defaults are in every recorded view already.
         masks=tuple(m for m in run.config.masks if m not in DEFAULT_CONFIG.masks),
+        model=run.model,
     )
     install()  # import litellm before the network is blocked
     guard = block_network()

@@ -34,8 +34,8 @@ from evalrunner.core._response import ResponseRecord, field_of, recorded_answer
 
 SCRIPT_FORMAT_VERSION = 4
 SCRIPT_FORMAT_VERSIONS = (1, 2, 3, 4)
-# Format 4: a response's thinking blocks (with their signatures, handed back on replay)
-# and the prompt-cache tokens it wrote (issue 53).
+# Format 4: a response's thinking blocks (with their signatures, handed back on replay),
+# the prompt-cache tokens it wrote, and a suite scenario's model label (issue 53).
 # A recording keeps each request's sampling and output parameters (format 3; the
 # sentinel's :data:`~evalrunner.core._actions.PARAMETERS`): they change what the model
 # answers, so replay names a change of them. The model string is not among them: replay
@@ -117,6 +117,11 @@ class Script(BaseModel):
     # Required: a file without it is malformed, not a recording of a run that
     # made no model calls (which has "entries": []).
     entries: list[ScriptEntry] = Field(description="Responses in the order they were made.")
+    model: str | None = Field(
+        default=None,
+        description="The suite's model label the run was recorded against (a suite "
+        "scenario's; absent otherwise): replay names a scenario that now runs another.",
+    )
 
     @classmethod
     def load(cls, path: Path, record_cmd: str = "pytest --golden-record") -> Script:

@@ -794,6 +794,31 @@ def test_a_pr_that_changes_only_the_temperature_is_named_and_fails_golden_strict
     assert "recorded with other sampling settings" in lenient.stdout.str()
 
 
+def test_a_pr_that_changes_only_the_model_is_named_and_fails_golden_strict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scenario now runs another model: its recorded answers are another model's, and
+    replay passed every check with them (issue 53, row 18)."""
+    _record_suite(pytester, monkeypatch).assert_outcomes(passed=1, failed=1)
+    recorded = pytester.path / "suites" / "goldens" / "demo" / "greets.llm.json"
+    assert json.loads(recorded.read_text())["model"] == "openai/fake"
+    suite = pytester.path / "suites" / "demo.yaml"
+    suite.write_text(SUITE.replace("models: [openai/fake]", "models: [openai/fake-mini]"))
+    strict = run(pytester, "suites", "--golden-strict", "-k", "greets")
+    strict.assert_outcomes(failed=1)
+    said = section(strict, "scenario demo::greets")
+    assert "recorded against openai/fake, the scenario now runs openai/fake-mini" in said
+    lenient = run(pytester, "suites", "-k", "greets")
+    lenient.assert_outcomes(passed=1)
+    assert "recorded against openai/fake, the scenario now runs openai/fake-mini" in (
+        lenient.stdout.str()
+    )
+    suite.write_text(SUITE)
+    again = run(pytester, "suites", "--golden-strict", "-k", "greets")
+    again.assert_outcomes(passed=1)  # the model it was recorded against: nothing said
+    assert "recorded against" not in again.stdout.str()
+
+
 def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
