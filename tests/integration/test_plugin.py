@@ -819,6 +819,29 @@ def test_a_pr_that_changes_only_the_model_is_named_and_fails_golden_strict(
     assert "recorded against" not in again.stdout.str()
 
 
+def test_a_model_from_the_environment_is_not_a_change_of_the_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recorded against EVALRUNNER_MODEL's model, replayed in CI without it: the suite names
+    no model, so nothing in the project moved and --golden-strict passes."""
+    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
+    no_models = SUITE.replace("models: [openai/fake]\n", "")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-secret")
+    pytester.makepyfile(scenario_agents=SCENARIO_AGENTS)
+    pytester.syspathinsert()
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "demo.yaml").write_text(no_models)
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "suites", "--golden-record", "-k", "greets").assert_outcomes(passed=1)
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    monkeypatch.delenv("EVALRUNNER_MODEL")
+    replayed = run(pytester, "suites", "--golden-strict", "-k", "greets")
+    replayed.assert_outcomes(passed=1)
+    assert "recorded against" not in replayed.stdout.str()
+
+
 def test_the_goldens_of_a_renamed_suite_are_listed_as_unused(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
