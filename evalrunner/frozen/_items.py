@@ -351,7 +351,13 @@ class ScenarioItem(pytest.Item):
             command_argv(sc.command, sc.input), env=sc.env, cwd=sc.cwd, timeout=sc.timeout_s
         )
         outcome = _proxied(
-            self, agent, model, golden_path=self.golden, config=sc.normalize_config(), name=sc.id
+            self,
+            agent,
+            model,
+            golden_path=self.golden,
+            config=sc.normalize_config(),
+            name=sc.id,
+            suite_model=model if sc.models else None,  # as in process: a model the suite names
         )
         assert outcome.result is not None
         return outcome.result

@@ -179,6 +179,9 @@ class _ProxiedRun(Judging):
     """The agent, run through the capture proxy."""
 
     agent: ProxiedAgent
+    suite_model: str | None = None
+    """A suite scenario's model label (where the suite names it): a recording made against
+    another upstream is named on replay."""
 
     @property
     def recording(self) -> Path:
@@ -226,12 +229,14 @@ def run_frozen_proxied(
     record_cmd: str = "pytest --golden-record",
     strict: bool = False,
     name: str = "agent",
+    suite_model: str | None = None,
 ) -> FrozenOutcome:
     """Run ``agent`` through the capture proxy in frozen mode against ``golden_path``.
 
-    ``endpoint`` gives the live model for ``record`` mode (called only then).
+    ``endpoint`` gives the live model for ``record`` mode (called only then);
+    ``suite_model``: a suite scenario's model label, compared with the recording's upstream.
     """
-    run = _ProxiedRun(golden_path, config, update_cmd, record_cmd, strict, name, agent)
+    run = _ProxiedRun(golden_path, config, update_cmd, record_cmd, strict, name, agent, suite_model)
     try:
         if mode == "record":
             if endpoint is None:
@@ -342,6 +347,19 @@ def _unused_notes(run: _ProxiedRun, unused: list[str], moved: list[str]) -> str:
     return notes
 
 
+def _upstream_moved(run: _ProxiedRun) -> list[str]:
+    """'the recording was made against openai/gpt-4o, the scenario now runs ...' where the
+    suite now names another model than the recording's upstream (empty: the same)."""
+    if run.suite_model is None:
+        return []
+    from evalrunner.proxy._recording import Recording
+
+    recorded = Recording.load(run.recording).upstream
+    if recorded is None or recorded == run.suite_model:
+        return []
+    return [f"recorded against {recorded}, the scenario now runs {run.suite_model}"]
+
+
 def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
     if not run.recording.exists():
         raise _Stop(
@@ -356,6 +374,7 @@ def _replayed(run: _ProxiedRun, *, update: bool) -> FrozenOutcome:
     _stop_if_replay_failed(proxied, error, guard)
     result = _result(proxied, output, None)
     unused, moved = list(proxied.unused_recorded), list(proxied.settings_moved)
+    moved += _upstream_moved(run)
     notes = _unused_notes(run, unused, moved)
     stale = run.record_cmd if unused or moved else None
     if golden is None:  # --golden-update

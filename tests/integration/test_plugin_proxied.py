@@ -567,3 +567,23 @@ def test_a_pr_that_changes_only_the_thinking_budget_is_named_and_fails_golden_st
     lenient = run(pytester)
     lenient.assert_outcomes(passed=1)
     assert "recorded with other sampling settings" in lenient.stdout.str()
+
+
+def test_a_command_scenario_replayed_for_another_model_is_named_and_fails_golden_strict(
+    pytester: pytest.Pytester, demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 53, row 18: the suite now names another model than its command scenario's
+    recording was made against."""
+    with FakeEndpoint(responder=content_responder) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        run(pytester, "suites", "--golden-record").assert_outcomes(passed=1)
+    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    suite = pytester.path / "suites" / "demo.yaml"
+    suite.write_text(SUITE.replace("models: [openai/fake]", "models: [openai/fake-mini]"))
+    strict = run(pytester, "suites", "--golden-strict")
+    strict.assert_outcomes(failed=1)
+    said = "recorded against openai/fake, the scenario now runs openai/fake-mini"
+    assert said in strict.stdout.str()
+    lenient = run(pytester, "suites")
+    lenient.assert_outcomes(passed=1)
+    assert said in lenient.stdout.str()
