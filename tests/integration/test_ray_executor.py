@@ -98,7 +98,10 @@ def test_a_night_on_ray_gives_the_local_records_and_verdicts(
 ) -> None:
     # The endpoint answers at once; a generous run timeout keeps a busy machine (workers
     # starting while other jobs hold the cores) from timing a run out on one side only.
-    settings: dict[str, Any] = {"concurrency": 4, "timeout_s": 60}
+    # Priced (issue 55): each run's cost is made on the worker that ran it, from the
+    # endpoint's price the job carries, and equals the local executor's.
+    pricing = {"openai/fake": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    settings: dict[str, Any] = {"concurrency": 4, "timeout_s": 60, "pricing": pricing}
     with FakeEndpoint(responder=respond) as ep:
         local = _night(tmp_path, ep, "local", LocalExecutor(), **settings)
         executor = RayExecutor(workers=2)
@@ -109,6 +112,7 @@ def test_a_night_on_ray_gives_the_local_records_and_verdicts(
     assert {r.run_id for r in on_ray} == planned()
     assert _comparable(on_ray) == _comparable(local)
     assert {r.outcome for r in on_ray} == {"passed"}
+    assert all(r.cost_usd is not None and r.cost_usd > 0 for r in on_ray)
 
     suite = load_suite(suite_file(tmp_path, **settings))
     build_baselines(suite, [tmp_path / "local"], tmp_path / "baselines")
