@@ -161,7 +161,7 @@ def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = F
     rows = summary_rows(report.records, measured=result.outage is None)
     click.echo(format_table(rows, SUMMARY_COLUMNS))
     if (unpriced := unpriced_line(report.records)) is not None:
-        click.echo(unpriced)
+        click.echo(f"\n{unpriced}")  # after a blank line: the table ends where it ends
     for line in judge_lines(report.records):
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:

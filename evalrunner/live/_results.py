@@ -469,7 +469,8 @@ def load_records(root: str | Path) -> pd.DataFrame:
     Columns are the fields of :class:`evalrunner.suite._record.RunRecord`
     (run_id, suite, scenario, model, index, row, outcome, reason, step_count,
     llm_calls, tool_calls, tools, subagent_count, crashed, prompt_tokens,
-    completion_tokens, final_answer, content_hash, latency_s, attempts,
+    completion_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
+    judge_cost_usd, final_answer, content_hash, latency_s, attempts,
     started_at, checks, scores, judge_grades, judge_agreed). Only the runs
     the manifest lists belong to the night.
     """
