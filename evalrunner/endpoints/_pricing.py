@@ -26,14 +26,12 @@ _PER_MILLION = 1e-6
 
 @dataclass(frozen=True)
 class Price:
-    """USD per token of each kind, and where the price came from (for the tables)."""
+    """USD per token of each kind."""
 
     input: float
     output: float
     cache_read: float
     cache_write: float
-    source: str
-    """"the suite's pricing" or "litellm's price table"."""
 
     @classmethod
     def per_million(
@@ -50,7 +48,6 @@ class Price:
             output_usd * _PER_MILLION,
             (input_usd if cache_read_usd is None else cache_read_usd) * _PER_MILLION,
             (input_usd if cache_write_usd is None else cache_write_usd) * _PER_MILLION,
-            "the suite's pricing",
         )
 
     def cost(
@@ -106,7 +103,6 @@ def _from_table(model: str) -> Price | None:
         paid_out,
         paid_in if read is None else float(read),
         paid_in if written is None else float(written),
-        "litellm's price table",
     )
 
 
