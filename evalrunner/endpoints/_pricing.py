@@ -17,9 +17,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Price", "bundled_model_map", "price_of"]
+if TYPE_CHECKING:
+    from evalrunner.suite._schema import Pricing
+
+__all__ = ["Price", "bundled_model_map", "price_of", "suite_price"]
 
 _PER_MILLION = 1e-6
 
@@ -109,3 +112,17 @@ def _from_table(model: str) -> Price | None:
 def price_of(model: str, own: Price | None = None) -> Price | None:
     """``model``'s price: the suite's own entry, else litellm's table, else None (unpriced)."""
     return own if own is not None else _from_table(model)
+
+
+def suite_price(pricing: Mapping[str, Pricing], label: str, model: str) -> Price | None:
+    """The price of the model a suite calls ``label`` (``model``: the litellm string it
+    resolves to): the suite's ``pricing`` entry for the label, else litellm's table."""
+    own = pricing.get(label)
+    if own is None:
+        return price_of(model)
+    return Price.per_million(
+        own.input_per_million,
+        own.output_per_million,
+        own.cached_input_per_million,
+        own.cache_write_per_million,
+    )

@@ -26,7 +26,7 @@ from evalrunner._heap import heap_frozen
 from evalrunner._litellm import import_litellm
 from evalrunner._redact import redact_text
 from evalrunner.endpoints._endpoints import Endpoint, EndpointPool, Notify
-from evalrunner.endpoints._pricing import Price, price_of
+from evalrunner.endpoints._pricing import suite_price
 from evalrunner.errors import ConfigError
 from evalrunner.live._budget import Budget, BudgetSpent, unpriced_for_budget
 from evalrunner.live._classify import tools_disagreement
@@ -276,7 +276,7 @@ async def _run_batches(
     # may be settled without the runs escalation added to it the first time.
     report.resumed_skipped = len(finished)
     batch = scheduler.next_jobs([])
-    while batch and not driver.over_budget:
+    while batch:
         # The manifest lists a batch's runs before they start: they belong to the night.
         night.save(run_ids=sorted({*(night.manifest.run_ids or []), *(j.run_id for j in batch)}))
         todo = [job for job in batch if job.run_id not in finished]
@@ -288,6 +288,8 @@ async def _run_batches(
                 report.crashes.append((record.run_id, tb))
 
         await driver.run_all(todo, done)
+        if driver.over_budget:
+            break  # the schedule's next look would take a night cut short for its behaviour
         batch = scheduler.next_jobs(list(finished.values()))
 
 
@@ -358,7 +360,7 @@ async def run_night(
         # Ctrl-C, SIGTERM, cancellation or our own bug: finished runs are on disk; say so.
         night.save(status="interrupted", ended_at=iso_now())
         raise
-    if isinstance(scheduler, AdaptiveScheduler):
+    if isinstance(scheduler, AdaptiveScheduler) and not driver.over_budget:
         report.adaptive, report.adaptive_notes = scheduler.summary, scheduler.notes
     report.records = night.results.records()
     _close_night(night, report, budget)
@@ -415,16 +417,7 @@ def _endpoints(night: OpenNight, pool: EndpointPool) -> dict[str, Endpoint]:
 def _priced(endpoint: Endpoint, suite: Suite) -> Endpoint:
     """The endpoint with its model's price: the suite's ``pricing`` entry, else litellm's
     table (None: unpriced)."""
-    own = suite.spec.pricing.get(endpoint.label)
-    if own is not None:
-        price: Price | None = Price.per_million(
-            own.input_per_million,
-            own.output_per_million,
-            own.cached_input_per_million,
-            own.cache_write_per_million,
-        )
-    else:
-        price = price_of(endpoint.model)
+    price = suite_price(suite.spec.pricing, endpoint.label, endpoint.model)
     return dataclasses.replace(endpoint, price=price)
 
 

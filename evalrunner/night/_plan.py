@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrunner.baseline._file import baseline_models, baseline_path, load_baseline
+from evalrunner.endpoints._pricing import Price, suite_price
 from evalrunner.live._schedule import ScenarioSchedule, choose
 from evalrunner.suite._settings import Suite
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from evalrunner.stats._evidence_state import EvidenceState
     from evalrunner.stats._planner import Plan
     from evalrunner.stats._reference import CellBaseline
-    from evalrunner.suite._record import CellKey
+    from evalrunner.suite._record import CellKey, RunRecord
 
 __all__ = ["SuitePlan", "plan_suite"]
 
@@ -62,7 +63,8 @@ def plan_suite(
                 f"{sc.cell_runs} runs per model (the runs below count them all)"
             )
         for cell in chosen.cells():
-            if (found := _baseline_of(root, suite.name, chosen, cell, notes)) is not None:
+            price = suite_price(suite.spec.pricing, cell.model, cell.model)
+            if (found := _baseline_of(root, suite.name, chosen, cell, notes, price)) is not None:
                 cells.append(found)
     if not cells:
         return SuitePlan(None, notes, other_models=baseline_models(root, suite.name))
@@ -72,7 +74,12 @@ def plan_suite(
 
 
 def _baseline_of(
-    root: Path, suite: str, chosen: ScenarioSchedule, cell: CellKey, notes: list[str]
+    root: Path,
+    suite: str,
+    chosen: ScenarioSchedule,
+    cell: CellKey,
+    notes: list[str],
+    price: Price | None,
 ) -> CellBaseline | None:
     """``cell``'s baseline to plan against, or None with a note saying why there is none."""
     from evalrunner.stats._reference import CellBaseline
@@ -85,6 +92,25 @@ def _baseline_of(
     if found.fingerprint != chosen.scenario.fingerprint or found.model != cell.model:
         notes.append(f"{cell}: {path} is for another configuration or model; not planned")
         return None
-    nights = [n.records for n in found.nights]
+    nights = [_priced(n.records, price) for n in found.nights]
     sc = chosen.scenario
     return CellBaseline(cell, sc.tolerance, nights, found.anchor, sc.row_ids)
+
+
+def _priced(records: Sequence[RunRecord], price: Price | None) -> list[RunRecord]:
+    """A baseline night's runs, those recorded before runs were priced given the cost of
+    their tokens at the model's price now (None: left as they are)."""
+    if price is None:
+        return list(records)
+    return [
+        r
+        if r.cost_usd is not None
+        else r.model_copy(
+            update={
+                "cost_usd": price.cost(
+                    r.prompt_tokens, r.completion_tokens, r.cache_read_tokens, r.cache_write_tokens
+                )
+            }
+        )
+        for r in records
+    ]

@@ -247,3 +247,31 @@ def test_a_longer_system_prompt_flags_cost_usd_and_explain_names_the_prompt(
     assert said.exit_code == 0, said.output
     assert "cause: request changed (system prompt, 1 line)" in said.stdout, said.stdout
     assert "+Answer briefly, and cite the atlas you used." in said.stdout
+
+
+def test_plan_prices_baselines_recorded_before_runs_were_priced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline accepted before the suite priced its model: `plan` prices its runs' tokens
+    at the price now, rather than say nothing (the example's baselines are such)."""
+    from click.testing import CliRunner
+
+    from evalrunner.cli._main import main
+
+    monkeypatch.chdir(tmp_path)
+    write_suite(tmp_path, "costly", [SCENARIO], runs=10)
+    with FakeEndpoint(responder=_usage(1000)) as ep:
+        assert (
+            cli(ep, tmp_path, "--suite", "costly", "--out", "n1", "--history", "h").exit_code == 0
+        )
+    made = CliRunner().invoke(
+        main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
+    )
+    assert made.exit_code == 0, made.output
+    unpriced = ["plan", "--suites-dir", str(tmp_path), "--suite", "costly", "--history", "h"]
+    assert (
+        "cost unknown (some baseline runs are unpriced" in CliRunner().invoke(main, unpriced).stdout
+    )
+    write_suite(tmp_path, "costly", [SCENARIO], runs=10, pricing=PRICING)
+    priced = CliRunner().invoke(main, unpriced)
+    assert "; cost $0.02 -> $" in priced.stdout, priced.output
