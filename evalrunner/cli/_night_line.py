@@ -91,10 +91,15 @@ def _counted(records: Sequence[RunRecord]) -> str:
 
     counts = Counter(r.outcome for r in records)
     runs = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
-    cost = f", cost {dollars(records)}" if any(r.cost_usd is not None for r in records) else ""
+    return f"night: {len(records)} runs ({runs or 'none'}){_cost(records)}"
+
+
+def _cost(records: Sequence[RunRecord]) -> str:
+    """', cost $0.02 (and the judge's $0.004)' where any run was priced; '' where none was."""
+    if not any(r.cost_usd is not None for r in records):
+        return ""
     judged = [r.judge_cost_usd for r in records if r.judge_cost_usd is not None]
-    cost += f" (and the judge's {spent(judged)})" if judged else ""
-    return f"night: {len(records)} runs ({runs or 'none'}){cost}"
+    return f", cost {dollars(records)}" + (f" (and the judge's {spent(judged)})" if judged else "")
 
 
 def several_models(report: RunReport) -> bool:

@@ -158,10 +158,7 @@ def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = F
     report = result.report
     _print_resumed(report)
     _print_sequential(report)
-    rows = summary_rows(report.records, measured=result.outage is None)
-    click.echo(format_table(rows, SUMMARY_COLUMNS))
-    if (unpriced := unpriced_line(report.records)) is not None:
-        click.echo(f"\n{unpriced}")  # after a blank line: the table ends where it ends
+    _print_runs(result)
     for line in judge_lines(report.records):
         click.echo(f"judge: {line}", err=True)
     if result.comparison is not None:
@@ -179,6 +176,14 @@ def print_run(result: LiveResult, suite: str, where: str = "", verbose: bool = F
     click.echo(night_line(result, suite, where), err=True)
     for problem in result.problems:
         click.echo(f"error: {_options.say(problem)}", err=True)
+
+
+def _print_runs(result: LiveResult) -> None:
+    """The table of runs per scenario x model, and which models are unpriced."""
+    records = result.report.records
+    click.echo(format_table(summary_rows(records, measured=result.outage is None), SUMMARY_COLUMNS))
+    if (unpriced := unpriced_line(records)) is not None:
+        click.echo(f"\n{unpriced}")  # after a blank line: the table ends where it ends
 
 
 def _print_resent(result: LiveResult) -> None:

@@ -132,6 +132,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _fields(request: Mapping[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    """The request's fields replay matches on, as plain data (no tools: none offered; a
+    tool's caching hint left out)."""
+    flat = {k: _plain(v) for k, v in request.items() if k in fields}
+    view = {k: v for k, v in flat.items() if v is not None and not (k == "tools" and v == [])}
+    if isinstance(view.get("tools"), list):
+        view["tools"] = [_uncached(t) for t in view["tools"]]
+    return view
+
+
 def matching_view(
     request: Mapping[str, Any], config: FingerprintConfig = DEFAULT_FINGERPRINT
 ) -> dict[str, Any]:
@@ -140,10 +150,7 @@ def matching_view(
     ``request``: chat keyword arguments (``messages``, ``tools``, ``tool_choice``,
     sampling parameters), with ``api`` where the capture proxy knows it.
     """
-    flat = {k: _plain(v) for k, v in request.items() if k in config.fields}
-    view = {k: v for k, v in flat.items() if v is not None and not (k == "tools" and v == [])}
-    if isinstance(view.get("tools"), list):
-        view["tools"] = [_uncached(t) for t in view["tools"]]
+    view = _fields(request, config.fields)
     if "messages" in view:
         ids: dict[str, str] = {}
         view["messages"] = [
