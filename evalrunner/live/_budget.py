@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from evalrunner.errors import ConfigError
 from evalrunner.suite._cost import usd
@@ -44,9 +44,11 @@ class Budget:
     """The night's limit in USD and what its runs have spent so far."""
 
     limit: float
-    costs: list[float] = field(default_factory=list)
-    """Each finished priced run's cost, its judge's included (a resumed directory's runs
-    too)."""
+    spent: float = 0.0
+    """What the finished priced runs cost, their judges' included (a resumed directory's
+    runs too): a running total, as each start asks for it."""
+    priced: int = 0
+    """How many runs :attr:`spent` covers."""
     in_flight: int = 0
     stopped: bool = False
     """A run was held back: the night ends when those started have."""
@@ -55,12 +57,16 @@ class Budget:
     def of(cls, limit: float, previous: Iterable[RunRecord]) -> Budget:
         if not math.isfinite(limit) or limit <= 0:
             raise ConfigError(f"--budget {limit}: give a positive amount in USD (e.g. 5 or 0.50)")
-        spent = [r.cost_usd + (r.judge_cost_usd or 0.0) for r in previous if r.cost_usd is not None]
-        return cls(limit, spent)
+        budget = cls(limit)
+        for record in previous:
+            budget.count(record)
+        return budget
 
-    @property
-    def spent(self) -> float:
-        return math.fsum(self.costs)
+    def count(self, record: RunRecord) -> None:
+        """Add a finished run's cost (nothing for an unpriced one)."""
+        if record.cost_usd is not None:
+            self.spent += record.cost_usd + (record.judge_cost_usd or 0.0)
+            self.priced += 1
 
     def may_start(self) -> bool:
         """Whether one more run fits: what is spent, the runs under way and this one, at
@@ -68,7 +74,7 @@ class Budget:
         nothing is spent past the limit)."""
         if self.stopped:
             return False
-        per_run = self.spent / len(self.costs) if self.costs else 0.0
+        per_run = self.spent / self.priced if self.priced else 0.0
         # A hair over the limit is the sums' rounding, not a run too many ($0.006 + $0.004).
         if self.spent + (self.in_flight + 1) * per_run > self.limit * (1 + 1e-9):
             self.stopped = True
@@ -79,8 +85,7 @@ class Budget:
 
     def finished(self, record: RunRecord) -> None:
         self.in_flight -= 1
-        if record.cost_usd is not None:
-            self.costs.append(record.cost_usd + (record.judge_cost_usd or 0.0))
+        self.count(record)
 
     def spent_for(self, records: Sequence[RunRecord], planned: int) -> BudgetSpent:
         return BudgetSpent(self.spent, self.limit, len(records), planned)

@@ -48,6 +48,18 @@ def _usage(prompt: int) -> Any:
     return respond
 
 
+def _accept(suites: Path, suite: str) -> None:
+    """`evalrunner baseline --from n1`: the night accepted as the suite's baselines."""
+    from click.testing import CliRunner
+
+    from evalrunner.cli._main import main
+
+    made = CliRunner().invoke(
+        main, ["baseline", "--suites-dir", str(suites), "--suite", suite, "--from", "n1"]
+    )
+    assert made.exit_code == 0, made.output
+
+
 def _night_line(stderr: str) -> str:
     (line,) = [x for x in stderr.splitlines() if x.startswith("night: ")]
     return line
@@ -106,10 +118,7 @@ def test_a_change_that_doubles_the_prompt_flags_cost_usd(
 
     from evalrunner.cli._main import main
 
-    made = CliRunner().invoke(
-        main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
-    )
-    assert made.exit_code == 0, made.output
+    _accept(tmp_path, "costly")
     with FakeEndpoint(responder=_usage(2200)) as ep:
         dearer = cli(ep, tmp_path, "--suite", "costly", "--out", "n2", "--no-history", "--verbose")
     # The same answers at 2.2 times the prompt: $0.0032 a run against $0.002.
@@ -192,10 +201,7 @@ def test_plan_prices_a_night_from_the_baselines_and_the_night_costs_that(
         assert (
             cli(ep, tmp_path, "--suite", "costly", "--out", "n1", "--history", "h").exit_code == 0
         )
-        made = CliRunner().invoke(
-            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
-        )
-        assert made.exit_code == 0, made.output
+        _accept(tmp_path, "costly")
         planned = CliRunner().invoke(
             main, ["plan", "--suites-dir", str(tmp_path), "--suite", "costly", "--history", "h"]
         )
@@ -231,10 +237,7 @@ def test_a_longer_system_prompt_flags_cost_usd_and_explain_names_the_prompt(
 
     with FakeEndpoint(responder=estimated) as ep:
         assert cli(ep, tmp_path, "--suite", "costly", "--out", "n1", "--no-history").exit_code == 0
-        made = CliRunner().invoke(
-            main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
-        )
-        assert made.exit_code == 0, made.output
+        _accept(tmp_path, "costly")
         monkeypatch.setenv("AGENT_SYSTEM", "Answer briefly, and cite the atlas you used. " * 8)
         dearer = cli(ep, tmp_path, "--suite", "costly", "--out", "n2", "--no-history", "--verbose")
     rows = [line.split() for line in dearer.stdout.splitlines() if line.startswith("s ")]
@@ -264,10 +267,7 @@ def test_plan_prices_baselines_recorded_before_runs_were_priced(
         assert (
             cli(ep, tmp_path, "--suite", "costly", "--out", "n1", "--history", "h").exit_code == 0
         )
-    made = CliRunner().invoke(
-        main, ["baseline", "--suites-dir", str(tmp_path), "--suite", "costly", "--from", "n1"]
-    )
-    assert made.exit_code == 0, made.output
+    _accept(tmp_path, "costly")
     unpriced = ["plan", "--suites-dir", str(tmp_path), "--suite", "costly", "--history", "h"]
     assert (
         "cost unknown (some baseline runs are unpriced" in CliRunner().invoke(main, unpriced).stdout

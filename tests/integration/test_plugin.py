@@ -708,17 +708,24 @@ scenarios:
 
 
 def _record_suite(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    *args: str,
+    suite: str = SUITE,
+    env_model: str | None = None,
 ) -> pytest.RunResult:
-    """A project with suites/demo.yaml (SUITE), its frozen scenarios recorded."""
+    """A project with suites/demo.yaml (``suite``), its frozen scenarios recorded
+    (``env_model``: EVALRUNNER_MODEL while recording)."""
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     for var in ("EVALRUNNER_GOLDEN_UPDATE", "EVALRUNNER_GOLDEN_RECORD", "EVALRUNNER_MODEL"):
         monkeypatch.delenv(var, raising=False)
+    if env_model is not None:
+        monkeypatch.setenv("EVALRUNNER_MODEL", env_model)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-secret")
     pytester.makepyfile(scenario_agents=SCENARIO_AGENTS)
     pytester.syspathinsert()
     (pytester.path / "suites").mkdir()
-    (pytester.path / "suites" / "demo.yaml").write_text(SUITE)
+    (pytester.path / "suites" / "demo.yaml").write_text(suite)
     with FakeEndpoint(responder=responder) as ep:
         monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
         recorded = run(pytester, "suites", "--golden-record", *args)
@@ -824,18 +831,11 @@ def test_a_model_from_the_environment_is_not_a_change_of_the_project(
 ) -> None:
     """Recorded against EVALRUNNER_MODEL's model, replayed in CI without it: the suite names
     no model, so nothing in the project moved and --golden-strict passes."""
-    monkeypatch.setenv("EVALRUNNER_MODEL", "openai/fake")
     no_models = SUITE.replace("models: [openai/fake]\n", "")
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-secret")
-    pytester.makepyfile(scenario_agents=SCENARIO_AGENTS)
-    pytester.syspathinsert()
-    (pytester.path / "suites").mkdir()
-    (pytester.path / "suites" / "demo.yaml").write_text(no_models)
-    with FakeEndpoint(responder=responder) as ep:
-        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
-        run(pytester, "suites", "--golden-record", "-k", "greets").assert_outcomes(passed=1)
-    monkeypatch.delenv("EVALRUNNER_API_BASE")
+    recorded = _record_suite(
+        pytester, monkeypatch, "-k", "greets", suite=no_models, env_model="openai/fake"
+    )
+    recorded.assert_outcomes(passed=1)
     monkeypatch.delenv("EVALRUNNER_MODEL")
     replayed = run(pytester, "suites", "--golden-strict", "-k", "greets")
     replayed.assert_outcomes(passed=1)
