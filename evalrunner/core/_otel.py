@@ -231,12 +231,21 @@ def _parts(messages: list[Any]) -> Iterator[Mapping[str, Any]]:
 
 
 def _usage(attrs: Mapping[str, Any]) -> Usage:
-    cached = attrs.get("gen_ai.usage.cache_read.input_tokens")
+    cached = _count(attrs.get("gen_ai.usage.cache_read.input_tokens"))
     return Usage(
-        prompt_tokens=int(attrs.get("gen_ai.usage.input_tokens") or 0),
-        completion_tokens=int(attrs.get("gen_ai.usage.output_tokens") or 0),
-        cached_tokens=int(cached) if cached else None,
+        prompt_tokens=_count(attrs.get("gen_ai.usage.input_tokens")),
+        completion_tokens=_count(attrs.get("gen_ai.usage.output_tokens")),
+        cached_tokens=cached or None,
     )
+
+
+def _count(value: Any) -> int:
+    """A token count as an exporter wrote it (an int, or its text); 0 where it is neither:
+    a count nobody can read is not a reason to refuse the whole trace."""
+    try:
+        return max(int(value), 0) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 def _model(attrs: Mapping[str, Any]) -> str | None:
@@ -317,8 +326,8 @@ def _spans(doc: Mapping[str, Any], label: str) -> dict[str, _Span]:
     """Every span of the export by id, each with its children (in start order)."""
     try:
         found = {span.id: span for span in map(_span, _raw_spans(doc))}
-    except (AttributeError, TypeError, ValueError) as exc:
-        raise TrajectoryError(f"{label}: not an OTLP JSON trace export ({exc})") from None
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise TrajectoryError(f"{label}: not an OTLP JSON trace export ({exc!r})") from None
     for span in found.values():
         if span.parent in found:
             found[span.parent].children.append(span)
