@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install evalrunner from the action's own checkout (with the embedded model for
-# a night), then the project under test, so its agents import.
+# a night: prebuilt wheels, nothing to compile), then the project under test, so its
+# agents import.
 set -euo pipefail
 python -m pip install -q --upgrade pip
 if [ "$MODE" = night ]; then

@@ -1,141 +1,89 @@
-"""The embedded model on two engines, side by side: does a prebuilt one hold?
+"""The embedded model on both engines, side by side, on the example suite's tool scenarios.
 
-Issue 20 asked whether a prebuilt llama.cpp engine could replace
-llama-cpp-python (which compiles for ~5 minutes on install). This serves the
-same SmolLM2-135M GGUF with our LocalModelServer (llama-cpp-python,
-``chatml-function-calling``) and with xllamacpp's native server (a manylinux
-wheel, no compile), and sends both the same tool-calling requests the
-example suite's agents send, ``tool_choice="auto"``, several seeds.
+Issue 54 asked for the embedded model without a compiler. ``prebuilt`` (xllamacpp's
+manylinux wheel behind evalrunner's own server, ``evalrunner[local]``, the default) against
+``llama-cpp-python`` (compiled on install, ``evalrunner[local-compiled]``): each runs the same
+scenarios through ``evalrunner run`` (the user's path: the CLI, a temp project holding a
+copy of ``suites/``, a scrubbed environment), N runs each, one engine after the other.
 
-    python -m venv /tmp/xv && /tmp/xv/bin/pip install xllamacpp
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_engines.py --xllamacpp-python /tmp/xv/bin/python
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_engines.py            # 20 runs, ~8 min
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_engines.py --runs 5 --scenario single_tool
 
-It prints, per engine: the share of answers that were tool calls, mean latency,
-and the prompt size the server reported (tools rendered or not).
+Printed per engine and scenario: runs passed / failed / skipped (a skip is the model
+failing to cope, not the agent), mean tool calls and model calls per run, and mean wall
+seconds per run; per engine the server's start time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import socket
+import os
+import shutil
 import subprocess
 import sys
-import textwrap
+import tempfile
 import time
-import urllib.request
+from collections import Counter
+from pathlib import Path
+from statistics import mean
 from typing import Any
 
-from evalrunner.endpoints._local_model import LocalModelServer, find_gguf
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup_capital",
-            "description": "Look up the capital city of a country.",
-            "parameters": {
-                "type": "object",
-                "properties": {"country": {"type": "string"}},
-                "required": ["country"],
-            },
-        },
-    }
-]
-TASK = "What is the capital of France? Use the lookup_capital tool."
-
-# Hermes-style template: tools rendered in the system turn, calls as <tool_call> JSON,
-# which llama.cpp's server parses. SmolLM2's own template renders no tools at all.
-HERMES = """\
-{%- if tools %}<|im_start|>system
-You may call functions. Available tools: <tools>
-{%- for tool in tools %}
-{{ tool | tojson }}
-{%- endfor %}
-</tools>
-Return each call as <tool_call>{"name": <name>, "arguments": <args>}</tool_call><|im_end|>
-{% endif %}
-{%- for message in messages %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}"""
-
-XSERVER = textwrap.dedent(
-    """
-    import sys, time, xllamacpp as x
-    p = x.CommonParams()
-    p.model.path, p.use_jinja, p.n_ctx, p.port = sys.argv[1], True, 4096, int(sys.argv[2])
-    p.chat_template = sys.argv[3]
-    s = x.Server(p)
-    print("ready", flush=True)
-    time.sleep(3600)
-    """
-)
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = ("llama-cpp-python", "prebuilt")
+TOOL_SCENARIOS = ("single_tool", "tool_chain", "fanout")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def night(engine: str, scenarios: list[str], runs: int) -> tuple[list[dict[str, Any]], float, str]:
+    """One engine's night in a fresh temp project: its run records, seconds, server start."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-engines-{engine}-") as tmp:
+        project = Path(tmp)
+        shutil.copytree(ROOT / "suites", project / "suites")
+        env = {"PATH": os.environ["PATH"], "HOME": str(project), "EVALRUNNER_LOCAL_ENGINE": engine}
+        cli = Path(sys.executable).with_name("evalrunner")
+        argv = [str(cli), "run", "--suite", "example", "--runs", str(runs)]
+        for scenario in scenarios:
+            argv += ["--scenario", scenario]
+        start = time.perf_counter()
+        done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True)
+        took = time.perf_counter() - start
+        if done.returncode not in (0, 1):
+            sys.exit(f"{engine}: evalrunner run exited {done.returncode}\n{done.stderr[-3000:]}")
+        ready = next((ln for ln in done.stderr.splitlines() if "local model ready" in ln), "")
+        records = [
+            json.loads(path.read_text())["record"]
+            for path in sorted(project.glob("results/*/runs/*/*/*.json"))
+        ]
+        return records, took, ready.split("after")[-1].strip()
 
 
-def _ask(api_base: str, seed: int) -> tuple[bool, float, int]:
-    body = {
-        "model": "m",
-        "messages": [{"role": "user", "content": TASK}],
-        "tools": TOOLS,
-        "tool_choice": "auto",
-        "temperature": 0.8,
-        "seed": seed,
-        "max_tokens": 256,
-    }
-    request = urllib.request.Request(
-        f"{api_base}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": "Bearer x"},
-    )
-    start = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=120) as reply:
-        answer: dict[str, Any] = json.load(reply)
-    took = time.perf_counter() - start
-    called = bool(answer["choices"][0]["message"].get("tool_calls"))
-    return called, took, int(answer.get("usage", {}).get("prompt_tokens", 0))
-
-
-def _measure(name: str, api_base: str, seeds: int) -> None:
-    _ask(api_base, 999)  # warm-up
-    results = [_ask(api_base, seed) for seed in range(seeds)]
-    calls = sum(r[0] for r in results)
-    latency = sum(r[1] for r in results) / len(results)
-    prompt = max(r[2] for r in results)
-    print(
-        f"{name:<34} tool calls {calls}/{seeds}  mean latency {latency:.2f} s  "
-        f"prompt {prompt} tokens"
-    )
+def table(engine: str, records: list[dict[str, Any]], took: float, ready: str) -> None:
+    print(f"\n{engine}: {len(records)} runs in {took:.0f} s, server ready after {ready}")
+    print(f"{'scenario':<14}{'passed':>8}{'failed':>8}{'skipped':>9}{'tools/run':>11}"
+          f"{'calls/run':>11}{'s/run':>8}")  # fmt: skip
+    for scenario in sorted({r["scenario"] for r in records}):
+        mine = [r for r in records if r["scenario"] == scenario]
+        outcomes = Counter(r["outcome"] for r in mine)
+        print(
+            f"{scenario:<14}{outcomes['passed']:>5}/{len(mine):<2}{outcomes['failed']:>8}"
+            f"{outcomes['skipped']:>9}{mean(r['tool_calls'] for r in mine):>11.2f}"
+            f"{mean(r['llm_calls'] for r in mine):>11.2f}{mean(r['latency_s'] for r in mine):>8.2f}"
+        )
+        reasons = Counter(r["reason"] for r in mine if r["outcome"] != "passed")
+        if reasons:
+            print(f"{'':14}why not: " + ", ".join(f"{k} x{n}" for k, n in reasons.most_common()))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--xllamacpp-python", help="a Python with xllamacpp installed")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--scenario", action="append", help="default: the tool scenarios")
+    parser.add_argument("--engine", action="append", choices=ENGINES, help="default: both")
     args = parser.parse_args()
-    with LocalModelServer() as server:
-        _measure("llama-cpp-python (chatml-fc)", server.api_base, args.seeds)
-    if not args.xllamacpp_python:
-        print("xllamacpp: skipped (pass --xllamacpp-python)")
-        return
-    for label, template in (("xllamacpp (model's template)", ""), ("xllamacpp (Hermes)", HERMES)):
-        port = _free_port()
-        argv = [args.xllamacpp_python, "-c", XSERVER, str(find_gguf()), str(port), template]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-            _measure(label, f"http://127.0.0.1:{port}/v1", args.seeds)
-        finally:
-            proc.kill()
-            proc.wait()
+    scenarios = args.scenario or list(TOOL_SCENARIOS)
+    for engine in args.engine or ENGINES:
+        table(engine, *night(engine, scenarios, args.runs))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

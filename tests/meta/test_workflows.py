@@ -154,9 +154,11 @@ def test_ci_script_runs_the_readme_test_command() -> None:
 
 
 def test_ci_script_installs_every_extra_whose_tests_skip_without_it() -> None:
-    # The browser, Ray and framework-agent tests skip when their extra is missing, so a
-    # contributor's `.[dev]` run stays light; CI must install them or they never run.
+    # The compiled engine's, browser, Ray and framework-agent tests skip when their extra is
+    # missing, so a contributor's `.[dev]` run stays light; CI must install them or they
+    # never run.
     script = (REPO / ".ci" / "run").read_text()
-    installed = re.search(r"pip install -q -e '\.\[([a-z,]+)\]'", script)
+    installed = re.search(r"pip install -q -e '\.\[([a-z,-]+)\]'", script)
     assert installed, "no pip install -e '.[...]' line in .ci/run"
-    assert {"local", "dev", "ray", "browser", "frameworks"} <= set(installed.group(1).split(","))
+    extras = {"local", "local-compiled", "dev", "ray", "browser", "frameworks"}
+    assert extras <= set(installed.group(1).split(","))
