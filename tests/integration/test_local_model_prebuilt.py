@@ -108,7 +108,7 @@ def test_an_engine_that_is_not_one_is_named_with_the_choices(
     monkeypatch.setenv(ENGINE_ENV, "vllm")
     with pytest.raises(
         ConfigError,
-        match="EVALRUNNER_LOCAL_ENGINE='vllm' is not an engine; use one of: llama-cpp-python, prebuilt",
+        match="EVALRUNNER_LOCAL_ENGINE='vllm' is not an engine; use one of: prebuilt, llama-cpp-python",
     ):
         local_engine()
 
