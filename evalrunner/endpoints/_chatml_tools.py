@@ -119,17 +119,20 @@ def chat(request: Mapping[str, Any], complete: Complete, model: str) -> dict[str
     messages = _messages(request)
     tools = _tools(request)
     choice = request.get("tool_choice", "auto" if tools else "none")
-    temperature = float(request.get("temperature", 0.8))
-    stop = [*_stops(request.get("stop")), END]
-    max_tokens = request.get("max_tokens") or request.get("max_completion_tokens")
-    sampling = {k: float(request[k]) for k in _SAMPLING if request.get(k) is not None}
-    asked = _Ask(complete, temperature, stop, max_tokens, sampling)
+    asked = _Ask.of(request, complete)
     if not tools or choice == "none":
         schema = _response_schema(request.get("response_format"))
         done = asked.message(_RENDER.render(messages=messages, tools=[]), schema)
         return _answer(model, done, text=done[-1].text)
     prompt = _RENDER.render(messages=messages, tools=tools)
-    by_name = {t["function"]["name"]: t for t in tools}
+    return _with_tools(model, asked, prompt, {t["function"]["name"]: t for t in tools}, choice)
+
+
+def _with_tools(
+    model: str, asked: _Ask, prompt: str, by_name: Mapping[str, Mapping[str, Any]], choice: Any
+) -> dict[str, Any]:
+    """An answer with tools offered: the named tool's call, or the model's choice of a
+    message or one call."""
     if isinstance(choice, Mapping):
         name = str(choice.get("function", {}).get("name", ""))
         if name not in by_name:
@@ -156,6 +159,14 @@ class _Ask:
     stop: list[str]
     max_tokens: int | None
     sampling: Mapping[str, float]
+
+    @classmethod
+    def of(cls, request: Mapping[str, Any], complete: Complete) -> _Ask:
+        """The request's sampling settings, for every completion it makes."""
+        stop = [*_stops(request.get("stop")), END]
+        max_tokens = request.get("max_tokens") or request.get("max_completion_tokens")
+        sampling = {k: float(request[k]) for k in _SAMPLING if request.get(k) is not None}
+        return cls(complete, float(request.get("temperature", 0.8)), stop, max_tokens, sampling)
 
     def route(self, prompt: str, by_name: Mapping[str, Any], *, offer_message: bool) -> Completion:
         """A message or which tool to call, chosen greedily (``message:`` or a tool's name)."""

@@ -298,10 +298,7 @@ class LocalModelServer:
             if self.running:
                 return self
             model_path = self.model_path or find_gguf()
-            if self.engine is None:
-                self.engine = local_engine()
-            elif _missing(self.engine):
-                raise ConfigError(_not_installed(self.engine, _missing(self.engine)))
+            self._check_engine()
             if self.port is not None:
                 _check_port_free(self.port)
             started = time.monotonic()
@@ -320,6 +317,13 @@ class LocalModelServer:
                 raise
             self.startup_seconds = time.monotonic() - started
             return self
+
+    def _check_engine(self) -> None:
+        """Pick the engine (:func:`local_engine`) or check the one given is installed."""
+        if self.engine is None:
+            self.engine = local_engine()
+        elif _missing(self.engine):
+            raise ConfigError(_not_installed(self.engine, _missing(self.engine)))
 
     def died(self) -> str | None:
         """How the server ended if it exited on its own after starting (None while it runs,
