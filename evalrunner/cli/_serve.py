@@ -16,10 +16,12 @@ import click
 )
 def serve_local(port: int | None) -> None:
     """Start the embedded model server and print how to reach it; Ctrl-C stops it."""
-    from evalrunner.endpoints._local_model import LocalModelServer  # llama-cpp: only when used
+    # The engine's modules: imported only when used.
+    from evalrunner.endpoints._local_model import ENGINE_ENV, LocalModelServer
 
     with LocalModelServer(port=port) as server:
         click.echo(f"model:    {server.model}")
+        click.echo(f"engine:   {server.engine}  ({ENGINE_ENV} picks one)")
         click.echo(f"api_base: {server.api_base}")
         click.echo(f"api_key:  {server.api_key}  (any value works)")
         click.echo(
