@@ -82,12 +82,13 @@ def test_server_answers_chat_and_tool_calls_then_stops(engine: str) -> None:
 
 @pytest.mark.local_model
 @needs_model
-def test_server_dies_with_an_owner_that_never_stops_it() -> None:
+@pytest.mark.parametrize("engine", EACH_ENGINE)
+def test_server_dies_with_an_owner_that_never_stops_it(engine: str) -> None:
     owner = run_owner(
-        """
+        f"""
         import os
         from evalrunner.endpoints._local_model import LocalModelServer
-        server = LocalModelServer().start()
+        server = LocalModelServer(engine={engine!r}).start()
         print(server.pid, server.log_path.parent, flush=True)
         os._exit(0)  # no atexit, no stop(): like SIGKILL
         """

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_model_client import TOOL_MESSAGES, TOOLS, complete, run_owner, wait_gone
+from local_model_client import TOOL_MESSAGES, TOOLS, complete, wait_gone
 
 from evalrunner.endpoints._local_model import ENGINE_ENV, LocalModelServer, local_engine
 from evalrunner.errors import ConfigError
@@ -59,22 +59,6 @@ def test_the_prebuilt_engine_answers_chat_and_tool_calls_plain_and_streamed() ->
             complete(server, messages=TOOL_MESSAGES, tools=TOOLS, tool_choice=named)
         pid = server.pid
     assert pid is not None and wait_gone(pid, 5)
-
-
-def test_the_prebuilt_server_dies_with_an_owner_that_never_stops_it() -> None:
-    owner = run_owner(
-        """
-        import os
-        from evalrunner.endpoints._local_model import LocalModelServer
-        server = LocalModelServer(engine="prebuilt").start()
-        print(server.pid, server.log_path.parent, flush=True)
-        os._exit(0)  # no atexit, no stop(): like SIGKILL
-        """
-    )
-    out, _ = owner.communicate(timeout=90)
-    pid, log_dir = out.split()
-    assert wait_gone(int(pid), 5), "server outlived its owner"
-    assert not Path(log_dir).exists()
 
 
 def test_a_night_on_the_prebuilt_engine_runs_the_example_s_tool_scenario(tmp_path: Path) -> None:
