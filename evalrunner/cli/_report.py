@@ -39,9 +39,9 @@ def report(
     A history location that does not exist or holds no entries, or a --suite or
     --model it has no runs of, is an error (exit 2), not an empty report.
     """
-    from evalrunner.history import load_history  # jinja2, fsspec: only when used
     from evalrunner.history._store import exists
     from evalrunner.report import write_report  # jinja2, fsspec: only when used
+    from evalrunner.report._report import load_selected
     from evalrunner.report._select import check_window
 
     check_window(since, until)
@@ -50,7 +50,8 @@ def report(
             f"history location {history!r} does not exist; pass --history with the location "
             f"'evalrunner run' wrote to (default {_options.DEFAULT_HISTORY})"
         )
-    loaded = load_history(history)
+    # The suites and window asked for choose the files before any is opened.
+    loaded = load_selected(history, suites=suites, models=models, since=since, until=until)
     # A year of history is ~500,000 objects that live while the report is rendered: frozen,
     # the cyclic collector stops rescanning them (half the rendering's time). Arrow's
     # buffers come from malloc, not its default pool, which keeps freed pages for reuse

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import math
 import typing
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
@@ -33,6 +32,15 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from evalrunner._version import __version__
 from evalrunner.errors import FileFormatError, NewerFormat
+from evalrunner.history._values import (
+    _floats_of,
+    _index_array,
+    _pylist,
+    _values,
+    float_array,
+    pair_array,
+    parsed,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,6 +66,7 @@ ENTRY = "entry"
 
 Row = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
+N = TypeVar("N", bound=BaseModel)
 
 
 def table_fields(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
@@ -159,6 +168,18 @@ def _layout(
     return layout, fields
 
 
+def _text_columns(tables: Mapping[str, type[BaseModel]]) -> list[str]:
+    """The tables' plain text columns (scenario, model, metric, verdict, outcome, ...), read
+    as Arrow dictionaries: Parquet stores them so, and decoded, a year of an organisation's
+    nights held each value's text once per row (half of the report's memory at 800 cells)."""
+    out = []
+    for name, model in tables.items():
+        columns, as_json = _schema(model, name)
+        json_columns = {f"{name}.{field}" for field in as_json}
+        out += [col for col, kind in columns if kind == "string" and col not in json_columns]
+    return out
+
+
 def _table_columns(
     name: str, model: type[BaseModel], rows: list[Row], encoded: set[str]
 ) -> dict[str, list[Any]]:
@@ -252,7 +273,10 @@ class ColumnarFile(Generic[M]):
             import pyarrow.parquet as pq
 
             raw = self._raw
-            self._open = pq.ParquetFile(raw if isinstance(raw, str) else io.BytesIO(raw))
+            self._open = pq.ParquetFile(
+                raw if isinstance(raw, str) else io.BytesIO(raw),
+                read_dictionary=_text_columns(self.tables),
+            )
         return self._open
 
     def release(self) -> None:
@@ -262,11 +286,17 @@ class ColumnarFile(Generic[M]):
     @functools.cached_property
     def head(self) -> M:
         """The entry without its tables' rows, parsed on first use."""
+        return self.head_as(self._model)
+
+    def head_as(self, model: type[N]) -> N:
+        """The head parsed as ``model``: a model of a few of its fields (unknown ones
+        ignored) reads them without building the rest (a head holds every cell's baseline
+        and typical trajectory)."""
         import pyarrow as pa
 
         try:
             [head] = self._pf.read_row_group(0, columns=[f"{ENTRY}.json"]).column(0).to_pylist()
-            return self._model.model_validate_json(head)
+            return model.model_validate_json(head)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
 
@@ -366,150 +396,10 @@ def _check_version(version: Any, where: str) -> None:
         )
 
 
-def _values(read: Any) -> list[Any]:
-    """What :meth:`ColumnarFile._read` handed over, as Python values."""
-    return read if isinstance(read, list) else _pylist(read)
-
-
-def float_array(values: Sequence[Any]) -> FloatArray:
-    import numpy as np  # not at import time: every command imports this module
-
-    return np.array([math.nan if v is None else v for v in values], dtype=float)
-
-
-def parsed(values: list[Any]) -> list[Any]:
-    """The JSON texts among ``values`` parsed (intervals quickly); other values, parsed already, kept.
-
-    For fields whose parsed values are never text (intervals, lists, dicts).
-    """
-    at = [i for i, v in enumerate(values) if isinstance(v, str)]
-    if not at:
-        return values
-    texts = [values[i] for i in at]
-    done = _pairs(texts)
-    if done is None:
-        done = json.loads("[" + ",".join(texts) + "]")
-    if len(at) == len(values):
-        return done
-    out = list(values)
-    for i, value in zip(at, done, strict=True):
-        out[i] = value
-    return out
-
-
-def _pairs(texts: list[str]) -> list[Any] | None:
-    """A JSON column of number pairs or nulls ('[0.1,0.2]', 'null': intervals) as pairs, or
-    None when it holds anything else: json.loads of a year of intervals takes seconds."""
-    flat = _flat_pairs(texts)
-    if flat is None:
-        return None
-    pairs: list[Any] = list(zip(flat[0::2], flat[1::2], strict=True))
-    for i, text in enumerate(texts):
-        if text == "null":
-            pairs[i] = None
-    return pairs
-
-
-def _flat_pairs(texts: Sequence[Any]) -> list[float] | None:
-    """The numbers of JSON pairs, two a text ('null': NaN, NaN), or None if one is not a pair."""
-    inner = []
-    for text in texts:
-        if text == "null":
-            inner.append("nan,nan")
-        elif isinstance(text, str) and text[:1] == "[" and text[-1:] == "]":
-            inner.append(text[1:-1])
-        else:
-            return None
-    numbers = ",".join(inner).split(",") if inner else []
-    if len(numbers) != 2 * len(texts):
-        return None
-    try:
-        return [float(x) for x in numbers]  # JSON's NaN and Infinity read as json.loads reads them
-    except ValueError:
-        return None
-
-
-def pair_array(values: Sequence[Any]) -> FloatArray:
-    """Intervals as an (n, 2) array, a missing one as NaN, NaN: from their JSON texts, or
-    from pairs and None already parsed."""
-    import numpy as np
-
-    flat = _flat_pairs(values)
-    if flat is not None:
-        return np.array(flat, dtype=float).reshape(-1, 2)
-    values = parsed(list(values))
-    out = np.full((len(values), 2), math.nan)
-    present = [i for i, v in enumerate(values) if v is not None]
-    if present:
-        out[present] = np.array([values[i] for i in present], dtype=float)
-    return out
-
-
 @functools.cache
 def _column_adapter(model: type[BaseModel], field: str) -> TypeAdapter[list[Any]]:
     item: Any = model.model_fields[field].annotation
     return TypeAdapter(list[item])
-
-
-_SHARED_FROM = 64
-"""Text columns at least this long are read with one object per distinct value."""
-
-
-def _shared_strings(column: Any) -> list[Any] | None:
-    """A text column of few distinct values (scenario, model, metric, verdict, ...) as a list
-    whose equal values are one object: a year of verdicts holds 300,000 of each, and a
-    string object apiece was a fifth of the report's memory. None when most values differ
-    (run ids, reasons): those are read as before."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(column)
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks()
-    words = encoded.dictionary.to_pylist()
-    if len(words) * 4 > len(column):
-        return None
-    words.append(None)  # index -1: a null
-    indices = encoded.indices.to_pylist()
-    if encoded.indices.null_count:
-        indices = [-1 if i is None else i for i in indices]
-    return [words[i] for i in indices]
-
-
-def _pylist(column: Any) -> list[Any]:
-    """A column as Python values (null: None).
-
-    Arrow's to_pylist, not to_numpy: as fast here, and to_numpy of a column with
-    nulls imports pandas (55 MB of the report's memory, for nothing)."""
-    import pyarrow as pa
-
-    if pa.types.is_string(column.type) and len(column) >= _SHARED_FROM:
-        shared = _shared_strings(column)
-        if shared is not None:
-            return shared
-    return list(column.to_pylist())
-
-
-def _index_array(indices: Sequence[int]) -> Any:
-    """Row numbers as an Arrow array, built from its buffer: pyarrow turning a list (or a
-    numpy array) into one imports pandas, to check whether it is a pandas object."""
-    import numpy as np
-    import pyarrow as pa
-
-    at = np.asarray(indices, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)])
-
-
-def _floats_of(column: Any) -> FloatArray:
-    """A number column as floats, null as NaN (without a Python float per value)."""
-    import numpy as np
-    import pyarrow as pa
-
-    if column.null_count == 0 and column.type == pa.float64():
-        # From the buffer: even a zero-copy to_numpy imports pandas (see _index_array).
-        data = column.buffers()[1]
-        return np.frombuffer(data, dtype=np.float64, count=len(column), offset=column.offset * 8)
-    return float_array(column.to_pylist())
 
 
 def _rows(

@@ -291,7 +291,7 @@ def _before_the_runs(
         # Read once, before the runs: a broken baseline stops us before the night's
         # runs are spent, and escalation and the comparison use the same objects.
         before.loaded = load_baselines(baselines_dir, night.suite.name, cells)
-        before.evidence = _evidence_so_far(night.suite.name, history)
+        before.evidence = _evidence_so_far(night.suite.name, history, cells)
         # Escalation needs the baselines; --adaptive without them still runs in batches.
         adaptive_cfg, before.references = _sequential(
             night.schedules,
@@ -323,8 +323,10 @@ def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, night).result()
 
 
-def _evidence_so_far(suite: str, history: str | None) -> dict[CellKey, EvidenceState]:
-    """Each cell's evidence accumulated before tonight (none without a history)."""
+def _evidence_so_far(
+    suite: str, history: str | None, cells: Sequence[CellKey]
+) -> dict[CellKey, EvidenceState]:
+    """Tonight's cells' evidence accumulated before tonight (none without a history)."""
     from evalrunner.history._store import evidence_so_far
 
-    return {} if history is None else evidence_so_far(history, suite)
+    return {} if history is None else evidence_so_far(history, suite, cells)

@@ -11,11 +11,30 @@ from pathlib import Path
 
 from evalrunner._jsonio import write_text_atomic
 from evalrunner.errors import ConfigError
-from evalrunner.history._store import History
+from evalrunner.history._store import History, load_history
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown
-from evalrunner.report._select import check_window, missing
+from evalrunner.report._select import check_window, files_from, missing
+
+
+def load_selected(
+    root: str,
+    *,
+    suites: Sequence[str] = (),
+    models: Sequence[str] = (),
+    since: str | None = None,
+    until: str | None = None,
+) -> History:
+    """The history at ``root`` a report of ``suites`` from ``since`` needs: only those
+    suites' files, and only those of nights from a day before ``since`` (chosen by name,
+    none opened otherwise). Where something asked for is not there, the whole history, so
+    the report's error can say what is (the suites there, the nights' span)."""
+    check_window(since, until)
+    loaded = load_history(root, suites=list(suites) or None, since=files_from(since))
+    if missing(loaded, suites, models, since, until) is not None:
+        return load_history(root)
+    return loaded
 
 
 def write_report(

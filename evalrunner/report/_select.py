@@ -34,7 +34,7 @@ from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, RunRecord
 
 _NEVER = _dt.datetime.min.replace(tzinfo=_dt.UTC)
 if TYPE_CHECKING:
-    from evalrunner.history._columnar import FloatArray
+    from evalrunner.history._values import FloatArray
 
 T = TypeVar("T")
 
@@ -71,6 +71,16 @@ def check_window(since: str | None, until: str | None) -> None:
         raise ConfigError(
             f"--since {since} is not before --until {until}: that window holds no night; swap them"
         )
+
+
+def files_from(since: str | None) -> str | None:
+    """The earliest night whose files a window from ``since`` needs, as history file names
+    and ``created_at`` compare (UTC, ISO 8601): a day early, so a zone or a fraction of a
+    second never leaves a night of the window unread (selecting applies it exactly)."""
+    if not since:
+        return None
+    early = _bound(since, until=False).astimezone(_dt.UTC) - _dt.timedelta(days=1)
+    return early.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _by_cell(items: Sequence[T], cell: Callable[[T], CellKey]) -> dict[CellKey, list[T]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from history_factory import build_entries, write_history
 
 from evalrunner.cli._main import main
+from evalrunner.history import _store
 
 
 def test_report_command_writes_html_markdown_and_junit(tmp_path: Path) -> None:
@@ -115,3 +117,35 @@ def test_a_history_whose_every_file_is_unreadable_is_not_said_to_hold_none(
         "read (each named above); move them aside and run the report again"
     )
     assert Path(path).exists() and not out.exists()
+
+
+def test_a_report_of_one_suite_and_a_window_opens_only_their_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An organisation's history holds many suites and a year of nights: a report of one
+    # suite's last days must not open the rest (issue 57, item 3).
+    root = tmp_path / "history"
+    write_history(str(root), build_entries(nights=10, scenarios=1, suite="billing"))
+    write_history(str(root), build_entries(nights=10, scenarios=1, suite="search"))
+    opened: list[str] = []
+    real_open = _store._open
+
+    def counted(fs: object, path: str) -> _store.Source:
+        opened.append(path.rsplit("/", 2)[-2])
+        return real_open(fs, path)
+
+    monkeypatch.setattr(_store, "_open", counted)
+    # The factory's nights are 2025-01-01 to 2025-01-10 at 02:00 UTC; from 01-08 02:00 in
+    # UTC+2 (01-08 00:00 UTC) the window holds 3 nights, and the files of a day before it.
+    args = ["--suite", "search", "--since", "2025-01-08T02:00:00+02:00"]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["report", "--history", str(root), "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    assert opened == ["search"] * 4
+    assert "over 3 nights" in (out / "report.html").read_text()
+    # Asked for a suite that is not there, the error still names those that are.
+    opened.clear()
+    result = CliRunner().invoke(
+        main, ["report", "--history", str(root), "--out", str(out), "--suite", "serch"]
+    )
+    assert result.exit_code == 2 and "did you mean 'search'" in result.output

@@ -40,7 +40,7 @@ def test_ci_runs_on_prs_and_pushes_without_secrets() -> None:
         "ruff check",
         "mypy",
         "pytest",
-        "pip install -e '.[dev,proxy,ray,browser,frameworks]'",
+        "pip install -e '.[dev,proxy,ray,browser,frameworks,s3]'",
     ):
         assert expected in commands
 
@@ -154,11 +154,23 @@ def test_ci_script_runs_the_readme_test_command() -> None:
 
 
 def test_ci_script_installs_every_extra_whose_tests_skip_without_it() -> None:
-    # The compiled engine's, browser, Ray and framework-agent tests skip when their extra is
+    # The compiled engine's, browser, Ray, framework-agent and S3 tests skip when their extra is
     # missing, so a contributor's `.[dev]` run stays light; CI must install them or they
     # never run.
     script = (REPO / ".ci" / "run").read_text()
-    installed = re.search(r"pip install -q -e '\.\[([a-z,-]+)\]'", script)
+    installed = re.search(r"pip install -q -e '\.\[([a-z0-9,-]+)\]'", script)
     assert installed, "no pip install -e '.[...]' line in .ci/run"
-    extras = {"local", "local-compiled", "dev", "ray", "browser", "frameworks"}
+    extras = {"local", "local-compiled", "dev", "ray", "browser", "frameworks", "s3"}
     assert extras <= set(installed.group(1).split(","))
+
+
+def test_the_action_keeps_pip_s_cache_between_runs() -> None:
+    # Issue 54, A6: a night's install comes from the cache, not the package index, once
+    # the action has run; a new release of the action starts a cache of its own.
+    steps = yaml.safe_load((REPO / "action.yml").read_text())["runs"]["steps"]
+    names = [step.get("name", "") for step in steps]
+    cache = steps[names.index("Cache pip's downloads")]
+    assert cache["uses"].startswith("actions/cache@")
+    assert cache["with"]["path"] == "~/.cache/pip"
+    assert "github.action_ref" in cache["with"]["key"] and "inputs.mode" in cache["with"]["key"]
+    assert names.index("Cache pip's downloads") < names.index("Install evalrunner and the project")

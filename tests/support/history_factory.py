@@ -20,7 +20,7 @@ import datetime as _dt
 import functools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,8 @@ from evalrunner import _clock as clock
 from evalrunner.history._entry import BaselineSummary, HistoryEntry, Trajectory
 from evalrunner.history._store import History, append
 from evalrunner.live._results import Manifest
-from evalrunner.suite._metrics import EFFECT_LABELS, sequence_label
+from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
+from evalrunner.suite._metrics import DEFAULT_GATING, EFFECT_LABELS, sequence_label
 from evalrunner.suite._record import CellKey, RunRecord
 
 HOSTILE_SCRIPT = "<script>window.__pwned=1</script>"
@@ -459,7 +460,8 @@ def _fast_metrics(
 # ---------------------------------------------------------------------------
 
 
-def _night_time(start: str, night: int) -> str:
+def night_time(start: str, night: int) -> str:
+    """The time ``night`` nights after ``start`` (ISO 8601, UTC)."""
     t0 = clock.parse(start)
     return (t0 + _dt.timedelta(days=night)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -473,7 +475,12 @@ def _typical(records: list[RunRecord], hostile: bool) -> Trajectory | None:
     return trajectory(run.tools, run.final_answer or "", hostile=hostile)
 
 
-def build_entries(
+def build_entries(**kwargs: Any) -> list[HistoryEntry]:
+    """One entry per night, oldest first (see :func:`iter_entries` for the arguments)."""
+    return list(iter_entries(**kwargs))
+
+
+def iter_entries(
     *,
     nights: int = 5,
     scenarios: int = 3,
@@ -488,18 +495,21 @@ def build_entries(
     regress_nights: int = 2,
     real_stats: bool = False,
     n_resamples: int = 200,
-) -> list[HistoryEntry]:
-    """One entry per night, oldest first.
+    evidence: bool = False,
+) -> Iterator[HistoryEntry]:
+    """One entry per night, oldest first, each made as it is asked for (a big history
+    is written night by night without holding it whole).
 
     Scenarios whose index is in ``regressed`` behave clearly worse on the last
     ``regress_nights`` nights (lower success, a different, longer tool path, more
-    tokens), so those nights carry regression verdicts.
+    tokens), so those nights carry regression verdicts. ``evidence``: each night also
+    carries every cell's accumulated evidence (stand-in sums), as a night's head does.
     """
     rng = np.random.default_rng(seed)
     profiles = _profiles(scenarios, models, rng, hostile)
     base_records = {
         (p.scenario, p.model): _records(
-            p, baseline_runs, suite, rng, _night_time(start, -1), hostile
+            p, baseline_runs, suite, rng, night_time(start, -1), hostile
         )
         for p in profiles
     }
@@ -519,9 +529,8 @@ def build_entries(
         for (s, m), recs in base_records.items()
         if (t := _typical(recs, hostile)) is not None
     }
-    entries = []
     for night in range(nights):
-        created = _night_time(start, night)
+        created = night_time(start, night)
         records: list[RunRecord] = []
         results: list[stats.MetricResult] = []
         typical: dict[CellKey, Trajectory] = {}
@@ -547,28 +556,39 @@ def build_entries(
             if (t := _typical(recs, hostile)) is not None:
                 typical[CellKey(prof.scenario, prof.model)] = t
         final = stats.finalize(results)
-        entries.append(
-            HistoryEntry(
+        yield HistoryEntry(
+            suite=suite,
+            created_at=created,
+            manifest=Manifest(
                 suite=suite,
-                created_at=created,
-                manifest=Manifest(
-                    suite=suite,
-                    models=sorted({p.model for p in profiles}),
-                    runs={scenario_name(i): runs for i in range(scenarios)},
-                    scenarios={scenario_name(i): f"fingerprint-{i}" for i in range(scenarios)},
-                    started_at=created,
-                    ended_at=created,
-                    status="finished",
-                    evalrunner_version="0.0.0",
-                ),
-                records=records,
-                verdicts=final,
-                baselines=summaries,
-                typical=typical,
-                baseline_typical=base_typical,
-            )
+                models=sorted({p.model for p in profiles}),
+                runs={scenario_name(i): runs for i in range(scenarios)},
+                scenarios={scenario_name(i): f"fingerprint-{i}" for i in range(scenarios)},
+                started_at=created,
+                ended_at=created,
+                status="finished",
+                evalrunner_version="0.0.0",
+            ),
+            records=records,
+            verdicts=final,
+            baselines=summaries,
+            typical=typical,
+            baseline_typical=base_typical,
+            evidence=_evidence(profiles, night) if evidence else {},
         )
-    return entries
+
+
+def _evidence(profiles: Sequence[_Profile], night: int) -> dict[CellKey, EvidenceState]:
+    """Every cell's evidence after ``night`` (stand-in sums: their size is what matters here)."""
+    sums = MetricEvidence(
+        nights=night + 1, weight=20.0 * (night + 1), weighted_sum=0.1, z=0.3, boundary=3.1
+    )
+    return {
+        CellKey(p.scenario, p.model): EvidenceState(
+            anchor="anchor", nights=night + 1, metrics=dict.fromkeys(DEFAULT_GATING, sums)
+        )
+        for p in profiles
+    }
 
 
 def history_from_entries(entries: Sequence[HistoryEntry]) -> History:

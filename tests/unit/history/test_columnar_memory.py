@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from history_factory import build_entries, history_from_entries, write_history
 
 from evalrunner.history import load_history
-from evalrunner.history._columnar import _pylist
 from evalrunner.history._entry import HistoryEntry
+from evalrunner.history._values import _pylist
 
 
 def test_a_text_column_of_few_values_holds_one_object_per_value() -> None:
@@ -59,11 +59,11 @@ def test_numbers_and_intervals_read_as_arrays_with_missing_values_as_nan(tmp_pat
 
 REPORT_PROBE = """
 import sys
-import evalrunner.history
+import evalrunner.report._report as chooses
 from evalrunner.cli import main
 
 loaded = []
-load_history = evalrunner.history.load_history
+load_history = chooses.load_history
 
 
 def watched(*args, **kwargs):
@@ -71,7 +71,7 @@ def watched(*args, **kwargs):
     return loaded[-1]
 
 
-evalrunner.history.load_history = watched  # the command imports it when it runs
+chooses.load_history = watched  # what the command loads the history with
 try:
     main(["report", "--history", sys.argv[1], "--out", sys.argv[2]])
 except SystemExit as exc:
