@@ -79,6 +79,35 @@ def _flat_pairs(texts: Sequence[Any]) -> list[float] | None:
         return None
 
 
+_PAIR_OR_NULL = r"^(null|\[[^\[\],]*,[^\[\],]*\])$"
+
+
+def arrow_pairs(column: Any) -> FloatArray | None:
+    """A JSON column of intervals ('[0.1,0.2]', 'null') as an (n, 2) array, parsed inside
+    Arrow (a year of an organisation's intervals took the report seconds in Python); None
+    when it holds anything else. Options, not Python scalars, and the array taken from its
+    buffer: pyarrow converting either imports pandas."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_string(column.type) or column.null_count:
+        return None
+    if len(column) and not pc.all(pc.match_substring_regex(column, pattern=_PAIR_OR_NULL)).as_py():
+        return None
+    texts = column
+    for old, new in (("[", ""), ("]", ""), ("null", "nan,nan")):
+        texts = pc.replace_substring(texts, pattern=old, replacement=new)
+    try:
+        numbers = pc.cast(pc.list_flatten(pc.split_pattern(texts, pattern=",")), pa.float64())
+    except pa.ArrowInvalid:
+        return None  # not numbers after all: the slow path says what they are
+    flat = np.frombuffer(
+        numbers.buffers()[1], dtype=np.float64, count=len(numbers), offset=numbers.offset * 8
+    )
+    return flat.reshape(-1, 2).copy()
+
+
 def pair_array(values: Sequence[Any]) -> FloatArray:
     """Intervals as an (n, 2) array, a missing one as NaN, NaN: from their JSON texts, or
     from pairs and None already parsed."""
@@ -113,11 +142,18 @@ def _shared_strings(column: Any) -> list[Any] | None:
     words = encoded.dictionary.to_pylist()
     if len(words) * 4 > len(column):
         return None
+    at = encoded.indices
+    if not at.null_count:  # the usual column: picked in numpy, from the indices' buffer
+        import numpy as np
+
+        width = at.type.bit_width // 8
+        index = np.frombuffer(
+            at.buffers()[1], dtype=f"i{width}", count=len(at), offset=at.offset * width
+        )
+        picked: list[Any] = np.array(words, dtype=object)[index].tolist()
+        return picked
     words.append(None)  # index -1: a null
-    indices = encoded.indices.to_pylist()
-    if encoded.indices.null_count:
-        indices = [-1 if i is None else i for i in indices]
-    return [words[i] for i in indices]
+    return [words[-1 if i is None else i] for i in at.to_pylist()]
 
 
 def _is_text(kind: Any) -> bool:
