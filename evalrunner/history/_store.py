@@ -187,7 +187,8 @@ class Source(Protocol):
     @property
     def head(self) -> HistoryEntry: ...
 
-    def preload(self, table: str, fields: Sequence[str]) -> None: ...
+    def preload(self, table: str, fields: Sequence[str], pairs: Collection[str] = ()) -> None:
+        """Read these fields ahead (``pairs``: intervals, to be read with :meth:`pairs`)."""
 
     def release(self) -> None:
         """Done reading for now: let go of what opening the file took (it reopens if read)."""
@@ -225,7 +226,7 @@ class InMemory:
         self.started_at = entry.manifest.started_at
         self.outage = entry.outage
 
-    def preload(self, table: str, fields: Sequence[str]) -> None:
+    def preload(self, table: str, fields: Sequence[str], pairs: Collection[str] = ()) -> None:
         pass
 
     def release(self) -> None:
@@ -280,8 +281,8 @@ class InParquet:
         said = self.file.keys.get("outage")
         return said == "true" if isinstance(said, str) else self.head.outage
 
-    def preload(self, table: str, fields: Sequence[str]) -> None:
-        self.file.preload(table, fields)
+    def preload(self, table: str, fields: Sequence[str], pairs: Collection[str] = ()) -> None:
+        self.file.preload(table, fields, pairs)
 
     def release(self) -> None:
         self.file.release()

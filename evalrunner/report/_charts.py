@@ -22,7 +22,7 @@ import numpy as np
 from markupsafe import Markup
 
 from evalrunner.report._format import fmt, interval, short_time, span_ends
-from evalrunner.report._select import SelectedNight
+from evalrunner.report._select import RESULT_INTERVALS, SelectedNight
 from evalrunner.report._svg import (
     Flag,
     FloatArray,
@@ -128,7 +128,7 @@ class ChartView:
 
 TEXT_FIELDS = ("kind", "verdict", "effect_label")
 NUMBER_FIELDS = ("margin", "effect", "q", "q_improvement", "night_estimate", "baseline_estimate")
-INTERVALS = ("effect_ci", "night_ci")
+INTERVALS = RESULT_INTERVALS
 """The fields of a metric result a trend chart reads at every night: texts as lists, numbers
 as float arrays, intervals as (n, 2) arrays (a year of them as Python objects took 90 MB)."""
 CHART_FIELDS = (*TEXT_FIELDS, *NUMBER_FIELDS, *INTERVALS)
@@ -276,9 +276,10 @@ def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
         columns["attempted"].append(night.record_count)
         for outcome in _CHARTED:
             columns[outcome].append(outcomes[outcome])
-        columns["prompt"].append(sum(night.record_column("prompt_tokens")))
-        columns["completion"].append(sum(night.record_column("completion_tokens")))
-        costs = [c for c in night.record_column("cost_usd") if c is not None]
+        columns["prompt"].append(float(night.record_floats("prompt_tokens").sum()))
+        columns["completion"].append(float(night.record_floats("completion_tokens").sum()))
+        costs = night.record_floats("cost_usd")
+        costs = costs[~np.isnan(costs)]
         columns["cost"].append(math.fsum(costs))
         columns["priced"].append(len(costs))
     return {k: np.array(v, dtype=float) for k, v in columns.items()}

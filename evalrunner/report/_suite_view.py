@@ -271,12 +271,13 @@ def _charts(
     series: dict[tuple[str, str, str], Points],
     span: Sequence[SelectedNight],
 ) -> list[ChartView]:
-    """The charts of ``v``'s ``charted`` metrics that have results over ``span``."""
+    """The charts of ``v``'s ``charted`` metrics that have results over ``span``. Each
+    series is taken out of ``series`` as it is drawn, so what it gathered goes with it."""
     uncompared = NOT_COMPARED if v.last_compared else NO_BASELINE
     return [
-        metric_chart(m, series[(v.scenario, v.model, m)], span, v.latest, uncompared)
+        metric_chart(m, points, span, v.latest, uncompared)
         for m in charted
-        if (v.scenario, v.model, m) in series
+        if (points := series.pop((v.scenario, v.model, m), None)) is not None
     ]
 
 
@@ -306,8 +307,9 @@ def _series(
 ) -> dict[tuple[str, str, str], Points]:
     """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
     wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
-    hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the suite's results, in order
-    nights: list[SelectedNight] = []  # the night of each row
+    hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the charted results, in order
+    nights: list[SelectedNight] = []  # the night of each charted row
+    chosen: list[list[int]] = []  # each night's charted rows, among its results
     for night in suite.nights:
         keys = zip(
             night.result_column("scenario"),
@@ -315,26 +317,31 @@ def _series(
             night.result_column("metric"),
             strict=True,
         )
-        offset = len(nights)
+        rows: list[int] = []
         for i, key in enumerate(keys):
             if key in wanted:
-                hits.setdefault(key, []).append(offset + i)
-        nights += [night] * night.result_count
-    columns = _result_columns(suite.nights)
+                hits.setdefault(key, []).append(len(nights) + len(rows))
+                rows.append(i)
+        chosen.append(rows)
+        nights += [night] * len(rows)
+    columns = _result_columns(suite.nights, chosen)
     return {key: Points(rows, nights, columns) for key, rows in hits.items()}
 
 
-def _result_columns(nights: Sequence[SelectedNight]) -> dict[str, Any]:
-    """The charted fields of every result of ``nights``, one column each, in row order."""
+def _result_columns(nights: Sequence[SelectedNight], chosen: Sequence[list[int]]) -> dict[str, Any]:
+    """The charted fields of the ``chosen`` results of each of ``nights``, one column each,
+    in row order. Only those: a year of an organisation's nights holds millions of results,
+    most of them diagnostics no chart draws."""
     texts: dict[str, list[Any]] = {name: [] for name in TEXT_FIELDS}
     arrays: dict[str, list[Any]] = {name: [] for name in (*NUMBER_FIELDS, *INTERVALS)}
-    for night in nights:
+    for night, rows in zip(nights, chosen, strict=True):
         for name, values in texts.items():
-            values += night.result_column(name)
+            column = night.result_column(name)
+            values += column if len(rows) == len(column) else [column[i] for i in rows]
         for name in NUMBER_FIELDS:
-            arrays[name].append(night.result_floats(name))
+            arrays[name].append(night.result_floats(name)[rows])
         for name in INTERVALS:
-            arrays[name].append(night.result_pairs(name))
+            arrays[name].append(night.result_pairs(name)[rows])
     return {**texts, **{name: _joined(name, parts) for name, parts in arrays.items()}}
 
 
