@@ -60,9 +60,9 @@ main()
 )
 
 
-# The evidence a night reads before its first run (`evalrunner run` calls this with the
-# suite's cells; `plan` without, reading every night), timed inside the child so the
-# interpreter's start is not counted.
+# The evidence a night reads before its first run (`evalrunner run` and `plan` call this
+# with their cells), and, beside it, every night's (no cells named: what both read before
+# issue 57), timed inside the child so the interpreter's start is not counted.
 _EVIDENCE = (
     _PEAK
     + """
@@ -106,7 +106,7 @@ def _whole_process(history: Path) -> tuple[float, float]:
 
 
 def _evidence_read(history: Path, scenarios: int, models: int) -> tuple[float, float]:
-    """The evidence read a night starts with, and `plan`'s of every night (wall s each,
+    """The evidence read a night starts with, and every night's read whole (wall s each,
     inside the process)."""
     support = str(Path(__file__).resolve().parents[1] / "tests" / "support")
     _, peak, err = _child(_EVIDENCE, str(history), str(scenarios), str(models), support)
@@ -114,7 +114,7 @@ def _evidence_read(history: Path, scenarios: int, models: int) -> tuple[float, f
     (night, night_cpu, cells), (every, _, _) = reads
     print(
         f"{'evidence read':<22} {float(night):8.2f} s  (CPU {float(night_cpu):.2f} s, {cells} "
-        f"cells; every night's, as plan reads: {float(every):.2f} s; peak {peak:.0f} MiB)",
+        f"cells; every night's, no cells named: {float(every):.2f} s; peak {peak:.0f} MiB)",
         flush=True,
     )
     return float(night), float(every)

@@ -22,7 +22,12 @@ import numpy as np
 from markupsafe import Markup
 
 from evalrunner.report._format import fmt, interval, short_time, span_ends
-from evalrunner.report._select import RESULT_INTERVALS, SelectedNight
+from evalrunner.report._select import (
+    RECORD_NUMBERS,
+    RESULT_INTERVALS,
+    RESULT_NUMBERS,
+    SelectedNight,
+)
 from evalrunner.report._svg import (
     Flag,
     FloatArray,
@@ -127,7 +132,7 @@ class ChartView:
 
 
 TEXT_FIELDS = ("kind", "verdict", "effect_label")
-NUMBER_FIELDS = ("margin", "effect", "q", "q_improvement", "night_estimate", "baseline_estimate")
+NUMBER_FIELDS = RESULT_NUMBERS
 INTERVALS = RESULT_INTERVALS
 """The fields of a metric result a trend chart reads at every night: texts as lists, numbers
 as float arrays, intervals as (n, 2) arrays (a year of them as Python objects took 90 MB)."""
@@ -272,6 +277,7 @@ def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
         k: [] for k in ("attempted", *_CHARTED, "prompt", "completion", "cost", "priced")
     }
     for night in nights:
+        night.preload("records", RECORD_NUMBERS)
         outcomes = Counter(night.record_column("outcome"))
         columns["attempted"].append(night.record_count)
         for outcome in _CHARTED:

@@ -153,6 +153,13 @@ class SelectedNight:
             parts.append(array if len(p.results) == len(array) else array[list(p.results)])
         return np.concatenate(parts) if parts else empty
 
+    def preload(self, table: str, fields: Sequence[str], pairs: Sequence[str] = ()) -> None:
+        """Read these fields of the night's rows in one go (``pairs``: intervals), then let
+        the files go: a reader going night by night holds one night's numbers at a time."""
+        for p in self.parts:
+            p.source.preload(table, fields, pairs)
+            p.source.release()
+
     def record_floats(self, fieldname: str) -> FloatArray:
         """A number field of the night's records as floats (missing: NaN), handed over: a
         Python int apiece for a year of an organisation's runs took hundreds of MB."""
@@ -364,15 +371,19 @@ class _Wanted:
         return self.models is None or name in self.models
 
 
-RECORD_COLUMNS = ("scenario", "model", "outcome", "reason", "prompt_tokens", "completion_tokens")
-"""What the report reads of every record of every night (the rest only of the nights it shows in full)."""
+RECORD_COLUMNS = ("scenario", "model", "outcome", "reason")
+"""The texts the report reads of every record of every night, when it selects them (kept:
+the HTML, Markdown and JUnit reports select in turn)."""
+RECORD_NUMBERS = ("prompt_tokens", "completion_tokens", "cost_usd")
+"""The numbers the HTML report sums of every record of every night: read a night at a time
+as it sums them (:meth:`SelectedNight.preload`), so a year of them is never held."""
+RESULT_COLUMNS = ("scenario", "model", "metric", "kind", "verdict", "effect_label")
+"""The texts the report reads of every metric result of every night (trend charts, flags)."""
 RESULT_INTERVALS = ("effect_ci", "night_ci")
-"""The intervals the report reads of every metric result, as (n, 2) float arrays only."""
-RESULT_COLUMNS = (
-    *("scenario", "model", "metric", "kind", "verdict", "margin", "effect", "effect_ci"),
-    *("effect_label", "q", "q_improvement", "night_estimate", "night_ci", "baseline_estimate"),
-)
-"""What the report reads of every metric result of every night (trend charts, flags)."""
+"""The intervals the trend charts read of every metric result, as (n, 2) float arrays only."""
+RESULT_NUMBERS = ("margin", "effect", "q", "q_improvement", "night_estimate", "baseline_estimate")
+"""The numbers the trend charts read of every metric result, a night at a time (with the
+intervals)."""
 
 
 def _kept(source: Source, wanted: _Wanted, held: set[str] | None) -> Sequence[int]:
@@ -413,7 +424,7 @@ def _nights(history: History, wanted: _Wanted) -> list[SelectedNight]:
     nights: dict[tuple[str, str], SelectedNight] = {}
     for source in chosen:
         source.preload("records", RECORD_COLUMNS)
-        source.preload("verdicts", RESULT_COLUMNS, pairs=RESULT_INTERVALS)
+        source.preload("verdicts", RESULT_COLUMNS)
         source.release()  # read once: a year of opened files would hold 110 MB
         night = nights.setdefault(
             (source.suite, source.created_at),

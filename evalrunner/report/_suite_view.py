@@ -335,6 +335,7 @@ def _result_columns(nights: Sequence[SelectedNight], chosen: Sequence[list[int]]
     texts: dict[str, list[Any]] = {name: [] for name in TEXT_FIELDS}
     arrays: dict[str, list[Any]] = {name: [] for name in (*NUMBER_FIELDS, *INTERVALS)}
     for night, rows in zip(nights, chosen, strict=True):
+        night.preload("verdicts", (*NUMBER_FIELDS, *INTERVALS), pairs=INTERVALS)
         for name, values in texts.items():
             column = night.result_column(name)
             values += column if len(rows) == len(column) else [column[i] for i in rows]
