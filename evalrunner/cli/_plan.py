@@ -128,14 +128,13 @@ def plan_cmd(
     tests and the margin rule), plus the nightly cost and the margins out of reach. The
     history's nights since each anchor count as tonight's test will count them."""
     from evalrunner.history._store import evidence_so_far
-    from evalrunner.live._schedule import choose
-    from evalrunner.night._plan import plan_suite
+    from evalrunner.night._plan import plan_suite, planned_cells
 
     _check_history(history)
     _check_budget(runs, budget)
     suite = load_suite_by_name(suite_name, suites_dir)
     # The planned cells' evidence only: read from the newest nights until each has its own.
-    cells = [c for s in choose(suite, runs=runs, rows=rows, models=models) for c in s.cells()]
+    cells = planned_cells(suite, runs=runs, rows=rows, models=models)
     evidence = evidence_so_far(history, suite.name, cells)
     found = plan_suite(
         suite, baselines_dir, runs=runs, rows=rows, budget=budget, evidence=evidence, models=models

@@ -380,12 +380,10 @@ class ColumnarFile(Generic[M]):
             return
         try:
             read = self._pf.read_row_group(group, columns=list(names.values()))
-            for f, column in names.items():
-                arrow = read.column(column).combine_chunks()
-                parsed_pairs = arrow_pairs(arrow) if f in pairs else None
-                self._arrow[(table, f)] = arrow if parsed_pairs is None else _Pairs(parsed_pairs)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
+        for f, column in names.items():
+            self._arrow[(table, f)] = _kept(read.column(column).combine_chunks(), f in pairs)
 
     def _predated(self, table: str, group: int, fields: set[str]) -> None:
         """Fields of a table this file predates: their defaults, as validation gives them."""
@@ -409,6 +407,12 @@ class _Pairs(NamedTuple):
     """An interval column preloaded as its (n, 2) float array."""
 
     array: FloatArray
+
+
+def _kept(column: Any, as_pairs: bool) -> Any:
+    """A column as a preload keeps it: Arrow, or an interval column parsed where it can be."""
+    parsed_pairs = arrow_pairs(column) if as_pairs else None
+    return column if parsed_pairs is None else _Pairs(parsed_pairs)
 
 
 def _check_version(version: Any, where: str) -> None:

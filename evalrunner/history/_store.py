@@ -456,20 +456,25 @@ def evidence_so_far(
         paths = _paths(fs, base, [suite], None)
     wanted = set(cells) if cells is not None else None
     found: dict[CellKey, EvidenceState] = {}
-    # Newest first by name (files are named by their night), then by the night each holds.
+    # Newest first: files are named by their night.
     for path in reversed(paths):
-        try:
-            source = _open(fs, path)
-            if source.suite == suite:
-                for cell, state in source.evidence().items():
-                    found.setdefault(cell, state)
-        except FileFormatError as exc:
-            # A head damaged inside a file whose footer is whole is found only here: left
-            # out as a file that cannot be opened is, not a stop of every later night.
-            warnings.warn(f"{exc.args[0]} (left out)", SkippedHistoryFile, stacklevel=2)
+        for cell, state in _evidence_in(fs, path, suite).items():
+            found.setdefault(cell, state)
         if wanted is not None and wanted <= found.keys():
             break
     return found
+
+
+def _evidence_in(fs: Any, path: str, suite: str) -> dict[CellKey, EvidenceState]:
+    """The evidence one file holds for ``suite`` (none from a file it cannot read, said)."""
+    try:
+        source = _open(fs, path)
+        return source.evidence() if source.suite == suite else {}
+    except FileFormatError as exc:
+        # A head damaged inside a file whose footer is whole is found only here: left
+        # out as a file that cannot be opened is, not a stop of every later night.
+        warnings.warn(f"{exc.args[0]} (left out)", SkippedHistoryFile, stacklevel=3)
+        return {}
 
 
 def load_history(

@@ -33,6 +33,15 @@ class SuitePlan:
     """With no cell planned: the models the suite's baselines there are for."""
 
 
+def planned_cells(
+    suite: Suite, *, runs: int | None, rows: int | None, models: Sequence[str]
+) -> list[CellKey]:
+    """The scenario x models :func:`plan_suite` plans for, as a night would run them."""
+    return [
+        c for chosen in choose(suite, runs=runs, rows=rows, models=models) for c in chosen.cells()
+    ]
+
+
 def plan_suite(
     suite: Suite,
     root: Path,

@@ -337,13 +337,17 @@ def _result_columns(nights: Sequence[SelectedNight], chosen: Sequence[list[int]]
     for night, rows in zip(nights, chosen, strict=True):
         night.preload("verdicts", (*NUMBER_FIELDS, *INTERVALS), pairs=INTERVALS)
         for name, values in texts.items():
-            column = night.result_column(name)
-            values += column if len(rows) == len(column) else [column[i] for i in rows]
+            values += _rows_of(night.result_column(name), rows)
         for name in NUMBER_FIELDS:
             arrays[name].append(night.result_floats(name)[rows])
         for name in INTERVALS:
             arrays[name].append(night.result_pairs(name)[rows])
     return {**texts, **{name: _joined(name, parts) for name, parts in arrays.items()}}
+
+
+def _rows_of(column: list[Any], rows: list[int]) -> list[Any]:
+    """The values of ``column`` at ``rows`` (ascending): all of it when they are all."""
+    return column if len(rows) == len(column) else [column[i] for i in rows]
 
 
 def _joined(name: str, parts: list[Any]) -> Any:
