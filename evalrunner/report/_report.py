@@ -15,7 +15,8 @@ from evalrunner.history._store import History, load_history
 from evalrunner.report._html import render_html
 from evalrunner.report._junit import render_junit
 from evalrunner.report._markdown import render_markdown
-from evalrunner.report._select import check_window, files_from, missing
+from evalrunner.report._missing import missing
+from evalrunner.report._select import check_window, files_from
 
 
 def load_selected(
