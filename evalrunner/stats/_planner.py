@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +63,20 @@ class MetricPlan(BaseModel):
     )
 
 
+class Route(BaseModel):
+    """A baseline of so many nights and so many runs a night, at which every gating margin of
+    a cell is reached with 80 % power."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nights: int = Field(description="Baseline nights (each of the baseline's mean size).")
+    runs: int = Field(description="Runs a night: the budget a night may escalate to.")
+    season_runs: int = Field(
+        description="What the route costs in runs: the baseline nights it adds, and a season "
+        "(the tolerance's season_nights) of nights at its runs."
+    )
+
+
 class CellPlan(BaseModel):
     """One scenario x model."""
 
@@ -84,6 +98,18 @@ class CellPlan(BaseModel):
         default=None,
         description="USD per run (the mean of the baseline's priced runs); None: unpriced.",
     )
+    routes: list[Route] = Field(
+        default_factory=list,
+        description="Where a gating margin is out of reach at the budget: ways to reach every "
+        "margin that can be reached, cheapest over a season first (more runs with the baseline "
+        "as it is, the budget with more baseline nights, and the cheapest mix of the two).",
+    )
+    beyond: list[str] = Field(
+        default_factory=list,
+        description=f"Gating metrics whose margin no baseline of up to {MAX_NIGHTS} nights "
+        "reaches at any number of runs.",
+    )
+    season_nights: int = Field(default=90, description="Nights a route's cost counts.")
 
 
 class Plan(BaseModel):
@@ -138,7 +164,7 @@ def plan(
 
 def _totals(cells: list[CellPlan], level: float) -> Plan:
     planned = [min(c.budget, c.runs_needed or c.runs) for c in cells]
-    lines = [_unattainable(c, m) for c in cells for m in c.metrics if not m.attainable]
+    lines = [_unattainable(c) for c in cells if not all(m.attainable for m in c.metrics)]
     runs_now, calls_now, tokens_now = _cost(cells, [c.runs for c in cells])
     runs_planned, calls_planned, tokens_planned = _cost(cells, planned)
     return Plan(
@@ -166,38 +192,35 @@ def _cost(cells: list[CellPlan], runs: list[int]) -> tuple[int, float, float]:
     )
 
 
-def _unattainable(c: CellPlan, m: MetricPlan) -> str:
-    """The line saying what a metric's margin would need."""
-    return f"{c.scenario} [{c.model}] {m.metric}: margin {m.margin:g} needs " + (
-        f"{m.runs_for_margin} runs{_a_night(c, m.runs_for_margin)}, budget {c.budget}"
-        + (f"; or a baseline of {_nights(k)}{_once(c, k)}" if (k := m.nights_for_margin) else "")
-        if m.runs_for_margin
-        else f"a larger baseline: {_nights(m.nights_for_margin)} at the budget"
-        + _once(c, m.nights_for_margin)
-    )
+def _unattainable(c: CellPlan) -> str:
+    """One line per cell: the margins its budget cannot reach, and the ways that would."""
+    out = ", ".join(f"{m.metric} {m.margin:g}" for m in c.metrics if not m.attainable)
+    line = f"{c.scenario} [{c.model}]: {out} out of reach at {c.budget} runs a night"
+    ways = [_route(c, r) for r in c.routes]
+    if ways:
+        line += f"; cheapest over a {c.season_nights}-night season: " + "; or ".join(ways)
+    if c.beyond:
+        line += f"; {', '.join(c.beyond)}: no runs reach it with up to {MAX_NIGHTS} nights"
+    return line
 
 
-def _a_night(c: CellPlan, runs: int) -> str:
-    """' ($0.42 a night)' where the cell's runs are priced."""
-    return "" if c.cost_per_run is None else f" ({usd(runs * c.cost_per_run)} a night)"
-
-
-def _once(c: CellPlan, nights: int | None) -> str:
-    """' ($1.20 once, for the nights it lacks at its runs)' where priced."""
-    more = (nights or 0) - c.baseline_nights
-    if c.cost_per_run is None or more <= 0:
-        return ""
-    return f" ({usd(more * c.runs * c.cost_per_run)} once, for {more} more at {c.runs} runs)"
+def _route(c: CellPlan, r: Route) -> str:
+    """'120 runs a night with a baseline of 9 nights (6 more) (11,106 runs a season, $4.20)'."""
+    more = r.nights - c.baseline_nights
+    nights = f"a baseline of {r.nights} nights ({more} more)" if more else "the baseline as it is"
+    money = "" if c.cost_per_run is None else f", {usd(r.season_runs * c.cost_per_run)}"
+    return f"{r.runs} runs a night with {nights} ({r.season_runs:,} runs a season{money})"
 
 
 def _cell(c: CellBaseline, ref: CellReference, runs: int, cap: int, level: float) -> CellPlan:
     tol = c.tolerance
-    metrics = [
-        _metric(m, runs, cap, level, tol.margin_for(name), tol.ci_level)
-        for name, m in ref.metrics.items()
-        if tol.is_gating(name)
-    ]
+    gating = [(m, tol.margin_for(name)) for name, m in ref.metrics.items() if tol.is_gating(name)]
+    metrics = [_metric(m, runs, cap, level, margin, tol.ci_level) for m, margin in gating]
     reachable = [m.runs_for_margin for m in metrics if m.runs_for_margin is not None]
+    out = [
+        (*g, m.nights_for_margin) for g, m in zip(gating, metrics, strict=True) if not m.attainable
+    ]
+    routes, beyond = routes_for(out, Reach(cap, level, tol.ci_level, tol.season_nights))
     pooled = ref.pooled
     return CellPlan(
         scenario=c.key.scenario,
@@ -212,6 +235,9 @@ def _cell(c: CellBaseline, ref: CellReference, runs: int, cap: int, level: float
         tokens_per_run=_mean(pooled.numbers["prompt_tokens"])
         + _mean(pooled.numbers["completion_tokens"]),
         cost_per_run=_priced_mean(pooled.numbers["cost_usd"]),
+        routes=routes,
+        beyond=beyond,
+        season_nights=tol.season_nights,
     )
 
 
@@ -254,36 +280,132 @@ def _metric(
     )
 
 
+def grown(ref: MetricReference, nights: int) -> MetricReference:
+    """``ref`` as a baseline of ``nights`` nights of its mean size would fit it: its own
+    uncertainty shrinks with the nights, the night effect's estimate is kept, and the
+    standard errors added to it shrink as its variance does (as 1 / (nights - 1))."""
+    now = len(ref.nights)
+    if nights == now:
+        return ref
+    point = ref.icc if ref.point_icc is None else min(ref.point_icc, ref.icc)
+    shrink = math.sqrt((now - 1) / (nights - 1)) if now > 1 else 1.0
+    return replace(
+        ref,
+        n=round(nights * ref.night_size),
+        size_sq=1 / nights,
+        icc=point + (ref.icc - point) * shrink,
+    )
+
+
 def nights_for_margin(
     ref: MetricReference, cap: int, level: float, margin: float, ci: float
 ) -> int | None:
     """The fewest baseline nights (each of the baseline's mean size, the night effect as
     fitted) at which ``cap`` runs tonight reach the margin; None past :data:`MAX_NIGHTS`.
-    What "accept more nights" means in nights, where no number of runs tonight is enough:
-    the baseline's own uncertainty shrinks with its nights, the night effect does not."""
-
-    # The standard errors added to the night effect's estimate shrink as its nights
-    # grow (its variance goes as 1 / (nights - 1)); the estimate itself is kept.
-    now = len(ref.nights)
-    point = ref.icc if ref.point_icc is None else min(ref.point_icc, ref.icc)
+    What "accept more nights" means in nights, where no number of runs tonight is enough."""
 
     def reaches(nights: int) -> bool:
-        shrink = math.sqrt((now - 1) / (nights - 1)) if now > 1 else 1.0
-        bigger = replace(
-            ref,
-            n=round(nights * ref.night_size),
-            size_sq=1 / nights,
-            icc=point + (ref.icc - point) * shrink,
-        )
-        found = runs_for_margin(bigger, level, margin, ci)
+        found = runs_for_margin(grown(ref, nights), level, margin, ci)
         return found is not None and found <= cap
 
+    def near(nights: int) -> bool:
+        # The normal model, a hundred times cheaper than the exact sums, says where to start
+        # looking; exact MDEs of rates are larger than its, rarely by half.
+        found = runs_needed(grown(ref, nights), level, margin, ci)
+        return found is not None and found <= 1.5 * cap + 2
+
+    now = len(ref.nights)
     if ref.night_size < 1:
         return None
+    start = next((k for k in range(now + 1, MAX_NIGHTS + 1) if near(k)), None)
+    if start is None:
+        start = now + 1 if reaches(MAX_NIGHTS) else MAX_NIGHTS + 1
     # One night at a time, not bisected: the exact MDE of a rate moves in steps, so
     # "reaches" is not monotonic in the nights (a padding of 0.6 standard errors found 6
     # nights where a bisection that first asked 30 found none).
-    return next((k for k in range(now + 1, MAX_NIGHTS + 1) if reaches(k)), None)
+    return next((k for k in range(max(now + 1, start - 2), MAX_NIGHTS + 1) if reaches(k)), None)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a cell's routes are planned against."""
+
+    cap: int
+    level: float
+    ci: float
+    season: int
+
+
+SIZES = (0, 1, 2, 4, 7, 12, 17, 27)
+"""Baseline sizes a route is priced at, in nights added to the baseline's (up to
+:data:`MAX_NIGHTS`): exact MDEs cost too much to try every size, and a route's cost changes
+slowly with its nights."""
+
+
+def routes_for(
+    out: Sequence[tuple[MetricReference, float, int | None]], reach: Reach
+) -> tuple[list[Route], list[str]]:
+    """Ways for every margin in ``out`` (metric, margin, its nights at the budget; all out of
+    reach at the budget) to be reached, cheapest over a season first, and the metrics no
+    baseline of up to :data:`MAX_NIGHTS` nights reaches at any runs.
+
+    A route is a baseline size and runs a night, priced exactly. Up to three are offered:
+    the fewest runs with the baseline as it is, the fewest nights at the budget, and the
+    mix that costs the fewest runs over a season (nights added once, runs every night).
+    """
+    if not out:
+        return [], []
+    now = len(out[0][0].nights)
+    table, reached = _table(out, now, reach)
+    size = max(1, round(out[0][0].night_size))
+    routes = []
+    for k, row in table.items():
+        runs = _most([row[i] for i in reached])
+        if runs is not None:
+            routes.append(
+                Route(nights=k, runs=runs, season_runs=(k - now) * size + reach.season * runs)
+            )
+    beyond = [m.name for i, (m, _, _) in enumerate(out) if i not in reached]
+    return _chosen(routes, now, reach.cap), beyond
+
+
+def _table(
+    out: Sequence[tuple[MetricReference, float, int | None]], now: int, reach: Reach
+) -> tuple[dict[int, list[int | None]], list[int]]:
+    """Each margin's runs per baseline size tried, and which margins some size reaches."""
+    table = {now + k: _runs_at(out, now + k, reach) for k in SIZES if now + k <= MAX_NIGHTS}
+    reached = [i for i in range(len(out)) if any(row[i] is not None for row in table.values())]
+    # The fewest nights at which the budget reaches every margin that can be reached.
+    fewest = _most([out[i][2] for i in reached])
+    if fewest is not None:
+        table.setdefault(fewest, _runs_at(out, fewest, reach))
+    return table, reached
+
+
+def _chosen(routes: list[Route], now: int, cap: int) -> list[Route]:
+    """The routes worth offering, cheapest over a season first."""
+    picks = [
+        *(r for r in routes if r.nights == now),  # more runs, the baseline as it is
+        min((r for r in routes if r.runs <= cap), key=lambda r: r.nights, default=None),
+        min(routes, key=lambda r: r.season_runs, default=None),  # the cheapest mix
+    ]
+    unique = {(r.nights, r.runs): r for r in picks if r is not None}
+    return sorted(unique.values(), key=lambda r: (r.season_runs, r.nights))
+
+
+def _runs_at(
+    out: Sequence[tuple[MetricReference, float, int | None]], nights: int, reach: Reach
+) -> list[int | None]:
+    """Each margin's runs for 80 % power with a baseline of ``nights``."""
+    return [
+        runs_for_margin(grown(m, nights), reach.level, margin, reach.ci) for m, margin, _ in out
+    ]
+
+
+def _most(runs: list[int | None]) -> int | None:
+    """The runs every margin needs (None: one is out of reach, or there are none)."""
+    found = [r for r in runs if r is not None]
+    return max(found) if found and len(found) == len(runs) else None
 
 
 def runs_for_margin(ref: MetricReference, level: float, margin: float, ci: float) -> int | None:

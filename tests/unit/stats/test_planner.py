@@ -69,7 +69,8 @@ def test_margins_out_of_reach_are_named(runs: RunsMaker, cell: Callable[..., Cel
     cells = _cells(runs, cell, Tolerance())
     found = plan([c.baseline for c in cells], 20, budget=25)
     assert any(
-        line.startswith("mature [m] success_rate: margin 0.1 needs") for line in found.unattainable
+        line.startswith("mature [m]: success_rate 0.1") and "out of reach at 25 runs" in line
+        for line in found.unattainable
     )
     success = next(m for m in found.cells[0].metrics if m.metric == "success_rate")
     assert not success.attainable
@@ -90,7 +91,10 @@ def test_a_margin_no_runs_tonight_reach_says_how_many_baseline_nights_would(
     success = next(m for m in small.cells[0].metrics if m.metric == "success_rate")
     assert not success.attainable and success.nights_for_margin is not None
     k = success.nights_for_margin
-    assert any(f"or a baseline of about {k} nights" in x for x in small.unattainable)
+    [line] = small.unattainable
+    [route] = [r for r in small.cells[0].routes if r.nights == k]
+    assert route.runs <= small.cells[0].budget
+    assert f"{route.runs} runs a night with a baseline of {k} nights ({k - 3} more)" in line
     # An estimate (the night effect's padding shrinks with the nights, its estimate kept):
     # a baseline of one night more like these reaches the margin at the budget; two fewer
     # do not.
@@ -124,3 +128,35 @@ def test_the_nights_since_the_anchor_plan_for_the_band_tonight_s_test_will_use(
     assert mde_since is not None and mde_since > mde_alone + 0.2
     # Nights that swing +/-0.2 leave a 0.3 margin out of reach at any number of runs tonight.
     assert needed_since is None
+
+
+def test_a_margin_neither_more_runs_nor_more_nights_alone_reach_gets_the_cheapest_mix_of_both(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Issue 52: ``plan`` says the cheapest way to reach a margin. Three nights of ten runs
+    leave a 0.25 drop out of reach at any runs tonight (the baseline's own uncertainty), and
+    thirty nights at the budget of 30 runs cannot reach it either (tonight's); the line used
+    to say "a larger baseline: more than 30 nights at the budget", as if no route existed."""
+    passed = (9, 8, 9, 10, 8, 9, 9, 7, 10, 9)
+
+    def baseline(nights: int) -> CellNight:
+        return cell(
+            [runs(10, passed=passed[i % 10], steps=STEPS, start=10 * i) for i in range(nights)],
+            [],
+            tolerance=Tolerance(margins={"success_rate": 0.25}, gating=["success_rate"]),
+        )
+
+    small = plan([baseline(3).baseline], 10)
+    [success] = small.cells[0].metrics
+    assert success.runs_for_margin is None and success.nights_for_margin is None
+    [route] = small.cells[0].routes
+    assert route.nights > 3 and route.runs > 30
+    assert route.season_runs == (route.nights - 3) * 10 + 90 * route.runs
+    [line] = small.unattainable
+    assert (
+        f"{route.runs} runs a night with a baseline of {route.nights} nights "
+        f"({route.nights - 3} more) ({route.season_runs:,} runs a season)"
+    ) in line
+    # The route holds for a baseline really that large: its runs reach the margin there.
+    [grown] = plan([baseline(route.nights).baseline], 10, budget=route.runs).cells[0].metrics
+    assert grown.attainable
