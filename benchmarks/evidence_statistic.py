@@ -30,6 +30,7 @@ sequences) and keeps its season bar (docs/calibration.md, the season tables).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -82,22 +83,50 @@ def numpy_part(sequences: int, seed: int) -> None:
     )
 
 
-def engine_part(count: int, jobs: int) -> None:
+STATISTICS = {"share where n p >= 5 (as shipped)": None, "tail only (before)": math.inf}
+"""The engine's two ways of adding a rate's night: ``RAW_RARER`` as shipped, or infinite."""
+
+
+def engine_part(count: int, seasons: int, jobs: int) -> None:
+    """The engine on the same seeded sequences with each statistic: a persistent 0.9 -> 0.8
+    flagged by night 7 (quiet endpoint), and unchanged 90-night seasons of a 5 x 1 suite
+    flagged by the evidence (quiet and the logit drift law)."""
     sys.path.insert(0, str(Path(__file__).parent))
     import calibrate_stats as cs
 
+    from evalrunner.stats import _evidence
+
+    shipped = _evidence.RAW_RARER
+    suite = cs.Suite(5, 1)
     tag = f"season|{cs.PERSISTENT.name}|{cs.MATURE}"
-    tasks = [
-        cs.SeasonTask(s, cs.Suite(5, 1), cs.PERSISTENT, 7, cs.MATURE, cs.QUIET)
+    drops = [
+        cs.SeasonTask(s, suite, cs.PERSISTENT, 7, cs.MATURE, cs.QUIET)
         for s in cs.seeds(1, tag, count)
     ]
-    got = cs.run_all(cs.one_season, tasks, jobs)
-    found = sum(0 < cs._first(s) <= 7 for s in got)
-    by_evidence = sum(s.evidence[0] != 0 and s.evidence[0] == cs._first(s) for s in got)
-    print(
-        f"engine as shipped, 0.9 -> 0.8 flagged by night 7: {found / len(got):.1%} of "
-        f"{len(got)} sequences ({by_evidence} first by the evidence)"
-    )
+    nulls = {
+        law: [
+            cs.SeasonTask(s, suite, cs.NONE, 90, cs.MATURE, law)
+            for s in cs.seeds(1, f"aa-evidence|{law}", seasons)
+        ]
+        for law in (cs.QUIET, cs.LOGIT)
+    }
+    for label, rarer in STATISTICS.items():
+        # Set before the worker processes fork, so every night sees it.
+        _evidence.RAW_RARER = shipped if rarer is None else rarer
+        got = cs.run_all(cs.one_season, drops, jobs)
+        found = sum(0 < cs._first(s) <= 7 for s in got)
+        by_evidence = sum(s.evidence[0] != 0 and s.evidence[0] == cs._first(s) for s in got)
+        line = (
+            f"{label}: 0.9 -> 0.8 flagged by night 7 in {cs.pct(found, len(got))} % of "
+            f"{len(got)} sequences ({by_evidence} first by the evidence)"
+        )
+        for law, tasks in nulls.items() if seasons else ():
+            null = cs.run_all(cs.one_season, tasks, jobs)
+            hit = sum(1 for s in null for e in s.evidence if e)
+            cells = sum(len(s.evidence) for s in null)
+            line += f"; {cs.ENDPOINTS[law]}: evidence flagged {cs.pct(hit, cells)} % of {cells} scenario-seasons"
+        print(line, flush=True)
+    _evidence.RAW_RARER = shipped
 
 
 def main() -> None:
@@ -105,11 +134,14 @@ def main() -> None:
     parser.add_argument("--sequences", type=int, default=40_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--engine", type=int, default=0, help="engine sequences (0: skip)")
+    parser.add_argument(
+        "--seasons", type=int, default=0, help="with --engine: unchanged 90-night seasons per law"
+    )
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     numpy_part(args.sequences, args.seed)
     if args.engine:
-        engine_part(args.engine, args.jobs)
+        engine_part(args.engine, args.seasons, args.jobs)
 
 
 if __name__ == "__main__":

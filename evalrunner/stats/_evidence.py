@@ -156,9 +156,7 @@ def add_night(
     out: dict[str, Accumulated] = {}
     for name, (ref, measured) in tonight.items():
         before = metrics.get(name, MetricEvidence())
-        # Tonight's estimate as the normal model sees it, through the test's own tail:
-        # exact for rates and paths, so three crashes in 60 runs weigh what their p says.
-        x = ref.mean + measured.z * math.sqrt(ref.null_var(measured.n))
+        x = night_value(ref, measured, means[name][0])
         # Weighed, and the season's spread taken, with the night effect as estimated: the
         # padding is for tonight's test (MetricReference.for_evidence).
         seen = ref.for_evidence()
@@ -195,6 +193,31 @@ def add_night(
         )
     update = {"nights": state.nights + 1, "metrics": metrics}
     return state.model_copy(update={**update, "format_version": EVIDENCE_FORMAT_VERSION}), out
+
+
+RAW_RARER = 5.0
+"""A rate's night enters the evidence as its own share where its runs expect at least this
+many of the rarer outcome at the baseline's rate (the textbook n p >= 5 for a binomial's
+normal approximation)."""
+
+
+def night_value(ref: MetricReference, measured: Measured, raw: float) -> float:
+    """Tonight's mean on the test scale, as the evidence sums it.
+
+    A rate's own share (``raw``) where a normal model fits tonight's runs: a sum over
+    nights needs their raw means, and a change then adds its full size every night.
+    Through the test's own tail otherwise (ref.mean + z x sd), as every other kind: a rare
+    outcome (three crashes in 20 runs against none) weighs what its exact p says, not a
+    5-sigma event. The tail maps a 0.9 rate's drop to a smaller one (0.10 read as 0.094
+    at 60 runs: its lower tail is skewed), which summed over a season lost the evidence
+    5 of 47 points of power (0.9 -> 0.8 by night 7; ``benchmarks/evidence_statistic.py
+    --engine``). Paired rows keep the tail: their test removes the rows' differences, a
+    raw mean would not.
+    """
+    common = measured.n * min(ref.mean, 1.0 - ref.mean) >= RAW_RARER
+    if ref.kind == "binary" and ref.within_share >= 1.0 and common:
+        return raw
+    return ref.mean + measured.z * math.sqrt(ref.null_var(measured.n))
 
 
 def _pair(before: MetricEvidence, x: float, within: float) -> dict[str, Any]:

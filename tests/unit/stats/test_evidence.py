@@ -307,3 +307,30 @@ def test_a_change_that_persists_fails_every_night_not_only_the_first(runs: RunsM
                 {"tool_sequence", "step_count"} if found.key.scenario == "beta" and night else set()
             )
             assert failing == expected, (night, found.key.scenario, failing)
+
+
+def test_a_drop_of_a_common_rate_enters_the_evidence_at_its_full_size(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Issue 52: each night's tail p turned back into a share (mean + z sd) read a 0.9 rate's
+    0.10 drop as about 0.08 (its skewed lower tail), and summed over a season that cost
+    the evidence about a fifth of its power. 48 of 60 against a 5 x 20 anchor at 18 of 20:
+    the evidence's effect is the night's own, -0.10."""
+    nights = [runs(20, passed=18, start=20 * i) for i in range(5)]
+    tonight = runs(60, passed=48, start=1000)
+    found = compare_night([cell(nights, tonight)]).cells[0]
+    [result] = [r for r in found.results if r.metric == "success_rate"]
+    assert result.evidence_effect == pytest.approx(0.8 - 0.9, abs=1e-9)
+
+
+def test_a_rare_outcome_enters_the_evidence_through_its_exact_tail(
+    runs: RunsMaker, cell: Callable[..., CellNight]
+) -> None:
+    """Three crashes in 20 runs against none in 100: a normal model of so few expected
+    crashes calls that a 5-sigma event; the evidence weighs it by the exact test's p, so
+    its effect is well under the raw 0.15."""
+    nights = [runs(20, start=20 * i) for i in range(5)]
+    tonight = runs(20, crashed=3, start=1000)
+    found = compare_night([cell(nights, tonight)]).cells[0]
+    [result] = [r for r in found.results if r.metric == "crash_rate"]
+    assert result.evidence_effect is not None and 0 < result.evidence_effect < 0.1
