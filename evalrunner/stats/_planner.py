@@ -309,8 +309,9 @@ def nights_for_margin(
         return found is not None and found <= cap
 
     def near(nights: int) -> bool:
-        # The normal model, a hundred times cheaper than the exact sums, says where to start
-        # looking; exact MDEs of rates are larger than its, rarely by half.
+        # The normal model, far cheaper than the exact sums, says where to start looking:
+        # where the two differ the exact sums need more runs (a rate's counts move in
+        # steps), so a size it puts past half again the budget is not tried exactly.
         found = runs_needed(grown(ref, nights), level, margin, ci)
         return found is not None and found <= 1.5 * cap + 2
 
