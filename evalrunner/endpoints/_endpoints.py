@@ -58,7 +58,7 @@ class Endpoint:
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
     max_concurrency: int | None = None
-    """Most runs against it at a time (the embedded server answers one request at a time)."""
+    """Most runs against it at a time (the embedded server: the requests it decodes at once)."""
     per_node: bool = False
     """The embedded model on a Ray cluster: served on every node, and the worker running a
     job fills in ``api_base`` with its own node's server (None until then)."""
@@ -272,7 +272,7 @@ class EndpointPool:
             model=self._server.model,
             api_base=self._server.api_base,
             api_key=self._server.api_key,
-            max_concurrency=1,
+            max_concurrency=self._server.slots,
         )
 
     def local_server_died(self) -> str | None:

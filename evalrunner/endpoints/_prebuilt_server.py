@@ -3,9 +3,10 @@
 xllamacpp ships llama.cpp as a manylinux wheel (nothing to compile). Its own server
 ignores a chat request's ``tools``, so this one answers ``/v1/chat/completions`` itself:
 :mod:`evalrunner.endpoints._chatml_tools` turns each request into constrained raw
-completions, which the engine makes in process, one at a time (the model is small and
-the machine's cores are shared: concurrency buys nothing). Streaming requests get the
-finished answer as chunks.
+completions, which the engine makes in process, several at once: each of ``--copies``
+copies of the model decodes its ``--slots`` completions' tokens in one batch (a 135M
+model's step costs about the same for four tokens as for one), on ``--threads`` threads.
+Streaming requests get the finished answer as chunks.
 
 Run by :class:`~evalrunner.endpoints._local_model.LocalModelServer` in a child process::
 
@@ -35,12 +36,19 @@ _DEFAULTS = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
 
 
 class Engine:
-    """Raw completions of the loaded model (:class:`~._chatml_tools.Complete`)."""
+    """Raw completions of the loaded model (:class:`~._chatml_tools.Complete`) on one or
+    more copies of it, each completion sent to the copy with the fewest in flight (of
+    those, the one whose recent prompts share the longest start with it: its prompt cache
+    holds that part)."""
 
-    def __init__(self, server: Any, seed: int) -> None:
-        self._server = server
+    def __init__(self, servers: Sequence[Any], seed: int) -> None:
+        self._servers = list(servers)
+        self._busy = [0] * len(self._servers)
+        self._recent: list[list[str]] = [[] for _ in self._servers]
         # Each request's seed is drawn from the session's, so a fixed --seed replays a
-        # session's requests exactly, and sessions without one differ.
+        # session's requests exactly, and sessions without one differ. Requests arriving
+        # one after another draw them (and pick their copy) in order; concurrent ones in
+        # the order they arrive, so only a sequential session replays exactly.
         self._seeds = random.Random(seed)
         self._lock = threading.Lock()
 
@@ -69,10 +77,31 @@ class Engine:
         if json_schema is not None:
             body["json_schema"] = dict(json_schema)
         with self._lock:
-            body.setdefault("seed", self._seeds.randrange(2**31))
-            body["seed"] = int(body["seed"])
-            out = self._server.handle_completions(body)
-        return _completion(out)
+            body["seed"] = int(body.get("seed", self._seeds.randrange(2**31)))
+            copy = self._pick(prompt)
+        try:
+            # Outside the lock: each copy batches its concurrent completions in its slots.
+            return _completion(self._servers[copy].handle_completions(body))
+        finally:
+            with self._lock:
+                self._busy[copy] -= 1
+
+    def _pick(self, prompt: str) -> int:
+        """The copy to send ``prompt`` to, counted busy (call with the lock held)."""
+
+        def shared(i: int) -> int:
+            # Characters, not path parts: the start of the prompt its cache holds.
+            starts = (os.path.commonprefix([prompt, p]) for p in self._recent[i])  # noqa: RUF071
+            return max(map(len, starts), default=0)
+
+        copy = min(range(len(self._servers)), key=lambda i: (self._busy[i], -shared(i)))
+        self._busy[copy] += 1
+        self._recent[copy] = [prompt, *self._recent[copy][: _REMEMBERED - 1]]
+        return copy
+
+
+_REMEMBERED = 8
+"""Prompts remembered per copy for :meth:`Engine._pick` (about what its slots cache)."""
 
 
 def _completion(out: Any) -> Completion:
@@ -90,17 +119,16 @@ def _completion(out: Any) -> Completion:
     )
 
 
-def load(model_path: str, *, n_ctx: int, threads: int | None) -> Any:
-    """The xllamacpp server with the GGUF loaded (its own HTTP listener stays unused)."""
+def load(model_path: str, *, n_ctx: int, threads: int, slots: int = 1) -> Any:
+    """The xllamacpp server with the GGUF loaded (its own HTTP listener stays unused):
+    ``slots`` completions at a time, each with a context of ``n_ctx`` tokens."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
     params.model.path = model_path
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
-    # Half the cores, as the other engine's default: llama.cpp threads wait on each other,
-    # so all cores of a shared machine decode far slower whenever anything else runs.
-    params.cpuparams.n_threads = threads or max(1, (os.cpu_count() or 2) // 2)
+    params.n_parallel = slots
+    params.n_ctx = n_ctx * slots  # llama.cpp divides its context among the slots
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
     # No extra buffer types (weight repacking, AMX), as for the other engine: a 135M model
     # loses nothing worth having without them.
     params.no_extra_bufts = True
@@ -163,16 +191,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--slots", type=int, default=1)
+    parser.add_argument("--copies", type=int, default=1)
     args = parser.parse_args(argv)
     threading.Thread(target=_watch, args=(args.parent, args.log_dir), daemon=True).start()
     import uvicorn
 
     try:
-        server = load(args.model, n_ctx=args.n_ctx, threads=args.threads)
+        layout = {"n_ctx": args.n_ctx, "threads": args.threads, "slots": args.slots}
+        servers = [load(args.model, **layout) for _ in range(args.copies)]
     except RuntimeError as exc:  # xllamacpp's whole word on a file it cannot load
         sys.exit(f"Failed to load model from file: {args.model} ({exc})")
-    engine = Engine(server, args.seed)
+    engine = Engine(servers, args.seed)
     uvicorn.run(app(engine, args.alias), host="127.0.0.1", port=args.port, log_level="warning")
     sys.exit(0)
 

@@ -306,8 +306,8 @@ def _capped(endpoints: Sequence[Endpoint], limit: int, notify: Notify) -> None:
     for ep in endpoints:
         if ep.max_concurrency is not None and ep.max_concurrency < limit:
             notify(
-                f"runs against {ep.label} go {ep.max_concurrency} at a time (it answers one "
-                f"request at a time); concurrency {limit} applies to the other models"
+                f"runs against {ep.label} go {ep.max_concurrency} at a time (as many as it "
+                f"answers at once); concurrency {limit} applies to the other models"
             )
 
 

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 from local_model_client import TOOL_MESSAGES, TOOLS, complete, wait_gone
 
-from evalrunner.endpoints._local_model import ENGINE_ENV, LocalModelServer, local_engine
+from evalrunner.endpoints._local_model import (
+    ENGINE_ENV,
+    PREBUILT_SLOTS,
+    LocalModelServer,
+    local_engine,
+    prebuilt_layout,
+)
 from evalrunner.errors import ConfigError
 
 needs_prebuilt = pytest.mark.skipif(
@@ -59,6 +65,25 @@ def test_the_prebuilt_engine_answers_chat_and_tool_calls_plain_and_streamed() ->
             complete(server, messages=TOOL_MESSAGES, tools=TOOLS, tool_choice=named)
         pid = server.pid
     assert pid is not None and wait_gone(pid, 5)
+
+
+def test_the_prebuilt_engine_answers_as_many_requests_at_once_as_it_says() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with LocalModelServer(engine="prebuilt") as server:
+        # Every slot of every copy busy at once, tool calls among them: each answered whole.
+        requests = [
+            {"messages": TOOL_MESSAGES, "tools": TOOLS, "max_tokens": 64}
+            if i % 2
+            else {"messages": [{"role": "user", "content": f"Count to {i}."}], "max_tokens": 16}
+            for i in range(server.slots)
+        ]
+        with ThreadPoolExecutor(server.slots) as pool:
+            answers = list(pool.map(lambda kwargs: complete(server, **kwargs), requests))
+    copies, _ = prebuilt_layout(len(os.sched_getaffinity(0)))
+    assert server.slots == PREBUILT_SLOTS * copies
+    assert all(a.usage.completion_tokens > 0 for a in answers)
+    assert all(a.choices[0].message.tool_calls for a in answers[1::2])
 
 
 def test_a_night_on_the_prebuilt_engine_runs_the_example_s_tool_scenario(tmp_path: Path) -> None:
