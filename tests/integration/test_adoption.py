@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clean_room import run_in, scrubbed
+from clean_room import action_venv, run_in, scrubbed
 from fake_endpoint import FakeEndpoint, Reply
 from paths import REPO
 
@@ -266,7 +266,9 @@ def test_the_scaffolded_workflows_steps_run_locally_and_produce_summary_report_a
     assert calls[1] == "workflow run evalrunner-pr.yml --ref evalrunner/baseline-agent-11"
 
 
-def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path: Path) -> None:
+def test_a_command_agent_scaffold_s_pr_check_passes_with_only_what_the_action_installs(
+    wheel_site: Path, tmp_path: Path
+) -> None:
     repo = fresh_repo(tmp_path / "team")
     assert run_in(repo, wheel_site, "evalrunner", "init", "--agent", "command").returncode == 0
     with FakeEndpoint(responder=capital_agent) as ep:
@@ -275,10 +277,18 @@ def test_a_command_agent_scaffold_records_and_replays(wheel_site: Path, tmp_path
             repo, wheel_site, "python", "-m", "pytest", "suites", "--golden-record", **model
         )
         assert recorded.returncode == 0, recorded.stdout[-2000:]
-    env = step_env(repo, MODE="frozen", PATHS="suites")
-    frozen = run_in(repo, wheel_site, "bash", str(ACTION / "run.sh"), **env)
+    # The PR check as the action runs it, in a virtualenv holding only what the action
+    # installs: the golden replays through the capture proxy, whose server the core alone
+    # lacks (issue 54, A1: this step failed on every PR while the dev environment passed).
+    bin_dir = action_venv(tmp_path, wheel_site, "frozen")
+    env = step_env(repo, MODE="frozen", PATHS="suites", HOME=str(repo))
+    env["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    frozen = subprocess.run(
+        ["bash", str(ACTION / "run.sh")], cwd=repo, env=env, capture_output=True, text=True
+    )
     assert frozen.returncode == 0, frozen.stderr
-    assert "1 passed, 0 failed" in (repo / "evalrunner-out" / "comment.md").read_text()
+    comment = (repo / "evalrunner-out" / "comment.md").read_text()
+    assert "1 passed, 0 failed" in comment, (repo / "evalrunner-out" / "frozen.txt").read_text()
 
 
 def weak_model(body: dict[str, Any], n: int) -> Reply:

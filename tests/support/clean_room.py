@@ -15,6 +15,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from paths import REPO
 
@@ -68,3 +69,76 @@ def run_in(project: Path, site: Path, *argv: str, **env: str) -> subprocess.Comp
         text=True,
         timeout=300,
     )
+
+
+def action_venv(workdir: Path, site: Path, mode: str) -> Path:
+    """A virtualenv holding only what ``action/install.sh`` installs in ``mode``, and its
+    ``bin``: the scripts' pip commands, logged by a stand-in ``python``, resolved against
+    the distributions installed here (no network), evalrunner from ``site`` (the wheel).
+
+    Each distribution's files are linked in from where it is installed, with the
+    dependencies its metadata names for the extras asked for, as pip would resolve them;
+    nothing else of this environment is importable there.
+    """
+    venv = workdir / "action-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    target = next((venv / "lib").glob("python*/site-packages"))
+    for dist in _closure(_action_installs(workdir, mode), site):
+        for file in dist.files or []:
+            if file.parts[0] == ".." or file.suffix == ".pyc":
+                continue  # scripts outside site-packages; bytecode is rebuilt
+            link = target / file
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.exists():
+                link.symlink_to(Path(str(dist.locate_file(file))).resolve())
+    return venv / "bin"
+
+
+def _action_installs(workdir: Path, mode: str) -> list[tuple[str, bool]]:
+    """(requirement, with its dependencies) for each package install.sh asks pip for."""
+    stand_in = workdir / "logging-python"
+    stand_in.mkdir()
+    (stand_in / "python").write_text('#!/bin/sh\necho "$*" >>"$PY_LOG"\n')
+    (stand_in / "python").chmod(0o755)
+    log, project = workdir / "pip.log", workdir / "no-project"
+    project.mkdir()
+    env = {"PATH": f"{stand_in}{os.pathsep}{os.environ['PATH']}", "MODE": mode}
+    env |= {"EVALRUNNER_SRC": "evalrunner", "PY_LOG": str(log)}
+    subprocess.run(["bash", str(REPO / "action" / "install.sh")], cwd=project, env=env, check=True)
+    wanted = []
+    for line in log.read_text().splitlines():
+        words = line.split()
+        if words[:3] != ["-m", "pip", "install"] or "--upgrade" in words:
+            continue
+        deps = "--no-deps" not in words
+        wanted += [(w, deps) for w in words[3:] if not w.startswith("-")]
+    return wanted
+
+
+def _closure(wanted: list[tuple[str, bool]], site: Path) -> list[Any]:
+    """The installed distributions ``wanted`` resolves to, dependencies and extras included."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    (own,) = site.glob("evalrunner-*.dist-info")
+    found: dict[str, tuple[Any, set[str]]] = {}
+    queue = [(Requirement(spec), deps) for spec, deps in wanted]
+    while queue:
+        req, deps = queue.pop()
+        key = canonicalize_name(req.name)
+        dist, extras = found.get(key, (None, set()))
+        if dist is not None and set(req.extras) <= extras:
+            continue
+        extras |= set(req.extras)
+        own_dist = key == "evalrunner"
+        dist = metadata.PathDistribution(own) if own_dist else metadata.distribution(req.name)
+        found[key] = (dist, extras)
+        for spec in dist.requires or [] if deps else []:
+            needed = Requirement(spec)
+            if needed.marker is None or any(
+                needed.marker.evaluate({"extra": e}) for e in extras | {""}
+            ):
+                queue.append((needed, True))
+    return [dist for dist, _ in found.values()]
