@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -37,6 +38,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CHANGE = ("if not message.tool_calls:", "if True:")
 """The behaviour change of step 8: the scaffold's agent answers without calling its tool."""
+TOOLS = ("git", "bash", "sh", "cat", "cp", "find", "mkdir", "rm", "tar", "touch")
+"""Programs the steps call (git, and the action's scripts)."""
 
 
 class Day:
@@ -85,11 +88,13 @@ def main() -> None:
             tar.extractall(source, filter="data")
         project.mkdir()
         venv = Path(tmp) / "venv"
-        tools = Path(tmp) / "tools"  # git alone, where --no-compiler empties PATH
+        tools = Path(tmp) / "tools"  # what the steps call, where --no-compiler empties PATH
         tools.mkdir()
-        (tools / "git").symlink_to(subprocess.check_output(["which", "git"], text=True).strip())
+        for tool in TOOLS:
+            (tools / tool).symlink_to(shutil.which(tool) or sys.exit(f"{tool} is not on PATH"))
         path = f"{venv / 'bin'}:{tools}" + ("" if args.no_compiler else ":/usr/bin:/bin")
         env = {"PATH": path, "HOME": tmp, "PIP_NO_CACHE_DIR": "1"}
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f} (1 min) at the start")
         day = Day(project, env)
         wheels = Path(tmp) / "wheels"
