@@ -21,7 +21,10 @@ def serve_local(port: int | None) -> None:
 
     with LocalModelServer(port=port) as server:
         click.echo(f"model:    {server.model}")
-        click.echo(f"engine:   {server.engine}  ({ENGINE_ENV} picks one)")
+        click.echo(
+            f"engine:   {server.engine}, {server.slots} request(s) at a time  "
+            f"({ENGINE_ENV} picks one)"
+        )
         click.echo(f"api_base: {server.api_base}")
         click.echo(f"api_key:  {server.api_key}  (any value works)")
         click.echo(

@@ -20,6 +20,7 @@ from evalrunner.core._scope import (
     run_captured,
 )
 from evalrunner.core._shape import Shape, shape
+from evalrunner.core._spans import read_tool_spans
 from evalrunner.core._warnings import NoModelCallsWarning
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "diff",
     "load_trajectory",
     "normalize",
+    "read_tool_spans",
     "record_tool_result",
     "render",
     "run_captured",

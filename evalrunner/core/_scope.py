@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -35,6 +36,7 @@ from evalrunner.core._actions import sendable
 from evalrunner.core._faults import InfraLog, RetrySettings, RunEnded
 from evalrunner.core._hook import LiteLLMTransport
 from evalrunner.core._hook import install as install_hook
+from evalrunner.core._spans import ToolExecution, tool_spans_to
 from evalrunner.core._stalls import Stalls
 from evalrunner.core._steps import AnswerSlot, TrajectoryBuilder
 from evalrunner.core._transport import Answer, Request, Transport, TransportSource
@@ -116,6 +118,7 @@ class CaptureScope:
         self._subagents: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._token: contextvars.Token[CaptureScope | None] | None = None
+        self._tools = contextlib.ExitStack()
 
     @property
     def transport(self) -> Transport:
@@ -135,11 +138,18 @@ class CaptureScope:
             parent.builder.link_subagent(self.builder.trajectory_id, self.call_id)
         self._transport = self._answering.resolve(parent)
         self._token = _current.set(self)
+        # The agent's own execute_tool spans, where it emits them: each execution joins
+        # the call it ran (a tool that raised marked as failed).
+        self._tools.enter_context(tool_spans_to(self._tool_ran))
         return self
+
+    def _tool_ran(self, execution: ToolExecution) -> None:
+        self.builder.add_tool_result(execution.call_id, execution.content, error=execution.error)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> None:
+        self._tools.close()
         if self._token is not None:
             _current.reset(self._token)
         if exc is not None:

@@ -24,7 +24,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
+from evalrunner.core._spans import ToolExecution, tool_spans_to, with_tool_executions
 from evalrunner.errors import ConfigError
 from evalrunner.frozen._golden import moved_hint
 from evalrunner.frozen._network import block_network, describe_blocks, say_elsewhere
@@ -204,17 +205,18 @@ class _ProxiedRun(Judging):
             guard = block_network(allow=(("127.0.0.1", server.port),)) if mode == "replay" else None
             output: Any = None
             error: BaseException | None = None
+            # An in-process agent's own execute_tool spans, where it emits them: the tool
+            # side the proxy cannot see (a command agent's spans are in its own process).
+            executions: list[ToolExecution] = []
             try:
-                if guard is not None:
-                    with guard:
-                        output = self.agent(env)
-                else:
+                with tool_spans_to(executions.append), guard or nullcontext():
                     output = self.agent(env)
             except Exception as exc:  # the agent's failure; judged below with the proxy's view
                 error = exc
             # Written by _record once the run is judged: a crashed agent's calls are not
             # a recording to replay, and must not replace the one there.
             result = server.finish_run(RUN_ID, save=False)
+        with_tool_executions(result.trajectory, executions)
         return result, output, error, guard
 
 

@@ -35,6 +35,7 @@ def spans() -> Iterator[Any]:
     exporter = InMemorySpanExporter()
     provider = sdk.TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter.provider = provider  # type: ignore[attr-defined]  # for reading spans in capture
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
     try:
         yield exporter
@@ -170,3 +171,64 @@ def test_an_agent_run_inside_a_tool_is_a_sub_agent_linked_from_that_call(
         ("ask_geographer",),
         (("lookup",),),
     )
+
+
+# -- in process: the agent's own spans read while its run is captured -------------------
+
+
+def _atlas_agent(task: str) -> str:
+    """pydantic-ai on its OpenAI model (reached through the capture proxy): ``lookup``
+    refuses a country it does not know, which pydantic-ai sends the model to retry."""
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    agent: Any = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider()))
+
+    @agent.tool_plain  # type: ignore[untyped-decorator]
+    def lookup(country: str) -> str:
+        if country != "France":
+            raise ModelRetry(f"no country called {country}")
+        return "Paris"
+
+    return str(agent.run_sync(task).output)
+
+
+def _failed(golden: Path) -> list[str]:
+    """The contents of the tool results a golden marks as failed."""
+    doc = json.loads(golden.read_text(encoding="utf-8"))
+    steps = doc.get("trajectory", doc)["steps"]
+    results = [r for s in steps for r in (s.get("observation") or {}).get("results") or []]
+    return [r["content"] for r in results if (r.get("extra") or {}).get("error")]
+
+
+def test_a_proxied_agent_s_tool_that_raised_is_a_tool_error_in_its_golden(
+    spans: Any, tmp_path: Path
+) -> None:
+    from fake_endpoint import FakeEndpoint
+    from sdk_agents import content_responder
+
+    from evalrunner import read_tool_spans
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.frozen._proxied import call_with_env, run_frozen_proxied
+
+    def frozen(golden: Path, mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
+        def endpoint() -> Endpoint:
+            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
+
+        agent = call_with_env(_atlas_agent, "Capitals of: France, Atlantis")
+        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        # Not yet reading the instrumentation's spans: the proxy sees the retry prompt the
+        # model was sent, and nothing says a tool failed.
+        assert frozen(tmp_path / "proxy_only.json", "record", ep.api_base).ok
+        read_tool_spans(spans.provider)
+        assert frozen(tmp_path / "capitals.json", "record", ep.api_base).ok
+    assert _failed(tmp_path / "proxy_only.json") == []
+    (failed,) = _failed(tmp_path / "capitals.json")
+    assert "no country called Atlantis" in failed
+    # Replayed offline, the spans say the same: the golden holds, run after run.
+    for _ in range(2):
+        outcome = frozen(tmp_path / "capitals.json", "check")
+        assert outcome.ok, outcome.message

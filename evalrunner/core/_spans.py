@@ -1,0 +1,175 @@
+"""Tool executions read from the agent's own OpenTelemetry spans while its run is captured.
+
+The capture sees a tool only through the model: a call in one answer, its result in a
+later request. An agent instrumented after the GenAI semantic conventions (pydantic-ai's
+instrumentation, OpenLLMetry, Logfire, ...) also ends an ``execute_tool`` span per
+execution, with the call's id, its result, and an error status where the tool raised.
+:class:`ToolSpans` is a span processor that hands each such span, as it ends, to the
+sink of the capture it ends in (a context variable, so concurrent runs never mix): the
+capture scope's step builder (in-process agents), or a list the proxied run joins to
+the proxy's trajectory afterwards (:func:`with_tool_executions`). A tool that raised
+is then marked as failed (``extra.error``) in the golden and the run's checks, and a
+tool whose result never reached the model (the run ended first) still has one.
+
+The processor joins the global tracer provider when a capture opens, if that provider is
+OpenTelemetry's SDK one (nothing is set up otherwise: an agent with no SDK provider emits
+no spans); an agent that traces to a provider of its own passes it to
+:func:`read_tool_spans` once. Without ``opentelemetry`` installed, nothing happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ToolExecution", "read_tool_spans", "tool_spans_to", "with_tool_executions"]
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """One ``execute_tool`` span, as it ended."""
+
+    call_id: str | None
+    name: str
+    content: str
+    """The tool's result, or what it raised (``RuntimeError: ...``) where it failed."""
+    error: bool
+
+
+Sink = Callable[[ToolExecution], None]
+_sink: contextvars.ContextVar[Sink | None] = contextvars.ContextVar(
+    "evalrunner_tools", default=None
+)
+_joined: weakref.WeakSet[Any] = weakref.WeakSet()
+_join_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def tool_spans_to(sink: Sink) -> Iterator[None]:
+    """Hand the tool executions whose spans end inside this block (in this context, and
+    in tasks and threads started from it with its context) to ``sink``."""
+    read_tool_spans()
+    token = _sink.set(sink)
+    try:
+        yield
+    finally:
+        _sink.reset(token)
+
+
+def read_tool_spans(provider: Any = None) -> None:
+    """Read tool executions from ``provider``'s spans (default: the global tracer provider)
+    during every capture from now on; idempotent. A provider that is not OpenTelemetry's
+    SDK one (the API's default, which records nothing) is left alone."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return
+    provider = provider if provider is not None else trace.get_tracer_provider()
+    if not hasattr(provider, "add_span_processor"):
+        return
+    with _join_lock:
+        if provider not in _joined:
+            provider.add_span_processor(ToolSpans())
+            _joined.add(provider)
+
+
+class ToolSpans:
+    """An OpenTelemetry span processor: each ended ``execute_tool`` span to the current
+    capture's sink. Spans outside a capture, and every other span, are left alone."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        pass
+
+    def _on_ending(self, span: Any) -> None:
+        pass
+
+    def on_end(self, span: Any) -> None:
+        sink = _sink.get()
+        attrs: Mapping[str, Any] = span.attributes or {}
+        if sink is None or attrs.get("gen_ai.operation.name") != "execute_tool":
+            return
+        sink(_execution(attrs, _raised(span)))
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _execution(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
+    call_id = attrs.get("gen_ai.tool.call.id")
+    result = attrs.get("gen_ai.tool.call.result")
+    return ToolExecution(
+        call_id=str(call_id) if call_id else None,
+        name=str(attrs.get("gen_ai.tool.name") or ""),
+        content=raised if raised is not None else ("" if result is None else str(result)),
+        error=raised is not None,
+    )
+
+
+def _raised(span: Any) -> str | None:
+    """'RuntimeError: the atlas is offline' for a span that ended in error, else None."""
+    status = getattr(span, "status", None)
+    if status is None or getattr(status.status_code, "name", "") != "ERROR":
+        return None
+    for event in getattr(span, "events", ()) or ():
+        if event.name == "exception":
+            attrs = event.attributes or {}
+            kind, message = attrs.get("exception.type"), attrs.get("exception.message")
+            if kind or message:
+                return ": ".join(str(part) for part in (kind, message) if part)
+    return str(status.description or "error")
+
+
+def with_tool_executions(
+    trajectory: dict[str, Any], executions: Sequence[ToolExecution]
+) -> dict[str, Any]:
+    """``trajectory`` (a proxied run's) with each execution joined to the tool call it ran:
+    a failed one marked ``extra.error`` (the result the model was sent, if any, kept as its
+    content), a result the model never saw added. Executions of no call the trajectory
+    holds (a tool the agent ran by itself) are listed under ``extra.tool_executions``."""
+    steps = _calling_steps(trajectory)
+    unjoined = [
+        {"name": ex.name, "content": ex.content, "error": ex.error}
+        for ex in executions
+        if not _joined_to(steps.get(ex.call_id or ""), ex)
+    ]
+    if unjoined:
+        trajectory.setdefault("extra", {})["tool_executions"] = unjoined
+    return trajectory
+
+
+def _calling_steps(trajectory: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each tool call's id to the step that made it (sub-agents' steps included)."""
+    found = {}
+    for traj in _trajectories(trajectory):
+        for step in traj.get("steps") or []:
+            for call in step.get("tool_calls") or []:
+                found[str(call.get("tool_call_id"))] = step
+    return found
+
+
+def _joined_to(step: dict[str, Any] | None, ex: ToolExecution) -> bool:
+    """Join ``ex`` to the call ``step`` made; False where there is no such step."""
+    if step is None:
+        return False
+    results = step.setdefault("observation", {}).setdefault("results", [])
+    result = next((r for r in results if r.get("source_call_id") == ex.call_id), None)
+    if result is None:
+        result = {"source_call_id": ex.call_id, "content": ex.content}
+        results.append(result)
+    if ex.error:
+        result.setdefault("extra", {})["error"] = True
+    return True
+
+
+def _trajectories(trajectory: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    yield trajectory
+    for sub in trajectory.get("subagent_trajectories") or []:
+        yield from _trajectories(sub)

@@ -1,0 +1,114 @@
+"""Tool executions read from the agent's own OpenTelemetry spans while a run is captured:
+each execute_tool span joins the call it ran (a tool that raised marked failed), in the
+capture it ended in, never another run's. tests/integration/test_otel.py does the same
+with pydantic-ai's own instrumentation through the capture proxy."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import litellm
+import pytest
+from scripted import ScriptedTransport
+
+from evalrunner.core._response import ResponseRecord, ToolCallRecord
+from evalrunner.core._scope import run_captured
+from evalrunner.core._spans import ToolExecution, read_tool_spans, with_tool_executions
+
+sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="the `frameworks` extra")
+
+
+@pytest.fixture(scope="module")
+def tracer() -> Any:
+    """A tracer on an SDK provider of its own (as an agent's instrumentation holds one)."""
+    provider = sdk.TracerProvider()
+    read_tool_spans(provider)
+    read_tool_spans(provider)  # idempotent: one processor, each span handed over once
+    return provider.get_tracer("an-instrumented-agent")
+
+
+def _agent(tracer: Any, call: str, country: str) -> Any:
+    """A litellm agent whose tool runs inside an execute_tool span, as GenAI
+    instrumentations emit them; the tool raises for a country it does not know."""
+
+    def agent() -> str:
+        first = litellm.completion(model="m", messages=[{"role": "user", "content": country}])
+        (asked,) = first.choices[0].message.tool_calls
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.id": asked.id,
+        }
+        try:
+            with tracer.start_as_current_span("execute_tool lookup", attributes=attributes) as span:
+                if country != "France":
+                    raise LookupError(f"no country called {country}")
+                span.set_attribute("gen_ai.tool.call.result", "Paris")
+        except LookupError:
+            pass  # the agent carries on; only its span says the tool failed
+        return "done"
+
+    transport = ScriptedTransport(
+        ResponseRecord(
+            tool_calls=[ToolCallRecord(id=call, name="lookup", arguments="{}")],
+            finish_reason="tool_calls",
+        )
+    )
+    return lambda: run_captured(agent, transport=transport)
+
+
+def _results(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for s in trajectory["steps"] for r in (s.get("observation") or {}).get("results", [])]
+
+
+def test_a_tool_span_that_ended_in_error_marks_its_call_failed_in_the_capture(tracer: Any) -> None:
+    failed = _agent(tracer, "c1", "Atlantis")()
+    assert _results(failed.trajectory) == [
+        {
+            "source_call_id": "c1",
+            "content": "LookupError: no country called Atlantis",
+            "extra": {"error": True},
+        }
+    ]
+    worked = _agent(tracer, "c1", "France")()
+    assert _results(worked.trajectory) == [{"source_call_id": "c1", "content": "Paris"}]
+
+
+def test_concurrent_runs_each_get_only_their_own_tool_spans(tracer: Any) -> None:
+    runs = [_agent(tracer, f"c{i}", "Atlantis" if i % 2 else "France") for i in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(lambda run: run(), runs))
+    for i, res in enumerate(done):
+        (result,) = _results(res.trajectory)
+        assert result["source_call_id"] == f"c{i}"
+        assert bool((result.get("extra") or {}).get("error")) is bool(i % 2)
+
+
+def test_a_proxied_trajectory_gets_each_execution_joined_to_its_call() -> None:
+    trajectory: dict[str, Any] = {
+        "steps": [
+            {
+                "source": "agent",
+                "tool_calls": [{"tool_call_id": "a"}, {"tool_call_id": "b"}],
+                "observation": {"results": [{"source_call_id": "a", "content": "retry: no"}]},
+            }
+        ]
+    }
+    with_tool_executions(
+        trajectory,
+        [
+            ToolExecution("a", "lookup", "ModelRetry: no", error=True),
+            # The run ended before the model saw this result: the span still has it.
+            ToolExecution("b", "lookup", "Paris", error=False),
+            # A tool the agent ran by itself, not asked for by the model.
+            ToolExecution(None, "audit", "ok", error=False),
+        ],
+    )
+    assert trajectory["steps"][0]["observation"]["results"] == [
+        {"source_call_id": "a", "content": "retry: no", "extra": {"error": True}},
+        {"source_call_id": "b", "content": "Paris"},
+    ]
+    assert trajectory["extra"]["tool_executions"] == [
+        {"name": "audit", "content": "ok", "error": False}
+    ]
