@@ -26,10 +26,11 @@ from datetime import UTC
 from typing import Any
 
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
+from evalrunner.core._spans import ToolExecution, execution_of
 from evalrunner.core._steps import TrajectoryBuilder
 from evalrunner.errors import TrajectoryError
 
-__all__ = ["is_otlp", "trajectory_from_otlp"]
+__all__ = ["is_otlp", "tool_executions_from_otlp", "trajectory_from_otlp"]
 
 _OP = "gen_ai.operation.name"
 _MODEL_CALLS = frozenset({"chat", "text_completion", "generate_content"})
@@ -94,6 +95,13 @@ def trajectory_from_otlp(doc: Mapping[str, Any], label: str) -> dict[str, Any]:
         return _Reader(spans).agent(top[0])
     # No agent span (a bare model client), or several runs side by side: one trajectory.
     return _Reader(spans).agent(_Span("", None, "trace", 0, 0, {}, None, children=roots))
+
+
+def tool_executions_from_otlp(doc: Mapping[str, Any], label: str) -> list[ToolExecution]:
+    """The ``execute_tool`` spans of an OTLP JSON export, in the order they started: what
+    a command agent's own spans, received beside the capture proxy, add to its run."""
+    spans = sorted(_spans(doc, label).values(), key=lambda s: (s.start, s.end))
+    return [execution_of(s.attributes, s.error) for s in spans if s.operation == "execute_tool"]
 
 
 def _check_genai(spans: Mapping[str, _Span], label: str) -> None:

@@ -93,7 +93,7 @@ class ToolSpans:
         attrs: Mapping[str, Any] = span.attributes or {}
         if sink is None or attrs.get("gen_ai.operation.name") != "execute_tool":
             return
-        sink(_execution(attrs, _raised(span)))
+        sink(execution_of(attrs, _raised(span)))
 
     def shutdown(self) -> None:
         pass
@@ -102,7 +102,9 @@ class ToolSpans:
         return True
 
 
-def _execution(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
+def execution_of(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
+    """The execution an ``execute_tool`` span's attributes describe (``raised``: what it
+    raised, where it ended in error)."""
     call_id = attrs.get("gen_ai.tool.call.id")
     result = attrs.get("gen_ai.tool.call.result")
     return ToolExecution(

@@ -6,7 +6,10 @@ with or without the ``/v1`` prefix:
 - ``POST /v1/chat/completions``: OpenAI Chat Completions, plain and streamed;
 - ``POST /v1/responses``: OpenAI Responses API, plain and streamed;
 - ``POST /v1/messages``: Anthropic Messages, plain and streamed;
-- ``GET /v1/models``: the upstream model, in a shape both SDK families read.
+- ``GET /v1/models``: the upstream model, in a shape both SDK families read;
+- ``POST /v1/traces``: OTLP/HTTP, the agent's own OpenTelemetry spans (JSON, or protobuf
+  where ``opentelemetry-proto`` is installed): each ``execute_tool`` span joins the tool
+  call it ran in the run's trajectory (:func:`~evalrunner.core._spans.with_tool_executions`).
 
 Request headers are never read except for the proxy's own bearer token, and
 never forwarded or recorded. Every error goes back in the calling API's own
@@ -30,7 +33,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from evalrunner._next import NextStep
-from evalrunner.errors import ConfigError, FileFormatError
+from evalrunner.core._otel import tool_executions_from_otlp
+from evalrunner.errors import ConfigError, FileFormatError, TrajectoryError
 from evalrunner.proxy._anthropic import (
     anthropic_error,
     anthropic_events,
@@ -150,6 +154,28 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _otlp(raw: bytes, protobuf: bool) -> Any:
+    """An OTLP/HTTP trace export's body as its JSON mapping."""
+    if not protobuf:
+        return json.loads(raw or b"null")
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError:
+        raise ValueError(
+            "protobuf needs opentelemetry-proto installed beside evalrunner; "
+            "or set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json"
+        ) from None
+    from google.protobuf.message import DecodeError
+
+    try:
+        return MessageToDict(ExportTraceServiceRequest.FromString(raw))
+    except DecodeError as exc:
+        raise ValueError(f"not an OTLP protobuf export ({exc})") from None
+
+
 def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES) -> Starlette:
     """The ASGI app; ``token`` (when set) must come as a bearer token or ``x-api-key``.
 
@@ -225,6 +251,20 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
             }
         )
 
+    async def traces(request: Request, api: Api) -> Response:
+        run = _run(request)
+        raw = await _body(request, max_body)
+        protobuf = "protobuf" in request.headers.get("content-type", "")
+        try:
+            run.spans_received(tool_executions_from_otlp(_otlp(raw, protobuf), "trace export"))
+        except (TrajectoryError, ValueError, RecursionError) as exc:
+            message = f"trace export: {exc} (send OTLP/HTTP JSON or protobuf)"
+            run.refused(400, message)
+            raise ProxyHTTPError(400, "invalid_request_error", message) from None
+        if protobuf:  # an empty ExportTraceServiceResponse
+            return Response(b"", 200, media_type="application/x-protobuf")
+        return _json({})
+
     def _run(request: Request) -> RunState:
         try:
             return runs.run_for_request(request.path_params.get("run_id", DEFAULT_RUN))
@@ -242,6 +282,7 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
                 Route(base + "/responses", guarded(RESPONSES, call), methods=["POST"]),
                 Route(base + "/messages", guarded(ANTHROPIC, call), methods=["POST"]),
                 Route(base + "/models", guarded(CHAT, models), methods=["GET"]),
+                Route(base + "/traces", guarded(CHAT, traces), methods=["POST"]),
             ]
 
     async def unserved(request: Request, exc: Exception) -> Response:
@@ -250,7 +291,8 @@ def build_app(runs: RunLookup, token: str | None, max_body: int = MAX_BODY_BYTES
         api = ANTHROPIC if "/messages" in request.url.path else CHAT
         message = (
             f"evalrunner proxy: {request.method} {request.url.path} is not served; it serves "
-            f"POST {{base}}/chat/completions, /responses and /messages, and GET {{base}}/models "
+            f"POST {{base}}/chat/completions, /responses, /messages and /traces (OTLP), and "
+            "GET {base}/models "
             "(embeddings, legacy completions, stored responses and token counts are not "
             "captured)"
         )

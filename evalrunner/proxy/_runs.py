@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from evalrunner.core._actions import sendable, settings_moved
 from evalrunner.core._faults import InfraLog, RetrySettings, is_infra_error
 from evalrunner.core._response import ResponseRecord, message_dict
+from evalrunner.core._spans import ToolExecution, with_tool_executions
 from evalrunner.errors import ConfigError, RequestMismatch
 from evalrunner.proxy._recording import (
     RecordedCall,
@@ -157,7 +158,13 @@ class RunState:
         self.refusals: list[str] = []
         self.unsupported: list[str] = []
         self.history: dict[str, list[dict[str, Any]]] = {}
+        self.tool_executions: list[ToolExecution] = []
+        """From the agent's own spans, sent to the proxy's OTLP/HTTP route."""
         self._lock = threading.Lock()
+
+    def spans_received(self, executions: list[ToolExecution]) -> None:
+        with self._lock:
+            self.tool_executions += executions
 
     def refused(self, status: int, message: str, unsupported: bool = False) -> None:
         """A request of this run the proxy turned away before any model saw it
@@ -293,7 +300,7 @@ class RunState:
         with self._lock:
             result = ProxyRunResult(
                 run_id=self.run_id,
-                trajectory=self.trajectory(),
+                trajectory=with_tool_executions(self.trajectory(), self.tool_executions),
                 model_calls=len(self.calls),
                 infra=self.infra,
                 replay_errors=list(self.replay_errors),

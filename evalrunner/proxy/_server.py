@@ -323,6 +323,7 @@ class ProxyServer:
         run that measures nothing, or reach the network after it: dspy gets an
         empty cache directory of its own for each call (a cached answer is no
         model call), and known frameworks' telemetry is turned off (``TELEMETRY_OFF``).
+        An OTLP/HTTP trace exporter sends the agent's spans to the run (``/v1/traces``).
         """
         url = self.run_url(run_id)
         key = self.token or DUMMY_KEY
@@ -334,6 +335,10 @@ class ProxyServer:
             "ANTHROPIC_API_KEY": key,
             "DSPY_CACHEDIR": self._empty_cache_dir(),
             **TELEMETRY_OFF,
+            # The agent's own OpenTelemetry spans, where it exports them (OTLP/HTTP): its
+            # tool executions join the run's trajectory (header values URL-encoded).
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{url}/traces",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"authorization=Bearer%20{key}",
         }
 
     def _empty_cache_dir(self) -> str:

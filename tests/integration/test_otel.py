@@ -232,3 +232,58 @@ def test_a_proxied_agent_s_tool_that_raised_is_a_tool_error_in_its_golden(
     for _ in range(2):
         outcome = frozen(tmp_path / "capitals.json", "check")
         assert outcome.ok, outcome.message
+
+
+# -- over the wire: a command agent's spans, exported to the capture proxy -------------
+
+
+def test_a_command_agent_s_exported_spans_mark_its_failed_tool_in_its_golden(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the `frameworks` extra")
+    import sys
+
+    from fake_endpoint import FakeEndpoint
+    from paths import REPO
+    from sdk_agents import content_responder
+
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
+
+    script = str(REPO / "tests" / "support" / "otel_command_agent.py")
+    agent = command_agent([sys.executable, script, "Capitals of: France, Atlantis"])
+    golden = tmp_path / "capitals.json"
+
+    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
+        def endpoint() -> Endpoint:
+            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
+
+        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        recorded = frozen("record", ep.api_base)
+    assert recorded.ok, recorded.message
+    (failed,) = _failed(golden)
+    assert "no country called Atlantis" in failed
+    replayed = frozen("check")  # offline: the spans come to the replaying proxy alike
+    assert replayed.ok, replayed.message
+
+
+def test_a_trace_export_the_proxy_cannot_read_fails_the_run_naming_it(tmp_path: Path) -> None:
+    import urllib.request
+
+    from evalrunner.proxy._server import ProxyServer
+
+    with ProxyServer("replay", tmp_path) as server:
+        env = server.run_env("r1")
+        request = urllib.request.Request(
+            env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
+            data=b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": 7}]}]}]}',
+            headers={"content-type": "application/json", "authorization": "Bearer x"},
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            opener.open(request, timeout=10)
+        assert refused.value.code == 400
+        result = server.finish_run("r1")
+    assert result.refusals and "trace export" in result.refusals[0]

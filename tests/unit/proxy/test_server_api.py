@@ -49,6 +49,9 @@ def test_a_run_gets_base_urls_for_both_sdk_families_and_a_dummy_key(tmp_path: Pa
         "ANONYMIZED_TELEMETRY": "False",
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "DO_NOT_TRACK": "1",
+        # The agent's own spans, exported over OTLP/HTTP, come to the run too.
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:8123/runs/s/m/0/v1/traces",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"authorization=Bearer%20{DUMMY_KEY}",
     }
     assert cache.is_dir() and not any(cache.iterdir())
     assert proxy.run_url() == "http://127.0.0.1:8123/v1"
