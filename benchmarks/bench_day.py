@@ -25,17 +25,16 @@ flagged in step 8) is marked ``UNEXPECTED``.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench_install import committed_tree  # benchmarks/ is the script's own directory
+
 CHANGE = ("if not message.tool_calls:", "if True:")
 """The behaviour change of step 8: the scaffold's agent answers without calling its tool."""
 TOOLS = ("git", "bash", "sh", "cat", "cp", "find", "mkdir", "rm", "tar", "touch")
@@ -79,13 +78,9 @@ def main() -> None:
         "--no-compiler", action="store_true", help="only the venv's bin and git on PATH"
     )
     args = parser.parse_args()
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", "HEAD"], cwd=REPO, capture_output=True, check=True
-    ).stdout
     with tempfile.TemporaryDirectory(prefix="evalrunner-day-") as tmp:
         source, project = Path(tmp) / "evalrunner", Path(tmp) / "team"
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(source, filter="data")
+        committed_tree(source)
         project.mkdir()
         venv = Path(tmp) / "venv"
         tools = Path(tmp) / "tools"  # what the steps call, where --no-compiler empties PATH

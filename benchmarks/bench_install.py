@@ -44,6 +44,15 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]
     return took, done.stdout + done.stderr
 
 
+def committed_tree(dest: Path) -> None:
+    """This checkout's committed tree (``git archive HEAD``), unpacked at ``dest``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", "HEAD"], cwd=REPO, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--extras", default="local,dev", help="the extras the README installs")
@@ -53,14 +62,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", "HEAD"], cwd=REPO, capture_output=True, check=True
-    ).stdout
     with tempfile.TemporaryDirectory(prefix="evalrunner-install-") as tmp:
         project = Path(tmp) / "evalrunner"
-        project.mkdir()
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(project, filter="data")
+        committed_tree(project)
         path = os.environ["PATH"]
         if args.no_compiler:
             path = str(Path(tmp) / "empty-bin")
