@@ -118,15 +118,19 @@ def execution_of(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
 def _raised(span: Any) -> str | None:
     """'RuntimeError: the atlas is offline' for a span that ended in error, else None."""
     status = getattr(span, "status", None)
-    if status is None or getattr(status.status_code, "name", "") != "ERROR":
+    if getattr(getattr(status, "status_code", None), "name", "") != "ERROR":
         return None
-    for event in getattr(span, "events", ()) or ():
-        if event.name == "exception":
-            attrs = event.attributes or {}
-            kind, message = attrs.get("exception.type"), attrs.get("exception.message")
-            if kind or message:
-                return ": ".join(str(part) for part in (kind, message) if part)
-    return str(status.description or "error")
+    said = [_exception(event) for event in getattr(span, "events", None) or ()]
+    return next(filter(None, said), None) or str(getattr(status, "description", "") or "error")
+
+
+def _exception(event: Any) -> str:
+    """An ``exception`` event's type and message ('' for another event, or neither)."""
+    if event.name != "exception":
+        return ""
+    attrs = event.attributes or {}
+    parts = (attrs.get("exception.type"), attrs.get("exception.message"))
+    return ": ".join(str(part) for part in parts if part)
 
 
 def with_tool_executions(
