@@ -287,3 +287,43 @@ def test_a_trace_export_the_proxy_cannot_read_fails_the_run_naming_it(tmp_path: 
         assert refused.value.code == 400
         result = server.finish_run("r1")
     assert result.refusals and "trace export" in result.refusals[0]
+
+
+def test_a_live_night_of_a_command_agent_sees_its_failed_tool_through_its_spans(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the `frameworks` extra")
+    import asyncio
+    import sys
+
+    from fake_endpoint import FakeEndpoint
+    from paths import REPO
+    from runner_agents import fake_pool, write_suite
+    from sdk_agents import content_responder
+    from suite_runs import run_suite
+
+    from evalrunner.suite._loader import load_suite
+
+    script = str(REPO / "tests" / "support" / "otel_command_agent.py")
+
+    def night(task: str) -> list[tuple[str, str | None]]:
+        scenario = {
+            "id": "capitals",
+            "command": [sys.executable, script, "{task}"],
+            "input": task,
+            "checks": {"all_tools_succeeded": True},
+        }
+        suite = load_suite(
+            write_suite(tmp_path / task[-5:], "otel", [scenario], runs=2, timeout_s=60)
+        )
+        with FakeEndpoint(responder=content_responder) as ep:
+            report = asyncio.run(
+                run_suite(suite, out=tmp_path / task[-5:] / "out", pool=fake_pool(ep.api_base))
+            )
+        return [(r.outcome, r.reason) for r in report.records]
+
+    # The proxy alone sees the retry prompt as an ordinary result; the spans say it failed.
+    assert night("Capitals of: France") == [("passed", None)] * 2
+    failed = night("Capitals of: France, Atlantis")
+    assert [outcome for outcome, _ in failed] == ["failed"] * 2
+    assert all("all_tools_succeeded" in (reason or "") for _, reason in failed)
