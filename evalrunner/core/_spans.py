@@ -147,7 +147,7 @@ def with_tool_executions(
         if not _joined_to(steps.get(ex.call_id or ""), ex)
     ]
     if unjoined:
-        trajectory.setdefault("extra", {})["tool_executions"] = unjoined
+        trajectory.setdefault("extra", {}).setdefault("tool_executions", []).extend(unjoined)
     return trajectory
 
 

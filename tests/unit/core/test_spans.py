@@ -112,3 +112,6 @@ def test_a_proxied_trajectory_gets_each_execution_joined_to_its_call() -> None:
     assert trajectory["extra"]["tool_executions"] == [
         {"name": "audit", "content": "ok", "error": False}
     ]
+    # Joined again (spans in process and exported to the proxy): nothing listed is lost.
+    with_tool_executions(trajectory, [ToolExecution(None, "notify", "sent", error=False)])
+    assert [e["name"] for e in trajectory["extra"]["tool_executions"]] == ["audit", "notify"]
