@@ -11,9 +11,9 @@ with or without the ``/v1`` prefix:
   where ``opentelemetry-proto`` is installed): each ``execute_tool`` span joins the tool
   call it ran in the run's trajectory (:func:`~evalrunner.core._spans.with_tool_executions`).
 
-Request headers are never read except for the proxy's own bearer token, and
-never forwarded or recorded. Every error goes back in the calling API's own
-error format with ``x-should-retry: false``: the proxy has already retried
+Request headers are never read except for the proxy's own bearer token (and a trace
+export's content type), and never forwarded or recorded. Every error goes back in the
+calling API's own error format with ``x-should-retry: false``: the proxy has already retried
 what was worth retrying, and SDK retries on top would multiply the attempts.
 """
 
