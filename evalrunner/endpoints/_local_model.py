@@ -71,21 +71,22 @@ LOCAL_API_KEY = "local-no-key"
 
 ENGINE_ENV = "EVALRUNNER_LOCAL_ENGINE"
 PREBUILT_SLOTS = 4
-"""Completions each copy of the model decodes together. Measured on a two-core machine,
-one thread, 150-token answers: 33 tokens a second at 1, 44 at 2, 64 at 4, 81 at 8; 4
-keeps the context memory (each slot holds its own ``n_ctx``: 520 MB a copy at 4096) for
-most of the gain."""
+"""Completions each copy of the model decodes together. On a two-core machine, one thread,
+150-token answers: 33 tokens a second at 1, 44 at 2, 64 at 4, 81 at 8 (a scratch run;
+``benchmarks/bench_local_layout.py`` times 1 and 4); 4 keeps the context memory (each
+slot holds its own ``n_ctx``: 520 MB a copy at 4096) for most of the gain."""
 
 
 def prebuilt_layout(cores: int, threads: int | None = None) -> tuple[int, int]:
     """(copies of the model, threads each) for the prebuilt engine on ``cores`` cores.
 
-    Two copies where there are two cores, each on half of them (``threads`` overrides).
+    Two copies where there are two cores or more: one thread each on two cores, half the
+    cores between them on larger machines (``threads`` sets each copy's).
     Threads of one copy wait on each other at every step, so one copy on every core of a
-    shared machine slows to a crawl whenever anything else wants a core (two threads
-    decoded 7-13 tokens a second beside one busy process, one thread 68); independent
-    copies do not: two one-thread copies decoded 140 tokens a second on an idle two-core
-    machine and 86 beside a busy process, one copy 64 and 67.
+    shared machine slows to a crawl whenever anything else wants a core; independent
+    copies do not. ``benchmarks/bench_local_layout.py`` on a two-core machine, tokens a
+    second idle / beside one busy process: one request at a time 29 / 32, one copy with 4
+    slots on one thread 60 / 64, on two threads 113 / 14, two one-thread copies 124 / 83.
     """
     copies = 2 if cores >= 2 else 1
     return copies, threads or max(1, cores // 2 // copies)
