@@ -26,7 +26,7 @@ from datetime import UTC
 from typing import Any
 
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
-from evalrunner.core._spans import ToolExecution, execution_of
+from evalrunner.core._spans import ToolExecution, exception_text, execution_of
 from evalrunner.core._steps import TrajectoryBuilder
 from evalrunner.errors import TrajectoryError
 
@@ -372,11 +372,7 @@ def _error(raw: Mapping[str, Any], status: Mapping[str, Any]) -> str:
 
 def _raised(event: Mapping[str, Any]) -> str | None:
     """'RuntimeError: the atlas is offline', from an ``exception`` event."""
-    attrs = _attributes(event.get("attributes") or [])
-    kind, message = attrs.get("exception.type"), attrs.get("exception.message")
-    if kind and message:
-        return f"{kind}: {message}"
-    return str(kind or message) if kind or message else None
+    return exception_text(_attributes(event.get("attributes") or [])) or None
 
 
 def _id(value: Any) -> str:

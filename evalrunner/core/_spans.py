@@ -126,9 +126,12 @@ def _raised(span: Any) -> str | None:
 
 def _exception(event: Any) -> str:
     """An ``exception`` event's type and message ('' for another event, or neither)."""
-    if event.name != "exception":
-        return ""
-    attrs = event.attributes or {}
+    return exception_text(event.attributes or {}) if event.name == "exception" else ""
+
+
+def exception_text(attrs: Mapping[str, Any]) -> str:
+    """'RuntimeError: the atlas is offline' from an ``exception`` event's attributes ('' if
+    they name neither type nor message)."""
     parts = (attrs.get("exception.type"), attrs.get("exception.message"))
     return ": ".join(str(part) for part in parts if part)
 
