@@ -201,3 +201,30 @@ def _plus(total: int | None, value: Any) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return total
     return (total or 0) + value
+
+
+def tool_errors(normalized: Mapping[str, Any]) -> int:
+    """Tool executions the run said failed, sub-agents included and copied context left out:
+    results marked ``extra.error`` (the agent's own tool spans, in process or exported, or
+    ``record_tool_result(error=True)``) and failed executions of no call the model made
+    (``extra.tool_executions``). Apart from :class:`Shape`, as :func:`cache_tokens` is: a
+    golden's trajectory already shows each one."""
+    failed = 0
+    for traj in _walk(normalized):
+        ran_alone = (traj.get("extra") or {}).get("tool_executions") or []
+        failed += sum(1 for ex in ran_alone if isinstance(ex, Mapping) and ex.get("error"))
+        for step in traj.get("steps") or []:
+            if not _copied(step):
+                failed += sum(1 for result in _results(step) if _failed(result))
+    return failed
+
+
+def _results(step: Mapping[str, Any]) -> list[Any]:
+    observation = step.get("observation")
+    results = observation.get("results") if isinstance(observation, Mapping) else None
+    return results if isinstance(results, list) else []
+
+
+def _failed(result: Any) -> bool:
+    extra = result.get("extra") if isinstance(result, Mapping) else None
+    return isinstance(extra, Mapping) and bool(extra.get("error"))

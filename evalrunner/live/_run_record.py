@@ -46,6 +46,7 @@ def run_record(
         cache_read_tokens=run.cache[0],
         cache_write_tokens=run.cache[1],
         cost_usd=_cost(job, sh.prompt_tokens, sh.completion_tokens, run.cache),
+        tool_errors=run.tool_errors,
         final_answer=run.answer,
         content_hash=sh.content_hash,
         latency_s=round(latency, 3),

@@ -17,7 +17,7 @@ import numpy as np
 
 from evalrunner.errors import FileFormatError
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_USED
+from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_ERROR_RATE, TOOL_USED
 from evalrunner.suite._record import Outcome, RunRecord
 
 LOG_OFFSETS: dict[str, float] = {
@@ -47,6 +47,9 @@ REPORTED = ("cache_read_tokens", "cache_write_tokens", "cost_usd")
 """Continuous values only some runs have (prompt caching where the endpoint reports it, cost
 where the model is priced): NaN in a run without one, left out of that metric; the metric
 exists where some run on either side has one."""
+_RECORDED = ("tool_errors",)
+"""Counts only some runs have (records written before the field existed): NaN in a run
+without one, as :data:`REPORTED`."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def _finite_numbers(kept: Sequence[RunRecord]) -> dict[str, FloatArray]:
     """
     numbers = {
         name: np.array([_number(getattr(r, name)) for r in kept], dtype=float)
-        for name in (*_COUNTS, *_CONTINUOUS, *REPORTED)
+        for name in (*_COUNTS, *_CONTINUOUS, *REPORTED, *_RECORDED)
     }
     for name, column in numbers.items():
         bad = [int(i) for i in np.flatnonzero(~np.isfinite(column))]
@@ -200,6 +203,8 @@ class Coding:
             return runs.valid_scores(name.partition(":")[2])
         if name == JUDGE_AGREEMENT:
             return _agreed(runs)
+        if name == TOOL_ERROR_RATE:
+            return _tool_failed(runs)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
@@ -210,7 +215,7 @@ class Coding:
             not runs.rows
             or name in _CONTINUOUS
             or name in REPORTED
-            or name == JUDGE_AGREEMENT
+            or name in (JUDGE_AGREEMENT, TOOL_ERROR_RATE)
             or name.startswith(SCORE + ":")
         ):
             return None
@@ -254,6 +259,13 @@ def _agreed(runs: Runs) -> FloatArray:
     return np.array([a for a in graded if a is not None], dtype=float)
 
 
+def _tool_failed(runs: Runs) -> FloatArray:
+    """tool_error_rate per non-infra run that recorded its tool errors: 1 where one failed."""
+    recorded = runs.numbers["tool_errors"]
+    failed: FloatArray = (recorded[~np.isnan(recorded)] > 0).astype(float)
+    return failed
+
+
 def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     """Every metric a cell has, coded from the pooled baseline.
 
@@ -276,13 +288,19 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
 
 
 def _reported_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
-    """The :data:`REPORTED` metrics some valid run on either side has a value of."""
+    """The :data:`REPORTED` metrics some valid run on either side has a value of, and
+    ``tool_error_rate`` where baseline runs recorded their tool errors: a baseline made
+    before records held them has nothing to compare tonight's with, and a row saying so
+    in every cell of every night until it is rebuilt would drown the rest."""
     sides = [pooled] if tonight is None else [pooled, tonight]
-    return [
+    out = [
         Coding(name)
         for name in REPORTED
         if any(bool(np.isfinite(side.valid_numbers(name)).any()) for side in sides)
     ]
+    if np.isfinite(pooled.numbers["tool_errors"]).any():
+        out.append(Coding(TOOL_ERROR_RATE))
+    return out
 
 
 def _tool_codings(tools_b: Sequence[tuple[str, ...]], tonight: Runs | None) -> list[Coding]:
@@ -338,7 +356,7 @@ def concat(parts: Sequence[Runs]) -> Runs:
 def _pooled_numbers(parts: Sequence[Runs]) -> dict[str, FloatArray]:
     return {
         name: np.concatenate([p.numbers[name] for p in parts]) if parts else np.zeros(0)
-        for name in (*_COUNTS, *_CONTINUOUS, *REPORTED)
+        for name in (*_COUNTS, *_CONTINUOUS, *REPORTED, *_RECORDED)
     }
 
 

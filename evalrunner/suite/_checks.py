@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.core._normalize import NormalizeConfig, normalize
-from evalrunner.core._shape import Shape, cache_tokens, shape
+from evalrunner.core._shape import Shape, cache_tokens, shape, tool_errors
 from evalrunner.suite._schema import Checks
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ class Judged:
     """Every tool called, the sub-agents' after the agent's own."""
     cache: tuple[int | None, int | None] = (None, None)
     """Prompt tokens read from and written to the provider's cache (None: not reported)."""
+    tool_errors: int = 0
+    """Tool executions the run said failed (:func:`~evalrunner.core._shape.tool_errors`)."""
 
 
 def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
@@ -39,7 +41,7 @@ def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
     output = getattr(result.output, "answer", result.output)
     answer = output if isinstance(output, str) or output is None else sh.final_answer
     tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
-    return Judged(sh, answer, tools, cache_tokens(normalized))
+    return Judged(sh, answer, tools, cache_tokens(normalized), tool_errors(normalized))
 
 
 def failed_tool_results(trajectory: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

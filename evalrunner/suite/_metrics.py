@@ -24,6 +24,8 @@ TOOL_USED = "tool_used"
 SCORE = "score"
 """A family: ``score:<check>`` per code check that gives scores (``checks: code:``)."""
 FAMILIES = (TOOL_USED, SCORE)
+TOOL_ERROR_RATE = "tool_error_rate"
+"""Share of runs in which a tool execution failed, where runs recorded their tool errors."""
 JUDGE_AGREEMENT = "judge_agreement"
 """Share of graded runs whose judge grades agreed (``checks: judge:`` with 2+ grades)."""
 NO_TOOLS = "(no tools)"
@@ -145,6 +147,17 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool", note=_first_tool_note),
     Metric("llm_calls", "count", "changed", 0.33, False, "LLM calls"),
     Metric("tool_calls", "count", "changed", 0.33, False, "tool calls"),
+    # A tool that raises more often: the agent's arguments or the tool broke. Seen where the
+    # run said which tools failed (its tool spans), which the model API alone does not show.
+    Metric(
+        TOOL_ERROR_RATE,
+        "binary",
+        "higher",
+        0.10,
+        False,
+        "tool error rate",
+        "non-infra runs that recorded their tool errors",
+    ),
     # Tokens and latency are cost: more is harmful, less is reported as an improvement.
     Metric("prompt_tokens", "continuous", "higher", 1.25, False, "prompt tokens"),
     Metric("completion_tokens", "continuous", "higher", 1.25, False, "completion tokens"),

@@ -173,6 +173,13 @@ class RunRecord(BaseModel):
         description="What the judge's calls grading this run cost, USD, priced apart from "
         "the agent's; written only when the judge's model is priced.",
     )
+    tool_errors: int | None = Field(
+        default=None,
+        ge=0,
+        description="Tool executions the run said failed: results its tool spans or "
+        "record_tool_result(error=True) marked (metric 'tool_error_rate'). An agent that "
+        "reports neither reads 0; absent in records written before this field existed.",
+    )
     final_answer: str | None = Field(default=None, description="Message of the last agent step.")
     content_hash: str | None = Field(default=None, description="Hash of the normalised trajectory.")
     # NaN or infinity is refused here, where the record is made: JSON cannot hold it (it
@@ -229,6 +236,7 @@ class RunRecord(BaseModel):
             "cache_write_tokens",
             "cost_usd",
             "judge_cost_usd",
+            "tool_errors",
         ):
             if data.get(name) is None:
                 data.pop(name, None)

@@ -303,27 +303,32 @@ def test_a_live_night_of_a_command_agent_sees_its_failed_tool_through_its_spans(
     from suite_runs import run_suite
 
     from evalrunner.suite._loader import load_suite
+    from evalrunner.suite._record import RunRecord
 
     script = str(REPO / "tests" / "support" / "otel_command_agent.py")
 
-    def night(task: str) -> list[tuple[str, str | None]]:
+    def night(name: str, task: str, *flags: str) -> list[RunRecord]:
         scenario = {
             "id": "capitals",
-            "command": [sys.executable, script, "{task}"],
+            "command": [sys.executable, script, "{task}", *flags],
             "input": task,
             "checks": {"all_tools_succeeded": True},
         }
-        suite = load_suite(
-            write_suite(tmp_path / task[-5:], "otel", [scenario], runs=2, timeout_s=60)
-        )
+        suite = load_suite(write_suite(tmp_path / name, "otel", [scenario], runs=2, timeout_s=60))
         with FakeEndpoint(responder=content_responder) as ep:
             report = asyncio.run(
-                run_suite(suite, out=tmp_path / task[-5:] / "out", pool=fake_pool(ep.api_base))
+                run_suite(suite, out=tmp_path / name / "out", pool=fake_pool(ep.api_base))
             )
-        return [(r.outcome, r.reason) for r in report.records]
+        return report.records
 
-    # The proxy alone sees the retry prompt as an ordinary result; the spans say it failed.
-    assert night("Capitals of: France") == [("passed", None)] * 2
-    failed = night("Capitals of: France, Atlantis")
-    assert [outcome for outcome, _ in failed] == ["failed"] * 2
-    assert all("all_tools_succeeded" in (reason or "") for _, reason in failed)
+    def seen(records: list[RunRecord]) -> list[tuple[str, int | None]]:
+        return [(str(r.outcome), r.tool_errors) for r in records]
+
+    assert seen(night("known", "Capitals of: France")) == [("passed", 0)] * 2
+    failed = night("unknown", "Capitals of: France, Atlantis")
+    assert seen(failed) == [("failed", 1)] * 2
+    assert all("all_tools_succeeded" in (r.reason or "") for r in failed)
+    # The proxy alone sees the retry prompt as an ordinary result: nothing failed.
+    assert (
+        seen(night("unseen", "Capitals of: France, Atlantis", "--no-spans")) == [("passed", 0)] * 2
+    )

@@ -246,6 +246,7 @@ def test_load_records_is_one_row_per_run_with_the_documented_columns(tmp_path: P
         "cache_write_tokens",
         "cost_usd",
         "judge_cost_usd",
+        "tool_errors",
         "final_answer",
         "content_hash",
         "latency_s",

@@ -4,6 +4,7 @@ agent is): pydantic-ai on its OpenAI model, a ``lookup`` tool that refuses a cou
 does not know (pydantic-ai sends the model a retry). Prints ``{"final_answer": ...}``.
 
     python otel_command_agent.py "Capitals of: France, Atlantis"
+    python otel_command_agent.py "Capitals of: France, Atlantis" --no-spans  # exports none
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 
-def main(task: str) -> str:
+def main(task: str, export: bool = True) -> str:
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    if export:
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
     agent: Agent[None, str] = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider()))
 
@@ -38,4 +40,4 @@ def main(task: str) -> str:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"final_answer": main(sys.argv[1])}))
+    print(json.dumps({"final_answer": main(sys.argv[1], "--no-spans" not in sys.argv[2:])}))

@@ -115,3 +115,24 @@ def test_a_proxied_trajectory_gets_each_execution_joined_to_its_call() -> None:
     # Joined again (spans in process and exported to the proxy): nothing listed is lost.
     with_tool_executions(trajectory, [ToolExecution(None, "notify", "sent", error=False)])
     assert [e["name"] for e in trajectory["extra"]["tool_executions"]] == ["audit", "notify"]
+
+
+def test_a_run_s_tool_errors_count_failed_results_sub_agents_and_tools_run_alone() -> None:
+    from evalrunner.core._shape import tool_errors
+
+    def step(*results: dict[str, Any], copied: bool = False) -> dict[str, Any]:
+        return {
+            "source": "agent",
+            "is_copied_context": copied,
+            "observation": {"results": list(results)},
+        }
+
+    failed = {"source_call_id": "c1", "content": "boom", "extra": {"error": True}}
+    fine = {"source_call_id": "c2", "content": "ok"}
+    trajectory = {
+        "steps": [step(failed, fine), step(failed, copied=True)],  # copied context is no work
+        "extra": {"tool_executions": [{"name": "audit", "error": True}, {"name": "log"}]},
+        "subagent_trajectories": [{"steps": [step(failed)]}],
+    }
+    assert tool_errors(trajectory) == 3
+    assert tool_errors({"steps": [step(fine)]}) == 0

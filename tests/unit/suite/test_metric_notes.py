@@ -47,4 +47,9 @@ def test_outcome_rates_cover_non_infra_runs_the_rest_valid_runs() -> None:
         "crash_rate",
         "skip_rate",
     }
-    assert set(covers.values()) == {"non-infra runs", "valid runs"}
+    assert covers["tool_error_rate"] == "non-infra runs that recorded their tool errors"
+    assert set(covers.values()) == {
+        "non-infra runs",
+        "valid runs",
+        "non-infra runs that recorded their tool errors",
+    }
