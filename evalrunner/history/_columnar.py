@@ -42,11 +42,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from evalrunner._version import __version__
 from evalrunner.errors import FileFormatError, NewerFormat
 from evalrunner.history._values import (
+    Words,
     _floats_of,
     _index_array,
     _pylist,
     _values,
     arrow_pairs,
+    compact,
     float_array,
     pair_array,
     parsed,
@@ -260,7 +262,7 @@ class ColumnarFile(Generic[M]):
         self._names = set(schema.names)
         self.release()
         self._arrow: dict[tuple[str, str], Any] = {}  # read, not converted yet
-        self._cache: dict[tuple[str, str], list[Any]] = {}
+        self._cache: dict[tuple[str, str], list[Any] | Words] = {}
         keys = layout.get("keys")
         self.keys: dict[str, str] = keys if isinstance(keys, dict) else {}
         """The head's texts written to the metadata (empty in files written before them)."""
@@ -319,16 +321,18 @@ class ColumnarFile(Generic[M]):
         return entry
 
     def column(self, table: str, field: str) -> list[Any]:
-        """One field of a table's rows as Python values (JSON ones parsed, not typed)."""
+        """One field of a table's rows as Python values (JSON ones parsed, not typed).
+        Kept once read; a text column of few distinct values kept as :class:`Words` and
+        its list made anew for each caller (who lets it go when done with it)."""
         key = (table, field)
         if key not in self._cache:
             read = self._read(table, field)
             if isinstance(read, _Pairs):  # preloaded as numbers only: its texts read again
                 read = self._read(table, field)
-            values = _values(read)
+            kept = read if isinstance(read, list) else compact(read)
             as_json = _plain(self.tables[table].model_fields[field].annotation) is None
-            self._cache[key] = parsed(values) if as_json else values
-        return self._cache[key]
+            self._cache[key] = parsed(_listed(kept)) if as_json else kept
+        return _listed(self._cache[key])
 
     def floats(self, table: str, field: str) -> FloatArray:
         """A number field as floats, a missing value as NaN: 8 bytes a row where Python
@@ -336,7 +340,7 @@ class ColumnarFile(Generic[M]):
         not kept: asked for again, it is read again."""
         key = (table, field)
         if key in self._cache:
-            return float_array(self._cache[key])
+            return float_array(_listed(self._cache[key]))
         read = self._read(table, field)
         if isinstance(read, _Pairs):
             raise TypeError(f"{table}.{field} holds intervals: read it with pairs()")
@@ -347,7 +351,7 @@ class ColumnarFile(Generic[M]):
         parsed from its JSON texts without a Python object per interval. Handed over."""
         key = (table, field)
         if key in self._cache:
-            return pair_array(self._cache[key])
+            return pair_array(_listed(self._cache[key]))
         read = self._read(table, field)
         if isinstance(read, _Pairs):
             return read.array
@@ -401,6 +405,10 @@ class ColumnarFile(Generic[M]):
             return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+def _listed(kept: list[Any] | Words) -> list[Any]:
+    return kept.values() if isinstance(kept, Words) else kept
 
 
 class _Pairs(NamedTuple):

@@ -128,11 +128,33 @@ _SHARED_FROM = 64
 """Text columns at least this long are read with one object per distinct value."""
 
 
-def _shared_strings(column: Any) -> list[Any] | None:
-    """A text column of few distinct values (scenario, model, metric, verdict, ...) as a list
-    whose equal values are one object: a year of verdicts holds 300,000 of each, and a
-    string object apiece was a fifth of the report's memory. None when most values differ
-    (run ids, reasons): those are read as before."""
+class Words:
+    """A text column of few distinct values (scenario, model, metric, verdict, outcome) held
+    as small integer codes into its distinct values: 1 or 2 bytes a row where a list of
+    them held 8 (a year of an organisation's nights is 7 million such rows a column).
+    :meth:`values` gives the list, its equal values one object, anew on each call."""
+
+    __slots__ = ("_codes", "_words")
+
+    def __init__(self, words: list[Any], codes: Any) -> None:
+        import numpy as np
+
+        self._words = np.array(words, dtype=object)
+        narrow = np.min_scalar_type(-max(len(words), 1))  # signed: -1 is a null
+        self._codes = codes.astype(narrow)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def values(self) -> list[Any]:
+        picked: list[Any] = self._words[self._codes].tolist()
+        return picked
+
+
+def _shared_strings(column: Any) -> Words | None:
+    """A text column of few distinct values as :class:`Words`; None when most values differ
+    (run ids, reasons): those are read as a list, as before."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -143,17 +165,15 @@ def _shared_strings(column: Any) -> list[Any] | None:
     if len(words) * 4 > len(column):
         return None
     at = encoded.indices
-    if not at.null_count:  # the usual column: picked in numpy, from the indices' buffer
-        import numpy as np
-
-        width = at.type.bit_width // 8
-        index = np.frombuffer(
-            at.buffers()[1], dtype=f"i{width}", count=len(at), offset=at.offset * width
-        )
-        picked: list[Any] = np.array(words, dtype=object)[index].tolist()
-        return picked
-    words.append(None)  # index -1: a null
-    return [words[-1 if i is None else i] for i in at.to_pylist()]
+    if at.null_count:
+        words.append(None)  # index -1: a null
+        return Words(words, np.array([-1 if i is None else i for i in at.to_pylist()]))
+    # The usual column: the indices' own buffer.
+    width = at.type.bit_width // 8
+    index = np.frombuffer(
+        at.buffers()[1], dtype=f"i{width}", count=len(at), offset=at.offset * width
+    )
+    return Words(words, index)
 
 
 def _is_text(kind: Any) -> bool:
@@ -165,17 +185,23 @@ def _is_text(kind: Any) -> bool:
     return bool(pa.types.is_string(kind))
 
 
-def _pylist(column: Any) -> list[Any]:
-    """A column as Python values (null: None).
-
-    Arrow's to_pylist, not to_numpy: as fast here, and to_numpy of a column with
-    nulls imports pandas (55 MB of the report's memory, for nothing)."""
-
+def compact(column: Any) -> list[Any] | Words:
+    """A column as a reader keeps it: texts of few distinct values as :class:`Words`, any
+    other column as Python values (null: None)."""
     if _is_text(column.type) and len(column) >= _SHARED_FROM:
         shared = _shared_strings(column)
         if shared is not None:
             return shared
     return list(column.to_pylist())
+
+
+def _pylist(column: Any) -> list[Any]:
+    """A column as Python values (null: None).
+
+    Arrow's to_pylist, not to_numpy: as fast here, and to_numpy of a column with
+    nulls imports pandas (55 MB of the report's memory, for nothing)."""
+    kept = compact(column)
+    return kept.values() if isinstance(kept, Words) else kept
 
 
 def _index_array(indices: Sequence[int]) -> Any:

@@ -89,6 +89,13 @@ def _by_cell(items: Sequence[T], cell: Callable[[T], CellKey]) -> dict[CellKey, 
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def cell_key(scenario: str, model: str) -> CellKey:
+    """The one key of a scenario x model: each night's cell sets share it (a key apiece
+    for every cell of every night of a year at 800 cells a night took 150 MB)."""
+    return CellKey(scenario, model)
+
+
 def _first(values: Sequence[T | None]) -> T | None:
     return next((v for v in values if v is not None), None)
 
@@ -125,23 +132,18 @@ class SelectedNight:
         """The night's entries without their records and results (manifest, baselines, trajectories)."""
         return [p.source.head for p in self.parts]
 
-    @functools.cached_property
-    def _columns(self) -> dict[tuple[str, str], list[Any]]:
-        return {}
-
     def _column(self, table: str, fieldname: str) -> list[Any]:
-        """One field of the night's rows, as Python values (kept: several readers ask)."""
-        key = (table, fieldname)
-        if key not in self._columns:
-            parts = []
-            for p in self.parts:
-                column = p.source.column(table, fieldname)
-                rows = p.records if table == "records" else p.results
-                # rows are ascending: as many as the column holds means all of them
-                parts.append(column if len(rows) == len(column) else [column[i] for i in rows])
-            # the usual night, one part: its column itself, no copy
-            self._columns[key] = parts[0] if len(parts) == 1 else [v for p in parts for v in p]
-        return self._columns[key]
+        """One field of the night's rows, as Python values, made anew for each caller: its
+        files keep it compact (:class:`~evalrunner.history._values.Words`), and a year of
+        nights' columns kept as lists took 400 MB at 800 cells a night."""
+        parts = []
+        for p in self.parts:
+            column = p.source.column(table, fieldname)
+            rows = p.records if table == "records" else p.results
+            # rows are ascending: as many as the column holds means all of them
+            parts.append(column if len(rows) == len(column) else [column[i] for i in rows])
+        # the usual night, one part: its column itself, no copy
+        return parts[0] if len(parts) == 1 else [v for p in parts for v in p]
 
     def _results_array(self, read: Callable[[Source], FloatArray], empty: FloatArray) -> FloatArray:
         """A field of the night's metric results as one array, handed over (not kept: the
@@ -226,7 +228,7 @@ class SelectedNight:
         """Every scenario x model with a record or a result this night."""
         pairs = set(zip(self.record_column("scenario"), self.record_column("model"), strict=True))
         pairs.update(zip(self.result_column("scenario"), self.result_column("model"), strict=True))
-        return {CellKey(scenario, model) for scenario, model in pairs}
+        return {cell_key(scenario, model) for scenario, model in pairs}
 
     @functools.cached_property
     def compared_cells(self) -> set[CellKey]:
@@ -234,7 +236,7 @@ class SelectedNight:
         # Plain pairs first, keys for the few distinct ones: a key per result row (280,000
         # over a year) cost the year's report 15 % of its CPU.
         pairs = set(zip(self.result_column("scenario"), self.result_column("model"), strict=True))
-        return {CellKey(scenario, model) for scenario, model in pairs}
+        return {cell_key(scenario, model) for scenario, model in pairs}
 
     @property
     def compared(self) -> bool:
@@ -260,7 +262,7 @@ class SelectedNight:
             )
             if OUTCOME_TRAITS[outcome].behaviour
         }
-        return self.compared_cells | {CellKey(scenario, model) for scenario, model in reached}
+        return self.compared_cells | {cell_key(scenario, model) for scenario, model in reached}
 
     @functools.cached_property
     def shown_for(self) -> set[CellKey]:
