@@ -334,6 +334,14 @@ class ColumnarFile(Generic[M]):
             self._cache[key] = parsed(_listed(kept)) if as_json else kept
         return _listed(self._cache[key])
 
+    def words(self, table: str, field: str) -> Words:
+        """A text field as :class:`Words` (codes into its distinct values), kept once read."""
+        key = (table, field)
+        if key not in self._cache:
+            self.column(table, field)
+        kept = self._cache[key]
+        return kept if isinstance(kept, Words) else Words.of(kept)
+
     def floats(self, table: str, field: str) -> FloatArray:
         """A number field as floats, a missing value as NaN: 8 bytes a row where Python
         floats in a list take 32 (a year's trend charts read five of them). Handed over,

@@ -32,7 +32,7 @@ from evalrunner.errors import ConfigError, FileFormatError, SkippedHistoryFile
 from evalrunner.history._columnar import ColumnarFile, to_parquet
 from evalrunner.history._entry import HISTORY_FORMAT_VERSION, Cell, HistoryEntry
 from evalrunner.history._location import is_local, open_root, remote
-from evalrunner.history._values import float_array, pair_array
+from evalrunner.history._values import Words, float_array, pair_array
 from evalrunner.stats._evidence_state import EvidenceState
 from evalrunner.suite._record import CellKey
 
@@ -195,6 +195,9 @@ class Source(Protocol):
 
     def column(self, table: str, field: str) -> list[Any]: ...
 
+    def words(self, table: str, field: str) -> Words:
+        """A text field as codes into its distinct values (:class:`Words`)."""
+
     def floats(self, table: str, field: str) -> FloatArray:
         """A number field as a float array (missing: NaN)."""
 
@@ -234,6 +237,9 @@ class InMemory:
 
     def column(self, table: str, field: str) -> list[Any]:
         return [getattr(row, field) for row in getattr(self.head, table)]
+
+    def words(self, table: str, field: str) -> Words:
+        return Words.of(self.column(table, field))
 
     def floats(self, table: str, field: str) -> FloatArray:
         return float_array(self.column(table, field))
@@ -289,6 +295,9 @@ class InParquet:
 
     def column(self, table: str, field: str) -> list[Any]:
         return self.file.column(table, field)
+
+    def words(self, table: str, field: str) -> Words:
+        return self.file.words(table, field)
 
     def floats(self, table: str, field: str) -> FloatArray:
         return self.file.floats(table, field)

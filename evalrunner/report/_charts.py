@@ -10,24 +10,17 @@ not in the metric's units. A new metric of a known kind needs nothing here.
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from markupsafe import Markup
 
 from evalrunner.report._format import fmt, interval, short_time, span_ends
-from evalrunner.report._select import (
-    RECORD_NUMBERS,
-    RESULT_INTERVALS,
-    RESULT_NUMBERS,
-    SelectedNight,
-)
+from evalrunner.report._select import RECORD_NUMBERS, SelectedNight
 from evalrunner.report._svg import (
     Flag,
     FloatArray,
@@ -37,9 +30,9 @@ from evalrunner.report._svg import (
     series_svg,
     trend_svg,
 )
-from evalrunner.report._verdicts import FLAGGED, NO_BASELINE, safe_verdict
+from evalrunner.report._verdicts import NO_BASELINE, safe_verdict
 from evalrunner.suite._cost import usd
-from evalrunner.suite._metrics import EFFECT_LABELS, Kind
+from evalrunner.suite._metrics import Kind
 from evalrunner.suite._record import Outcome
 
 _MAX_POINTS = 90
@@ -131,110 +124,77 @@ class ChartView:
     svg: Markup
 
 
-TEXT_FIELDS = ("kind", "verdict", "effect_label")
-NUMBER_FIELDS = RESULT_NUMBERS
-INTERVALS = RESULT_INTERVALS
-"""The fields of a metric result a trend chart reads at every night: texts as lists, numbers
-as float arrays, intervals as (n, 2) arrays (a year of them as Python objects took 90 MB)."""
-CHART_FIELDS = (*TEXT_FIELDS, *NUMBER_FIELDS, *INTERVALS)
+EFFECT_KINDS = frozenset(kind for kind, style in _BY_KIND.items() if style.effect)
+"""The kinds charted as their effect against the margin (counts, tool paths)."""
 
 
-@dataclass
-class Points:
-    """One metric of one scenario x model over nights, oldest first.
+@dataclass(frozen=True)
+class Series:
+    """One metric of one scenario x model over nights, oldest first: what its trend chart
+    draws, and no more (``report/_series.py`` reads it night by night)."""
 
-    The chart reads a few fields of every point (of :data:`CHART_FIELDS`), never
-    the whole results: over a year of nights, building them would take seconds.
-    ``rows`` index the suite's flat ``all_nights`` and ``all_columns`` (one item
-    per metric result of the suite); a field's values are gathered when first read.
-    """
-
-    rows: list[int]
-    all_nights: list[SelectedNight]
-    all_columns: dict[str, Any]
-    """Field -> every result's value: a list (texts) or an array (numbers, intervals)."""
-
-    def _pick(self, values: Any) -> Any:
-        if isinstance(values, np.ndarray):
-            return values[self.rows]
-        if len(self.rows) == 1:  # itemgetter of one index gives the item, not a tuple
-            return [values[self.rows[0]]]
-        return list(operator.itemgetter(*self.rows)(values))
-
-    @functools.cached_property
-    def nights(self) -> list[SelectedNight]:
-        return cast(list[SelectedNight], self._pick(self.all_nights))
-
-    @functools.cached_property
-    def _gathered(self) -> dict[str, Any]:
-        return {}
-
-    def values(self, fieldname: str) -> Any:
-        """A field at each point: a list of texts, or an array of numbers or intervals."""
-        if fieldname not in self._gathered:
-            self._gathered[fieldname] = self._pick(self.all_columns[fieldname])
-        return self._gathered[fieldname]
+    nights: list[SelectedNight]
+    verdicts: list[str]
+    kind: str
+    """The kind stored with the newest result: it decides how the whole series reads."""
+    est: FloatArray
+    """Each night's effect (a kind charted as its effect) or estimate, as ``kind`` reads."""
+    low: FloatArray
+    high: FloatArray
+    base: FloatArray
+    """The baseline's estimate (0 where the effect is charted)."""
+    margin: FloatArray
+    tips: dict[int, str]
+    """The tooltip of each flagged point, by its place in the series."""
 
 
-def _trend(style: _KindChart, points: Points, frac: FloatArray) -> Trend:
-    # Numbers and intervals are float arrays already (NaN where missing).
-    margin = points.values("margin")
-    if style.effect:
-        est, ci = points.values("effect"), points.values("effect_ci")
-        base = np.zeros(len(points.nights))
-    else:
-        est, ci = points.values("night_estimate"), points.values("night_ci")
-        base = points.values("baseline_estimate")
-    low, high = ci[:, 0], ci[:, 1]
-    band_low, band_high = style.band(base, margin)
-    return Trend(frac, est, low, high, base, band_low, band_high)
-
-
-def _tip(points: Points, i: int) -> str:
-    """The tooltip of a flagged point: what the flag table says of it, in one line."""
-
-    def value(name: str) -> Any:
-        return points.values(name)[i]
-
-    label = value("effect_label") or EFFECT_LABELS.get(value("kind"), "effect")
+def tip_text(
+    created_at: str,
+    verdict: str,
+    numbers: dict[str, float],
+    ci: tuple[float, float],
+    label: str,
+) -> str:
+    """The tooltip of a flagged point: what the flag table says of it, in one line.
+    ``numbers``: its baseline_estimate, night_estimate, effect, q and q_improvement."""
     # An improvement's q is the good direction's (MetricResult.shown_pq).
-    q = value("q_improvement") if value("verdict") == "improvement" else value("q")
-    low, high = (float(x) for x in value("effect_ci"))
-    ci = None if math.isnan(low) and math.isnan(high) else (low, high)
+    q = numbers["q_improvement"] if verdict == "improvement" else numbers["q"]
+    low, high = ci
+    shown = None if math.isnan(low) and math.isnan(high) else (low, high)
     return (
-        f"{short_time(points.nights[i].created_at)} {safe_verdict(value('verdict'))}: baseline "
-        f"{fmt(value('baseline_estimate'))} → night {fmt(value('night_estimate'))}; {label} "
-        f"{fmt(value('effect'))} {interval(ci)}; q {fmt(q)}"
+        f"{short_time(created_at)} {safe_verdict(verdict)}: baseline "
+        f"{fmt(numbers['baseline_estimate'])} → night {fmt(numbers['night_estimate'])}; {label} "
+        f"{fmt(numbers['effect'])} {interval(shown)}; q {fmt(q)}"
     )
 
 
 def metric_chart(
     metric: str,
-    points: Points,
+    series: Series,
     span: Sequence[SelectedNight],
     latest: SelectedNight,
     uncompared: str = NO_BASELINE,
 ) -> ChartView:
-    """One metric's trend over the suite's nights ``span``; ``points`` oldest first.
+    """One metric's trend over the suite's nights ``span``.
 
     ``latest`` is the scenario x model's latest night: the chart's badge shows
     the verdict of that night, or ``uncompared`` ("no baseline" unless said otherwise)
     when the metric was not compared then.
     """
-    verdicts: list[str] = points.values("verdict")
-    # The kind stored with the newest result decides how the whole series reads.
-    style = _BY_KIND[points.values("kind")[-1]]
-    frac = fractions([n.stamp for n in span], [n.stamp for n in points.nights])
-    trend = _trend(style, points, frac)
+    verdicts = series.verdicts
+    style = _BY_KIND[cast(Kind, series.kind)]
+    frac = fractions([n.stamp for n in span], [n.stamp for n in series.nights])
+    trend = Trend(
+        frac,
+        series.est,
+        series.low,
+        series.high,
+        series.base,
+        *style.band(series.base, series.margin),
+    )
     flags = [
-        Flag(
-            float(frac[i]),
-            float(trend.est[i]),
-            safe_verdict(v),
-            _tip(points, i),
-        )
-        for i, v in enumerate(verdicts)
-        if v in FLAGGED
+        Flag(float(frac[i]), float(trend.est[i]), safe_verdict(verdicts[i]), tip)
+        for i, tip in sorted(series.tips.items())
     ]
     axis, y_range = style.axis, style.y_range(trend)
     first, last = span_ends(span[0].created_at, span[-1].created_at)
@@ -253,7 +213,7 @@ def metric_chart(
         first=first,
         last=last,
     )
-    verdict = safe_verdict(verdicts[-1]) if points.nights[-1] is latest else uncompared
+    verdict = safe_verdict(verdicts[-1]) if series.nights[-1] is latest else uncompared
     return ChartView(metric=metric, axis=axis, verdict=verdict, svg=svg)
 
 

@@ -28,6 +28,7 @@ from evalrunner import _clock as clock
 from evalrunner.errors import ConfigError
 from evalrunner.history._entry import BaselineSummary, HistoryEntry, Trajectory, Why
 from evalrunner.history._store import History, Source
+from evalrunner.history._values import Words
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, RunRecord
 
@@ -144,6 +145,16 @@ class SelectedNight:
             parts.append(column if len(rows) == len(column) else [column[i] for i in rows])
         # the usual night, one part: its column itself, no copy
         return parts[0] if len(parts) == 1 else [v for p in parts for v in p]
+
+    def result_words(self, fieldname: str) -> Words:
+        """A text field of the night's metric results as codes into its distinct values:
+        what a reader computing over a year of nights' rows reads (no list apiece)."""
+        parts = []
+        for p in self.parts:
+            words = p.source.words("verdicts", fieldname)
+            rows = p.results
+            parts.append(words if len(rows) == len(words) else words.take(np.asarray(rows)))
+        return Words.joined(parts) if parts else Words([], np.zeros(0, dtype=np.int64))
 
     def _results_array(self, read: Callable[[Source], FloatArray], empty: FloatArray) -> FloatArray:
         """A field of the night's metric results as one array, handed over (not kept: the

@@ -11,21 +11,9 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
 
 from evalrunner.history._entry import Why
-from evalrunner.report._charts import (
-    INTERVALS,
-    NUMBER_FIELDS,
-    TEXT_FIELDS,
-    ChartView,
-    Points,
-    SuiteCharts,
-    metric_chart,
-    suite_charts,
-)
+from evalrunner.report._charts import ChartView, SuiteCharts, metric_chart, suite_charts
 from evalrunner.report._format import (
     accumulated,
     day,
@@ -38,6 +26,7 @@ from evalrunner.report._format import (
     short_time,
 )
 from evalrunner.report._select import SelectedNight, SuiteSelection
+from evalrunner.report._series import Gathered, gather
 from evalrunner.report._verdicts import (
     FLAGGED,
     NO_BASELINE,
@@ -193,7 +182,9 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
     views = cell_views(suite)
     every = [*views, *absent_views(suite)]
     charted = {v.cell: _charted(v, diagnostics) for v in every}
-    series = _series(suite, charted)
+    series = gather(
+        suite.nights, [(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms]
+    )
     flags = _flags(suite)
     details = [
         _detail(
@@ -235,7 +226,7 @@ def _detail(
     v: CellView,
     anchor: str,
     charted: list[str],
-    series: dict[tuple[str, str, str], Points],
+    series: Gathered,
     flagged: _Flags,
     span: Sequence[SelectedNight],
 ) -> CellDetail:
@@ -268,16 +259,15 @@ def _in_evidence(r: MetricResult) -> bool:
 def _charts(
     v: CellView,
     charted: list[str],
-    series: dict[tuple[str, str, str], Points],
+    series: Gathered,
     span: Sequence[SelectedNight],
 ) -> list[ChartView]:
-    """The charts of ``v``'s ``charted`` metrics that have results over ``span``. Each
-    series is taken out of ``series`` as it is drawn, so what it gathered goes with it."""
+    """The charts of ``v``'s ``charted`` metrics that have results over ``span``."""
     uncompared = NOT_COMPARED if v.last_compared else NO_BASELINE
     return [
         metric_chart(m, points, span, v.latest, uncompared)
         for m in charted
-        if (points := series.pop((v.scenario, v.model, m), None)) is not None
+        if (points := series.take((v.scenario, v.model, m))) is not None
     ]
 
 
@@ -300,59 +290,6 @@ def _charted(v: CellView, diagnostics: Sequence[str]) -> list[str]:
         if r.gating or r.metric in diagnostics or r.verdict in FLAGGED
     }
     return sorted(metrics, key=rank)
-
-
-def _series(
-    suite: SuiteSelection, charted: dict[CellKey, list[str]]
-) -> dict[tuple[str, str, str], Points]:
-    """(scenario, model, metric) -> its results over the suite's nights, oldest first."""
-    wanted = {(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms}
-    hits: dict[tuple[str, str, str], list[int]] = {}  # -> rows of the charted results, in order
-    nights: list[SelectedNight] = []  # the night of each charted row
-    chosen: list[list[int]] = []  # each night's charted rows, among its results
-    for night in suite.nights:
-        keys = zip(
-            night.result_column("scenario"),
-            night.result_column("model"),
-            night.result_column("metric"),
-            strict=True,
-        )
-        rows: list[int] = []
-        for i, key in enumerate(keys):
-            if key in wanted:
-                hits.setdefault(key, []).append(len(nights) + len(rows))
-                rows.append(i)
-        chosen.append(rows)
-        nights += [night] * len(rows)
-    columns = _result_columns(suite.nights, chosen)
-    return {key: Points(rows, nights, columns) for key, rows in hits.items()}
-
-
-def _result_columns(nights: Sequence[SelectedNight], chosen: Sequence[list[int]]) -> dict[str, Any]:
-    """The charted fields of the ``chosen`` results of each of ``nights``, one column each,
-    in row order. Only those: a year of an organisation's nights holds millions of results,
-    most of them diagnostics no chart draws."""
-    texts: dict[str, list[Any]] = {name: [] for name in TEXT_FIELDS}
-    arrays: dict[str, list[Any]] = {name: [] for name in (*NUMBER_FIELDS, *INTERVALS)}
-    for night, rows in zip(nights, chosen, strict=True):
-        night.preload("verdicts", (*NUMBER_FIELDS, *INTERVALS), pairs=INTERVALS)
-        for name, values in texts.items():
-            values += _rows_of(night.result_column(name), rows)
-        for name in NUMBER_FIELDS:
-            arrays[name].append(night.result_floats(name)[rows])
-        for name in INTERVALS:
-            arrays[name].append(night.result_pairs(name)[rows])
-    return {**texts, **{name: _joined(name, parts) for name, parts in arrays.items()}}
-
-
-def _rows_of(column: list[Any], rows: list[int]) -> list[Any]:
-    """The values of ``column`` at ``rows`` (ascending): all of it when they are all."""
-    return column if len(rows) == len(column) else [column[i] for i in rows]
-
-
-def _joined(name: str, parts: list[Any]) -> Any:
-    """One numeric column of the nights' ``parts`` (an interval column holds pairs)."""
-    return np.concatenate(parts) if parts else np.empty((0, 2) if name in INTERVALS else 0)
 
 
 @dataclass(frozen=True)

@@ -141,5 +141,15 @@ def test_intervals_are_parsed_inside_arrow_to_the_numbers_python_reads() -> None
     assert fast is not None and fast.shape == (5, 2)
     assert np.array_equal(fast, pair_array(texts), equal_nan=True)
     # Anything but pairs and nulls is left to the slow path, which says what it is.
-    for odd in (["[1,2,3]"], ['["a",1]'], ['{"a":1}'], ["[1,2]", None]):
+    for odd in (
+        ["[1,2,3]"],
+        ['["a",1]'],
+        ['{"a":1}'],
+        ["[1,2]", None],
+        ["[[1,2]]"],
+        ["[1,2]null"],
+        ["[,]"],
+        ["nullnull"],
+        [""],
+    ):
         assert arrow_pairs(pa.array(odd, pa.string())) is None
