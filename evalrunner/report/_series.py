@@ -102,11 +102,19 @@ class Gathered:
     """Tooltips of the flagged points, by flat position."""
     _order: IntArray = field(init=False)
     _starts: IntArray = field(init=False)
+    _flagged: IntArray = field(init=False)
+    _objects: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self._order = np.argsort(self.flat.series, kind="stable").astype(np.int32)
         counts = np.bincount(self.flat.series, minlength=len(self.keys))
         self._starts = np.concatenate([[0], np.cumsum(counts)])
+        self._flagged = np.array(sorted(self.tips), dtype=np.int64)
+        # Picked by code, a series at a time, in numpy: not a Python lookup per point.
+        self._objects = {
+            name: _objects(values)
+            for name, values in (("nights", self.nights), ("verdicts", self.verdicts))
+        }
 
     def take(self, key: Key) -> Series | None:
         """The series of ``key``, oldest first (None: no night has a result of it)."""
@@ -125,13 +133,21 @@ class Gathered:
                 int(self.flat.row[at[j]]),
                 kind,
             )
+        flagged = np.flatnonzero(np.isin(at, self._flagged))
         return Series(
-            nights=[self.nights[int(n)] for n in self.flat.night[at]],
-            verdicts=[self.verdicts[int(v)] for v in self.flat.verdict[at]],
+            nights=self._objects["nights"][self.flat.night[at]].tolist(),
+            verdicts=self._objects["verdicts"][self.flat.verdict[at]].tolist(),
             kind=kind,
-            tips={j: self.tips[int(flat)] for j, flat in enumerate(at) if int(flat) in self.tips},
+            tips={int(j): self.tips[int(at[j])] for j in flagged},
             **values,
         )
+
+
+def _objects(values: Sequence[Any]) -> Any:
+    """``values`` as a numpy array of objects (one per item, whatever the item is)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
 
 
 def _as_kind(

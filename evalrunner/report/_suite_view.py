@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from evalrunner.history._entry import Why
 from evalrunner.report._charts import ChartView, SuiteCharts, metric_chart, suite_charts
 from evalrunner.report._format import (
@@ -25,7 +27,7 @@ from evalrunner.report._format import (
     pct,
     short_time,
 )
-from evalrunner.report._select import SelectedNight, SuiteSelection
+from evalrunner.report._select import SelectedNight, SuiteSelection, cell_key
 from evalrunner.report._series import Gathered, gather
 from evalrunner.report._verdicts import (
     FLAGGED,
@@ -308,15 +310,16 @@ def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
     """
     found: dict[CellKey, list[tuple[SelectedNight, int]]] = {}
     for night in reversed(suite.nights):
-        rows = zip(
-            night.result_column("scenario"),
-            night.result_column("model"),
-            night.result_column("verdict"),
-            strict=True,
-        )
-        for i, (scenario, model, verdict) in enumerate(rows):
-            if verdict in FLAGGED:
-                found.setdefault(CellKey(scenario, model), []).append((night, i))
+        verdicts = night.result_words("verdict")
+        # Over the codes: the few flagged rows of a night's thousands, found without a list.
+        is_flagged = np.array([w in FLAGGED for w in verdicts.words], dtype=bool)
+        flagged = np.flatnonzero(is_flagged[verdicts.codes] if len(is_flagged) else is_flagged)
+        if not flagged.size:
+            continue
+        scenarios = night.result_words("scenario").take(flagged).values()
+        models = night.result_words("model").take(flagged).values()
+        for i, scenario, model in zip(flagged.tolist(), scenarios, models, strict=True):
+            found.setdefault(cell_key(scenario, model), []).append((night, i))
     wanted: dict[
         int, tuple[SelectedNight, list[int]]
     ] = {}  # id(night) -> the night, its rows to build
@@ -444,14 +447,14 @@ def _by_reason(
     """Reason -> (night, scenario) of each run of ``nights`` that ended in ``outcome``."""
     by_reason: dict[str, list[tuple[SelectedNight, str]]] = {}
     for night in nights:
-        rows = zip(
-            night.record_column("outcome"),
-            night.record_column("reason"),
-            night.record_column("scenario"),
-            strict=True,
-        )
-        for got, reason, scenario in rows:
-            if got == outcome:
-                text = "(no reason given)" if reason is None else reason
-                by_reason.setdefault(text, []).append((night, scenario))
+        outcomes = night.words("records", "outcome")
+        matched = np.array([o == outcome for o in outcomes.words], dtype=bool)
+        rows = np.flatnonzero(matched[outcomes.codes] if len(matched) else matched)
+        if not rows.size:  # most nights skip no run: no reason read
+            continue
+        reasons = night.record_column("reason")
+        scenarios = night.words("records", "scenario").take(rows).values()
+        for i, scenario in zip(rows.tolist(), scenarios, strict=True):
+            text = "(no reason given)" if reasons[i] is None else reasons[i]
+            by_reason.setdefault(text, []).append((night, scenario))
     return by_reason
