@@ -157,7 +157,9 @@ class SelectedNight:
         for p in self.parts:
             words = p.source.words(table, fieldname)
             rows = p.records if table == "records" else p.results
-            parts.append(words if len(rows) == len(words) else words.take(np.asarray(rows, dtype=np.int64)))
+            parts.append(
+                words if len(rows) == len(words) else words.take(np.asarray(rows, dtype=np.int64))
+            )
         return Words.joined(parts) if parts else Words([], np.zeros(0, dtype=np.int64))
 
     def _results_array(self, read: Callable[[Source], FloatArray], empty: FloatArray) -> FloatArray:
@@ -256,7 +258,8 @@ class SelectedNight:
         scenarios, models = self.words(table, "scenario"), self.words(table, "model")
         width = max(len(models.words), 1)
         pairs = scenarios.codes.astype(np.int64) * width + models.codes
-        found = np.unique(pairs if rows is None else pairs[rows]).tolist()
+        kept = pairs if rows is None else pairs[rows]
+        found = np.flatnonzero(np.bincount(kept, minlength=1)).tolist()
         return {cell_key(scenarios.words[p // width], models.words[p % width]) for p in found}
 
     @property

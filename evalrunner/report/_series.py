@@ -109,7 +109,8 @@ class Gathered:
         self._order = np.argsort(self.flat.series, kind="stable").astype(np.int32)
         counts = np.bincount(self.flat.series, minlength=len(self.keys))
         self._starts = np.concatenate([[0], np.cumsum(counts)])
-        self._flagged = np.array(sorted(self.tips), dtype=np.int64)
+        self._flagged = np.zeros(len(self.flat.series), dtype=np.bool_)
+        self._flagged[list(self.tips)] = True
         # Picked by code, a series at a time, in numpy: not a Python lookup per point.
         self._objects = {
             name: _objects(values)
@@ -133,7 +134,7 @@ class Gathered:
                 int(self.flat.row[at[j]]),
                 kind,
             )
-        flagged = np.flatnonzero(np.isin(at, self._flagged))
+        flagged = np.flatnonzero(self._flagged[at])
         return Series(
             nights=self._objects["nights"][self.flat.night[at]].tolist(),
             verdicts=self._objects["verdicts"][self.flat.verdict[at]].tolist(),
