@@ -49,6 +49,7 @@ from evalrunner.history._values import (
     _values,
     arrow_pairs,
     compact,
+    few_words,
     float_array,
     pair_array,
     parsed,
@@ -395,7 +396,15 @@ class ColumnarFile(Generic[M]):
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
         for f, column in names.items():
-            self._arrow[(table, f)] = _kept(read.column(column).combine_chunks(), f in pairs)
+            kept = _kept(read.column(column).combine_chunks(), f in pairs)
+            # A text column of few values kept as its codes at once (a byte or two a row,
+            # where Arrow's indices take four), for a reader of a year of nights.
+            plain = _plain(self.tables[table].model_fields[f].annotation)
+            words = few_words(kept) if plain and not isinstance(kept, _Pairs) else None
+            if words is None:
+                self._arrow[(table, f)] = kept
+            else:
+                self._cache[(table, f)] = words
 
     def _predated(self, table: str, group: int, fields: set[str]) -> None:
         """Fields of a table this file predates: their defaults, as validation gives them."""

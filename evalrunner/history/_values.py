@@ -216,14 +216,18 @@ def _is_text(kind: Any) -> bool:
     return bool(pa.types.is_string(kind))
 
 
+def few_words(column: Any) -> Words | None:
+    """A text column of few distinct values as :class:`Words`; None for any other column."""
+    if _is_text(column.type) and len(column) >= _SHARED_FROM:
+        return _shared_strings(column)
+    return None
+
+
 def compact(column: Any) -> list[Any] | Words:
     """A column as a reader keeps it: texts of few distinct values as :class:`Words`, any
     other column as Python values (null: None)."""
-    if _is_text(column.type) and len(column) >= _SHARED_FROM:
-        shared = _shared_strings(column)
-        if shared is not None:
-            return shared
-    return list(column.to_pylist())
+    words = few_words(column)
+    return list(column.to_pylist()) if words is None else words
 
 
 def _pylist(column: Any) -> list[Any]:
