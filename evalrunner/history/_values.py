@@ -195,15 +195,14 @@ def _shared_strings(column: Any) -> Words | None:
     if len(words) * 4 > len(column):
         return None
     at = encoded.indices
-    if at.null_count:
-        words.append(None)  # a null: the last word
-        nulled = [len(words) - 1 if i is None else i for i in at.to_pylist()]
-        return Words(words, np.array(nulled, dtype=np.int64))
-    # The usual column: the indices' own buffer.
+    # The indices' own buffer (a null's slot holds any value: it is set apart below).
     width = at.type.bit_width // 8
     index = np.frombuffer(
         at.buffers()[1], dtype=f"i{width}", count=len(at), offset=at.offset * width
     )
+    if at.null_count:
+        words.append(None)  # a null: the last word
+        index = np.where(_valid(at), index, len(words) - 1)
     return Words(words, index)
 
 
@@ -254,8 +253,30 @@ def _floats_of(column: Any) -> FloatArray:
     import numpy as np
     import pyarrow as pa
 
-    if column.null_count == 0 and column.type == pa.float64():
-        # From the buffer: even a zero-copy to_numpy imports pandas (see _index_array).
-        data = column.buffers()[1]
-        return np.frombuffer(data, dtype=np.float64, count=len(column), offset=column.offset * 8)
-    return float_array(column.to_pylist())
+    kind = column.type
+    if pa.types.is_null(kind):
+        return np.full(len(column), np.nan)
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)) or kind.bit_width < 8:
+        return float_array(column.to_pylist())
+    # From the buffers: even a zero-copy to_numpy imports pandas (see _index_array).
+    numpy_type = f"{'f' if pa.types.is_floating(kind) else 'i' if pa.types.is_signed_integer(kind) else 'u'}{kind.bit_width // 8}"
+    values = np.frombuffer(
+        column.buffers()[1],
+        dtype=numpy_type,
+        count=len(column),
+        offset=column.offset * (kind.bit_width // 8),
+    )
+    if not column.null_count:
+        return values if values.dtype == np.float64 else values.astype(np.float64)
+    floats = values.astype(np.float64)  # a copy, whatever the type
+    floats[~_valid(column)] = np.nan
+    return floats
+
+
+def _valid(column: Any) -> npt.NDArray[np.bool_]:
+    """Which rows of an Arrow array hold a value (its validity bitmap, unpacked)."""
+    import numpy as np
+
+    bits = np.unpackbits(np.frombuffer(column.buffers()[0], dtype=np.uint8), bitorder="little")
+    valid: npt.NDArray[np.bool_] = bits[column.offset : column.offset + len(column)].astype(bool)
+    return valid

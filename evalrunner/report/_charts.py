@@ -20,7 +20,7 @@ import numpy as np
 from markupsafe import Markup
 
 from evalrunner.report._format import fmt, interval, short_time, span_ends
-from evalrunner.report._select import RECORD_NUMBERS, SelectedNight
+from evalrunner.report._select import SelectedNight
 from evalrunner.report._svg import (
     Flag,
     FloatArray,
@@ -237,17 +237,15 @@ def _sums(nights: Sequence[SelectedNight]) -> dict[str, FloatArray]:
         k: [] for k in ("attempted", *_CHARTED, "prompt", "completion", "cost", "priced")
     }
     for night in nights:
-        night.preload("records", RECORD_NUMBERS)
         outcomes = Counter(night.record_column("outcome"))
         columns["attempted"].append(night.record_count)
         for outcome in _CHARTED:
             columns[outcome].append(outcomes[outcome])
-        columns["prompt"].append(float(night.record_floats("prompt_tokens").sum()))
-        columns["completion"].append(float(night.record_floats("completion_tokens").sum()))
-        costs = night.record_floats("cost_usd")
-        costs = costs[~np.isnan(costs)]
-        columns["cost"].append(math.fsum(costs))
-        columns["priced"].append(len(costs))
+        totals = night.record_totals
+        columns["prompt"].append(totals.prompt)
+        columns["completion"].append(totals.completion)
+        columns["cost"].append(math.fsum(totals.costs))
+        columns["priced"].append(len(totals.costs))
     return {k: np.array(v, dtype=float) for k, v in columns.items()}
 
 

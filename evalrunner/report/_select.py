@@ -101,6 +101,32 @@ def _first(values: Sequence[T | None]) -> T | None:
     return next((v for v in values if v is not None), None)
 
 
+@dataclass(frozen=True)
+class RecordTotals:
+    """What the suite's charts sum of a night's records: read with the night's other
+    columns when it is selected, so the charts open no file again."""
+
+    prompt: float
+    completion: float
+    costs: FloatArray
+    """The cost of each run that has one (priced)."""
+
+    @classmethod
+    def of(cls, source: Source, rows: Sequence[int]) -> RecordTotals:
+        """The totals of ``source``'s records at ``rows`` (ascending)."""
+
+        def kept(name: str) -> FloatArray:
+            array = source.floats("records", name)
+            return array if len(rows) == len(array) else array[list(rows)]
+
+        costs = kept("cost_usd")
+        return cls(
+            float(kept("prompt_tokens").sum()),
+            float(kept("completion_tokens").sum()),
+            costs[~np.isnan(costs)],
+        )
+
+
 @dataclass
 class _Part:
     """The rows one entry contributes to a night: its kept records and results."""
@@ -108,6 +134,7 @@ class _Part:
     source: Source
     records: Sequence[int]
     results: Sequence[int]
+    totals: RecordTotals
 
 
 @dataclass
@@ -178,14 +205,17 @@ class SelectedNight:
             p.source.preload(table, fields, pairs)
             p.source.release()
 
-    def record_floats(self, fieldname: str) -> FloatArray:
-        """A number field of the night's records as floats (missing: NaN), handed over: a
-        Python int apiece for a year of an organisation's runs took hundreds of MB."""
-        parts = []
-        for p in self.parts:
-            array = p.source.floats("records", fieldname)
-            parts.append(array if len(p.records) == len(array) else array[list(p.records)])
-        return np.concatenate(parts) if parts else np.empty(0)
+    @property
+    def record_totals(self) -> RecordTotals:
+        """What the suite's charts sum of the night's records."""
+        if len(self.parts) == 1:
+            return self.parts[0].totals
+        totals = [p.totals for p in self.parts]
+        return RecordTotals(
+            sum(t.prompt for t in totals),
+            sum(t.completion for t in totals),
+            np.concatenate([t.costs for t in totals]),
+        )
 
     def record_column(self, fieldname: str) -> list[Any]:
         """One field of each of the night's records, in order."""
@@ -393,8 +423,9 @@ RECORD_COLUMNS = ("scenario", "model", "outcome", "reason")
 """The texts the report reads of every record of every night, when it selects them (kept:
 the HTML, Markdown and JUnit reports select in turn)."""
 RECORD_NUMBERS = ("prompt_tokens", "completion_tokens", "cost_usd")
-"""The numbers the HTML report sums of every record of every night: read a night at a time
-as it sums them (:meth:`SelectedNight.preload`), so a year of them is never held."""
+"""The numbers the HTML report sums of every record of every night: read with the night's
+texts when it is selected and summed at once (:class:`RecordTotals`), so a year of them is
+never held and no file is opened twice for them."""
 RESULT_COLUMNS = ("scenario", "model", "metric", "kind", "verdict", "effect_label")
 """The texts the report reads of every metric result of every night (trend charts, flags)."""
 RESULT_INTERVALS = ("effect_ci", "night_ci")
@@ -441,7 +472,7 @@ def _nights(history: History, wanted: _Wanted) -> list[SelectedNight]:
     }
     nights: dict[tuple[str, str], SelectedNight] = {}
     for source in chosen:
-        source.preload("records", RECORD_COLUMNS)
+        source.preload("records", (*RECORD_COLUMNS, *RECORD_NUMBERS))
         source.preload("verdicts", RESULT_COLUMNS)
         source.release()  # read once: a year of opened files would hold 110 MB
         night = nights.setdefault(
@@ -455,7 +486,7 @@ def _nights(history: History, wanted: _Wanted) -> list[SelectedNight]:
             else [i for i, model in enumerate(models) if model in wanted.models]
         )
         kept = _kept(source, wanted, seen.get((source.suite, source.started_at)))
-        night.parts.append(_Part(source, kept, results))
+        night.parts.append(_Part(source, kept, results, RecordTotals.of(source, kept)))
     return list(nights.values())
 
 

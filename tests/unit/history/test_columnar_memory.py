@@ -153,3 +153,23 @@ def test_intervals_are_parsed_inside_arrow_to_the_numbers_python_reads() -> None
         [""],
     ):
         assert arrow_pairs(pa.array(odd, pa.string())) is None
+
+
+def test_number_and_text_columns_read_from_their_buffers_are_what_python_reads() -> None:
+    # Read from Arrow's buffers (a year of an organisation's nights is millions of rows a
+    # column): nulls, sliced arrays and every integer width must read as to_pylist does.
+    from evalrunner.history._values import _floats_of, _shared_strings, float_array
+
+    numbers = [None, 3, 0, None, 7, 2**40, 5] * 12
+    for kind in (pa.int64(), pa.int32(), pa.uint16(), pa.float64(), pa.float32()):
+        fitting = [v if v is None or v < 2**15 else 9 for v in numbers]
+        column = pa.array(fitting, type=kind)
+        for part in (column, column.slice(3, 40), column.slice(5, 0)):
+            assert np.array_equal(
+                _floats_of(part), float_array(part.to_pylist()), equal_nan=True
+            ), kind
+    assert np.isnan(_floats_of(pa.array([None, None]))).all()
+    texts = pa.array(["ok", None, "skip", "ok"] * 30).dictionary_encode()
+    for part in (texts, texts.slice(1, 100)):
+        words = _shared_strings(part)
+        assert words is not None and words.values() == part.to_pylist()
