@@ -355,17 +355,23 @@ class ColumnarFile(Generic[M]):
             raise TypeError(f"{table}.{field} holds intervals: read it with pairs()")
         return float_array(read) if isinstance(read, list) else _floats_of(read)
 
-    def pairs(self, table: str, field: str) -> FloatArray:
+    def pairs(self, table: str, field: str, rows: Sequence[int] | None = None) -> FloatArray:
         """An interval field as an (n, 2) float array, a missing interval as NaN, NaN,
-        parsed from its JSON texts without a Python object per interval. Handed over."""
+        parsed from its JSON texts without a Python object per interval. Handed over.
+        ``rows``: only those rows' (the texts of the others are not parsed)."""
         key = (table, field)
         if key in self._cache:
-            return pair_array(_listed(self._cache[key]))
+            whole = pair_array(_listed(self._cache[key]))
+            return whole if rows is None else whole[list(rows)]
         read = self._read(table, field)
         if isinstance(read, _Pairs):
-            return read.array
-        parsed_in_arrow = None if isinstance(read, list) else arrow_pairs(read)
-        return parsed_in_arrow if parsed_in_arrow is not None else pair_array(_values(read))
+            return read.array if rows is None else read.array[list(rows)]
+        if not isinstance(read, list):
+            parsed_in_arrow = arrow_pairs(read if rows is None else read.take(_index_array(rows)))
+            if parsed_in_arrow is not None:
+                return parsed_in_arrow
+        whole = pair_array(_values(read))
+        return whole if rows is None else whole[list(rows)]
 
     def _read(self, table: str, field: str) -> Any:
         """A preloaded field's Arrow column (or its defaults' list), handed over once."""

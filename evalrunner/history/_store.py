@@ -201,8 +201,9 @@ class Source(Protocol):
     def floats(self, table: str, field: str) -> FloatArray:
         """A number field as a float array (missing: NaN)."""
 
-    def pairs(self, table: str, field: str) -> FloatArray:
-        """An interval field as an (n, 2) float array (missing: NaN, NaN)."""
+    def pairs(self, table: str, field: str, rows: Sequence[int] | None = None) -> FloatArray:
+        """An interval field as an (n, 2) float array (missing: NaN, NaN); ``rows``: only
+        those rows'."""
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]: ...
 
@@ -244,8 +245,9 @@ class InMemory:
     def floats(self, table: str, field: str) -> FloatArray:
         return float_array(self.column(table, field))
 
-    def pairs(self, table: str, field: str) -> FloatArray:
-        return pair_array(self.column(table, field))
+    def pairs(self, table: str, field: str, rows: Sequence[int] | None = None) -> FloatArray:
+        column = self.column(table, field)
+        return pair_array(column if rows is None else [column[i] for i in rows])
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
         items: list[Any] = getattr(self.head, table)
@@ -302,8 +304,8 @@ class InParquet:
     def floats(self, table: str, field: str) -> FloatArray:
         return self.file.floats(table, field)
 
-    def pairs(self, table: str, field: str) -> FloatArray:
-        return self.file.pairs(table, field)
+    def pairs(self, table: str, field: str, rows: Sequence[int] | None = None) -> FloatArray:
+        return self.file.pairs(table, field, rows)
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[Any]:
         return self.file.rows(table, indices)

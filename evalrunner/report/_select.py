@@ -229,9 +229,15 @@ class SelectedNight:
         """A number field of the night's metric results as floats (missing: NaN)."""
         return self._results_array(lambda s: s.floats("verdicts", fieldname), np.empty(0))
 
-    def result_pairs(self, fieldname: str) -> FloatArray:
-        """An interval field of the night's metric results, (n, 2) (missing: NaN, NaN)."""
-        return self._results_array(lambda s: s.pairs("verdicts", fieldname), np.empty((0, 2)))
+    def result_pairs(self, fieldname: str, rows: Any = None) -> FloatArray:
+        """An interval field of the night's metric results, (n, 2) (missing: NaN, NaN);
+        ``rows`` (an index array): only those results' (the others' texts not parsed)."""
+        if rows is not None and len(self.parts) == 1:
+            part = self.parts[0]  # the usual night: its rows are its one file's
+            own = np.asarray(part.results, dtype=np.int64)[rows]
+            return part.source.pairs("verdicts", fieldname, own.tolist())
+        whole = self._results_array(lambda s: s.pairs("verdicts", fieldname), np.empty((0, 2)))
+        return whole if rows is None else whole[rows]
 
     @property
     def record_count(self) -> int:

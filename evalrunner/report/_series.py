@@ -217,9 +217,10 @@ class _Index:
         flagged = np.flatnonzero(verdict < len(FLAGGED))
         # Each column read once, in one go, and the file let go (its footer is 80 columns).
         names = (*_NUMBERS, *(_TIP_NUMBERS if flagged.size else ()))
-        night.preload("verdicts", (*names, *RESULT_INTERVALS), pairs=RESULT_INTERVALS)
+        # Intervals kept as their texts, and only the charted rows' parsed.
+        night.preload("verdicts", (*names, *RESULT_INTERVALS))
         read = {name: night.result_floats(name)[rows] for name in dict.fromkeys(names)}
-        read.update({name: night.result_pairs(name)[rows] for name in RESULT_INTERVALS})
+        read.update({name: night.result_pairs(name, rows) for name in RESULT_INTERVALS})
         kind = self.kinds.of(night.result_words("kind"))[rows]
         effect = np.isin(kind, [i for w, i in self.kinds.ids.items() if w in EFFECT_KINDS])
         flat.kind[at], flat.effect[at], flat.verdict[at] = kind, effect, verdict
