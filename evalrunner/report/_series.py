@@ -11,7 +11,7 @@ report's CPU. A flagged point's tooltip is written as its night is read.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,12 +63,10 @@ class _Codes:
 
 @dataclass
 class _Flat:
-    """Every charted point of a suite, nights in order: its series, night, row among that
-    night's results, the five values as its own kind reads them, verdict and kind."""
+    """Every charted point of a suite, nights in order: its night, the five values as its
+    own kind reads them, verdict and kind (its series is :class:`Gathered`'s order)."""
 
-    series: IntArray
     night: IntArray
-    row: IntArray
     values: dict[str, FloatArray]
     effect: npt.NDArray[np.bool_]
     verdict: IntArray
@@ -79,9 +77,7 @@ class _Flat:
         """Room for ``size`` points: allocated once, filled night by night (joining
         nights' parts held every point twice at the peak)."""
         return cls(
-            series=np.zeros(size, dtype=np.int32),
             night=np.zeros(size, dtype=np.min_scalar_type(nights)),
-            row=np.zeros(size, dtype=np.int32),
             values={name: np.zeros(size) for name in _VALUES},
             effect=np.zeros(size, dtype=np.bool_),
             verdict=np.zeros(size, dtype=np.int16),
@@ -93,11 +89,11 @@ class _Flat:
 class Gathered:
     """Every charted series of a suite, flat; :meth:`take` gives one as its chart reads it."""
 
-    keys: dict[Key, int]
+    index: _Index
     nights: Sequence[SelectedNight]
     flat: _Flat
-    verdicts: list[str]
-    kinds: list[str]
+    series: InitVar[IntArray]
+    """Each point's series: read into the order of points by series, then let go."""
     tips: dict[int, str]
     """Tooltips of the flagged points, by flat position."""
     _order: IntArray = field(init=False)
@@ -105,35 +101,30 @@ class Gathered:
     _flagged: IntArray = field(init=False)
     _objects: dict[str, Any] = field(init=False)
 
-    def __post_init__(self) -> None:
-        self._order = np.argsort(self.flat.series, kind="stable").astype(np.int32)
-        counts = np.bincount(self.flat.series, minlength=len(self.keys))
+    def __post_init__(self, series: IntArray) -> None:
+        self._order = np.argsort(series, kind="stable").astype(np.int32)
+        counts = np.bincount(series, minlength=len(self.index.keys))
         self._starts = np.concatenate([[0], np.cumsum(counts)])
-        self._flagged = np.zeros(len(self.flat.series), dtype=np.bool_)
+        self._flagged = np.zeros(len(series), dtype=np.bool_)
         self._flagged[list(self.tips)] = True
         # Picked by code, a series at a time, in numpy: not a Python lookup per point.
         self._objects = {
             name: _objects(values)
-            for name, values in (("nights", self.nights), ("verdicts", self.verdicts))
+            for name, values in (("nights", self.nights), ("verdicts", self.index.verdicts.words()))
         }
 
     def take(self, key: Key) -> Series | None:
         """The series of ``key``, oldest first (None: no night has a result of it)."""
-        i = self.keys.get(key)
+        i = self.index.keys.get(key)
         if i is None or self._starts[i] == self._starts[i + 1]:
             return None
         at = self._order[self._starts[i] : self._starts[i + 1]]
-        kind = self.kinds[int(self.flat.kind[at[-1]])]
+        kind = self.index.kinds.words()[int(self.flat.kind[at[-1]])]
         values = {name: self.flat.values[name][at] for name in _VALUES}
         other = np.flatnonzero(self.flat.effect[at] != (kind in EFFECT_KINDS))
-        for j in other:  # a series whose kind changed over the window (rare): read again
-            _as_kind(
-                values,
-                int(j),
-                self.nights[int(self.flat.night[at[j]])],
-                int(self.flat.row[at[j]]),
-                kind,
-            )
+        for j in other.tolist():  # a series whose kind changed in the window (rare): read again
+            night = int(self.flat.night[at[j]])
+            _as_kind(values, j, self.nights[night], self._row(i, night, at[:j]), kind)
         flagged = np.flatnonzero(self._flagged[at])
         return Series(
             nights=self._objects["nights"][self.flat.night[at]].tolist(),
@@ -142,6 +133,12 @@ class Gathered:
             tips={int(j): self.tips[int(at[j])] for j in flagged},
             **values,
         )
+
+    def _row(self, i: int, night: int, before: IntArray) -> int:
+        """The row among ``night``'s results of series ``i``'s point after ``before``."""
+        series, rows = self.index.located(self.nights[night])
+        earlier = int(np.count_nonzero(self.flat.night[before] == night))
+        return int(rows[series == i][earlier])
 
 
 def _objects(values: Sequence[Any]) -> Any:
@@ -169,16 +166,17 @@ def gather(nights: Sequence[SelectedNight], wanted: Collection[Key]) -> Gathered
     """The ``wanted`` series over ``nights`` (oldest first), each night's rows read once."""
     index = _Index(wanted)
     located = [index.located(night) for night in nights]
-    flat = _Flat.empty(sum(len(rows) for _, rows in located), len(nights))
+    size = sum(len(rows) for _, rows in located)
+    flat, every = _Flat.empty(size, len(nights)), np.zeros(size, dtype=np.int32)
     tips: dict[int, str] = {}
     start = 0
     for n, (night, (series, rows)) in enumerate(zip(nights, located, strict=True)):
         if rows.size:
             at = slice(start, start + rows.size)
-            flat.series[at], flat.night[at], flat.row[at] = series, n, rows
+            every[at], flat.night[at] = series, n
             tips.update(index.fill(flat, at, night, rows))
             start = at.stop
-    return Gathered(index.keys, nights, flat, index.verdicts.words(), index.kinds.words(), tips)
+    return Gathered(index, nights, flat, every, tips)
 
 
 class _Index:

@@ -106,3 +106,34 @@ def test_a_night_the_endpoint_failed_whole_is_a_gap_in_the_tokens_chart_not_a_di
     assert charts.tokens is not None
     dotted = re.findall(r'class="s(\d) sdot" d="([^"]*)"', charts.tokens)
     assert dotted and all(d.count("h0") == 2 for _, d in dotted), dotted  # 2 of 3 nights
+
+
+def test_a_metric_whose_kind_changed_is_charted_throughout_as_its_newest_result_reads() -> None:
+    # A chart reads every night of a series as its newest result's kind says (a count as
+    # its effect, a rate in its units); nights stored under another kind are read again.
+    from history_factory import build_entries, history_from_entries
+
+    from evalrunner.report._select import select
+    from evalrunner.report._series import gather
+
+    entries = build_entries(nights=4, scenarios=1, models=1, regressed=())
+    older = [
+        e.model_copy(
+            update={
+                "verdicts": [
+                    v.model_copy(update={"kind": "continuous"}) if v.metric == "step_count" else v
+                    for v in e.verdicts
+                ]
+            }
+        )
+        for e in entries[:2]
+    ]
+    suite = select(history_from_entries([*older, *entries[2:]]))[0]
+    [step] = [r for r in suite.night.results if r.metric == "step_count"]
+    key = (step.scenario, step.model, "step_count")
+    series = gather(suite.nights, [key]).take(key)
+    assert series is not None and series.kind == "count"
+    results = [r for n in suite.nights for r in n.results if r.metric == "step_count"]
+    assert series.est.tolist() == [r.effect for r in results]
+    assert series.low.tolist() == [r.effect_ci[0] for r in results if r.effect_ci]
+    assert series.base.tolist() == [0.0] * len(results)
