@@ -295,8 +295,13 @@ class SelectedNight:
         width = max(len(models.words), 1)
         pairs = scenarios.codes.astype(np.int64) * width + models.codes
         kept = pairs if rows is None else pairs[rows]
-        found = np.flatnonzero(np.bincount(kept, minlength=1)).tolist()
-        return {cell_key(scenarios.words[p // width], models.words[p % width]) for p in found}
+        found = np.flatnonzero(np.bincount(kept, minlength=1))
+        named = zip(
+            scenarios.words[found // width].tolist(),
+            models.words[found % width].tolist(),
+            strict=True,
+        )
+        return {cell_key(scenario, model) for scenario, model in named}
 
     def forget_cells(self) -> None:
         """Let the night's cell sets go (they are made again if asked for): a suite's

@@ -165,12 +165,14 @@ def _as_kind(
 def gather(nights: Sequence[SelectedNight], wanted: Collection[Key]) -> Gathered:
     """The ``wanted`` series over ``nights`` (oldest first), each night's rows read once."""
     index = _Index(wanted)
-    located = [index.located(night) for night in nights]
-    size = sum(len(rows) for _, rows in located)
+    # Counted first, so the points are allocated once (their rows found again when read:
+    # cheaper than holding two million row numbers meanwhile).
+    size = sum(len(index.located(night)[1]) for night in nights)
     flat, every = _Flat.empty(size, len(nights)), np.zeros(size, dtype=np.int32)
     tips: dict[int, str] = {}
     start = 0
-    for n, (night, (series, rows)) in enumerate(zip(nights, located, strict=True)):
+    for n, night in enumerate(nights):
+        series, rows = index.located(night)
         if rows.size:
             at = slice(start, start + rows.size)
             every[at], flat.night[at] = series, n

@@ -49,14 +49,20 @@ class Trend:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN runs stay NaN
             values = blocks(self.est)
+            # The four medians in one sort (5,600 charts of a year each bucket four series).
+            medians = row_medians(
+                np.concatenate(
+                    [values, *(blocks(v) for v in (self.base, self.band_low, self.band_high))]
+                )
+            ).reshape(4, rows)
             return Trend(
                 frac=np.nanmean(blocks(self.frac), axis=1),
-                est=row_medians(values),
+                est=medians[0],
                 low=np.nanmin(values, axis=1),
                 high=np.nanmax(values, axis=1),
-                base=row_medians(blocks(self.base)),
-                band_low=row_medians(blocks(self.band_low)),
-                band_high=row_medians(blocks(self.band_high)),
+                base=medians[1],
+                band_low=medians[2],
+                band_high=medians[3],
             )
 
 
