@@ -134,6 +134,8 @@ class Series:
     draws, and no more (``report/_series.py`` reads it night by night)."""
 
     nights: list[SelectedNight]
+    stamps: FloatArray
+    """Each point's night as a POSIX time (charts place points by it)."""
     verdicts: list[str]
     kind: str
     """The kind stored with the newest result: it decides how the whole series reads."""
@@ -183,7 +185,7 @@ def metric_chart(
     """
     verdicts = series.verdicts
     style = _BY_KIND[cast(Kind, series.kind)]
-    frac = fractions([n.stamp for n in span], [n.stamp for n in series.nights])
+    frac = fractions([span[0].stamp, span[-1].stamp], series.stamps)
     trend = Trend(
         frac,
         series.est,

@@ -97,6 +97,18 @@ def cell_key(scenario: str, model: str) -> CellKey:
     return CellKey(scenario, model)
 
 
+@functools.lru_cache(maxsize=64)
+def _named_cells(
+    scenarios: tuple[str, ...], models: tuple[str, ...], found: bytes
+) -> frozenset[CellKey]:
+    """The cells of ``found`` (scenario code x len(models) + model code, as int64 bytes):
+    one set shared by the nights that ran the same cells (most nights of a year), not 800
+    keys hashed into a new one each night."""
+    width = max(len(models), 1)
+    codes = np.frombuffer(found, dtype=np.int64).tolist()
+    return frozenset(cell_key(scenarios[c // width], models[c % width]) for c in codes)
+
+
 def _first(values: Sequence[T | None]) -> T | None:
     return next((v for v in values if v is not None), None)
 
@@ -234,7 +246,9 @@ class SelectedNight:
         ``rows`` (an index array): only those results' (the others' texts not parsed)."""
         if rows is not None and len(self.parts) == 1:
             part = self.parts[0]  # the usual night: its rows are its one file's
-            own = np.asarray(part.results, dtype=np.int64)[rows]
+            kept = part.results
+            every = isinstance(kept, range) and kept.start == 0 and kept.step == 1
+            own = rows if every else np.asarray(kept, dtype=np.int64)[rows]
             return part.source.pairs("verdicts", fieldname, own.tolist())
         whole = self._results_array(lambda s: s.pairs("verdicts", fieldname), np.empty((0, 2)))
         return whole if rows is None else whole[rows]
@@ -278,20 +292,20 @@ class SelectedNight:
         return [r for p in self.parts for r in p.source.rows("verdicts", p.results)]
 
     @functools.cached_property
-    def cells(self) -> set[CellKey]:
+    def cells(self) -> frozenset[CellKey]:
         """Every scenario x model with a record or a result this night."""
         return self._run_cells | self.compared_cells
 
     @functools.cached_property
-    def _run_cells(self) -> set[CellKey]:
+    def _run_cells(self) -> frozenset[CellKey]:
         return self._cells("records")
 
     @functools.cached_property
-    def compared_cells(self) -> set[CellKey]:
+    def compared_cells(self) -> frozenset[CellKey]:
         """The cells with a metric result this night: compared with a baseline."""
         return self._cells("verdicts")
 
-    def _cells(self, table: str, rows: Any = None) -> set[CellKey]:
+    def _cells(self, table: str, rows: Any = None) -> frozenset[CellKey]:
         """The cells of a table's rows (of ``rows``, a mask or index array, where given),
         found over the rows' codes: a pair of texts per row (12,000 a night at 800 cells)
         cost the year's report seconds."""
@@ -299,13 +313,8 @@ class SelectedNight:
         width = max(len(models.words), 1)
         pairs = scenarios.codes.astype(np.int64) * width + models.codes
         kept = pairs if rows is None else pairs[rows]
-        found = np.flatnonzero(np.bincount(kept, minlength=1))
-        named = zip(
-            scenarios.words[found // width].tolist(),
-            models.words[found % width].tolist(),
-            strict=True,
-        )
-        return {cell_key(scenario, model) for scenario, model in named}
+        found = np.flatnonzero(np.bincount(kept, minlength=1)).astype(np.int64)
+        return _named_cells(tuple(scenarios.words), tuple(models.words), found.tobytes())
 
     def forget_cells(self) -> None:
         """Let the night's cell sets go (they are made again if asked for): a suite's
@@ -324,7 +333,7 @@ class SelectedNight:
         return any(p.source.column("verdicts", "model") for p in self.parts)
 
     @functools.cached_property
-    def measured(self) -> set[CellKey]:
+    def measured(self) -> frozenset[CellKey]:
         """The cells this night measured: compared, or with a run that reached the agent.
         A cell whose every run the endpoint failed measured nothing of the agent."""
         outcomes = self.words("records", "outcome")
@@ -334,7 +343,7 @@ class SelectedNight:
         return self.compared_cells | self._cells("records", behaviour[outcomes.codes])
 
     @functools.cached_property
-    def shown_for(self) -> set[CellKey]:
+    def shown_for(self) -> frozenset[CellKey]:
         """The cells for which this night is the one to show: those it measured, but on an
         outage night only those it compared (none: nothing was), since its runs that
         reached the agent before the endpoint died were compared with nothing."""

@@ -100,6 +100,7 @@ class Gathered:
     _starts: IntArray = field(init=False)
     _flagged: IntArray = field(init=False)
     _objects: dict[str, Any] = field(init=False)
+    _stamps: FloatArray = field(init=False)
 
     def __post_init__(self, series: IntArray) -> None:
         self._order = np.argsort(series, kind="stable").astype(np.int32)
@@ -107,6 +108,7 @@ class Gathered:
         self._starts = np.concatenate([[0], np.cumsum(counts)])
         self._flagged = np.zeros(len(series), dtype=np.bool_)
         self._flagged[list(self.tips)] = True
+        self._stamps = np.array([night.stamp for night in self.nights], dtype=float)
         # Picked by code, a series at a time, in numpy: not a Python lookup per point.
         self._objects = {
             name: _objects(values)
@@ -128,6 +130,7 @@ class Gathered:
         flagged = np.flatnonzero(self._flagged[at])
         return Series(
             nights=self._objects["nights"][self.flat.night[at]].tolist(),
+            stamps=self._stamps[self.flat.night[at]],
             verdicts=self._objects["verdicts"][self.flat.verdict[at]].tolist(),
             kind=kind,
             tips={int(j): self.tips[int(at[j])] for j in flagged},
