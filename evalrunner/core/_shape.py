@@ -209,14 +209,19 @@ def tool_errors(normalized: Mapping[str, Any]) -> int:
     ``record_tool_result(error=True)``) and failed executions of no call the model made
     (``extra.tool_executions``). Apart from :class:`Shape`, as :func:`cache_tokens` is: a
     golden's trajectory already shows each one."""
-    failed = 0
-    for traj in _walk(normalized):
-        ran_alone = (traj.get("extra") or {}).get("tool_executions") or []
-        failed += sum(1 for ex in ran_alone if isinstance(ex, Mapping) and ex.get("error"))
-        for step in traj.get("steps") or []:
-            if not _copied(step):
-                failed += sum(1 for result in _results(step) if _failed(result))
-    return failed
+    return sum(_own_tool_errors(traj) for traj in _walk(normalized))
+
+
+def _own_tool_errors(traj: Mapping[str, Any]) -> int:
+    """One trajectory's failed tool executions, its sub-agents' left out."""
+    alone = (traj.get("extra") or {}).get("tool_executions") or []
+    work = [step for step in traj.get("steps") or [] if not _copied(step)]
+    results = [result for step in work for result in _results(step)]
+    return sum(map(_errored, alone)) + sum(map(_failed, results))
+
+
+def _errored(execution: Any) -> bool:
+    return isinstance(execution, Mapping) and bool(execution.get("error"))
 
 
 def _results(step: Mapping[str, Any]) -> list[Any]:

@@ -361,17 +361,15 @@ class ColumnarFile(Generic[M]):
         ``rows``: only those rows' (the texts of the others are not parsed)."""
         key = (table, field)
         if key in self._cache:
-            whole = pair_array(_listed(self._cache[key]))
-            return whole if rows is None else whole[list(rows)]
+            return _at(pair_array(_listed(self._cache[key])), rows)
         read = self._read(table, field)
         if isinstance(read, _Pairs):
-            return read.array if rows is None else read.array[list(rows)]
+            return _at(read.array, rows)
         if not isinstance(read, list):
             parsed_in_arrow = arrow_pairs(read if rows is None else read.take(_index_array(rows)))
             if parsed_in_arrow is not None:
                 return parsed_in_arrow
-        whole = pair_array(_values(read))
-        return whole if rows is None else whole[list(rows)]
+        return _at(pair_array(_values(read)), rows)
 
     def _read(self, table: str, field: str) -> Any:
         """A preloaded field's Arrow column (or its defaults' list), handed over once."""
@@ -402,15 +400,17 @@ class ColumnarFile(Generic[M]):
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise _unreadable(self.where, exc) from None
         for f, column in names.items():
-            kept = _kept(read.column(column).combine_chunks(), f in pairs)
-            # A text column of few values kept as its codes at once (a byte or two a row,
-            # where Arrow's indices take four), for a reader of a year of nights.
-            plain = _plain(self.tables[table].model_fields[f].annotation)
-            words = few_words(kept) if plain and not isinstance(kept, _Pairs) else None
-            if words is None:
-                self._arrow[(table, f)] = kept
-            else:
-                self._cache[(table, f)] = words
+            self._keep(table, f, _kept(read.column(column).combine_chunks(), f in pairs))
+
+    def _keep(self, table: str, field: str, kept: Any) -> None:
+        """Keep a column just read: a text column of few values as its codes at once (a byte
+        or two a row, where Arrow's indices take four), any other as read."""
+        plain = _plain(self.tables[table].model_fields[field].annotation)
+        words = few_words(kept) if plain and not isinstance(kept, _Pairs) else None
+        if words is None:
+            self._arrow[(table, field)] = kept
+        else:
+            self._cache[(table, field)] = words
 
     def _predated(self, table: str, group: int, fields: set[str]) -> None:
         """Fields of a table this file predates: their defaults, as validation gives them."""
@@ -428,6 +428,11 @@ class ColumnarFile(Generic[M]):
             return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+def _at(array: FloatArray, rows: Sequence[int] | None) -> FloatArray:
+    """``array``'s rows at ``rows`` (all of it for None)."""
+    return array if rows is None else array[list(rows)]
 
 
 def _listed(kept: list[Any] | Words) -> list[Any]:

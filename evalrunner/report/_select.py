@@ -29,6 +29,7 @@ from evalrunner.errors import ConfigError
 from evalrunner.history._entry import BaselineSummary, HistoryEntry, Trajectory, Why
 from evalrunner.history._store import History, Source
 from evalrunner.history._values import Words
+from evalrunner.report._totals import RecordTotals
 from evalrunner.stats._metric_result import MetricResult
 from evalrunner.suite._record import OUTCOME_TRAITS, CellKey, RunRecord
 
@@ -111,32 +112,6 @@ def _named_cells(
 
 def _first(values: Sequence[T | None]) -> T | None:
     return next((v for v in values if v is not None), None)
-
-
-@dataclass(frozen=True)
-class RecordTotals:
-    """What the suite's charts sum of a night's records: read with the night's other
-    columns when it is selected, so the charts open no file again."""
-
-    prompt: float
-    completion: float
-    costs: FloatArray
-    """The cost of each run that has one (priced)."""
-
-    @classmethod
-    def of(cls, source: Source, rows: Sequence[int]) -> RecordTotals:
-        """The totals of ``source``'s records at ``rows`` (ascending)."""
-
-        def kept(name: str) -> FloatArray:
-            array = source.floats("records", name)
-            return array if len(rows) == len(array) else array[list(rows)]
-
-        costs = kept("cost_usd")
-        return cls(
-            float(kept("prompt_tokens").sum()),
-            float(kept("completion_tokens").sum()),
-            costs[~np.isnan(costs)],
-        )
 
 
 @dataclass

@@ -218,12 +218,7 @@ class _Index:
         flagged, by their place in ``flat``."""
         verdict = self.verdicts.of(night.result_words("verdict"))[rows]
         flagged = np.flatnonzero(verdict < len(FLAGGED))
-        # Each column read once, in one go, and the file let go (its footer is 80 columns).
-        names = (*_NUMBERS, *(_TIP_NUMBERS if flagged.size else ()))
-        # Intervals kept as their texts, and only the charted rows' parsed.
-        night.preload("verdicts", (*names, *RESULT_INTERVALS))
-        read = {name: night.result_floats(name)[rows] for name in dict.fromkeys(names)}
-        read.update({name: night.result_pairs(name, rows) for name in RESULT_INTERVALS})
+        read = _read(night, rows, (*_NUMBERS, *(_TIP_NUMBERS if flagged.size else ())))
         kind = self.kinds.of(night.result_words("kind"))[rows]
         effect = np.isin(kind, [i for w, i in self.kinds.ids.items() if w in EFFECT_KINDS])
         flat.kind[at], flat.effect[at], flat.verdict[at] = kind, effect, verdict
@@ -233,6 +228,16 @@ class _Index:
             return {}
         tips = _tips(night, rows[flagged], {name: column[flagged] for name, column in read.items()})
         return {at.start + int(j): tip for j, tip in zip(flagged, tips, strict=True)}
+
+
+def _read(night: SelectedNight, rows: IntArray, names: Sequence[str]) -> dict[str, FloatArray]:
+    """The charted ``rows``' numbers ``names`` and intervals: each column read once, in one
+    go, and the file let go (its footer is 80 columns); the intervals kept as their texts
+    and only these rows' parsed."""
+    night.preload("verdicts", (*names, *RESULT_INTERVALS))
+    read = {name: night.result_floats(name)[rows] for name in dict.fromkeys(names)}
+    read.update({name: night.result_pairs(name, rows) for name in RESULT_INTERVALS})
+    return read
 
 
 def _tips(night: SelectedNight, at: IntArray, read: dict[str, FloatArray]) -> list[str]:

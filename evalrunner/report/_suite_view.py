@@ -184,9 +184,7 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
     views = cell_views(suite)
     every = [*views, *absent_views(suite)]
     charted = {v.cell: _charted(v, diagnostics) for v in every}
-    series = gather(
-        suite.nights, [(cell.scenario, cell.model, m) for cell, ms in charted.items() for m in ms]
-    )
+    series = gather(suite.nights, _series_keys(charted))
     flags = _flags(suite)
     details = [
         _detail(
@@ -222,6 +220,11 @@ def suite_view(suite: SuiteSelection, index: int, diagnostics: Sequence[str]) ->
         skip_reasons=_reasons(suite, Outcome.SKIPPED),
         infra_reasons=_reasons(suite, Outcome.INFRA_ERROR),
     )
+
+
+def _series_keys(charted: dict[CellKey, list[str]]) -> list[tuple[str, str, str]]:
+    """(scenario, model, metric) of every chart of the suite."""
+    return [(cell.scenario, cell.model, m) for cell, metrics in charted.items() for m in metrics]
 
 
 def _detail(
@@ -302,6 +305,18 @@ class _Flags:
     total: int
 
 
+def _flagged_rows(night: SelectedNight) -> list[tuple[int, CellKey]]:
+    """The night's flagged results (their place among its results) and their cells, found
+    over the codes: a few rows of a night's thousands, without a list of them all."""
+    verdicts = night.result_words("verdict")
+    is_flagged = np.array([w in FLAGGED for w in verdicts.words], dtype=bool)
+    flagged = np.flatnonzero(is_flagged[verdicts.codes] if len(is_flagged) else is_flagged)
+    scenarios = night.result_words("scenario").take(flagged).values()
+    models = night.result_words("model").take(flagged).values()
+    named = zip(flagged.tolist(), scenarios, models, strict=True)
+    return [(i, cell_key(scenario, model)) for i, scenario, model in named]
+
+
 def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
     """Scenario x model -> its flagged results in the window, newest night first.
 
@@ -310,16 +325,8 @@ def _flags(suite: SuiteSelection) -> dict[CellKey, _Flags]:
     """
     found: dict[CellKey, list[tuple[SelectedNight, int]]] = {}
     for night in reversed(suite.nights):
-        verdicts = night.result_words("verdict")
-        # Over the codes: the few flagged rows of a night's thousands, found without a list.
-        is_flagged = np.array([w in FLAGGED for w in verdicts.words], dtype=bool)
-        flagged = np.flatnonzero(is_flagged[verdicts.codes] if len(is_flagged) else is_flagged)
-        if not flagged.size:
-            continue
-        scenarios = night.result_words("scenario").take(flagged).values()
-        models = night.result_words("model").take(flagged).values()
-        for i, scenario, model in zip(flagged.tolist(), scenarios, models, strict=True):
-            found.setdefault(cell_key(scenario, model), []).append((night, i))
+        for i, cell in _flagged_rows(night):
+            found.setdefault(cell, []).append((night, i))
     wanted: dict[
         int, tuple[SelectedNight, list[int]]
     ] = {}  # id(night) -> the night, its rows to build
