@@ -434,11 +434,6 @@ texts when it is selected and summed at once (:class:`RecordTotals`), so a year 
 never held and no file is opened twice for them."""
 RESULT_COLUMNS = ("scenario", "model", "metric", "kind", "verdict", "effect_label")
 """The texts the report reads of every metric result of every night (trend charts, flags)."""
-RESULT_INTERVALS = ("effect_ci", "night_ci")
-"""The intervals the trend charts read of every metric result, as (n, 2) float arrays only."""
-RESULT_NUMBERS = ("margin", "effect", "q", "q_improvement", "night_estimate", "baseline_estimate")
-"""The numbers the trend charts read of every metric result, a night at a time (with the
-intervals)."""
 
 
 def _kept(source: Source, wanted: _Wanted, held: set[str] | None) -> Sequence[int]:

@@ -3,9 +3,10 @@ nights, read night by night into flat arrays of what the charts draw.
 
 A year of an organisation's nights (800 cells, 7 charted metrics each) is two million
 charted points. Each is kept as five numbers (estimate, interval, baseline, margin) and
-three small codes (its series, verdict and kind), computed over each night's rows in
-numpy: the texts and row numbers as Python lists were 500 MB and a third of the
-report's CPU. A flagged point's tooltip is written as its night is read.
+three small codes (its night, verdict and kind), computed over each night's rows in
+numpy, and the points ordered by series: the texts and row numbers as Python lists were
+500 MB and a third of the report's CPU. A flagged point's tooltip is written as its
+night is read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalrunner.report._charts import EFFECT_KINDS, Series, tip_text
-from evalrunner.report._select import RESULT_INTERVALS, SelectedNight
+from evalrunner.report._select import SelectedNight
 from evalrunner.report._verdicts import FLAGGED
 from evalrunner.suite._metrics import EFFECT_LABELS
 
@@ -33,6 +34,7 @@ Key = tuple[str, str, str]
 """(scenario, model, metric): one series."""
 
 _VALUES = ("est", "low", "high", "base", "margin")
+_INTERVALS = ("effect_ci", "night_ci")
 _NUMBERS = ("effect", "night_estimate", "baseline_estimate", "margin")
 """The numbers read of every charted row (q only of a flagged one, for its tooltip)."""
 _TIP_NUMBERS = ("baseline_estimate", "night_estimate", "effect", "q", "q_improvement")
@@ -98,7 +100,7 @@ class Gathered:
     """Tooltips of the flagged points, by flat position."""
     _order: IntArray = field(init=False)
     _starts: IntArray = field(init=False)
-    _flagged: IntArray = field(init=False)
+    _flagged: npt.NDArray[np.bool_] = field(init=False)
     _objects: dict[str, Any] = field(init=False)
     _stamps: FloatArray = field(init=False)
 
@@ -234,9 +236,9 @@ def _read(night: SelectedNight, rows: IntArray, names: Sequence[str]) -> dict[st
     """The charted ``rows``' numbers ``names`` and intervals: each column read once, in one
     go, and the file let go (its footer is 80 columns); the intervals kept as their texts
     and only these rows' parsed."""
-    night.preload("verdicts", (*names, *RESULT_INTERVALS))
+    night.preload("verdicts", (*names, *_INTERVALS))
     read = {name: night.result_floats(name)[rows] for name in dict.fromkeys(names)}
-    read.update({name: night.result_pairs(name, rows) for name in RESULT_INTERVALS})
+    read.update({name: night.result_pairs(name, rows) for name in _INTERVALS})
     return read
 
 
