@@ -5,9 +5,9 @@ of :class:`~evalrunner.history._store.HistoryEntry` that is a list of models
 (``records``, ``verdicts``, and whatever list of models a later version adds)
 becomes a table of its own, one row group each, its fields the columns
 (``records.outcome``, ``verdicts.p``, ...). A field of plain type (text,
-integer, number, boolean, optional or not) is a native column; anything nested
-(lists, dicts, intervals, models) is a JSON text column, named in the file's
-metadata. Every other field of the entry (manifest, baseline summaries, the
+integer, number, boolean, optional or not) is a native column, an interval a column
+of two numbers; anything else nested (lists, dicts, models) is a JSON text column,
+named in the file's metadata. Every other field of the entry (manifest, baseline summaries, the
 typical trajectories) is one JSON document in a one-row ``entry`` row group.
 
 So a field added to a record or a verdict flows through without this module
@@ -45,6 +45,7 @@ from evalrunner.history._values import (
     Words,
     _floats_of,
     _index_array,
+    _is_text,
     _pylist,
     _values,
     arrow_pairs,
@@ -62,8 +63,13 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float64]
 
-COLUMNAR_FORMAT_VERSION = 4
+COLUMNAR_FORMAT_VERSION = 5
 """History format version of Parquet entries (1: one JSON document per night).
+
+5: intervals (a result's ``effect_ci``, ``night_ci``, ...) are columns of two numbers, not
+JSON texts: a year of an organisation's trend charts read and parsed them in a third of
+the time (``benchmarks/bench_report.py``). A release that reads only 4 would take them for
+texts; given 5, it leaves the file out with a warning that says to upgrade.
 
 4: an entry says why each cell it ran but did not compare was not (``not_compared``).
 
@@ -71,8 +77,9 @@ COLUMNAR_FORMAT_VERSION = 4
 evidence's ``last_failed``): a release that reads only 2 failed on those fields and
 stopped its report; given 3, it leaves the file out with a warning that says to upgrade.
 A change to what an entry holds takes a new number (tests/meta/test_file_formats.py)."""
-READS = (2, 3, 4)
-"""The Parquet history formats this release reads (their columns are the same)."""
+READS = (2, 3, 4, 5)
+"""The Parquet history formats this release reads (their columns are the same; up to 4
+intervals are JSON texts)."""
 META_KEY = b"evalrunner.history"
 ENTRY = "entry"
 """The row group holding every field that is not a list of models, as one JSON document."""
@@ -110,12 +117,22 @@ def _plain(annotation: object) -> str | None:
     return kinds.get(annotation)
 
 
+def _is_pair(annotation: object) -> bool:
+    """Whether a field is an interval: two numbers (``Optional`` unwrapped)."""
+    if get_origin(annotation) in (typing.Union, UnionType):
+        rest = [a for a in get_args(annotation) if a is not type(None)]
+        return len(rest) == 1 and _is_pair(rest[0])
+    return get_origin(annotation) is tuple and get_args(annotation) == (float, float)
+
+
 def _schema(model: type[BaseModel], prefix: str) -> tuple[list[tuple[str, str]], list[str]]:
     """(column, arrow type) for each field of ``model``; and which of them hold JSON."""
     columns, json_columns = [], []
     for name, info in model.model_fields.items():
         kind = _plain(info.annotation)
-        if kind is None:
+        if kind is None and _is_pair(info.annotation):
+            kind = "pair"
+        elif kind is None:
             kind = "string"
             json_columns.append(name)
         columns.append((f"{prefix}.{name}", kind))
@@ -130,6 +147,7 @@ def _arrow(kind: str) -> pa.DataType:
         "bool": pa.bool_(),
         "int64": pa.int64(),
         "float64": pa.float64(),
+        "pair": pa.list_(pa.float64(), 2),
     }[kind]
 
 
@@ -505,6 +523,8 @@ def _default(model: type[BaseModel], field: str) -> Any:
 def _column_values(model: type[BaseModel], field: str, column: Any) -> list[Any]:
     """One Arrow column of a table as the field's values (JSON texts parsed and typed)."""
     if _plain(model.model_fields[field].annotation) is None:
+        if not _is_text(column.type):  # intervals, as numbers since format 5
+            return _column_adapter(model, field).validate_python(column.to_pylist())
         text = "[" + ",".join(_pylist(column)) + "]"
         return _column_adapter(model, field).validate_json(text)
     return _pylist(column)

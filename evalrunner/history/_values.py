@@ -80,7 +80,8 @@ def _flat_pairs(texts: Sequence[Any]) -> list[float] | None:
 
 
 def arrow_pairs(column: Any) -> FloatArray | None:
-    """A JSON column of intervals ('[0.1,0.2]', 'null') as an (n, 2) array, parsed inside
+    """A column of intervals as an (n, 2) array: two numbers a row (history format 5), or
+    the JSON texts earlier formats wrote ('[0.1,0.2]', 'null') parsed inside
     Arrow (a year of an organisation's intervals took the report seconds in Python); None
     when it holds anything else. Options, not Python scalars, and the array taken from its
     buffer: pyarrow converting either imports pandas. No regular expression: each text
@@ -90,6 +91,8 @@ def arrow_pairs(column: Any) -> FloatArray | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_fixed_size_list(column.type):
+        return _number_pairs(column)
     if not pa.types.is_string(column.type) or column.null_count:
         return None
     texts = pc.replace_substring(column, pattern="null", replacement="[nan,nan]")
@@ -108,6 +111,22 @@ def arrow_pairs(column: Any) -> FloatArray | None:
         numbers.buffers()[1], dtype=np.float64, count=len(numbers), offset=numbers.offset * 8
     )
     return flat.reshape(-1, 2).copy()
+
+
+def _number_pairs(column: Any) -> FloatArray:
+    """A column of two-number lists (intervals since history format 5) as an (n, 2) array,
+    a null as NaN, NaN: from the buffer of its numbers, as :func:`_floats_of` reads one."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    numbers = column.values.slice(column.offset * 2, n * 2)  # a null's slots included
+    out: FloatArray = np.array(_floats_of(numbers), dtype=np.float64).reshape(n, 2)
+    if column.null_count:
+        out[~_valid(column)] = np.nan
+    return out
 
 
 def pair_array(values: Sequence[Any]) -> FloatArray:
@@ -225,6 +244,10 @@ def few_words(column: Any) -> Words | None:
 def compact(column: Any) -> list[Any] | Words:
     """A column as a reader keeps it: texts of few distinct values as :class:`Words`, any
     other column as Python values (null: None)."""
+    import pyarrow as pa
+
+    if pa.types.is_fixed_size_list(column.type):  # intervals: as tuples, as JSON's read
+        return [None if v is None else tuple(v) for v in column.to_pylist()]
     words = few_words(column)
     return list(column.to_pylist()) if words is None else words
 

@@ -8,7 +8,6 @@ coordinates are integers: compact, and sharp enough.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,20 +44,38 @@ class Trend:
         for k, series in enumerate((self.est, self.base, self.band_low, self.band_high, self.frac)):
             stacked[k, : len(series)] = series
         blocks = stacked.reshape(5, rows, size)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN runs stay NaN
-            values = blocks[0]
-            # The four medians in one sort (5,600 charts of a year each bucket four series).
-            medians = row_medians(blocks[:4].reshape(4 * rows, size)).reshape(4, rows)
-            return Trend(
-                frac=np.nanmean(blocks[4], axis=1),
-                est=medians[0],
-                low=np.nanmin(values, axis=1),
-                high=np.nanmax(values, axis=1),
-                base=medians[1],
-                band_low=medians[2],
-                band_high=medians[3],
-            )
+        # The four medians in one sort (5,600 charts of a year each bucket four series); the
+        # estimates' range read off the same sort, the positions' mean without NaN's warnings.
+        ordered, counts = _sorted_rows(blocks[:4].reshape(4 * rows, size))
+        medians = _middles(ordered, counts).reshape(4, rows)
+        est, n_est = ordered[:rows], counts[:rows]
+        at = np.arange(rows)
+        positions = blocks[4]
+        finite = ~np.isnan(positions)
+        total = np.where(finite, positions, 0.0).sum(axis=1)
+        shown = finite.sum(axis=1)
+        mean = np.divide(total, shown, out=np.full(rows, np.nan), where=shown > 0)
+        return Trend(
+            frac=mean,
+            est=medians[0],
+            low=est[:, 0],  # NaN sorts last: an all-NaN run reads NaN at both ends
+            high=est[at, np.maximum(n_est - 1, 0)],
+            base=medians[1],
+            band_low=medians[2],
+            band_high=medians[3],
+        )
+
+
+def _sorted_rows(values: FloatArray) -> tuple[FloatArray, npt.NDArray[np.intp]]:
+    """Each row sorted (NaN last), and how many finite values each holds."""
+    return np.sort(values, axis=1), np.count_nonzero(~np.isnan(values), axis=1)
+
+
+def _middles(ordered: FloatArray, n: npt.NDArray[np.intp]) -> FloatArray:
+    """The median of each sorted row of ``n`` finite values (NaN for none)."""
+    rows = np.arange(len(ordered))
+    out: FloatArray = (ordered[rows, (n - 1) // 2] + ordered[rows, n // 2]) / 2
+    return out
 
 
 def row_medians(values: FloatArray) -> FloatArray:
@@ -67,11 +84,7 @@ def row_medians(values: FloatArray) -> FloatArray:
     Sorting puts NaN last, so the middle of a row's n finite values sits at
     (n - 1) // 2 and n // 2; an all-NaN row reads NaN at both.
     """
-    ordered = np.sort(values, axis=1)
-    n = np.count_nonzero(~np.isnan(values), axis=1)
-    rows = np.arange(len(values))
-    out: FloatArray = (ordered[rows, (n - 1) // 2] + ordered[rows, n // 2]) / 2
-    return out
+    return _middles(*_sorted_rows(values))
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,16 @@ class _Plot:
         scaled = self.y0 + (clipped - self.low) / (self.high - self.low) * (self.y1 - self.y0)
         return np.rint(scaled)
 
+    def y(self, value: float) -> int:
+        """:meth:`ys` of one finite value, in Python numbers (an array of one costs more than
+        the arithmetic: each of 5,600 charts places its ticks and flags)."""
+        clipped = min(max(value, self.low), self.high)
+        return round(self.y0 + (clipped - self.low) / (self.high - self.low) * (self.y1 - self.y0))
+
+    def x(self, frac: float) -> int:
+        """:meth:`xs` of one position."""
+        return round(self.x0 + frac * (self.x1 - self.x0))
+
     def open(self, label: str, wide: bool = False) -> list[str]:
         cls = "chart wide" if wide else "chart"
         return [
@@ -111,7 +134,7 @@ class _Plot:
     def frame(self, ticks: Sequence[float], fmt: str = "num") -> list[str]:
         parts = []
         for tick in ticks:
-            y = int(self.ys(np.array([tick]))[0])
+            y = self.y(tick)
             label = pct(tick) if fmt == "pct" else fmt_num(tick)
             parts.append(f'<path class="g" d="M{self.x0} {y}H{self.x1}"/>')
             parts.append(f'<text x="{self.x0 - 4}" y="{y + 3}" class="yl">{escape(label)}</text>')
@@ -220,8 +243,7 @@ def trend_svg(
     for flag in flags:
         if math.isnan(flag.value):
             continue
-        x = int(plot.xs(np.array([flag.frac]))[0])
-        y = int(plot.ys(np.array([flag.value]))[0])
+        x, y = plot.x(flag.frac), plot.y(flag.value)
         parts.append(
             f'<circle class="f {flag.verdict}" cx="{x}" cy="{y}" r="3.5"><title>{escape(flag.tip)}</title></circle>'
         )

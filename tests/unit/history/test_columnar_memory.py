@@ -155,6 +155,31 @@ def test_intervals_are_parsed_inside_arrow_to_the_numbers_python_reads() -> None
         assert arrow_pairs(pa.array(odd, pa.string())) is None
 
 
+def test_intervals_stored_as_numbers_read_as_the_values_written(tmp_path: Path) -> None:
+    # Since history format 5 an interval is a column of two numbers (a year of charts read
+    # and parsed its JSON texts in seconds): nulls, non-finite ends, slices and chunks must
+    # read back exactly, as arrays and as the results' tuples.
+    kind = pa.list_(pa.float64(), 2)
+    values = [[0.1, 0.30000000000000004], None, [math.nan, math.inf], [-math.inf, 1e-300]]
+    expected = pair_array([None if v is None else tuple(v) for v in values])
+    column = pa.array(values, kind)
+    for given, rows in ((column, expected), (column[1:], expected[1:])):
+        read = arrow_pairs(given)
+        assert read is not None and np.array_equal(read, rows, equal_nan=True)
+    chunked = pa.chunked_array([column[:1], column[1:]])
+    assert np.array_equal(arrow_pairs(chunked), expected, equal_nan=True)  # type: ignore[arg-type]
+    [entry] = build_entries(nights=1, scenarios=2, runs=3)
+    entry = _with_missing_values(entry)
+    [path] = write_history(str(tmp_path), [entry])
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(path).field("verdicts.effect_ci").type == kind
+    [again] = load_history(str(tmp_path)).entries
+    assert again.verdicts == entry.verdicts
+    assert again.verdicts[1].effect_ci == entry.verdicts[1].effect_ci
+    assert isinstance(again.verdicts[1].effect_ci, tuple)
+
+
 def test_number_and_text_columns_read_from_their_buffers_are_what_python_reads() -> None:
     # Read from Arrow's buffers (a year of an organisation's nights is millions of rows a
     # column): nulls, sliced arrays and every integer width must read as to_pylist does.

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from history_factory import build_entries, history_from_entries, write_history
 from pydantic import BaseModel
@@ -17,6 +18,7 @@ from evalrunner.history._columnar import (
     COLUMNAR_FORMAT_VERSION,
     ENTRY,
     META_KEY,
+    READS,
     read_parquet,
     to_parquet,
 )
@@ -270,7 +272,7 @@ def test_a_night_a_newer_release_wrote_is_left_out_with_upgrade_not_move_it_asid
     _left_out(
         tmp_path,
         Path(paths[-1]),
-        r"history format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 4\); "
+        rf"history format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to {max(READS)}\); "
         r"upgrade evalrunner to read it \(left out\)$",
     )
 
@@ -379,8 +381,17 @@ def test_a_parquet_history_written_by_0_2_0_reads_and_is_written_the_same_way(
     # (a JSON column would hold '"passed"', which 0.2.0 reads with its quotes).
     [again] = write_history(str(tmp_path), history.entries)
     # The same columns; its number is this release's (4 since entries say why a cell was
-    # not compared, a field of their head).
-    assert _layout(Path(again)) == {**_layout(old), "format_version": COLUMNAR_FORMAT_VERSION}
-    assert load_history(str(tmp_path)).sources[0].column("records", "outcome") == (
-        source.column("records", "outcome")
-    )
+    # not compared, a field of their head), and since 5 the intervals are numbers, not JSON.
+    layout = _layout(old)
+    intervals = ["baseline_ci", "night_ci", "effect_ci", "mean_diff_ci", "evidence_ci"]
+    assert layout["tables"]["verdicts"]["json_columns"] == intervals  # type: ignore[index]
+    layout["tables"]["verdicts"]["json_columns"] = []  # type: ignore[index]
+    assert _layout(Path(again)) == {**layout, "format_version": COLUMNAR_FORMAT_VERSION}
+    [written] = load_history(str(tmp_path)).sources
+    assert written.column("records", "outcome") == source.column("records", "outcome")
+    for name in intervals:
+        assert written.column("verdicts", name) == source.column("verdicts", name)
+        assert np.array_equal(
+            written.pairs("verdicts", name), source.pairs("verdicts", name), equal_nan=True
+        )
+    assert load_history(str(tmp_path)).entries == history.entries
