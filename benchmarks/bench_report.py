@@ -159,8 +159,7 @@ def _write_nights(history: Path, nights: int, scenarios: int, models: int, runs:
 
     from history_factory import night_time
 
-    from evalrunner.history._columnar import to_parquet
-    from evalrunner.history._entry import HistoryEntry
+    from evalrunner.history._store import parquet_night
 
     made = iter_entries(
         nights=min(nights, _DISTINCT),
@@ -180,7 +179,7 @@ def _write_nights(history: Path, nights: int, scenarios: int, models: int, runs:
         keys = {"suite": "demo", "created_at": created, "started_at": created, "outage": "false"}
         stamp = created.replace(":", "").replace("-", "")
         path = history / "demo" / f"{stamp}-{secrets.token_hex(4)}.parquet"
-        path.write_bytes(to_parquet(HistoryEntry, data, keys))
+        path.write_bytes(parquet_night(data, keys))
 
 
 def _one_size(k: int, nights: int, runs: int) -> tuple[int, int, float, float, float, float]:

@@ -8,7 +8,9 @@ becomes a table of its own, one row group each, its fields the columns
 integer, number, boolean, optional or not) is a native column, an interval a column
 of two numbers; anything else nested (lists, dicts, models) is a JSON text column,
 named in the file's metadata. Every other field of the entry (manifest, baseline summaries, the
-typical trajectories) is one JSON document in a one-row ``entry`` row group.
+typical trajectories) is one JSON document in a one-row ``entry`` row group. Rows a
+reader asks for by themselves (a night's flagged results) may be written a second
+time, in a row group of their own after the tables' (their places in the metadata).
 
 So a field added to a record or a verdict flows through without this module
 changing, a reader asks for the row groups and columns it needs, and Parquet's
@@ -22,31 +24,26 @@ from __future__ import annotations
 import functools
 import io
 import json
-import typing
 from collections.abc import Collection, Mapping, Sequence
-from enum import StrEnum
-from types import UnionType
 from typing import (
     TYPE_CHECKING,
     Any,
     Generic,
-    Literal,
     NamedTuple,
     TypeVar,
     get_args,
     get_origin,
 )
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evalrunner._version import __version__
 from evalrunner.errors import FileFormatError, NewerFormat
+from evalrunner.history._rows import field_default, is_pair, plain_kind, rows_of
 from evalrunner.history._values import (
     Words,
     _floats_of,
     _index_array,
-    _is_text,
-    _pylist,
     _values,
     arrow_pairs,
     compact,
@@ -68,7 +65,8 @@ COLUMNAR_FORMAT_VERSION = 5
 
 5: intervals (a result's ``effect_ci``, ``night_ci``, ...) are columns of two numbers, not
 JSON texts: a year of an organisation's trend charts read and parsed them in a third of
-the time (``benchmarks/bench_report.py``). A release that reads only 4 would take them for
+the time (``benchmarks/bench_report.py``); and a night's flagged results are written
+apart too (``to_parquet``'s ``apart``), so the report's flag tables read them alone. A release that reads only 4 would take them for
 texts; given 5, it leaves the file out with a warning that says to upgrade.
 
 4: an entry says why each cell it ran but did not compare was not (``not_compared``).
@@ -103,34 +101,12 @@ def _is_model(tp: object) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
-def _plain(annotation: object) -> str | None:
-    """The Arrow type name of a plain field (``Optional`` unwrapped), or None if nested."""
-    if get_origin(annotation) in (typing.Union, UnionType):
-        rest = [a for a in get_args(annotation) if a is not type(None)]
-        return _plain(rest[0]) if len(rest) == 1 else None
-    if get_origin(annotation) is Literal:
-        values = get_args(annotation)
-        return "string" if all(isinstance(v, str) for v in values) else None
-    if isinstance(annotation, type) and issubclass(annotation, StrEnum):
-        return "string"  # written as its members' strings, like a Literal of them
-    kinds: dict[object, str] = {str: "string", bool: "bool", int: "int64", float: "float64"}
-    return kinds.get(annotation)
-
-
-def _is_pair(annotation: object) -> bool:
-    """Whether a field is an interval: two numbers (``Optional`` unwrapped)."""
-    if get_origin(annotation) in (typing.Union, UnionType):
-        rest = [a for a in get_args(annotation) if a is not type(None)]
-        return len(rest) == 1 and _is_pair(rest[0])
-    return get_origin(annotation) is tuple and get_args(annotation) == (float, float)
-
-
 def _schema(model: type[BaseModel], prefix: str) -> tuple[list[tuple[str, str]], list[str]]:
     """(column, arrow type) for each field of ``model``; and which of them hold JSON."""
     columns, json_columns = [], []
     for name, info in model.model_fields.items():
-        kind = _plain(info.annotation)
-        if kind is None and _is_pair(info.annotation):
+        kind = plain_kind(info.annotation)
+        if kind is None and is_pair(info.annotation):
             kind = "pair"
         elif kind is None:
             kind = "string"
@@ -152,29 +128,33 @@ def _arrow(kind: str) -> pa.DataType:
 
 
 def to_parquet(
-    entry_model: type[BaseModel], data: Mapping[str, Any], keys: Mapping[str, str] | None = None
+    entry_model: type[BaseModel],
+    data: Mapping[str, Any],
+    keys: Mapping[str, str] | None = None,
+    apart: Mapping[str, Sequence[int]] | None = None,
 ) -> bytes:
     """One validated, JSON-mode entry dump as Parquet bytes (see the module docs).
 
     ``keys`` (a few short texts of the head, e.g. the suite and the night) go into
     the file's metadata, so a reader that needs only those skips parsing the head.
+    ``apart``: rows of a table (by place) written a second time in a row group of their
+    own, after the tables, so a reader that builds only those reads a few rows instead
+    of the table (the report's flag tables: a night's flagged results).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = table_fields(entry_model)
     layout, fields = _layout(tables, keys)
+    kept_apart = {
+        name: sorted(set(rows)) for name, rows in (apart or {}).items() if name in tables and rows
+    }
+    if kept_apart:
+        layout["apart"] = kept_apart
     schema = pa.schema(
         [(col, _arrow(kind)) for col, kind in fields], metadata={META_KEY: json.dumps(layout)}
     )
-    # The head is the entry with its tables empty: valid on its own, so it is read in one call.
-    head = {k: ([] if k in tables else v) for k, v in data.items()}
-    groups: list[dict[str, list[Any]]] = [
-        {f"{ENTRY}.json": [json.dumps(head, separators=(",", ":"), sort_keys=True)]}
-    ]
-    for name, model in tables.items():
-        encoded = set(layout["tables"][name]["json_columns"])
-        groups.append(_table_columns(name, model, list(data.get(name) or []), encoded))
+    groups = _row_groups(tables, layout, data, kept_apart)
     sink = io.BytesIO()
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
         for columns in groups:
@@ -182,6 +162,27 @@ def to_parquet(
             full = {col: columns.get(col, [None] * length) for col, _ in fields}
             writer.write_table(pa.table(full, schema=schema), row_group_size=max(length, 1))
     return sink.getvalue()
+
+
+def _row_groups(
+    tables: Mapping[str, type[BaseModel]],
+    layout: dict[str, Any],
+    data: Mapping[str, Any],
+    apart: Mapping[str, list[int]],
+) -> list[dict[str, list[Any]]]:
+    """The file's row groups as columns: the head, each table, then the rows written apart."""
+    # The head is the entry with its tables empty: valid on its own, so it is read in one call.
+    head = {k: ([] if k in tables else v) for k, v in data.items()}
+    groups: list[dict[str, list[Any]]] = [
+        {f"{ENTRY}.json": [json.dumps(head, separators=(",", ":"), sort_keys=True)]}
+    ]
+    chosen = [(name, None) for name in tables] + list(apart.items())
+    for name, places in chosen:
+        rows = list(data.get(name) or [])
+        encoded = set(layout["tables"][name]["json_columns"])
+        picked = rows if places is None else [rows[i] for i in places]
+        groups.append(_table_columns(name, tables[name], picked, encoded))
+    return groups
 
 
 def _layout(
@@ -273,11 +274,15 @@ class ColumnarFile(Generic[M]):
         schema, layout = self._schema_and_layout()
         _check_version(layout.get("format_version"), where)
         stored: dict[str, Any] = layout.get("tables", {})
+        apart: dict[str, Any] = layout.get("apart", {})
         groups = self._pf.num_row_groups
-        if groups != 1 + len(stored) or not set(stored) <= set(self.tables):
+        if groups != 1 + len(stored) + len(apart) or not set(stored) | set(apart) <= set(
+            self.tables
+        ):
             raise _unreadable(where, ValueError(f"tables {sorted(stored)} in {groups} row groups"))
         self._groups = {name: i for i, name in enumerate(stored, start=1)}
         self._lengths = [self._pf.metadata.row_group(i).num_rows for i in range(groups)]
+        self._apart = _apart_groups(apart, self._groups, self._lengths, where)
         self._names = set(schema.names)
         self.release()
         self._arrow: dict[tuple[str, str], Any] = {}  # read, not converted yet
@@ -349,7 +354,7 @@ class ColumnarFile(Generic[M]):
             if isinstance(read, _Pairs):  # preloaded as numbers only: its texts read again
                 read = self._read(table, field)
             kept = read if isinstance(read, list) else compact(read)
-            as_json = _plain(self.tables[table].model_fields[field].annotation) is None
+            as_json = plain_kind(self.tables[table].model_fields[field].annotation) is None
             self._cache[key] = parsed(_listed(kept)) if as_json else kept
         return _listed(self._cache[key])
 
@@ -423,8 +428,8 @@ class ColumnarFile(Generic[M]):
     def _keep(self, table: str, field: str, kept: Any) -> None:
         """Keep a column just read: a text column of few values as its codes at once (a byte
         or two a row, where Arrow's indices take four), any other as read."""
-        plain = _plain(self.tables[table].model_fields[field].annotation)
-        words = few_words(kept) if plain and not isinstance(kept, _Pairs) else None
+        is_plain = plain_kind(self.tables[table].model_fields[field].annotation)
+        words = few_words(kept) if is_plain and not isinstance(kept, _Pairs) else None
         if words is None:
             self._arrow[(table, field)] = kept
         else:
@@ -434,7 +439,7 @@ class ColumnarFile(Generic[M]):
         """Fields of a table this file predates: their defaults, as validation gives them."""
         model = self.tables[table]
         for f in fields:
-            self._arrow[(table, f)] = [_default(model, f)] * self._lengths[group]
+            self._arrow[(table, f)] = [field_default(model, f)] * self._lengths[group]
 
     def rows(self, table: str, indices: Sequence[int] | None = None) -> list[BaseModel]:
         """A table's rows (those at ``indices``, in that order) as model instances."""
@@ -442,10 +447,42 @@ class ColumnarFile(Generic[M]):
 
         if table not in self._groups:
             return []
+        group, at = self._groups[table], indices
+        if indices is not None and table in self._apart:
+            places = self._apart[table].places
+            if all(i in places for i in indices):
+                group, at = self._apart[table].group, [places[i] for i in indices]
         try:
-            return _rows(self._pf, self._groups[table], table, self.tables[table], indices)
+            return rows_of(self._pf, group, table, self.tables[table], at)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise _unreadable(self.where, exc) from None
+
+
+class _Apart(NamedTuple):
+    """A table's rows written apart: their row group, and each one's place in it by its
+    place in the table."""
+
+    group: int
+    places: dict[int, int]
+
+
+def _apart_groups(
+    apart: dict[str, Any], groups: dict[str, int], lengths: list[int], where: str
+) -> dict[str, _Apart]:
+    """The row groups after the tables', as :func:`to_parquet` wrote them, checked."""
+    out = {}
+    for k, (name, places) in enumerate(apart.items()):
+        group = 1 + len(groups) + k
+        fits = (
+            name in groups
+            and isinstance(places, list)
+            and len(places) == lengths[group]
+            and all(isinstance(i, int) and 0 <= i < lengths[groups[name]] for i in places)
+        )
+        if not fits:
+            raise _unreadable(where, ValueError(f"rows apart of {name!r} do not fit the table"))
+        out[name] = _Apart(group, {i: j for j, i in enumerate(places)})
+    return out
 
 
 def _at(array: FloatArray, rows: Sequence[int] | None) -> FloatArray:
@@ -482,63 +519,3 @@ def _check_version(version: Any, where: str) -> None:
             f"{where}: unsupported history format_version {version!r} (this evalrunner reads "
             f"{' and '.join(map(str, READS))} in Parquet files); move the file aside"
         )
-
-
-@functools.cache
-def _column_adapter(model: type[BaseModel], field: str) -> TypeAdapter[list[Any]]:
-    item: Any = model.model_fields[field].annotation
-    return TypeAdapter(list[item])
-
-
-def _rows(
-    pf: Any, group: int, name: str, model: type[BaseModel], indices: Sequence[int] | None
-) -> list[BaseModel]:
-    """The rows of one table (those at ``indices``) as ``model`` instances, not validated again."""
-    if indices is not None and not indices:
-        return []  # (pyarrow cannot take an empty, hence untyped, list of indices)
-    prefix = f"{name}."
-    present = {c[len(prefix) :]: c for c in pf.schema_arrow.names if c.startswith(prefix)}
-    fields = [f for f in model.model_fields if f in present]
-    table = pf.read_row_group(group, columns=[present[f] for f in fields])
-    if indices is not None:
-        table = table.take(_index_array(indices))
-    return _instances(model, fields, table.columns)
-
-
-def _instances(model: type[BaseModel], fields: list[str], columns: list[Any]) -> list[BaseModel]:
-    """The rows of these Arrow columns (one per field) as ``model`` instances."""
-    values = [
-        _column_values(model, field, column) for field, column in zip(fields, columns, strict=True)
-    ]
-    # A field this file predates gets its default, as validation would give it.
-    defaults = {f: _default(model, f) for f in model.model_fields if f not in fields}
-    return [_unvalidated(model, fields, row, defaults) for row in zip(*values, strict=True)]
-
-
-def _default(model: type[BaseModel], field: str) -> Any:
-    """A field's default value, as validation gives it to a row that leaves the field out."""
-    return model.model_fields[field].get_default(call_default_factory=True)
-
-
-def _column_values(model: type[BaseModel], field: str, column: Any) -> list[Any]:
-    """One Arrow column of a table as the field's values (JSON texts parsed and typed)."""
-    if _plain(model.model_fields[field].annotation) is None:
-        if not _is_text(column.type):  # intervals, as numbers since format 5
-            return _column_adapter(model, field).validate_python(column.to_pylist())
-        text = "[" + ",".join(_pylist(column)) + "]"
-        return _column_adapter(model, field).validate_json(text)
-    return _pylist(column)
-
-
-def _unvalidated(
-    model: type[BaseModel], fields: list[str], row: tuple[Any, ...], defaults: dict[str, Any]
-) -> BaseModel:
-    """A ``model`` instance of values validated when they were written, not validated again."""
-    obj = model.__new__(model)
-    state = dict(zip(fields, row, strict=True))
-    state.update(defaults)
-    object.__setattr__(obj, "__dict__", state)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
-    return obj

@@ -12,17 +12,15 @@ night" when its night compared nothing at all and an earlier night compared the 
 
 from __future__ import annotations
 
-from evalrunner.stats._metric_result import VERDICT_ORDER
+from evalrunner.stats._metric_result import FLAGGED, VERDICT_ORDER
 
-__all__ = ["VERDICT_ORDER"]
+__all__ = ["FLAGGED", "VERDICT_ORDER"]
 NO_BASELINE = "none"
 YOUNG = "young"
 """Compared with a baseline too young to gate: nothing gating, but not nothing."""
 NOT_COMPARED = "uncompared"
 """Its night compared nothing (--no-compare, a failed comparison, or no usable baseline
 for any cell: the history does not say which), and an earlier night compared the cell."""
-FLAGGED = ("regression", "changed", "improvement")
-"""Verdicts that open a scenario's section and mark its charts."""
 VERDICT_TEXT = {
     "regression": "regression",
     "changed": "change",

@@ -22,6 +22,9 @@ FAILING: tuple[Verdict, ...] = ("regression", "changed")
 VERDICT_ORDER: tuple[Verdict, ...] = ("regression", "changed", "improvement", "inconclusive", "ok")
 """Worst first: a scenario x model's verdict is the first of its gating metrics' here (a
 detected change, good or bad, needs a human before "not enough runs to tell" does)."""
+FLAGGED: tuple[Verdict, ...] = ("regression", "changed", "improvement")
+"""Verdicts that flag a result: the report opens their sections, marks their charts and
+lists them in its flag tables (each night's are also written apart in its history file)."""
 FlagSource = Literal["tonight", "evidence"]
 
 _FLOAT_FIELDS = (

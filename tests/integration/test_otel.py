@@ -234,6 +234,43 @@ def test_a_proxied_agent_s_tool_that_raised_is_a_tool_error_in_its_golden(
         assert outcome.ok, outcome.message
 
 
+def test_an_agent_captured_by_its_spans_and_by_the_proxy_has_one_shape(
+    spans: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same agent, task and model, captured once by the proxy (its spans not read) and
+    # once from its own instrumentation alone: where both can see, the shapes agree; the
+    # tool that raised is seen by the spans only (the proxy sees the retry prompt).
+    from fake_endpoint import FakeEndpoint
+    from sdk_agents import content_responder
+
+    from evalrunner.core._normalize import normalize
+    from evalrunner.core._shape import tool_errors
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.frozen._proxied import call_with_env, run_frozen_proxied
+
+    task, golden = "Capitals of: France, Atlantis", tmp_path / "capitals.json"
+    with FakeEndpoint(responder=content_responder) as ep:
+
+        def endpoint() -> Endpoint:
+            return Endpoint(label="openai/fake", model="openai/fake", api_base=ep.api_base)
+
+        agent = call_with_env(_atlas_agent, task)
+        proxied = run_frozen_proxied(agent, golden_path=golden, mode="record", endpoint=endpoint)  # type: ignore[arg-type]
+        assert proxied.ok, proxied.message
+        spans.clear()
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.api_base)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        _atlas_agent(task)
+        spanned = normalize(load(_export(spans, tmp_path / "trace.json")))
+    doc = json.loads(golden.read_text(encoding="utf-8"))
+    seen_by_proxy = doc.get("trajectory", doc)
+    by_spans, by_proxy = shape(spanned), shape(seen_by_proxy)
+    assert by_spans.tools == ("lookup", "lookup") and by_spans.llm_calls == 2
+    both_see = by_spans.model_dump(exclude={"content_hash"})
+    assert both_see == by_proxy.model_dump(exclude={"content_hash"})
+    assert (tool_errors(spanned), tool_errors(seen_by_proxy)) == (1, 0)
+
+
 # -- over the wire: a command agent's spans, exported to the capture proxy -------------
 
 

@@ -14,9 +14,11 @@ import pytest
 from click.testing import CliRunner
 from history_factory import build_entries, history_from_entries, write_history
 
+from evalrunner.errors import SkippedHistoryFile
 from evalrunner.history import load_history
 from evalrunner.history._entry import HistoryEntry
 from evalrunner.history._values import _pylist, arrow_pairs, pair_array
+from evalrunner.stats._metric_result import FLAGGED
 
 
 def test_a_text_column_of_few_values_holds_one_object_per_value() -> None:
@@ -198,3 +200,58 @@ def test_number_and_text_columns_read_from_their_buffers_are_what_python_reads()
     for part in (texts, texts.slice(1, 100)):
         words = _shared_strings(part)
         assert words is not None and words.values() == part.to_pylist()
+
+
+def test_a_nights_flagged_results_are_read_without_the_rest_of_its_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The report's flag tables build a few flagged results from each of many nights (150
+    # nights of 12,000 results at 16x): written apart, they are read without the others.
+    import pyarrow.parquet as pq
+
+    [entry] = build_entries(nights=1, scenarios=40, runs=3, regressed=(0,), regress_nights=1)
+    flagged = [i for i, v in enumerate(entry.verdicts) if v.verdict in FLAGGED]
+    assert 0 < len(flagged) * 10 <= len(entry.verdicts)
+    [path] = write_history(str(tmp_path), [entry])
+    read: list[int] = []
+    read_row_group = pq.ParquetFile.read_row_group
+
+    def counted(self: Any, i: int, *args: Any, **kwargs: Any) -> Any:
+        table = read_row_group(self, i, *args, **kwargs)
+        read.append(table.num_rows)
+        return table
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", counted)
+    (source,) = load_history(str(tmp_path)).sources
+    picked = [flagged[-1], flagged[0]]
+    assert source.rows("verdicts", picked) == [entry.verdicts[i] for i in picked]
+    assert read == [len(flagged)]
+    # Asked for a row among the others, the table is read; as a whole, the same rows.
+    assert source.rows("verdicts", [1, flagged[0]]) == [
+        entry.verdicts[1],
+        entry.verdicts[flagged[0]],
+    ]
+    assert read[-1] == len(entry.verdicts)
+    assert load_history(str(tmp_path)).entries == [entry]
+    assert pq.ParquetFile(path).num_row_groups == 4  # the head, records, results, flagged
+
+
+def test_rows_apart_that_do_not_fit_their_table_make_the_file_unreadable(tmp_path: Path) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    from evalrunner.history._columnar import META_KEY
+
+    [entry] = build_entries(nights=1, scenarios=40, runs=3, regressed=(0,), regress_nights=1)
+    [path] = write_history(str(tmp_path), [entry])
+    file = pq.ParquetFile(path)
+    groups = [file.read_row_group(i) for i in range(file.num_row_groups)]
+    layout = json.loads(file.schema_arrow.metadata[META_KEY])
+    layout["apart"]["verdicts"][0] = 10**6  # a place past the end of the results
+    schema = file.schema_arrow.with_metadata({META_KEY: json.dumps(layout)})
+    with pq.ParquetWriter(path, schema) as writer:
+        for group in groups:
+            writer.write_table(group.cast(schema), row_group_size=max(group.num_rows, 1))
+    with pytest.warns(SkippedHistoryFile, match=r"rows apart of 'verdicts' do not fit the table"):
+        assert load_history(str(tmp_path)).sources == []
