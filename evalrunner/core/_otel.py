@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
 
+from evalrunner.core._openinference import as_genai
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
 from evalrunner.core._spans import ToolExecution, exception_text, execution_of
 from evalrunner.core._steps import TrajectoryBuilder
@@ -108,8 +109,9 @@ def _check_genai(spans: Mapping[str, _Span], label: str) -> None:
     if not any(s.operation for s in spans.values()):
         raise TrajectoryError(
             f"{label}: an OpenTelemetry trace with no GenAI span (no span has "
-            f"{_OP!r}): export the agent's spans from an instrumentation that follows the "
-            "GenAI semantic conventions (pydantic-ai, OpenLLMetry, Logfire, ...)"
+            f"{_OP!r} or an OpenInference kind of LLM, TOOL or AGENT): export the agent's "
+            "spans from an instrumentation that follows the GenAI semantic conventions "
+            "(pydantic-ai, OpenLLMetry, Logfire, ...) or OpenInference's"
         )
 
 
@@ -140,6 +142,7 @@ class _Reader:
         builder = TrajectoryBuilder(name, trajectory_id=run.id or None, clock=lambda: self.now)
         subagents: list[dict[str, Any]] = []
         unread: dict[str, list[dict[str, Any]]] = {}
+        pending: list[ToolCallRecord] = []
         for span in sorted(self._own(run), key=lambda s: (s.start, s.end)):
             self.now = _iso(span.start)
             if span.operation in _AGENT_RUNS:
@@ -147,7 +150,7 @@ class _Reader:
                 subagents.append(sub)
                 builder.link_subagent(sub["trajectory_id"], _calling_tool(span, self.spans))
             else:
-                _step(builder, span, unread)
+                _step(builder, span, unread, pending)
         traj = builder.build(subagents=subagents)
         extra = traj.setdefault("extra", {})
         if run.error is not None:
@@ -167,13 +170,19 @@ class _Reader:
                 yield from self._own(child)
 
 
-def _step(builder: TrajectoryBuilder, span: _Span, unread: dict[str, list[Any]]) -> None:
+def _step(
+    builder: TrajectoryBuilder,
+    span: _Span,
+    unread: dict[str, list[Any]],
+    pending: list[ToolCallRecord],
+) -> None:
     """One span of the run's own into the steps (a model call, a tool's execution), and
-    what of it no step holds into ``unread``."""
+    what of it no step holds into ``unread``. ``pending``: the calls the model made that
+    no execution has answered yet, for executions that do not say which call they ran."""
     if span.operation in _MODEL_CALLS:
-        _model_call(builder, span)
+        pending[:] = _model_call(builder, span)
     elif span.operation == "execute_tool":
-        _tool_execution(builder, span)
+        _tool_execution(builder, span, pending)
     if kept := _unread(span):
         unread.setdefault(span.name, []).append(kept)
 
@@ -195,7 +204,8 @@ def _calling_tool(agent: _Span, spans: Mapping[str, _Span]) -> str | None:
     return None
 
 
-def _model_call(builder: TrajectoryBuilder, span: _Span) -> None:
+def _model_call(builder: TrajectoryBuilder, span: _Span) -> list[ToolCallRecord]:
+    """A model call as its agent step; the tool calls it made."""
     attrs = span.attributes
     tools = _json(attrs.get("gen_ai.tool.definitions"))
     builder.ingest_messages(_sent(attrs), tools if isinstance(tools, list) else None)
@@ -210,6 +220,7 @@ def _model_call(builder: TrajectoryBuilder, span: _Span) -> None:
             model=_model(attrs),
         )
     )
+    return calls
 
 
 def _sent(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -261,16 +272,30 @@ def _model(attrs: Mapping[str, Any]) -> str | None:
     return str(model) if model else None
 
 
-def _tool_execution(builder: TrajectoryBuilder, span: _Span) -> None:
+def _tool_execution(builder: TrajectoryBuilder, span: _Span, pending: list[ToolCallRecord]) -> None:
     """A tool's execution as the observation of the call that asked for it: its result, or
     (it raised) its error, marked as one."""
     attrs = span.attributes
-    call_id = attrs.get("gen_ai.tool.call.id")
+    call_id = attrs.get("gen_ai.tool.call.id") or _answered(attrs, pending)
     if span.error is not None:
         builder.add_tool_result(str(call_id) if call_id else None, span.error, error=True)
         return
     result = attrs.get("gen_ai.tool.call.result")
     builder.add_tool_result(str(call_id) if call_id else None, "" if result is None else result)
+
+
+def _answered(attrs: Mapping[str, Any], pending: list[ToolCallRecord]) -> str | None:
+    """The id of the call an execution that names none ran (OpenInference's tool spans name
+    the tool and its arguments, not the call): the first pending call of that tool with
+    the same arguments, else the first of that tool; taken off ``pending``."""
+    name = attrs.get("gen_ai.tool.name")
+    same = [c for c in pending if c.name == name]
+    args = _json(attrs.get("gen_ai.tool.call.arguments"))
+    call = next((c for c in same if _json(c.arguments) == args), same[0] if same else None)
+    if call is None:
+        return None
+    pending.remove(call)
+    return call.id or None
 
 
 def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
@@ -359,7 +384,7 @@ def _span(raw: Mapping[str, Any]) -> _Span:
         name=str(raw.get("name", "")),
         start=int(raw.get("startTimeUnixNano") or 0),
         end=int(raw.get("endTimeUnixNano") or 0),
-        attributes=_attributes(raw.get("attributes") or []),
+        attributes=as_genai(_attributes(raw.get("attributes") or []), str(raw.get("name", ""))),
         error=_error(raw, status) if failed else None,
     )
 

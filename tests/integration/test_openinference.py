@@ -1,0 +1,163 @@
+"""OpenInference traces in (issue 56): an agent instrumented with Arize's OpenInference
+packages (the OpenAI client's instrumentor, the tracer's tool and agent decorators), its
+spans exported with OpenTelemetry's OTLP encoder, read as the same steps as a GenAI trace,
+a tool that raised included."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalrunner.cli._main import main
+from evalrunner.core._atif import load
+from evalrunner.core._shape import shape, tool_errors
+
+pytest.importorskip("openinference.instrumentation.openai", reason="the `frameworks` extra")
+sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="the `frameworks` extra")
+encoder = pytest.importorskip(
+    "opentelemetry.exporter.otlp.proto.common.trace_encoder", reason="the `frameworks` extra"
+)
+
+_TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "parameters": {"type": "object", "properties": {"country": {"type": "string"}}},
+        },
+    }
+]
+
+
+@pytest.fixture
+def traced() -> Iterator[tuple[Any, Any]]:
+    """The OpenAI client instrumented by OpenInference for this test only, and a tracer
+    whose decorators make its tool and agent spans; the spans kept in memory."""
+    from openinference.instrumentation import OITracer, TraceConfig
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield exporter, OITracer(provider.get_tracer(__name__), config=TraceConfig())
+    finally:
+        instrumentor.uninstrument()
+
+
+def _run_agent(tracer: Any, api_base: str, task: str) -> str:
+    """A hand-written tool loop on the OpenAI client: ``lookup`` raises for a country it
+    does not know, and the agent tells the model so."""
+    import openai
+
+    @tracer.tool  # type: ignore[untyped-decorator]
+    def lookup(country: str) -> str:
+        """Capital of a country."""
+        if country != "France":
+            raise ValueError(f"no country called {country}")
+        return "Paris"
+
+    @tracer.agent(name="capitals")  # type: ignore[untyped-decorator]
+    def agent(task: str) -> str:
+        client = openai.OpenAI(base_url=api_base, api_key="sk-test")
+        messages: list[Any] = [
+            {"role": "system", "content": "Use the tools."},
+            {"role": "user", "content": task},
+        ]
+        while True:
+            reply = (
+                client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=_TOOLS)
+                .choices[0]
+                .message
+            )
+            if not reply.tool_calls:
+                return str(reply.content)
+            messages.append(reply.model_dump(exclude_none=True))
+            for call in reply.tool_calls:
+                arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
+                try:
+                    said = lookup(**arguments)
+                except ValueError as exc:
+                    said = f"error: {exc}"
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": said})
+
+    return str(agent(task))
+
+
+def _export(exporter: Any, path: Path) -> Path:
+    from google.protobuf.json_format import MessageToDict
+
+    doc = MessageToDict(encoder.encode_spans(exporter.get_finished_spans()))
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    exporter.clear()
+    return path
+
+
+def _trace(traced: tuple[Any, Any], path: Path, task: str) -> Path:
+    from fake_endpoint import FakeEndpoint
+    from sdk_agents import content_responder
+
+    exporter, tracer = traced
+    with FakeEndpoint(responder=content_responder) as ep:
+        _run_agent(tracer, ep.api_base, task)
+    return _export(exporter, path)
+
+
+def test_an_openinference_trace_reads_as_the_agent_s_trajectory(
+    traced: tuple[Any, Any], tmp_path: Path
+) -> None:
+    traj = load(_trace(traced, tmp_path / "trace.json", "Capitals of: France, Atlantis"))
+    assert traj["agent"]["name"] == "capitals"
+    assert [s["source"] for s in traj["steps"]] == ["system", "user", "agent", "agent"]
+    calls, answer = traj["steps"][2], traj["steps"][3]
+    assert [c["arguments"] for c in calls["tool_calls"]] == [
+        {"country": "France"},
+        {"country": "Atlantis"},
+    ]
+    # The tool spans name no call: each joins the call of its tool and arguments.
+    ids = [c["tool_call_id"] for c in calls["tool_calls"]]
+    results = calls["observation"]["results"]
+    assert [r["source_call_id"] for r in results] == ids
+    assert results[0]["content"] == "Paris" and "error" not in results[0].get("extra", {})
+    assert results[1]["content"] == "ValueError: no country called Atlantis"
+    assert results[1]["extra"]["error"] is True
+    assert answer["message"].startswith("Capitals: Paris")
+    sh = shape(traj)
+    assert (sh.llm_calls, sh.tools, sh.crashed, tool_errors(traj)) == (
+        2,
+        ("lookup", "lookup"),
+        False,
+        1,
+    )
+    assert sh.prompt_tokens > 0 and sh.completion_tokens > 0
+    # What no step holds stays, by span name; the request and response bodies (their ids
+    # differ every run) and the flattened messages do not.
+    kept = traj["extra"]["otel"]
+    assert kept["ChatCompletion"][0]["llm.system"] == "openai"
+    assert not any(
+        k.startswith(("input.", "output.", "llm.input_messages")) for k in kept["lookup"][0]
+    )
+    shown = CliRunner().invoke(main, ["show", str(tmp_path / "trace.json")])
+    assert shown.exit_code == 0, shown.output
+    assert "lookup" in shown.output and "Capitals: Paris" in shown.output
+
+
+def test_two_openinference_traces_diff_as_behaviour(
+    traced: tuple[Any, Any], tmp_path: Path
+) -> None:
+    before = _trace(traced, tmp_path / "before.json", "Capitals of: France")
+    after = _trace(traced, tmp_path / "after.json", "Capitals of: France, Atlantis")
+    same = CliRunner().invoke(main, ["diff", str(before), str(before)])
+    assert same.exit_code == 0, same.output
+    changed = CliRunner().invoke(main, ["diff", str(before), str(after)])
+    assert changed.exit_code == 1, changed.output
+    assert "lookup" in changed.output
