@@ -20,6 +20,7 @@ from evalrunner._jsonio import dumps, read_json
 from evalrunner._next import NextStep, Placeholder
 from evalrunner.cli._options import terminal_safe
 from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
+from evalrunner.core._shape import tool_errors
 from evalrunner.errors import FileFormatError
 
 
@@ -130,12 +131,14 @@ def _refuse_yaml(path: Path) -> None:
         )
 
 
-def _lines(sh: Shape) -> list[str]:
+def _lines(sh: Shape, failed: int) -> list[str]:
+    """``failed``: the tool executions the trajectory marks failed (its spans saw them)."""
     answer = sh.final_answer if sh.final_answer is None else repr(sh.final_answer[:200])
     return [
         f"steps       {sh.step_count}",
         f"model calls {sh.llm_calls}",
-        f"tool calls  {sh.tool_calls}  {_tool_line(sh)}",
+        f"tool calls  {sh.tool_calls}  {_tool_line(sh)}"
+        + (f"  ({failed} failed)" if failed else ""),
         f"sub-agents  {sh.subagent_count}"
         + (f" ({sh.subagents_crashed} crashed)" if sh.subagents_crashed else ""),
         f"tokens      {sh.prompt_tokens} prompt, {sh.completion_tokens} completion",
@@ -172,7 +175,7 @@ def show(file: Path, strict: bool, as_json: bool) -> None:
     if as_json:
         click.echo(dumps(doc), nl=False)
         return
-    lines = _lines(shape(doc))
+    lines = _lines(shape(doc), tool_errors(doc))
     outcome = _run_outcome(file)
     if outcome is not None:
         # A run file's record says how the run ended; "crashed" from the trajectory alone

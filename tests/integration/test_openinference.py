@@ -149,6 +149,7 @@ def test_an_openinference_trace_reads_as_the_agent_s_trajectory(
     shown = CliRunner().invoke(main, ["show", str(tmp_path / "trace.json")])
     assert shown.exit_code == 0, shown.output
     assert "lookup" in shown.output and "Capitals: Paris" in shown.output
+    assert "tool calls  2  lookup x2  (1 failed)" in shown.output
 
 
 def test_two_openinference_traces_diff_as_behaviour(
