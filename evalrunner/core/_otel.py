@@ -142,7 +142,6 @@ class _Reader:
         builder = TrajectoryBuilder(name, trajectory_id=run.id or None, clock=lambda: self.now)
         subagents: list[dict[str, Any]] = []
         unread: dict[str, list[dict[str, Any]]] = {}
-        pending: list[ToolCallRecord] = []
         for span in sorted(self._own(run), key=lambda s: (s.start, s.end)):
             self.now = _iso(span.start)
             if span.operation in _AGENT_RUNS:
@@ -150,7 +149,7 @@ class _Reader:
                 subagents.append(sub)
                 builder.link_subagent(sub["trajectory_id"], _calling_tool(span, self.spans))
             else:
-                _step(builder, span, unread, pending)
+                _step(builder, span, unread)
         traj = builder.build(subagents=subagents)
         extra = traj.setdefault("extra", {})
         if run.error is not None:
@@ -170,19 +169,14 @@ class _Reader:
                 yield from self._own(child)
 
 
-def _step(
-    builder: TrajectoryBuilder,
-    span: _Span,
-    unread: dict[str, list[Any]],
-    pending: list[ToolCallRecord],
-) -> None:
+def _step(builder: TrajectoryBuilder, span: _Span, unread: dict[str, list[Any]]) -> None:
     """One span of the run's own into the steps (a model call, a tool's execution), and
-    what of it no step holds into ``unread``. ``pending``: the calls the model made that
-    no execution has answered yet, for executions that do not say which call they ran."""
+    what of it no step holds into ``unread``."""
     if span.operation in _MODEL_CALLS:
-        pending[:] = _model_call(builder, span)
+        _model_call(builder, span)
     elif span.operation == "execute_tool":
-        _tool_execution(builder, span, pending)
+        # Its result or (it raised) its error, marked, as the observation of its call.
+        builder.add_tool_execution(execution_of(span.attributes, span.error))
     if kept := _unread(span):
         unread.setdefault(span.name, []).append(kept)
 
@@ -204,8 +198,7 @@ def _calling_tool(agent: _Span, spans: Mapping[str, _Span]) -> str | None:
     return None
 
 
-def _model_call(builder: TrajectoryBuilder, span: _Span) -> list[ToolCallRecord]:
-    """A model call as its agent step; the tool calls it made."""
+def _model_call(builder: TrajectoryBuilder, span: _Span) -> None:
     attrs = span.attributes
     tools = _json(attrs.get("gen_ai.tool.definitions"))
     builder.ingest_messages(_sent(attrs), tools if isinstance(tools, list) else None)
@@ -220,7 +213,6 @@ def _model_call(builder: TrajectoryBuilder, span: _Span) -> list[ToolCallRecord]
             model=_model(attrs),
         )
     )
-    return calls
 
 
 def _sent(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -270,32 +262,6 @@ def _count(value: Any) -> int:
 def _model(attrs: Mapping[str, Any]) -> str | None:
     model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
     return str(model) if model else None
-
-
-def _tool_execution(builder: TrajectoryBuilder, span: _Span, pending: list[ToolCallRecord]) -> None:
-    """A tool's execution as the observation of the call that asked for it: its result, or
-    (it raised) its error, marked as one."""
-    attrs = span.attributes
-    call_id = attrs.get("gen_ai.tool.call.id") or _answered(attrs, pending)
-    if span.error is not None:
-        builder.add_tool_result(str(call_id) if call_id else None, span.error, error=True)
-        return
-    result = attrs.get("gen_ai.tool.call.result")
-    builder.add_tool_result(str(call_id) if call_id else None, "" if result is None else result)
-
-
-def _answered(attrs: Mapping[str, Any], pending: list[ToolCallRecord]) -> str | None:
-    """The id of the call an execution that names none ran (OpenInference's tool spans name
-    the tool and its arguments, not the call): the first pending call of that tool with
-    the same arguments, else the first of that tool; taken off ``pending``."""
-    name = attrs.get("gen_ai.tool.name")
-    same = [c for c in pending if c.name == name]
-    args = _json(attrs.get("gen_ai.tool.call.arguments"))
-    call = next((c for c in same if _json(c.arguments) == args), same[0] if same else None)
-    if call is None:
-        return None
-    pending.remove(call)
-    return call.id or None
 
 
 def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:

@@ -144,7 +144,7 @@ class CaptureScope:
         return self
 
     def _tool_ran(self, execution: ToolExecution) -> None:
-        self.builder.add_tool_result(execution.call_id, execution.content, error=execution.error)
+        self.builder.add_tool_execution(execution)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any

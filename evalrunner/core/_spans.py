@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolExecution", "read_tool_spans", "tool_spans_to", "with_tool_executions"]
+from evalrunner.core._openinference import as_genai
+
+__all__ = [
+    "ToolExecution",
+    "pick_call",
+    "read_tool_spans",
+    "tool_spans_to",
+    "with_tool_executions",
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,9 @@ class ToolExecution:
     content: str
     """The tool's result, or what it raised (``RuntimeError: ...``) where it failed."""
     error: bool
+    arguments: str | None = None
+    """What the span says the tool was called with (JSON text), for an execution that names
+    no call (:func:`pick_call`)."""
 
 
 Sink = Callable[[ToolExecution], None]
@@ -91,9 +103,11 @@ class ToolSpans:
     def on_end(self, span: Any) -> None:
         sink = _sink.get()
         attrs: Mapping[str, Any] = span.attributes or {}
-        if sink is None or attrs.get("gen_ai.operation.name") != "execute_tool":
+        if sink is None:
             return
-        sink(execution_of(attrs, _raised(span)))
+        attrs = as_genai(dict(attrs), str(getattr(span, "name", "")))  # OpenInference's too
+        if attrs.get("gen_ai.operation.name") == "execute_tool":
+            sink(execution_of(attrs, _raised(span)))
 
     def shutdown(self) -> None:
         pass
@@ -107,12 +121,53 @@ def execution_of(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
     raised, where it ended in error)."""
     call_id = attrs.get("gen_ai.tool.call.id")
     result = attrs.get("gen_ai.tool.call.result")
+    arguments = attrs.get("gen_ai.tool.call.arguments")
     return ToolExecution(
         call_id=str(call_id) if call_id else None,
         name=str(attrs.get("gen_ai.tool.name") or ""),
-        content=raised if raised is not None else ("" if result is None else str(result)),
+        content=raised if raised is not None else _text(result),
         error=raised is not None,
+        arguments=None if arguments is None else str(arguments),
     )
+
+
+def _text(result: object) -> str:
+    """A tool's result as text: a string as it is, a structured value (an OTLP list or
+    key-value list) as JSON."""
+    if result is None:
+        return ""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, sort_keys=True, default=str)
+
+
+def pick_call(
+    calls: Iterable[Mapping[str, Any]], name: str, arguments: object, taken: set[str]
+) -> str | None:
+    """The id of the call an execution that names none ran (OpenInference's tool spans name
+    the tool and its arguments, not the call): among ``calls`` (ATIF tool calls, in the
+    order the model made them) not in ``taken``, the first of that tool with the same
+    arguments, else the first of that tool. Added to ``taken``."""
+    same = [c for c in calls if c.get("function_name") == name and _id(c) and _id(c) not in taken]
+    wanted = _parsed(arguments)
+    alike = [c for c in same if _parsed(c.get("arguments")) == wanted]
+    chosen = [*alike, *same][:1]
+    taken.update(_id(c) for c in chosen)
+    return _id(chosen[0]) if chosen else None
+
+
+def _id(call: Mapping[str, Any]) -> str:
+    return str(call.get("tool_call_id") or "")
+
+
+def _parsed(arguments: object) -> object:
+    """Arguments as JSON text or already parsed, compared as parsed values."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
 
 
 def _raised(span: Any) -> str | None:
@@ -144,14 +199,26 @@ def with_tool_executions(
     content), a result the model never saw added. Executions of no call the trajectory
     holds (a tool the agent ran by itself) are listed under ``extra.tool_executions``."""
     steps = _calling_steps(trajectory)
-    unjoined = [
-        {"name": ex.name, "content": ex.content, "error": ex.error}
-        for ex in executions
-        if not _joined_to(steps.get(ex.call_id or ""), ex)
-    ]
+    calls = _calls(trajectory)
+    taken = {ex.call_id for ex in executions if ex.call_id}
+    unjoined = []
+    for ex in executions:
+        call_id = ex.call_id or pick_call(calls, ex.name, ex.arguments, taken)
+        if not _joined_to(steps.get(call_id or ""), ex, call_id):
+            unjoined.append({"name": ex.name, "content": ex.content, "error": ex.error})
     if unjoined:
         trajectory.setdefault("extra", {}).setdefault("tool_executions", []).extend(unjoined)
     return trajectory
+
+
+def _calls(trajectory: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every tool call of the trajectory and its sub-agents, in order."""
+    return [
+        call
+        for traj in _trajectories(trajectory)
+        for step in traj.get("steps") or []
+        for call in step.get("tool_calls") or []
+    ]
 
 
 def _calling_steps(trajectory: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -164,14 +231,14 @@ def _calling_steps(trajectory: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _joined_to(step: dict[str, Any] | None, ex: ToolExecution) -> bool:
-    """Join ``ex`` to the call ``step`` made; False where there is no such step."""
+def _joined_to(step: dict[str, Any] | None, ex: ToolExecution, call_id: str | None) -> bool:
+    """Join ``ex`` to call ``call_id``, which ``step`` made; False where there is no such step."""
     if step is None:
         return False
     results = step.setdefault("observation", {}).setdefault("results", [])
-    result = next((r for r in results if r.get("source_call_id") == ex.call_id), None)
+    result = next((r for r in results if r.get("source_call_id") == call_id), None)
     if result is None:
-        result = {"source_call_id": ex.call_id, "content": ex.content}
+        result = {"source_call_id": call_id, "content": ex.content}
         results.append(result)
     if ex.error:
         result.setdefault("extra", {})["error"] = True

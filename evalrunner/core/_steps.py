@@ -40,6 +40,7 @@ from typing import Any
 from evalrunner._clock import iso_now
 from evalrunner._jsonio import canonical
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, field_of
+from evalrunner.core._spans import ToolExecution, pick_call
 
 SCHEMA_VERSION = "ATIF-v1.8"
 
@@ -139,6 +140,7 @@ class TrajectoryBuilder:
         self._clock = clock
         # Steps in order, and the places reserved for answers still on their way.
         self._steps: list[Step | AnswerSlot] = []
+        self._executed: set[str] = set()  # calls a tool execution has answered
         self._tool_definitions: list[dict[str, Any]] | None = None
         self._model_name: str | None = None
         self._model_calls = 0
@@ -245,6 +247,26 @@ class TrajectoryBuilder:
         """
         with self._lock:
             self._add_result(call_id, message_text(content), error=error)
+
+    def add_tool_execution(self, execution: ToolExecution) -> None:
+        """A tool's execution, as its span ended: the result of the call it names, or of
+        the call of its tool and arguments no execution has answered yet (an OpenInference
+        tool span names no call)."""
+        with self._lock:
+            call_id = execution.call_id or pick_call(
+                self._calls_made(), execution.name, execution.arguments, self._executed
+            )
+            if execution.call_id:
+                self._executed.add(execution.call_id)
+            self._add_result(call_id, message_text(execution.content), error=execution.error)
+
+    def _calls_made(self) -> list[dict[str, Any]]:
+        """Every tool call the model made so far, in order."""
+        made: dict[str, dict[str, Any]] = {}
+        for step in self._call_owner.values():
+            for call in step.get("tool_calls") or []:
+                made.setdefault(str(call.get("tool_call_id")), call)
+        return list(made.values())
 
     def link_subagent(self, trajectory_id: str, call_id: str | None = None) -> None:
         """Point the step that spawned a sub-agent at its embedded trajectory.

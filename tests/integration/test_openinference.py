@@ -35,7 +35,7 @@ _TOOLS: list[Any] = [
 
 
 @pytest.fixture
-def traced() -> Iterator[tuple[Any, Any]]:
+def traced() -> Iterator[tuple[Any, Any, Any]]:
     """The OpenAI client instrumented by OpenInference for this test only, and a tracer
     whose decorators make its tool and agent spans; the spans kept in memory."""
     from openinference.instrumentation import OITracer, TraceConfig
@@ -49,12 +49,12 @@ def traced() -> Iterator[tuple[Any, Any]]:
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
-        yield exporter, OITracer(provider.get_tracer(__name__), config=TraceConfig())
+        yield exporter, OITracer(provider.get_tracer(__name__), config=TraceConfig()), provider
     finally:
         instrumentor.uninstrument()
 
 
-def _run_agent(tracer: Any, api_base: str, task: str) -> str:
+def _run_agent(tracer: Any, api_base: str | None, task: str) -> str:
     """A hand-written tool loop on the OpenAI client: ``lookup`` raises for a country it
     does not know, and the agent tells the model so."""
     import openai
@@ -68,7 +68,9 @@ def _run_agent(tracer: Any, api_base: str, task: str) -> str:
 
     @tracer.agent(name="capitals")  # type: ignore[untyped-decorator]
     def agent(task: str) -> str:
-        client = openai.OpenAI(base_url=api_base, api_key="sk-test")
+        client = (
+            openai.OpenAI(base_url=api_base, api_key="sk-test") if api_base else openai.OpenAI()
+        )
         messages: list[Any] = [
             {"role": "system", "content": "Use the tools."},
             {"role": "user", "content": task},
@@ -102,18 +104,18 @@ def _export(exporter: Any, path: Path) -> Path:
     return path
 
 
-def _trace(traced: tuple[Any, Any], path: Path, task: str) -> Path:
+def _trace(traced: tuple[Any, Any, Any], path: Path, task: str) -> Path:
     from fake_endpoint import FakeEndpoint
     from sdk_agents import content_responder
 
-    exporter, tracer = traced
+    exporter, tracer, _ = traced
     with FakeEndpoint(responder=content_responder) as ep:
         _run_agent(tracer, ep.api_base, task)
     return _export(exporter, path)
 
 
 def test_an_openinference_trace_reads_as_the_agent_s_trajectory(
-    traced: tuple[Any, Any], tmp_path: Path
+    traced: tuple[Any, Any, Any], tmp_path: Path
 ) -> None:
     traj = load(_trace(traced, tmp_path / "trace.json", "Capitals of: France, Atlantis"))
     assert traj["agent"]["name"] == "capitals"
@@ -153,7 +155,7 @@ def test_an_openinference_trace_reads_as_the_agent_s_trajectory(
 
 
 def test_two_openinference_traces_diff_as_behaviour(
-    traced: tuple[Any, Any], tmp_path: Path
+    traced: tuple[Any, Any, Any], tmp_path: Path
 ) -> None:
     before = _trace(traced, tmp_path / "before.json", "Capitals of: France")
     after = _trace(traced, tmp_path / "after.json", "Capitals of: France, Atlantis")
@@ -162,3 +164,43 @@ def test_two_openinference_traces_diff_as_behaviour(
     changed = CliRunner().invoke(main, ["diff", str(before), str(after)])
     assert changed.exit_code == 1, changed.output
     assert "lookup" in changed.output
+
+
+def test_a_proxied_agent_s_openinference_tool_spans_mark_its_failed_tool_in_its_golden(
+    traced: tuple[Any, Any, Any], tmp_path: Path
+) -> None:
+    # Captured through the proxy, the agent's own tool spans are read as they end; they
+    # name no call, so each joins the call of its tool and arguments.
+    from fake_endpoint import FakeEndpoint
+    from sdk_agents import content_responder
+
+    from evalrunner import read_tool_spans
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.frozen._proxied import call_with_env, run_frozen_proxied
+
+    _, tracer, provider = traced
+    read_tool_spans(provider)
+    golden = tmp_path / "capitals.json"
+
+    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
+        def endpoint() -> Endpoint:
+            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
+
+        agent = call_with_env(_run_agent, tracer, None, "Capitals of: Atlantis, France")
+        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        recorded = frozen("record", ep.api_base)
+    assert recorded.ok, recorded.message
+    doc = json.loads(golden.read_text(encoding="utf-8"))
+    [step] = [s for s in doc.get("trajectory", doc)["steps"] if s.get("tool_calls")]
+    calls = {c["tool_call_id"]: c["arguments"]["country"] for c in step["tool_calls"]}
+    failed = [
+        calls[r["source_call_id"]]
+        for r in step["observation"]["results"]
+        if (r.get("extra") or {}).get("error")
+    ]
+    assert failed == ["Atlantis"]
+    assert "tool_executions" not in doc.get("trajectory", doc).get("extra", {})
+    replayed = frozen("check")  # offline: the spans say the same again
+    assert replayed.ok, replayed.message

@@ -136,3 +136,22 @@ def test_a_run_s_tool_errors_count_failed_results_sub_agents_and_tools_run_alone
     }
     assert tool_errors(trajectory) == 3
     assert tool_errors({"steps": [step(fine)]}) == 0
+
+
+def test_an_execution_that_names_no_call_joins_the_first_unanswered_call_of_its_tool() -> None:
+    from evalrunner.core._spans import pick_call
+
+    calls = [
+        {"tool_call_id": "a", "function_name": "lookup", "arguments": {"country": "France"}},
+        {"tool_call_id": "b", "function_name": "search", "arguments": {"q": "x"}},
+        {"tool_call_id": "c", "function_name": "lookup", "arguments": {"country": "Spain"}},
+        {"tool_call_id": "d", "function_name": "lookup", "arguments": {"country": "Spain"}},
+    ]
+    taken: set[str] = set()
+    # The same arguments first (as JSON text, as a span gives them), then any of the tool.
+    assert pick_call(calls, "lookup", '{"country": "Spain"}', taken) == "c"
+    assert pick_call(calls, "lookup", '{"country": "Spain"}', taken) == "d"
+    assert pick_call(calls, "lookup", "not json", taken) == "a"
+    assert pick_call(calls, "lookup", None, taken) is None  # every lookup answered
+    assert pick_call(calls, "other", None, taken) is None
+    assert taken == {"a", "c", "d"}
