@@ -40,6 +40,17 @@ _TEMP_NAMES = itertools.count()
 """Numbers the temp files of :func:`write_text_atomic` within this process (its pid names it)."""
 
 
+def json_in(value: Any, otherwise: Any = None) -> Any:
+    """An attribute or argument that may hold JSON text, parsed: a value that is not text
+    as it is, text that is not JSON as ``otherwise`` (trace attributes are written so)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return otherwise
+
+
 def write_text_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     """Write via a temp file in the same directory and rename over the target.
 

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evalrunner._jsonio import json_in
+
 __all__ = ["KIND", "as_genai"]
 
 KIND = "openinference.span.kind"
@@ -48,7 +50,7 @@ def _mapped(key: str) -> bool:
 
 
 def _model_call(attrs: Mapping[str, Any], name: str) -> dict[str, Any]:
-    tools = [_json(v) for _, v in _by_index(attrs, "llm.tools.")]
+    tools = [json_in(v, v) for _, v in _by_index(attrs, "llm.tools.")]
     return {
         _OP: "chat",
         "gen_ai.input.messages": json.dumps(_messages(attrs, "input")),
@@ -147,12 +149,3 @@ def _by_index(attrs: Mapping[str, Any], prefix: str) -> list[tuple[str, Any]]:
 def _index(rest: str) -> tuple[int, str]:
     head, _, tail = rest.partition(".")
     return (int(head), tail) if head.isdigit() else (-1, rest)
-
-
-def _json(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value

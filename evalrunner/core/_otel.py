@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
 
+from evalrunner._jsonio import json_in
 from evalrunner.core._openinference import as_genai
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
 from evalrunner.core._spans import ToolExecution, exception_text, execution_of
@@ -200,9 +201,9 @@ def _calling_tool(agent: _Span, spans: Mapping[str, _Span]) -> str | None:
 
 def _model_call(builder: TrajectoryBuilder, span: _Span) -> None:
     attrs = span.attributes
-    tools = _json(attrs.get("gen_ai.tool.definitions"))
+    tools = json_in(attrs.get("gen_ai.tool.definitions"))
     builder.ingest_messages(_sent(attrs), tools if isinstance(tools, list) else None)
-    output = _json(attrs.get("gen_ai.output.messages")) or []
+    output = json_in(attrs.get("gen_ai.output.messages")) or []
     calls = _tool_calls(output)
     builder.add_response(
         ResponseRecord(
@@ -218,8 +219,8 @@ def _model_call(builder: TrajectoryBuilder, span: _Span) -> None:
 def _sent(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What a model call was sent, as chat messages: its system instructions, then its
     input messages."""
-    messages = _chat_messages(_json(attrs.get("gen_ai.input.messages")) or [])
-    system = _texts(_json(attrs.get("gen_ai.system_instructions")) or [])
+    messages = _chat_messages(json_in(attrs.get("gen_ai.input.messages")) or [])
+    system = _texts(json_in(attrs.get("gen_ai.system_instructions")) or [])
     return [{"role": "system", "content": system}, *messages] if system else messages
 
 
@@ -299,16 +300,6 @@ def _texts(messages: list[Any]) -> str:
 
 def _arguments(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value if value is not None else {})
-
-
-def _json(value: Any) -> Any:
-    """An attribute holding JSON text (GenAI messages are exported so), parsed."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
 
 
 def _iso(unix_nano: int) -> str:

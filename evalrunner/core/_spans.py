@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalrunner._jsonio import json_in
 from evalrunner.core._openinference import as_genai
 
 __all__ = [
@@ -149,8 +150,8 @@ def pick_call(
     order the model made them) not in ``taken``, the first of that tool with the same
     arguments, else the first of that tool. Added to ``taken``."""
     same = [c for c in calls if c.get("function_name") == name and _id(c) and _id(c) not in taken]
-    wanted = _parsed(arguments)
-    alike = [c for c in same if _parsed(c.get("arguments")) == wanted]
+    wanted = json_in(arguments, arguments)  # JSON text or parsed: compared parsed
+    alike = [c for c in same if json_in(c.get("arguments"), c.get("arguments")) == wanted]
     chosen = [*alike, *same][:1]
     taken.update(_id(c) for c in chosen)
     return _id(chosen[0]) if chosen else None
@@ -158,16 +159,6 @@ def pick_call(
 
 def _id(call: Mapping[str, Any]) -> str:
     return str(call.get("tool_call_id") or "")
-
-
-def _parsed(arguments: object) -> object:
-    """Arguments as JSON text or already parsed, compared as parsed values."""
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except ValueError:
-            return arguments
-    return arguments
 
 
 def _raised(span: Any) -> str | None:
