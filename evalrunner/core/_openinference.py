@@ -29,6 +29,8 @@ _OP = "gen_ai.operation.name"
 _VALUES = ("input.value", "input.mime_type", "output.value", "output.mime_type")
 _MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _MAPPED_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "llm.tools.", "llm.token_count.")
+_PARAMETERS = "llm.invocation_parameters"
+_ADDRESSES = frozenset({"base_url", "api_base", "baseURL", "endpoint"})
 _MAPPED = frozenset({*_VALUES, "llm.model_name", "tool.name", "tool_call.id", "agent.name"})
 
 
@@ -41,8 +43,20 @@ def as_genai(attributes: dict[str, Any], name: str) -> dict[str, Any]:
     if read is None or _OP in attributes:
         return attributes
     kept = {k: v for k, v in attributes.items() if not _mapped(k)}
+    if _PARAMETERS in kept:
+        kept[_PARAMETERS] = _without_address(kept[_PARAMETERS])
     mapped = {k: v for k, v in read(attributes, name).items() if v is not None}
     return {**kept, **mapped}
+
+
+def _without_address(parameters: Any) -> Any:
+    """A model call's parameters without the address it was sent to (the OpenAI Agents
+    SDK's instrumentation writes its client's ``base_url`` there: a proxy's or a test
+    server's port differs every run, and where a request went is not what the agent did)."""
+    found = json_in(parameters, parameters)
+    if not isinstance(found, dict) or not _ADDRESSES & found.keys():
+        return parameters
+    return json.dumps({k: v for k, v in found.items() if k not in _ADDRESSES}, sort_keys=True)
 
 
 def _mapped(key: str) -> bool:

@@ -94,7 +94,7 @@ def trajectory_from_otlp(doc: Mapping[str, Any], label: str) -> dict[str, Any]:
     agents = [s for s in _walk_all(roots) if s.operation in _AGENT_RUNS]
     top = [a for a in agents if not _inside_agent(a, spans)]
     if len(top) == 1:
-        return _Reader(spans).agent(top[0])
+        return _Reader(spans).agent(_unwrapped(top[0]))
     # No agent span (a bare model client), or several runs side by side: one trajectory.
     return _Reader(spans).agent(_Span("", None, "trace", 0, 0, {}, None, children=roots))
 
@@ -104,6 +104,19 @@ def tool_executions_from_otlp(doc: Mapping[str, Any], label: str) -> list[ToolEx
     a command agent's own spans, received beside the capture proxy, add to its run."""
     spans = sorted(_spans(doc, label).values(), key=lambda s: (s.start, s.end))
     return [execution_of(s.attributes, s.error) for s in spans if s.operation == "execute_tool"]
+
+
+def _unwrapped(run: _Span) -> _Span:
+    """The agent run that ``run`` only wraps, if it does: a run with no model call or tool
+    execution of its own around exactly one other (the OpenAI Agents SDK's "Agent workflow"
+    around its agent, as OpenInference exports it) is that run, not an agent with one
+    sub-agent."""
+    own = list(_Reader.own(run))
+    inner = [s for s in own if s.operation in _AGENT_RUNS]
+    acts = [s for s in own if s.operation in _MODEL_CALLS or s.operation == "execute_tool"]
+    if len(inner) == 1 and not acts and run.error is None:
+        return _unwrapped(inner[0])
+    return run
 
 
 def _check_genai(spans: Mapping[str, _Span], label: str) -> None:
@@ -143,7 +156,7 @@ class _Reader:
         builder = TrajectoryBuilder(name, trajectory_id=run.id or None, clock=lambda: self.now)
         subagents: list[dict[str, Any]] = []
         unread: dict[str, list[dict[str, Any]]] = {}
-        for span in sorted(self._own(run), key=lambda s: (s.start, s.end)):
+        for span in sorted(self.own(run), key=lambda s: (s.start, s.end)):
             self.now = _iso(span.start)
             if span.operation in _AGENT_RUNS:
                 sub = self.agent(span)
@@ -161,13 +174,14 @@ class _Reader:
             extra["otel"] = unread
         return traj
 
-    def _own(self, run: _Span) -> Iterator[_Span]:
+    @staticmethod
+    def own(run: _Span) -> Iterator[_Span]:
         """The spans of ``run`` itself: its descendants down to (and including) any agent
         run nested in it, whose own spans are its sub-agent's."""
         for child in run.children:
             yield child
             if child.operation not in _AGENT_RUNS:
-                yield from self._own(child)
+                yield from _Reader.own(child)
 
 
 def _step(builder: TrajectoryBuilder, span: _Span, unread: dict[str, list[Any]]) -> None:

@@ -204,3 +204,79 @@ def test_a_proxied_agent_s_openinference_tool_spans_mark_its_failed_tool_in_its_
     assert "tool_executions" not in doc.get("trajectory", doc).get("extra", {})
     replayed = frozen("check")  # offline: the spans say the same again
     assert replayed.ok, replayed.message
+
+
+# -- the OpenAI Agents SDK, through OpenInference's instrumentor of it -----------------
+
+
+@pytest.fixture
+def agents_sdk() -> Iterator[Any]:
+    """The OpenAI Agents SDK's runs as OpenInference spans, kept in memory for this test
+    only (its own trace processors, which export to OpenAI's backend, removed; its tracing,
+    which the test run switches off as evalrunner does for the agents it runs, on)."""
+    pytest.importorskip("agents", reason="the `frameworks` extra")
+    oi = pytest.importorskip(
+        "openinference.instrumentation.openai_agents", reason="the `frameworks` extra"
+    )
+    from agents import set_trace_processors, set_tracing_disabled
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    set_trace_processors([])  # no export over the network
+    set_tracing_disabled(False)
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = oi.OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield exporter
+    finally:
+        instrumentor.uninstrument()
+        set_tracing_disabled(True)
+
+
+def _agents_sdk_trace(exporter: Any, path: Path, task: str) -> Path:
+    """An Agents SDK agent with a ``lookup`` tool that raises for a country it does not
+    know, on the SDK's Chat Completions model against a loopback endpoint."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+    from fake_endpoint import FakeEndpoint
+    from openai import AsyncOpenAI
+    from sdk_agents import content_responder
+
+    @function_tool  # type: ignore[misc]
+    def lookup(country: str) -> str:
+        """Capital of a country."""
+        if country != "France":
+            raise ValueError(f"no country called {country}")
+        return "Paris"
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        client = AsyncOpenAI(base_url=ep.api_base, api_key="sk-test")
+        model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+        agent = Agent(name="capitals", instructions="Use the tools.", tools=[lookup], model=model)
+        Runner.run_sync(agent, task)
+    return _export(exporter, path)
+
+
+def test_an_openai_agents_sdk_run_reads_as_its_agent_s_trajectory(
+    agents_sdk: Any, tmp_path: Path
+) -> None:
+    trace = _agents_sdk_trace(agents_sdk, tmp_path / "trace.json", "Capitals of: France, Atlantis")
+    traj = load(trace)
+    # The SDK's "Agent workflow" around the agent is not read as an agent of its own.
+    assert traj["agent"]["name"] == "capitals" and not traj.get("subagent_trajectories")
+    sh = shape(traj)
+    assert (sh.llm_calls, sh.tools, sh.crashed, tool_errors(traj)) == (
+        2,
+        ("lookup", "lookup"),
+        False,
+        1,
+    )
+    [calls] = [s for s in traj["steps"] if s.get("tool_calls")]
+    failed = [r for r in calls["observation"]["results"] if (r.get("extra") or {}).get("error")]
+    assert [r["source_call_id"] for r in failed] == [calls["tool_calls"][1]["tool_call_id"]]
+    # The same run again, against a server on another port: the same behaviour.
+    again = _agents_sdk_trace(agents_sdk, tmp_path / "again.json", "Capitals of: France, Atlantis")
+    same = CliRunner().invoke(main, ["diff", str(trace), str(again)])
+    assert same.exit_code == 0, same.output
