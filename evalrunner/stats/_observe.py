@@ -17,7 +17,13 @@ import numpy as np
 
 from evalrunner.errors import FileFormatError
 from evalrunner.stats._formulas import FloatArray, normalize_answer
-from evalrunner.suite._metrics import JUDGE_AGREEMENT, SCORE, TOOL_ERROR_RATE, TOOL_USED
+from evalrunner.suite._metrics import (
+    JUDGE_AGREEMENT,
+    SCORE,
+    SUBAGENTS,
+    TOOL_ERROR_RATE,
+    TOOL_USED,
+)
 from evalrunner.suite._record import Outcome, RunRecord
 
 LOG_OFFSETS: dict[str, float] = {
@@ -41,7 +47,7 @@ _OUTCOME_OF = {
     "crash_rate": Outcome.CRASHED,
     "skip_rate": Outcome.SKIPPED,
 }
-_COUNTS = ("step_count", "llm_calls", "tool_calls")
+_COUNTS = ("step_count", "llm_calls", "tool_calls", SUBAGENTS)
 _CONTINUOUS = ("prompt_tokens", "completion_tokens", "latency_s")
 REPORTED = ("cache_read_tokens", "cache_write_tokens", "cost_usd")
 """Continuous values only some runs have (prompt caching where the endpoint reports it, cost
@@ -281,7 +287,9 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     if answered:
         out.append(_answer_coding(pooled, answered))
     out.append(Coding("first_tool", modal(t[0] if t else None for t in tools_b)))
-    out += [Coding(m) for m in ("llm_calls", "tool_calls", *_CONTINUOUS)]
+    out += [Coding(m) for m in ("llm_calls", "tool_calls")]
+    out += _handoff_codings(pooled, tonight)
+    out += [Coding(m) for m in _CONTINUOUS]
     out += _reported_codings(pooled, tonight)
     out += _tool_codings(tools_b, tonight)
     return out + _check_codings(pooled, tonight)
@@ -301,6 +309,14 @@ def _reported_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
     if np.isfinite(pooled.numbers["tool_errors"]).any():
         out.append(Coding(TOOL_ERROR_RATE))
     return out
+
+
+def _handoff_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
+    """``subagent_count`` where some valid run on either side ran a sub-agent: a cell whose
+    agent never hands off would read 0 against 0 in every night's table."""
+    sides = [pooled] if tonight is None else [pooled, tonight]
+    handed_off = any(bool((side.valid_numbers(SUBAGENTS) > 0).any()) for side in sides)
+    return [Coding(SUBAGENTS)] if handed_off else []
 
 
 def _tool_codings(tools_b: Sequence[tuple[str, ...]], tonight: Runs | None) -> list[Coding]:

@@ -25,6 +25,7 @@ SCORE = "score"
 """A family: ``score:<check>`` per code check that gives scores (``checks: code:``)."""
 FAMILIES = (TOOL_USED, SCORE)
 TOOL_ERROR_RATE = "tool_error_rate"
+SUBAGENTS = "subagent_count"
 """Share of runs in which a tool execution failed, where runs recorded their tool errors."""
 JUDGE_AGREEMENT = "judge_agreement"
 """Share of graded runs whose judge grades agreed (``checks: judge:`` with 2+ grades)."""
@@ -147,6 +148,9 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool", note=_first_tool_note),
     Metric("llm_calls", "count", "changed", 0.33, False, "LLM calls"),
     Metric("tool_calls", "count", "changed", 0.33, False, "tool calls"),
+    # Runs handed to other agents (sub-agent trajectories: hand-offs, agents as tools): where
+    # some run on either side had one, as an agent that never hands off has nothing to show.
+    Metric(SUBAGENTS, "count", "changed", 0.33, False, "sub-agent runs"),
     # A tool that raises more often: the agent's arguments or the tool broke. Seen where the
     # run said which tools failed (its tool spans), which the model API alone does not show.
     Metric(
