@@ -28,10 +28,20 @@ KIND = "openinference.span.kind"
 _OP = "gen_ai.operation.name"
 _VALUES = ("input.value", "input.mime_type", "output.value", "output.mime_type")
 _MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-_MAPPED_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "llm.tools.", "llm.token_count.")
+# What is read into the GenAI attributes, and so not kept again; anything else stays.
+_READ_MESSAGE = re.compile(
+    r"^llm\.(input|output)_messages\.\d+\.message\.(role|content|tool_call_id"
+    r"|contents\.\d+\.message_content\.(text|type)"
+    r"|tool_calls\.\d+\.tool_call\.(id|function\.name|function\.arguments))$"
+)
+_READ_TOOL = re.compile(r"^llm\.tools\.\d+\.tool\.json_schema$")
+_TOKENS = ("llm.token_count.prompt", "llm.token_count.completion")
+_CACHE_READ = "llm.token_count.prompt_details.cache_read"
 _PARAMETERS = "llm.invocation_parameters"
 _ADDRESSES = frozenset({"base_url", "api_base", "baseURL", "endpoint"})
-_MAPPED = frozenset({*_VALUES, "llm.model_name", "tool.name", "tool_call.id", "agent.name"})
+_MAPPED = frozenset(
+    {*_VALUES, *_TOKENS, _CACHE_READ, "llm.model_name", "tool.name", "tool_call.id", "agent.name"}
+)
 
 
 def as_genai(attributes: dict[str, Any], name: str) -> dict[str, Any]:
@@ -60,20 +70,18 @@ def _without_address(parameters: Any) -> Any:
 
 
 def _mapped(key: str) -> bool:
-    return key in _MAPPED or key.startswith(_MAPPED_PREFIXES)
+    return key in _MAPPED or bool(_READ_MESSAGE.match(key) or _READ_TOOL.match(key))
 
 
 def _model_call(attrs: Mapping[str, Any], name: str) -> dict[str, Any]:
-    tools = [json_in(v, v) for _, v in _by_index(attrs, "llm.tools.")]
+    tools = [json_in(v, v) for k, v in _by_index(attrs, "llm.tools.") if _READ_TOOL.match(k)]
     return {
         _OP: "chat",
         "gen_ai.input.messages": json.dumps(_messages(attrs, "input")),
         "gen_ai.output.messages": json.dumps(_messages(attrs, "output")),
-        "gen_ai.usage.input_tokens": attrs.get("llm.token_count.prompt"),
-        "gen_ai.usage.output_tokens": attrs.get("llm.token_count.completion"),
-        "gen_ai.usage.cache_read.input_tokens": attrs.get(
-            "llm.token_count.prompt_details.cache_read"
-        ),
+        "gen_ai.usage.input_tokens": attrs.get(_TOKENS[0]),
+        "gen_ai.usage.output_tokens": attrs.get(_TOKENS[1]),
+        "gen_ai.usage.cache_read.input_tokens": attrs.get(_CACHE_READ),
         "gen_ai.request.model": attrs.get("llm.model_name"),
         "gen_ai.tool.definitions": json.dumps(tools) if tools else None,
     }

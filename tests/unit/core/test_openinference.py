@@ -62,3 +62,26 @@ def test_only_openinference_s_model_tool_and_agent_spans_are_read() -> None:
     }
     agent = as_genai({KIND: "AGENT", "agent.name": "planner"}, "run")
     assert agent["gen_ai.agent.name"] == "planner"
+
+
+def test_what_is_not_read_stays_for_extra() -> None:
+    attrs = {
+        KIND: "LLM",
+        "llm.input_messages.0.message.role": "tool",
+        "llm.input_messages.0.message.content": "Paris",
+        "llm.input_messages.0.message.tool_call_id": "c1",
+        "llm.input_messages.0.message.name": "lookup",
+        "llm.token_count.prompt": 10,
+        "llm.token_count.total": 12,
+        "llm.tools.0.tool.json_schema": "{}",
+        "llm.tools.0.tool.description": "finds capitals",
+    }
+    read = as_genai(attrs, "ChatCompletion")
+    assert {k for k in read if not k.startswith("gen_ai.")} == {
+        KIND,
+        "llm.input_messages.0.message.name",
+        "llm.token_count.total",
+        "llm.tools.0.tool.description",
+    }
+    [sent] = json.loads(str(read["gen_ai.input.messages"]))
+    assert sent["parts"] == [{"type": "tool_call_response", "id": "c1", "response": "Paris"}]
