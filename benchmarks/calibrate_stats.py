@@ -1561,6 +1561,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "e.g. 0.07,0.4,0.5",
     )
     parser.add_argument(
+        "--escalation-bars",
+        default="",
+        metavar="ENTER,KEEP",
+        help="escalation's bars to try instead of the engine's: PROMISE_ENTER (escalate at "
+        "N) and PROMISE_GATING (keep escalating), e.g. 0.03,0.1",
+    )
+    parser.add_argument(
         "--changes",
         default="",
         help="power table: only the changes whose names start with these, e.g. success,steps",
@@ -1587,6 +1594,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             binary=rates, categorical=rates, count=counts, continuous=counts
         )
         _sequential.PROMISE_ADAPTIVE_LATER = later
+    if args.escalation_bars:
+        try:
+            _sequential.PROMISE_ENTER, _sequential.PROMISE_GATING = (
+                float(x) for x in args.escalation_bars.split(",")
+            )
+        except ValueError:
+            parser.error("--escalation-bars: two numbers, e.g. 0.03,0.1")
     cfg = Config(
         seed=args.seed,
         jobs=args.jobs,
