@@ -22,7 +22,7 @@ from typing import Any
 
 from evalrunner._jsonio import json_in
 
-__all__ = ["KIND", "as_genai"]
+__all__ = ["KIND", "as_genai", "is_tool_span"]
 
 KIND = "openinference.span.kind"
 _OP = "gen_ai.operation.name"
@@ -42,6 +42,13 @@ _ADDRESSES = frozenset({"base_url", "api_base", "baseURL", "endpoint"})
 _MAPPED = frozenset(
     {*_VALUES, *_TOKENS, _CACHE_READ, "llm.model_name", "tool.name", "tool_call.id", "agent.name"}
 )
+
+
+def is_tool_span(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span is OpenInference's ``TOOL`` span (and does not say its GenAI
+    operation): told without reading the rest, for a span processor that sees every span
+    a run ends (its model calls' messages are not translated only to be dropped)."""
+    return str(attributes.get(KIND) or "").upper() == "TOOL" and _OP not in attributes
 
 
 def as_genai(attributes: dict[str, Any], name: str) -> dict[str, Any]:

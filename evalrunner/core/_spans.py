@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalrunner._jsonio import json_in
-from evalrunner.core._openinference import as_genai
+from evalrunner.core._openinference import as_genai, is_tool_span
 
 __all__ = [
     "ToolExecution",
@@ -106,7 +106,8 @@ class ToolSpans:
         attrs: Mapping[str, Any] = span.attributes or {}
         if sink is None:
             return
-        attrs = as_genai(dict(attrs), str(getattr(span, "name", "")))  # OpenInference's too
+        if is_tool_span(attrs):  # OpenInference's, read as GenAI's
+            attrs = as_genai(dict(attrs), str(getattr(span, "name", "")))
         if attrs.get("gen_ai.operation.name") == "execute_tool":
             sink(execution_of(attrs, _raised(span)))
 
