@@ -5,7 +5,8 @@
 # a loopback model (tests/support/fake_endpoint.py), they become its baseline, then its
 # lookup tool is changed to raise: the fourth night's records hold one tool error a run and
 # `tool_error_rate` reads REGRESSION, while every run still passes (the model API alone
-# shows nothing wrong). Needs pip (network or a warm cache); about two minutes.
+# shows nothing wrong). A fifth night mends the tool and makes it 0.2 s slower: its
+# `tool_latency_s` reads REGRESSION. Needs pip (network or a warm cache); about three minutes.
 #
 #     bash benchmarks/outside_tool_errors.sh [WORKDIR]
 set -u
@@ -58,3 +59,7 @@ echo "night 4 exit $?"
 echo "baseline nights' records:"; grep -oh '"tool_errors":[0-9]*' proj/results/n1/runs/*/*/*.json | sort | uniq -c
 echo "night 4's records:"; grep -oh '"tool_errors":[0-9]*' proj/results/n4/runs/*/*/*.json | sort | uniq -c
 grep -h "tool_error_rate\|^night:" night4.log
+sed -i 's/if country != "Spain":  # the change: the tool breaks/if country != "France":/; s/time.sleep(tool_seconds)/time.sleep(0.2)/' proj/agent.py
+run run --suite otel --out results/n5 >night5.log 2>&1
+echo "night 5 (the lookup mended, 0.2 s slower) exit $?"
+grep -h "tool_latency_s\|^night:" night5.log

@@ -48,12 +48,13 @@ __all__ = [
     "typical_trajectory",
 ]
 
-BASELINE_FORMAT_VERSION = 6
+BASELINE_FORMAT_VERSION = 7
 """2 added each night's ``traces``, 3 each traced run's ``first_response``; older files
 still load (without them). 4: a dataset scenario's pass^k and pass@k in the summary are
 per row, averaged (3 pooled the rows). 5: runs may hold prompt-cache tokens, a traced
-response its thinking blocks (issue 53). 6: runs may hold their tool errors (issue 56)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+response its thinking blocks (issue 53). 6: runs may hold their tool errors, 7 their tool
+latency (issue 56)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 _SUMMARY_CHECKED = 3
 """The first format whose summary is checked against its runs (older releases summed up
 otherwise)."""

@@ -25,7 +25,7 @@ from pydantic_core import ErrorDetails
 
 from evalrunner._jsonio import parse_json, pydantic_message, read_json
 from evalrunner.core._continuation import TOTALS, append
-from evalrunner.core._otel import is_otlp, trajectory_from_otlp
+from evalrunner.core._otel import is_otlp, otlp_lines, trajectory_from_otlp
 from evalrunner.errors import FileFormatError, TrajectoryError
 
 SUPPORTED_VERSIONS = ("1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
@@ -378,6 +378,9 @@ def _read(path: Path, shown: str, missing: str) -> Any:
     try:
         return read_json(path, "trajectory")
     except FileFormatError as exc:  # one error type for every bad input
+        lines = otlp_lines(path)
+        if lines is not None:
+            return lines
         raise TrajectoryError(str(exc)) from None
 
 

@@ -2,7 +2,7 @@
 
 Pure functions over ATIF dicts. What is volatile was learned by running real
 agents twice and diffing (see docs/design.md), not by reading the schema:
-ids at every level, timestamps, generation ids, cost, token-id and logprob
+ids at every level, timestamps, durations, generation ids, cost, token-id and logprob
 arrays, object addresses in reprs, provider tool-call ids, and the completion
 order of concurrent sub-agents. Volatile keys are dropped at every level
 (``agent.extra.parent_session_id`` as much as the root ``session_id``), except
@@ -36,6 +36,8 @@ DEFAULT_VOLATILE_KEYS: frozenset[str] = frozenset(
         "*GenerationId",
         "cost_usd",
         "total_cost_usd",
+        # How long a tool ran (its span's): live mode's tool_latency_s, never a golden's.
+        "duration_s",
         # Token ids and logprobs change with every sample and bloat goldens.
         "prompt_token_ids",
         "completion_token_ids",
@@ -216,6 +218,10 @@ class _Steps:
     def _result(self, res: Mapping[str, Any]) -> dict[str, Any]:
         config, call_map, volatile = self.config, self.call_map, self.config.volatile
         new = {k: _clean(v, config, k) for k, v in res.items() if not volatile[k]}
+        if new.get("extra") == {} and "duration_s" in res["extra"]:
+            # Its tool's duration was all it held: the result reads as it did untimed, so
+            # goldens recorded before tools were timed still match.
+            del new["extra"]
         src = res.get("source_call_id")
         if src is not None:
             new["source_call_id"] = call_map.setdefault(str(src), f"call_{len(call_map) + 1}")

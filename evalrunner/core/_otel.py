@@ -23,12 +23,13 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 from evalrunner._jsonio import json_in
 from evalrunner.core._openinference import as_genai
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
-from evalrunner.core._spans import ToolExecution, exception_text, execution_of
+from evalrunner.core._spans import ToolExecution, exception_text, execution_of, span_seconds
 from evalrunner.core._steps import TrajectoryBuilder
 from evalrunner.errors import TrajectoryError
 
@@ -59,6 +60,11 @@ _READ = frozenset(
 )
 
 
+_WHERE = frozenset({"server.address", "server.port"})
+"""Where the client sent its request: the endpoint's, not the agent's behaviour (the model
+it asked is kept)."""
+
+
 @dataclass
 class _Span:
     id: str
@@ -82,6 +88,20 @@ def is_otlp(doc: Any) -> bool:
     return isinstance(doc, dict) and "resourceSpans" in doc and "steps" not in doc
 
 
+def otlp_lines(path: Path) -> dict[str, Any] | None:
+    """An OTLP JSON-lines file (one export per line, as the OpenTelemetry Collector's file
+    exporter writes them) as one export of all their spans; None where ``path`` is not one
+    (its first error, as one JSON document, is then the one to report)."""
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        docs = [json.loads(line) for line in lines]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if len(docs) < 2 or not all(is_otlp(doc) for doc in docs):
+        return None
+    return {"resourceSpans": [spans for doc in docs for spans in doc["resourceSpans"] or []]}
+
+
 def trajectory_from_otlp(doc: Mapping[str, Any], label: str) -> dict[str, Any]:
     """The ATIF trajectory of the agent run an OTLP JSON export holds (see the module doc).
 
@@ -103,7 +123,11 @@ def tool_executions_from_otlp(doc: Mapping[str, Any], label: str) -> list[ToolEx
     """The ``execute_tool`` spans of an OTLP JSON export, in the order they started: what
     a command agent's own spans, received beside the capture proxy, add to its run."""
     spans = sorted(_spans(doc, label).values(), key=lambda s: (s.start, s.end))
-    return [execution_of(s.attributes, s.error) for s in spans if s.operation == "execute_tool"]
+    return [
+        execution_of(s.attributes, s.error, span_seconds(s.start, s.end))
+        for s in spans
+        if s.operation == "execute_tool"
+    ]
 
 
 def _unwrapped(run: _Span) -> _Span:
@@ -191,15 +215,21 @@ def _step(builder: TrajectoryBuilder, span: _Span, unread: dict[str, list[Any]])
         _model_call(builder, span)
     elif span.operation == "execute_tool":
         # Its result or (it raised) its error, marked, as the observation of its call.
-        builder.add_tool_execution(execution_of(span.attributes, span.error))
+        took = span_seconds(span.start, span.end)
+        builder.add_tool_execution(execution_of(span.attributes, span.error, took))
     if kept := _unread(span):
         unread.setdefault(span.name, []).append(kept)
 
 
 def _unread(span: _Span) -> dict[str, Any]:
-    """A span's attributes no step field holds, ids left out: a conversation's or a call's
-    id differs every run and would make every golden differ (the step order keeps them)."""
-    return {k: v for k, v in span.attributes.items() if k not in _READ and not k.endswith(".id")}
+    """A span's attributes no step field holds, ids and the server the client reached left
+    out: a conversation's or a call's id differs every run, as does a capture proxy's port,
+    and would make every golden differ (the step order keeps the ids' sense)."""
+    return {
+        k: v
+        for k, v in span.attributes.items()
+        if k not in _READ and k not in _WHERE and not k.endswith(".id")
+    }
 
 
 def _calling_tool(agent: _Span, spans: Mapping[str, _Span]) -> str | None:

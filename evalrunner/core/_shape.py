@@ -15,6 +15,7 @@ are not in the tool sequences, and are never the final answer.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -133,6 +134,11 @@ def _final_answer(steps: list[Mapping[str, Any]]) -> str | None:
     return None
 
 
+def final_message(trajectory: Mapping[str, Any]) -> str | None:
+    """The message of the trajectory's last agent step of new work (its final answer)."""
+    return _final_answer(trajectory.get("steps") or [])
+
+
 def shape(normalized: Mapping[str, Any]) -> Shape:
     """Extract the shape of a normalised trajectory."""
     steps = normalized.get("steps") or []
@@ -218,6 +224,50 @@ def _own_tool_errors(traj: Mapping[str, Any]) -> int:
     work = [step for step in traj.get("steps") or [] if not _copied(step)]
     results = [result for step in work for result in _results(step)]
     return sum(map(_errored, alone)) + sum(map(_failed, results))
+
+
+def tools_alone(normalized: Mapping[str, Any]) -> list[str]:
+    """The tools the run executed that no model call asked for (``extra.tool_executions``,
+    from its tool spans), by name, the top-level agent's then its sub-agents'."""
+    return [
+        str(done.get("name") or "?")
+        for traj in _walk(normalized)
+        for done in (traj.get("extra") or {}).get("tool_executions") or []
+        if isinstance(done, Mapping)
+    ]
+
+
+def tool_latency(trajectory: Mapping[str, Any]) -> float | None:
+    """Seconds per timed tool execution, on average, sub-agents included and copied context
+    left out: the ``duration_s`` the agent's tool spans gave its results and its executions
+    of no call. None where no execution was timed. Read from the trajectory as captured:
+    normalising drops every duration (two identical runs' tools never take equal times)."""
+    timed = [
+        seconds
+        for traj in _walk(trajectory)
+        for done in _executions(traj)
+        if (seconds := _duration(done)) is not None
+    ]
+    return sum(timed) / len(timed) if timed else None
+
+
+def _executions(traj: Mapping[str, Any]) -> Iterator[Any]:
+    """A trajectory's own tool results and its executions of no call, its sub-agents' left out."""
+    yield from (traj.get("extra") or {}).get("tool_executions") or []
+    for step in traj.get("steps") or []:
+        if not _copied(step):
+            yield from _results(step)
+
+
+def _duration(done: Any) -> float | None:
+    """An execution's or a result's ``duration_s`` (None where it has none that is a time)."""
+    if not isinstance(done, Mapping):
+        return None
+    extra = done.get("extra")
+    seconds = extra.get("duration_s") if isinstance(extra, Mapping) else done.get("duration_s")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None
+    return float(seconds) if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _errored(execution: Any) -> bool:

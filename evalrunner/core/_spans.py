@@ -52,6 +52,16 @@ class ToolExecution:
     arguments: str | None = None
     """What the span says the tool was called with (JSON text), for an execution that names
     no call (:func:`pick_call`)."""
+    duration_s: float | None = None
+    """How long the tool ran, from its span's start to its end (None: the span did not say)."""
+
+    def marks(self) -> dict[str, Any]:
+        """What its result's ``extra`` gains: ``error`` where it failed, ``duration_s`` where
+        timed (a volatile key: a golden never holds it, a live run's metric reads it)."""
+        found: dict[str, Any] = {"error": True} if self.error else {}
+        if self.duration_s is not None:
+            found["duration_s"] = self.duration_s
+        return found
 
 
 Sink = Callable[[ToolExecution], None]
@@ -109,7 +119,8 @@ class ToolSpans:
         if is_tool_span(attrs):  # OpenInference's, read as GenAI's
             attrs = as_genai(dict(attrs), str(getattr(span, "name", "")))
         if attrs.get("gen_ai.operation.name") == "execute_tool":
-            sink(execution_of(attrs, _raised(span)))
+            took = span_seconds(getattr(span, "start_time", None), getattr(span, "end_time", None))
+            sink(execution_of(attrs, _raised(span), took))
 
     def shutdown(self) -> None:
         pass
@@ -118,9 +129,11 @@ class ToolSpans:
         return True
 
 
-def execution_of(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
+def execution_of(
+    attrs: Mapping[str, Any], raised: str | None, duration_s: float | None = None
+) -> ToolExecution:
     """The execution an ``execute_tool`` span's attributes describe (``raised``: what it
-    raised, where it ended in error)."""
+    raised, where it ended in error; ``duration_s``: how long it ran)."""
     call_id = attrs.get("gen_ai.tool.call.id")
     result = attrs.get("gen_ai.tool.call.result")
     arguments = attrs.get("gen_ai.tool.call.arguments")
@@ -130,7 +143,16 @@ def execution_of(attrs: Mapping[str, Any], raised: str | None) -> ToolExecution:
         content=raised if raised is not None else _text(result),
         error=raised is not None,
         arguments=None if arguments is None else str(arguments),
+        duration_s=duration_s,
     )
+
+
+def span_seconds(start_ns: object, end_ns: object) -> float | None:
+    """A span's duration in seconds from its start and end (Unix nanoseconds); None where
+    either is missing or the end comes before the start (a clock that stepped back)."""
+    if not isinstance(start_ns, int) or not isinstance(end_ns, int) or not start_ns:
+        return None
+    return (end_ns - start_ns) / 1e9 if end_ns >= start_ns else None
 
 
 def _text(result: object) -> str:
@@ -197,7 +219,9 @@ def with_tool_executions(
     for ex in executions:
         call_id = ex.call_id or pick_call(calls, ex.name, ex.arguments, taken)
         if not _joined_to(steps.get(call_id or ""), ex, call_id):
-            unjoined.append({"name": ex.name, "content": ex.content, "error": ex.error})
+            unjoined.append(
+                {"name": ex.name, "content": ex.content, "error": ex.error, **ex.marks()}
+            )
     if unjoined:
         trajectory.setdefault("extra", {}).setdefault("tool_executions", []).extend(unjoined)
     return trajectory
@@ -232,8 +256,8 @@ def _joined_to(step: dict[str, Any] | None, ex: ToolExecution, call_id: str | No
     if result is None:
         result = {"source_call_id": call_id, "content": ex.content}
         results.append(result)
-    if ex.error:
-        result.setdefault("extra", {})["error"] = True
+    if marks := ex.marks():
+        result.setdefault("extra", {}).update(marks)
     return True
 
 

@@ -207,7 +207,7 @@ class TrajectoryBuilder:
         elif role == "user":
             self._new_step("user", text)
         elif role in ("tool", "function"):
-            self._add_result(call_id, text, error=False)
+            self._add_result(call_id, text, {})
 
     def add_response(
         self,
@@ -246,7 +246,7 @@ class TrajectoryBuilder:
         marks the tool as failed (``extra.error``) either way.
         """
         with self._lock:
-            self._add_result(call_id, message_text(content), error=error)
+            self._add_result(call_id, message_text(content), {"error": True} if error else {})
 
     def add_tool_execution(self, execution: ToolExecution) -> None:
         """A tool's execution, as its span ended: the result of the call it names, or of
@@ -258,7 +258,7 @@ class TrajectoryBuilder:
             )
             if execution.call_id:
                 self._executed.add(execution.call_id)
-            self._add_result(call_id, message_text(execution.content), error=execution.error)
+            self._add_result(call_id, message_text(execution.content), execution.marks())
 
     def _calls_made(self) -> list[dict[str, Any]]:
         """Every tool call the model made so far, in order."""
@@ -370,7 +370,9 @@ class TrajectoryBuilder:
         last = next((s for s in self._placed(backwards=True) if s["source"] == "agent"), None)
         return last if last is not None else self._new_step("agent", "", llm_call_count=0)
 
-    def _add_result(self, call_id: str | None, content: str, *, error: bool) -> None:
+    def _add_result(self, call_id: str | None, content: str, marks: dict[str, Any]) -> None:
+        """``content`` as the result of call ``call_id``, ``marks`` (a failed tool's
+        ``error``, a timed one's ``duration_s``) in its ``extra``."""
         step = self._call_owner.get(call_id) if call_id else None
         if step is None:
             step = self._last_agent_step()
@@ -382,12 +384,12 @@ class TrajectoryBuilder:
             if existing is not None:
                 if existing.get("content") is None:  # a sub-agent link came first
                     existing["content"] = content
-                if error:
-                    existing.setdefault("extra", {})["error"] = True
+                if marks:
+                    existing.setdefault("extra", {}).update(marks)
                 return
             result = {"source_call_id": call_id, "content": content}
-        if error:
-            result.setdefault("extra", {})["error"] = True
+        if marks:
+            result.setdefault("extra", {}).update(marks)
         _results(step).append(result)
 
 

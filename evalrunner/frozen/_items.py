@@ -348,7 +348,11 @@ class ScenarioItem(pytest.Item):
 
         sc = self.scenario
         agent = command_agent(
-            command_argv(sc.command, sc.input), env=sc.env, cwd=sc.cwd, timeout=sc.timeout_s
+            command_argv(sc.command, sc.input),
+            env=sc.env,
+            cwd=sc.cwd,
+            timeout=sc.timeout_s,
+            trajectory_file=sc.trajectory_file,
         )
         outcome = _proxied(
             self,

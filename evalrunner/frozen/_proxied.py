@@ -33,6 +33,7 @@ from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
+from evalrunner.core._shape import final_message
 from evalrunner.core._spans import ToolExecution, tool_spans_to, with_tool_executions
 from evalrunner.errors import ConfigError
 from evalrunner.frozen._golden import moved_hint
@@ -111,37 +112,66 @@ def call_with_env(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ProxiedA
     return run
 
 
+@dataclass(frozen=True)
+class WrittenRun:
+    """What a command with ``trajectory_file: true`` gave: its answer, and the trajectory
+    it wrote, which is its run's instead of the proxy's."""
+
+    answer: str | None
+    trajectory: dict[str, Any]
+
+
 def command_agent(
     argv: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 300.0,
+    trajectory_file: bool = False,
 ) -> ProxiedAgent:
-    """A subprocess agent: its final answer is read from stdout as in live runs."""
-    from evalrunner.suite._contract import final_answer, output_text, stderr_tail
+    """A subprocess agent: its final answer is read from stdout as in live runs (and, with
+    ``trajectory_file``, its run's trajectory from the file it writes, as in live runs)."""
+    from evalrunner.suite import _contract
 
     register_env_secrets(env or {})
 
     def run(proxy_env: Mapping[str, str]) -> Any:
         full = {**os.environ, **(env or {}), **proxy_env}
         full.update(no_proxy(full))  # the proxy is on loopback
-        try:
-            done = subprocess.run(
-                list(argv), env=full, cwd=cwd, capture_output=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
-            raise AgentFailed(
-                f"command {list(argv)!r} ran past its timeout of {timeout:g} s"
-            ) from None
-        except OSError as exc:
-            raise ConfigError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-        if done.returncode != 0:
-            tail = stderr_tail(output_text(done.stderr)) or "no stderr"
-            raise AgentFailed(f"command exited with status {done.returncode}; stderr: {tail}")
-        return final_answer(output_text(done.stdout))
+        with _contract.trajectory_file(trajectory_file) as written:
+            if written is not None:
+                full[_contract.TRAJECTORY_FILE] = str(written)
+            stdout = _finished(argv, full, cwd, timeout)
+            if written is None:
+                return _contract.final_answer(stdout)
+            try:
+                trajectory = _contract.written_trajectory(written)
+            except _contract.NoTrajectoryWritten as exc:
+                raise AgentFailed(f"command {exc}") from None
+        answer = _contract.final_answer(stdout) if stdout.strip() else final_message(trajectory)
+        return WrittenRun(answer, trajectory)
 
     return run
+
+
+def _finished(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike[str] | None, timeout: float
+) -> str:
+    """What the command printed on stdout, once it exited 0 (:class:`AgentFailed` otherwise)."""
+    from evalrunner.suite._contract import output_text, stderr_tail
+
+    try:
+        done = subprocess.run(
+            list(argv), env=dict(env), cwd=cwd, capture_output=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise AgentFailed(f"command {list(argv)!r} ran past its timeout of {timeout:g} s") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        tail = stderr_tail(output_text(done.stderr)) or "no stderr"
+        raise AgentFailed(f"command exited with status {done.returncode}; stderr: {tail}")
+    return output_text(done.stdout)
 
 
 def pinned(upstream: Upstream) -> Upstream:
@@ -217,6 +247,8 @@ class _ProxiedRun(Judging):
             # a recording to replay, and must not replace the one there.
             result = server.finish_run(RUN_ID, save=False)
         with_tool_executions(result.trajectory, executions)
+        if isinstance(output, WrittenRun):  # the command wrote its own trajectory
+            result.trajectory, output = output.trajectory, output.answer
         return result, output, error, guard
 
 

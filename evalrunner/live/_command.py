@@ -18,6 +18,11 @@ in-process agents use:
 - a non-zero exit or a signal: ``error`` is :class:`CommandFailed` with the
   tail of stderr (``crashed``);
 - otherwise the final answer is read from stdout (:func:`final_answer`).
+
+A scenario with ``trajectory_file: true`` takes the run's trajectory from the file the
+command wrote (its ATIF trajectory or its own OTLP JSON trace) instead of the proxy's; a
+command that wrote none, or one that cannot be read, crashed
+(:class:`~evalrunner.suite._contract.NoTrajectoryWritten`).
 """
 
 from __future__ import annotations
@@ -28,13 +33,24 @@ import os
 import re
 import signal
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
-from evalrunner.suite._contract import command_argv, final_answer, output_text, stderr_tail
+from evalrunner.core._shape import final_message
+from evalrunner.suite._contract import (
+    TRAJECTORY_FILE,
+    NoTrajectoryWritten,
+    command_argv,
+    final_answer,
+    output_text,
+    stderr_tail,
+    trajectory_file,
+    written_trajectory,
+)
 
 if TYPE_CHECKING:
     from evalrunner.core._transport import Gate
@@ -180,20 +196,24 @@ class CommandAgents:
         env = _with_no_proxy({**os.environ, **sc.env, **proxy.run_env(run_id)}, proxy.host)
         returncode: int | None = None
         out = err = ""
-        try:
-            returncode, out, err = await _communicate(
-                command_argv(sc.command, sc.input), env, sc.cwd, sc.timeout_s
-            )
-        except OSError as exc:  # could not start it at all (removed since the night began)
-            err = f"cannot start {sc.command[0]!r}: {exc.strerror or exc}"
-            returncode = 127
-        finally:
-            result = await asyncio.to_thread(proxy.finish_run, run_id)
+        with trajectory_file(sc.trajectory_file) as written:
+            if written is not None:
+                env[TRAJECTORY_FILE] = str(written)
+            try:
+                returncode, out, err = await _communicate(
+                    command_argv(sc.command, sc.input), env, sc.cwd, sc.timeout_s
+                )
+            except OSError as exc:  # could not start it at all (removed since the night began)
+                err = f"cannot start {sc.command[0]!r}: {exc.strerror or exc}"
+                returncode = 127
+            finally:
+                result = await asyncio.to_thread(proxy.finish_run, run_id)
+            error = _why_it_failed(returncode, err, result, sc.timeout_s)
+            trajectory, error = _taken(written, result.trajectory, error)
         timed_out = returncode is None
-        error = _why_it_failed(returncode, err, result, sc.timeout_s)
         return CaptureResult(
-            trajectory=result.trajectory,
-            output=None if error is not None else final_answer(out),
+            trajectory=trajectory,
+            output=None if error is not None else _answer(out, trajectory, sc.trajectory_file),
             error=error,
             traceback=stderr_tail(err) if error is not None else None,
             replay_errors=result.replay_errors,
@@ -206,6 +226,28 @@ class CommandAgents:
         if self._proxy is not None:
             self._proxy.stop()
             self._proxy = None
+
+
+def _answer(stdout: str, trajectory: Mapping[str, Any], written: bool) -> str | None:
+    """The command's final answer: what it printed, or, where it printed nothing and wrote
+    its trajectory, that trajectory's last message."""
+    if written and not stdout.strip():
+        return final_message(trajectory)
+    return final_answer(stdout)
+
+
+def _taken(
+    written: Path | None, proxied: dict[str, Any], error: BaseException | None
+) -> tuple[dict[str, Any], BaseException | None]:
+    """The run's trajectory: the one the command wrote where it was to write one, else the
+    proxy's; and why the run failed, a trajectory it was to write and did not included. A
+    run that failed already keeps the proxy's trajectory where it wrote none."""
+    if written is None:
+        return proxied, error
+    try:
+        return written_trajectory(written), error
+    except NoTrajectoryWritten as exc:
+        return proxied, error if error is not None else exc
 
 
 def _why_it_failed(

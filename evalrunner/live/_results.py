@@ -52,10 +52,10 @@ if TYPE_CHECKING:
 MANIFEST_FORMAT_VERSION = 2
 MANIFEST_FORMAT_VERSIONS = (1, 2)
 """Versions read: 1 lacks the plan details and ``run_ids`` (every run file belongs)."""
-RUN_FORMAT_VERSION = 3
-"""2: records may hold prompt-cache tokens (issue 53); 3: their tool errors (issue 56); 1
-and 2 still read."""
-RUN_FORMAT_VERSIONS = (1, 2, 3)
+RUN_FORMAT_VERSION = 4
+"""2: records may hold prompt-cache tokens (issue 53); 3: their tool errors, 4: their tool
+latency (issue 56); 1 to 3 still read."""
+RUN_FORMAT_VERSIONS = (1, 2, 3, 4)
 LOCK_NAME = ".lock"
 
 
@@ -469,9 +469,9 @@ def load_records(root: str | Path) -> pd.DataFrame:
 
     Columns are the fields of :class:`evalrunner.suite._record.RunRecord`
     (run_id, suite, scenario, model, index, row, outcome, reason, step_count,
-    llm_calls, tool_calls, tools, subagent_count, crashed, prompt_tokens,
+    llm_calls, tool_calls, tools, tools_alone, subagent_count, crashed, prompt_tokens,
     completion_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
-    judge_cost_usd, tool_errors, final_answer, content_hash, latency_s, attempts,
+    judge_cost_usd, tool_errors, tool_latency_s, final_answer, content_hash, latency_s, attempts,
     started_at, checks, scores, judge_grades, judge_agreed). Only the runs
     the manifest lists belong to the night.
     """

@@ -21,6 +21,7 @@ from evalrunner.suite._metrics import (
     JUDGE_AGREEMENT,
     SCORE,
     SUBAGENTS,
+    TOOL_CALLS,
     TOOL_ERROR_RATE,
     TOOL_USED,
 )
@@ -33,11 +34,13 @@ LOG_OFFSETS: dict[str, float] = {
     "cache_read_tokens": 1.0,
     "cache_write_tokens": 1.0,
     "cost_usd": 1e-6,
+    "tool_latency_s": 0.001,
 }
 """Continuous metrics are compared as log(x + offset): one token, ten milliseconds.
 
 The offset keeps an occasional zero finite without moving realistic values
-(hundreds of tokens, seconds of latency) by more than a fraction of a percent.
+(hundreds of tokens, seconds of latency) by more than a fraction of a percent. A tool's
+own latency offsets by a millisecond: a local function's microseconds are not behaviour.
 """
 
 T = TypeVar("T")
@@ -49,9 +52,9 @@ _OUTCOME_OF = {
 }
 _COUNTS = ("step_count", "llm_calls", "tool_calls", SUBAGENTS)
 _CONTINUOUS = ("prompt_tokens", "completion_tokens", "latency_s")
-REPORTED = ("cache_read_tokens", "cache_write_tokens", "cost_usd")
+REPORTED = ("cache_read_tokens", "cache_write_tokens", "cost_usd", "tool_latency_s")
 """Continuous values only some runs have (prompt caching where the endpoint reports it, cost
-where the model is priced): NaN in a run without one, left out of that metric; the metric
+where the model is priced, tool latency where tool spans timed the executions): NaN in a run without one, left out of that metric; the metric
 exists where some run on either side has one."""
 _RECORDED = ("tool_errors",)
 """Counts only some runs have (records written before the field existed): NaN in a run
@@ -76,6 +79,8 @@ class Runs:
     """Each run's dataset row (empty when no run has one)."""
     judge_agreed: tuple[bool | None, ...] = ()
     """Whether each run's judge grades agreed (empty when no run has two grades)."""
+    alone: tuple[tuple[str, ...], ...] = ()
+    """Each run's tools executed that no model call asked for (empty when no run has one)."""
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> Runs:
@@ -104,6 +109,12 @@ class Runs:
 
     def valid_tools(self) -> list[tuple[str, ...]]:
         return [self.tools[i] for i in self.valid]
+
+    def valid_executed(self) -> list[tuple[str, ...]]:
+        """Each valid run's tools: those the model called, then those run without a call."""
+        if not self.alone:
+            return self.valid_tools()
+        return [self.tools[i] + self.alone[i] for i in self.valid]
 
     def valid_numbers(self, column: str) -> FloatArray:
         values: FloatArray = self.numbers[column][list(self.valid)]
@@ -168,6 +179,7 @@ def _optional_columns(kept: Sequence[RunRecord]) -> dict[str, tuple[Any, ...]]:
         "scores": _unless_empty([r.scores for r in kept], {}),
         "rows": _unless_empty([r.row for r in kept], None),
         "judge_agreed": _unless_empty([r.judge_agreed for r in kept], None),
+        "alone": _unless_empty([tuple(r.tools_alone) for r in kept], ()),
     }
 
 
@@ -211,6 +223,9 @@ class Coding:
             return _agreed(runs)
         if name == TOOL_ERROR_RATE:
             return _tool_failed(runs)
+        if name.startswith(TOOL_CALLS + ":"):
+            tool = name.partition(":")[2]
+            return np.array([t.count(tool) for t in runs.valid_executed()], dtype=float)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
@@ -240,7 +255,7 @@ class Coding:
         if name == "tool_sequence":
             return self._atypicality(runs)
         tool = name.partition(":")[2]
-        return [tool in t for t in runs.valid_tools()]
+        return [tool in t for t in runs.valid_executed()]
 
     def _atypicality(self, runs: Runs) -> list[float]:
         """tool_sequence per valid run: 0 the usual path, 1 another known one, 2 a new one."""
@@ -291,7 +306,7 @@ def codings(pooled: Runs, tonight: Runs | None = None) -> list[Coding]:
     out += _handoff_codings(pooled, tonight)
     out += [Coding(m) for m in _CONTINUOUS]
     out += _reported_codings(pooled, tonight)
-    out += _tool_codings(tools_b, tonight)
+    out += _tool_codings(pooled, tonight)
     return out + _check_codings(pooled, tonight)
 
 
@@ -319,12 +334,17 @@ def _handoff_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
     return [Coding(SUBAGENTS)] if handed_off else []
 
 
-def _tool_codings(tools_b: Sequence[tuple[str, ...]], tonight: Runs | None) -> list[Coding]:
-    """``tool_used:<name>`` for every tool seen on either side."""
-    seen = {t for seq in tools_b for t in seq}
-    if tonight is not None:
-        seen |= {t for seq in tonight.valid_tools() for t in seq}
-    return [Coding(f"{TOOL_USED}:{tool}") for tool in sorted(seen)]
+def _tool_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
+    """``tool_used:<name>`` for every tool seen on either side, and ``tool_calls:<name>``
+    for every tool some run on either side called twice or more: where no run did, its
+    count is its ``tool_used`` share, and a second row would only repeat it."""
+    sides = [pooled] if tonight is None else [pooled, tonight]
+    counts = [Counter(t) for side in sides for t in side.valid_executed()]
+    seen = sorted({tool for count in counts for tool in count})
+    repeated = sorted({tool for count in counts for tool, n in count.items() if n > 1})
+    return [Coding(f"{TOOL_USED}:{tool}") for tool in seen] + [
+        Coding(f"{TOOL_CALLS}:{tool}") for tool in repeated
+    ]
 
 
 def _answer_coding(pooled: Runs, answered: Sequence[int]) -> Coding:
@@ -366,6 +386,7 @@ def concat(parts: Sequence[Runs]) -> Runs:
         scores=_pooled(parts, "scores", {}),
         rows=_pooled(parts, "rows", None),
         judge_agreed=_pooled(parts, "judge_agreed", None),
+        alone=_pooled(parts, "alone", ()),
     )
 
 

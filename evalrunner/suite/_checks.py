@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.core._normalize import NormalizeConfig, normalize
-from evalrunner.core._shape import Shape, cache_tokens, shape, tool_errors
+from evalrunner.core._shape import (
+    Shape,
+    cache_tokens,
+    shape,
+    tool_errors,
+    tool_latency,
+    tools_alone,
+)
 from evalrunner.suite._schema import Checks
 
 if TYPE_CHECKING:
@@ -32,6 +39,10 @@ class Judged:
     """Prompt tokens read from and written to the provider's cache (None: not reported)."""
     tool_errors: int = 0
     """Tool executions the run said failed (:func:`~evalrunner.core._shape.tool_errors`)."""
+    tool_latency: float | None = None
+    """Seconds per timed tool execution (:func:`~evalrunner.core._shape.tool_latency`)."""
+    tools_alone: tuple[str, ...] = ()
+    """Tools run that no model call asked for (:func:`~evalrunner.core._shape.tools_alone`)."""
 
 
 def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
@@ -41,7 +52,9 @@ def judged(result: CaptureResult, config: NormalizeConfig) -> Judged:
     output = getattr(result.output, "answer", result.output)
     answer = output if isinstance(output, str) or output is None else sh.final_answer
     tools = list(sh.tools) + [t for sub in sh.subagent_tools for t in sub]
-    return Judged(sh, answer, tools, cache_tokens(normalized), tool_errors(normalized))
+    took = tool_latency(result.trajectory)  # durations are gone once normalised
+    alone = tuple(tools_alone(normalized))
+    return Judged(sh, answer, tools, cache_tokens(normalized), tool_errors(normalized), took, alone)
 
 
 def failed_tool_results(trajectory: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

@@ -2,16 +2,23 @@
 
 An in-process agent (``agent: pkg.mod:fn``) gets a :class:`RunContext`; a
 ``command:`` agent gets its task in its argv (:func:`command_argv`) and prints
-its final answer on stdout (:func:`final_answer`). suites/README.md documents
-both for users; frozen and live mode read them here.
+its final answer on stdout (:func:`final_answer`); one with ``trajectory_file: true``
+also writes its run's trajectory where :data:`TRAJECTORY_FILE` says
+(:func:`trajectory_file`, :func:`written_trajectory`). suites/README.md documents
+all of it for users; frozen and live mode read them here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from evalrunner.errors import TrajectoryError
 
 if TYPE_CHECKING:
     from evalrunner.suite._settings import ResolvedScenario
@@ -124,3 +131,42 @@ def _said_final_answer(line: str) -> dict[str, Any] | None:
 def stderr_tail(stderr: str, limit: int = STDERR_TAIL_CHARS) -> str:
     text = stderr.strip()
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+TRAJECTORY_FILE = "EVALRUNNER_TRAJECTORY_FILE"
+"""The variable naming the file a ``trajectory_file: true`` command writes its run's
+trajectory to: an ATIF trajectory, or an OTLP JSON export of its own trace."""
+
+
+class NoTrajectoryWritten(Exception):
+    """A ``trajectory_file: true`` command wrote no trajectory, or one that cannot be read:
+    its run crashed (the agent broke its contract; no fault of the endpoint's), as
+    :class:`~evalrunner.live._command.CommandFailed` says of an exit status."""
+
+
+@contextlib.contextmanager
+def trajectory_file(wanted: bool) -> Iterator[Path | None]:
+    """A fresh path for one run's trajectory file (None: the run writes none), removed
+    with whatever the run left there once the block ends."""
+    if not wanted:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="evalrunner-run-") as where:
+        yield Path(where) / "trajectory.json"
+
+
+def written_trajectory(path: Path) -> dict[str, Any]:
+    """The trajectory a command wrote to ``path`` (ATIF, or an OTLP JSON trace export), read
+    as ``evalrunner show`` reads one. :class:`NoTrajectoryWritten` says in one line what is
+    wrong where it wrote none or one that cannot be read."""
+    from evalrunner.core._atif import load
+
+    if not path.is_file():
+        raise NoTrajectoryWritten(
+            f"wrote no trajectory to ${TRAJECTORY_FILE}: a command with trajectory_file: true "
+            "writes its run's ATIF trajectory or OTLP JSON trace export there before it exits"
+        )
+    try:
+        return load(path, name=f"the trajectory it wrote to ${TRAJECTORY_FILE}")
+    except TrajectoryError as exc:
+        raise NoTrajectoryWritten(str(exc)) from None

@@ -23,7 +23,10 @@ TOOL_USED = "tool_used"
 """A family: ``tool_used:<name>`` per tool seen; a margin or gating entry ``tool_used`` covers all."""
 SCORE = "score"
 """A family: ``score:<check>`` per code check that gives scores (``checks: code:``)."""
-FAMILIES = (TOOL_USED, SCORE)
+TOOL_CALLS = "tool_calls"
+"""The count of every tool's calls, and a family: ``tool_calls:<name>``, one tool's calls
+and executions no model call asked for, per tool some run called twice or more."""
+FAMILIES = (TOOL_USED, SCORE, TOOL_CALLS)
 TOOL_ERROR_RATE = "tool_error_rate"
 SUBAGENTS = "subagent_count"
 """Share of runs in which a tool execution failed, where runs recorded their tool errors."""
@@ -147,7 +150,7 @@ REGISTRY: tuple[Metric, ...] = (
     ),
     Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool", note=_first_tool_note),
     Metric("llm_calls", "count", "changed", 0.33, False, "LLM calls"),
-    Metric("tool_calls", "count", "changed", 0.33, False, "tool calls"),
+    Metric(TOOL_CALLS, "count", "changed", 0.33, False, "tool calls"),
     # Runs handed to other agents (sub-agent trajectories: hand-offs, agents as tools): where
     # some run on either side had one, as an agent that never hands off has nothing to show.
     Metric(SUBAGENTS, "count", "changed", 0.33, False, "sub-agent runs"),
@@ -166,6 +169,17 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("prompt_tokens", "continuous", "higher", 1.25, False, "prompt tokens"),
     Metric("completion_tokens", "continuous", "higher", 1.25, False, "completion tokens"),
     Metric("latency_s", "continuous", "higher", 1.25, False, "latency (s)"),
+    # A tool that got slower (its API, its data): seconds per execution, where the run's
+    # tool spans timed them; the run's own latency hides it behind the model's.
+    Metric(
+        "tool_latency_s",
+        "continuous",
+        "higher",
+        1.25,
+        False,
+        "tool latency (s)",
+        "valid runs whose tool spans timed their executions",
+    ),
     # Prompt caching, where the endpoint reports it: fewer tokens read from the cache and
     # more written to it both mean the cache stopped holding (a prompt's prefix changed).
     Metric("cache_read_tokens", "continuous", "lower", 1.25, False, "cache read tokens"),

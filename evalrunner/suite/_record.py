@@ -143,6 +143,12 @@ class RunRecord(BaseModel):
         default_factory=list,
         description="Ordered tool-call names: the top-level agent's, then each sub-agent's in normalised order.",
     )
+    tools_alone: list[str] = Field(
+        default_factory=list,
+        description="Tools the run executed that no model call asked for (its tool spans), by "
+        "name; with ``tools``, the per-tool call counts ('tool_calls:<tool>'). Written only "
+        "when there is one.",
+    )
     subagent_count: int = Field(default=0, description="Embedded sub-agent trajectories.")
     crashed: bool = Field(default=False, description="The agent raised inside the capture scope.")
     prompt_tokens: int = Field(default=0, description="Prompt tokens, sub-agents included.")
@@ -180,6 +186,13 @@ class RunRecord(BaseModel):
         "record_tool_result(error=True) marked (metric 'tool_error_rate'). An agent that "
         "reports neither reads 0; absent in records written before this field existed.",
     )
+    tool_latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds per tool execution, on average, where the run's tool spans "
+        "timed them (metric 'tool_latency_s'); written only when some execution was timed.",
+    )
     final_answer: str | None = Field(default=None, description="Message of the last agent step.")
     content_hash: str | None = Field(default=None, description="Hash of the normalised trajectory.")
     # NaN or infinity is refused here, where the record is made: JSON cannot hold it (it
@@ -213,7 +226,7 @@ class RunRecord(BaseModel):
     def _names_are_ours(self) -> RunRecord:
         # Its scenario, check, score and tool names key our own files (a check's result,
         # a tool's metric): named like a secret, they are still not one (issue 53).
-        register_names([self.scenario, *self.checks, *self.scores, *self.tools])
+        register_names([self.scenario, *self.checks, *self.scores, *self.tools, *self.tools_alone])
         return self
 
     @field_serializer("outcome")
@@ -226,7 +239,7 @@ class RunRecord(BaseModel):
         # Records from before these fields existed, and runs without them, are written as
         # before.
         data: dict[str, Any] = handler(self)
-        for name in ("scores", "judge_grades"):
+        for name in ("scores", "judge_grades", "tools_alone"):
             if not data.get(name):
                 data.pop(name, None)
         for name in (
@@ -237,6 +250,7 @@ class RunRecord(BaseModel):
             "cost_usd",
             "judge_cost_usd",
             "tool_errors",
+            "tool_latency_s",
         ):
             if data.get(name) is None:
                 data.pop(name, None)

@@ -49,6 +49,7 @@ FINGERPRINTED_FIELDS: frozenset[str] = frozenset(
         "command",
         "env",
         "cwd",
+        "trajectory_file",
         "input",
         "tools",
         "checks",
@@ -62,7 +63,7 @@ FINGERPRINTED_FIELDS: frozenset[str] = frozenset(
     }
 )
 """ResolvedScenario fields that decide whether a baseline still describes the scenario."""
-_OMITTED_WHEN_UNSET = ("command", "env", "cwd", "data")
+_OMITTED_WHEN_UNSET = ("command", "env", "cwd", "trajectory_file", "data")
 """Fields added after format 1's first baselines: left out of the hash when unset, so
 every fingerprint taken before they existed still holds."""
 

@@ -177,6 +177,13 @@ class ScenarioFields(BaseModel):
         description="Working directory of command, relative to where evalrunner runs; "
         "default: that directory.",
     )
+    trajectory_file: bool = Field(
+        default=False,
+        description="The command writes its run's trajectory itself, to the file "
+        "$EVALRUNNER_TRAJECTORY_FILE names (an ATIF trajectory, or an OTLP JSON export of "
+        "its own trace), and the run is that trajectory instead of the capture proxy's; a "
+        "run that writes none crashed. Its model calls may still go through the proxy.",
+    )
     input: str = Field(
         description="The user task given to the agent; with a dataset, a template over the "
         "row's fields, e.g. 'What is the capital of {country}?'."
@@ -230,7 +237,7 @@ class ScenarioFields(BaseModel):
         if self.agent is not None and self.command is not None:
             raise located("give agent or command, not both; remove one", "command")
         if self.command is None:
-            for name in ("env", "cwd"):
+            for name in ("env", "cwd", "trajectory_file"):
                 if getattr(self, name):
                     raise located(f"{name} applies only to command agents; remove it", name)
         elif not self.command[0].strip():

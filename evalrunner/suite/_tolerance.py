@@ -35,7 +35,7 @@ def _known_metric(name: str) -> str:
 
 
 MetricName = Annotated[str, AfterValidator(_known_metric)]
-"""A metric of the registry (or ``tool_used:<tool>``); pydantic reports a wrong one at its own key."""
+"""A metric of the registry (or one of a family's: ``tool_used:<tool>``); pydantic reports a wrong one at its own key."""
 
 
 class Tolerance(BaseModel):
@@ -44,7 +44,7 @@ class Tolerance(BaseModel):
     ``margins`` holds the margins that were set; every other metric keeps its
     registry default (:func:`margin_for`). A ``tool_used`` entry sets the margin
     of every ``tool_used:<name>`` metric; a ``tool_used:<name>`` entry overrides
-    it for one tool.
+    it for one tool (``tool_calls`` and ``score`` alike).
     """
 
     # Strict: suite files are YAML, which already yields real numbers; "0.1" is a mistake.

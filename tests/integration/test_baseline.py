@@ -164,7 +164,7 @@ def test_baseline_file_format(lab: Lab, where: Path) -> None:
     suite = load_suite(lab.suites / f"{SUITE}.yaml")
     resolved = next(s for s in suite.scenarios if s.id == "capital")
     manifest = ResultsDir(lab.root / "big").read_manifest()
-    assert doc["format_version"] == BASELINE_FORMAT_VERSION == 6
+    assert doc["format_version"] == BASELINE_FORMAT_VERSION == 7
     assert (doc["suite"], doc["scenario"], doc["model"]) == (SUITE, "capital", "openai/fake")
     assert doc["fingerprint"] == resolved.fingerprint == manifest.scenarios["capital"]
     assert ISO.match(doc["created_at"]) and doc["evalrunner_version"] == __version__
@@ -321,7 +321,7 @@ def corrupt(kind: str, text: str) -> str | bytes:
 
 EXPECTED_ERRORS = {
     "truncated": r"not valid JSON at line \d+ column \d+",
-    "format_version": r"baseline format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 6, written by evalrunner [^)]+\); upgrade evalrunner to read it",
+    "format_version": r"baseline format_version 99 is newer than this evalrunner \([^)]+\) reads \(up to 7, written by evalrunner [^)]+\); upgrade evalrunner to read it",
     "missing_field": r"fingerprint: Field required; rebuild it with 'evalrunner baseline'",
     "bad_record": r"nights\.0\.records\.0\.outcome: Input should be 'passed', .*; rebuild it with 'evalrunner baseline'",
     # Its fix once (before: "...; rebuild it with ..., or restore it; rebuild it with ...").

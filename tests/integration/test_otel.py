@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from evalrunner.cli._main import main
 from evalrunner.core._atif import load
-from evalrunner.core._shape import shape
+from evalrunner.core._normalize import normalize
+from evalrunner.core._shape import shape, tool_latency
 from evalrunner.errors import TrajectoryError
 
 pydantic_ai = pytest.importorskip("pydantic_ai", reason="the `frameworks` extra")
@@ -91,6 +92,7 @@ def test_an_agent_s_own_spans_read_as_its_trajectory(spans: Any, tmp_path: Path)
     assert traj["steps"][3]["message"] == "The capital is Paris."
     sh = shape(traj)
     assert (sh.llm_calls, sh.tools, sh.crashed) == (2, ("lookup",), False)
+    assert (tool_latency(traj) or 0) > 0  # the tool span's own duration
     assert sh.prompt_tokens > 0 and traj["agent"]["name"] == "capitals"
     shown = CliRunner().invoke(main, ["show", str(tmp_path / "trace.json")])
     assert shown.exit_code == 0, shown.output
@@ -105,6 +107,26 @@ def test_a_tool_that_raised_is_a_tool_error_in_the_trajectory(spans: Any, tmp_pa
     assert results[1]["content"] == "RuntimeError: the atlas is offline"
     assert results[1]["extra"]["error"] is True
     assert traj["extra"]["crashed"] is True  # the agent run itself ended in that error
+
+
+def test_a_json_lines_export_reads_as_one_trace(spans: Any, tmp_path: Path) -> None:
+    """The OpenTelemetry Collector's file exporter writes one export per line."""
+    _agent("Paris", break_tool=False).run_sync("Capital of France?")
+    whole = load(_export(spans, tmp_path / "whole.json"))
+    doc = json.loads((tmp_path / "whole.json").read_text(encoding="utf-8"))
+    [resource] = doc["resourceSpans"]
+    [scope] = resource["scopeSpans"]
+    lines = [
+        {"resourceSpans": [{**resource, "scopeSpans": [{**scope, "spans": [span]}]}]}
+        for span in scope["spans"]
+    ]
+    assert len(lines) > 2
+    text = "\n".join(json.dumps(line) for line in lines) + "\n"
+    (tmp_path / "lines.jsonl").write_text(text, encoding="utf-8")
+    assert normalize(load(tmp_path / "lines.jsonl")) == normalize(whole)
+    (tmp_path / "broken.jsonl").write_text(text + "{not json\n", encoding="utf-8")
+    with pytest.raises(TrajectoryError, match=r"broken\.jsonl: not valid JSON at line 2 column 1"):
+        load(tmp_path / "broken.jsonl")  # not an export per line: its first error, as JSON
 
 
 def test_two_exports_diff_as_behaviour(spans: Any, tmp_path: Path) -> None:
@@ -361,11 +383,111 @@ def test_a_live_night_of_a_command_agent_sees_its_failed_tool_through_its_spans(
     def seen(records: list[RunRecord]) -> list[tuple[str, int | None]]:
         return [(str(r.outcome), r.tool_errors) for r in records]
 
-    assert seen(night("known", "Capitals of: France")) == [("passed", 0)] * 2
+    known = night("known", "Capitals of: France")
+    assert seen(known) == [("passed", 0)] * 2
     failed = night("unknown", "Capitals of: France, Atlantis")
     assert seen(failed) == [("failed", 1)] * 2
     assert all("all_tools_succeeded" in (r.reason or "") for r in failed)
-    # The proxy alone sees the retry prompt as an ordinary result: nothing failed.
-    assert (
-        seen(night("unseen", "Capitals of: France, Atlantis", "--no-spans")) == [("passed", 0)] * 2
+    # The proxy alone sees the retry prompt as an ordinary result: nothing failed, nothing timed.
+    unseen = night("unseen", "Capitals of: France, Atlantis", "--no-spans")
+    assert seen(unseen) == [("passed", 0)] * 2
+    assert [r.tool_latency_s for r in unseen] == [None, None]
+    # How long the tool ran is its span's: a lookup that sleeps 0.2 s reads at least that.
+    assert [(r.tools, r.tools_alone) for r in known] == [(["lookup"], [])] * 2
+    audited = night("audited", "Capitals of: France", "--audit")
+    assert [(r.tools, r.tools_alone) for r in audited] == [(["lookup"], ["audit"])] * 2
+    slow = night("slow", "Capitals of: France", "--tool-seconds", "0.2")
+    assert all(
+        0 <= (r.tool_latency_s or -1) < 0.2 <= (s.tool_latency_s or 0)
+        for r, s in zip(known, slow, strict=True)
     )
+
+
+# -- from files: a command that writes its own trace as its run's trajectory -----------
+
+
+def _write_trace_scenario(script: str, *flags: str, task: str) -> dict[str, Any]:
+    import sys
+
+    return {
+        "id": "capitals",
+        "command": [sys.executable, script, "{task}", "--write-trace", *flags],
+        "input": task,
+        "trajectory_file": True,
+        "checks": {"answer_contains": ["Paris"]},
+    }
+
+
+def test_a_live_night_reads_each_run_from_the_trace_its_command_wrote(tmp_path: Path) -> None:
+    import asyncio
+
+    from fake_endpoint import FakeEndpoint
+    from paths import REPO
+    from runner_agents import fake_pool, write_suite
+    from sdk_agents import content_responder
+    from suite_runs import run_suite
+
+    from evalrunner.live._results import ResultsDir
+    from evalrunner.suite._loader import load_suite
+    from evalrunner.suite._record import RunRecord
+
+    script = str(REPO / "tests" / "support" / "otel_command_agent.py")
+
+    def night(name: str, *flags: str) -> list[RunRecord]:
+        scenario = _write_trace_scenario(script, *flags, task="Capitals of: France, Atlantis")
+        suite = load_suite(write_suite(tmp_path / name, "otel", [scenario], runs=2, timeout_s=60))
+        with FakeEndpoint(responder=content_responder) as ep:
+            report = asyncio.run(
+                run_suite(suite, out=tmp_path / name / "out", pool=fake_pool(ep.api_base))
+            )
+        return report.records
+
+    written = night("written")
+    # The trace alone says the lookup failed once and how long it took (no span was sent
+    # to the proxy); the answer is the trace's last message (the command printed none).
+    assert [(str(r.outcome), r.tool_errors) for r in written] == [("passed", 1)] * 2
+    assert all(r.tool_latency_s is not None and r.final_answer for r in written)
+    assert all(r.tools == ["lookup", "lookup"] for r in written)
+    results = ResultsDir(tmp_path / "written" / "out")
+    trajectory = results.read_run(results.run_files()[0])[1]
+    assert "otel" in trajectory["extra"]  # the span reader's, not the proxy's trajectory
+    # A command that was to write its trajectory and wrote none crashed, saying so.
+    none = night("none", "--no-spans")
+    assert [str(r.outcome) for r in none] == ["crashed"] * 2
+    assert all(
+        "wrote no trajectory to $EVALRUNNER_TRAJECTORY_FILE" in (r.reason or "") for r in none
+    )
+
+
+def test_a_golden_of_a_command_that_writes_its_trace_records_and_replays(tmp_path: Path) -> None:
+    import sys
+
+    from fake_endpoint import FakeEndpoint
+    from paths import REPO
+    from sdk_agents import content_responder
+
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
+
+    script = str(REPO / "tests" / "support" / "otel_command_agent.py")
+    argv = [sys.executable, script, "Capitals of: France, Atlantis", "--write-trace"]
+    agent = command_agent(argv, trajectory_file=True)
+    golden = tmp_path / "capitals.json"
+
+    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
+        def endpoint() -> Endpoint:
+            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
+
+        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        recorded = frozen("record", ep.api_base)
+    assert recorded.ok, recorded.message
+    (failed,) = _failed(golden)
+    assert "no country called Atlantis" in failed
+    assert "otel" in json.loads(golden.read_text())["trajectory"]["extra"]
+    replayed = frozen("check")  # offline: the command writes the same trace again
+    assert replayed.ok, replayed.message
+    broken = command_agent([*argv, "--no-spans"], trajectory_file=True)
+    said = run_frozen_proxied(broken, golden_path=golden, mode="check")
+    assert not said.ok and "wrote no trajectory to $EVALRUNNER_TRAJECTORY_FILE" in said.message

@@ -113,13 +113,13 @@ def test_a_baseline_copied_from_another_suite_is_refused_in_one_line(tmp_path: P
     [
         (
             0,
-            "is not supported (expected 1, 2, 3, 4, 5 or 6); rebuild it with 'evalrunner baseline'",
+            "is not supported (expected 1, 2, 3, 4, 5, 6 or 7); rebuild it with 'evalrunner baseline'",
         ),
         # Rebuilding (or --golden-update, or re-recording) would overwrite what a newer
         # release wrote: the fix for a newer format is a newer evalrunner.
         (
-            7,
-            f"is newer than this evalrunner ({__version__}) reads (up to 6); upgrade evalrunner to read it",
+            8,
+            f"is newer than this evalrunner ({__version__}) reads (up to 7); upgrade evalrunner to read it",
         ),
     ],
     ids=["older", "newer"],
@@ -138,8 +138,8 @@ def test_a_newer_baseline_names_the_release_that_wrote_it(tmp_path: Path) -> Non
     # Every build once called itself 0.1.0; a number of its own per release now says
     # which release to upgrade to.
     path = tmp_path / "capital--m.json"
-    path.write_text('{"format_version": 7, "evalrunner_version": "9.1.0"}', encoding="utf-8")
-    with pytest.raises(NewerFormat, match=r"\(up to 6, written by evalrunner 9\.1\.0\); upgrade"):
+    path.write_text('{"format_version": 8, "evalrunner_version": "9.1.0"}', encoding="utf-8")
+    with pytest.raises(NewerFormat, match=r"\(up to 7, written by evalrunner 9\.1\.0\); upgrade"):
         load_baseline(path)
 
 

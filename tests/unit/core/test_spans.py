@@ -5,6 +5,7 @@ with pydantic-ai's own instrumentation through the capture proxy."""
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -12,6 +13,7 @@ import litellm
 import pytest
 from scripted import ScriptedTransport
 
+from evalrunner.core._normalize import normalize
 from evalrunner.core._response import ResponseRecord, ToolCallRecord
 from evalrunner.core._scope import run_captured
 from evalrunner.core._spans import ToolExecution, read_tool_spans, with_tool_executions
@@ -64,6 +66,8 @@ def _results(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_a_tool_span_that_ended_in_error_marks_its_call_failed_in_the_capture(tracer: Any) -> None:
     failed = _agent(tracer, "c1", "Atlantis")()
+    for result in _results(failed.trajectory):
+        assert result["extra"].pop("duration_s") >= 0  # every tool span is timed
     assert _results(failed.trajectory) == [
         {
             "source_call_id": "c1",
@@ -72,7 +76,26 @@ def test_a_tool_span_that_ended_in_error_marks_its_call_failed_in_the_capture(tr
         }
     ]
     worked = _agent(tracer, "c1", "France")()
-    assert _results(worked.trajectory) == [{"source_call_id": "c1", "content": "Paris"}]
+    assert _results(normalize(worked.trajectory)) == [
+        {"source_call_id": "call_1", "content": "Paris"}
+    ]
+
+
+def test_a_tool_span_s_duration_is_its_result_s_and_no_golden_holds_it(tracer: Any) -> None:
+    """Live mode reads how long each tool ran (tool_latency_s); a golden, normalised, reads
+    as one recorded before tools were timed, so it still matches its replays."""
+    from evalrunner.core._shape import tool_latency
+
+    worked = _agent(tracer, "c1", "France")()
+    (result,) = _results(worked.trajectory)
+    assert result["extra"].keys() == {"duration_s"}
+    assert tool_latency(worked.trajectory) == result["extra"]["duration_s"] > 0
+    normalized = normalize(worked.trajectory)
+    assert "duration_s" not in json.dumps(normalized)
+    assert normalize(normalized) == normalized
+    assert tool_latency(normalized) is None  # read before normalising, or not at all
+    failed = normalize(_agent(tracer, "c1", "Atlantis")().trajectory)
+    assert _results(failed)[0]["extra"] == {"error": True}
 
 
 def test_concurrent_runs_each_get_only_their_own_tool_spans(tracer: Any) -> None:
@@ -100,17 +123,17 @@ def test_a_proxied_trajectory_gets_each_execution_joined_to_its_call() -> None:
         [
             ToolExecution("a", "lookup", "ModelRetry: no", error=True),
             # The run ended before the model saw this result: the span still has it.
-            ToolExecution("b", "lookup", "Paris", error=False),
+            ToolExecution("b", "lookup", "Paris", error=False, duration_s=0.25),
             # A tool the agent ran by itself, not asked for by the model.
-            ToolExecution(None, "audit", "ok", error=False),
+            ToolExecution(None, "audit", "ok", error=False, duration_s=0.75),
         ],
     )
     assert trajectory["steps"][0]["observation"]["results"] == [
         {"source_call_id": "a", "content": "retry: no", "extra": {"error": True}},
-        {"source_call_id": "b", "content": "Paris"},
+        {"source_call_id": "b", "content": "Paris", "extra": {"duration_s": 0.25}},
     ]
     assert trajectory["extra"]["tool_executions"] == [
-        {"name": "audit", "content": "ok", "error": False}
+        {"name": "audit", "content": "ok", "error": False, "duration_s": 0.75}
     ]
     # Joined again (spans in process and exported to the proxy): nothing listed is lost.
     with_tool_executions(trajectory, [ToolExecution(None, "notify", "sent", error=False)])
@@ -155,3 +178,37 @@ def test_an_execution_that_names_no_call_joins_the_first_unanswered_call_of_its_
     assert pick_call(calls, "lookup", None, taken) is None  # every lookup answered
     assert pick_call(calls, "other", None, taken) is None
     assert taken == {"a", "c", "d"}
+
+
+def test_a_run_s_tool_latency_is_seconds_per_timed_execution_sub_agents_and_alone_included() -> (
+    None
+):
+    from evalrunner.core._shape import tool_latency
+
+    def step(*seconds: float | None, copied: bool = False) -> dict[str, Any]:
+        results = [
+            {"content": "ok", **({} if s is None else {"extra": {"duration_s": s}})}
+            for s in seconds
+        ]
+        return {"source": "agent", "is_copied_context": copied, "observation": {"results": results}}
+
+    trajectory = {
+        "steps": [step(1.0, None), step(50.0, copied=True)],  # copied context is no work
+        "extra": {"tool_executions": [{"name": "audit", "duration_s": 2.0}, {"name": "log"}]},
+        "subagent_trajectories": [{"steps": [step(3.0)]}],
+    }
+    assert tool_latency(trajectory) == 2.0  # (1 + 2 + 3) / 3 timed executions
+    assert tool_latency({"steps": [step(None)]}) is None  # untimed: no value, not zero
+    assert tool_latency({"steps": [step(-1.0), step(float("nan"))]}) is None
+
+
+def test_a_run_s_tools_alone_are_its_executions_of_no_call_sub_agents_included() -> None:
+    from evalrunner.core._shape import tools_alone
+
+    trajectory = {
+        "steps": [],
+        "extra": {"tool_executions": [{"name": "audit"}, {"content": "no name"}]},
+        "subagent_trajectories": [{"steps": [], "extra": {"tool_executions": [{"name": "log"}]}}],
+    }
+    assert tools_alone(trajectory) == ["audit", "?", "log"]
+    assert tools_alone({"steps": []}) == []

@@ -386,6 +386,10 @@ def test_a_parquet_history_written_by_0_2_0_reads_and_is_written_the_same_way(
     intervals = ["baseline_ci", "night_ci", "effect_ci", "mean_diff_ci", "evidence_ci"]
     assert layout["tables"]["verdicts"]["json_columns"] == intervals  # type: ignore[index]
     layout["tables"]["verdicts"]["json_columns"] = []  # type: ignore[index]
+    # A run's tools executed with no model call asking (issue 56) are a column of their own.
+    records = layout["tables"]["records"]  # type: ignore[index]
+    assert records["json_columns"] == ["tools", "checks", "scores", "judge_grades"]
+    records["json_columns"] = ["tools", "tools_alone", "checks", "scores", "judge_grades"]
     assert _layout(Path(again)) == {**layout, "format_version": COLUMNAR_FORMAT_VERSION}
     [written] = load_history(str(tmp_path)).sources
     assert written.column("records", "outcome") == source.column("records", "outcome")

@@ -48,8 +48,10 @@ def test_outcome_rates_cover_non_infra_runs_the_rest_valid_runs() -> None:
         "skip_rate",
     }
     assert covers["tool_error_rate"] == "non-infra runs that recorded their tool errors"
+    assert covers["tool_latency_s"] == "valid runs whose tool spans timed their executions"
     assert set(covers.values()) == {
         "non-infra runs",
         "valid runs",
         "non-infra runs that recorded their tool errors",
+        "valid runs whose tool spans timed their executions",
     }
