@@ -6,7 +6,10 @@
 # lookup tool is changed to raise: the fourth night's records hold one tool error a run and
 # `tool_error_rate` reads REGRESSION, while every run still passes (the model API alone
 # shows nothing wrong). A fifth night mends the tool and makes it 0.2 s slower: its
-# `tool_latency_s` reads REGRESSION. Needs pip (network or a warm cache); about three minutes.
+# `tool_latency_s` reads REGRESSION. Last, a suite whose command writes its own trace to
+# $EVALRUNNER_TRAJECTORY_FILE (`trajectory_file: true`, no span sent to the proxy): its
+# records hold the tool errors and durations read from that file. Needs pip (network or a
+# warm cache); about three minutes.
 #
 #     bash benchmarks/outside_tool_errors.sh [WORKDIR]
 set -u
@@ -59,7 +62,22 @@ echo "night 4 exit $?"
 echo "baseline nights' records:"; grep -oh '"tool_errors":[0-9]*' proj/results/n1/runs/*/*/*.json | sort | uniq -c
 echo "night 4's records:"; grep -oh '"tool_errors":[0-9]*' proj/results/n4/runs/*/*/*.json | sort | uniq -c
 grep -h "tool_error_rate\|^night:" night4.log
-sed -i 's/if country != "Spain":  # the change: the tool breaks/if country != "France":/; s/time.sleep(tool_seconds)/time.sleep(0.2)/' proj/agent.py
+sed -i 's/if country != "Spain":  # the change: the tool breaks/if country != "France":/; s/time.sleep(slow)/time.sleep(0.2)/' proj/agent.py
 run run --suite otel --out results/n5 >night5.log 2>&1
 echo "night 5 (the lookup mended, 0.2 s slower) exit $?"
 grep -h "tool_latency_s\|^night:" night5.log
+cat > proj/suites/written.yaml <<YAML
+format_version: 1
+name: written
+models: [openai/gpt-4o-mini]
+runs: 4
+timeout_s: 60
+scenarios:
+  - id: capitals
+    command: [$WORK/venv/bin/python, agent.py, "{task}", --write-trace]
+    trajectory_file: true
+    input: "Capitals of: France, Atlantis"
+YAML
+run run --suite written --out results/w1 --no-compare >written.log 2>&1
+echo "written night exit $?"; tail -1 written.log
+echo "its records:"; grep -oh '"outcome":"[a-z]*"\|"tool_errors":[0-9]*\|"tool_latency_s":[0-9.e-]*' proj/results/w1/runs/*/*/*.json | sort | uniq -c | sort -rn | head -4

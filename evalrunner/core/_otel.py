@@ -56,6 +56,9 @@ _READ = frozenset(
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "gen_ai.agent.name",
+        # pydantic-ai's copy of the run's whole conversation on its agent span: the model
+        # calls' spans give it step by step, and its provider call ids differ every run.
+        "pydantic_ai.all_messages",
     }
 )
 

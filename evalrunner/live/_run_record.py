@@ -48,7 +48,7 @@ def run_record(
         cache_write_tokens=run.cache[1],
         cost_usd=_cost(job, sh.prompt_tokens, sh.completion_tokens, run.cache),
         tool_errors=run.tool_errors,
-        tool_latency_s=run.tool_latency,
+        tool_latency_s=None if run.tool_latency is None else round(run.tool_latency, 6),
         final_answer=run.answer,
         content_hash=sh.content_hash,
         latency_s=round(latency, 3),

@@ -280,3 +280,39 @@ def test_an_openai_agents_sdk_run_reads_as_its_agent_s_trajectory(
     again = _agents_sdk_trace(agents_sdk, tmp_path / "again.json", "Capitals of: France, Atlantis")
     same = CliRunner().invoke(main, ["diff", str(trace), str(again)])
     assert same.exit_code == 0, same.output
+
+
+def test_a_command_agent_s_openinference_spans_exported_to_the_proxy_mark_its_failed_tool(
+    tmp_path: Path,
+) -> None:
+    """Over the wire: OpenInference's spans, sent to the capture proxy's OTLP receiver by
+    a command agent, join the proxy's trajectory as a GenAI agent's do; the golden marks
+    the lookup that raised, and replays offline."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the `frameworks` extra")
+    import sys
+
+    from fake_endpoint import FakeEndpoint
+    from paths import REPO
+    from sdk_agents import content_responder
+
+    from evalrunner.endpoints._endpoints import Endpoint
+    from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
+
+    script = str(REPO / "tests" / "support" / "openinference_command_agent.py")
+    agent = command_agent([sys.executable, script, "Capitals of: France, Atlantis"])
+    golden = tmp_path / "capitals.json"
+
+    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
+        def endpoint() -> Endpoint:
+            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
+
+        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
+
+    with FakeEndpoint(responder=content_responder) as ep:
+        recorded = frozen("record", ep.api_base)
+    assert recorded.ok, recorded.message
+    steps = json.loads(golden.read_text(encoding="utf-8"))["trajectory"]["steps"]
+    results = [r for s in steps for r in (s.get("observation") or {}).get("results") or []]
+    failed = [r["content"] for r in results if (r.get("extra") or {}).get("error")]
+    assert failed == ["error: no country called Atlantis"]  # what the model was sent, marked
+    assert frozen("check").ok  # offline: the spans come to the replaying proxy alike

@@ -460,3 +460,61 @@ def test_an_agent_s_own_keyboard_interrupt_on_a_ray_worker_crashes_its_run_and_t
         ("plain", "passed", None),
     }, found
     assert len(report.records) == 6
+
+
+def test_a_command_agent_s_own_spans_give_the_same_records_on_ray(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """Issue 56 on Ray: a command agent's spans exported to its worker's capture proxy,
+    and another's trace written as its run's trajectory, give the records the local
+    executor makes: the failed lookup, the tool run alone, each tool's duration."""
+    pytest.importorskip("pydantic_ai", reason="the `frameworks` extra")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the `frameworks` extra")
+    from sdk_agents import content_responder
+
+    script = str(REPO / "tests" / "support" / "otel_command_agent.py")
+    task = "Capitals of: France, Atlantis"
+    scenarios: list[dict[str, Any]] = [
+        {"id": "exported", "command": [sys.executable, script, "{task}", "--audit"], "input": task},
+        {
+            "id": "written",
+            "command": [sys.executable, script, "{task}", "--write-trace"],
+            "input": task,
+            "trajectory_file": True,
+        },
+    ]
+
+    def night(name: str, executor: JobExecutor) -> list[RunRecord]:
+        path = write_suite(tmp_path / name, "otel", scenarios, runs=2, timeout_s=60, concurrency=2)
+        with FakeEndpoint(responder=content_responder) as ep:
+            report = asyncio.run(
+                run_suite(
+                    load_suite(path),
+                    out=tmp_path / name / "out",
+                    pool=fake_pool(ep.api_base),
+                    executor=executor,
+                )
+            )
+        return report.records
+
+    local = night("local", LocalExecutor())
+    executor = RayExecutor(workers=2)
+    try:
+        on_ray = night("ray", executor)
+    finally:
+        executor.close()
+    timed = MACHINE_FIELDS | {"tool_latency_s"}  # how long a tool ran: the machine's too
+
+    def untimed(records: list[RunRecord]) -> list[dict[str, Any]]:
+        return sorted((r.model_dump(exclude=timed) for r in records), key=lambda r: r["run_id"])
+
+    assert untimed(on_ray) == untimed(local)
+    ran = sorted(on_ray, key=lambda r: r.run_id)
+    assert [(r.scenario, r.outcome, r.tool_errors) for r in ran] == [
+        ("exported", "passed", 1),
+        ("exported", "passed", 1),
+        ("written", "passed", 1),
+        ("written", "passed", 1),
+    ]
+    assert all(r.tool_latency_s is not None for r in on_ray)
+    assert [r.tools_alone for r in on_ray if r.scenario == "exported"] == [["audit"]] * 2
