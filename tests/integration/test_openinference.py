@@ -23,17 +23,6 @@ encoder = pytest.importorskip(
     "opentelemetry.exporter.otlp.proto.common.trace_encoder", reason="the `frameworks` extra"
 )
 
-_TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup",
-            "parameters": {"type": "object", "properties": {"country": {"type": "string"}}},
-        },
-    }
-]
-
-
 @pytest.fixture
 def traced() -> Iterator[tuple[Any, Any, Any]]:
     """The OpenAI client instrumented by OpenInference for this test only, and a tracer
@@ -55,44 +44,13 @@ def traced() -> Iterator[tuple[Any, Any, Any]]:
 
 
 def _run_agent(tracer: Any, api_base: str | None, task: str) -> str:
-    """A hand-written tool loop on the OpenAI client: ``lookup`` raises for a country it
-    does not know, and the agent tells the model so."""
+    """A hand-written tool loop on the OpenAI client (the command agent's, in process):
+    ``lookup`` raises for a country it does not know, and the agent tells the model so."""
     import openai
+    from openinference_command_agent import tool_loop
 
-    @tracer.tool  # type: ignore[untyped-decorator]
-    def lookup(country: str) -> str:
-        """Capital of a country."""
-        if country != "France":
-            raise ValueError(f"no country called {country}")
-        return "Paris"
-
-    @tracer.agent(name="capitals")  # type: ignore[untyped-decorator]
-    def agent(task: str) -> str:
-        client = (
-            openai.OpenAI(base_url=api_base, api_key="sk-test") if api_base else openai.OpenAI()
-        )
-        messages: list[Any] = [
-            {"role": "system", "content": "Use the tools."},
-            {"role": "user", "content": task},
-        ]
-        while True:
-            reply = (
-                client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=_TOOLS)
-                .choices[0]
-                .message
-            )
-            if not reply.tool_calls:
-                return str(reply.content)
-            messages.append(reply.model_dump(exclude_none=True))
-            for call in reply.tool_calls:
-                arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
-                try:
-                    said = lookup(**arguments)
-                except ValueError as exc:
-                    said = f"error: {exc}"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": said})
-
-    return str(agent(task))
+    client = openai.OpenAI(base_url=api_base, api_key="sk-test") if api_base else openai.OpenAI()
+    return tool_loop(tracer, client, task)
 
 
 def _export(exporter: Any, path: Path) -> Path:
@@ -291,28 +249,18 @@ def test_a_command_agent_s_openinference_spans_exported_to_the_proxy_mark_its_fa
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the `frameworks` extra")
     import sys
 
-    from fake_endpoint import FakeEndpoint
+    from command_goldens import recorded_and_replayed
     from paths import REPO
-    from sdk_agents import content_responder
 
-    from evalrunner.endpoints._endpoints import Endpoint
-    from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
+    from evalrunner.frozen._proxied import command_agent
 
     script = str(REPO / "tests" / "support" / "openinference_command_agent.py")
     agent = command_agent([sys.executable, script, "Capitals of: France, Atlantis"])
     golden = tmp_path / "capitals.json"
-
-    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
-        def endpoint() -> Endpoint:
-            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
-
-        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
-
-    with FakeEndpoint(responder=content_responder) as ep:
-        recorded = frozen("record", ep.api_base)
+    recorded, replayed = recorded_and_replayed(agent, golden)
     assert recorded.ok, recorded.message
     steps = json.loads(golden.read_text(encoding="utf-8"))["trajectory"]["steps"]
     results = [r for s in steps for r in (s.get("observation") or {}).get("results") or []]
     failed = [r["content"] for r in results if (r.get("extra") or {}).get("error")]
     assert failed == ["error: no country called Atlantis"]  # what the model was sent, marked
-    assert frozen("check").ok  # offline: the spans come to the replaying proxy alike
+    assert replayed.ok, replayed.message  # offline: the spans come to the replaying proxy alike

@@ -302,30 +302,19 @@ def test_a_command_agent_s_exported_spans_mark_its_failed_tool_in_its_golden(
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the `frameworks` extra")
     import sys
 
-    from fake_endpoint import FakeEndpoint
+    from command_goldens import recorded_and_replayed
     from paths import REPO
-    from sdk_agents import content_responder
 
-    from evalrunner.endpoints._endpoints import Endpoint
-    from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
+    from evalrunner.frozen._proxied import command_agent
 
     script = str(REPO / "tests" / "support" / "otel_command_agent.py")
     agent = command_agent([sys.executable, script, "Capitals of: France, Atlantis"])
     golden = tmp_path / "capitals.json"
-
-    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
-        def endpoint() -> Endpoint:
-            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
-
-        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
-
-    with FakeEndpoint(responder=content_responder) as ep:
-        recorded = frozen("record", ep.api_base)
+    recorded, replayed = recorded_and_replayed(agent, golden)
     assert recorded.ok, recorded.message
     (failed,) = _failed(golden)
     assert "no country called Atlantis" in failed
-    replayed = frozen("check")  # offline: the spans come to the replaying proxy alike
-    assert replayed.ok, replayed.message
+    assert replayed.ok, replayed.message  # offline: the spans come to the replaying proxy alike
 
 
 def test_a_trace_export_the_proxy_cannot_read_fails_the_run_naming_it(tmp_path: Path) -> None:
@@ -462,32 +451,20 @@ def test_a_live_night_reads_each_run_from_the_trace_its_command_wrote(tmp_path: 
 def test_a_golden_of_a_command_that_writes_its_trace_records_and_replays(tmp_path: Path) -> None:
     import sys
 
-    from fake_endpoint import FakeEndpoint
+    from command_goldens import recorded_and_replayed
     from paths import REPO
-    from sdk_agents import content_responder
 
-    from evalrunner.endpoints._endpoints import Endpoint
     from evalrunner.frozen._proxied import command_agent, run_frozen_proxied
 
     script = str(REPO / "tests" / "support" / "otel_command_agent.py")
     argv = [sys.executable, script, "Capitals of: France, Atlantis", "--write-trace"]
-    agent = command_agent(argv, trajectory_file=True)
     golden = tmp_path / "capitals.json"
-
-    def frozen(mode: str, api_base: str = "http://127.0.0.1:9") -> Any:
-        def endpoint() -> Endpoint:
-            return Endpoint(label="openai/fake", model="openai/fake", api_base=api_base)
-
-        return run_frozen_proxied(agent, golden_path=golden, mode=mode, endpoint=endpoint)  # type: ignore[arg-type]
-
-    with FakeEndpoint(responder=content_responder) as ep:
-        recorded = frozen("record", ep.api_base)
+    recorded, replayed = recorded_and_replayed(command_agent(argv, trajectory_file=True), golden)
     assert recorded.ok, recorded.message
     (failed,) = _failed(golden)
     assert "no country called Atlantis" in failed
     assert "otel" in json.loads(golden.read_text())["trajectory"]["extra"]
-    replayed = frozen("check")  # offline: the command writes the same trace again
-    assert replayed.ok, replayed.message
+    assert replayed.ok, replayed.message  # offline: the command writes the same trace again
     broken = command_agent([*argv, "--no-spans"], trajectory_file=True)
     said = run_frozen_proxied(broken, golden_path=golden, mode="check")
     assert not said.ok and "wrote no trajectory to $EVALRUNNER_TRAJECTORY_FILE" in said.message
