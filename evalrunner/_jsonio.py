@@ -194,11 +194,19 @@ def write_json(path: Path, obj: Any, *, compact: bool = False, sync: bool = True
     write_text_atomic(path, text, sync=sync)
 
 
-def read_json(path: Path, what: str = "file", fix: str = "", *, merged: bool = True) -> Any:
+class JsonLines(list[Any]):
+    """The documents of a JSON-lines file, one a line (:func:`read_json` with ``lines``)."""
+
+
+def read_json(
+    path: Path, what: str = "file", fix: str = "", *, merged: bool = True, lines: bool = False
+) -> Any:
     """Load JSON, turning every failure into one line that names the file.
 
     ``fix``: what to do about a file that is not valid JSON (cut short, edited).
-    ``merged``: see :func:`parse_json`.
+    ``merged``: see :func:`parse_json`. ``lines``: a file of one JSON document a line (two
+    or more) is read as their :class:`JsonLines`; a file that is neither reports its first
+    error as one document.
     """
     _regular(path, what)
     try:
@@ -212,7 +220,24 @@ def read_json(path: Path, what: str = "file", fix: str = "", *, merged: bool = T
             f"{path}: {what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
             f"{exc.start}); save it as UTF-8 JSON"
         ) from None
-    return parse_json(text, path, fix=fix, merged=merged)
+    try:
+        return parse_json(text, path, fix=fix, merged=merged)
+    except FileFormatError:
+        found = _json_lines(text, path, merged) if lines else None
+        if found is None:
+            raise
+        return found
+
+
+def _json_lines(text: str, path: Path, merged: bool) -> JsonLines | None:
+    """``text`` as one JSON document a line, or None where it is not two or more of them."""
+    rows = [row for row in text.splitlines() if row.strip()]
+    if len(rows) < 2:
+        return None
+    try:
+        return JsonLines(parse_json(row, path, merged=merged) for row in rows)
+    except FileFormatError:
+        return None
 
 
 def _regular(path: Path, what: str) -> None:

@@ -20,6 +20,7 @@ from evalrunner._jsonio import dumps, read_json
 from evalrunner._next import NextStep, Placeholder
 from evalrunner.cli._options import terminal_safe
 from evalrunner.core import Shape, diff, load_trajectory, normalize, render, shape, summary
+from evalrunner.core._atif import one_trace
 from evalrunner.core._shape import tool_errors
 from evalrunner.errors import FileFormatError
 
@@ -27,7 +28,7 @@ from evalrunner.errors import FileFormatError
 def _load(path: Path, strict: bool) -> dict[str, Any]:
     _refuse_history(path)  # before reading it as text, which it is not
     _refuse_yaml(path)  # before reading it as JSON, which it is not
-    found = read_json(path, "trajectory")
+    found = one_trace(read_json(path, "trajectory", lines=True), str(path))
     source, name = _trajectory_in(path, found)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -186,7 +187,7 @@ def show(file: Path, strict: bool, as_json: bool) -> None:
 
 def _run_outcome(path: Path) -> str | None:
     """``outcome     infra_error (reason)`` for a results directory's run file, else None."""
-    found = read_json(path, "trajectory")
+    found = read_json(path, "trajectory", lines=True)
     record = found.get("record") if isinstance(found, dict) else None
     if not isinstance(record, dict) or not isinstance(record.get("outcome"), str):
         return None

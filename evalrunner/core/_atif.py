@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from evalrunner._jsonio import parse_json, pydantic_message, read_json
+from evalrunner._jsonio import JsonLines, parse_json, pydantic_message, read_json
 from evalrunner.core._continuation import TOTALS, append
 from evalrunner.core._otel import is_otlp, otlp_lines, trajectory_from_otlp
 from evalrunner.errors import FileFormatError, TrajectoryError
@@ -376,12 +376,24 @@ def _read(path: Path, shown: str, missing: str) -> Any:
     if not exists:
         raise TrajectoryError(f"{shown}: {missing}")
     try:
-        return read_json(path, "trajectory")
+        found = read_json(path, "trajectory", lines=True)
     except FileFormatError as exc:  # one error type for every bad input
-        lines = otlp_lines(path)
-        if lines is not None:
-            return lines
         raise TrajectoryError(str(exc)) from None
+    return one_trace(found, shown)
+
+
+def one_trace(found: Any, shown: str) -> Any:
+    """What a trajectory file held: its document, or the one trace of an OTLP JSON-lines
+    file (a JSON-lines file of anything else is refused)."""
+    if not isinstance(found, JsonLines):
+        return found
+    trace = otlp_lines(found)
+    if trace is None:
+        raise TrajectoryError(
+            f"{shown}: one JSON document a line, not all of them OpenTelemetry trace exports "
+            "(resourceSpans); give one ATIF trajectory or an OTLP JSON export"
+        )
+    return trace
 
 
 def _warn(label: str, path: str, what: str) -> None:

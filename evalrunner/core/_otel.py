@@ -23,10 +23,9 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
-from pathlib import Path
 from typing import Any
 
-from evalrunner._jsonio import json_in
+from evalrunner._jsonio import JsonLines, json_in
 from evalrunner.core._openinference import as_genai
 from evalrunner.core._response import ResponseRecord, ToolCallRecord, Usage
 from evalrunner.core._spans import ToolExecution, exception_text, execution_of, span_seconds
@@ -91,16 +90,11 @@ def is_otlp(doc: Any) -> bool:
     return isinstance(doc, dict) and "resourceSpans" in doc and "steps" not in doc
 
 
-def otlp_lines(path: Path) -> dict[str, Any] | None:
-    """An OTLP JSON-lines file (one export per line, as the OpenTelemetry Collector's file
-    exporter writes them) as one export of all their spans; None where ``path`` is not one
-    (its first error, as one JSON document, is then the one to report)."""
-    try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        docs = [json.loads(line) for line in lines]
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if len(docs) < 2 or not all(is_otlp(doc) for doc in docs):
+def otlp_lines(docs: Any) -> dict[str, Any] | None:
+    """The documents of an OTLP JSON-lines file (one export a line, as the OpenTelemetry
+    Collector's file exporter writes them) as one export of all their spans; None where
+    they are not all exports."""
+    if not isinstance(docs, JsonLines) or not all(is_otlp(doc) for doc in docs):
         return None
     return {"resourceSpans": [spans for doc in docs for spans in doc["resourceSpans"] or []]}
 

@@ -230,10 +230,10 @@ def tools_alone(normalized: Mapping[str, Any]) -> list[str]:
     """The tools the run executed that no model call asked for (``extra.tool_executions``,
     from its tool spans), by name, the top-level agent's then its sub-agents'."""
     return [
-        str(done.get("name") or "?")
+        str(done["name"])
         for traj in _walk(normalized)
         for done in (traj.get("extra") or {}).get("tool_executions") or []
-        if isinstance(done, Mapping)
+        if isinstance(done, Mapping) and done.get("name")  # a tool with no name is none to count
     ]
 
 

@@ -175,5 +175,5 @@ KINDS: Mapping[Kind, MetricKind] = {
 
 
 def kind_of(name: str) -> MetricKind:
-    """The kind of metric ``name`` (``tool_used:<tool>``, ``tool_calls:<tool>`` and ``score:<check>`` by family)."""
+    """The kind of metric ``name`` (``tool_used:<tool>``, ``tool_calls_of:<tool>`` and ``score:<check>`` by family)."""
     return KINDS[metric(name).kind]

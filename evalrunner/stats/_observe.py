@@ -21,7 +21,7 @@ from evalrunner.suite._metrics import (
     JUDGE_AGREEMENT,
     SCORE,
     SUBAGENTS,
-    TOOL_CALLS,
+    TOOL_CALLS_OF,
     TOOL_ERROR_RATE,
     TOOL_USED,
 )
@@ -56,6 +56,9 @@ REPORTED = ("cache_read_tokens", "cache_write_tokens", "cost_usd", "tool_latency
 """Continuous values only some runs have (prompt caching where the endpoint reports it, cost
 where the model is priced, tool latency where tool spans timed the executions): NaN in a run without one, left out of that metric; the metric
 exists where some run on either side has one."""
+_SINCE_RECORDED = ("tool_latency_s",)
+""":data:`REPORTED` values that records hold only since they were recorded: a metric where
+baseline runs have one (as ``tool_error_rate``), not a row in every cell of an older baseline."""
 _RECORDED = ("tool_errors",)
 """Counts only some runs have (records written before the field existed): NaN in a run
 without one, as :data:`REPORTED`."""
@@ -81,6 +84,8 @@ class Runs:
     """Whether each run's judge grades agreed (empty when no run has two grades)."""
     alone: tuple[tuple[str, ...], ...] = ()
     """Each run's tools executed that no model call asked for (empty when no run has one)."""
+    alone_recorded: bool = True
+    """Every run recorded those (records written before they did hold none)."""
 
     @classmethod
     def of(cls, records: Iterable[RunRecord]) -> Runs:
@@ -110,9 +115,10 @@ class Runs:
     def valid_tools(self) -> list[tuple[str, ...]]:
         return [self.tools[i] for i in self.valid]
 
-    def valid_executed(self) -> list[tuple[str, ...]]:
-        """Each valid run's tools: those the model called, then those run without a call."""
-        if not self.alone:
+    def valid_executed(self, alone: bool) -> list[tuple[str, ...]]:
+        """Each valid run's tools: those the model called, then (``alone``) those it ran
+        without a call."""
+        if not alone or not self.alone:
             return self.valid_tools()
         return [self.tools[i] + self.alone[i] for i in self.valid]
 
@@ -173,13 +179,14 @@ def _refuse(record: RunRecord, field: str, value: float) -> NoReturn:
     )
 
 
-def _optional_columns(kept: Sequence[RunRecord]) -> dict[str, tuple[Any, ...]]:
+def _optional_columns(kept: Sequence[RunRecord]) -> dict[str, Any]:
     """The columns most suites leave empty: scores, dataset rows, judge agreement."""
     return {
         "scores": _unless_empty([r.scores for r in kept], {}),
         "rows": _unless_empty([r.row for r in kept], None),
         "judge_agreed": _unless_empty([r.judge_agreed for r in kept], None),
-        "alone": _unless_empty([tuple(r.tools_alone) for r in kept], ()),
+        "alone": _unless_empty([tuple(r.tools_alone or ()) for r in kept], ()),
+        "alone_recorded": all(r.tools_alone is not None for r in kept),
     }
 
 
@@ -204,6 +211,9 @@ class Coding:
     """A dataset scenario's usual answer of each row (final_answer_match): each row asks its
     own question, and one usual answer across rows counted every row but the commonest as
     a miss (a baseline of right answers read 0.5)."""
+    alone: bool = False
+    """A tool's metric (``tool_used``, ``tool_calls_of``) counts the tools run with no model
+    call asking too: where every run on both sides recorded them."""
 
     def values(self, runs: Runs) -> FloatArray:
         """One value per run the metric covers (non-infra runs for outcome rates, else valid runs)."""
@@ -223,9 +233,9 @@ class Coding:
             return _agreed(runs)
         if name == TOOL_ERROR_RATE:
             return _tool_failed(runs)
-        if name.startswith(TOOL_CALLS + ":"):
+        if name.startswith(TOOL_CALLS_OF + ":"):
             tool = name.partition(":")[2]
-            return np.array([t.count(tool) for t in runs.valid_executed()], dtype=float)
+            return np.array([t.count(tool) for t in runs.valid_executed(self.alone)], dtype=float)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
@@ -255,7 +265,7 @@ class Coding:
         if name == "tool_sequence":
             return self._atypicality(runs)
         tool = name.partition(":")[2]
-        return [tool in t for t in runs.valid_executed()]
+        return [tool in t for t in runs.valid_executed(self.alone)]
 
     def _atypicality(self, runs: Runs) -> list[float]:
         """tool_sequence per valid run: 0 the usual path, 1 another known one, 2 a new one."""
@@ -319,8 +329,10 @@ def _reported_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
     out = [
         Coding(name)
         for name in REPORTED
-        if any(bool(np.isfinite(side.valid_numbers(name)).any()) for side in sides)
+        if name not in _SINCE_RECORDED
+        and any(bool(np.isfinite(side.valid_numbers(name)).any()) for side in sides)
     ]
+    out += [Coding(name) for name in _SINCE_RECORDED if np.isfinite(pooled.numbers[name]).any()]
     if np.isfinite(pooled.numbers["tool_errors"]).any():
         out.append(Coding(TOOL_ERROR_RATE))
     return out
@@ -335,15 +347,18 @@ def _handoff_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
 
 
 def _tool_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
-    """``tool_used:<name>`` for every tool seen on either side, and ``tool_calls:<name>``
+    """``tool_used:<name>`` for every tool seen on either side, and ``tool_calls_of:<name>``
     for every tool some run on either side called twice or more: where no run did, its
     count is its ``tool_used`` share, and a second row would only repeat it."""
     sides = [pooled] if tonight is None else [pooled, tonight]
-    counts = [Counter(t) for side in sides for t in side.valid_executed()]
+    # Tools run alone count where every run recorded them: a baseline of records from
+    # before they did would read each such tool as new tonight.
+    alone = all(side.alone_recorded for side in sides)
+    counts = [Counter(t) for side in sides for t in side.valid_executed(alone)]
     seen = sorted({tool for count in counts for tool in count})
     repeated = sorted({tool for count in counts for tool, n in count.items() if n > 1})
-    return [Coding(f"{TOOL_USED}:{tool}") for tool in seen] + [
-        Coding(f"{TOOL_CALLS}:{tool}") for tool in repeated
+    return [Coding(f"{TOOL_USED}:{tool}", alone=alone) for tool in seen] + [
+        Coding(f"{TOOL_CALLS_OF}:{tool}", alone=alone) for tool in repeated
     ]
 
 
@@ -387,6 +402,7 @@ def concat(parts: Sequence[Runs]) -> Runs:
         rows=_pooled(parts, "rows", None),
         judge_agreed=_pooled(parts, "judge_agreed", None),
         alone=_pooled(parts, "alone", ()),
+        alone_recorded=all(p.alone_recorded for p in parts),
     )
 
 

@@ -377,7 +377,7 @@ class CellReference:
 
 def family(name: str) -> str:
     """Metrics whose between-night share is pooled together: ``tool_used:*`` as one,
-    ``score:*`` as one, ``tool_calls`` with ``tool_calls:*``."""
+    ``score:*`` as one, ``tool_calls_of:*`` as one."""
     return family_of(name)
 
 

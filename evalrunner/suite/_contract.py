@@ -168,5 +168,6 @@ def written_trajectory(path: Path) -> dict[str, Any]:
         )
     try:
         return load(path, name=f"the trajectory it wrote to ${TRAJECTORY_FILE}")
-    except TrajectoryError as exc:
-        raise NoTrajectoryWritten(str(exc)) from None
+    except TrajectoryError as exc:  # named by its variable: the file is gone with the run
+        said = str(exc).replace(str(path), f"the trajectory it wrote to ${TRAJECTORY_FILE}")
+        raise NoTrajectoryWritten(said) from None

@@ -23,10 +23,10 @@ TOOL_USED = "tool_used"
 """A family: ``tool_used:<name>`` per tool seen; a margin or gating entry ``tool_used`` covers all."""
 SCORE = "score"
 """A family: ``score:<check>`` per code check that gives scores (``checks: code:``)."""
-TOOL_CALLS = "tool_calls"
-"""The count of every tool's calls, and a family: ``tool_calls:<name>``, one tool's calls
-and executions no model call asked for, per tool some run called twice or more."""
-FAMILIES = (TOOL_USED, SCORE, TOOL_CALLS)
+TOOL_CALLS_OF = "tool_calls_of"
+"""A family: ``tool_calls_of:<name>``, one tool's calls (and its executions no model call
+asked for) per run, for each tool some run called twice or more."""
+FAMILIES = (TOOL_USED, SCORE, TOOL_CALLS_OF)
 TOOL_ERROR_RATE = "tool_error_rate"
 SUBAGENTS = "subagent_count"
 """Share of runs in which a tool execution failed, where runs recorded their tool errors."""
@@ -150,7 +150,10 @@ REGISTRY: tuple[Metric, ...] = (
     ),
     Metric("first_tool", "binary", "lower", 0.10, False, "usual first tool", note=_first_tool_note),
     Metric("llm_calls", "count", "changed", 0.33, False, "LLM calls"),
-    Metric(TOOL_CALLS, "count", "changed", 0.33, False, "tool calls"),
+    Metric("tool_calls", "count", "changed", 0.33, False, "tool calls"),
+    # One tool called more or less often a run: which tool loops, where tool_calls only
+    # says that something does.
+    Metric(TOOL_CALLS_OF, "count", "changed", 0.33, False, "calls of one tool"),
     # Runs handed to other agents (sub-agent trajectories: hand-offs, agents as tools): where
     # some run on either side had one, as an agent that never hands off has nothing to show.
     Metric(SUBAGENTS, "count", "changed", 0.33, False, "sub-agent runs"),

@@ -143,11 +143,11 @@ class RunRecord(BaseModel):
         default_factory=list,
         description="Ordered tool-call names: the top-level agent's, then each sub-agent's in normalised order.",
     )
-    tools_alone: list[str] = Field(
-        default_factory=list,
+    tools_alone: list[str] | None = Field(
+        default=None,
         description="Tools the run executed that no model call asked for (its tool spans), by "
-        "name; with ``tools``, the per-tool call counts ('tool_calls:<tool>'). Written only "
-        "when there is one.",
+        "name; with ``tools``, the per-tool call counts ('tool_calls_of:<tool>'). Absent in "
+        "records written before this field existed, which are then left out of those counts.",
     )
     subagent_count: int = Field(default=0, description="Embedded sub-agent trajectories.")
     crashed: bool = Field(default=False, description="The agent raised inside the capture scope.")
@@ -226,7 +226,9 @@ class RunRecord(BaseModel):
     def _names_are_ours(self) -> RunRecord:
         # Its scenario, check, score and tool names key our own files (a check's result,
         # a tool's metric): named like a secret, they are still not one (issue 53).
-        register_names([self.scenario, *self.checks, *self.scores, *self.tools, *self.tools_alone])
+        register_names(
+            [self.scenario, *self.checks, *self.scores, *self.tools, *(self.tools_alone or [])]
+        )
         return self
 
     @field_serializer("outcome")
@@ -239,7 +241,7 @@ class RunRecord(BaseModel):
         # Records from before these fields existed, and runs without them, are written as
         # before.
         data: dict[str, Any] = handler(self)
-        for name in ("scores", "judge_grades", "tools_alone"):
+        for name in ("scores", "judge_grades"):
             if not data.get(name):
                 data.pop(name, None)
         for name in (
@@ -251,6 +253,7 @@ class RunRecord(BaseModel):
             "judge_cost_usd",
             "tool_errors",
             "tool_latency_s",
+            "tools_alone",
         ):
             if data.get(name) is None:
                 data.pop(name, None)

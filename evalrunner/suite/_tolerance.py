@@ -44,7 +44,7 @@ class Tolerance(BaseModel):
     ``margins`` holds the margins that were set; every other metric keeps its
     registry default (:func:`margin_for`). A ``tool_used`` entry sets the margin
     of every ``tool_used:<name>`` metric; a ``tool_used:<name>`` entry overrides
-    it for one tool (``tool_calls`` and ``score`` alike).
+    it for one tool (``tool_calls_of`` and ``score`` alike).
     """
 
     # Strict: suite files are YAML, which already yields real numbers; "0.1" is a mistake.

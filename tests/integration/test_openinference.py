@@ -23,6 +23,7 @@ encoder = pytest.importorskip(
     "opentelemetry.exporter.otlp.proto.common.trace_encoder", reason="the `frameworks` extra"
 )
 
+
 @pytest.fixture
 def traced() -> Iterator[tuple[Any, Any, Any]]:
     """The OpenAI client instrumented by OpenInference for this test only, and a tracer

@@ -124,6 +124,16 @@ def test_a_json_lines_export_reads_as_one_trace(spans: Any, tmp_path: Path) -> N
     text = "\n".join(json.dumps(line) for line in lines) + "\n"
     (tmp_path / "lines.jsonl").write_text(text, encoding="utf-8")
     assert normalize(load(tmp_path / "lines.jsonl")) == normalize(whole)
+    shown = CliRunner().invoke(main, ["show", str(tmp_path / "lines.jsonl")])
+    assert shown.exit_code == 0, shown.output
+    assert "The capital is Paris." in shown.output
+    same = CliRunner().invoke(
+        main, ["diff", str(tmp_path / "whole.json"), str(tmp_path / "lines.jsonl")]
+    )
+    assert same.exit_code == 0, same.output
+    (tmp_path / "other.jsonl").write_text('{"a": 1}\n{"b": 2}\n', encoding="utf-8")
+    with pytest.raises(TrajectoryError, match=r"other\.jsonl: one JSON document a line, not all"):
+        load(tmp_path / "other.jsonl")
     (tmp_path / "broken.jsonl").write_text(text + "{not json\n", encoding="utf-8")
     with pytest.raises(TrajectoryError, match=r"broken\.jsonl: not valid JSON at line 2 column 1"):
         load(tmp_path / "broken.jsonl")  # not an export per line: its first error, as JSON

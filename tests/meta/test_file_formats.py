@@ -47,13 +47,13 @@ FORMATS: list[tuple[str, int, type[BaseModel], frozenset[str], str]] = [
         frozenset(table_fields(HistoryEntry)),
         "b2849c00d8783f81",
     ),
-    ("baseline", BASELINE_FORMAT_VERSION, Baseline, frozenset(), "0da557eb881a80af"),
+    ("baseline", BASELINE_FORMAT_VERSION, Baseline, frozenset(), "16a6b7defff4def3"),
     ("evidence", EVIDENCE_FORMAT_VERSION, EvidenceState, frozenset(), "b344d3c6a08a6cdd"),
     ("golden", GOLDEN_FORMAT_VERSION, Golden, frozenset(), "14baa9b579e93cf4"),
     ("recording", SCRIPT_FORMAT_VERSION, Script, frozenset(), "5a247de4dd0d9a8c"),
     ("proxy recording", RECORDING_FORMAT_VERSION, Recording, frozenset(), "c20bf4e8da02b262"),
     ("manifest", MANIFEST_FORMAT_VERSION, Manifest, frozenset(), "379493673d67c32b"),
-    ("run file", RUN_FORMAT_VERSION, RunRecord, frozenset(), "266dff910876ab38"),
+    ("run file", RUN_FORMAT_VERSION, RunRecord, frozenset(), "3898d2a0aea77048"),
 ]
 
 

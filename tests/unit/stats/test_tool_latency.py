@@ -56,3 +56,7 @@ def test_runs_whose_tools_were_never_timed_have_no_tool_latency(
     nights = [runs(20, start=20 * i) for i in range(5)]
     found = {r.metric for r in compare_night([cell(nights, runs(20))]).results}
     assert "tool_latency_s" not in found and "latency_s" in found
+    # A baseline of records from before tools were timed: no row in every cell of it
+    # saying it has nothing to compare tonight's timed tools with.
+    timed = _timed(runs(20), 0.1, seed=7)
+    assert "tool_latency_s" not in {r.metric for r in compare_night([cell(nights, timed)]).results}
