@@ -233,9 +233,6 @@ class Coding:
             return _agreed(runs)
         if name == TOOL_ERROR_RATE:
             return _tool_failed(runs)
-        if name.startswith(TOOL_CALLS_OF + ":"):
-            tool = name.partition(":")[2]
-            return np.array([t.count(tool) for t in runs.valid_executed(self.alone)], dtype=float)
         return np.array(self._per_valid_run(runs), dtype=float)
 
     def rows(self, runs: Runs) -> tuple[str | None, ...] | None:
@@ -264,8 +261,16 @@ class Coding:
             return [(t[0] if t else None) == self.usual for t in runs.valid_tools()]
         if name == "tool_sequence":
             return self._atypicality(runs)
-        tool = name.partition(":")[2]
-        return [tool in t for t in runs.valid_executed(self.alone)]
+        return self._tool_values(runs)
+
+    def _tool_values(self, runs: Runs) -> list[float]:
+        """``tool_used:<tool>`` (used or not) or ``tool_calls_of:<tool>`` (how many times)
+        per valid run."""
+        family, _, tool = self.metric.partition(":")
+        executed = runs.valid_executed(self.alone)
+        if family == TOOL_CALLS_OF:
+            return [float(t.count(tool)) for t in executed]
+        return [float(tool in t) for t in executed]
 
     def _atypicality(self, runs: Runs) -> list[float]:
         """tool_sequence per valid run: 0 the usual path, 1 another known one, 2 a new one."""
@@ -354,12 +359,18 @@ def _tool_codings(pooled: Runs, tonight: Runs | None) -> list[Coding]:
     # Tools run alone count where every run recorded them: a baseline of records from
     # before they did would read each such tool as new tonight.
     alone = all(side.alone_recorded for side in sides)
-    counts = [Counter(t) for side in sides for t in side.valid_executed(alone)]
-    seen = sorted({tool for count in counts for tool in count})
-    repeated = sorted({tool for count in counts for tool, n in count.items() if n > 1})
+    seen, repeated = _tools_called(sides, alone)
     return [Coding(f"{TOOL_USED}:{tool}", alone=alone) for tool in seen] + [
         Coding(f"{TOOL_CALLS_OF}:{tool}", alone=alone) for tool in repeated
     ]
+
+
+def _tools_called(sides: Sequence[Runs], alone: bool) -> tuple[list[str], list[str]]:
+    """Every tool some valid run on ``sides`` called, and those some run called twice or more."""
+    counts = [Counter(t) for side in sides for t in side.valid_executed(alone)]
+    seen = sorted({tool for count in counts for tool in count})
+    repeated = sorted({tool for count in counts for tool, n in count.items() if n > 1})
+    return seen, repeated
 
 
 def _answer_coding(pooled: Runs, answered: Sequence[int]) -> Coding:
