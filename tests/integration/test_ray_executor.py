@@ -497,7 +497,11 @@ def test_a_command_agent_s_own_spans_give_the_same_records_on_ray(
             )
         return report.records
 
-    local = night("local", LocalExecutor())
+    here = LocalExecutor()  # given, not owned: closed here (its command agents' proxy too)
+    try:
+        local = night("local", here)
+    finally:
+        here.close()
     executor = RayExecutor(workers=2)
     try:
         on_ray = night("ray", executor)
