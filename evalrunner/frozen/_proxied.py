@@ -33,7 +33,6 @@ from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._normalize import DEFAULT_CONFIG, NormalizeConfig
 from evalrunner.core._scope import CaptureResult
-from evalrunner.core._shape import final_message
 from evalrunner.core._spans import ToolExecution, tool_spans_to, with_tool_executions
 from evalrunner.errors import ConfigError
 from evalrunner.frozen._golden import moved_hint
@@ -148,8 +147,7 @@ def command_agent(
                 trajectory = _contract.written_trajectory(written)
             except _contract.NoTrajectoryWritten as exc:
                 raise AgentFailed(f"command {exc}") from None
-        answer = _contract.final_answer(stdout) if stdout.strip() else final_message(trajectory)
-        return WrittenRun(answer, trajectory)
+        return WrittenRun(_contract.written_answer(stdout, trajectory), trajectory)
 
     return run
 

@@ -40,7 +40,6 @@ from evalrunner._net import no_proxy
 from evalrunner._redact import register_env_secrets
 from evalrunner.core._faults import EndpointFault
 from evalrunner.core._scope import CaptureResult
-from evalrunner.core._shape import final_message
 from evalrunner.suite._contract import (
     TRAJECTORY_FILE,
     NoTrajectoryWritten,
@@ -49,6 +48,7 @@ from evalrunner.suite._contract import (
     output_text,
     stderr_tail,
     trajectory_file,
+    written_answer,
     written_trajectory,
 )
 
@@ -211,9 +211,10 @@ class CommandAgents:
             error = _why_it_failed(returncode, err, result, sc.timeout_s)
             trajectory, error = _taken(written, result.trajectory, error)
         timed_out = returncode is None
+        answer = written_answer(out, trajectory) if sc.trajectory_file else final_answer(out)
         return CaptureResult(
             trajectory=trajectory,
-            output=None if error is not None else _answer(out, trajectory, sc.trajectory_file),
+            output=None if error is not None else answer,
             error=error,
             traceback=stderr_tail(err) if error is not None else None,
             replay_errors=result.replay_errors,
@@ -226,14 +227,6 @@ class CommandAgents:
         if self._proxy is not None:
             self._proxy.stop()
             self._proxy = None
-
-
-def _answer(stdout: str, trajectory: Mapping[str, Any], written: bool) -> str | None:
-    """The command's final answer: what it printed, or, where it printed nothing and wrote
-    its trajectory, that trajectory's last message."""
-    if written and not stdout.strip():
-        return final_message(trajectory)
-    return final_answer(stdout)
 
 
 def _taken(

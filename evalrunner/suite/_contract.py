@@ -155,6 +155,14 @@ def trajectory_file(wanted: bool) -> Iterator[Path | None]:
         yield Path(where) / "trajectory.json"
 
 
+def written_answer(stdout: str, trajectory: dict[str, Any]) -> str | None:
+    """The answer of a command that wrote its trajectory: what it printed, or, where it
+    printed nothing, that trajectory's last message."""
+    from evalrunner.core._shape import final_message
+
+    return final_answer(stdout) if stdout.strip() else final_message(trajectory)
+
+
 def written_trajectory(path: Path) -> dict[str, Any]:
     """The trajectory a command wrote to ``path`` (ATIF, or an OTLP JSON trace export), read
     as ``evalrunner show`` reads one. :class:`NoTrajectoryWritten` says in one line what is
