@@ -160,7 +160,9 @@ class Settles:
     """What settles an inconclusive row, in the words of what was compared."""
 
     reference: str
-    """More of the reference side: what helps where no number of runs on the other would."""
+    """More of the reference side: needed first where no number of runs on the other
+    would settle a row (and then runs too: the reference's growth only brings the row
+    within reach of the other side's runs)."""
     candidate: str
     """More of the side compared with it."""
     pointer: str
@@ -192,7 +194,7 @@ def verdict_rows(
 def needs_attention(r: MetricResult) -> bool:
     """A row someone should read tonight: a flag or an unconfirmed change, a cell nothing
     measured, or an inconclusive row that more runs tonight could settle. The rest (ok, and
-    what only more baseline nights would settle) is counted in one line."""
+    what no number of runs tonight settles against this baseline) is counted in one line."""
     if _unmeasured(r) or r.unconfirmed or r.verdict in (*FAILING, "improvement"):
         return True
     return r.verdict == "inconclusive" and r.runs_needed is not None
@@ -206,7 +208,7 @@ def folded(results: Sequence[MetricResult], option: str) -> str:
     ok = sum(r.verdict == "ok" for r in rest)
     parts = [f"{ok} rows ok"] if ok else []
     if len(rest) > ok:
-        parts.append(f"{len(rest) - ok} inconclusive until the baselines hold more nights")
+        parts.append(f"{len(rest) - ok} inconclusive that no number of runs tonight settles")
     return f"{', '.join(parts)} ({option} lists every row)"
 
 
@@ -260,7 +262,9 @@ def _hint(r: MetricResult, settles: Settles) -> str:
         return ""
     # What settles it, in the column's width: the note that says so is longer.
     settle = (
-        f"~{r.runs_needed} runs to settle" if r.runs_needed else f"{settles.reference} to settle"
+        f"~{r.runs_needed} runs to settle"
+        if r.runs_needed
+        else f"{settles.reference} first, then {settles.candidate}"
     )
     return ", ".join(([f"MDE {_num(r.mde)}"] if r.mde is not None else []) + [settle])
 
@@ -358,14 +362,19 @@ def _moved_diagnostics(shown: Sequence[tuple[MetricResult, bool]]) -> str:
 
 
 def _open_rows(shown: Sequence[MetricResult], settles: Settles) -> str:
-    """'3 rows inconclusive, 2 of them need more baseline nights, not runs' ('' for none)."""
+    """'3 rows inconclusive, 2 of them need more baseline nights before runs can settle
+    them' ('' for none)."""
     open_ = [
         r for r in shown if r.verdict == "inconclusive" and not r.unconfirmed and not _unmeasured(r)
     ]
     if not open_:
         return ""
     nights = sum(r.runs_needed is None for r in open_)
-    need = f", {nights} of them need {settles.reference}, not {settles.candidate}" if nights else ""
+    need = (
+        f", {nights} of them need {settles.reference} before {settles.candidate} can settle them"
+        if nights
+        else ""
+    )
     return f"{len(open_)} rows inconclusive{need}"
 
 

@@ -172,7 +172,7 @@ def _unconfirmed(v: CellView) -> list[str]:
         + md(
             f"{r.runs_needed} night runs would settle it"
             if r.runs_needed is not None
-            else "more baseline nights would settle it"
+            else "more baseline nights, then runs, would settle it"
         )
         for r in v.results
         if r.unconfirmed

@@ -357,7 +357,8 @@ def test_compare_two_results_dirs_of_the_same_behaviour_exits_0(lab: Lab, same: 
     # A is a results directory, not a baseline: what settles a row is a larger A (before:
     # "more baseline nights", and `evalrunner plan`, which sizes committed baselines).
     assert "baseline nights" not in result.output and "evalrunner plan" not in result.output
-    assert "a larger A to settle" in result.stdout and "need a larger A, not a larger B" in last
+    assert "a larger A first, then a larger B" in result.stdout
+    assert "need a larger A before a larger B can settle them" in last
 
 
 def test_compare_two_models_pairs_runs_by_scenario(lab: Lab) -> None:

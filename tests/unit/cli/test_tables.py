@@ -179,7 +179,7 @@ def test_a_verdict_row_shows_estimates_interval_and_the_runs_an_inconclusive_nee
     assert unsettled["baseline"] == "- (0)"
     # Out of reach tonight: the table says what settles it, not the note cut at 60 characters.
     (far,) = verdict_rows([result("success_rate", "inconclusive", note="nothing flagged; " * 9)])
-    assert far["hint"] == "more baseline nights to settle"
+    assert far["hint"] == "more baseline nights first, then runs"
 
 
 def test_an_improvement_shows_the_q_of_the_good_direction() -> None:
@@ -200,7 +200,7 @@ def test_a_cell_no_run_measured_says_the_endpoint_failed_not_more_baseline_night
     assert row["hint"] == "no run measured tonight (5 infra_error): the endpoint failed"
     assert undecided([down, other], "demo") == (
         "; 1 scenario × model with no run measured tonight (every run infra_error: the "
-        "endpoint failed); 1 rows inconclusive, 1 of them need more baseline nights, not runs "
+        "endpoint failed); 1 rows inconclusive, 1 of them need more baseline nights before runs can settle them "
         "(`evalrunner plan --suite demo` says what settles them)"
     )
 
@@ -260,7 +260,7 @@ def test_the_verdict_table_lists_what_needs_attention_and_counts_the_rest() -> N
         ("a", "skip_rate"),
     ]
     assert folded(results, "--verbose") == (
-        "3 rows ok, 1 inconclusive until the baselines hold more nights (--verbose lists every row)"
+        "3 rows ok, 1 inconclusive that no number of runs tonight settles (--verbose lists every row)"
     )
     assert len(verdict_rows(results)) == 6  # --verbose
     assert folded(results[:1], "--verbose") == ""

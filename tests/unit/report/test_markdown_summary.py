@@ -47,4 +47,4 @@ def test_a_change_the_night_could_not_confirm_is_listed_under_its_own_heading(
     text = render_markdown(unconfirmed)
     section = text.split("### Changed, unconfirmed (every run moved; not failing)", 1)[1]
     (line,) = [x for x in section.splitlines() if x.startswith("- ")][:1]
-    assert "p 0.02" in line and "more baseline nights would settle it" in line
+    assert "p 0.02" in line and "more baseline nights, then runs, would settle it" in line

@@ -35,7 +35,7 @@ def test_changes_every_run_showed_at_three_runs_are_marked_unconfirmed() -> None
     assert result.verdict == "inconclusive" and result.note is not None
     assert "changed, unconfirmed: every run moved" in result.note
     assert "the baseline is too young to gate" in result.note
-    assert "accept more baseline nights" in result.note
+    assert "more baseline nights first, then runs" in result.note
 
 
 def test_an_ordinary_night_marks_nothing_unconfirmed() -> None:
