@@ -302,7 +302,7 @@ def _known(result: MetricResult, level: float, young: bool) -> MetricResult:
         f"{result.runs_needed} runs tonight would flag a change of the margin with probability 0.8"
         if result.runs_needed is not None
         else "no number of runs tonight resolves the margin against this baseline: it needs "
-        "more baseline nights first, then runs (`evalrunner plan` prices both)"
+        "more baseline nights first, then runs"
     )
     unconfirmed = (
         result.p is not None
