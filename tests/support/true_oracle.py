@@ -136,6 +136,19 @@ _STATS: dict[str, tuple[Callable[..., tuple[FloatArray, ...]], int]] = {
 """Per metric: the night's (numerator, denominator) draw and the harmful sign."""
 
 
+def night_draws(
+    metric: str, law: Law, rng: np.random.Generator, m: int, runs: int
+) -> tuple[FloatArray, ...]:
+    """``m`` nights' (numerator, denominator) of ``metric`` under ``law``, ``runs`` a night."""
+    fn, _ = _STATS[metric]
+    return fn(law, rng, m, runs)
+
+
+def harmful_sign(metric: str) -> int:
+    """+1 where a larger share or mean is the harmful side, -1 where a smaller one is."""
+    return _STATS[metric][1]
+
+
 def statistic(
     metric: str,
     anchor_law: Law,
