@@ -640,6 +640,8 @@ class Season:
     runs: float
     failed: tuple[int, ...] = ()
     """Per cell: how many nights failed in all (by either test), the first included."""
+    changed_runs: float = 0.0
+    """Mean runs a night of the first cell (the changed one, where a change is simulated)."""
 
 
 def one_season(task: SeasonTask) -> Season:
@@ -664,7 +666,7 @@ def _one_season(task: SeasonTask) -> Season:
     evidence: dict[CellKey, EvidenceState | None] = dict.fromkeys(keys)
     nightly, accumulated = dict.fromkeys(keys, 0), dict.fromkeys(keys, 0)
     failed = dict.fromkeys(keys, 0)
-    runs = 0
+    runs = changed_runs = 0
     # law_tau2 draws from its own generator: the season's nights are the same either way.
     laws = (
         {k: law_tau2(profiles[k], task.drift) for k in keys} if task.told_law and task.drift else {}
@@ -686,6 +688,7 @@ def _one_season(task: SeasonTask) -> Season:
             budget = Budget.of(TOL, N, cells=len(keys))
             tonight[k] = drive(refs[k], budget, _feeder(pool), evidence=evidence[k]).records
             runs += len(tonight[k])
+        changed_runs += len(tonight[keys[0]])
         result = compare_night([CellNight(c, tonight[c.key], evidence[c.key]) for c in cells], refs)
         for cell in result.cells:
             evidence[cell.key] = cell.evidence
@@ -702,6 +705,7 @@ def _one_season(task: SeasonTask) -> Season:
         tuple(accumulated[k] for k in keys),
         runs / (night * len(keys)),
         tuple(failed[k] for k in keys),
+        changed_runs / night,
     )
 
 
@@ -1312,7 +1316,7 @@ MDE_GRID: dict[str, tuple[float, ...]] = {
 def mde_table(cfg: Config) -> None:
     cfg.emit("## Reported MDE against the simulated 80 %-power change\n")
     cfg.emit(
-        "5 scenarios x 1 model, quiet, mature baseline, fixed N = 20 (no escalation, so the "
+        "5 scenarios x 1 model, mature baseline, fixed N = 20 (no escalation, so the "
         "MDE at N is what is tested). For each change the true size is varied over a grid; "
         "the 80 %-power change is interpolated from the simulated power curve and compared "
         "with the MDE the comparison reports for that metric (mean over all those nights; "
@@ -1320,30 +1324,39 @@ def mde_table(cfg: Config) -> None:
         "delta, ratio).\n"
     )
     cfg.emit(
-        "| metric | power at the grid's changes | simulated 80 % change | reported MDE (mean) | difference |"
+        "`--endpoints` adds a drifting endpoint's rows (the MDE `plan` states is this one: "
+        "issue 52 asks >= 75 % power at it); `--changes` picks the changes. Power at the "
+        "reported MDE: the simulated curve read at the mean reported MDE.\n"
     )
-    cfg.emit("|---|---|---|---|---|")
-    suite = Suite(5, 1)
-    for change in CHANGES:
-        kind = change.name.split()[0]
-        effects, powers, reported = [], [], []
-        for size in MDE_GRID[kind]:
-            got = _nights(cfg, suite, change, False, (FIXED,), size=size, label="mde")
-            fixed = [g["fixed N"] for g in got]
-            powers.append(float(np.mean([change.metric in x.changed_metrics for x in fixed])))
-            effects.append(_true_effect(change, size))
-            reported += [x.mde[change.metric] for x in fixed if change.metric in x.mde]
-        target = (
-            float(np.interp(0.8, powers, effects))
-            if max(powers) >= 0.8 > min(powers)
-            else float("nan")
-        )
-        mean = float(np.mean(reported))
-        curve = ", ".join(f"{e:.2f}: {100 * p:.0f} %" for e, p in zip(effects, powers, strict=True))
-        cfg.emit(
-            f"| {change.metric} | {curve} | {target:.3f} | {mean:.3f} | {mean - target:+.3f} |"
-        )
+    cfg.emit(
+        "| metric | endpoint | power at the grid's changes | simulated 80 % change | reported MDE "
+        "(mean) | difference | power at the reported MDE |"
+    )
+    cfg.emit("|---|---|---|---|---|---|---|")
+    for drift in cfg.laws((QUIET, UNIFORM, LOGIT)) if cfg.endpoints else [QUIET]:
+        for change in cfg.changes_of(CHANGES):
+            _mde_row(cfg, change, drift)
     cfg.emit()
+
+
+def _mde_row(cfg: Config, change: Change, drift: Endpoint) -> None:
+    effects, powers, reported = [], [], []
+    for size in MDE_GRID[change.name.split()[0]]:
+        got = _nights(cfg, Suite(5, 1), change, drift, (FIXED,), size=size, label="mde")
+        fixed = [g["fixed N"] for g in got]
+        powers.append(float(np.mean([change.metric in x.changed_metrics for x in fixed])))
+        effects.append(_true_effect(change, size))
+        reported += [x.mde[change.metric] for x in fixed if change.metric in x.mde]
+    target = (
+        float(np.interp(0.8, powers, effects)) if max(powers) >= 0.8 > min(powers) else float("nan")
+    )
+    mean = float(np.mean(reported))
+    at_mde = float(np.interp(mean, effects, powers))
+    curve = ", ".join(f"{e:.2f}: {100 * p:.0f} %" for e, p in zip(effects, powers, strict=True))
+    cfg.emit(
+        f"| {change.metric} | {ENDPOINTS[drift]} | {curve} | {target:.3f} | {mean:.3f} "
+        f"| {mean - target:+.3f} | {100 * at_mde:.0f} % |"
+    )
 
 
 def _true_effect(change: Change, size: float) -> float:

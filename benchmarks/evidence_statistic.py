@@ -120,9 +120,12 @@ def engine_part(count: int, seasons: int, jobs: int) -> None:
         got = cs.run_all(cs.one_season, drops, jobs)
         found = sum(0 < cs._first(s) <= 7 for s in got)
         by_evidence = sum(s.evidence[0] != 0 and s.evidence[0] == cs._first(s) for s in got)
+        runs = np.mean([s.changed_runs for s in got])
         line = (
             f"{label}: 0.9 -> 0.8 flagged by night 7 in {cs.pct(found, len(got))} % of "
-            f"{len(got)} sequences ({by_evidence} first by the evidence)"
+            f"{len(got)} sequences ({by_evidence} first by the evidence); the changed cell "
+            f"ran {runs:.1f} runs a night on average (benchmarks/season_oracle.py --runs "
+            f"{round(runs)}: the oracle at those runs)"
         )
         for law, tasks in nulls.items() if seasons else ():
             null = cs.run_all(cs.one_season, tasks, jobs)
