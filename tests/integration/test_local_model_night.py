@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fake_endpoint import FakeEndpoint, Reply
+from fake_endpoint import FakeEndpoint, Reply, most_in_flight
 from runner_agents import write_suite
 
 from evalrunner.baseline._compare import compare_records
@@ -104,11 +104,9 @@ def test_runs_against_the_embedded_model_go_as_many_at_a_time_as_it_has_slots(
         "concurrency 4 applies to the other models"
     ) in lines
     assert len(local) == 6
-    # The most requests in flight at one instant: that peak is at some request's start.
-    # (Counting the requests each one overlaps would count two that ran one after the
-    # other beside a third as three at once.)
-    in_flight = max(sum(1 for a, b in local if a <= start < b) for start, _ in local)
-    assert in_flight == 2, "requests to the embedded model went more or fewer than its slots"
+    assert most_in_flight(local) == 2, (
+        "requests to the embedded model went more or fewer than its slots"
+    )
 
 
 def records(model: str, latency: float, n: int = 20) -> list[RunRecord]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import litellm
 import pytest
-from fake_endpoint import FakeEndpoint, Fault, Reply
+from fake_endpoint import FakeEndpoint, Fault, Reply, most_in_flight
 
 litellm.suppress_debug_info = True
 
@@ -277,3 +277,12 @@ def test_an_anthropic_stream_is_accumulated_by_the_sdk() -> None:
             message = events.get_final_message()
     assert message.content[0].text == "A long answer, in pieces."  # type: ignore[union-attr]
     assert message.content[1].input == {"country": "a long country name"}  # type: ignore[union-attr]
+
+
+def test_requests_in_flight_count_one_instant_not_every_overlap() -> None:
+    # CI's data from a two-slot stand-in: c and e ran one after the other, each beside d.
+    # Counting d's overlaps said 3 and failed the slots test; two were ever in flight.
+    c, d, e = (0.775, 0.875), (0.784, 0.884), (0.880, 0.984)
+    assert most_in_flight([c, d, e]) == 2
+    assert most_in_flight([(0.0, 1.0), (0.1, 1.1), (0.2, 1.2)]) == 3
+    assert most_in_flight([(0.0, 1.0), (1.0, 2.0)]) == 1

@@ -279,6 +279,13 @@ class FakeEndpoint:
 # -- response bodies ---------------------------------------------------------------
 
 
+def most_in_flight(spans: Sequence[tuple[float, float]]) -> int:
+    """The most of these (start, end) requests in flight at one instant (the peak is at
+    some request's start). Counting the requests each one overlaps instead would count two
+    that ran one after the other beside a third as three at once."""
+    return max(sum(1 for a, b in spans if a <= start < b) for start, _ in spans)
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
