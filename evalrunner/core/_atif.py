@@ -109,12 +109,21 @@ def _explain(doc: dict[str, Any], errors: list[ErrorDetails]) -> str:
     value = _at(doc, prefix)
     if best.path == prefix:  # no branch got into the value: it has the wrong type for all
         return f"{_path(prefix)}: expected {members}, got {_JSON_TYPES.get(type(value), 'a value')}"
+    notes = _union_notes(rivals, best, members, prefix, value)
+    return f"{_path(best.path)}: {pydantic_message(best.error).rstrip('.')} ({'; '.join(notes)})"
+
+
+def _union_notes(
+    rivals: list[_Located], best: _Located, members: str, prefix: tuple[int | str, ...], value: Any
+) -> list[str]:
+    """What follows the branch's own error: how many more it had, which branch it was read
+    as and which it may be, and the chat-message shape lenient loading accepts."""
     same_branch = sum(e.branch == best.branch for e in rivals)
     notes = [f"and {same_branch - 1} more"] if same_branch > 1 else []
     notes.append(f"reading {_path(prefix)} as {_member(best.branch)}; it may be {members}")
     if _chat_parts(value) is not None:
         notes.append("it is a list of {role, content} chat messages, which lenient loading joins")
-    return f"{_path(best.path)}: {pydantic_message(best.error).rstrip('.')} ({'; '.join(notes)})"
+    return notes
 
 
 _JSON_TYPES = {

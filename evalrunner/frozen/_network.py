@@ -233,16 +233,21 @@ def _child_starts(args: tuple[Any, ...]) -> None:
 
 
 def _set_proxy_env(env: MutableMapping[Any, Any], url: str) -> None:
+    # An env of bytes keys (os.environb, or one a caller built so) takes bytes values too.
     binary = any(isinstance(k, bytes) for k in env)
+
+    def raw(text: str) -> str | bytes:
+        return text.encode() if binary else text
+
     for key in _PROXY_VARS:
-        env[key.encode() if binary else key] = url.encode() if binary else url
+        env[raw(key)] = raw(url)
     # Only the replay's own loopback servers bypass the refusing proxy.
     hosts = ",".join(sorted({host for host, _ in _state.allowed}))
     for key in _NO_PROXY_VARS:
         if hosts:
-            env[key.encode() if binary else key] = hosts.encode() if binary else hosts
+            env[raw(key)] = raw(hosts)
         else:
-            env.pop(key.encode() if binary else key, None)
+            env.pop(raw(key), None)
 
 
 # --- send guards ----------------------------------------------------------------------------

@@ -141,29 +141,25 @@ class _Reporter:
             return None
         mark = node.start_mark
         for part in loc:
-            if isinstance(node, yaml.MappingNode):
-                match = next(
-                    (
-                        (k, v)
-                        for k, v in node.value
-                        if isinstance(k, yaml.ScalarNode) and k.value == str(part)
-                    ),
-                    None,
-                )
-                if match is None:
-                    break
-                key, node = match
-                mark = key.start_mark
-            elif (
-                isinstance(node, yaml.SequenceNode)
-                and isinstance(part, int)
-                and part < len(node.value)
-            ):
-                node = node.value[part]
-                mark = node.start_mark
-            else:
+            found = _child(node, part)
+            if found is None:
                 break
+            node, mark = found
         return mark.line + 1
+
+
+def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node, yaml.Mark] | None:
+    """The node under ``part`` of ``node`` and where it starts (a mapping's: its key), or
+    None where ``node`` has no such child."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                return value, key.start_mark
+        return None
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        child = node.value[part]
+        return child, child.start_mark
+    return None
 
 
 # -------------------------------------------------- pydantic errors, in words
@@ -286,13 +282,17 @@ def _missing(loc: Loc, ctx: Mapping[str, Any], value: Any) -> Explained:
     if name == "format_version":
         about = f"; add 'format_version: {FORMAT_VERSION}' at the top of the file"
     elif isinstance(value, Mapping):
-        # A misspelt key is reported missing first; name the spelling that was there.
-        known = model.model_fields if model is not None else {}
-        strays = [k for k in value if isinstance(k, str) and k not in known]
-        close = difflib.get_close_matches(name, strays, n=1, cutoff=0.6)
-        if close:
-            about += f"; did you mean {name!r} where it says {close[0]!r}?"
+        about += _misspelt(name, value, model)
     return loc[:-1], f"missing required field {name!r}{about}", loc[:-1]
+
+
+def _misspelt(name: str, value: Mapping[Any, Any], model: type[BaseModel] | None) -> str:
+    """A misspelt key is reported missing first: name the spelling that was there ('' if
+    no key of ``value`` is close)."""
+    known = model.model_fields if model is not None else {}
+    strays = [k for k in value if isinstance(k, str) and k not in known]
+    close = difflib.get_close_matches(name, strays, n=1, cutoff=0.6)
+    return f"; did you mean {name!r} where it says {close[0]!r}?" if close else ""
 
 
 def _extra(loc: Loc, ctx: Mapping[str, Any], value: Any) -> Explained:
