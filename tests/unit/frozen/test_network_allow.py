@@ -40,3 +40,16 @@ def test_children_bypass_the_refusing_proxy_only_for_the_allowed_host() -> None:
         ).stdout.split()
     assert out[0] == "127.0.0.1"
     assert out[1].startswith("http://127.0.0.1:")  # everything else: the refusing proxy
+
+
+def test_children_given_an_env_of_bytes_get_the_refusing_proxy_in_bytes() -> None:
+    # A user's own proxy in a bytes env is replaced, not joined by text keys of the same
+    # names (a child sees the first of two, the user's).
+    show = "import os; print(os.environ.get('NO_PROXY'), os.environ.get('HTTP_PROXY'))"
+    env = {**os.environb, b"HTTP_PROXY": b"http://10.0.0.1:3128", b"NO_PROXY": b"*"}
+    with block_network(allow=(("127.0.0.1", 8787),)):
+        out = subprocess.run(
+            [sys.executable, "-c", show], env=env, capture_output=True, text=True
+        ).stdout.split()
+    assert out[0] == "127.0.0.1"
+    assert out[1].startswith("http://127.0.0.1:")
