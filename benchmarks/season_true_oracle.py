@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "suppo
 from true_oracle import (
     ORACLE_STATISTICS,
     Law,
+    anchor_share,
     harmful_sign,
     night_draws,
     statistic,
@@ -65,14 +66,10 @@ def season_flags(
     any_season = np.zeros((len(BARS), seasons), dtype=bool)
     nights_flagged = np.zeros(len(BARS))
     for metric in ORACLE_STATISTICS:
-        top, bottom = np.zeros(seasons), np.zeros(seasons)
-        for _ in range(ANCHOR[0]):
-            a, b = night_draws(metric, law, rng, seasons, ANCHOR[1])
-            top += a
-            bottom += b
+        base = anchor_share(metric, law, rng, seasons, ANCHOR)
         a, b = night_draws(metric, law, rng, seasons * SEASON, runs)
         tonight = (a / b).reshape(seasons, SEASON)
-        stat = harmful_sign(metric) * (tonight - (top / bottom)[:, None])
+        stat = harmful_sign(metric) * (tonight - base[:, None])
         for i, limit in enumerate(limits[metric]):
             past = stat > limit
             any_season[i] |= past.any(axis=1)

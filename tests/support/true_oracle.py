@@ -161,16 +161,25 @@ def statistic(
     """``draws`` values of (tonight's share or mean - the anchor's), signed so that larger is
     more harmful: the anchor ``nights x runs`` under ``anchor_law``, ``runs`` tonight under
     ``tonight_law``, every night its own draw of the law."""
-    fn, sign = _STATS[metric]
     rng = np.random.default_rng(seed)
+    base = anchor_share(metric, anchor_law, rng, draws, anchor)
+    a, b = night_draws(metric, tonight_law, rng, draws, runs)
+    out: FloatArray = harmful_sign(metric) * (a / b - base)
+    return out
+
+
+def anchor_share(
+    metric: str, law: Law, rng: np.random.Generator, m: int, anchor: tuple[int, int]
+) -> FloatArray:
+    """``m`` anchors' share (or mean) of ``metric``: ``nights x runs``, each night its own
+    draw of ``law``."""
     nights, per_night = anchor
-    top, bottom = np.zeros(draws), np.zeros(draws)
+    top, bottom = np.zeros(m), np.zeros(m)
     for _ in range(nights):
-        a, b = fn(anchor_law, rng, draws, per_night)
+        a, b = night_draws(metric, law, rng, m, per_night)
         top += a
         bottom += b
-    a, b = fn(tonight_law, rng, draws, runs)
-    out: FloatArray = sign * (a / b - top / bottom)
+    out: FloatArray = top / bottom
     return out
 
 
