@@ -138,7 +138,8 @@ class _Driver:
         self.noted: set[str] = set()  # scenarios whose tools: disagreement was shown
         self.broken: Counter[tuple[str, str]] = Counter()  # (scenario, check) -> runs it failed
         self.limit = limit
-        self.writer = RunWriter(results)
+        self._write_failed = asyncio.get_running_loop().create_future()
+        self.writer = RunWriter(results, on_failure=self._stop_on_write_failure)
         self.down_after = max(DOWN_AFTER, 2 * limit)
         self.failing: dict[str, tuple[int, str]] = {}
         """Endpoint -> (runs in a row that ended in infra_error, the last one's reason)."""
@@ -146,6 +147,12 @@ class _Driver:
     def close(self) -> None:
         # Every write of a finished run is on disk before the manifest says so.
         self.writer.close()
+
+    def _stop_on_write_failure(self) -> None:
+        """Called on the writer's thread: the night's loop stops its runs (see run_all)."""
+        loop = self._write_failed.get_loop()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to stop
+            loop.call_soon_threadsafe(_settle, self._write_failed)
 
     def say_broken(self) -> dict[str, dict[str, int]]:
         """How many runs each check that failed itself left unjudged (its traceback was shown
@@ -189,11 +196,19 @@ class _Driver:
                 min(len(queue), self.limit, queue[0].endpoint.max_concurrency or self.limit)
             )
         ]
+        gathered = asyncio.gather(*workers)
         try:
-            await asyncio.gather(*workers)
+            # A run file that could not be written stops the night at once, not when the
+            # runs in flight end: their agents may be minutes from their timeouts.
+            await asyncio.wait((gathered, self._write_failed), return_when=asyncio.FIRST_COMPLETED)
+            self.writer.raise_failure()
+            await gathered
         finally:
             for task in workers:  # a bug in one run stops the night's other workers
                 task.cancel()
+            # Its outcome is the night's no more once a failed write stopped it: read, so
+            # that asyncio does not report it as never retrieved.
+            gathered.add_done_callback(lambda done: done.cancelled() or done.exception())
 
     def _may_start(self) -> bool:
         return self.budget is None or self.budget.may_start()
@@ -265,6 +280,11 @@ class _Driver:
             self.writer.write(result.record, result.trajectory, result.first_request)
             self.progress.update(result.record, result.rate_wait_s)
             return result.record, result.traceback
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def _run_batches(

@@ -28,7 +28,7 @@ import os
 import queue
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -282,12 +282,15 @@ class RunWriter:
     says the night ended, so a power cut after that loses none either. (An fsync a
     file cost about a sixth of evalrunner's own CPU a run: benchmarks/bench_runner.py.)
 
-    A write that fails stops the night: the next :meth:`write` raises its error, and
-    :meth:`close` does if no write came after it.
+    A write that fails stops the night: ``on_failure`` is called (on the writer's thread)
+    as it fails, the next :meth:`write` raises its error, and :meth:`close` does if no
+    write came after it. Without the call, a night whose last runs were long went on
+    until they ended (a run's timeout, minutes) before the failure was seen.
     """
 
-    def __init__(self, results: ResultsDir) -> None:
+    def __init__(self, results: ResultsDir, on_failure: Callable[[], None] | None = None) -> None:
         self.results = results
+        self._on_failure = on_failure
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._failed: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="evalrunner-write", daemon=True)
@@ -300,7 +303,7 @@ class RunWriter:
         first_request: dict[str, Any] | None = None,
     ) -> None:
         """Hand one finished run over to be written; raises the error of a write that failed."""
-        self._raise_failure()
+        self.raise_failure()
         self._queue.put((record, trajectory, first_request))
 
     def close(self) -> None:
@@ -310,9 +313,10 @@ class RunWriter:
             self._queue.put(None)
             self._thread.join()
             flush_to_disk(self.results.root / "runs")
-        self._raise_failure()
+        self.raise_failure()
 
-    def _raise_failure(self) -> None:
+    def raise_failure(self) -> None:
+        """Raise the error of a write that failed, if one did."""
         if self._failed is not None:
             raise self._failed
 
@@ -324,6 +328,8 @@ class RunWriter:
                 self.results.write_run(*item)
             except BaseException as exc:  # raised again on the loop's thread
                 self._failed = exc
+                if self._on_failure is not None:
+                    self._on_failure()
 
 
 # -- claiming a directory for writing -----------------------------------------------------

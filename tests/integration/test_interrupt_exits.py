@@ -137,6 +137,60 @@ def test_a_disk_that_fills_mid_night_ends_the_process_with_agent_threads_still_r
     assert "Traceback" not in done.stderr
 
 
+LATE_FAILURE_AGENT = FULL_DISK_AGENT.replace(
+    "ResultsDir.write_run = _disk_full",
+    """import threading
+
+from evalrunner.live._results import RunWriter
+
+_handed_over = itertools.count(1)
+_all_handed_over = threading.Event()
+_hand_over = RunWriter.write
+
+
+def _counted(self, *args, **kwargs):
+    _hand_over(self, *args, **kwargs)
+    if next(_handed_over) == 3:  # every run but the one that sleeps
+        _all_handed_over.set()
+
+
+def _late_disk_full(self, record, *args, **kwargs):
+    _all_handed_over.wait(30)
+    _disk_full(self, record)
+
+
+RunWriter.write = _counted
+ResultsDir.write_run = _late_disk_full  # fails once no run is left to hand one over""",
+)
+
+
+def test_a_run_file_that_fails_after_the_last_hand_over_stops_the_night_at_once(
+    tmp_path: Path,
+) -> None:
+    # A failed write was seen only at the next run's hand-over: here none comes, and the
+    # night waited on the run still in flight (its timeout, 300 s) before saying so. In CI
+    # the writer's thread was late enough once in a full suite, and the test above hung.
+    (tmp_path / "late_agent.py").write_text(LATE_FAILURE_AGENT, encoding="utf-8")
+    scenario = {"id": "full", "agent": "late_agent:agent", "input": "Capital of Japan?"}
+    write_suite(tmp_path, "full", [scenario], runs=4, concurrency=2, timeout_s=300)
+    with FakeEndpoint(responder=respond) as ep:
+        env = fake_env(ep.api_base)
+        env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
+        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "full"]
+        done = subprocess.run(
+            [*argv, "--out", str(tmp_path / "out"), "--no-history"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "No space left on device. Resume with:" in done.stderr
+    assert done.stderr.count("] passed ") == 3  # the three quick runs ended before it
+    assert "Traceback" not in done.stderr
+
+
 HUNG_CHECK = """
 import pathlib
 import time

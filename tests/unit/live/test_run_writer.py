@@ -44,6 +44,24 @@ def test_a_failed_write_is_raised_on_the_next_hand_over_and_nothing_after_it_is_
     assert [p.name for p in (tmp_path / "runs").rglob("*.json")] == ["0.json"]
 
 
+def test_a_failed_write_is_told_as_it_fails_not_only_at_the_next_hand_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The night's last runs may be minutes from ending: it stops on this call, not theirs.
+    def write_run(self: ResultsDir, rec: RunRecord, *args: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.run_path(rec.run_id)))
+
+    monkeypatch.setattr(ResultsDir, "write_run", write_run)
+    told = threading.Event()
+    writer = RunWriter(ResultsDir(tmp_path), on_failure=told.set)
+    writer.write(record(0), {})
+    assert told.wait(10)
+    with pytest.raises(OSError, match="No space left"):
+        writer.raise_failure()
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+
+
 def test_close_returns_once_every_run_handed_over_is_on_disk(tmp_path: Path) -> None:
     writer = RunWriter(ResultsDir(tmp_path))
     for i in range(20):
