@@ -117,21 +117,7 @@ def test_a_disk_that_fills_mid_night_ends_the_process_with_agent_threads_still_r
 ) -> None:
     # The error line was printed, then the process hung for good on 2 tries in 6 (a
     # review): the same frozen-import hang as an interrupt's, on the exit after an error.
-    (tmp_path / "full_agent.py").write_text(FULL_DISK_AGENT, encoding="utf-8")
-    scenario = {"id": "full", "agent": "full_agent:agent", "input": "Capital of Japan?"}
-    write_suite(tmp_path, "full", [scenario], runs=4, concurrency=2, timeout_s=300)
-    with FakeEndpoint(responder=respond) as ep:
-        env = fake_env(ep.api_base)
-        env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
-        argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "full"]
-        done = subprocess.run(
-            [*argv, "--out", str(tmp_path / "out"), "--no-history"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,  # it hung here for good before
-        )
+    done = _night_of_four_runs(tmp_path, FULL_DISK_AGENT)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "No space left on device. Resume with:" in done.stderr
     assert "Traceback" not in done.stderr
@@ -170,14 +156,24 @@ def test_a_run_file_that_fails_after_the_last_hand_over_stops_the_night_at_once(
     # A failed write was seen only at the next run's hand-over: here none comes, and the
     # night waited on the run still in flight (its timeout, 300 s) before saying so. In CI
     # the writer's thread was late enough once in a full suite, and the test above hung.
-    (tmp_path / "late_agent.py").write_text(LATE_FAILURE_AGENT, encoding="utf-8")
-    scenario = {"id": "full", "agent": "late_agent:agent", "input": "Capital of Japan?"}
+    done = _night_of_four_runs(tmp_path, LATE_FAILURE_AGENT)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "No space left on device. Resume with:" in done.stderr
+    assert done.stderr.count("] passed ") == 3  # the three quick runs ended before it
+    assert "Traceback" not in done.stderr
+
+
+def _night_of_four_runs(tmp_path: Path, agent_source: str) -> subprocess.CompletedProcess[str]:
+    """A night of four runs, two at a time, of the agent ``agent_source`` defines, in its
+    own process (killed 60 s on, where it hung before)."""
+    (tmp_path / "night_agent.py").write_text(agent_source, encoding="utf-8")
+    scenario = {"id": "full", "agent": "night_agent:agent", "input": "Capital of Japan?"}
     write_suite(tmp_path, "full", [scenario], runs=4, concurrency=2, timeout_s=300)
     with FakeEndpoint(responder=respond) as ep:
         env = fake_env(ep.api_base)
         env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
         argv = [EVALRUNNER, "run", "--suites-dir", str(tmp_path), "--suite", "full"]
-        done = subprocess.run(
+        return subprocess.run(
             [*argv, "--out", str(tmp_path / "out"), "--no-history"],
             cwd=tmp_path,
             env=env,
@@ -185,10 +181,6 @@ def test_a_run_file_that_fails_after_the_last_hand_over_stops_the_night_at_once(
             text=True,
             timeout=60,
         )
-    assert done.returncode == 2, done.stderr[-3000:]
-    assert "No space left on device. Resume with:" in done.stderr
-    assert done.stderr.count("] passed ") == 3  # the three quick runs ended before it
-    assert "Traceback" not in done.stderr
 
 
 HUNG_CHECK = """
