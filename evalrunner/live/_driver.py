@@ -186,8 +186,10 @@ class _Driver:
             queues.setdefault(job.endpoint.label, collections.deque()).append(job)
 
         async def worker(queue: collections.deque[Job]) -> None:
-            while queue and self._may_start():
+            while queue and self._may_start() and not self._write_failed.done():
                 finished(*await self._budgeted(queue.popleft()))
+
+        self.writer.raise_failure()  # a write that failed before this batch starts none of it
 
         workers = [
             asyncio.ensure_future(worker(queue))

@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -39,7 +39,7 @@ from evalrunner.suite._contract import RunContext
 from evalrunner.suite._record import Outcome, RunRecord
 from evalrunner.suite._schema import RateLimit
 
-__all__ = ["JobExecutor", "JobResult", "LocalExecutor", "execute_job", "infra_run"]
+__all__ = ["JobExecutor", "JobResult", "LocalExecutor", "LoopThreads", "execute_job", "infra_run"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -63,7 +63,8 @@ class _AgentThreads(Executor):
 
     IDLE_S = 10.0
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "evalrunner-agent") -> None:
+        self._prefix = prefix
         self._numbers = itertools.count()
         self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         # One permit per thread that finished its run and waits for the next (as in
@@ -86,7 +87,7 @@ class _AgentThreads(Executor):
 
         self._work.put(work)
         if not self._idle.acquire(blocking=False):
-            name = f"evalrunner-agent-{next(self._numbers)}"
+            name = f"{self._prefix}-{next(self._numbers)}"
             threading.Thread(target=self._serve, name=name, daemon=True).start()
             self._started += 1
         return future
@@ -111,6 +112,28 @@ class _AgentThreads(Executor):
             work()
             del work  # the run's objects are not kept alive while this thread waits
             self._idle.release()
+
+
+class LoopThreads(ThreadPoolExecutor):
+    """The night loop's default executor (``asyncio.to_thread`` and ``run_in_executor(None,
+    ...)`` in async agents, the loop's own name lookups): daemon threads, as sync agents get.
+
+    asyncio's own waits for every call at the loop's end: an async agent whose run timed
+    out inside ``to_thread`` (a tool blocked on a socket) kept the night from ending until
+    that call returned, for good if it never did. A ThreadPoolExecutor in name only, as
+    ``loop.set_default_executor`` requires: it starts no thread of that kind.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self._daemons = _AgentThreads(prefix="evalrunner-loop")
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        return self._daemons.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Waits for nothing (see :meth:`_AgentThreads.shutdown`)."""
+        self._daemons.shutdown()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from evalrunner.baseline._file import Baseline, load_baselines
 from evalrunner.endpoints._endpoints import EndpointPool, Notify
 from evalrunner.history._store import DEFAULT_ROOT as DEFAULT_HISTORY
 from evalrunner.live._driver import OpenNight, run_night
+from evalrunner.live._execute import LoopThreads
 from evalrunner.live._outage import DEFAULT_OUTAGE_SHARE, Outage, model_outages, outage_of
 from evalrunner.live._ray import DEFAULT_WORKERS, open_executor
 from evalrunner.live._results import AdaptiveSettings
@@ -318,9 +319,17 @@ def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(night)
+        return _on_own_loop(night)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evalrunner-night") as pool:
-        return pool.submit(asyncio.run, night).result()
+        return pool.submit(_on_own_loop, night).result()
+
+
+def _on_own_loop(night: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(night)``, on a loop whose default executor waits for no thread at its
+    end (:class:`~evalrunner.live._execute.LoopThreads`)."""
+    with asyncio.Runner() as runner:
+        runner.get_loop().set_default_executor(LoopThreads())
+        return runner.run(night)
 
 
 def _evidence_so_far(

@@ -163,12 +163,37 @@ def test_a_run_file_that_fails_after_the_last_hand_over_stops_the_night_at_once(
     assert "Traceback" not in done.stderr
 
 
-def _night_of_four_runs(tmp_path: Path, agent_source: str) -> subprocess.CompletedProcess[str]:
+ASYNC_AGENT_BLOCKED_IN_A_THREAD = """
+import asyncio
+import time
+
+
+async def agent(task, ctx):
+    await asyncio.to_thread(time.sleep, 600)  # a blocking tool that never answers
+    return "Tokyo."
+"""
+
+
+def test_a_night_ends_when_its_runs_time_out_whatever_an_async_agents_thread_is_doing(
+    tmp_path: Path,
+) -> None:
+    # The run timed out and was recorded, then the process waited for the thread: asyncio's
+    # default executor waits for every call at the loop's end (600 s here, for good if the
+    # tool never answers).
+    done = _night_of_four_runs(tmp_path, ASYNC_AGENT_BLOCKED_IN_A_THREAD, timeout_s=2)
+    assert done.returncode == 1, done.stderr[-3000:]  # runs that time out in the agent crash
+    assert done.stderr.count("crashed (timed out in the agent after 2 s") == 4
+    assert "night: 4 runs (4 crashed)" in done.stderr
+
+
+def _night_of_four_runs(
+    tmp_path: Path, agent_source: str, timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
     """A night of four runs, two at a time, of the agent ``agent_source`` defines, in its
     own process (killed 60 s on, where it hung before)."""
     (tmp_path / "night_agent.py").write_text(agent_source, encoding="utf-8")
     scenario = {"id": "full", "agent": "night_agent:agent", "input": "Capital of Japan?"}
-    write_suite(tmp_path, "full", [scenario], runs=4, concurrency=2, timeout_s=300)
+    write_suite(tmp_path, "full", [scenario], runs=4, concurrency=2, timeout_s=timeout_s)
     with FakeEndpoint(responder=respond) as ep:
         env = fake_env(ep.api_base)
         env["PYTHONPATH"] = os.pathsep.join((str(tmp_path), env["PYTHONPATH"]))
