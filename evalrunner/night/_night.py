@@ -320,8 +320,26 @@ def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return _on_own_loop(night)
+    running: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[T]]]
+    running = concurrent.futures.Future()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evalrunner-night") as pool:
-        return pool.submit(_on_own_loop, night).result()
+        ended = pool.submit(_on_own_loop, _told(night, running))
+        try:
+            return ended.result()
+        except BaseException:
+            # An interrupt (the notebook's stop button) arrives in this thread, not the
+            # night's: stop the night as Ctrl-C does, instead of waiting for its end.
+            if not ended.done():
+                loop, task = running.result()
+                loop.call_soon_threadsafe(task.cancel)
+            raise
+
+
+async def _told(night: Coroutine[Any, Any, T], running: concurrent.futures.Future[Any]) -> T:
+    """``night``, once its loop and task are given to ``running`` (to be cancelled from
+    another thread)."""
+    running.set_result((asyncio.get_running_loop(), asyncio.current_task()))
+    return await night
 
 
 def _on_own_loop(night: Coroutine[Any, Any, T]) -> T:

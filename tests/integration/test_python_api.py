@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +53,51 @@ def test_a_suite_name_given_as_a_path_says_how_to_load_one_by_name(suite_file: P
     with pytest.raises(ConfigError, match=r"load_suite_by_name\('py'\)"):
         night(Path("py"), "out")
     assert not Path("out").exists()
+
+
+SLEEPY_AGENT = """
+import pathlib
+import time
+
+
+def agent(task, ctx):
+    pathlib.Path("agent-started").touch()
+    time.sleep(60)  # still running when the cell is interrupted
+    return "Paris."
+"""
+
+
+def test_an_interrupted_cell_stops_the_night_its_loop_runs_in_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the interrupt reached the cell only once the night had ended on its own (every
+    # run at its timeout); the night's thread was never told.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "sleepy_agent.py").write_text(SLEEPY_AGENT, encoding="utf-8")
+    scenario = {"id": "s", "agent": "sleepy_agent:agent", "input": "Capital of France?"}
+    suite = write_suite(tmp_path, "sleepy", [scenario], runs=2, timeout_s=120)
+
+    def interrupt_once_an_agent_runs() -> None:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "agent-started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    async def cell() -> LiveResult:
+        return night(suite, "out")
+
+    loop = asyncio.new_event_loop()  # a notebook's: it leaves SIGINT to Python's own handler
+    with FakeEndpoint(responder=lambda body, n: Reply("Paris.")) as ep:
+        monkeypatch.setenv("EVALRUNNER_API_BASE", ep.api_base)
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+        threading.Thread(target=interrupt_once_an_agent_runs, daemon=True).start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                loop.run_until_complete(cell())
+        finally:
+            loop.close()
+    assert time.monotonic() - started < 30  # not the runs' 60 s
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "interrupted"
