@@ -315,7 +315,8 @@ def _before_the_runs(
 def _run_to_end(night: Coroutine[Any, Any, T]) -> T:
     """Run the night's event loop to its end, also when this thread already runs one (a
     notebook's cell, an async service): asyncio.run refuses to start a loop there, so the
-    night's loop runs in a thread of its own while this one waits, as for any blocking call."""
+    night's loop runs in a thread of its own while this one waits, as for any blocking call,
+    and an interrupt of this one (KeyboardInterrupt) cancels the night there."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
