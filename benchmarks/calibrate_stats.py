@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import numpy as np
+from scipy import optimize
 from scipy import stats as sps
 
 from evalrunner.live._results import AdaptiveSettings
@@ -806,14 +807,33 @@ def _nights(
     step_night_sd: float = 0.0,
     tau2_errors: Padding = None,
 ) -> list[dict[str, Night]]:
+    tasks = _night_tasks(
+        cfg, suite, change, drift, procs, baseline, count, size, label, step_night_sd, tau2_errors
+    )
+    return run_all(one_night, tasks, cfg.jobs)
+
+
+def _night_tasks(
+    cfg: Config,
+    suite: Suite,
+    change: Change,
+    drift: Endpoint,
+    procs: tuple[Procedure, ...],
+    baseline: tuple[int, int] = MATURE,
+    count: int | None = None,
+    size: float | None = None,
+    label: str = "",
+    step_night_sd: float = 0.0,
+    tau2_errors: Padding = None,
+) -> list[NightTask]:
+    """The nights :func:`_nights` runs, each a seed of its own (the row's label in it)."""
     n = count or cfg.nights(suite)
     tag = f"{label}|{suite.label}|{change.name}|{drift}|{baseline}|{size}"
     tag += f"|{step_night_sd}" if step_night_sd else ""
-    tasks = [
+    return [
         NightTask(s, suite, change, drift, baseline, procs, size, step_night_sd, tau2_errors)
         for s in seeds(cfg.seed, tag, n)
     ]
-    return run_all(one_night, tasks, cfg.jobs)
 
 
 def aa_table(cfg: Config) -> None:
@@ -1326,13 +1346,15 @@ def mde_table(cfg: Config) -> None:
     cfg.emit(
         "`--endpoints` adds a drifting endpoint's rows (the MDE `plan` states is this one: "
         "issue 52 asks >= 75 % power at it); `--changes` picks the changes. Power at the "
-        "reported MDE: the simulated curve read at the mean reported MDE.\n"
+        "reported MDE: the simulated curve read at the mean reported MDE. Power at each "
+        "night's own MDE: every night of the grid's first point again, its change the MDE "
+        "its own baseline stated (what a team reading that MDE gets).\n"
     )
     cfg.emit(
         "| metric | endpoint | power at the grid's changes | simulated 80 % change | reported MDE "
-        "(mean) | difference | power at the reported MDE |"
+        "(mean) | difference | power at the reported MDE | power at each night's own MDE |"
     )
-    cfg.emit("|---|---|---|---|---|---|---|")
+    cfg.emit("|---|---|---|---|---|---|---|---|")
     for drift in cfg.laws((QUIET, UNIFORM, LOGIT)) if cfg.endpoints else [QUIET]:
         for change in cfg.changes_of(CHANGES):
             _mde_row(cfg, change, drift)
@@ -1341,8 +1363,11 @@ def mde_table(cfg: Config) -> None:
 
 def _mde_row(cfg: Config, change: Change, drift: Endpoint) -> None:
     effects, powers, reported = [], [], []
+    own = ""
     for size in MDE_GRID[change.name.split()[0]]:
-        got = _nights(cfg, Suite(5, 1), change, drift, (FIXED,), size=size, label="mde")
+        tasks = _night_tasks(cfg, Suite(5, 1), change, drift, (FIXED,), size=size, label="mde")
+        got = run_all(one_night, tasks, cfg.jobs)
+        own = own or _power_at_own_mde(cfg, change, tasks, got)
         fixed = [g["fixed N"] for g in got]
         powers.append(float(np.mean([change.metric in x.changed_metrics for x in fixed])))
         effects.append(_true_effect(change, size))
@@ -1355,8 +1380,42 @@ def _mde_row(cfg: Config, change: Change, drift: Endpoint) -> None:
     curve = ", ".join(f"{e:.2f}: {100 * p:.0f} %" for e, p in zip(effects, powers, strict=True))
     cfg.emit(
         f"| {change.metric} | {ENDPOINTS[drift]} | {curve} | {target:.3f} | {mean:.3f} "
-        f"| {mean - target:+.3f} | {100 * at_mde:.0f} % |"
+        f"| {mean - target:+.3f} | {100 * at_mde:.0f} % | {own} |"
     )
+
+
+def _power_at_own_mde(
+    cfg: Config, change: Change, tasks: list[NightTask], got: list[dict[str, Night]]
+) -> str:
+    """Each night again, its changed cell moved by the MDE its own baseline stated: what a
+    team whose `plan` states that MDE gets when a change of that size comes (the same seed:
+    the same baseline, tonight's runs drawn at the new size). The curve read at the mean MDE instead averages over baselines
+    whose MDEs differ, which is not any one team's chance."""
+    again = []
+    for task, nights in zip(tasks, got, strict=True):
+        stated = nights["fixed N"].mde.get(change.metric)
+        if stated is not None:
+            size = _size_of(change, stated)
+            again.append(replace(task, size=size))  # the same baseline, tonight moved
+    flagged = run_all(one_night, again, cfg.jobs)
+    hits = sum(change.metric in g["fixed N"].changed_metrics for g in flagged)
+    return f"{pct(hits, len(again))} of {len(again)}"
+
+
+def _size_of(change: Change, effect: float) -> float:
+    """The generator's size for a change of ``effect`` (the metric's effect units), as far as
+    the profile allows (a usual path cannot lose more than its share)."""
+    kind = change.name.split()[0]
+    if kind == "steps":
+        base = change.base.steps
+
+        def short(d: float) -> float:
+            return _cliffs_nb(base + d, base) - abs(effect)
+
+        return float(optimize.brentq(short, 0.0, 100.0)) if short(100.0) > 0 else 100.0
+    if kind == "path":
+        return min(effect, change.base.shares[0] - 1e-3)
+    return effect
 
 
 def _true_effect(change: Change, size: float) -> float:

@@ -22,6 +22,7 @@ from scipy import special
 
 from evalrunner.stats._formulas import (
     FloatArray,
+    hermite,
     newcombe_arrays,
     newcombe_diff,
     wilson,
@@ -32,13 +33,6 @@ _NODES = 12
 """Gauss-Hermite nodes per dimension (baseline rate, night effect)."""
 _GRID = 24
 _EPS = 1e-9
-
-
-@functools.lru_cache(maxsize=8)
-def _hermite(count: int) -> tuple[FloatArray, FloatArray]:
-    """Probabilists' Gauss-Hermite nodes and weights (weights sum to 1)."""
-    nodes, weights = np.polynomial.hermite_e.hermegauss(count)
-    return nodes, weights / weights.sum()
 
 
 def effective_baseline(ref: Reference) -> tuple[float, float]:
@@ -63,7 +57,7 @@ def _binomial_rows(n: int, rates: FloatArray) -> FloatArray:
 
 def _night_shifts(icc: float, rate: float | FloatArray) -> tuple[FloatArray, FloatArray]:
     """Night effects (normal, sd tau) as quadrature nodes and weights; tau^2 = rho p (1 - p)."""
-    nodes, weights = _hermite(_NODES)
+    nodes, weights = hermite(_NODES)
     tau = np.sqrt(icc * np.asarray(rate) * (1 - np.asarray(rate)))
     return np.multiply.outer(tau, nodes), weights
 
@@ -71,7 +65,7 @@ def _night_shifts(icc: float, rate: float | FloatArray) -> tuple[FloatArray, Flo
 def predictive_pmf(ref: Reference, n: int) -> FloatArray:
     """P(tonight's count = 0..n) when nothing changed."""
     k_b, n_b = effective_baseline(ref)
-    nodes, weights = _hermite(_NODES)
+    nodes, weights = hermite(_NODES)
     base = special.betaincinv(k_b + 0.5, n_b - k_b + 0.5, special.ndtr(nodes))
     shifts, shift_w = _night_shifts(ref.icc, ref.mean)
     rates = (base[:, None] + shifts[None, :]).ravel()

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
+BoolArray = npt.NDArray[np.bool_]
 
 
 # ---------------------------------------------------------------------------
@@ -28,6 +29,14 @@ def z_upper(p: float) -> float:
     from scipy import special  # 26 MB: not for the report, which reads this module's neighbours
 
     return float(-special.ndtri(min(max(p, 1e-300), 1.0)))
+
+
+@functools.lru_cache(maxsize=8)
+def hermite(count: int) -> tuple[FloatArray, FloatArray]:
+    """Probabilists' Gauss-Hermite nodes and weights (weights sum to 1): E f(Z) for a
+    standard normal Z is sum(weights * f(nodes))."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(count)
+    return nodes, weights / weights.sum()
 
 
 def normal_sf(z: float) -> float:
@@ -103,31 +112,42 @@ def newcombe_arrays(
 
 @functools.lru_cache(maxsize=512)
 def compositions3(n: int) -> IntArray:
-    """Every (c0, c1, c2) with c0 + c1 + c2 = n, one per row."""
-    rows = [(a, b, n - a - b) for a in range(n + 1) for b in range(n - a + 1)]
-    out: IntArray = np.array(rows, dtype=np.intp).reshape(-1, 3)
+    """Every (c0, c1, c2) with c0 + c1 + c2 = n, one per row (c0 descending, then c1);
+    read-only, as it is cached."""
+    first = np.repeat(np.arange(n + 1), np.arange(n + 1, 0, -1))
+    second = np.arange(first.size) - np.repeat(
+        np.cumsum(np.arange(n + 1, 0, -1)) - np.arange(n + 1, 0, -1), np.arange(n + 1, 0, -1)
+    )
+    out: IntArray = np.stack([first, second, n - first - second], axis=1).astype(np.intp)
+    out.flags.writeable = False
     return out
 
 
 def dirmult3_pmf(n: int, alpha: tuple[float, float, float]) -> tuple[IntArray, FloatArray]:
     """The Dirichlet-multinomial(n, alpha) over three groups: (compositions, probabilities)."""
     comps = compositions3(n)
+    log = dirmult3_logpmf(comps, alpha)
+    pmf: FloatArray = np.exp(log - log.max())
+    return comps, pmf / pmf.sum()
+
+
+def dirmult3_logpmf(comps: IntArray, alpha: tuple[float, float, float]) -> FloatArray:
+    """log P(composition) of the Dirichlet-multinomial(alpha) for the rows of ``comps`` (all of
+    one total n), exact: a tail over a few compositions needs only those. Each group's terms
+    are looked up from the n + 1 values a count can take, not evaluated row by row."""
     from scipy import special
 
     al = np.asarray(alpha, dtype=float)
-    total = float(al.sum())
-    log = (
-        special.gammaln(n + 1)
-        + special.gammaln(total)
-        - special.gammaln(n + total)
-        + (
-            special.gammaln(comps + al[None, :])
-            - special.gammaln(comps + 1)
-            - special.gammaln(al)[None, :]
-        ).sum(axis=1)
+    n = int(comps[0].sum()) if len(comps) else 0
+    k = np.arange(n + 1, dtype=float)
+    log_fact = special.gammaln(k + 1)
+    out: FloatArray = np.full(
+        len(comps),
+        special.gammaln(n + 1) + special.gammaln(al.sum()) - special.gammaln(n + al.sum()),
     )
-    pmf: FloatArray = np.exp(log - log.max())
-    return comps, pmf / pmf.sum()
+    for j in range(3):
+        out += (special.gammaln(k + al[j]) - special.gammaln(al[j]) - log_fact)[comps[:, j]]
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from scipy import stats as sps
 from evalrunner.stats._formulas import (
     bh,
     cliffs_delta,
+    dirmult3_logpmf,
     dirmult3_pmf,
     icc,
     newcombe_diff,
@@ -118,6 +119,18 @@ def test_dirichlet_multinomial_over_three_groups_matches_scipy() -> None:
     assert pmf.sum() == pytest.approx(1.0)
     expected = sps.dirichlet_multinomial.pmf(comps, alpha, 12)
     assert pmf == pytest.approx(expected, rel=1e-9)
+    assert {tuple(c) for c in comps} == {
+        (a, b, 12 - a - b) for a in range(13) for b in range(13 - a)
+    }
+
+
+def test_the_dirichlet_multinomial_at_a_few_compositions_is_exact_without_the_rest() -> None:
+    alpha = (400.0, 90.0, 2.5)  # a long tail: the path test's upper tail is a few rows
+    comps, pmf = dirmult3_pmf(300, alpha)
+    few = comps[[0, 7, 1000, len(comps) - 1]]
+    expected = sps.dirichlet_multinomial.logpmf(few, alpha, 300)
+    assert dirmult3_logpmf(few, alpha) == pytest.approx(expected, rel=1e-9)
+    assert np.exp(dirmult3_logpmf(comps, alpha)) == pytest.approx(pmf, rel=1e-6, abs=1e-300)
 
 
 def test_bh_matches_scipy() -> None:
