@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import optimize
@@ -793,24 +793,9 @@ ADAPTIVE_SUITES = (Suite(5, 1), Suite(5, 3), Suite(50, 1))
 MATURE, YOUNG = (5, 20), (1, 10)
 
 
-def _nights(
-    cfg: Config,
-    suite: Suite,
-    change: Change,
-    drift: Endpoint,
-    procs: tuple[Procedure, ...],
-    baseline: tuple[int, int] = MATURE,
-    *,
-    count: int | None = None,
-    size: float | None = None,
-    label: str = "",
-    step_night_sd: float = 0.0,
-    tau2_errors: Padding = None,
-) -> list[dict[str, Night]]:
-    tasks = _night_tasks(
-        cfg, suite, change, drift, procs, baseline, count, size, label, step_night_sd, tau2_errors
-    )
-    return run_all(one_night, tasks, cfg.jobs)
+def _nights(cfg: Config, *args: Any, **kwargs: Any) -> list[dict[str, Night]]:
+    """The nights of :func:`_night_tasks` (the same arguments), run."""
+    return run_all(one_night, _night_tasks(cfg, *args, **kwargs), cfg.jobs)
 
 
 def _night_tasks(
@@ -820,6 +805,7 @@ def _night_tasks(
     drift: Endpoint,
     procs: tuple[Procedure, ...],
     baseline: tuple[int, int] = MATURE,
+    *,
     count: int | None = None,
     size: float | None = None,
     label: str = "",
