@@ -112,7 +112,7 @@ def newcombe_arrays(
 
 @functools.lru_cache(maxsize=512)
 def compositions3(n: int) -> IntArray:
-    """Every (c0, c1, c2) with c0 + c1 + c2 = n, one per row (c0 descending, then c1);
+    """Every (c0, c1, c2) with c0 + c1 + c2 = n, one per row (c0 ascending, then c1);
     read-only, as it is cached."""
     first = np.repeat(np.arange(n + 1), np.arange(n + 1, 0, -1))
     second = np.arange(first.size) - np.repeat(

@@ -43,7 +43,8 @@ EXACT_MAX_N = 300
 _BASE_NODES = 5
 """Gauss-Hermite nodes over the baseline's usual share in :func:`mde`."""
 _NO_NIGHT = 1e6
-"""The Dirichlet total standing for no night effect: a multinomial to ~1e-6 at any n here."""
+"""The Dirichlet total standing for no night effect: tonight's variance within n / 1e6 of
+a multinomial's (3e-4 at 300 runs)."""
 
 
 def moments(values: FloatArray) -> Moments:
@@ -76,15 +77,13 @@ def mde(ref: Reference, n: int, bar: float, margin: float, level: float, side: i
     Exact, as tonight's test is: a night's score is flagged where its Dirichlet-multinomial
     tail is <= ``bar`` and its interval still reaches the margin; the change moves runs
     from the usual path to another known one. Tonight's shares spread around the changed
-    ones by the night effect (a Dirichlet), and the usual share the change starts from is
-    the baseline's give or take its own uncertainty (a normal shift, integrated): the
-    baseline is one draw, and a usual share it read high leaves tonight's changed night
-    less atypical than the estimate says. Spreading the baseline's uncertainty into the
-    Dirichlet instead, as the null does, stated MDEs that nights of that change, against
-    baselines drawn from the same truth, flagged 74.5-78.9 % of the time, not 80 %; now
-    77.9-80.9 % (docs/calibration.md, "Reported MDE"). The normal model's MDE (which ignores
-    how heavy the exact tail is) read 0.515 where a simulated 80 % took 0.587 (issue 52).
-    Above :data:`EXACT_MAX_N` runs, and for a fall (paths only rise), the normal model.
+    ones by the night effect alone (a Dirichlet), and the usual share the change starts
+    from is the baseline's give or take its own error (:func:`_starts`). Inside the
+    Dirichlet, as the null has it, the baseline's part of the spread shrank as runs left the
+    usual path, while a real baseline's error stays put: stated MDEs held 74.5-78.9 % power
+    at each baseline's own MDE, not 80 % (docs/calibration.md, "Reported MDE"). The normal
+    model's MDE (which ignores how heavy the exact tail is) read 0.515 where a simulated
+    80 % took 0.587 (issue 52). Above :data:`EXACT_MAX_N` runs, and for a fall (paths only rise), the normal model.
     """
     if side < 0 or n > EXACT_MAX_N:
         return normal_mde(ref, n, bar, margin, level)
@@ -98,9 +97,9 @@ def mde(ref: Reference, n: int, bar: float, margin: float, level: float, side: i
     flagged = (tail <= bar) & reaches
     if not flagged.any():
         return None
-    power = _power_of(ref, n, flagged)
-    usual = ref.shares[0]
-    low, high = 0.0, usual - 1e-6
+    starts, weights = _starts(ref)
+    power = _power_of(ref, n, flagged, starts, weights)
+    low, high = 0.0, float(starts.max()) - 1e-6  # every run of the night off the usual path
     if power(high) < POWER:
         return None
     for _ in range(14):  # power rises with the shift: bisect to 1e-4 of the range
@@ -109,20 +108,43 @@ def mde(ref: Reference, n: int, bar: float, margin: float, level: float, side: i
     return high
 
 
-def _power_of(ref: Reference, n: int, flagged: BoolArray) -> Callable[[float], float]:
-    """The chance that a night of ``n`` runs lands in ``flagged``, as a function of the
-    share of runs moved from the usual path to another known one."""
-    c = _concentration_tonight(ref)
-    usual, other, new = ref.shares
+def _starts(ref: Reference) -> tuple[FloatArray, FloatArray]:
+    """The usual share a change starts from, as quadrature nodes and weights: the baseline's
+    estimate give or take its own uncertainty (``base_var``), a Beta of the usual path's
+    part of the known paths with that mean and variance, read at Gauss-Hermite normal
+    scores (as the rates' baseline is, :func:`evalrunner.stats._binary.predictive_pmf`).
+    A Beta, not a normal: near a share of 1 the estimate's error is lopsided, and a
+    normal cut at the bound moved the mean (0.004-0.025 low where the usual path took
+    nearly every run)."""
+    from scipy import special
+
+    usual, other, _ = ref.shares
+    known = usual + other
+    share, spread = usual / known, ref.base_var / known**2
+    total = share * (1 - share) / spread - 1 if spread > 0 else 0.0
+    if total <= 0:
+        return np.array([usual]), np.array([1.0])
     nodes, weights = hermite(_BASE_NODES)
-    starts = np.clip(usual + math.sqrt(ref.base_var) * nodes, 1e-6, usual + other - 1e-6)
+    beta = special.betaincinv(share * total, (1 - share) * total, special.ndtr(nodes))
+    starts: FloatArray = known * np.clip(beta, 1e-6, 1 - 1e-6)
+    return starts, weights
+
+
+def _power_of(
+    ref: Reference, n: int, flagged: BoolArray, starts: FloatArray, weights: FloatArray
+) -> Callable[[float], float]:
+    """The chance that a night of ``n`` runs lands in ``flagged``, as a function of the
+    share of runs moved from the usual path to another known one, averaged over the
+    usual share it starts from (``starts``, ``weights``: :func:`_starts`)."""
+    c = _concentration_tonight(ref)
+    known, new = ref.shares[0] + ref.shares[1], ref.shares[2]
     comps = compositions3(n)[flagged]  # the flagged nights' terms alone: exact, not renormalised
 
     def power(shift: float) -> float:
         total = 0.0
         for start, weight in zip(starts, weights, strict=True):
             moved = min(shift, start - 1e-6)
-            alpha = (c * (start - moved), c * (usual + other - start + moved), c * new)
+            alpha = (c * (start - moved), c * (known - start + moved), c * new)
             total += weight * float(np.exp(dirmult3_logpmf(comps, alpha)).sum())
         return min(total, 1.0)
 

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import optimize, special
 
 from evalrunner.stats._evidence_state import EvidenceState, MetricEvidence
-from evalrunner.stats._formulas import FloatArray, icc
+from evalrunner.stats._formulas import FloatArray, hermite, icc
 from evalrunner.stats._kinds import KINDS, MetricKind
 from evalrunner.stats._observe import Coding, Runs, codings, concat
 from evalrunner.stats._pairing import paired_share
@@ -66,8 +66,8 @@ Since the suite's night variance is pooled on each kind's common scale (issue 52
 of first-night success power (79.5 / 62.0 % quiet / logit drift, against 82.0 / 65.5 %
 at 0.35; docs/calibration.md). None integrates over tau^2's uncertainty instead
 (:func:`integrated_tau2`)."""
-_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
-_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+_TAU2_NODES = 24
+"""Gauss-Hermite nodes over tau^2's uncertainty in :func:`integrated_tau2`."""
 
 
 @dataclass(frozen=True)
@@ -308,12 +308,13 @@ def integrated_tau2(tau2: float, var: float, fixed: float, slope: float, bar: fl
     point = max(tau2, 0.0)
     if var <= 0 or slope <= 0:
         return point
-    nodes = np.maximum(tau2 + math.sqrt(var) * _NODES, 0.0)
+    unit, weights = hermite(_TAU2_NODES)
+    nodes = np.maximum(tau2 + math.sqrt(var) * unit, 0.0)
     sd = np.sqrt(np.maximum(fixed + slope * nodes, 1e-300))
     z = float(special.ndtri(1 - bar / 2))
 
     def excess(c: float) -> float:
-        return float((_WEIGHTS * special.ndtr(-c / sd)).sum()) * 2 - bar
+        return float((weights * special.ndtr(-c / sd)).sum()) * 2 - bar
 
     low, high = z * float(sd.min()), z * float(sd.max())
     if high - low <= 1e-12 * high:
