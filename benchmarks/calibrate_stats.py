@@ -501,9 +501,12 @@ def _procedure(
     baselines: dict[CellKey, list[list[RunRecord]]],
     pools: dict[CellKey, Batch],
     law: Mapping[str, float],
+    beside: Sequence[CellBaseline] = (),
 ) -> Night:
+    """``proc`` on one night of ``keys``; ``beside``: other cells whose anchors feed the
+    night-variance pool only (``benchmarks/pool_across_suites.py``)."""
     cells = [CellBaseline(k, proc.tolerance, baselines[k], "anchor") for k in keys]
-    refs = fit_references(cells)
+    refs = {k: r for k, r in fit_references([*cells, *beside]).items() if k in keys}
     if proc.told_quiet:
         refs = {k: _told_quiet(r) for k, r in refs.items()}
     if proc.told_law:

@@ -36,12 +36,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import calibrate_stats as cs
 
 from evalrunner.stats import (
-    Budget,
     CellBaseline,
-    CellNight,
-    compare_night,
-    drive,
-    fit_references,
 )
 from evalrunner.suite._record import CellKey
 
@@ -82,15 +77,8 @@ def one_night(task: Task) -> tuple[bool, bool]:
         anchors[k] = [
             cs.draw(profile.night(other, task.drift), k, other, cs.N, j * cs.N) for j in range(5)
         ]
-    cells = [CellBaseline(k, cs.TOL, anchors[k], "anchor") for k in keys]
     beside = [CellBaseline(k, cs.TOL, anchors[k], "other suite") for k in others]
-    refs = fit_references(cells + beside)
-    budget = Budget.of(cs.TOL, cs.N, cells=len(keys), adaptive=False, batch=None)
-    tonight = {k: drive(refs[k], budget, cs._feeder(pools[k])).records for k in keys}
-    result = compare_night(
-        [CellNight(c, tonight[c.key]) for c in cells], {k: refs[k] for k in keys}
-    )
-    night = cs._summarise(result, keys, tonight)
+    night = cs._procedure(cs.ESCALATE, keys, anchors, pools, {}, beside)
     flagged = bool(task.change.metric) and task.change.metric in night.changed_metrics
     return flagged, night.null_failed
 
