@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from path_fit import PathFit
 from scipy import integrate
 from scipy import stats as sps
 
@@ -158,48 +158,12 @@ def test_a_tool_path_s_mde_is_flagged_80_percent_of_the_time_against_baselines_o
     assert 0.775 <= float(np.mean(powers)) <= 0.86  # 0.787 here
 
 
-@dataclass(frozen=True)
-class _PathFit:
-    """A tool path's baseline fit as the path test reads it: shares of the usual, another
-    known and a new path; the night effect a share ``icc`` of the run variance; ``nights``
-    nights of ``per`` runs."""
-
-    shares: tuple[float, float, float]
-    icc: float
-    nights: int
-    per: int
-
-    @property
-    def estimate(self) -> float:
-        return self.shares[1] + 2 * self.shares[2]
-
-    mean = estimate
-
-    @property
-    def run_var(self) -> float:
-        return self.shares[1] + 4 * self.shares[2] - self.estimate**2
-
-    @property
-    def night_var(self) -> float:
-        return self.icc * self.run_var
-
-    @property
-    def base_var(self) -> float:
-        return self.run_var * ((1 - self.icc) / (self.nights * self.per) + self.icc / self.nights)
-
-    def within_var(self, n: int) -> float:
-        return self.run_var * (1 - self.icc) / n
-
-    def null_var(self, n: int) -> float:
-        return self.within_var(n) + self.night_var + self.base_var
-
-
 def test_a_tool_path_s_mde_exists_wherever_moving_every_run_would_be_flagged() -> None:
     """A baseline of 3 nights x 20 runs on its usual path half the time, nights moving it by
     a twentieth of its run variance: a night of 60 runs all off that path is flagged, so
     some change has 80 % power. The search once stopped at the estimate's usual share while
     the baseline's uncertainty let the change start above it, and said no MDE at all."""
-    fit = _PathFit((30.5 / 61.5, 30.5 / 61.5, 0.5 / 61.5), icc=0.05, nights=3, per=20)
+    fit = PathFit((30.5 / 61.5, 30.5 / 61.5, 0.5 / 61.5), icc=0.05, nights=3, per=20)
     n, bar, margin, level = 60, 0.002, 0.1, 0.9
     comps, null = paths_null(fit, n)  # type: ignore[arg-type]
     every_run_off = comps[:, 1] + 2 * comps[:, 2] >= n
