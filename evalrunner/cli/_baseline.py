@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import click
 
+from evalrunner import _clock as clock
 from evalrunner._jsonio import read_json
 from evalrunner._next import NextStep, Said
 from evalrunner.baseline import build_baselines
@@ -134,10 +135,7 @@ def baseline(
     _refuse_what_does_nothing(window, bool(sources), runs, out, nights)
     suite = load_suite_by_name(suite_name, suites_dir)
     if not sources:
-        sources = tuple(
-            _run_for_baseline(suite, where, runs, models, scenarios)
-            for where in _night_dirs(out or default_out(suite.name), nights)
-        )
+        sources = tuple(_run_nights(suite, out, nights, runs, models, scenarios))
         models = scenarios = ()  # the nights ran only these
     before = _nights_held(baselines_dir / suite.name)
     written = build_baselines(
@@ -193,6 +191,23 @@ def _say_when_they_gate(suite: Suite, written: Mapping[Path, bool]) -> None:
             "--from NIGHT --append, or run several now with --nights",
             err=True,
         )
+
+
+def _run_nights(
+    suite: Suite,
+    out: Path | None,
+    nights: int,
+    runs: int | None,
+    models: tuple[str, ...],
+    scenarios: tuple[str, ...],
+) -> Iterator[Path]:
+    """The --nights live nights, one after another; their results directories."""
+    for i, where in enumerate(_night_dirs(out or default_out(suite.name), nights)):
+        if i:
+            # A night is known by its start (to the second) and its runs: a deterministic
+            # agent's cell run twice inside one second would be refused as one night twice.
+            clock.past_this_second()
+        yield _run_for_baseline(suite, where, runs, models, scenarios)
 
 
 def _night_dirs(out: Path, nights: int) -> list[Path]:

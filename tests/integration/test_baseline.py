@@ -8,10 +8,12 @@ naming the refresh command), and must never be overwritten on the way.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from fake_endpoint import FakeEndpoint, Fault
 from runner_agents import write_suite
 
 from evalrunner import __version__
+from evalrunner import _clock as clock
 from evalrunner.baseline._file import (
     BASELINE_FORMAT_VERSION,
     Baseline,
@@ -626,6 +629,24 @@ def test_two_nights_that_started_in_the_same_second_are_two_nights(
     result = baseline_cmd(lab, where, "--from", str(lab.root / "night1"), "--from", str(shard))
     assert result.exit_code == 0, result.output
     assert len(load_baseline(file_of(where, "capital")).nights) == 2
+
+
+def test_nights_run_back_to_back_inside_one_second_are_still_three_nights(
+    lab: Lab, where: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 'steady' cell's runs are the same every night, and starts are kept to the
+    second: three nights of it inside one second read as one night three times, and
+    `baseline --nights 3` failed in CI with a traceback. The clock here stands still
+    unless the command waits."""
+    frozen = [clock.parse("2026-12-08T02:00:00Z")]
+    monkeypatch.setattr(clock, "now", lambda: frozen[0])
+    monkeypatch.setattr(
+        time, "sleep", lambda s: frozen.__setitem__(0, frozen[0] + dt.timedelta(seconds=s))
+    )
+    made = baseline_cmd(lab, where, "--runs", "2", "--nights", "3", "--out", str(tmp_path / "n"))
+    assert made.exit_code == 0, made.output
+    nights = load_baseline(file_of(where, "steady")).nights
+    assert len({n.started_at for n in nights}) == 3
 
 
 def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
