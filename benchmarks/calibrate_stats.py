@@ -830,7 +830,8 @@ def aa_table(cfg: Config) -> None:
     cfg.emit(f"`{cfg.command('aa')}`\n")
     cfg.emit(
         "Share of nights (%, 95 % Wilson interval) on which some unchanged scenario x model "
-        "fails the night; N = 20, escalation on (up to 3N). Mature baseline: 5 nights x 20 runs. "
+        "fails the night; N = 20, escalation on (up to 3N). Mature baseline: "
+        f"{cfg.anchor[0]} nights x {cfg.anchor[1]} runs (--anchor). "
         "True oracle: the night's gating tests each made by the test that knows the night law "
         "(tests/support/true_oracle.py) at the lone change's bar, 1 - prod(1 - size) over the "
         "suite's cells and gating metrics, each size measured on 200,000 fresh null nights of "
@@ -858,7 +859,7 @@ def aa_table(cfg: Config) -> None:
 def _aa_row(cfg: Config, suite: Suite, drift: Endpoint) -> None:
     """One row of the A/A table (and, for the first suite, its note of `ok` verdicts)."""
     procs = (ESCALATE, FIXED, TOLD_QUIET) if not drift else (ESCALATE, FIXED)
-    both = _nights(cfg, suite, NONE, drift, procs)
+    both = _nights(cfg, suite, NONE, drift, procs, cfg.anchor)
     mature = [r["escalation"] for r in both]
     young = [r["escalation"] for r in _nights(cfg, suite, NONE, drift, (ESCALATE,), YOUNG)]
     n = len(mature)
@@ -870,7 +871,7 @@ def _aa_row(cfg: Config, suite: Suite, drift: Endpoint) -> None:
     flagged = sum(x.null_flags or bool(x.changed_metrics) for x in young)
     runs = np.mean([x.runs_null for x in mature])
     which = collections.Counter(m for x in mature for m in x.failing)
-    oracle = 100 * _true_oracle_aa(suite, drift, cfg.seed)
+    oracle = 100 * _true_oracle_aa(suite, drift, cfg.anchor, cfg.seed)
     cfg.emit(
         f"| {suite.label} | {ENDPOINTS[drift]} | {n} | {oracle:.1f} | {told} "
         f"| {pct(failed(ESCALATE.name), n)} | {pct(failed(FIXED.name), n)} | {runs:.1f} "
@@ -882,17 +883,17 @@ def _aa_row(cfg: Config, suite: Suite, drift: Endpoint) -> None:
         shown = ", ".join(f"{m} {v:.0f} %" for m, v in rates.items())
         cfg.lines.append(
             f"`ok` verdicts on unchanged scenario-nights ({suite.label}, "
-            f"{ENDPOINTS[drift]}, mature): {shown}"
+            f"{ENDPOINTS[drift]}, {cfg.anchor[0]} x {cfg.anchor[1]} anchor): {shown}"
         )
 
 
-def _true_oracle_aa(suite: Suite, drift: Endpoint, seed: int) -> float:
+def _true_oracle_aa(suite: Suite, drift: Endpoint, anchor: tuple[int, int], seed: int) -> float:
     """The true oracle's share of A/A nights with a gating flag: every gating test of the
     night at its exact null quantile (the lone change's bar), sizes measured on fresh null
     draws of the default profile, the tests taken as independent."""
     law = _oracle_law(Profile(), drift)
     sizes = [
-        true_oracle(m, law, law, MATURE, N, lone_bar(suite), seed=seed).size
+        true_oracle(m, law, law, anchor, N, lone_bar(suite), seed=seed).size
         for m in GATING
         if m in ORACLE_METRICS
     ]
@@ -1637,8 +1638,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--anchor",
         default="5x20",
         metavar="NIGHTSxRUNS",
-        help="the power table's baseline, e.g. 20x20 or 3x5 (the CLI's defaults): how close "
-        "more baseline nights bring the engine to the true oracle that knows the night law",
+        help="the power and A/A tables' baseline, e.g. 20x20 or 3x5 (the CLI's defaults): how "
+        "close more baseline nights bring the engine to the true oracle that knows the night law",
     )
     args = parser.parse_args(argv)
     try:

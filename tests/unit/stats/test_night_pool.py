@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalrunner.stats import CellBaseline, fit_references
+from evalrunner.stats import CellBaseline, CellNight, compare_night, fit_references, plan
 from evalrunner.stats._formulas import placements
 from evalrunner.stats._observe import Runs
 from evalrunner.stats._pool import pool_tau2
-from evalrunner.stats._reference import _fit_alone
+from evalrunner.stats._reference import PRIOR_ICC, _fit_alone
 from evalrunner.suite import Tolerance
 from evalrunner.suite._record import CellKey
 
@@ -97,3 +97,38 @@ def test_nights_of_one_run_each_fit_without_a_division_by_zero() -> None:
     assert fitted.own_icc is None or np.isfinite(fitted.own_icc[0])
     two = [Runs.of(make_runs(1, steps=[3])), Runs.of(make_runs(2, steps=[4, 5], start=1))]
     assert np.isfinite(_fit_alone(two)["step_count"].run_var)
+
+
+def test_a_rate_no_night_saw_move_takes_the_night_variance_of_the_model_s_other_rates() -> None:
+    """No run of any cell crashed, so nothing estimates how far a night moves the crash
+    rate. It used the fixed prior share of 0.05, a night sd of 0.067 at a rate of 0.1,
+    and `plan` said no runs and no baseline of up to 30 nights could see it rise to 0.1.
+    The success rate's pool is the same endpoint's night on the same logit scale."""
+    rng = np.random.default_rng(3)
+    cells = [
+        CellBaseline(
+            CellKey(s, "m"),
+            Tolerance(),
+            [make_runs(15, passed=k, scenario=s) for k in _logit_nights(rng, 0.8, 3, 15)],
+            "a1",
+        )
+        for s in "abcde"
+    ]
+    ref = fit_references(cells)[CellKey("a", "m")]
+    crash, success = ref.metrics["crash_rate"], ref.metrics["success_rate"]
+    assert crash.icc < PRIOR_ICC / 5
+    # On the common scale the two rates' night variances are the kind's law apart (both
+    # padded by the same standard errors of the one pooled estimate).
+    ratio = (crash.night_var / success.night_var) / (crash.run_var / success.run_var) ** 2
+    assert 0.5 < ratio < 2
+    # 15 runs a night (the budget) cannot see 0.1, but more runs on a longer baseline can.
+    assert "crash_rate" not in plan(cells[:1], 5).cells[0].beyond
+    # Tonight 4 of 15 runs crash: with the prior's night sd the p was 0.0057, past the bar.
+    tonight = CellNight(cells[0], make_runs(15, crashed=4, scenario="a"))
+    others = [CellNight(c, make_runs(15, passed=12, scenario=c.key.scenario)) for c in cells[1:]]
+    [crashed] = [
+        r
+        for r in compare_night([tonight, *others]).results
+        if r.metric == "crash_rate" and r.scenario == "a"
+    ]
+    assert crashed.verdict == "regression" and crashed.fails_night
