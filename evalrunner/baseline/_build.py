@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from evalrunner._clock import iso_now
+from evalrunner._jsonio import pydantic_message
 from evalrunner._next import NextStep, Said, each
 from evalrunner.baseline._file import (
     AcceptedNight,
@@ -218,25 +221,36 @@ def _accepted(
 
 
 def _baseline(
-    scenario: ResolvedScenario, cell: CellKey, nights: list[AcceptedNight], latest: _Found
+    path: Path,
+    scenario: ResolvedScenario,
+    cell: CellKey,
+    nights: list[AcceptedNight],
+    latest: _Found,
 ) -> Baseline:
     from evalrunner._version import __version__
     from evalrunner.stats._summary import summarize
 
     records = [r for n in nights for r in n.records]
-    return Baseline(
-        suite=scenario.suite,
-        scenario=cell.scenario,
-        model=cell.model,
-        fingerprint=scenario.fingerprint,
-        created_at=iso_now(),
-        evalrunner_version=__version__,
-        nights=nights,
-        summary=summarize(records).model_dump(mode="json", exclude_none=True),
-        typical=typical_trajectory(
-            latest.results, latest.night.records, scenario.normalize_config()
-        ),
-    )
+    try:
+        return Baseline(
+            suite=scenario.suite,
+            scenario=cell.scenario,
+            model=cell.model,
+            fingerprint=scenario.fingerprint,
+            created_at=iso_now(),
+            evalrunner_version=__version__,
+            nights=nights,
+            summary=summarize(records).model_dump(mode="json", exclude_none=True),
+            typical=typical_trajectory(
+                latest.results, latest.night.records, scenario.normalize_config()
+            ),
+        )
+    except ValidationError as exc:
+        # The file's own checks see one cell's nights, which the checks of whole
+        # directories cannot: two directories that differ may share a cell's night (the
+        # same start, the same runs).
+        said = pydantic_message(exc.errors()[0])
+        raise BaselineMismatch(f"{path}: its nights would not be a baseline: {said}") from None
 
 
 def _refuse_flagged(
@@ -315,7 +329,7 @@ def build_baselines(
         nights = _accepted(path, cell, scenario.fingerprint, [each.night for each in found], old)
         if old is not None and not accept_flagged:
             _refuse_flagged(suite.name, scenario, cell, path, old, found)
-        pending.append((path, _baseline(scenario, cell, nights, found[-1]), old))
+        pending.append((path, _baseline(path, scenario, cell, nights, found[-1]), old))
     return {path: _save_if_new(path, baseline, old) for path, baseline, old in pending}
 
 

@@ -117,15 +117,17 @@ class Baseline(BaseModel):
             raise ValueError("empty: a baseline holds the nights it accepted")
         # The same night twice (a merge of two branches that each appended, resolved by
         # keeping both) would pass for two nights, as `baseline --from` refuses it to.
-        seen: set[tuple[str, str]] = set()
+        seen: dict[tuple[str, str], int] = {}
         for i, night in enumerate(value):
             key = night_key(night.started_at, night.records)
             if key in seen:
+                j = seen[key]
                 raise ValueError(
-                    f"night {i} (started {night.started_at}) is an earlier night again, the "
-                    "same runs; a baseline counts each night once: remove one"
+                    f"night {i} (started {night.started_at}, from {night.source}) is an earlier "
+                    f"night again (night {j}, from {value[j].source}), the same runs; a baseline "
+                    "counts each night once: remove one"
                 )
-            seen.add(key)
+            seen[key] = i
             _runs_of_its_own(i, night)
         return value
 

@@ -649,6 +649,29 @@ def test_nights_run_back_to_back_inside_one_second_are_still_three_nights(
     assert len({n.started_at for n in nights}) == 3
 
 
+def test_one_cell_s_runs_twice_under_one_start_is_one_line_and_nothing_written(
+    lab: Lab, where: Path, tmp_path: Path
+) -> None:
+    """Two directories that started in the same second, each holding the same run of one
+    cell (the same scenario run twice in parallel, its agent deterministic): they differ as
+    nights, so `--from` takes both, but the cell's baseline would count one night twice.
+    Refused in one line naming the file, not with the baseline file's ValidationError."""
+    shard = shutil.copytree(lab.root / "night1", tmp_path / "shard")
+    moved = next((shard / "runs").glob("capital/**/*.json"))
+    doc = json.loads(moved.read_text())
+    doc["record"]["latency_s"] = float(doc["record"].get("latency_s") or 0.0) + 1.0
+    moved.write_text(json.dumps(doc))
+    result = baseline_cmd(lab, where, "--from", str(lab.root / "night1"), "--from", str(shard))
+    assert result.exit_code == 2, result.output
+    line = one_error(result)
+    assert line.startswith(f"error: {file_of(where, 'steady')}: ")
+    assert (
+        "(started " in line
+        and ", from shard) is an earlier night again (night 0, from night1)" in line
+    )
+    assert not where.exists()
+
+
 def test_a_night_the_endpoint_failed_is_refused_as_a_baseline_night(
     lab: Lab, where: Path, tmp_path: Path
 ) -> None:

@@ -210,16 +210,18 @@ def test_a_baseline_of_no_nights_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_a_baseline_holding_one_night_twice_is_refused_in_one_line(tmp_path: Path) -> None:
     # Two branches each appended a night; "keep both" in the merge copied a night again.
     # Before: loaded as one more night than was run, so the baseline gated early.
-    started: list[str] = []
+    first: list[dict[str, Any]] = []
 
     def twice(data: dict[str, Any]) -> None:
-        started.append(data["nights"][0]["started_at"])
+        first.append(data["nights"][0])
         data["nights"].append(data["nights"][0])
 
     path, error = _edited(tmp_path, twice)
+    started, source = first[0]["started_at"], first[0]["source"]
     assert error == (
-        f"{path}: nights: night 1 (started {started[0]}) is an earlier night again, the same "
-        "runs; a baseline counts each night once: remove one; rebuild it with 'evalrunner baseline'"
+        f"{path}: nights: night 1 (started {started}, from {source}) is an earlier night again "
+        f"(night 0, from {source}), the same runs; a baseline counts each night once: remove "
+        "one; rebuild it with 'evalrunner baseline'"
     )
 
 
