@@ -231,6 +231,8 @@ def _baseline(
     from evalrunner.stats._summary import summarize
 
     records = [r for n in nights for r in n.records]
+    summary = summarize(records).model_dump(mode="json", exclude_none=True)
+    typical = typical_trajectory(latest.results, latest.night.records, scenario.normalize_config())
     try:
         return Baseline(
             suite=scenario.suite,
@@ -240,10 +242,8 @@ def _baseline(
             created_at=iso_now(),
             evalrunner_version=__version__,
             nights=nights,
-            summary=summarize(records).model_dump(mode="json", exclude_none=True),
-            typical=typical_trajectory(
-                latest.results, latest.night.records, scenario.normalize_config()
-            ),
+            summary=summary,
+            typical=typical,
         )
     except ValidationError as exc:
         # The file's own checks see one cell's nights, which the checks of whole
